@@ -1,0 +1,117 @@
+package refusal
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies a refusal; the HTTP layer maps each kind to one status.
+type Kind int
+
+const (
+	// Internal is a server fault (500).
+	Internal Kind = iota
+	// BadRequest is a request the server cannot parse (400).
+	BadRequest
+	// Unauthorized is a missing, malformed, unknown, revoked or wrong-plane credential (401).
+	Unauthorized
+	// Forbidden is an authenticated caller without the kind or role a route needs (403).
+	Forbidden
+	// NotFound is an unknown route or an object the caller may not see (404).
+	NotFound
+	// MethodNotAllowed is a known route under another method (405).
+	MethodNotAllowed
+	// Conflict is a request that collides with the current state (409).
+	Conflict
+	// TooLarge is a body over the route's bound (413).
+	TooLarge
+	// Unprocessable is a well-formed request whose content is refused (422).
+	Unprocessable
+	// Unavailable is a dependency that cannot answer now (503).
+	Unavailable
+)
+
+// Field is one extra key of a refusal body.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Error is a refusal with a stable word.
+type Error struct {
+	Kind    Kind
+	Code    string
+	Message string
+	// Extra keys follow code and message in the body, in this order.
+	Extra []Field
+	// Cause is an underlying error for logs; it never reaches a client.
+	Cause error
+}
+
+// New returns a refusal.
+func New(kind Kind, code, message string) *Error {
+	return &Error{Kind: kind, Code: code, Message: message}
+}
+
+// Newf returns a refusal whose message is formatted.
+func Newf(kind Kind, code, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// With returns a copy of e with one more extra key.
+func (e *Error) With(key string, value any) *Error {
+	c := *e
+	c.Extra = append(append([]Field(nil), e.Extra...), Field{key, value})
+	return &c
+}
+
+// Get returns the value of an extra key.
+func (e *Error) Get(key string) (any, bool) {
+	for _, f := range e.Extra {
+		if f.Key == key {
+			return f.Value, true
+		}
+	}
+	return nil, false
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return e.Code + ": " + e.Message + ": " + e.Cause.Error()
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Is matches another refusal with the same code, so that errors.Is(err, refusal.New(…, "x", ""))
+// and sentinels defined per word work.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code
+}
+
+// As returns the refusal inside err, if any.
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// Words every door shares (runs.md §0.3, identity.md §3).
+const (
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeContentTooLarge  = "content_too_large"
+	CodeUnauthorized     = "unauthorized"
+	CodeInternal         = "internal_error"
+	CodeParameterInvalid = "parameter_invalid"
+	CodeParameterMissing = "parameter_missing"
+	CodeValidationFailed = "validation_failed"
+	CodeNotUser          = "not_user"
+	CodeNotAgent         = "not_agent"
+	CodeNotAuthorized    = "not_authorized"
+	CodeUnavailable      = "unavailable"
+)

@@ -1,0 +1,10 @@
+// Package store owns persistence: the two SQL dialects (SQLite, the embedded default, and
+// PostgreSQL, the production store), their embedded migrations, and the repositories that read and
+// write rows. It knows nothing of HTTP and holds no business rule beyond what a constraint
+// enforces: services in the other core packages decide, the store records.
+//
+// Every query is written once with `?` placeholders and rebound for PostgreSQL. Timestamps are
+// stored as integer Unix milliseconds in both dialects, which keeps one query text per statement
+// and gives the millisecond precision the API serves. Internal row ids never leave the server;
+// public ids are UUIDv7 strings minted in Go.
+package store

@@ -1,0 +1,38 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	db, err := sqlx.Open("postgres", rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", Redact(rawURL), err)
+	}
+	db.SetMaxOpenConns(opts.MaxReaders)
+	db.SetMaxIdleConns(opts.MaxReaders)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", Redact(rawURL), err)
+	}
+	return &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL)}, nil
+}
+
+// pgUniqueViolation is SQLSTATE 23505.
+const pgUniqueViolation = "23505"
+
+func isPostgresUnique(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == pgUniqueViolation
+}
+
+// IsUniqueViolation reports whether err is a unique or primary-key constraint failure in either
+// dialect, the signal repositories turn into conflict words such as handle_taken.
+func IsUniqueViolation(err error) bool {
+	return isSQLiteUnique(err) || isPostgresUnique(err)
+}
