@@ -1,0 +1,12 @@
+// Command nexus is the Nexus server and its command line.
+package main
+
+import (
+	"os"
+
+	"github.com/nexuskernel/nexus/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:]))
+}

@@ -1,0 +1,299 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// DefaultBodyLimit bounds every JSON request body unless a route states another bound
+// (runs.md §0.2): large enough for any declaration or step list the specs allow, small enough that
+// a hostile body costs little before it is refused.
+const DefaultBodyLimit = 1 << 20
+
+// Deps are the services the API calls.
+type Deps struct {
+	Log  hclog.Logger
+	Auth *identity.Authenticator
+	// CatalogBody is the kernel tool catalog route's body, computed once at start.
+	CatalogBody []byte
+	// Ready reports why the server is not ready; empty means ready.
+	Ready func(ctx context.Context) []string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// API is the HTTP handler of the whole server.
+type API struct {
+	deps    Deps
+	mux     *http.ServeMux
+	catalog *catalog
+}
+
+// New builds the API.
+func New(d Deps) (*API, error) {
+	if d.Log == nil {
+		d.Log = hclog.NewNullLogger()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Ready == nil {
+		d.Ready = func(context.Context) []string { return nil }
+	}
+	a := &API{deps: d, mux: http.NewServeMux()}
+	cat, err := newCatalog(d.CatalogBody)
+	if err != nil {
+		return nil, err
+	}
+	a.catalog = cat
+	a.routes()
+	return a, nil
+}
+
+func (a *API) routes() {
+	a.handle("GET /healthz", routeOpts{}, a.healthz)
+	a.handle("GET /readyz", routeOpts{}, a.readyz)
+	a.handle("GET /agent_api/v1/tools", routeOpts{}, a.tools)
+}
+
+// plane is who may call a route.
+type plane int
+
+const (
+	planeNone plane = iota
+	planeMember
+	planeExecutor
+)
+
+// apiPrefix is the root of every authenticated route.
+const apiPrefix = "/agent_api/v1"
+
+// planeOf seals the planes by path alone (identity.md §3): the executor's own door is
+// /agent_api/v1/executor and below; every other /agent_api/v1 route is the member plane; only the
+// health routes sit outside both.
+func planeOf(path string) plane {
+	switch {
+	case path == apiPrefix+"/executor" || strings.HasPrefix(path, apiPrefix+"/executor/"):
+		return planeExecutor
+	case strings.HasPrefix(path, apiPrefix+"/"):
+		return planeMember
+	default:
+		return planeNone
+	}
+}
+
+type routeOpts struct {
+	// bodyLimit overrides DefaultBodyLimit.
+	bodyLimit int64
+}
+
+// Call is what a handler knows about its request beyond net/http's.
+type Call struct {
+	RequestID string
+	Log       hclog.Logger
+	// Member is the authenticated member on member-plane routes.
+	Member *identity.Principal
+	// Body is the whole request body, already bounded; nil when the request had none.
+	Body []byte
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request, c *Call) error
+
+type callKey struct{}
+
+// handle registers a route. The plane comes from the path, so no route can be registered outside
+// the seal.
+func (a *API) handle(pattern string, opts routeOpts, h handlerFunc) {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		panic("httpapi: route pattern without a method: " + pattern)
+	}
+	pl := planeOf(path)
+	if pl == planeNone && path != "/healthz" && path != "/readyz" {
+		panic("httpapi: route outside " + apiPrefix + ": " + pattern)
+	}
+	limit := opts.bodyLimit
+	if limit == 0 {
+		limit = DefaultBodyLimit
+	}
+	readsBody := method != http.MethodGet && method != http.MethodHead
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		c := r.Context().Value(callKey{}).(*Call)
+		if readsBody {
+			body, err := readBody(w, r, limit)
+			if err != nil {
+				writeError(w, c.Log, c.RequestID, err)
+				return
+			}
+			c.Body = body
+		}
+		switch pl {
+		case planeMember:
+			p, err := a.deps.Auth.Member(r.Context(), identity.BearerToken(r.Header.Get("Authorization")))
+			if err != nil {
+				writeError(w, c.Log, c.RequestID, err)
+				return
+			}
+			c.Member = p
+		case planeExecutor:
+			// No executor-plane route is served yet; the seal still holds for any that is added.
+			writeError(w, c.Log, c.RequestID, identity.ErrUnauthorized)
+			return
+		}
+		if err := h(w, r, c); err != nil {
+			writeError(w, c.Log, c.RequestID, err)
+		}
+	})
+}
+
+// errTooLarge is the body-bound refusal, answered before any other check.
+func errTooLarge(limit int64) error {
+	return refusal.Newf(refusal.TooLarge, refusal.CodeContentTooLarge, "The request body exceeds %d bytes.", limit)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errTooLarge(limit)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errTooLarge(limit)
+		}
+		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body could not be read.")
+	}
+	if len(body) == 0 {
+		return nil, nil
+	}
+	return body, nil
+}
+
+// ServeHTTP assigns the request id, recovers panics, answers unknown routes and methods before
+// any authentication, and logs the request.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := a.deps.Now()
+	id := requestID(r.Header.Get("X-Request-Id"))
+	w.Header().Set("X-Request-Id", id)
+	log := a.deps.Log.With("request_id", id)
+	c := &Call{RequestID: id, Log: log}
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			log.Error("panic while handling request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if !rec.wrote {
+				writeError(rec, log, id, fmt.Errorf("panic: %v", p))
+			}
+		}
+		a.logRequest(log, r, rec.status, start)
+	}()
+	if _, pattern := a.mux.Handler(r); pattern == "" {
+		a.unrouted(rec, r, c)
+		return
+	}
+	a.mux.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+}
+
+// unrouted answers a request no pattern matches: 405 with Allow when the path exists under
+// another method, else 404. The mux decides which; its own text body is replaced by ours.
+func (a *API) unrouted(w http.ResponseWriter, r *http.Request, c *Call) {
+	h, _ := a.mux.Handler(r)
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		writeError(w, c.Log, c.RequestID, refusal.Newf(refusal.MethodNotAllowed, refusal.CodeMethodNotAllowed,
+			"%s is not allowed on %s.", r.Method, r.URL.Path))
+		return
+	}
+	writeError(w, c.Log, c.RequestID, refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No route %s %s.", r.Method, r.URL.Path))
+}
+
+func (a *API) logRequest(log hclog.Logger, r *http.Request, status int, start time.Time) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	d := a.deps.Now().Sub(start)
+	switch {
+	case status >= 500:
+		log.Error("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d)
+	case log.IsDebug():
+		log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d)
+	}
+}
+
+// maxClientRequestID bounds a client-chosen request id that the server keeps (runs.md §0.3).
+const maxClientRequestID = 64
+
+// requestID keeps a client's X-Request-Id when it is 1..64 safe characters (letters, digits,
+// '-', '_', '.', ':'), so that a caller can follow its own id through the logs; otherwise it
+// mints one.
+func requestID(client string) string {
+	if n := len(client); n > 0 && n <= maxClientRequestID {
+		ok := true
+		for i := 0; i < n; i++ {
+			c := client[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return client
+		}
+	}
+	return store.NewPublicID()
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.status, s.wrote = http.StatusOK, true
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// headerProbe records what the mux's fallback handler would answer, writing nothing.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }

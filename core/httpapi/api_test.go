@@ -1,0 +1,278 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+)
+
+// fixture is an API over a fresh bootstrapped store of one dialect.
+type fixture struct {
+	api   *API
+	srv   *httptest.Server
+	store *store.Store
+	admin string // the bootstrap user's token
+	agent string // an agent's token
+}
+
+func newFixture(t *testing.T, s *store.Store) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	res, err := identity.Bootstrap(ctx, s, t.TempDir(), "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentTok := insertAgent(t, s)
+	api, err := New(Deps{Auth: identity.NewAuthenticator(s, nil), CatalogBody: registry.New().CatalogBody()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{api: api, store: s, admin: res.Token, agent: agentTok}
+}
+
+// insertAgent stores an agent in the default workspace with a token, as the identity routes will.
+func insertAgent(t *testing.T, s *store.Store) string {
+	t.Helper()
+	ctx := context.Background()
+	secret, hash := identity.MintToken(identity.MemberPlane)
+	err := s.Write(ctx, func(tx *store.Tx) error {
+		var wsID, userID int64
+		if err := tx.Get(ctx, &wsID, `SELECT id FROM workspaces WHERE handle = 'default'`); err != nil {
+			return err
+		}
+		if err := tx.Get(ctx, &userID, `SELECT id FROM users WHERE handle = 'admin'`); err != nil {
+			return err
+		}
+		var agentID int64
+		if err := tx.Get(ctx, &agentID, `INSERT INTO agents (public_id, workspace_id, handle, display_name, steward_user_id, created_at) VALUES (?, ?, 'bot', 'Bot', ?, 0) RETURNING id`,
+			store.NewPublicID(), wsID, userID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO tokens (public_id, secret_hash, agent_id, created_at) VALUES (?, ?, ?, 0)`, store.NewPublicID(), hash, agentID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+func (f *fixture) do(t *testing.T, method, path, token string, body io.Reader, hdr map[string]string) *http.Response {
+	t.Helper()
+	req := httptest.NewRequest(method, path, body)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	f.api.ServeHTTP(rec, req)
+	return rec.Result()
+}
+
+type errorBody struct {
+	Error map[string]any `json:"error"`
+}
+
+// wantError checks a refusal's status, code and JSON envelope.
+func wantError(t *testing.T, resp *http.Response, status int, code string) map[string]any {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("status = %d, want %d; body %s", resp.StatusCode, status, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	var eb errorBody
+	if err := json.Unmarshal(b, &eb); err != nil {
+		t.Fatalf("body %s: %v", b, err)
+	}
+	if eb.Error["code"] != code {
+		t.Fatalf("code = %v, want %s; body %s", eb.Error["code"], code, b)
+	}
+	if m, _ := eb.Error["message"].(string); m == "" {
+		t.Errorf("refusal without a message: %s", b)
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Error("no X-Request-Id")
+	}
+	return eb.Error
+}
+
+func TestUnknownRouteIsNotFoundBeforeAuth(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	for _, path := range []string{"/agent_api/v1/nope", "/", "/agent_api/v1/executor/nope", "/agent_api/v1/tools/x"} {
+		wantError(t, f.do(t, "GET", path, "", nil, nil), 404, "not_found")
+	}
+}
+
+func TestWrongMethod(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	resp := f.do(t, "POST", "/agent_api/v1/tools", "", nil, nil)
+	wantError(t, resp, 405, "method_not_allowed")
+	if allow := resp.Header.Get("Allow"); !strings.Contains(allow, "GET") {
+		t.Errorf("Allow = %q, want GET listed", allow)
+	}
+	wantError(t, f.do(t, "DELETE", "/healthz", "", nil, nil), 405, "method_not_allowed")
+}
+
+func TestPlanesAreSealed(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s)
+		exec, _ := identity.MintToken(identity.ExecutorPlane)
+		unknown, _ := identity.MintToken(identity.MemberPlane)
+		for name, tok := range map[string]string{"none": "", "executor": exec, "unknown": unknown, "malformed": "nxm_short"} {
+			resp := f.do(t, "GET", "/agent_api/v1/tools", tok, nil, nil)
+			wantError(t, resp, 401, "unauthorized")
+			if resp.Header.Get("WWW-Authenticate") != "Bearer" {
+				t.Errorf("%s token: WWW-Authenticate = %q, want Bearer", name, resp.Header.Get("WWW-Authenticate"))
+			}
+		}
+		// A non-Bearer scheme is no token at all.
+		wantError(t, f.do(t, "GET", "/agent_api/v1/tools", "", nil, map[string]string{"Authorization": "Basic " + f.admin}), 401, "unauthorized")
+	})
+}
+
+func TestPlaneOf(t *testing.T) {
+	t.Parallel()
+	cases := map[string]plane{
+		"/agent_api/v1/executor":              planeExecutor,
+		"/agent_api/v1/executor/inbox":        planeExecutor,
+		"/agent_api/v1/executors":             planeMember,
+		"/agent_api/v1/executors/{public_id}": planeMember,
+		"/agent_api/v1/executorx":             planeMember,
+		"/agent_api/v1/tools":                 planeMember,
+		"/healthz":                            planeNone,
+	}
+	for path, want := range cases {
+		if got := planeOf(path); got != want {
+			t.Errorf("planeOf(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+func TestBodyBound(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	var saw []byte
+	f.api.handle("POST /agent_api/v1/echo", routeOpts{bodyLimit: 16}, func(w http.ResponseWriter, r *http.Request, c *Call) error {
+		saw = c.Body
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	})
+	// Over the bound: 413 before authentication (no token sent).
+	wantError(t, f.do(t, "POST", "/agent_api/v1/echo", "", strings.NewReader(strings.Repeat("x", 17)), nil), 413, "content_too_large")
+	// Without a Content-Length the bound is found while reading.
+	req := httptest.NewRequest("POST", "/agent_api/v1/echo", io.MultiReader(strings.NewReader(strings.Repeat("y", 40))))
+	req.ContentLength = -1
+	rec := httptest.NewRecorder()
+	f.api.ServeHTTP(rec, req)
+	wantError(t, rec.Result(), 413, "content_too_large")
+	// At the bound: authenticated, then handled.
+	resp := f.do(t, "POST", "/agent_api/v1/echo", f.admin, strings.NewReader(strings.Repeat("z", 16)), nil)
+	if resp.StatusCode != 204 || string(saw) != strings.Repeat("z", 16) {
+		t.Fatalf("status %d, body seen %q", resp.StatusCode, saw)
+	}
+	// Under the bound without a token: 401.
+	wantError(t, f.do(t, "POST", "/agent_api/v1/echo", "", strings.NewReader("{}"), nil), 401, "unauthorized")
+}
+
+func TestDefaultBodyBoundIsOneMiB(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	f.api.handle("POST /agent_api/v1/echo", routeOpts{}, func(w http.ResponseWriter, r *http.Request, c *Call) error {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	})
+	wantError(t, f.do(t, "POST", "/agent_api/v1/echo", f.admin, bytes.NewReader(make([]byte, 1<<20+1)), nil), 413, "content_too_large")
+	if resp := f.do(t, "POST", "/agent_api/v1/echo", f.admin, bytes.NewReader(make([]byte, 1<<20)), nil); resp.StatusCode != 204 {
+		t.Fatalf("a body of exactly 1 MiB: status %d", resp.StatusCode)
+	}
+}
+
+func TestPanicIsInternalError(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	f.api.handle("GET /agent_api/v1/boom", routeOpts{}, func(w http.ResponseWriter, r *http.Request, c *Call) error {
+		panic("boom")
+	})
+	resp := f.do(t, "GET", "/agent_api/v1/boom", f.admin, nil, map[string]string{"X-Request-Id": "req-42"})
+	e := wantError(t, resp, 500, "internal_error")
+	if e["request_id"] != "req-42" || resp.Header.Get("X-Request-Id") != "req-42" {
+		t.Fatalf("request_id = %v, header %q; want req-42 in both", e["request_id"], resp.Header.Get("X-Request-Id"))
+	}
+	if strings.Contains(e["message"].(string), "boom") {
+		t.Error("the panic value leaked into the message")
+	}
+	// A plain error from a handler is the same fault.
+	f.api.handle("GET /agent_api/v1/fail", routeOpts{}, func(w http.ResponseWriter, r *http.Request, c *Call) error {
+		return io.ErrUnexpectedEOF
+	})
+	e = wantError(t, f.do(t, "GET", "/agent_api/v1/fail", f.admin, nil, nil), 500, "internal_error")
+	if id, _ := e["request_id"].(string); id == "" {
+		t.Error("500 without request_id")
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	cases := []struct {
+		in   string
+		keep bool
+	}{
+		{"abc-123_x.y:z", true},
+		{strings.Repeat("a", 64), true},
+		{strings.Repeat("a", 65), false},
+		{"has space", false},
+		{"new\nline", false},
+		{"", false},
+	}
+	for _, c := range cases {
+		resp := f.do(t, "GET", "/healthz", "", nil, map[string]string{"X-Request-Id": c.in})
+		got := resp.Header.Get("X-Request-Id")
+		if c.keep && got != c.in {
+			t.Errorf("client id %q: got %q, want it kept", c.in, got)
+		}
+		if !c.keep && (got == c.in || got == "") {
+			t.Errorf("client id %q: got %q, want a fresh id", c.in, got)
+		}
+	}
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	resp := f.do(t, "GET", "/healthz", "", nil, nil)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != `{"status":"ok"}`+"\n" {
+		t.Fatalf("healthz: %d %s", resp.StatusCode, b)
+	}
+	resp = f.do(t, "GET", "/readyz", "", nil, nil)
+	b, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != `{"status":"ready"}`+"\n" {
+		t.Fatalf("readyz: %d %s", resp.StatusCode, b)
+	}
+	f.api.deps.Ready = func(context.Context) []string { return []string{"store: down"} }
+	resp = f.do(t, "GET", "/readyz", "", nil, nil)
+	b, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != 503 || string(b) != `{"status":"not_ready","reasons":["store: down"]}`+"\n" {
+		t.Fatalf("readyz not ready: %d %s", resp.StatusCode, b)
+	}
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mattn/go-isatty"
+
+	"github.com/nexuskernel/nexus/core/httpapi"
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// DrainTimeout is how long a shutdown waits for in-flight requests: long enough for any ordinary
+// request to finish, short enough for a supervisor's stop timeout (systemd's default is 90 s).
+const DrainTimeout = 10 * time.Second
+
+// ErrDrainTimeout means shutdown gave up on requests still in flight after DrainTimeout.
+var ErrDrainTimeout = errors.New("server: in-flight requests did not finish within the drain timeout")
+
+// Server is a configured kernel, ready to serve.
+type Server struct {
+	settings Settings
+	log      hclog.Logger
+	store    *store.Store
+	api      *httpapi.API
+	now      func() time.Time
+}
+
+// Options adjust Open for tests and tools.
+type Options struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Getenv reads the environment (NEXUS_BOOTSTRAP_TOKEN); nil means os.Getenv.
+	Getenv func(string) string
+	// TokenTerminal says whether a generated bootstrap token may be printed in the log; nil means
+	// "when standard error is a terminal".
+	TokenTerminal func() bool
+}
+
+// Open opens and migrates the store, bootstraps an empty deployment, and builds the API.
+func Open(ctx context.Context, s Settings, log hclog.Logger, opts Options) (*Server, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.TokenTerminal == nil {
+		opts.TokenTerminal = func() bool { return isatty.IsTerminal(os.Stderr.Fd()) }
+	}
+	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	st, err := store.Open(ctx, s.Database(), store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := open(ctx, s, log, opts, st)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return srv, nil
+}
+
+func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *store.Store) (*Server, error) {
+	applied, err := st.Migrate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(applied) > 0 {
+		log.Info("applied migrations", "store", st.String(), "versions", applied)
+	}
+	boot, err := identity.Bootstrap(ctx, st, s.DataDir, opts.Getenv(identity.BootstrapTokenEnv), opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	if boot.Created {
+		if boot.Generated && opts.TokenTerminal() {
+			log.Info("bootstrapped workspace default with user admin", "token_file", boot.TokenFile, "token", boot.Token)
+		} else {
+			log.Info("bootstrapped workspace default with user admin", "token_file", boot.TokenFile)
+		}
+	}
+	reg := registry.New()
+	srv := &Server{settings: s, log: log, store: st, now: opts.Now}
+	api, err := httpapi.New(httpapi.Deps{
+		Log:         log.Named("http"),
+		Auth:        identity.NewAuthenticator(st, opts.Now),
+		CatalogBody: reg.CatalogBody(),
+		Ready:       srv.notReady,
+		Now:         opts.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv.api = api
+	return srv, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.api }
+
+// Store is the server's store.
+func (s *Server) Store() *store.Store { return s.store }
+
+// Close releases the store.
+func (s *Server) Close() error { return s.store.Close() }
+
+// notReady lists why the server cannot take work: the store does not answer, or its schema is not
+// the one this build knows.
+func (s *Server) notReady(ctx context.Context) []string {
+	if err := s.store.Ping(ctx); err != nil {
+		return []string{"store: " + err.Error()}
+	}
+	if err := s.store.CheckSchema(ctx); err != nil {
+		return []string{"schema: " + err.Error()}
+	}
+	return nil
+}
+
+// Serve serves HTTP on ln until ctx is done, then stops accepting, drains in-flight requests for
+// up to DrainTimeout and returns nil, or ErrDrainTimeout when requests were still running.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler: s.api,
+		// ReadHeaderTimeout bounds slow-header clients; bodies and streams keep their own bounds.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          s.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.log.Info("serving", "listen", ln.Addr().String(), "store", s.store.String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: draining in-flight requests", "timeout", DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
+	defer cancel()
+	if err := hs.Shutdown(dctx); err != nil {
+		_ = hs.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return ErrDrainTimeout
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// Settings are the server's resolved settings.
+type Settings struct {
+	// Listen is the HTTP address.
+	Listen string
+	// DataDir holds the SQLite database (by default) and admin.token.
+	DataDir string
+	// DatabaseURL selects the store: a postgres:// URL, or a SQLite path. Empty means
+	// <DataDir>/nexus.db.
+	DatabaseURL string
+	// ConfigFile is the HCL file the settings were read from, if any.
+	ConfigFile string
+	// PluginDirs are searched for plugin binaries.
+	PluginDirs []string
+	// LogLevel is trace, debug, info, warn or error.
+	LogLevel string
+	// LogFormat is text or json.
+	LogFormat string
+}
+
+// Defaults of the settings (issue text and README).
+const (
+	DefaultListen    = "127.0.0.1:7400"
+	DefaultDataDir   = "./nexus-data"
+	DefaultLogLevel  = "info"
+	DefaultLogFormat = "text"
+	// DatabaseFile is the SQLite file inside the data directory.
+	DatabaseFile = "nexus.db"
+)
+
+// Environment variables, one per setting.
+const (
+	EnvListen      = "NEXUS_LISTEN"
+	EnvDataDir     = "NEXUS_DATA_DIR"
+	EnvDatabaseURL = "NEXUS_DATABASE_URL"
+	EnvConfig      = "NEXUS_CONFIG"
+	// EnvPluginDir holds one or more directories separated by the OS path-list separator.
+	EnvPluginDir = "NEXUS_PLUGIN_DIR"
+	EnvLogLevel  = "NEXUS_LOG_LEVEL"
+	EnvLogFormat = "NEXUS_LOG_FORMAT"
+)
+
+// Layer is one source of settings; a nil field (or nil slice) leaves the value below it.
+type Layer struct {
+	Listen      *string
+	DataDir     *string
+	DatabaseURL *string
+	PluginDirs  []string
+	LogLevel    *string
+	LogFormat   *string
+}
+
+// Resolve applies layers over the defaults, later layers winning: call it with the file, then the
+// environment, then the flags, which gives flag > env > file > default.
+func Resolve(layers ...Layer) (Settings, error) {
+	s := Settings{Listen: DefaultListen, DataDir: DefaultDataDir, LogLevel: DefaultLogLevel, LogFormat: DefaultLogFormat}
+	for _, l := range layers {
+		set(&s.Listen, l.Listen)
+		set(&s.DataDir, l.DataDir)
+		set(&s.DatabaseURL, l.DatabaseURL)
+		set(&s.LogLevel, l.LogLevel)
+		set(&s.LogFormat, l.LogFormat)
+		if l.PluginDirs != nil {
+			s.PluginDirs = l.PluginDirs
+		}
+	}
+	return s, s.validate()
+}
+
+func set(dst *string, v *string) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func (s Settings) validate() error {
+	var errs []error
+	if s.Listen == "" {
+		errs = append(errs, errors.New("listen is empty"))
+	}
+	if s.DataDir == "" {
+		errs = append(errs, errors.New("data_dir is empty"))
+	}
+	if hclog.LevelFromString(s.LogLevel) == hclog.NoLevel {
+		errs = append(errs, fmt.Errorf("log_level %q is not one of trace, debug, info, warn, error", s.LogLevel))
+	}
+	if s.LogFormat != "text" && s.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log_format %q is not text or json", s.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// Database returns the database URL, defaulting to SQLite in the data directory.
+func (s Settings) Database() string {
+	if s.DatabaseURL != "" {
+		return s.DatabaseURL
+	}
+	return filepath.Join(s.DataDir, DatabaseFile)
+}
+
+// EnvLayer reads the NEXUS_* variables through getenv.
+func EnvLayer(getenv func(string) string) Layer {
+	var l Layer
+	str := func(name string) *string {
+		if v := getenv(name); v != "" {
+			return &v
+		}
+		return nil
+	}
+	l.Listen = str(EnvListen)
+	l.DataDir = str(EnvDataDir)
+	l.DatabaseURL = str(EnvDatabaseURL)
+	l.LogLevel = str(EnvLogLevel)
+	l.LogFormat = str(EnvLogFormat)
+	if v := getenv(EnvPluginDir); v != "" {
+		l.PluginDirs = filepath.SplitList(v)
+	}
+	return l
+}
+
+// fileSettings is the HCL schema of the server settings file. Blocks for later parts of the
+// kernel (kernel, plugin, model_provider, model) are added beside these attributes.
+type fileSettings struct {
+	Listen      *string  `hcl:"listen,optional"`
+	DataDir     *string  `hcl:"data_dir,optional"`
+	DatabaseURL *string  `hcl:"database_url,optional"`
+	PluginDirs  []string `hcl:"plugin_dirs,optional"`
+	LogLevel    *string  `hcl:"log_level,optional"`
+	LogFormat   *string  `hcl:"log_format,optional"`
+}
+
+// FileLayer reads an HCL settings file. A relative data_dir or plugin directory in the file is
+// taken relative to the file's own directory, so a file means the same wherever it is run from.
+func FileLayer(path string) (Layer, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return Layer{}, fmt.Errorf("config: %w", err)
+	}
+	f, diags := hclparse.NewParser().ParseHCL(src, path)
+	if diags.HasErrors() {
+		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
+	}
+	var fs fileSettings
+	if diags := gohcl.DecodeBody(f.Body, nil, &fs); diags.HasErrors() {
+		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
+	}
+	base := filepath.Dir(path)
+	abs := func(p *string) *string {
+		if p == nil || *p == "" || filepath.IsAbs(*p) {
+			return p
+		}
+		v := filepath.Join(base, *p)
+		return &v
+	}
+	l := Layer{
+		Listen: fs.Listen, DataDir: abs(fs.DataDir), DatabaseURL: fs.DatabaseURL,
+		LogLevel: fs.LogLevel, LogFormat: fs.LogFormat,
+	}
+	if fs.PluginDirs != nil {
+		l.PluginDirs = make([]string, len(fs.PluginDirs))
+		for i, d := range fs.PluginDirs {
+			l.PluginDirs[i] = *abs(&d)
+		}
+	}
+	return l, nil
+}
+
+func diagText(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, d := range diags {
+		parts = append(parts, d.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// NewLogger builds the server's logger from the settings.
+func NewLogger(s Settings, out *os.File) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "nexus",
+		Level:      hclog.LevelFromString(s.LogLevel),
+		JSONFormat: s.LogFormat == "json",
+		Output:     out,
+	})
+}

@@ -1,0 +1,151 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/nexuskernel/nexus"
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+	Imports    []string
+}
+
+// listPackages runs `go list -deps -json` over the whole module once and returns the module's
+// own packages, each with its transitive dependencies.
+func listPackages(t *testing.T) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,Imports", module+"/...")
+	cmd.Dir = "../.."
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[strings.TrimPrefix(p.ImportPath, module+"/")] = p
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no packages")
+	}
+	return pkgs
+}
+
+// own returns the module-relative paths of a package's transitive dependencies inside the module.
+func own(p pkg) []string {
+	var out []string
+	for _, d := range p.Deps {
+		if rel, ok := strings.CutPrefix(d, module+"/"); ok {
+			out = append(out, rel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func under(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// rule says which module packages a package (matched by prefix) may depend on, transitively.
+type rule struct {
+	from  string
+	allow func(dep string) bool
+	why   string
+}
+
+func anyOf(prefixes ...string) func(string) bool {
+	return func(dep string) bool {
+		for _, p := range prefixes {
+			if under(dep, p) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+var rules = []rule{
+	{"sdk/announce", anyOf(), "announce imports nothing from the module: it is the root of the SDK"},
+	{"sdk/plugin", anyOf("sdk/announce", "sdk/internal"), "sdk/plugin builds on announce alone"},
+	{"sdk/memory", anyOf("sdk/announce", "sdk/plugin", "sdk/internal"), "sdk/memory builds on announce and plugin"},
+	{"sdk/toolprovider", anyOf("sdk/announce", "sdk/plugin", "sdk/memory", "sdk/internal"), "toolprovider is the top of the SDK chain"},
+	{"sdk", anyOf("sdk"), "a plugin author needs sdk alone"},
+	{"providers", anyOf("sdk"), "providers build against the SDK only"},
+	{"plugins", anyOf("sdk"), "the plugin host drives the executor plane through an interface it declares"},
+	{"core/registry", anyOf("sdk/announce"), "the registry imports no other core package"},
+	{"core/refusal", anyOf(), "refusals are a leaf every service may use"},
+	{"core/envelope", anyOf("core/refusal"), "the result envelope stands alone"},
+	{"core/declare", anyOf("core/registry", "core/refusal", "sdk/announce"), "the compiler needs only the registry"},
+	{"core/projection", anyOf("core/declare", "core/registry", "core/refusal", "sdk/announce"), "projection is pure over declare and registry"},
+	{"core/runs", func(dep string) bool { return !under(dep, "core/kernel") && !under(dep, "core/executors") && !under(dep, "core/httpapi") && !under(dep, "core/server") }, "runs defines the interfaces kernel and executors fill"},
+	{"core/store", anyOf("core/store"), "the store holds no business rule"},
+}
+
+func TestDependencyDirection(t *testing.T) {
+	t.Parallel()
+	pkgs := listPackages(t)
+	for path, p := range pkgs {
+		for _, r := range rules {
+			if !under(path, r.from) {
+				continue
+			}
+			for _, dep := range own(p) {
+				if under(dep, path) {
+					continue
+				}
+				if !r.allow(dep) {
+					t.Errorf("%s depends on %s: %s", path, dep, r.why)
+				}
+			}
+		}
+	}
+}
+
+// TestOnlyHTTPAPIKnowsHTTP keeps net/http out of the services: core/httpapi routes and writes,
+// core/server listens, and nothing else in core speaks HTTP.
+func TestOnlyHTTPAPIKnowsHTTP(t *testing.T) {
+	t.Parallel()
+	for path, p := range listPackages(t) {
+		if !under(path, "core") || under(path, "core/httpapi") || under(path, "core/server") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == "net/http" {
+				t.Errorf("%s imports net/http; only core/httpapi knows HTTP", path)
+			}
+		}
+	}
+}
+
+// TestCommandsOnlyWire keeps main packages thin: a command imports the CLI or the SDK and
+// providers it serves, never the services directly.
+func TestCommandsOnlyWire(t *testing.T) {
+	t.Parallel()
+	for path, p := range listPackages(t) {
+		if !under(path, "cmd") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			rel, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			if !under(rel, "internal/cli") && !under(rel, "sdk") && !under(rel, "providers") {
+				t.Errorf("%s imports %s; commands only wire the CLI, the SDK and providers", path, rel)
+			}
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nexuskernel/nexus/core/server"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+func newServe(e *env, g *globals) *cobra.Command {
+	f := &serverFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the server",
+		Long: `Run the server: open (and migrate) the store, bootstrap an empty deployment, and serve the
+agent API until SIGINT or SIGTERM. On a signal the server stops accepting connections and
+drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain timed out.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := e.settings(cmd, g, f)
+			if err != nil {
+				return err
+			}
+			log := server.NewLogger(s, e.stderr)
+			ctx, stop := e.signalContext()
+			defer stop()
+			srv, err := server.Open(ctx, s, log, server.Options{Getenv: e.getenv})
+			if err != nil {
+				if errors.Is(err, store.ErrSchemaTooNew) {
+					return fmt.Errorf("%w; run a build at least as new as the one that migrated this database", err)
+				}
+				return err
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", s.Listen)
+			if err != nil {
+				return err
+			}
+			if err := srv.Serve(ctx, ln); err != nil {
+				if errors.Is(err, server.ErrDrainTimeout) {
+					return &exitError{code: 1, err: err}
+				}
+				return err
+			}
+			log.Info("stopped")
+			return nil
+		},
+	}
+	f.register(cmd.Flags(), true)
+	return cmd
+}
+
+// openStore opens the store named by the settings without migrating it.
+func openStore(ctx context.Context, s server.Settings) (*store.Store, error) {
+	return store.Open(ctx, s.Database(), store.Options{MaxReaders: 2})
+}
