@@ -20,7 +20,6 @@ import (
 // fixture is an API over a fresh bootstrapped store of one dialect.
 type fixture struct {
 	api   *API
-	srv   *httptest.Server
 	store *store.Store
 	admin string // the bootstrap user's token
 	agent string // an agent's token
@@ -82,7 +81,7 @@ func (f *fixture) do(t *testing.T, method, path, token string, body io.Reader, h
 	return rec.Result()
 }
 
-type errorBody struct {
+type errorEnvelope struct {
 	Error map[string]any `json:"error"`
 }
 
@@ -96,7 +95,7 @@ func wantError(t *testing.T, resp *http.Response, status int, code string) map[s
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	var eb errorBody
+	var eb errorEnvelope
 	if err := json.Unmarshal(b, &eb); err != nil {
 		t.Fatalf("body %s: %v", b, err)
 	}

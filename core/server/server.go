@@ -32,6 +32,7 @@ type Server struct {
 	store    *store.Store
 	api      *httpapi.API
 	now      func() time.Time
+	drain    time.Duration
 }
 
 // Options adjust Open for tests and tools.
@@ -40,6 +41,8 @@ type Options struct {
 	Now func() time.Time
 	// Getenv reads the environment (NEXUS_BOOTSTRAP_TOKEN); nil means os.Getenv.
 	Getenv func(string) string
+	// DrainTimeout replaces DrainTimeout (tests use a short one).
+	DrainTimeout time.Duration
 	// TokenTerminal says whether a generated bootstrap token may be printed in the log; nil means
 	// "when standard error is a terminal".
 	TokenTerminal func() bool
@@ -49,6 +52,9 @@ type Options struct {
 func Open(ctx context.Context, s Settings, log hclog.Logger, opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DrainTimeout
 	}
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
@@ -91,7 +97,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		}
 	}
 	reg := registry.New()
-	srv := &Server{settings: s, log: log, store: st, now: opts.Now}
+	srv := &Server{settings: s, log: log, store: st, now: opts.Now, drain: opts.DrainTimeout}
 	api, err := httpapi.New(httpapi.Deps{
 		Log:         log.Named("http"),
 		Auth:        identity.NewAuthenticator(st, opts.Now),
@@ -128,7 +134,7 @@ func (s *Server) notReady(ctx context.Context) []string {
 }
 
 // Serve serves HTTP on ln until ctx is done, then stops accepting, drains in-flight requests for
-// up to DrainTimeout and returns nil, or ErrDrainTimeout when requests were still running.
+// up to the drain timeout and returns nil, or ErrDrainTimeout when requests were still running.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler: s.api,
@@ -146,8 +152,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down: draining in-flight requests", "timeout", DrainTimeout)
-	dctx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
+	s.log.Info("shutting down: draining in-flight requests", "timeout", s.drain)
+	dctx, cancel := context.WithTimeout(context.Background(), s.drain)
 	defer cancel()
 	if err := hs.Shutdown(dctx); err != nil {
 		_ = hs.Close()

@@ -90,7 +90,9 @@ var rules = []rule{
 	{"core/envelope", anyOf("core/refusal"), "the result envelope stands alone"},
 	{"core/declare", anyOf("core/registry", "core/refusal", "sdk/announce"), "the compiler needs only the registry"},
 	{"core/projection", anyOf("core/declare", "core/registry", "core/refusal", "sdk/announce"), "projection is pure over declare and registry"},
-	{"core/runs", func(dep string) bool { return !under(dep, "core/kernel") && !under(dep, "core/executors") && !under(dep, "core/httpapi") && !under(dep, "core/server") }, "runs defines the interfaces kernel and executors fill"},
+	{"core/runs", func(dep string) bool {
+		return !under(dep, "core/kernel") && !under(dep, "core/executors") && !under(dep, "core/httpapi") && !under(dep, "core/server")
+	}, "runs defines the interfaces kernel and executors fill"},
 	{"core/store", anyOf("core/store"), "the store holds no business rule"},
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -67,17 +66,6 @@ func (e *env) client(cmd *cobra.Command, g *globals, f *clientFlags) (*client.Cl
 		tok = strings.TrimSpace(string(b))
 	}
 	return client.New(addr, tok), nil
-}
-
-// printJSON writes a raw API body, indented for people.
-func (e *env) printJSON(raw []byte) error {
-	var v json.RawMessage = raw
-	out, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(e.stdout, string(out))
-	return err
 }
 
 // apiError makes a client refusal read well on a terminal.

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+)
+
+func openServer(t *testing.T, d store.Dialect, opts Options) (*Server, Settings) {
+	t.Helper()
+	s, err := Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.DataDir = t.TempDir()
+	if d == store.Postgres {
+		s.DatabaseURL = storetest.FreshURL(t, d)
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	opts.TokenTerminal = func() bool { return false }
+	srv, err := Open(context.Background(), s, hclog.NewNullLogger(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv, s
+}
+
+func TestServeCatalogThenDrain(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			srv, s := openServer(t, d, Options{})
+			tok, err := os.ReadFile(filepath.Join(s.DataDir, "admin.token"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ctx, ln) }()
+
+			req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/agent_api/v1/tools", nil)
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(body) != string(registry.New().CatalogBody()) {
+				t.Fatalf("catalog: status %d, %d bytes", resp.StatusCode, len(body))
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Serve after cancel: %v, want nil", err)
+			}
+			if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+				t.Fatal("the listener still accepts after shutdown")
+			}
+		})
+	}
+}
+
+func TestDrainTimeout(t *testing.T) {
+	t.Parallel()
+	srv, _ := openServer(t, store.SQLite, Options{DrainTimeout: 200 * time.Millisecond})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	// A request whose headers never finish keeps its connection active, so the drain cannot
+	// complete.
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // let the server read the first bytes
+	cancel()
+	if err := <-done; !errors.Is(err, ErrDrainTimeout) {
+		t.Fatalf("Serve = %v, want ErrDrainTimeout", err)
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			srv, s := openServer(t, d, Options{})
+			ctx := context.Background()
+			_, known, err := srv.Store().SchemaVersions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := `INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, ?)`
+			if d == store.Postgres {
+				q = `INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, $2)`
+			}
+			if _, err := srv.Store().DB().ExecContext(ctx, q, known+1, true); err != nil {
+				t.Fatal(err)
+			}
+			if reasons := srv.notReady(ctx); len(reasons) != 1 || !strings.Contains(reasons[0], "newer") {
+				t.Fatalf("readiness on a newer schema = %v", reasons)
+			}
+			_, err = Open(ctx, s, hclog.NewNullLogger(), Options{Getenv: func(string) string { return "" }})
+			if !errors.Is(err, store.ErrSchemaTooNew) {
+				t.Fatalf("Open on a newer schema = %v, want ErrSchemaTooNew", err)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesBadBootstrapToken(t *testing.T) {
+	t.Parallel()
+	s, _ := Resolve()
+	s.DataDir = t.TempDir()
+	_, err := Open(context.Background(), s, hclog.NewNullLogger(), Options{Getenv: func(k string) string {
+		if k == "NEXUS_BOOTSTRAP_TOKEN" {
+			return "not-a-token"
+		}
+		return ""
+	}})
+	if err == nil || !strings.Contains(err.Error(), "NEXUS_BOOTSTRAP_TOKEN") {
+		t.Fatalf("Open = %v, want a message naming NEXUS_BOOTSTRAP_TOKEN", err)
+	}
+}
+
+func TestReadyWhenStoreAnswers(t *testing.T) {
+	t.Parallel()
+	srv, _ := openServer(t, store.SQLite, Options{})
+	if r := srv.notReady(context.Background()); len(r) != 0 {
+		t.Fatalf("fresh server not ready: %v", r)
+	}
+	srv.Store().Close()
+	if r := srv.notReady(context.Background()); len(r) != 1 || !strings.HasPrefix(r[0], "store: ") {
+		t.Fatalf("closed store: reasons %v", r)
+	}
+}

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestResolveDefaults(t *testing.T) {
+	t.Parallel()
+	s, err := Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Settings{Listen: "127.0.0.1:7400", DataDir: "./nexus-data", LogLevel: "info", LogFormat: "text"}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Fatal(diff)
+	}
+	if got := s.Database(); got != filepath.Join("nexus-data", "nexus.db") {
+		t.Errorf("default database = %q", got)
+	}
+}
+
+func TestResolvePrecedence(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "nexus.hcl")
+	if err := os.WriteFile(file, []byte(`
+listen       = "127.0.0.1:1111"
+data_dir     = "data"
+database_url = "postgres://file/db"
+plugin_dirs  = ["plugins", "/abs/plugins"]
+log_level    = "debug"
+log_format   = "json"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := FileLayer(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := EnvLayer(func(k string) string {
+		return map[string]string{EnvListen: "127.0.0.1:2222", EnvLogLevel: "warn", EnvPluginDir: "/e1" + string(os.PathListSeparator) + "/e2"}[k]
+	})
+	flagListen := "127.0.0.1:3333"
+	flags := Layer{Listen: &flagListen}
+
+	s, err := Resolve(fl, env, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Settings{
+		Listen:      "127.0.0.1:3333",           // flag beats env and file
+		DataDir:     filepath.Join(dir, "data"), // file, relative to the file
+		DatabaseURL: "postgres://file/db",       // file
+		PluginDirs:  []string{"/e1", "/e2"},     // env beats file
+		LogLevel:    "warn",                     // env beats file
+		LogFormat:   "json",                     // file beats default
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Fatal(diff)
+	}
+	// Without the flag, the environment wins; without both, the file.
+	s, _ = Resolve(fl, env)
+	if s.Listen != "127.0.0.1:2222" {
+		t.Errorf("env listen: got %q", s.Listen)
+	}
+	s, _ = Resolve(fl)
+	if s.Listen != "127.0.0.1:1111" || s.LogLevel != "debug" {
+		t.Errorf("file: got %+v", s)
+	}
+	if fl.PluginDirs[0] != filepath.Join(dir, "plugins") || fl.PluginDirs[1] != "/abs/plugins" {
+		t.Errorf("file plugin dirs = %v", fl.PluginDirs)
+	}
+}
+
+func TestResolveRefusesBadValues(t *testing.T) {
+	t.Parallel()
+	bad := "loud"
+	fmtBad := "xml"
+	empty := ""
+	_, err := Resolve(Layer{LogLevel: &bad, LogFormat: &fmtBad, Listen: &empty})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{`log_level "loud"`, `log_format "xml"`, "listen is empty"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+func TestFileLayerRefusesUnknownSettings(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "nexus.hcl")
+	if err := os.WriteFile(file, []byte("lisen = \"x\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := FileLayer(file)
+	if err == nil || !strings.Contains(err.Error(), "lisen") || !strings.Contains(err.Error(), "nexus.hcl:1") {
+		t.Fatalf("got %v, want an error naming the attribute and its position", err)
+	}
+	if err := os.WriteFile(file, []byte("listen = \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FileLayer(file); err == nil {
+		t.Fatal("a syntax error was accepted")
+	}
+}
