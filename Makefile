@@ -49,7 +49,7 @@ soak:
 
 ## bench: the benchmarks, measured side by side with their baselines
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 
 ## lint: formatting, vet and staticcheck
 lint:

@@ -1,4 +1,3 @@
-// Command nexus is the Nexus server and its command line.
 package main
 
 import (
