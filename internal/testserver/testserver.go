@@ -1,0 +1,287 @@
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexuskernel/nexus/core/server"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+	"github.com/nexuskernel/nexus/internal/cli"
+	"github.com/nexuskernel/nexus/sdk/client"
+)
+
+// helperEnv marks a re-executed test binary that must act as the nexus command.
+const helperEnv = "NEXUS_TESTSERVER_HELPER"
+
+// Main is a TestMain body: it runs the nexus command line when the binary was re-executed as a
+// server, and the tests otherwise.
+func Main(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(cli.Main(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// Options choose how the server runs.
+type Options struct {
+	// Dialect selects the store (default SQLite).
+	Dialect store.Dialect
+	// Subprocess runs the real command line in a child process (the test package's TestMain must
+	// call Main).
+	Subprocess bool
+	// Config is the text of an HCL settings file; empty means none.
+	Config string
+	// Env adds environment variables (subprocess) or getenv answers (in-process).
+	Env map[string]string
+}
+
+// Instance is one running server (or a stopped one that can be restarted on the same store).
+type Instance struct {
+	t           testing.TB
+	opts        Options
+	DataDir     string
+	DatabaseURL string
+	configPath  string
+	// URL is the base URL, for example http://127.0.0.1:41234.
+	URL string
+	// AdminToken is the bootstrap user's token.
+	AdminToken string
+
+	mu     sync.Mutex
+	logs   bytes.Buffer
+	stop   func() error
+	kill   func()
+	exited chan error
+}
+
+// Start starts a server on a fresh store and waits until it is ready. It is stopped when the test
+// ends.
+func Start(t testing.TB, opts Options) *Instance {
+	t.Helper()
+	if opts.Dialect == "" {
+		opts.Dialect = store.SQLite
+	}
+	in := &Instance{t: t, opts: opts, DataDir: filepath.Join(t.TempDir(), "data")}
+	if opts.Dialect == store.Postgres {
+		in.DatabaseURL = storetest.FreshURL(t, store.Postgres)
+	}
+	if opts.Config != "" {
+		in.configPath = filepath.Join(t.TempDir(), "nexus.hcl")
+		if err := os.WriteFile(in.configPath, []byte(opts.Config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", in.Logs())
+		}
+		in.Stop()
+	})
+	in.start()
+	tok, err := os.ReadFile(filepath.Join(in.DataDir, "admin.token"))
+	if err != nil {
+		t.Fatalf("admin token: %v", err)
+	}
+	in.AdminToken = strings.TrimSpace(string(tok))
+	return in
+}
+
+// Logs returns what the server has logged so far.
+func (in *Instance) Logs() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.logs.String()
+}
+
+type lockedWriter struct{ in *Instance }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.in.mu.Lock()
+	defer w.in.mu.Unlock()
+	return w.in.logs.Write(p)
+}
+
+// Client returns an API client with the admin token.
+func (in *Instance) Client() *client.Client { return in.ClientWith(in.AdminToken) }
+
+// ClientWith returns an API client with another token.
+func (in *Instance) ClientWith(token string) *client.Client { return client.New(in.URL, token) }
+
+func (in *Instance) settingsArgs(addr string) []string {
+	args := []string{"serve", "--listen", addr, "--data-dir", in.DataDir, "--log-level", "debug"}
+	if in.DatabaseURL != "" {
+		args = append(args, "--database-url", in.DatabaseURL)
+	}
+	if in.configPath != "" {
+		args = append(args, "--config", in.configPath)
+	}
+	return args
+}
+
+func (in *Instance) start() {
+	in.t.Helper()
+	in.exited = make(chan error, 1)
+	if in.opts.Subprocess {
+		in.startSubprocess()
+	} else {
+		in.startInProcess()
+	}
+	in.waitReady()
+}
+
+func (in *Instance) startInProcess() {
+	t := in.t
+	var layers []server.Layer
+	if in.configPath != "" {
+		l, err := server.FileLayer(in.configPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, l)
+	}
+	dataDir, dbURL := in.DataDir, in.DatabaseURL
+	layers = append(layers, server.Layer{DataDir: &dataDir})
+	if dbURL != "" {
+		layers = append(layers, server.Layer{DatabaseURL: &dbURL})
+	}
+	s, err := server.Resolve(layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: hclog.Debug, Output: lockedWriter{in}})
+	getenv := func(k string) string { return in.opts.Env[k] }
+	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }})
+	if err != nil {
+		t.Fatalf("open server: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.URL = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		err := srv.Serve(ctx, ln)
+		_ = srv.Close()
+		in.exited <- err
+	}()
+	in.stop = func() error {
+		cancel()
+		return <-in.exited
+	}
+	in.kill = func() { _ = in.stop() }
+}
+
+func (in *Instance) startSubprocess() {
+	t := in.t
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	in.URL = "http://" + addr
+	cmd := exec.Command(os.Args[0], in.settingsArgs(addr)...)
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	for k, v := range in.opts.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout = lockedWriter{in}
+	cmd.Stderr = lockedWriter{in}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { in.exited <- cmd.Wait() }()
+	in.stop = func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-in.exited:
+			return err
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-in.exited
+			return errors.New("testserver: the server did not exit within 30 s of SIGTERM")
+		}
+	}
+	in.kill = func() {
+		_ = cmd.Process.Kill()
+		<-in.exited
+	}
+}
+
+// readyWithin bounds how long a start may take before the test fails: migrations and the first
+// connection to PostgreSQL fit easily, even on a loaded machine.
+const readyWithin = 60 * time.Second
+
+func (in *Instance) waitReady() {
+	in.t.Helper()
+	deadline := time.Now().Add(readyWithin)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-in.exited:
+			in.exited <- err
+			in.t.Fatalf("server exited while starting: %v\n%s", err, in.Logs())
+		default:
+		}
+		resp, err := http.Get(in.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	in.t.Fatalf("server not ready within %v\n%s", readyWithin, in.Logs())
+}
+
+// Stop stops the server gracefully (SIGTERM for a subprocess) and returns its exit error. It is
+// a no-op on a stopped instance.
+func (in *Instance) Stop() error {
+	if in.stop == nil {
+		return nil
+	}
+	stop := in.stop
+	in.stop, in.kill = nil, nil
+	return stop()
+}
+
+// Kill ends a subprocess server at once (SIGKILL): nothing it had in memory survives. For an
+// in-process server it is Stop.
+func (in *Instance) Kill() {
+	if in.kill == nil {
+		return
+	}
+	kill := in.kill
+	in.stop, in.kill = nil, nil
+	kill()
+}
+
+// Restart starts the server again on the same data directory and database.
+func (in *Instance) Restart() {
+	in.t.Helper()
+	if in.stop != nil {
+		in.t.Fatal("testserver: Restart of a running server")
+	}
+	in.start()
+}
+
+// String names the instance in messages.
+func (in *Instance) String() string {
+	return fmt.Sprintf("nexus %s (%s)", in.URL, in.opts.Dialect)
+}
