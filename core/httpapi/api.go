@@ -26,6 +26,8 @@ const DefaultBodyLimit = 1 << 20
 type Deps struct {
 	Log  hclog.Logger
 	Auth *identity.Authenticator
+	// Directory serves the identity routes (workspaces, members, agents, executors, tokens).
+	Directory *identity.Directory
 	// CatalogBody is the kernel tool catalog route's body, computed once at start.
 	CatalogBody []byte
 	// Ready reports why the server is not ready; empty means ready.
@@ -39,6 +41,8 @@ type API struct {
 	deps    Deps
 	mux     *http.ServeMux
 	catalog *catalog
+	// patterns lists every registered route, for the tests that walk them all.
+	patterns []string
 }
 
 // New builds the API.
@@ -51,6 +55,9 @@ func New(d Deps) (*API, error) {
 	}
 	if d.Ready == nil {
 		d.Ready = func(context.Context) []string { return nil }
+	}
+	if d.Auth == nil || d.Directory == nil {
+		return nil, errors.New("httpapi: Deps.Auth and Deps.Directory are required")
 	}
 	a := &API{deps: d, mux: http.NewServeMux()}
 	cat, err := newCatalog(d.CatalogBody)
@@ -66,6 +73,12 @@ func (a *API) routes() {
 	a.handle("GET /healthz", routeOpts{}, a.healthz)
 	a.handle("GET /readyz", routeOpts{}, a.readyz)
 	a.handle("GET /agent_api/v1/tools", routeOpts{}, a.tools)
+	a.workspaceRoutes()
+	a.agentRoutes()
+	a.memberRoutes()
+	a.tokenRoutes()
+	a.executorRoutes()
+	a.executorPlaneRoutes()
 }
 
 // plane is who may call a route.
@@ -105,6 +118,8 @@ type Call struct {
 	Log       hclog.Logger
 	// Member is the authenticated member on member-plane routes.
 	Member *identity.Principal
+	// Executor is the authenticated executor on executor-plane routes.
+	Executor *identity.Executor
 	// Body is the whole request body, already bounded; nil when the request had none.
 	Body []byte
 }
@@ -129,6 +144,7 @@ func (a *API) handle(pattern string, opts routeOpts, h handlerFunc) {
 		limit = DefaultBodyLimit
 	}
 	readsBody := method != http.MethodGet && method != http.MethodHead
+	a.patterns = append(a.patterns, pattern)
 	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c := r.Context().Value(callKey{}).(*Call)
 		if readsBody {
@@ -148,9 +164,12 @@ func (a *API) handle(pattern string, opts routeOpts, h handlerFunc) {
 			}
 			c.Member = p
 		case planeExecutor:
-			// No executor-plane route is served yet; the seal still holds for any that is added.
-			writeError(w, c.Log, c.RequestID, identity.ErrUnauthorized)
-			return
+			e, err := a.deps.Auth.Executor(r.Context(), identity.BearerToken(r.Header.Get("Authorization")))
+			if err != nil {
+				writeError(w, c.Log, c.RequestID, err)
+				return
+			}
+			c.Executor = e
 		}
 		if err := h(w, r, c); err != nil {
 			writeError(w, c.Log, c.RequestID, err)

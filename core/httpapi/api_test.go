@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,8 +22,14 @@ import (
 type fixture struct {
 	api   *API
 	store *store.Store
+	auth  *identity.Authenticator
+	dir   *identity.Directory
 	admin string // the bootstrap user's token
 	agent string // an agent's token
+
+	mu      sync.Mutex
+	now     time.Time
+	effects recordedEffects
 }
 
 func newFixture(t *testing.T, s *store.Store) *fixture {
@@ -33,11 +40,32 @@ func newFixture(t *testing.T, s *store.Store) *fixture {
 		t.Fatal(err)
 	}
 	agentTok := insertAgent(t, s)
-	api, err := New(Deps{Auth: identity.NewAuthenticator(s, nil), CatalogBody: registry.New().CatalogBody()})
+	f := &fixture{store: s, admin: res.Token, agent: agentTok, now: time.Now()}
+	clock := func() time.Time {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.now
+	}
+	f.auth = identity.NewAuthenticator(s, clock)
+	stop, err := f.auth.Listen(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{api: api, store: s, admin: res.Token, agent: agentTok}
+	t.Cleanup(stop)
+	f.dir = identity.NewDirectory(s, f.auth, identity.DirectoryOptions{Now: clock, Revocation: &f.effects})
+	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.api = api
+	return f
+}
+
+// advance moves the fixture's clock.
+func (f *fixture) advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
 }
 
 // insertAgent stores an agent in the default workspace with a token, as the identity routes will.

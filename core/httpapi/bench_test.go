@@ -70,8 +70,13 @@ func newBenchFixture(b *testing.B, d store.Dialect) *benchFixture {
 		b.Fatal(err)
 	}
 	f := &benchFixture{auth: identity.NewAuthenticator(s, nil), token: res.Token}
+	stop, err := f.auth.Listen(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(stop)
 	cat := registry.New().CatalogBody()
-	api, err := New(Deps{Auth: f.auth, CatalogBody: cat})
+	api, err := New(Deps{Auth: f.auth, Directory: identity.NewDirectory(s, f.auth, identity.DirectoryOptions{}), CatalogBody: cat})
 	if err != nil {
 		b.Fatal(err)
 	}

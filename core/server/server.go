@@ -33,6 +33,8 @@ type Server struct {
 	api      *httpapi.API
 	now      func() time.Time
 	drain    time.Duration
+	// stopListening ends the token-invalidation subscription.
+	stopListening func()
 }
 
 // Options adjust Open for tests and tools.
@@ -98,14 +100,25 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	}
 	reg := registry.New()
 	srv := &Server{settings: s, log: log, store: st, now: opts.Now, drain: opts.DrainTimeout}
+	auth := identity.NewAuthenticator(st, opts.Now, identity.WithLogger(log.Named("auth")))
+	// Instances sharing a PostgreSQL store hear each other's token revocations; until this
+	// returns the token cache serves nothing.
+	stopListening, err := auth.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	srv.stopListening = stopListening
 	api, err := httpapi.New(httpapi.Deps{
-		Log:         log.Named("http"),
-		Auth:        identity.NewAuthenticator(st, opts.Now),
+		Log:  log.Named("http"),
+		Auth: auth,
+		// The executor plane fills Revocation once it owns work that a revocation settles.
+		Directory:   identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now}),
 		CatalogBody: reg.CatalogBody(),
 		Ready:       srv.notReady,
 		Now:         opts.Now,
 	})
 	if err != nil {
+		stopListening()
 		return nil, err
 	}
 	srv.api = api
@@ -118,8 +131,13 @@ func (s *Server) Handler() http.Handler { return s.api }
 // Store is the server's store.
 func (s *Server) Store() *store.Store { return s.store }
 
-// Close releases the store.
-func (s *Server) Close() error { return s.store.Close() }
+// Close stops listening for token invalidations and releases the store.
+func (s *Server) Close() error {
+	if s.stopListening != nil {
+		s.stopListening()
+	}
+	return s.store.Close()
+}
 
 // notReady lists why the server cannot take work: the store does not answer, or its schema is not
 // the one this build knows.

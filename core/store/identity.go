@@ -161,3 +161,227 @@ func LockBootstrap(ctx context.Context, tx *Tx) error {
 	}
 	return nil
 }
+
+// WorkspaceByPublicID finds a workspace by public id. The id must already be in canonical UUID
+// form: PostgreSQL refuses to compare anything else with a uuid column.
+func WorkspaceByPublicID(ctx context.Context, q Querier, publicID string) (*Workspace, error) {
+	var w Workspace
+	err := q.Get(ctx, &w, `SELECT id, public_id, handle, name, created_at FROM workspaces WHERE public_id = ?`, publicID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &w, nil
+}
+
+// WorkspaceByHandle finds a workspace by handle.
+func WorkspaceByHandle(ctx context.Context, q Querier, handle string) (*Workspace, error) {
+	var w Workspace
+	err := q.Get(ctx, &w, `SELECT id, public_id, handle, name, created_at FROM workspaces WHERE handle = ?`, handle)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &w, nil
+}
+
+// WorkspaceByID finds a workspace by row id.
+func WorkspaceByID(ctx context.Context, q Querier, id int64) (*Workspace, error) {
+	var w Workspace
+	err := q.Get(ctx, &w, `SELECT id, public_id, handle, name, created_at FROM workspaces WHERE id = ?`, id)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &w, nil
+}
+
+// WorkspaceRole is a workspace with one member's role in it.
+type WorkspaceRole struct {
+	Workspace
+	Role string `db:"role"`
+}
+
+// WorkspacesOfUser lists the workspaces a user is a member of, with the user's role, in no
+// particular order.
+func WorkspacesOfUser(ctx context.Context, q Querier, userID int64) ([]WorkspaceRole, error) {
+	var out []WorkspaceRole
+	err := q.Select(ctx, &out, `
+SELECT w.id, w.public_id, w.handle, w.name, w.created_at, m.role
+FROM workspace_members m JOIN workspaces w ON w.id = m.workspace_id
+WHERE m.user_id = ?`, userID)
+	return out, err
+}
+
+// UserRole returns a user's role in a workspace, or ErrNotFound when the user is not a member.
+func UserRole(ctx context.Context, q Querier, workspaceID, userID int64) (string, error) {
+	var role string
+	err := q.Get(ctx, &role, `SELECT role FROM workspace_members WHERE workspace_id = ? AND user_id = ?`, workspaceID, userID)
+	if err != nil {
+		return "", notFound(err)
+	}
+	return role, nil
+}
+
+// LockWorkspace serializes membership changes of one workspace inside a write transaction, so
+// that two concurrent removals cannot both see another owner and leave none. SQLite's immediate
+// transaction already holds the database's write lock; PostgreSQL locks the workspace row.
+func LockWorkspace(ctx context.Context, tx *Tx, workspaceID int64) error {
+	if tx.Dialect() != Postgres {
+		return nil
+	}
+	var id int64
+	if err := tx.Get(ctx, &id, `SELECT id FROM workspaces WHERE id = ? FOR UPDATE`, workspaceID); err != nil {
+		return notFound(err)
+	}
+	return nil
+}
+
+// UserByPublicID finds a user by public id (canonical UUID form).
+func UserByPublicID(ctx context.Context, q Querier, publicID string) (*User, error) {
+	var u User
+	err := q.Get(ctx, &u, `SELECT id, public_id, handle, display_name, created_at FROM users WHERE public_id = ?`, publicID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &u, nil
+}
+
+// UserByID finds a user by row id.
+func UserByID(ctx context.Context, q Querier, id int64) (*User, error) {
+	var u User
+	err := q.Get(ctx, &u, `SELECT id, public_id, handle, display_name, created_at FROM users WHERE id = ?`, id)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &u, nil
+}
+
+// UserMember is a user's membership row with the user.
+type UserMember struct {
+	User
+	Role     string `db:"role"`
+	JoinedAt int64  `db:"joined_at"`
+}
+
+// UserMembers lists the users of a workspace with their roles, in no particular order.
+func UserMembers(ctx context.Context, q Querier, workspaceID int64) ([]UserMember, error) {
+	var out []UserMember
+	err := q.Select(ctx, &out, `
+SELECT u.id, u.public_id, u.handle, u.display_name, u.created_at, m.role, m.joined_at
+FROM workspace_members m JOIN users u ON u.id = m.user_id
+WHERE m.workspace_id = ?`, workspaceID)
+	return out, err
+}
+
+// CountOwners counts the owners of a workspace.
+func CountOwners(ctx context.Context, q Querier, workspaceID int64) (int64, error) {
+	var n int64
+	err := q.Get(ctx, &n, `SELECT COUNT(*) FROM workspace_members WHERE workspace_id = ? AND role = ?`, workspaceID, RoleOwner)
+	return n, err
+}
+
+// DeleteMembership removes a user from a workspace and reports whether a row was removed.
+func DeleteMembership(ctx context.Context, q Querier, workspaceID, userID int64) (bool, error) {
+	res, err := q.Exec(ctx, `DELETE FROM workspace_members WHERE workspace_id = ? AND user_id = ?`, workspaceID, userID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// agentColumns are the columns every agent read selects, with the steward's and workspace's
+// public ids the API serves.
+const agentColumns = `a.id, a.public_id, a.workspace_id, a.handle, a.display_name, a.steward_user_id, a.created_at, a.removed_at,
+       u.public_id AS steward_user_public_id, w.public_id AS workspace_public_id`
+
+// AgentRow is an agent with the public ids of its steward and workspace.
+type AgentRow struct {
+	Agent
+	StewardUserPublicID string `db:"steward_user_public_id"`
+	WorkspacePublicID   string `db:"workspace_public_id"`
+}
+
+// InsertAgent stores a and sets its ID.
+func InsertAgent(ctx context.Context, q Querier, a *Agent) error {
+	return q.Get(ctx, &a.ID,
+		`INSERT INTO agents (public_id, workspace_id, handle, display_name, steward_user_id, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		a.PublicID, a.WorkspaceID, a.Handle, a.DisplayName, a.StewardUserID, a.CreatedAt)
+}
+
+// AgentsOfWorkspace lists the agents of a workspace that were not removed, in no particular order.
+func AgentsOfWorkspace(ctx context.Context, q Querier, workspaceID int64) ([]AgentRow, error) {
+	var out []AgentRow
+	err := q.Select(ctx, &out, `SELECT `+agentColumns+`
+FROM agents a JOIN users u ON u.id = a.steward_user_id JOIN workspaces w ON w.id = a.workspace_id
+WHERE a.workspace_id = ? AND a.removed_at IS NULL`, workspaceID)
+	return out, err
+}
+
+// AgentInWorkspace finds an agent of a workspace by public id (canonical UUID form), removed or
+// not.
+func AgentInWorkspace(ctx context.Context, q Querier, workspaceID int64, publicID string) (*AgentRow, error) {
+	var a AgentRow
+	err := q.Get(ctx, &a, `SELECT `+agentColumns+`
+FROM agents a JOIN users u ON u.id = a.steward_user_id JOIN workspaces w ON w.id = a.workspace_id
+WHERE a.workspace_id = ? AND a.public_id = ?`, workspaceID, publicID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &a, nil
+}
+
+// RemoveAgent marks an agent removed from its workspace and reports whether it was a member
+// until now.
+func RemoveAgent(ctx context.Context, q Querier, agentID, at int64) (bool, error) {
+	res, err := q.Exec(ctx, `UPDATE agents SET removed_at = ? WHERE id = ? AND removed_at IS NULL`, at, agentID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// tokenColumns are the columns of a member token read.
+const tokenColumns = `id, public_id, secret_hash, user_id, agent_id, label, created_at, expires_at, revoked_at`
+
+// LiveTokensOf lists the tokens of a user (kind "user") or an agent (kind "agent") that are
+// neither revoked nor expired at now, in no particular order.
+func LiveTokensOf(ctx context.Context, q Querier, kind string, principalID, now int64) ([]Token, error) {
+	col := "user_id"
+	if kind == KindAgent {
+		col = "agent_id"
+	}
+	var out []Token
+	err := q.Select(ctx, &out, `SELECT `+tokenColumns+` FROM tokens
+WHERE `+col+` = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`, principalID, now)
+	return out, err
+}
+
+// TokenOf finds a token of a user or an agent by public id (canonical UUID form).
+func TokenOf(ctx context.Context, q Querier, kind string, principalID int64, publicID string) (*Token, error) {
+	col := "user_id"
+	if kind == KindAgent {
+		col = "agent_id"
+	}
+	var t Token
+	err := q.Get(ctx, &t, `SELECT `+tokenColumns+` FROM tokens WHERE `+col+` = ? AND public_id = ?`, principalID, publicID)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// TokenByID finds a member token by row id.
+func TokenByID(ctx context.Context, q Querier, id int64) (*Token, error) {
+	var t Token
+	err := q.Get(ctx, &t, `SELECT `+tokenColumns+` FROM tokens WHERE id = ?`, id)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// RevokeToken marks a member token revoked at at, unless it already was.
+func RevokeToken(ctx context.Context, q Querier, id, at int64) error {
+	_, err := q.Exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, at, id)
+	return err
+}

@@ -20,7 +20,12 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, err
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", Redact(rawURL), err)
 	}
-	return &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL)}, nil
+	var schema string
+	if err := db.GetContext(ctx, &schema, `SELECT current_schema()`); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: open %s: read current schema: %w", Redact(rawURL), err)
+	}
+	return &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL), dsn: rawURL, channelSuffix: channelSuffixOf(schema)}, nil
 }
 
 // pgUniqueViolation is SQLSTATE 23505.

@@ -40,6 +40,10 @@ type Store struct {
 	reader *sqlx.DB
 	// redacted is the database URL without a password, for logs and messages.
 	redacted string
+	// dsn is the PostgreSQL connection URL, for the dedicated listening connection.
+	dsn string
+	// channelSuffix scopes notification channels to this database and schema (Channel).
+	channelSuffix string
 	// onClose runs after the pools close (the test harness drops its schema there).
 	onClose []func()
 }

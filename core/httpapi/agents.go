@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/nexuskernel/nexus/core/identity"
+)
+
+// The agent routes of a workspace (identity.md §2).
+func (a *API) agentRoutes() {
+	a.handle("POST /agent_api/v1/workspaces/{ws}/agents", routeOpts{}, a.createAgent)
+	a.handle("GET /agent_api/v1/workspaces/{ws}/agents", routeOpts{}, a.listAgents)
+}
+
+type agentJSON struct {
+	PublicID            string `json:"public_id"`
+	Handle              string `json:"handle"`
+	DisplayName         string `json:"display_name"`
+	StewardUserPublicID string `json:"steward_user_public_id"`
+	WorkspacePublicID   string `json:"workspace_public_id"`
+	CreatedAt           string `json:"created_at"`
+}
+
+func agentWire(ag *identity.Agent) agentJSON {
+	return agentJSON{PublicID: ag.PublicID, Handle: ag.Handle, DisplayName: ag.DisplayName,
+		StewardUserPublicID: ag.StewardUserPublicID, WorkspacePublicID: ag.WorkspacePublicID, CreatedAt: formatTime(ag.CreatedAt)}
+}
+
+func (a *API) createAgent(w http.ResponseWriter, r *http.Request, c *Call) error {
+	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedOwner)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Agent *struct {
+			Handle              string  `json:"handle"`
+			DisplayName         string  `json:"display_name"`
+			StewardUserPublicID *string `json:"steward_user_public_id"`
+		} `json:"agent"`
+	}
+	present, err := decodeBody(c, &body)
+	if err != nil {
+		return err
+	}
+	if err := requireRoot(present, "agent", body.Agent == nil); err != nil {
+		return err
+	}
+	res, err := a.deps.Directory.CreateAgent(r.Context(), acc, &identity.CreateAgentRequest{
+		Handle: body.Agent.Handle, DisplayName: body.Agent.DisplayName, StewardUserPublicID: body.Agent.StewardUserPublicID,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, struct {
+		Agent agentJSON `json:"agent"`
+		Token string    `json:"token"`
+	}{agentWire(&res.Agent), res.Token})
+	return nil
+}
+
+func (a *API) listAgents(w http.ResponseWriter, r *http.Request, c *Call) error {
+	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember)
+	if err != nil {
+		return err
+	}
+	agents, err := a.deps.Directory.Agents(r.Context(), acc)
+	if err != nil {
+		return err
+	}
+	out := make([]agentJSON, 0, len(agents))
+	for i := range agents {
+		out = append(out, agentWire(&agents[i]))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Agents []agentJSON `json:"agents"`
+	}{out})
+	return nil
+}

@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/nexuskernel/nexus/core/identity"
+)
+
+// The member plane's executor routes (executor.md §1.2, §1.4): creation, token rotation and
+// revocation by an owner; discovery by any member.
+func (a *API) executorRoutes() {
+	a.handle("POST /agent_api/v1/executors", routeOpts{}, a.createExecutor)
+	a.handle("GET /agent_api/v1/executors", routeOpts{}, a.listExecutors)
+	a.handle("GET /agent_api/v1/executors/{public_id}", routeOpts{}, a.getExecutor)
+	a.handle("POST /agent_api/v1/executors/{public_id}/token", routeOpts{}, a.rotateExecutorToken)
+	a.handle("DELETE /agent_api/v1/executors/{public_id}", routeOpts{}, a.revokeExecutor)
+}
+
+// executorJSON is the executor object of the creation, rotation, revocation and identity answers.
+type executorJSON struct {
+	PublicID          string `json:"public_id"`
+	Kind              string `json:"kind"`
+	Status            string `json:"status"`
+	DisplayName       string `json:"display_name"`
+	WorkspacePublicID string `json:"workspace_public_id"`
+	CreatedAt         string `json:"created_at"`
+}
+
+func executorWire(e *identity.Executor) executorJSON {
+	return executorJSON{PublicID: e.PublicID, Kind: e.Kind, Status: e.Status, DisplayName: e.DisplayName,
+		WorkspacePublicID: e.WorkspacePublicID, CreatedAt: formatTime(e.CreatedAt)}
+}
+
+// executorDetailJSON is the discovery object (executor.md §1.4). The announcement fields are
+// served empty until the announcement door stores one: no tools, no documents, no environment,
+// never announced. connected_at is null while no event stream exists.
+type executorDetailJSON struct {
+	PublicID          string            `json:"public_id"`
+	Kind              string            `json:"kind"`
+	DisplayName       string            `json:"display_name"`
+	Status            string            `json:"status"`
+	WorkspacePublicID string            `json:"workspace_public_id"`
+	ServedTools       []json.RawMessage `json:"served_tools"`
+	ServedDocuments   []json.RawMessage `json:"served_documents"`
+	Environment       json.RawMessage   `json:"environment"`
+	AnnouncedAt       *string           `json:"announced_at"`
+	Presence          string            `json:"presence"`
+	LastSeenAt        *string           `json:"last_seen_at"`
+	ConnectedAt       *string           `json:"connected_at"`
+	CreatedAt         string            `json:"created_at"`
+}
+
+func executorDetailWire(v *identity.ExecutorView) executorDetailJSON {
+	return executorDetailJSON{
+		PublicID: v.PublicID, Kind: v.Kind, DisplayName: v.DisplayName, Status: v.Status, WorkspacePublicID: v.WorkspacePublicID,
+		ServedTools: []json.RawMessage{}, ServedDocuments: []json.RawMessage{}, Environment: json.RawMessage("null"),
+		Presence: v.Presence, LastSeenAt: formatOptTime(v.LastSeenAt), CreatedAt: formatTime(v.CreatedAt),
+	}
+}
+
+type executorTokenBody struct {
+	Executor executorJSON `json:"executor"`
+	Token    string       `json:"token"`
+}
+
+func (a *API) createExecutor(w http.ResponseWriter, r *http.Request, c *Call) error {
+	if !c.Member.IsUser() {
+		return identity.ErrNotUser
+	}
+	var body struct {
+		Executor *struct {
+			Kind              string  `json:"kind"`
+			DisplayName       string  `json:"display_name"`
+			WorkspacePublicID *string `json:"workspace_public_id"`
+		} `json:"executor"`
+	}
+	present, err := decodeBody(c, &body)
+	if err != nil {
+		return err
+	}
+	if err := requireRoot(present, "executor", body.Executor == nil); err != nil {
+		return err
+	}
+	res, err := a.deps.Directory.CreateExecutor(r.Context(), c.Member, &identity.CreateExecutorRequest{
+		Kind: body.Executor.Kind, DisplayName: body.Executor.DisplayName, Workspace: body.Executor.WorkspacePublicID,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, executorTokenBody{executorWire(&res.Executor.Executor), res.Token})
+	return nil
+}
+
+func (a *API) listExecutors(w http.ResponseWriter, r *http.Request, c *Call) error {
+	q := r.URL.Query()
+	es, err := a.deps.Directory.Executors(r.Context(), c.Member, &identity.ExecutorFilter{
+		Kind: q.Get("kind"), Status: q.Get("status"), Workspace: q.Get("workspace"),
+	})
+	if err != nil {
+		return err
+	}
+	out := make([]executorDetailJSON, 0, len(es))
+	for i := range es {
+		out = append(out, executorDetailWire(&es[i]))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Executors []executorDetailJSON `json:"executors"`
+	}{out})
+	return nil
+}
+
+func (a *API) getExecutor(w http.ResponseWriter, r *http.Request, c *Call) error {
+	v, err := a.deps.Directory.Executor(r.Context(), c.Member, r.PathValue("public_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Executor executorDetailJSON `json:"executor"`
+	}{executorDetailWire(v)})
+	return nil
+}
+
+func (a *API) rotateExecutorToken(w http.ResponseWriter, r *http.Request, c *Call) error {
+	res, err := a.deps.Directory.RotateExecutorToken(r.Context(), c.Member, r.PathValue("public_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, executorTokenBody{executorWire(&res.Executor.Executor), res.Token})
+	return nil
+}
+
+func (a *API) revokeExecutor(w http.ResponseWriter, r *http.Request, c *Call) error {
+	v, err := a.deps.Directory.RevokeExecutor(r.Context(), c.Member, r.PathValue("public_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Executor executorJSON `json:"executor"`
+	}{executorWire(&v.Executor)})
+	return nil
+}

@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/nexuskernel/nexus/core/identity"
+)
+
+// The caller's own member tokens (identity.md §3): mint, list, revoke by id or as current.
+func (a *API) tokenRoutes() {
+	a.handle("POST /agent_api/v1/tokens", routeOpts{}, a.createToken)
+	a.handle("GET /agent_api/v1/tokens", routeOpts{}, a.listTokens)
+	a.handle("DELETE /agent_api/v1/tokens/current", routeOpts{}, a.revokeCurrentToken)
+	a.handle("DELETE /agent_api/v1/tokens/{public_id}", routeOpts{}, a.revokeToken)
+}
+
+// tokenInfoJSON describes a token without its value.
+type tokenInfoJSON struct {
+	PublicID  string  `json:"public_id"`
+	Label     string  `json:"label"`
+	CreatedAt string  `json:"created_at"`
+	ExpiresAt *string `json:"expires_at"`
+	Current   bool    `json:"current"`
+}
+
+func tokenInfoWire(t *identity.TokenInfo) tokenInfoJSON {
+	return tokenInfoJSON{PublicID: t.PublicID, Label: t.Label, CreatedAt: formatTime(t.CreatedAt), ExpiresAt: formatOptTime(t.ExpiresAt), Current: t.Current}
+}
+
+func (a *API) createToken(w http.ResponseWriter, r *http.Request, c *Call) error {
+	// The body is optional: an empty one mints an unlabelled token that does not expire.
+	var body struct {
+		Token *struct {
+			Label     string  `json:"label"`
+			ExpiresAt *string `json:"expires_at"`
+		} `json:"token"`
+	}
+	if _, err := decodeBody(c, &body); err != nil {
+		return err
+	}
+	req := &identity.CreateTokenRequest{}
+	if body.Token != nil {
+		req.Label = body.Token.Label
+		if body.Token.ExpiresAt != nil {
+			ms, err := parseTime("token.expires_at", *body.Token.ExpiresAt)
+			if err != nil {
+				return err
+			}
+			req.ExpiresAt = &ms
+		}
+	}
+	res, err := a.deps.Directory.CreateToken(r.Context(), c.Member, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, struct {
+		Token     string        `json:"token"`
+		TokenInfo tokenInfoJSON `json:"token_info"`
+	}{res.Token, tokenInfoWire(&res.Info)})
+	return nil
+}
+
+func (a *API) listTokens(w http.ResponseWriter, r *http.Request, c *Call) error {
+	ts, err := a.deps.Directory.Tokens(r.Context(), c.Member)
+	if err != nil {
+		return err
+	}
+	out := make([]tokenInfoJSON, 0, len(ts))
+	for i := range ts {
+		out = append(out, tokenInfoWire(&ts[i]))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Tokens []tokenInfoJSON `json:"tokens"`
+	}{out})
+	return nil
+}
+
+func (a *API) revokeCurrentToken(w http.ResponseWriter, r *http.Request, c *Call) error {
+	if err := a.deps.Directory.RevokeCurrentToken(r.Context(), c.Member); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) revokeToken(w http.ResponseWriter, r *http.Request, c *Call) error {
+	if err := a.deps.Directory.RevokeToken(r.Context(), c.Member, r.PathValue("public_id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,31 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/nexuskernel/nexus/core/refusal"
+)
+
+// timeLayout is the API's timestamp form: RFC 3339 in UTC with milliseconds (runs.md §0.2).
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// formatTime renders stored Unix milliseconds.
+func formatTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeLayout) }
+
+// formatOptTime renders optional Unix milliseconds; nil stays null.
+func formatOptTime(ms *int64) *string {
+	if ms == nil {
+		return nil
+	}
+	s := formatTime(*ms)
+	return &s
+}
+
+// parseTime reads an RFC 3339 timestamp from a request field into Unix milliseconds.
+func parseTime(path, v string) (int64, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return 0, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "%s must be an RFC 3339 time.", path).With("path", path)
+	}
+	return t.UnixMilli(), nil
+}

@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// Listener reconnection bounds: a dropped connection is retried quickly first, then no more
+// often than every ten seconds, so a restarting database is not hammered by every instance.
+const (
+	listenerMinReconnect = 100 * time.Millisecond
+	listenerMaxReconnect = 10 * time.Second
+)
+
+// listenerPingInterval is how often a listening connection is probed. A connection that died
+// without a FIN is otherwise only noticed when the kernel gives up on it, minutes later; a probe
+// surfaces it as a disconnection, which subscribers treat as possibly lost notifications.
+const listenerPingInterval = 15 * time.Second
+
+// Channel scopes a notification channel name to this store: on PostgreSQL, databases that share
+// a server in separate schemas (tests, several deployments) must not hear each other. On SQLite
+// the name is returned unchanged.
+func (s *Store) Channel(base string) string {
+	if s.dialect != Postgres {
+		return base
+	}
+	return base + "_" + s.channelSuffix
+}
+
+// channelSuffixOf derives a short identifier-safe suffix from a schema name.
+func channelSuffixOf(schema string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(schema))
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// Notify sends payload on channel when tx commits: PostgreSQL delivers NOTIFY only on commit, so a
+// listener never hears of a change that was rolled back. On SQLite, where one process serves the
+// store, it does nothing.
+func Notify(ctx context.Context, tx *Tx, channel, payload string) error {
+	if tx.Dialect() != Postgres {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify(?, ?)`, channel, payload); err != nil {
+		return fmt.Errorf("store: notify %s: %w", channel, err)
+	}
+	return nil
+}
+
+// SubscriptionHandler receives what a subscription hears. Its methods are called from one
+// goroutine, never concurrently with each other.
+type SubscriptionHandler interface {
+	// Notified receives one payload.
+	Notified(payload string)
+	// Live says that from now on every notification arrives: anything sent before may have been
+	// missed. It is called once listening starts and again after every reconnection.
+	Live()
+	// Lost says that notifications may be missed from now until the next Live.
+	Lost()
+}
+
+// Subscribe listens on a notification channel (PostgreSQL) on a dedicated connection that
+// reconnects by itself, and returns once the channel is being listened to; stop ends it. On
+// SQLite there is nobody else to hear from: h.Live is called at once and stop does nothing.
+func (s *Store) Subscribe(ctx context.Context, channel string, h SubscriptionHandler) (stop func(), err error) {
+	if s.dialect != Postgres {
+		h.Live()
+		return func() {}, nil
+	}
+	events := make(chan pq.ListenerEventType, 16)
+	quit := make(chan struct{})
+	l := pq.NewListener(s.dsn, listenerMinReconnect, listenerMaxReconnect, func(ev pq.ListenerEventType, _ error) {
+		switch ev {
+		case pq.ListenerEventDisconnected, pq.ListenerEventReconnected:
+			select {
+			case events <- ev:
+			case <-quit:
+			}
+		}
+	})
+	listened := make(chan error, 1)
+	go func() { listened <- l.Listen(channel) }()
+	select {
+	case err := <-listened:
+		if err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("store: listen %s: %w", channel, err)
+		}
+	case <-ctx.Done():
+		_ = l.Close()
+		return nil, fmt.Errorf("store: listen %s: %w", channel, ctx.Err())
+	}
+	h.Live()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ping := time.NewTicker(listenerPingInterval)
+		defer ping.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case ev := <-events:
+				if ev == pq.ListenerEventDisconnected {
+					h.Lost()
+				} else {
+					h.Live()
+				}
+			case n, ok := <-l.Notify:
+				if !ok {
+					return
+				}
+				if n == nil {
+					// The listener reconnected and may have missed notifications meanwhile.
+					h.Live()
+					continue
+				}
+				h.Notified(n.Extra)
+			case <-ping.C:
+				go func() { _ = l.Ping() }()
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(quit)
+			_ = l.Close()
+			wg.Wait()
+		})
+	}, nil
+}
