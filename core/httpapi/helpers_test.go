@@ -172,4 +172,3 @@ func wantTime(t *testing.T, what string, v any) {
 		t.Fatalf("%s = %q, want the form 2025-03-01T09:00:00.000Z", what, s)
 	}
 }
-

@@ -41,16 +41,16 @@ type CreateExecutorRequest struct {
 // ExecutorTokenResponse is an executor and a token for it, shown once.
 type ExecutorTokenResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Executor Executor `json:"executor"`
-	Token    string   `json:"token"`
+	Raw      json.RawMessage `json:"-"`
+	Executor Executor        `json:"executor"`
+	Token    string          `json:"token"`
 }
 
 // ExecutorResponse carries one executor.
 type ExecutorResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Executor Executor `json:"executor"`
+	Raw      json.RawMessage `json:"-"`
+	Executor Executor        `json:"executor"`
 }
 
 // ListExecutorsRequest filters GET /agent_api/v1/executors; empty fields do not filter (the
@@ -65,15 +65,15 @@ type ListExecutorsRequest struct {
 // ExecutorsResponse is GET /agent_api/v1/executors.
 type ExecutorsResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Executors []Executor `json:"executors"`
+	Raw       json.RawMessage `json:"-"`
+	Executors []Executor      `json:"executors"`
 }
 
 // ExecutorIdentityResponse is GET /agent_api/v1/executor, the executor plane's identity.
 type ExecutorIdentityResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Executor Executor `json:"executor"`
+	Raw      json.RawMessage `json:"-"`
+	Executor Executor        `json:"executor"`
 	// MeasuredAt is the server's clock.
 	MeasuredAt time.Time `json:"measured_at"`
 }

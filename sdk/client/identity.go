@@ -68,23 +68,23 @@ type TokenInfo struct {
 // MeResponse is GET /agent_api/v1/me.
 type MeResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Principal  Principal   `json:"principal"`
-	Workspaces []Workspace `json:"workspaces"`
+	Raw        json.RawMessage `json:"-"`
+	Principal  Principal       `json:"principal"`
+	Workspaces []Workspace     `json:"workspaces"`
 }
 
 // WorkspacesResponse is GET /agent_api/v1/workspaces.
 type WorkspacesResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Workspaces []Workspace `json:"workspaces"`
+	Raw        json.RawMessage `json:"-"`
+	Workspaces []Workspace     `json:"workspaces"`
 }
 
 // WorkspaceResponse carries one workspace.
 type WorkspaceResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Workspace Workspace `json:"workspace"`
+	Raw       json.RawMessage `json:"-"`
+	Workspace Workspace       `json:"workspace"`
 }
 
 // CreateWorkspaceRequest is POST /agent_api/v1/workspaces.
@@ -104,16 +104,16 @@ type CreateAgentRequest struct {
 // CreateAgentResponse is a new agent and its token, shown once.
 type CreateAgentResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Agent Agent  `json:"agent"`
-	Token string `json:"token"`
+	Raw   json.RawMessage `json:"-"`
+	Agent Agent           `json:"agent"`
+	Token string          `json:"token"`
 }
 
 // AgentsResponse is GET /agent_api/v1/workspaces/{ws}/agents.
 type AgentsResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Agents []Agent `json:"agents"`
+	Raw    json.RawMessage `json:"-"`
+	Agents []Agent         `json:"agents"`
 }
 
 // CreateUserRequest is POST /agent_api/v1/workspaces/{ws}/users.
@@ -127,16 +127,16 @@ type CreateUserRequest struct {
 // CreateUserResponse is a new person and their token, shown once.
 type CreateUserResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	User  User   `json:"user"`
-	Token string `json:"token"`
+	Raw   json.RawMessage `json:"-"`
+	User  User            `json:"user"`
+	Token string          `json:"token"`
 }
 
 // MembersResponse is GET /agent_api/v1/workspaces/{ws}/members.
 type MembersResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Members []Member `json:"members"`
+	Raw     json.RawMessage `json:"-"`
+	Members []Member        `json:"members"`
 }
 
 // AddMemberRequest is POST /agent_api/v1/workspaces/{ws}/members.
@@ -149,8 +149,8 @@ type AddMemberRequest struct {
 // MemberResponse carries one member.
 type MemberResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Member Member `json:"member"`
+	Raw    json.RawMessage `json:"-"`
+	Member Member          `json:"member"`
 }
 
 // CreateTokenRequest is POST /agent_api/v1/tokens; both fields are optional.
@@ -163,16 +163,16 @@ type CreateTokenRequest struct {
 // CreateTokenResponse is a new token, shown once, and its description.
 type CreateTokenResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Token     string    `json:"token"`
-	TokenInfo TokenInfo `json:"token_info"`
+	Raw       json.RawMessage `json:"-"`
+	Token     string          `json:"token"`
+	TokenInfo TokenInfo       `json:"token_info"`
 }
 
 // TokensResponse is GET /agent_api/v1/tokens.
 type TokensResponse struct {
 	// Raw is the response body as served.
-	Raw json.RawMessage `json:"-"`
-	Tokens []TokenInfo `json:"tokens"`
+	Raw    json.RawMessage `json:"-"`
+	Tokens []TokenInfo     `json:"tokens"`
 }
 
 // Me reads the caller and its workspaces.
