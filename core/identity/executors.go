@@ -44,7 +44,7 @@ func (d *Directory) viewOf(r *store.Executor) *ExecutorView {
 	switch {
 	case v.LastSeenAt == nil:
 		v.Presence = PresenceNotYetSeen
-	case d.now().Sub(store.FromMillis(*v.LastSeenAt)) <= PresenceOnlineWindow:
+	case store.Millis(d.now())-*v.LastSeenAt <= PresenceOnlineWindow.Milliseconds():
 		v.Presence = PresenceOnline
 	default:
 		v.Presence = PresenceOffline
