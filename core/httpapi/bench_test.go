@@ -55,7 +55,54 @@ func BenchmarkCatalog(b *testing.B) {
 	}
 }
 
+// BenchmarkAuthCost measures what authenticating a request costs on each store, side by side
+// with the catalog request it guards, at concurrency 16: "auth" is Authenticator.Member as every
+// member route calls it (cached), "lookup" is the token SELECT it replaces on a cache hit (what
+// every request paid before the cache), and "catalog" is B3's full-stack GET /agent_api/v1/tools
+// over loopback. The parent logs each cost as a share of the catalog request; the goal is under
+// 10%.
+func BenchmarkAuthCost(b *testing.B) {
+	const conc = 16
+	for _, d := range storetest.Dialects() {
+		b.Run(string(d), func(b *testing.B) {
+			f := newBenchFixture(b, d)
+			hash := identity.HashToken(f.token)
+			parallel := func(b *testing.B, fn func() error) float64 {
+				b.SetParallelism((conc + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := fn(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.StopTimer()
+				return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			}
+			ns := map[string]float64{}
+			b.Run("auth", func(b *testing.B) {
+				ctx := b.Context()
+				ns["auth"] = parallel(b, func() error { _, err := f.auth.Member(ctx, f.token); return err })
+			})
+			b.Run("lookup", func(b *testing.B) {
+				ctx := b.Context()
+				ns["lookup"] = parallel(b, func() error { _, err := store.MemberTokenByHash(ctx, f.store.Reader(), hash); return err })
+			})
+			b.Run("catalog", func(b *testing.B) {
+				ns["catalog"] = runLoad(b, f.api, f.token, conc).nsPerOp
+			})
+			if c := ns["catalog"]; c > 0 && ns["auth"] > 0 && ns["lookup"] > 0 {
+				b.Logf("%s c=%d: auth %.0f ns = %.1f%% of a catalog request (%.0f ns; goal < 10%%); uncached token lookup %.0f ns = %.1f%%",
+					d, conc, ns["auth"], 100*ns["auth"]/c, c, ns["lookup"], 100*ns["lookup"]/c)
+			}
+		})
+	}
+}
+
 type benchFixture struct {
+	store *store.Store
 	api   *API
 	auth  *identity.Authenticator
 	body  []byte
@@ -69,7 +116,7 @@ func newBenchFixture(b *testing.B, d store.Dialect) *benchFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := &benchFixture{auth: identity.NewAuthenticator(s, nil), token: res.Token}
+	f := &benchFixture{store: s, auth: identity.NewAuthenticator(s, nil), token: res.Token}
 	stop, err := f.auth.Listen(b.Context())
 	if err != nil {
 		b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/server"
@@ -30,10 +31,17 @@ type clientFlags struct {
 	json   bool
 }
 
-func (f *clientFlags) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&f.server, "server", "", "server base URL (env "+EnvAddr+", default "+DefaultAddr+")")
-	cmd.PersistentFlags().StringVar(&f.token, "token", "", "member token (env "+EnvToken+", default: <data-dir>/admin.token)")
-	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print the API's JSON body")
+// register adds the client flags to cmd and every command below it.
+func (f *clientFlags) register(cmd *cobra.Command) { f.addTo(cmd.PersistentFlags()) }
+
+// registerOn adds the client flags to cmd alone (a command whose siblings do not talk to a
+// server, such as token mint).
+func (f *clientFlags) registerOn(cmd *cobra.Command) { f.addTo(cmd.Flags()) }
+
+func (f *clientFlags) addTo(fs *pflag.FlagSet) {
+	fs.StringVar(&f.server, "server", "", "server base URL (env "+EnvAddr+", default "+DefaultAddr+")")
+	fs.StringVar(&f.token, "token", "", "member token (env "+EnvToken+", default: <data-dir>/admin.token)")
+	fs.BoolVar(&f.json, "json", false, "print the API's JSON body")
 }
 
 // client builds the API client: --server, then NEXUS_ADDR, then the default; --token, then

@@ -78,6 +78,11 @@ func newRoot(e *env) *cobra.Command {
 		newMigrate(e, g),
 		newToken(e, g),
 		newTools(e, g),
+		newWorkspace(e, g),
+		newAgent(e, g),
+		newUser(e, g),
+		newMember(e, g),
+		newExecutor(e, g),
 		newVersion(e),
 	)
 	return root

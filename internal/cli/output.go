@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/sdk/client"
+)
+
+// EnvWorkspace names the workspace the administration commands act on when --workspace is not
+// given.
+const EnvWorkspace = "NEXUS_WORKSPACE"
+
+// adminFlags are the flags of the commands that administer a workspace through the API.
+type adminFlags struct {
+	clientFlags
+	workspace string
+	quiet     bool
+}
+
+// registerWorkspace adds --workspace to a command.
+func (f *adminFlags) registerWorkspace(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.workspace, "workspace", "w", "", "workspace public id or handle (env "+EnvWorkspace+"; default: your only workspace)")
+}
+
+// registerQuiet adds --quiet to a command that mints a token.
+func (f *adminFlags) registerQuiet(cmd *cobra.Command, what string) {
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only "+what+", for scripts")
+}
+
+// workspaceRef is --workspace, else NEXUS_WORKSPACE, else "" (let the caller decide).
+func (e *env) workspaceRef(cmd *cobra.Command, f *adminFlags) string {
+	if cmd.Flags().Changed("workspace") {
+		return f.workspace
+	}
+	return e.getenv(EnvWorkspace)
+}
+
+// resolveWorkspace is the workspace a command acts on: the flag or the environment, else the
+// caller's only workspace.
+func (e *env) resolveWorkspace(ctx context.Context, cmd *cobra.Command, c *client.Client, f *adminFlags) (string, error) {
+	if ref := e.workspaceRef(cmd, f); ref != "" {
+		return ref, nil
+	}
+	ws, err := c.Workspaces(ctx)
+	if err != nil {
+		return "", apiError(err)
+	}
+	switch len(ws.Workspaces) {
+	case 1:
+		return ws.Workspaces[0].Handle, nil
+	case 0:
+		return "", errors.New("you are not a member of any workspace")
+	}
+	handles := make([]string, len(ws.Workspaces))
+	for i, w := range ws.Workspaces {
+		handles[i] = w.Handle
+	}
+	return "", fmt.Errorf("you are a member of several workspaces (%s): pass --workspace or set %s", strings.Join(handles, ", "), EnvWorkspace)
+}
+
+// resolveMember finds a member of ws by public id or handle: users first, as the API lists them.
+func resolveMember(ctx context.Context, c *client.Client, ws, ref, kind string) (string, error) {
+	if identity.IsUUID(ref) {
+		return ref, nil
+	}
+	ms, err := c.Members(ctx, ws)
+	if err != nil {
+		return "", apiError(err)
+	}
+	var found []client.Member
+	for _, m := range ms.Members {
+		if m.Handle == ref && (kind == "" || m.Kind == kind) {
+			found = append(found, m)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0].PublicID, nil
+	case 0:
+		return "", fmt.Errorf("no member %q in workspace %s", ref, ws)
+	}
+	return "", fmt.Errorf("both a user and an agent are called %q in workspace %s: pass a public id", ref, ws)
+}
+
+// table writes aligned columns.
+func table(w io.Writer, header string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// fields writes a name/value block, one pair per line.
+func fields(w io.Writer, pairs ...string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(tw, "%s\t%s\n", pairs[i], pairs[i+1])
+	}
+	return tw.Flush()
+}
+
+// shownOnce is printed after a new token.
+const shownOnce = "(shown once: store it now)"
+
+// when renders a time for a table.
+func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// whenOpt renders an optional time; nil is "-".
+func whenOpt(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return when(*t)
+}
+
+// raw prints an API body as served.
+func (e *env) raw(body []byte) error {
+	_, err := e.stdout.Write(body)
+	return err
+}
