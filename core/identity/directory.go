@@ -76,6 +76,9 @@ const (
 	NeedMember Need = iota
 	// NeedOwner: a user who owns the workspace (an agent is not_user, a member not_authorized).
 	NeedOwner
+	// NeedAgent: an agent of the workspace (a user is not_agent), for the routes only an agent
+	// application calls (its profile, for one).
+	NeedAgent
 )
 
 // Access is the caller's standing in one workspace, checked.
@@ -99,12 +102,17 @@ func (d *Directory) Access(ctx context.Context, caller *Principal, ref string, n
 }
 
 func checkNeed(caller *Principal, role string, need Need) error {
-	if need == NeedOwner {
+	switch need {
+	case NeedOwner:
 		if !caller.IsUser() {
 			return ErrNotUser
 		}
 		if role != RoleOwner {
 			return ErrNotAuthorized
+		}
+	case NeedAgent:
+		if caller.IsUser() {
+			return ErrNotAgent
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -243,6 +245,144 @@ func TestMintMemberToken(t *testing.T) {
 		}
 		if _, err := identity.MintMemberToken(ctx, s, "nobody", "", t0); err == nil || !strings.Contains(err.Error(), `"nobody"`) {
 			t.Fatalf("mint for an unknown handle: got %v", err)
+		}
+	})
+}
+
+// TestAccessNeeds checks the kind and role words of identity.md §3 through Directory.Access, in
+// its order: visibility, kind, role.
+func TestAccessNeeds(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		boot, err := identity.Bootstrap(ctx, s, t.TempDir(), "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth := identity.NewAuthenticator(s, func() time.Time { return t0 })
+		dir := identity.NewDirectory(s, auth, identity.DirectoryOptions{Now: func() time.Time { return t0 }})
+		admin, err := auth.Member(ctx, boot.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acc, err := dir.Access(ctx, admin, "default", identity.NeedOwner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ag, err := dir.CreateAgent(ctx, acc, &identity.CreateAgentRequest{Handle: "bot", DisplayName: "Bot"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bot, err := auth.Member(ctx, ag.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		us, err := dir.CreateUser(ctx, acc, &identity.CreateUserRequest{Handle: "mia", DisplayName: "Mia", Role: identity.RoleMember})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mia, err := auth.Member(ctx, us.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		word := func(err error) string {
+			if err == nil {
+				return ""
+			}
+			r, ok := refusal.As(err)
+			if !ok {
+				t.Fatalf("untyped error %v", err)
+			}
+			return r.Code
+		}
+		for _, c := range []struct {
+			name   string
+			caller *identity.Principal
+			ref    string
+			need   identity.Need
+			want   string
+		}{
+			{"owner as owner", admin, "default", identity.NeedOwner, ""},
+			{"owner as member", admin, "default", identity.NeedMember, ""},
+			{"user where an agent is needed", admin, "default", identity.NeedAgent, "not_agent"},
+			{"member where an agent is needed", mia, "default", identity.NeedAgent, "not_agent"},
+			{"agent as agent", bot, "default", identity.NeedAgent, ""},
+			{"agent as member", bot, "default", identity.NeedMember, ""},
+			{"agent where an owner is needed", bot, "default", identity.NeedOwner, "not_user"},
+			{"member where an owner is needed", mia, "default", identity.NeedOwner, "not_authorized"},
+			{"unknown workspace, whatever is needed", bot, "nope", identity.NeedAgent, "not_found"},
+		} {
+			_, err := dir.Access(ctx, c.caller, c.ref, c.need)
+			if got := word(err); got != c.want {
+				t.Errorf("%s: %q, want %q", c.name, got, c.want)
+			}
+		}
+	})
+}
+
+// TestLastOwnerUnderConcurrency: two owners removing each other at once leave one owner: the
+// membership change of a workspace is serialized (PostgreSQL locks the workspace row).
+func TestLastOwnerUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		boot, err := identity.Bootstrap(ctx, s, t.TempDir(), "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth := identity.NewAuthenticator(s, nil)
+		dir := identity.NewDirectory(s, auth, identity.DirectoryOptions{})
+		for round := 0; round < 5; round++ {
+			admin, err := auth.Member(ctx, boot.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, err := dir.CreateWorkspace(ctx, admin, &identity.CreateWorkspaceRequest{Handle: fmt.Sprintf("w%d", round), Name: "W"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wacc, err := dir.Access(ctx, admin, ws.Handle, identity.NeedOwner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := dir.CreateUser(ctx, wacc, &identity.CreateUserRequest{Handle: fmt.Sprintf("o%d", round), DisplayName: "O", Role: identity.RoleOwner})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := auth.Member(ctx, u.Token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			oacc, err := dir.Access(ctx, other, ws.Handle, identity.NeedOwner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			wg.Add(2)
+			go func() { defer wg.Done(); errs[0] = dir.RemoveMember(ctx, wacc, other.PublicID) }()
+			go func() { defer wg.Done(); errs[1] = dir.RemoveMember(ctx, oacc, admin.PublicID) }()
+			wg.Wait()
+			ok := 0
+			for _, err := range errs {
+				if err == nil {
+					ok++
+					continue
+				}
+				if r, isRef := refusal.As(err); !isRef || (r.Code != "last_owner" && r.Code != "not_found") {
+					t.Fatalf("round %d: unexpected error %v", round, err)
+				}
+			}
+			if ok != 1 {
+				t.Fatalf("round %d: %d removals succeeded (%v), want exactly 1", round, ok, errs)
+			}
+			var owners int
+			if err := s.Reader().Get(ctx, &owners, `SELECT COUNT(*) FROM workspace_members WHERE workspace_id = ? AND role = 'owner'`, ws.ID); err != nil {
+				t.Fatal(err)
+			}
+			if owners != 1 {
+				t.Fatalf("round %d: %d owners left, want 1", round, owners)
+			}
 		}
 	})
 }

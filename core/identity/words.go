@@ -20,6 +20,9 @@ var (
 	// ErrNotUser: an agent where a user is needed (owner routes need a user).
 	ErrNotUser = refusal.New(refusal.Forbidden, refusal.CodeNotUser,
 		"This route needs a user's token; an agent cannot call it.")
+	// ErrNotAgent: a user where an agent is needed.
+	ErrNotAgent = refusal.New(refusal.Forbidden, refusal.CodeNotAgent,
+		"This route needs an agent's token; a user cannot call it.")
 	// ErrNotAuthorized: a member who is not an owner where an owner is needed.
 	ErrNotAuthorized = refusal.New(refusal.Forbidden, refusal.CodeNotAuthorized,
 		"Only an owner of this workspace may do this.")
