@@ -157,7 +157,7 @@ func (d *Directory) Executors(ctx context.Context, caller *Principal, f *Executo
 	switch f.Kind {
 	case "", ExecutorRunner, ExecutorToolProvider:
 	default:
-		return nil, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "kind must be runner or tool_provider.").With("path", "kind")
+		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "kind must be runner or tool_provider.").With("path", "kind")
 	}
 	status := f.Status
 	switch status {
@@ -165,7 +165,7 @@ func (d *Directory) Executors(ctx context.Context, caller *Principal, f *Executo
 		status = ExecutorActive
 	case ExecutorActive, ExecutorRevoked:
 	default:
-		return nil, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "status must be active or revoked.").With("path", "status")
+		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "status must be active or revoked.").With("path", "status")
 	}
 	var ids []int64
 	if f.Workspace != "" {

@@ -35,7 +35,7 @@ type CreatedToken struct {
 
 // CreateToken mints an additional token for the caller.
 func (d *Directory) CreateToken(ctx context.Context, caller *Principal, req *CreateTokenRequest) (*CreatedToken, error) {
-	if req.Label != "" && !validLine(req.Label, 0, maxTokenLabelChars) {
+	if !validLine(req.Label, 0, maxTokenLabelChars) {
 		return nil, invalid("token.label", "label must be at most %d characters without control characters.", maxTokenLabelChars)
 	}
 	now := store.Millis(d.now())
