@@ -31,7 +31,7 @@ var errSyntax = errors.New("not one JSON value")
 // large for a double keep their literal, so that measuring never fails on a value the store
 // accepts.
 func canonicalJSON(raw []byte) ([]byte, jsonFacts, error) {
-	w := walker{src: raw}
+	w := walker{src: raw, emit: true}
 	w.skipSpace()
 	out, err := w.value(0)
 	if err != nil {
@@ -52,6 +52,9 @@ type walker struct {
 	src   []byte
 	pos   int
 	facts jsonFacts
+	// emit: build canonical output. Without it the walker only checks the syntax and
+	// gathers facts, which is what splitting and scanning need.
+	emit bool
 }
 
 func (w *walker) skipSpace() {
@@ -77,8 +80,8 @@ func (w *walker) value(depth int) ([]byte, error) {
 	case c == '[':
 		return w.array(depth)
 	case c == '"':
-		s, err := w.str()
-		if err != nil {
+		s, err := w.str(w.emit)
+		if err != nil || !w.emit {
 			return nil, err
 		}
 		return appendString(nil, s), nil
@@ -98,6 +101,9 @@ func (w *walker) literal(word string) ([]byte, error) {
 		return nil, errSyntax
 	}
 	w.pos += len(word)
+	if !w.emit {
+		return nil, nil
+	}
 	return []byte(word), nil
 }
 
@@ -109,10 +115,13 @@ type canonMember struct {
 func (w *walker) object(depth int) ([]byte, error) {
 	w.pos++ // {
 	var members []canonMember
-	index := map[string]int{}
+	var keys keySet
 	w.skipSpace()
 	if w.pos < len(w.src) && w.src[w.pos] == '}' {
 		w.pos++
+		if !w.emit {
+			return nil, nil
+		}
 		return []byte("{}"), nil
 	}
 	for {
@@ -120,7 +129,7 @@ func (w *walker) object(depth int) ([]byte, error) {
 		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
 			return nil, errSyntax
 		}
-		key, err := w.str()
+		key, err := w.str(true)
 		if err != nil {
 			return nil, err
 		}
@@ -134,12 +143,18 @@ func (w *walker) object(depth int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if at, seen := index[key]; seen {
+		at, seen := keys.index(key)
+		switch {
+		case seen:
 			w.facts.duplicateKey = true
-			members[at].value = v
-		} else {
-			index[key] = len(members)
-			members = append(members, canonMember{key, v})
+			if w.emit {
+				members[at].value = v
+			}
+		default:
+			keys.add(key)
+			if w.emit {
+				members = append(members, canonMember{key, v})
+			}
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) {
@@ -155,6 +170,9 @@ func (w *walker) object(depth int) ([]byte, error) {
 		w.pos++
 		break
 	}
+	if !w.emit {
+		return nil, nil
+	}
 	// Byte order of the keys' UTF-8, which Go's string comparison is.
 	sort.Slice(members, func(i, j int) bool { return members[i].key < members[j].key })
 	out := []byte{'{'}
@@ -167,6 +185,42 @@ func (w *walker) object(depth int) ([]byte, error) {
 		out = append(out, m.value...)
 	}
 	return append(out, '}'), nil
+}
+
+// keySet remembers an object's keys in first-seen order: a slice searched linearly while the
+// object is small, the usual case, and a map once it is not.
+type keySet struct {
+	list []string
+	m    map[string]int
+}
+
+const keySetLinear = 16
+
+func (k *keySet) index(key string) (int, bool) {
+	if k.m != nil {
+		i, ok := k.m[key]
+		return i, ok
+	}
+	for i, s := range k.list {
+		if s == key {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (k *keySet) add(key string) {
+	k.list = append(k.list, key)
+	if k.m == nil && len(k.list) > keySetLinear {
+		k.m = make(map[string]int, 2*len(k.list))
+		for i, s := range k.list {
+			k.m[s] = i
+		}
+		return
+	}
+	if k.m != nil {
+		k.m[key] = len(k.list) - 1
+	}
 }
 
 func (w *walker) array(depth int) ([]byte, error) {
@@ -183,10 +237,12 @@ func (w *walker) array(depth int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n > 0 {
-			out = append(out, ',')
+		if w.emit {
+			if n > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, v...)
 		}
-		out = append(out, v...)
 		w.skipSpace()
 		if w.pos >= len(w.src) {
 			return nil, errSyntax
@@ -203,11 +259,27 @@ func (w *walker) array(depth int) ([]byte, error) {
 	}
 }
 
-// str reads a string token and returns its decoded text, noting what the store cannot keep.
-func (w *walker) str() (string, error) {
+// str reads a string token and returns its decoded text when keep is set, noting what the
+// store cannot keep either way. Runs of plain bytes are copied whole, and a string without
+// escapes is sliced from the source, so long texts cost one pass.
+func (w *walker) str(keep bool) (string, error) {
 	w.pos++ // opening quote
+	start := w.pos
 	var b []byte
+	escaped := false
 	for {
+		run := w.pos
+		for run < len(w.src) {
+			c := w.src[run]
+			if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+				break
+			}
+			run++
+		}
+		if keep && escaped {
+			b = append(b, w.src[w.pos:run]...)
+		}
+		w.pos = run
 		if w.pos >= len(w.src) {
 			return "", errSyntax
 		}
@@ -215,24 +287,41 @@ func (w *walker) str() (string, error) {
 		switch {
 		case c == '"':
 			w.pos++
+			if !keep {
+				return "", nil
+			}
+			if !escaped {
+				return string(w.src[start : w.pos-1]), nil
+			}
 			return string(b), nil
 		case c == '\\':
+			if keep && !escaped {
+				b = append(b, w.src[start:w.pos]...)
+				escaped = true
+			}
 			r, err := w.escape()
 			if err != nil {
 				return "", err
 			}
-			b = utf8.AppendRune(b, r)
+			if keep {
+				b = utf8.AppendRune(b, r)
+			}
 		case c < 0x20:
 			return "", errSyntax
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			w.pos++
 		default:
 			r, size := utf8.DecodeRune(w.src[w.pos:])
 			if r == utf8.RuneError && size == 1 {
+				// Not UTF-8: decoded as U+FFFD, as encoding/json does, so the text differs
+				// from the source from here on.
 				w.facts.unstorable = true
+				if keep && !escaped {
+					b = append(b, w.src[start:w.pos]...)
+					escaped = true
+				}
 			}
-			b = utf8.AppendRune(b, r)
+			if keep && escaped {
+				b = utf8.AppendRune(b, r)
+			}
 			w.pos += size
 		}
 	}
@@ -310,6 +399,9 @@ func (w *walker) number() ([]byte, error) {
 	lit := w.src[start:w.pos]
 	if !validNumber(lit) {
 		return nil, errSyntax
+	}
+	if !w.emit {
+		return nil, nil
 	}
 	return canonicalNumber(lit), nil
 }
@@ -407,4 +499,153 @@ func appendString(out []byte, s string) []byte {
 		}
 	}
 	return append(out, '"')
+}
+
+// scanJSON checks that raw is one JSON value and gathers its facts without re-encoding it.
+func scanJSON(raw []byte) (jsonFacts, error) {
+	w := walker{src: raw}
+	w.skipSpace()
+	if _, err := w.value(0); err != nil {
+		return w.facts, err
+	}
+	w.skipSpace()
+	if w.pos != len(w.src) {
+		return w.facts, errSyntax
+	}
+	return w.facts, nil
+}
+
+// rawMember is one member of an object as written: its decoded key and its value's bytes.
+type rawMember struct {
+	key string
+	raw []byte
+}
+
+// splitObject reads raw as exactly one JSON object and returns its members in input order,
+// repeats included (which a map would hide), each value as its own bytes.
+func splitObject(raw []byte) ([]rawMember, error) {
+	w := walker{src: raw}
+	w.skipSpace()
+	if w.pos >= len(w.src) || w.src[w.pos] != '{' {
+		return nil, errSyntax
+	}
+	w.pos++
+	var out []rawMember
+	w.skipSpace()
+	if w.pos < len(w.src) && w.src[w.pos] == '}' {
+		w.pos++
+		return out, w.end()
+	}
+	for {
+		w.skipSpace()
+		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
+			return nil, errSyntax
+		}
+		key, err := w.str(true)
+		if err != nil {
+			return nil, err
+		}
+		w.skipSpace()
+		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
+			return nil, errSyntax
+		}
+		w.pos++
+		w.skipSpace()
+		start := w.pos
+		if _, err := w.value(1); err != nil {
+			return nil, err
+		}
+		out = append(out, rawMember{key, raw[start:w.pos]})
+		w.skipSpace()
+		if w.pos >= len(w.src) {
+			return nil, errSyntax
+		}
+		if w.src[w.pos] == ',' {
+			w.pos++
+			continue
+		}
+		if w.src[w.pos] != '}' {
+			return nil, errSyntax
+		}
+		w.pos++
+		return out, w.end()
+	}
+}
+
+// splitArray reads raw as exactly one JSON array and returns its elements' bytes.
+func splitArray(raw []byte) ([][]byte, error) {
+	w := walker{src: raw}
+	w.skipSpace()
+	if w.pos >= len(w.src) || w.src[w.pos] != '[' {
+		return nil, errSyntax
+	}
+	w.pos++
+	out := [][]byte{}
+	w.skipSpace()
+	if w.pos < len(w.src) && w.src[w.pos] == ']' {
+		w.pos++
+		return out, w.end()
+	}
+	for {
+		w.skipSpace()
+		start := w.pos
+		if _, err := w.value(1); err != nil {
+			return nil, err
+		}
+		out = append(out, raw[start:w.pos])
+		w.skipSpace()
+		if w.pos >= len(w.src) {
+			return nil, errSyntax
+		}
+		if w.src[w.pos] == ',' {
+			w.pos++
+			continue
+		}
+		if w.src[w.pos] != ']' {
+			return nil, errSyntax
+		}
+		w.pos++
+		return out, w.end()
+	}
+}
+
+// decodeString reads raw as exactly one JSON string.
+func decodeString(raw []byte) (string, bool) {
+	w := walker{src: raw}
+	w.skipSpace()
+	if w.pos >= len(w.src) || w.src[w.pos] != '"' {
+		return "", false
+	}
+	s, err := w.str(true)
+	if err != nil || w.end() != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// end checks that nothing but whitespace follows.
+func (w *walker) end() error {
+	w.skipSpace()
+	if w.pos != len(w.src) {
+		return errSyntax
+	}
+	return nil
+}
+
+// quotedLen is len(appendString(nil, s)).
+func quotedLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			n += 2
+		case c >= 0x20:
+			n++
+		case c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		default:
+			n += 6
+		}
+	}
+	return n
 }

@@ -92,3 +92,34 @@ func TestCanonicalJSONDepth(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotedLen(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "a", "\"\\", "\b\f\n\r\t", "\x00\x01\x1f", "é€😀", "\u2028<>&", "\x7f"} {
+		if got, want := quotedLen(s), len(appendString(nil, s)); got != want {
+			t.Errorf("quotedLen(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func TestCanonicalJSONManyKeys(t *testing.T) {
+	t.Parallel()
+	// Past keySetLinear keys the set switches to a map; repeats are still found.
+	var b []byte
+	b = append(b, '{')
+	for i := 0; i < 40; i++ {
+		b = append(b, []byte(`"k`+string(rune('a'+i%26))+string(rune('a'+i/26))+`":1,`)...)
+	}
+	b = append(b, []byte(`"kaa":2}`)...)
+	out, facts, err := canonicalJSON(b)
+	if err != nil || !facts.duplicateKey {
+		t.Fatalf("err %v, facts %+v", err, facts)
+	}
+	if !json.Valid(out) || len(out) == 0 || out[len(out)-1] != '}' {
+		t.Fatalf("out %s", out)
+	}
+	var m map[string]int
+	if err := json.Unmarshal(out, &m); err != nil || len(m) != 40 || m["kaa"] != 2 {
+		t.Errorf("got %d keys, kaa=%d: %v", len(m), m["kaa"], err)
+	}
+}

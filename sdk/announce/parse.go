@@ -99,8 +99,7 @@ func rawBounds(top objectMembers) []Problem {
 					continue
 				}
 				if d, ok := members.get("description"); ok {
-					var s string
-					if json.Unmarshal(d, &s) == nil && d[0] == '"' {
+					if s, ok := jsonString(d); ok {
 						descriptionBound(&ps, i, len(s))
 					}
 				}
@@ -285,27 +284,19 @@ func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw),
 
 // decodeArray splits a JSON array into its elements; anything else is an error.
 func decodeArray(raw json.RawMessage) ([]json.RawMessage, error) {
-	if firstNonSpace(raw) != '[' {
+	items, err := splitArray(raw)
+	if err != nil {
 		return nil, errNotObject
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, err
+	out := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		out[i] = it
 	}
-	return items, nil
+	return out, nil
 }
 
 // jsonString decodes a JSON string; anything else, null included, is not one.
-func jsonString(raw json.RawMessage) (string, bool) {
-	if firstNonSpace(raw) != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+func jsonString(raw json.RawMessage) (string, bool) { return decodeString(raw) }
 
 type integerKind int
 

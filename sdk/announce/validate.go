@@ -223,7 +223,7 @@ func checkEnvironment(ps *problems, raw json.RawMessage) {
 
 // rawObjectProblem says what keeps raw from being a storable JSON object, or "".
 func rawObjectProblem(raw []byte) string {
-	_, facts, err := canonicalJSON(raw)
+	facts, err := scanJSON(raw)
 	switch {
 	case err != nil:
 		return "is not valid JSON"
