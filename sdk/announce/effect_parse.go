@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"sort"
 )
 
@@ -94,12 +93,7 @@ func isProfileKey(key string) bool {
 	return false
 }
 
-type member struct {
-	key string
-	raw json.RawMessage
-}
-
-type objectMembers []member
+type objectMembers []rawMember
 
 func (ms objectMembers) get(key string) (json.RawMessage, bool) {
 	for _, m := range ms {
@@ -115,28 +109,9 @@ var errNotObject = errors.New("not a JSON object")
 // decodeMembers reads one JSON object, keeping every member in input order, repeats included,
 // which a map would hide.
 func decodeMembers(data []byte) (objectMembers, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	ms, err := splitObject(data)
+	if err != nil {
 		return nil, errNotObject
 	}
-	var out objectMembers
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
-		}
-		out = append(out, member{key: key, raw: raw})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errNotObject
-	}
-	return out, nil
+	return objectMembers(ms), nil
 }

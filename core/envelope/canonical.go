@@ -1,0 +1,651 @@
+package envelope
+
+// Canonical JSON (runs.md §0.2) and the storability facts of a raw JSON value. The
+// announcement validator (sdk/announce) keeps its own copy of this walker: the dependency rules
+// let neither package import the other, and both must measure bounds the same way.
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// jsonFacts are what a walk learns about a value besides its canonical bytes.
+type jsonFacts struct {
+	// duplicateKey: some object in the value repeats a key.
+	duplicateKey bool
+	// unstorable: some string (key or value) holds U+0000, an unpaired surrogate escape or
+	// bytes that are not UTF-8, none of which PostgreSQL's text and jsonb can keep.
+	unstorable bool
+}
+
+var errSyntax = errors.New("not one JSON value")
+
+// canonicalJSON re-encodes one JSON value with object keys sorted by byte order, no
+// insignificant whitespace, no HTML escaping, minimal string escapes and numbers in their
+// shortest round-trip form. A repeated key keeps its last value, as decoders do. Numbers too
+// large for a double keep their literal, so that measuring never fails on a value the store
+// accepts.
+func canonicalJSON(raw []byte) ([]byte, jsonFacts, error) {
+	w := walker{src: raw, emit: true}
+	w.skipSpace()
+	out, err := w.value(0)
+	if err != nil {
+		return nil, w.facts, err
+	}
+	w.skipSpace()
+	if w.pos != len(w.src) {
+		return nil, w.facts, errSyntax
+	}
+	return out, w.facts, nil
+}
+
+// maxJSONDepth matches encoding/json's nesting limit, so that any value the body decoder
+// accepted can be walked, and nothing deeper can exhaust the stack.
+const maxJSONDepth = 10000
+
+type walker struct {
+	src   []byte
+	pos   int
+	facts jsonFacts
+	// emit: build canonical output. Without it the walker only checks the syntax and
+	// gathers facts, which is what splitting and scanning need.
+	emit bool
+}
+
+func (w *walker) skipSpace() {
+	for w.pos < len(w.src) {
+		switch w.src[w.pos] {
+		case ' ', '\t', '\n', '\r':
+			w.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (w *walker) value(depth int) ([]byte, error) {
+	if w.pos >= len(w.src) {
+		return nil, errSyntax
+	}
+	switch c := w.src[w.pos]; {
+	case (c == '{' || c == '[') && depth >= maxJSONDepth:
+		return nil, errSyntax
+	case c == '{':
+		return w.object(depth)
+	case c == '[':
+		return w.array(depth)
+	case c == '"':
+		s, err := w.str(w.emit)
+		if err != nil || !w.emit {
+			return nil, err
+		}
+		return appendString(nil, s), nil
+	case c == 't':
+		return w.literal("true")
+	case c == 'f':
+		return w.literal("false")
+	case c == 'n':
+		return w.literal("null")
+	default:
+		return w.number()
+	}
+}
+
+func (w *walker) literal(word string) ([]byte, error) {
+	if !bytes.HasPrefix(w.src[w.pos:], []byte(word)) {
+		return nil, errSyntax
+	}
+	w.pos += len(word)
+	if !w.emit {
+		return nil, nil
+	}
+	return []byte(word), nil
+}
+
+type canonMember struct {
+	key   string
+	value []byte
+}
+
+func (w *walker) object(depth int) ([]byte, error) {
+	w.pos++ // {
+	var members []canonMember
+	var keys keySet
+	w.skipSpace()
+	if w.pos < len(w.src) && w.src[w.pos] == '}' {
+		w.pos++
+		if !w.emit {
+			return nil, nil
+		}
+		return []byte("{}"), nil
+	}
+	for {
+		w.skipSpace()
+		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
+			return nil, errSyntax
+		}
+		key, err := w.str(true)
+		if err != nil {
+			return nil, err
+		}
+		w.skipSpace()
+		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
+			return nil, errSyntax
+		}
+		w.pos++
+		w.skipSpace()
+		v, err := w.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		at, seen := keys.index(key)
+		switch {
+		case seen:
+			w.facts.duplicateKey = true
+			if w.emit {
+				members[at].value = v
+			}
+		default:
+			keys.add(key)
+			if w.emit {
+				members = append(members, canonMember{key, v})
+			}
+		}
+		w.skipSpace()
+		if w.pos >= len(w.src) {
+			return nil, errSyntax
+		}
+		if w.src[w.pos] == ',' {
+			w.pos++
+			continue
+		}
+		if w.src[w.pos] != '}' {
+			return nil, errSyntax
+		}
+		w.pos++
+		break
+	}
+	if !w.emit {
+		return nil, nil
+	}
+	// Byte order of the keys' UTF-8, which Go's string comparison is.
+	sort.Slice(members, func(i, j int) bool { return members[i].key < members[j].key })
+	out := []byte{'{'}
+	for i, m := range members {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendString(out, m.key)
+		out = append(out, ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}'), nil
+}
+
+// keySet remembers an object's keys in first-seen order: a slice searched linearly while the
+// object is small, the usual case, and a map once it is not.
+type keySet struct {
+	list []string
+	m    map[string]int
+}
+
+const keySetLinear = 16
+
+func (k *keySet) index(key string) (int, bool) {
+	if k.m != nil {
+		i, ok := k.m[key]
+		return i, ok
+	}
+	for i, s := range k.list {
+		if s == key {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (k *keySet) add(key string) {
+	k.list = append(k.list, key)
+	if k.m == nil && len(k.list) > keySetLinear {
+		k.m = make(map[string]int, 2*len(k.list))
+		for i, s := range k.list {
+			k.m[s] = i
+		}
+		return
+	}
+	if k.m != nil {
+		k.m[key] = len(k.list) - 1
+	}
+}
+
+func (w *walker) array(depth int) ([]byte, error) {
+	w.pos++ // [
+	out := []byte{'['}
+	w.skipSpace()
+	if w.pos < len(w.src) && w.src[w.pos] == ']' {
+		w.pos++
+		return append(out, ']'), nil
+	}
+	for n := 0; ; n++ {
+		w.skipSpace()
+		v, err := w.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		if w.emit {
+			if n > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, v...)
+		}
+		w.skipSpace()
+		if w.pos >= len(w.src) {
+			return nil, errSyntax
+		}
+		if w.src[w.pos] == ',' {
+			w.pos++
+			continue
+		}
+		if w.src[w.pos] != ']' {
+			return nil, errSyntax
+		}
+		w.pos++
+		return append(out, ']'), nil
+	}
+}
+
+// str reads a string token and returns its decoded text when keep is set, noting what the
+// store cannot keep either way. Runs of plain bytes are copied whole, and a string without
+// escapes is sliced from the source, so long texts cost one pass.
+func (w *walker) str(keep bool) (string, error) {
+	w.pos++ // opening quote
+	start := w.pos
+	var b []byte
+	escaped := false
+	for {
+		run := w.pos
+		for run < len(w.src) {
+			c := w.src[run]
+			if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+				break
+			}
+			run++
+		}
+		if keep && escaped {
+			b = append(b, w.src[w.pos:run]...)
+		}
+		w.pos = run
+		if w.pos >= len(w.src) {
+			return "", errSyntax
+		}
+		c := w.src[w.pos]
+		switch {
+		case c == '"':
+			w.pos++
+			if !keep {
+				return "", nil
+			}
+			if !escaped {
+				return string(w.src[start : w.pos-1]), nil
+			}
+			return string(b), nil
+		case c == '\\':
+			if keep && !escaped {
+				b = append(b, w.src[start:w.pos]...)
+				escaped = true
+			}
+			r, err := w.escape()
+			if err != nil {
+				return "", err
+			}
+			if keep {
+				b = utf8.AppendRune(b, r)
+			}
+		case c < 0x20:
+			return "", errSyntax
+		default:
+			r, size := utf8.DecodeRune(w.src[w.pos:])
+			if r == utf8.RuneError && size == 1 {
+				// Not UTF-8: decoded as U+FFFD, as encoding/json does, so the text differs
+				// from the source from here on.
+				w.facts.unstorable = true
+				if keep && !escaped {
+					b = append(b, w.src[start:w.pos]...)
+					escaped = true
+				}
+			}
+			if keep && escaped {
+				b = utf8.AppendRune(b, r)
+			}
+			w.pos += size
+		}
+	}
+}
+
+// escape reads one backslash escape, joining a surrogate pair into one rune.
+func (w *walker) escape() (rune, error) {
+	if w.pos+1 >= len(w.src) {
+		return 0, errSyntax
+	}
+	c := w.src[w.pos+1]
+	w.pos += 2
+	switch c {
+	case '"', '\\', '/':
+		return rune(c), nil
+	case 'b':
+		return '\b', nil
+	case 'f':
+		return '\f', nil
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case 'u':
+	default:
+		return 0, errSyntax
+	}
+	r, ok := w.hex4()
+	if !ok {
+		return 0, errSyntax
+	}
+	switch {
+	case r == 0:
+		w.facts.unstorable = true
+		return 0, nil
+	case utf16.IsSurrogate(r):
+		if r < 0xDC00 && bytes.HasPrefix(w.src[w.pos:], []byte(`\u`)) {
+			save := w.pos
+			w.pos += 2
+			if lo, ok := w.hex4(); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				return utf16.DecodeRune(r, lo), nil
+			}
+			w.pos = save
+		}
+		w.facts.unstorable = true
+		return utf8.RuneError, nil
+	}
+	return r, nil
+}
+
+func (w *walker) hex4() (rune, bool) {
+	if w.pos+4 > len(w.src) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(w.src[w.pos:w.pos+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	w.pos += 4
+	return rune(v), true
+}
+
+func (w *walker) number() ([]byte, error) {
+	start := w.pos
+	for w.pos < len(w.src) {
+		c := w.src[w.pos]
+		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			w.pos++
+			continue
+		}
+		break
+	}
+	lit := w.src[start:w.pos]
+	if !validNumber(lit) {
+		return nil, errSyntax
+	}
+	if !w.emit {
+		return nil, nil
+	}
+	return canonicalNumber(lit), nil
+}
+
+// validNumber checks the JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(s []byte) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return false
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return false
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	return i == len(s)
+}
+
+// canonicalNumber writes a number in its shortest round-trip form, with the exponent
+// thresholds ECMAScript uses (as encoding/json does). Negative zero is 0.
+func canonicalNumber(lit []byte) []byte {
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return append([]byte(nil), lit...)
+	}
+	if f == 0 {
+		return []byte("0")
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
+		format = 'e'
+	}
+	b := strconv.AppendFloat(nil, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 -> 1e-7
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendString writes s as a JSON string with minimal escapes: the quote, the backslash and
+// control characters only.
+func appendString(out []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c >= 0x20:
+			out = append(out, c)
+		case c == '\b':
+			out = append(out, '\\', 'b')
+		case c == '\f':
+			out = append(out, '\\', 'f')
+		case c == '\n':
+			out = append(out, '\\', 'n')
+		case c == '\r':
+			out = append(out, '\\', 'r')
+		case c == '\t':
+			out = append(out, '\\', 't')
+		default:
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+	}
+	return append(out, '"')
+}
+
+// scanJSON checks that raw is one JSON value and gathers its facts without re-encoding it.
+func scanJSON(raw []byte) (jsonFacts, error) {
+	w := walker{src: raw}
+	w.skipSpace()
+	if _, err := w.value(0); err != nil {
+		return w.facts, err
+	}
+	w.skipSpace()
+	if w.pos != len(w.src) {
+		return w.facts, errSyntax
+	}
+	return w.facts, nil
+}
+
+// rawMember is one member of an object as written: its decoded key and its value's bytes.
+type rawMember struct {
+	key string
+	raw []byte
+}
+
+// splitObject reads raw as exactly one JSON object and returns its members in input order,
+// repeats included (which a map would hide), each value as its own bytes.
+func splitObject(raw []byte) ([]rawMember, error) {
+	w := walker{src: raw}
+	w.skipSpace()
+	if w.pos >= len(w.src) || w.src[w.pos] != '{' {
+		return nil, errSyntax
+	}
+	w.pos++
+	var out []rawMember
+	w.skipSpace()
+	if w.pos < len(w.src) && w.src[w.pos] == '}' {
+		w.pos++
+		return out, w.end()
+	}
+	for {
+		w.skipSpace()
+		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
+			return nil, errSyntax
+		}
+		key, err := w.str(true)
+		if err != nil {
+			return nil, err
+		}
+		w.skipSpace()
+		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
+			return nil, errSyntax
+		}
+		w.pos++
+		w.skipSpace()
+		start := w.pos
+		if _, err := w.value(1); err != nil {
+			return nil, err
+		}
+		out = append(out, rawMember{key, raw[start:w.pos]})
+		w.skipSpace()
+		if w.pos >= len(w.src) {
+			return nil, errSyntax
+		}
+		if w.src[w.pos] == ',' {
+			w.pos++
+			continue
+		}
+		if w.src[w.pos] != '}' {
+			return nil, errSyntax
+		}
+		w.pos++
+		return out, w.end()
+	}
+}
+
+// splitArray reads raw as exactly one JSON array and returns its elements' bytes.
+func splitArray(raw []byte) ([][]byte, error) {
+	w := walker{src: raw}
+	w.skipSpace()
+	if w.pos >= len(w.src) || w.src[w.pos] != '[' {
+		return nil, errSyntax
+	}
+	w.pos++
+	out := [][]byte{}
+	w.skipSpace()
+	if w.pos < len(w.src) && w.src[w.pos] == ']' {
+		w.pos++
+		return out, w.end()
+	}
+	for {
+		w.skipSpace()
+		start := w.pos
+		if _, err := w.value(1); err != nil {
+			return nil, err
+		}
+		out = append(out, raw[start:w.pos])
+		w.skipSpace()
+		if w.pos >= len(w.src) {
+			return nil, errSyntax
+		}
+		if w.src[w.pos] == ',' {
+			w.pos++
+			continue
+		}
+		if w.src[w.pos] != ']' {
+			return nil, errSyntax
+		}
+		w.pos++
+		return out, w.end()
+	}
+}
+
+// decodeString reads raw as exactly one JSON string.
+func decodeString(raw []byte) (string, bool) {
+	w := walker{src: raw}
+	w.skipSpace()
+	if w.pos >= len(w.src) || w.src[w.pos] != '"' {
+		return "", false
+	}
+	s, err := w.str(true)
+	if err != nil || w.end() != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// end checks that nothing but whitespace follows.
+func (w *walker) end() error {
+	w.skipSpace()
+	if w.pos != len(w.src) {
+		return errSyntax
+	}
+	return nil
+}
+
+// quotedLen is len(appendString(nil, s)).
+func quotedLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			n += 2
+		case c >= 0x20:
+			n++
+		case c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		default:
+			n += 6
+		}
+	}
+	return n
+}
