@@ -124,8 +124,9 @@ type Config struct {
 	// mock/scripted for the built-in catalog.
 	DefaultModel string
 	Providers    []ProviderConfig
-	// Models in configuration order. None: the built-in catalog. A model whose DisplayName is
-	// empty is displayed under its ref.
+	// Models in configuration order. None: the built-in catalog. A model whose Provider and
+	// Name are both empty takes them from its Ref; one whose DisplayName is empty is displayed
+	// under its ref.
 	Models []Model
 }
 
@@ -220,6 +221,9 @@ func build(cfg Config) (*Catalog, []configError) {
 	c := &Catalog{byRef: map[string]int{}, providers: map[string]Provider{}}
 	for i, m := range models {
 		m = m.clone()
+		if m.Provider == "" && m.Name == "" {
+			m.Provider, m.Name, _ = strings.Cut(m.Ref, "/")
+		}
 		if m.DisplayName == "" {
 			m.DisplayName = m.Ref
 		}

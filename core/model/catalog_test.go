@@ -130,7 +130,7 @@ func TestCatalogDefaults(t *testing.T) {
 	mock := []ProviderConfig{{"mock", "mock"}}
 	c, err := NewCatalog(&Config{Providers: mock, Models: []Model{
 		{Ref: "mock/zeta", Provider: "mock", Name: "zeta"},
-		{Ref: "mock/alpha", Provider: "mock", Name: "alpha", DisplayName: "Alpha"},
+		{Ref: "mock/alpha", DisplayName: "Alpha"},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +139,9 @@ func TestCatalogDefaults(t *testing.T) {
 		t.Errorf("default without default_model = %q, want the first configured model", got)
 	}
 	ms := c.Models()
+	if ms[0].Provider != "mock" || ms[0].Name != "alpha" {
+		t.Errorf("provider and name not taken from the ref: %+v", ms[0])
+	}
 	if ms[0].Ref != "mock/alpha" || ms[1].Ref != "mock/zeta" {
 		t.Errorf("models not sorted by ref: %v, %v", ms[0].Ref, ms[1].Ref)
 	}

@@ -86,8 +86,11 @@ func (m *Mock) play(ctx context.Context, lines []string, round int, req *Request
 		switch d.kind {
 		case dirSay:
 			t := subst.Replace(d.text)
+			if len(says) > 0 {
+				size++ // the line feed that joins it
+			}
 			says = append(says, t)
-			size += len(t) + 1
+			size += len(t)
 		case dirCall, dirBigcall:
 			call := ToolCall{Name: d.name, ID: d.id}
 			if !d.hasID {

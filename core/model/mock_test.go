@@ -460,3 +460,22 @@ func TestMockIsSafeForConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestMockAnswerBound(t *testing.T) {
+	t.Parallel()
+	// Copies of a 1 MiB result joined by line feeds pass the 8 MiB answer bound with the eighth
+	// say, on line 11.
+	script := "!mock\nround 1\ncall a {}\nround 2\n" + strings.Repeat("say {{last_result}}\n", 9)
+	entries := []Entry{user(script), assistant("", ToolCall{"mock_r1_0", "a", "{}"}), toolResult("mock_r1_0", "a", strings.Repeat("r", 1<<20))}
+	got := answerOf(complete(t, entries...))
+	want := answer{Text: "mock script error: line 11: the answer exceeds 8388608 bytes", Finish: FinishStop}
+	if diff := cmp.Diff(want, got, ignoreEmpty); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	// Seven copies fit.
+	script = "!mock\nround 1\ncall a {}\nround 2\n" + strings.Repeat("say {{last_result}}\n", 7)
+	entries[0] = user(script)
+	if got := complete(t, entries...); len(got.Text) != 7<<20+6 {
+		t.Errorf("seven copies: %d bytes", len(got.Text))
+	}
+}
