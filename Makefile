@@ -30,7 +30,8 @@ test-unit:
 	$(GO) test -race -count=1 ./...
 
 # The fuzz targets, as package:FuzzName pairs; `make fuzz` and `make test` both run them.
-FUZZ_TARGETS := ./core/envelope:FuzzValidate ./sdk/announce:FuzzValidateAnnouncement
+FUZZ_TARGETS := ./core/envelope:FuzzValidate ./sdk/announce:FuzzValidateAnnouncement \
+	./core/model:FuzzMockScript ./core/canonjson:FuzzCanonicalize
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

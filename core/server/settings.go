@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/nexuskernel/nexus/core/model"
 )
 
 // Settings are the server's resolved settings.
@@ -30,6 +32,8 @@ type Settings struct {
 	LogLevel string
 	// LogFormat is text or json.
 	LogFormat string
+	// Models is the models catalog configuration from the file; nil means the built-in catalog.
+	Models *model.Config
 }
 
 // Defaults of the settings (issue text and README).
@@ -62,6 +66,7 @@ type Layer struct {
 	PluginDirs  []string
 	LogLevel    *string
 	LogFormat   *string
+	Models      *model.Config
 }
 
 // Resolve applies layers over the defaults, later layers winning: call it with the file, then the
@@ -76,6 +81,9 @@ func Resolve(layers ...Layer) (Settings, error) {
 		set(&s.LogFormat, l.LogFormat)
 		if l.PluginDirs != nil {
 			s.PluginDirs = l.PluginDirs
+		}
+		if l.Models != nil {
+			s.Models = l.Models
 		}
 	}
 	return s, s.validate()
@@ -132,8 +140,8 @@ func EnvLayer(getenv func(string) string) Layer {
 	return l
 }
 
-// fileSettings is the HCL schema of the server settings file. Blocks for later parts of the
-// kernel (kernel, plugin, model_provider, model) are added beside these attributes.
+// fileSettings is the HCL schema of the server settings file. The rest of the body goes to the
+// readers of other parts (the models catalog first); whatever none of them reads is refused.
 type fileSettings struct {
 	Listen      *string  `hcl:"listen,optional"`
 	DataDir     *string  `hcl:"data_dir,optional"`
@@ -141,6 +149,7 @@ type fileSettings struct {
 	PluginDirs  []string `hcl:"plugin_dirs,optional"`
 	LogLevel    *string  `hcl:"log_level,optional"`
 	LogFormat   *string  `hcl:"log_format,optional"`
+	Remain      hcl.Body `hcl:",remain"`
 }
 
 // FileLayer reads an HCL settings file. A relative data_dir or plugin directory in the file is
@@ -158,6 +167,14 @@ func FileLayer(path string) (Layer, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &fs); diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
 	}
+	models, rest, diags := model.DecodeConfig(fs.Remain)
+	if diags.HasErrors() {
+		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
+	}
+	// Anything no reader took is an unknown setting.
+	if diags := gohcl.DecodeBody(rest, nil, &struct{}{}); diags.HasErrors() {
+		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
+	}
 	base := filepath.Dir(path)
 	abs := func(p *string) *string {
 		if p == nil || *p == "" || filepath.IsAbs(*p) {
@@ -168,7 +185,7 @@ func FileLayer(path string) (Layer, error) {
 	}
 	l := Layer{
 		Listen: fs.Listen, DataDir: abs(fs.DataDir), DatabaseURL: fs.DatabaseURL,
-		LogLevel: fs.LogLevel, LogFormat: fs.LogFormat,
+		LogLevel: fs.LogLevel, LogFormat: fs.LogFormat, Models: models,
 	}
 	if fs.PluginDirs != nil {
 		l.PluginDirs = make([]string, len(fs.PluginDirs))

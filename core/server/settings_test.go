@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nexuskernel/nexus/core/model"
 )
 
 func TestResolveDefaults(t *testing.T) {
@@ -108,5 +110,77 @@ func TestFileLayerRefusesUnknownSettings(t *testing.T) {
 	}
 	if _, err := FileLayer(file); err == nil {
 		t.Fatal("a syntax error was accepted")
+	}
+}
+
+func TestFileLayerReadsTheModelsCatalog(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "nexus.hcl")
+	if err := os.WriteFile(file, []byte(`
+listen        = "127.0.0.1:1111"
+default_model = "lab/small"
+
+model_provider "lab" {
+  type = "mock"
+}
+
+model "lab/small" {
+  display_name = "Small"
+  capabilities {
+    tools = true
+  }
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := FileLayer(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Resolve(fl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Listen != "127.0.0.1:1111" {
+		t.Errorf("listen = %q", s.Listen)
+	}
+	want := &model.Config{
+		DefaultModel: "lab/small",
+		Providers:    []model.ProviderConfig{{Name: "lab", Type: "mock"}},
+		Models: []model.Model{{Ref: "lab/small", Provider: "lab", Name: "small", DisplayName: "Small",
+			Capabilities: model.Capabilities{Tools: true}}},
+	}
+	if diff := cmp.Diff(want, s.Models); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestFileLayerRefusesUnknownsBesideTheCatalog(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown attribute", "model_provider \"mock\" {\n  type = \"mock\"\n}\nlisen = \"x\"\n", []string{"lisen", "nexus.hcl:4"}},
+		{"unknown block", "default_model = \"mock/scripted\"\nplugins \"x\" {\n}\n", []string{"plugins", "nexus.hcl:2"}},
+		{"catalog error", "model_provider \"oa\" {\n  type = \"openai\"\n}\n", []string{"nexus.hcl:1", `type "openai" is reserved`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "nexus.hcl")
+			if err := os.WriteFile(file, []byte(c.src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := FileLayer(file)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
 	}
 }

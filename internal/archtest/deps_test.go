@@ -87,6 +87,8 @@ var rules = []rule{
 	{"plugins", anyOf("sdk"), "the plugin host drives the executor plane through an interface it declares"},
 	{"core/registry", anyOf("sdk/announce"), "the registry imports no other core package"},
 	{"core/refusal", anyOf(), "refusals are a leaf every service may use"},
+	{"core/canonjson", anyOf(), "canonical JSON is a leaf every package may use"},
+	{"core/model", anyOf("core/model", "core/refusal", "core/canonjson"), "the model layer is a leaf that runs, kernel and httpapi all use"},
 	{"core/envelope", anyOf("core/refusal"), "the result envelope stands alone"},
 	{"core/declare", anyOf("core/registry", "core/refusal", "sdk/announce"), "the compiler needs only the registry"},
 	{"core/projection", anyOf("core/declare", "core/registry", "core/refusal", "sdk/announce"), "projection is pure over declare and registry"},
