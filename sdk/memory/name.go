@@ -1,0 +1,52 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// ValidName checks a document name against memory.md §3.1: 1 to MaxNameBytes bytes of UTF-8,
+// segments separated by "/" with none empty and none "." or "..", and no U+0000–U+001F, U+007F
+// or "\". Anything else is allowed, spaces and non-ASCII letters included. A bad name is
+// ErrNameInvalid.
+//
+// Names reach the Engine as JSON strings, so they are always valid UTF-8; a store refuses
+// anything else too, because it could not return such a name byte for byte through JSON.
+func ValidName(name string) error {
+	if reason := nameProblem(name); reason != "" {
+		return fmt.Errorf("%w: %s", ErrNameInvalid, reason)
+	}
+	return nil
+}
+
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "empty name"
+	case len(name) > MaxNameBytes:
+		return fmt.Sprintf("name of %d bytes, over %d", len(name), MaxNameBytes)
+	case !utf8.ValidString(name):
+		return "name is not UTF-8"
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return "control character or backslash in name"
+		}
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		switch seg {
+		case "":
+			return "empty segment in name"
+		case ".", "..":
+			return "dot segment in name"
+		}
+	}
+	return ""
+}
+
+// IsReservedName reports whether a document name lies under the skills folder (memory.md §9):
+// the name is "skills" or begins with "skills/". Models never write, edit or delete such names.
+func IsReservedName(name string) bool {
+	return name == SkillsFolder || strings.HasPrefix(name, SkillsFolder+"/")
+}
