@@ -1,0 +1,146 @@
+package memoryfs
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nexuskernel/nexus/sdk/memory"
+)
+
+// On-disk layout (plugins.md §13.1):
+//
+//	<root>/FORMAT                              formatLine
+//	<root>/anchors/<kind>/<owner id>/          one directory per anchor
+//	    .lock                                  flock target for mutations
+//	    <sha256-hex(name)>.doc                 header line of JSON, then the content bytes
+//	    .tmp-<random>                          writes in progress
+//
+// Owner ids are canonical lowercase UUIDs and kinds a closed set, so no input can reach
+// outside the root; document names never appear in paths.
+const (
+	formatFile   = "FORMAT"
+	formatLine   = "nexus-memory-fs 1\n"
+	anchorsDir   = "anchors"
+	lockFileName = ".lock"
+	docSuffix    = ".doc"
+	tempPrefix   = ".tmp-"
+
+	// headerFormat is the "format" number every document header carries.
+	headerFormat = 1
+
+	// maxHeaderBytes bounds a header line: a 255-byte name escaped as JSON (at most 6 bytes per
+	// 3-byte character for U+2028-style escapes, 2 per byte for quotes) plus the fixed fields
+	// stays well under 2 KiB, so 4 KiB leaves room without letting a corrupt file run long.
+	maxHeaderBytes = 4096
+
+	// maxFileBytes is the largest well-formed document file.
+	maxFileBytes = maxHeaderBytes + memory.MaxDocumentBytes
+
+	// writtenAtLayout keeps microseconds always, so headers have one fixed shape.
+	writtenAtLayout = "2006-01-02T15:04:05.000000Z"
+
+	// dirMode and fileMode keep memory private to the user running the store.
+	dirMode  = 0o700
+	fileMode = 0o600
+)
+
+// anchorKinds are the directory names under anchors/, one per scope kind.
+var anchorKinds = []memory.ScopeKind{memory.ScopeConversation, memory.ScopeWorkspace, memory.ScopeUser}
+
+// header is a document file's first line. Field order is the serialized order.
+type header struct {
+	Format    int    `json:"format"`
+	Name      string `json:"name"`
+	SizeBytes int64  `json:"size_bytes"`
+	Version   uint64 `json:"version"`
+	WrittenAt string `json:"written_at"`
+}
+
+func (s *Store) anchorDir(scope memory.Scope) string {
+	return filepath.Join(s.root, anchorsDir, string(scope.Kind), scope.OwnerID)
+}
+
+// docFileName is the file a name is stored in: the hex SHA-256 of the name, so any byte string
+// a name may hold maps to a fixed-length, filesystem-safe file name.
+func docFileName(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:]) + docSuffix
+}
+
+// isDocFileName reports whether a directory entry is a document file.
+func isDocFileName(name string) bool {
+	stem, ok := strings.CutSuffix(name, docSuffix)
+	if !ok || len(stem) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(stem); i++ {
+		if c := stem[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeDoc renders a whole document file: its header line, then the content.
+func encodeDoc(e memory.Entry, content string) []byte {
+	h := header{
+		Format:    headerFormat,
+		Name:      e.Name,
+		SizeBytes: e.SizeBytes,
+		Version:   e.Version,
+		WrittenAt: e.WrittenAt.UTC().Format(writtenAtLayout),
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(content) + len(e.Name) + 128)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(h) // a struct of strings and numbers always encodes; Encode ends the line
+	buf.WriteString(content)
+	return buf.Bytes()
+}
+
+// decodeDoc splits a document file into its entry and content, checking the header against
+// the file's name and the content's length. fileName is the base name, for the hash check.
+// With headerOnly the data may stop after the header line.
+func decodeDoc(fileName string, data []byte, headerOnly bool) (memory.Entry, string, error) {
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 || nl > maxHeaderBytes {
+		return memory.Entry{}, "", corrupt(fileName, "no header line")
+	}
+	var h header
+	if err := json.Unmarshal(data[:nl], &h); err != nil {
+		return memory.Entry{}, "", corrupt(fileName, "header: "+err.Error())
+	}
+	if h.Format != headerFormat {
+		return memory.Entry{}, "", corrupt(fileName, fmt.Sprintf("header format %d", h.Format))
+	}
+	if docFileName(h.Name) != fileName {
+		return memory.Entry{}, "", corrupt(fileName, "header names another document")
+	}
+	at, err := time.Parse(time.RFC3339Nano, h.WrittenAt)
+	if err != nil {
+		return memory.Entry{}, "", corrupt(fileName, "written_at: "+err.Error())
+	}
+	if h.SizeBytes < 0 || h.SizeBytes > memory.MaxDocumentBytes || h.Version == 0 {
+		return memory.Entry{}, "", corrupt(fileName, "header size or version out of range")
+	}
+	e := memory.Entry{Name: h.Name, SizeBytes: h.SizeBytes, WrittenAt: at.UTC(), Version: h.Version}
+	if headerOnly {
+		return e, "", nil
+	}
+	body := data[nl+1:]
+	if int64(len(body)) != h.SizeBytes {
+		return memory.Entry{}, "", corrupt(fileName, fmt.Sprintf("content of %d bytes, header says %d", len(body), h.SizeBytes))
+	}
+	return e, string(body), nil
+}
+
+func corrupt(fileName, reason string) error {
+	return fmt.Errorf("%w: memoryfs: document file %s is corrupt: %s", memory.ErrUnavailable, fileName, reason)
+}

@@ -1,0 +1,218 @@
+package memoryfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nexuskernel/nexus/sdk/memory"
+)
+
+// Write implements memory.Provider: under the anchor's lock, count on create, then replace the
+// file atomically.
+func (s *Store) Write(ctx context.Context, req *memory.WriteRequest) (*memory.WriteResponse, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := checkTarget(req.Scope, req.Name, true); err != nil {
+		return nil, err
+	}
+	if err := memory.CheckContent(req.Content); err != nil {
+		return nil, err
+	}
+	if len(req.Content) > memory.MaxDocumentBytes {
+		return nil, fmt.Errorf("%w: %d bytes", memory.ErrTooLarge, len(req.Content))
+	}
+	dir := s.anchorDir(req.Scope)
+	if err := s.ensureDir(dir, filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
+	release, err := s.lockAnchor(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	fileName := docFileName(req.Name)
+	path := filepath.Join(dir, fileName)
+	var version uint64
+	data, err := readDocFile(path, true)
+	switch {
+	case err == nil:
+		cur, _, err := decodeDoc(fileName, data, true)
+		if err != nil {
+			return nil, err
+		}
+		version = cur.Version
+	case errors.Is(err, os.ErrNotExist):
+		n, err := countDocs(dir)
+		if err != nil {
+			return nil, err
+		}
+		if n >= memory.MaxDocumentsPerAnchor {
+			return nil, memory.ErrFull
+		}
+	default:
+		return nil, err
+	}
+	e := memory.Entry{Name: req.Name, SizeBytes: int64(len(req.Content)), WrittenAt: memory.StoredTime(req.WrittenAt), Version: version + 1}
+	if err := s.replaceFile(dir, path, encodeDoc(e, req.Content)); err != nil {
+		return nil, err
+	}
+	return &memory.WriteResponse{Entry: e, Created: version == 0}, nil
+}
+
+// Edit implements memory.Provider: read, apply, and replace atomically, all under the lock.
+func (s *Store) Edit(ctx context.Context, req *memory.EditRequest) (*memory.EditResponse, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := checkTarget(req.Scope, req.Name, true); err != nil {
+		return nil, err
+	}
+	if err := memory.CheckContent(req.NewText); err != nil {
+		return nil, err
+	}
+	if req.OldText == "" {
+		return nil, fmt.Errorf("%w: empty edit text", memory.ErrInvalidArgument)
+	}
+	dir := s.anchorDir(req.Scope)
+	release, err := s.lockExisting(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	fileName := docFileName(req.Name)
+	path := filepath.Join(dir, fileName)
+	data, err := readDocFile(path, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, memory.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	cur, content, err := decodeDoc(fileName, data, false)
+	if err != nil {
+		return nil, err
+	}
+	next, err := memory.ApplyEdit(content, req.OldText, req.NewText)
+	if err != nil {
+		return nil, err
+	}
+	e := memory.Entry{Name: req.Name, SizeBytes: int64(len(next)), WrittenAt: memory.StoredTime(req.WrittenAt), Version: cur.Version + 1}
+	if err := s.replaceFile(dir, path, encodeDoc(e, next)); err != nil {
+		return nil, err
+	}
+	return &memory.EditResponse{Entry: e}, nil
+}
+
+// Delete implements memory.Provider: unlink under the lock, then sync the directory.
+func (s *Store) Delete(ctx context.Context, req *memory.DeleteRequest) (*memory.DeleteResponse, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := checkTarget(req.Scope, req.Name, true); err != nil {
+		return nil, err
+	}
+	dir := s.anchorDir(req.Scope)
+	release, err := s.lockExisting(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	err = os.Remove(filepath.Join(dir, docFileName(req.Name)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, memory.ErrNotFound
+	}
+	if err != nil {
+		return nil, unavailable("delete document", err)
+	}
+	if err := s.syncDir(dir); err != nil {
+		return nil, err
+	}
+	return &memory.DeleteResponse{}, nil
+}
+
+// lockExisting locks an anchor that must already exist: an anchor never written holds no
+// document, so edit and delete answer ErrNotFound without creating its directory.
+func (s *Store) lockExisting(ctx context.Context, dir string) (func(), error) {
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, memory.ErrNotFound
+		}
+		return nil, unavailable("stat anchor", err)
+	}
+	return s.lockAnchor(ctx, dir)
+}
+
+// countDocs counts an anchor's document files; the caller holds the anchor's lock.
+func countDocs(dir string) (int, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0, unavailable("open anchor", err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return 0, unavailable("list anchor", err)
+	}
+	n := 0
+	for _, name := range names {
+		if isDocFileName(name) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// replaceFile writes data to path atomically and, with fsync on, durably: a temporary file in
+// the same directory, written, synced and closed, renamed over path, then the directory synced
+// so the rename itself survives a crash. On failure the temporary file is removed and path is
+// untouched.
+func (s *Store) replaceFile(dir, path string, data []byte) (err error) {
+	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		return unavailable("create temporary file", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return unavailable("write temporary file", err)
+	}
+	if s.fsync {
+		if err := tmp.Sync(); err != nil {
+			return unavailable("sync temporary file", err)
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return unavailable("close temporary file", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return unavailable("rename into place", err)
+	}
+	return s.syncDir(dir)
+}
+
+// syncDir makes a directory's entries (a rename, a new file, an unlink) durable.
+func (s *Store) syncDir(dir string) error {
+	if !s.fsync {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return unavailable("open directory", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return unavailable("sync directory", err)
+	}
+	return nil
+}
