@@ -32,7 +32,8 @@ test-unit:
 # The fuzz targets, as package:FuzzName pairs; `make fuzz` and `make test` both run them.
 FUZZ_TARGETS := ./core/envelope:FuzzValidate ./sdk/announce:FuzzValidateAnnouncement \
 	./core/model:FuzzMockScript ./core/canonjson:FuzzCanonicalize
-FUZZ_TARGETS += ./sdk/memory:FuzzIntegerValue ./sdk/memory:FuzzReadSlice ./sdk/memory:FuzzMatcher
+FUZZ_TARGETS += ./sdk/memory:FuzzIntegerValue ./sdk/memory:FuzzReadSlice ./sdk/memory:FuzzMatcher \
+	./providers/memory-fs:FuzzParseHeaderFast
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/sdk/memory"
 )
@@ -113,9 +114,11 @@ func decodeDoc(fileName string, data []byte, headerOnly bool) (memory.Entry, str
 	if nl < 0 || nl > maxHeaderBytes {
 		return memory.Entry{}, "", corrupt(fileName, "no header line")
 	}
-	var h header
-	if err := json.Unmarshal(data[:nl], &h); err != nil {
-		return memory.Entry{}, "", corrupt(fileName, "header: "+err.Error())
+	h, ok := parseHeaderFast(data[:nl])
+	if !ok {
+		if err := json.Unmarshal(data[:nl], &h); err != nil {
+			return memory.Entry{}, "", corrupt(fileName, "header: "+err.Error())
+		}
 	}
 	if h.Format != headerFormat {
 		return memory.Entry{}, "", corrupt(fileName, fmt.Sprintf("header format %d", h.Format))
@@ -143,4 +146,74 @@ func decodeDoc(fileName string, data []byte, headerOnly bool) (memory.Entry, str
 
 func corrupt(fileName, reason string) error {
 	return fmt.Errorf("%w: memoryfs: document file %s is corrupt: %s", memory.ErrUnavailable, fileName, reason)
+}
+
+// Header pieces in the order encodeDoc writes them.
+const (
+	headerStart     = `{"format":1,"name":"`
+	headerSize      = `,"size_bytes":`
+	headerVersion   = `,"version":`
+	headerWrittenAt = `,"written_at":"`
+	headerEnd       = `"}`
+)
+
+// parseHeaderFast reads a header in exactly the shape encodeDoc writes when the name needs no
+// JSON escape, which is nearly every name; ok is false for anything else, and the caller falls
+// back to encoding/json. Reading headers is most of the work of a listing or a search, and this
+// path skips reflection.
+func parseHeaderFast(line []byte) (h header, ok bool) {
+	rest, found := bytes.CutPrefix(line, []byte(headerStart))
+	if !found {
+		return header{}, false
+	}
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 || !plainJSONString(rest[:q]) {
+		return header{}, false
+	}
+	h.Format, h.Name, rest = headerFormat, string(rest[:q]), rest[q+1:]
+	var size uint64
+	if size, rest, ok = cutNumber(rest, headerSize); !ok {
+		return header{}, false
+	}
+	if h.Version, rest, ok = cutNumber(rest, headerVersion); !ok {
+		return header{}, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(headerWrittenAt)); !ok {
+		return header{}, false
+	}
+	q = bytes.IndexByte(rest, '"')
+	if q < 0 || string(rest[q:]) != headerEnd || !plainJSONString(rest[:q]) {
+		return header{}, false
+	}
+	h.SizeBytes, h.WrittenAt = int64(size), string(rest[:q])
+	return h, size <= memory.MaxDocumentBytes
+}
+
+// plainJSONString reports whether b is the body of a JSON string that means its own bytes: valid
+// UTF-8 with no escape and no control character.
+func plainJSONString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
+}
+
+// cutNumber reads prefix and then a decimal number without leading zeros.
+func cutNumber(b []byte, prefix string) (uint64, []byte, bool) {
+	b, ok := bytes.CutPrefix(b, []byte(prefix))
+	if !ok {
+		return 0, nil, false
+	}
+	i := 0
+	var v uint64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' && i < 19 {
+		v = v*10 + uint64(b[i]-'0')
+		i++
+	}
+	if i == 0 || (i > 1 && b[0] == '0') {
+		return 0, nil, false
+	}
+	return v, b[i:], true
 }

@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(helperEnv); role != "" {
 		os.Exit(helperMain(role, os.Getenv(helperRoot), os.Getenv(helperID)))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBenchTree()
+	os.Exit(code)
 }
 
 // helperMain runs one process's share of the cross-process test and answers its exit code.

@@ -3,12 +3,12 @@ package memoryfs
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
-	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/nexuskernel/nexus/sdk/memory"
 )
@@ -25,14 +25,15 @@ func (s *Store) Read(ctx context.Context, req *memory.ReadRequest) (*memory.Read
 		return nil, err
 	}
 	fileName := docFileName(req.Name)
-	data, err := readDocFile(filepath.Join(s.anchorDir(req.Scope), fileName), false)
+	file, err := readDoc(nil, s.anchorDir(req.Scope), fileName, false)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, memory.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	e, content, err := decodeDoc(fileName, data, false)
+	e, content, err := decodeDoc(fileName, file.data, false)
+	file.release()
 	if err != nil {
 		return nil, err
 	}
@@ -103,81 +104,86 @@ type storedDoc struct {
 // deadline is checked before each file, which bounds a grep's reading as well as its matching.
 func (s *Store) listDocs(ctx context.Context, scope memory.Scope, prefix string, headerOnly bool) ([]storedDoc, error) {
 	dir := s.anchorDir(scope)
-	f, err := os.Open(dir)
+	handle, err := openDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, unavailable("open anchor", err)
 	}
-	names, err := f.Readdirnames(-1)
-	_ = f.Close()
+	defer handle.close()
+	names, err := handle.names()
 	if err != nil {
 		return nil, unavailable("list anchor", err)
 	}
-	docs := make([]storedDoc, 0, len(names))
+	var files []string
 	for _, fileName := range names {
-		if !isDocFileName(fileName) {
-			continue
+		if isDocFileName(fileName) {
+			files = append(files, fileName)
 		}
+	}
+	slots := make([]docSlot, len(files))
+	load := func(i int) {
 		if !headerOnly {
-			if err := memory.CheckDeadline(ctx); err != nil {
-				return nil, err
+			if slots[i].err = memory.CheckDeadline(ctx); slots[i].err != nil {
+				return
 			}
 		}
-		data, err := readDocFile(filepath.Join(dir, fileName), headerOnly)
-		if errors.Is(err, os.ErrNotExist) {
+		file, err := readDoc(handle, dir, files[i], headerOnly)
+		if err != nil {
+			slots[i].err = err
+			return
+		}
+		slots[i].doc.entry, slots[i].doc.content, slots[i].err = decodeDoc(files[i], file.data, headerOnly)
+		file.release()
+	}
+	readAll(len(files), headerOnly, load)
+	docs := make([]storedDoc, 0, len(files))
+	for _, slot := range slots {
+		if errors.Is(slot.err, os.ErrNotExist) {
 			continue // deleted since the listing
 		}
-		if err != nil {
-			return nil, err
+		if slot.err != nil {
+			return nil, slot.err
 		}
-		e, content, err := decodeDoc(fileName, data, headerOnly)
-		if err != nil {
-			return nil, err
-		}
-		if strings.HasPrefix(e.Name, prefix) {
-			docs = append(docs, storedDoc{entry: e, content: content})
+		if strings.HasPrefix(slot.doc.entry.Name, prefix) {
+			docs = append(docs, slot.doc)
 		}
 	}
 	sort.Slice(docs, func(i, j int) bool { return docs[i].entry.Name < docs[j].entry.Name })
 	return docs, nil
 }
 
-// readDocFile reads a document file, or with headerOnly at least its header line. A file
-// larger than any well-formed document is corrupt, and is not read into memory.
-func readDocFile(path string, headerOnly bool) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, err
+type docSlot struct {
+	doc storedDoc
+	err error
+}
+
+// parallelReadMin is the document count from which whole documents are read by several
+// goroutines: reading is system calls, which overlap well, and below this count starting
+// goroutines costs more than it saves.
+const parallelReadMin = 8
+
+// readAll calls load for 0..n-1, spread over up to GOMAXPROCS goroutines (at most 4) when whole
+// documents are read and there are enough of them.
+func readAll(n int, headerOnly bool, load func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	if headerOnly || n < parallelReadMin || workers < 2 {
+		for i := range n {
+			load(i)
 		}
-		return nil, unavailable("open document", err)
+		return
 	}
-	defer f.Close()
-	size := int64(maxHeaderBytes)
-	if !headerOnly {
-		info, err := f.Stat()
-		if err != nil {
-			return nil, unavailable("stat document", err)
-		}
-		if info.Size() > maxFileBytes {
-			return nil, corrupt(filepath.Base(path), fmt.Sprintf("file of %d bytes", info.Size()))
-		}
-		size = info.Size()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				load(i)
+			}
+		})
 	}
-	buf := make([]byte, size+1) // one byte more notices a file that grew since the stat
-	n, err := io.ReadFull(f, buf)
-	switch {
-	case err == nil:
-		if !headerOnly {
-			return nil, corrupt(filepath.Base(path), "file grew while read")
-		}
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-	default:
-		return nil, unavailable("read document", err)
-	}
-	return buf[:n], nil
+	wg.Wait()
 }
 
 // checkTarget applies the contract's first checks: scope, name, then access for a mutation.

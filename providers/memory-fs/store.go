@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,8 @@ type Store struct {
 	fsync  bool
 	locks  anchorLocks
 	closed atomic.Bool
+	// knownAnchors holds the anchor directories known to exist (see ensureAnchor).
+	knownAnchors sync.Map
 }
 
 var _ memory.Provider = (*Store)(nil)

@@ -26,7 +26,7 @@ func (s *Store) Write(ctx context.Context, req *memory.WriteRequest) (*memory.Wr
 		return nil, fmt.Errorf("%w: %d bytes", memory.ErrTooLarge, len(req.Content))
 	}
 	dir := s.anchorDir(req.Scope)
-	if err := s.ensureDir(dir, filepath.Dir(dir)); err != nil {
+	if err := s.ensureAnchor(dir); err != nil {
 		return nil, err
 	}
 	release, err := s.lockAnchor(ctx, dir)
@@ -38,10 +38,11 @@ func (s *Store) Write(ctx context.Context, req *memory.WriteRequest) (*memory.Wr
 	fileName := docFileName(req.Name)
 	path := filepath.Join(dir, fileName)
 	var version uint64
-	data, err := readDocFile(path, true)
+	file, err := readDoc(nil, dir, fileName, true)
 	switch {
 	case err == nil:
-		cur, _, err := decodeDoc(fileName, data, true)
+		cur, _, err := decodeDoc(fileName, file.data, true)
+		file.release()
 		if err != nil {
 			return nil, err
 		}
@@ -87,14 +88,15 @@ func (s *Store) Edit(ctx context.Context, req *memory.EditRequest) (*memory.Edit
 
 	fileName := docFileName(req.Name)
 	path := filepath.Join(dir, fileName)
-	data, err := readDocFile(path, false)
+	file, err := readDoc(nil, dir, fileName, false)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, memory.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	cur, content, err := decodeDoc(fileName, data, false)
+	cur, content, err := decodeDoc(fileName, file.data, false)
+	file.release()
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +137,19 @@ func (s *Store) Delete(ctx context.Context, req *memory.DeleteRequest) (*memory.
 		return nil, err
 	}
 	return &memory.DeleteResponse{}, nil
+}
+
+// ensureAnchor creates an anchor's directory on its first write. The store never removes an
+// anchor directory, so one this process has seen is remembered and not asked for again.
+func (s *Store) ensureAnchor(dir string) error {
+	if _, known := s.knownAnchors.Load(dir); known {
+		return nil
+	}
+	if err := s.ensureDir(dir, filepath.Dir(dir)); err != nil {
+		return err
+	}
+	s.knownAnchors.Store(dir, struct{}{})
+	return nil
 }
 
 // lockExisting locks an anchor that must already exist: an anchor never written holds no
