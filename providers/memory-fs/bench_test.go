@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	memoryfs "github.com/nexuskernel/nexus/providers/memory-fs"
 	"github.com/nexuskernel/nexus/sdk/memory"
@@ -132,31 +133,51 @@ func openDurable(tb testing.TB, root string) *memoryfs.Store {
 // spread visits documents in a scattered order, so reads are not served from one hot file.
 func spread(i, n int) int { return int((uint64(i) * 7919) % uint64(n)) }
 
+// sideBySide runs each operation once per iteration, rotating which goes first, so that both
+// sides of a comparison see the same machine load even when it drifts during the run. It reports
+// each side's mean time and the ratio of the first (memory-fs) to each baseline.
+func sideBySide(b *testing.B, names []string, ops ...func(i int)) {
+	spent := make([]time.Duration, len(ops))
+	n := 0
+	for ; b.Loop(); n++ {
+		for k := range ops {
+			j := (n + k) % len(ops)
+			start := time.Now()
+			ops[j](n)
+			spent[j] += time.Since(start)
+		}
+	}
+	for j, name := range names {
+		b.ReportMetric(float64(spent[j].Nanoseconds())/float64(n), name+"-ns/op")
+		if j > 0 {
+			b.ReportMetric(float64(spent[0])/float64(spent[j]), "ratio-vs-"+name)
+		}
+	}
+}
+
 func BenchmarkB10Read(b *testing.B) {
 	bt := tree(b)
 	s := openDurable(b, bt.root)
 	defer s.Close()
 	ctx := context.Background()
-	b.Run("memoryfs", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			d := spread(i, bt.docs)
+	paths := make([]string, bt.docs)
+	for d := range paths {
+		paths[d] = docPath(bt.root, bt.scopeOf(d), bt.nameOf(d))
+	}
+	// The two sides read different documents of the same tree, so neither finds the other's
+	// file freshly in a cache line.
+	sideBySide(b, []string{"memoryfs", "os.ReadFile"},
+		func(i int) {
+			d := spread(2*i, bt.docs)
 			if _, err := s.Read(ctx, &memory.ReadRequest{Scope: bt.scopeOf(d), Name: bt.nameOf(d)}); err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
-	b.Run("os.ReadFile", func(b *testing.B) {
-		paths := make([]string, bt.docs)
-		for d := range paths {
-			paths[d] = docPath(bt.root, bt.scopeOf(d), bt.nameOf(d))
-		}
-		b.ResetTimer()
-		for i := 0; b.Loop(); i++ {
-			if _, err := os.ReadFile(paths[spread(i, bt.docs)]); err != nil {
+		},
+		func(i int) {
+			if _, err := os.ReadFile(paths[spread(2*i+1, bt.docs)]); err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
+		})
 }
 
 func BenchmarkB10DurableWrite(b *testing.B) {
@@ -164,36 +185,40 @@ func BenchmarkB10DurableWrite(b *testing.B) {
 	s := openDurable(b, bt.root)
 	defer s.Close()
 	ctx := context.Background()
-	// Replacing a document with its own content keeps the tree as built for the other cases.
-	b.Run("memoryfs", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			d := spread(i, bt.docs)
-			if _, err := s.Write(ctx, &memory.WriteRequest{Scope: bt.scopeOf(d), Name: bt.nameOf(d), Content: bt.content[d], WrittenAt: memorytest.T0}); err != nil {
+	// Each side replaces a document with the bytes it already holds, which keeps the tree as
+	// built for the other cases; the baselines write memory-fs's own file bytes.
+	files := map[int][]byte{}
+	fileOf := func(d int) (string, []byte) {
+		path := docPath(bt.root, bt.scopeOf(d), bt.nameOf(d))
+		if data, ok := files[d]; ok {
+			return path, data
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[d] = data
+		return path, data
+	}
+	for i := range 3 * 4096 {
+		fileOf(spread(i, bt.docs))
+	}
+	bare := func(dirSync bool, side int) func(i int) {
+		return func(i int) {
+			path, data := fileOf(spread(3*i+side, bt.docs))
+			if err := bareDurableWrite(filepath.Dir(path), path, data, dirSync); err != nil {
 				b.Fatal(err)
 			}
 		}
-	})
-	for _, dirSync := range []bool{false, true} {
-		name := "write+fsync+rename"
-		if dirSync {
-			name += "+fsync-dir"
-		}
-		b.Run(name, func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				d := spread(i, bt.docs)
-				path := docPath(bt.root, bt.scopeOf(d), bt.nameOf(d))
-				b.StopTimer()
-				data, err := os.ReadFile(path) // the same bytes memory-fs writes, read untimed
-				b.StartTimer()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := bareDurableWrite(filepath.Dir(path), path, data, dirSync); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
+	sideBySide(b, []string{"memoryfs", "write+fsync+rename", "write+fsync+rename+fsync-dir"},
+		func(i int) {
+			d := spread(3*i, bt.docs)
+			if _, err := s.Write(ctx, &memory.WriteRequest{Scope: bt.scopeOf(d), Name: bt.nameOf(d), Content: bt.content[d], WrittenAt: memorytest.T0}); err != nil {
+				b.Fatal(err)
+			}
+		},
+		bare(false, 1), bare(true, 2))
 }
 
 // bareDurableWrite is the baseline: temporary file, write, fsync, close, rename, and optionally
@@ -230,24 +255,21 @@ func BenchmarkB10Grep(b *testing.B) {
 	bt := tree(b)
 	s := openDurable(b, bt.root)
 	defer s.Close()
+	if _, err := exec.LookPath("grep"); err != nil {
+		b.Fatalf("GNU grep is needed for the B10 baseline: %v", err)
+	}
 	want := (bt.docs + needleEvery - 1) / needleEvery
-	b.Run("memoryfs", func(b *testing.B) {
-		for b.Loop() {
+	sideBySide(b, []string{"memoryfs", "grep-r"},
+		func(int) {
 			if got := grepTree(b, s, bt); got != want {
 				b.Fatalf("memoryfs found %d matches, want %d", got, want)
 			}
-		}
-	})
-	b.Run("grep-r", func(b *testing.B) {
-		if _, err := exec.LookPath("grep"); err != nil {
-			b.Fatalf("GNU grep is needed for the B10 baseline: %v", err)
-		}
-		for b.Loop() {
+		},
+		func(int) {
 			if got := gnuGrep(b, bt.root); got != want {
 				b.Fatalf("grep -r found %d matches, want %d", got, want)
 			}
-		}
-	})
+		})
 }
 
 // grepTree greps every anchor of the tree for the needle and counts the matches.

@@ -108,40 +108,40 @@ func encodeDoc(e memory.Entry, content string) []byte {
 
 // decodeDoc splits a document file into its entry and content, checking the header against
 // the file's name and the content's length. fileName is the base name, for the hash check.
-// With headerOnly the data may stop after the header line.
-func decodeDoc(fileName string, data []byte, headerOnly bool) (memory.Entry, string, error) {
+// With headerOnly the data may stop after the header line. The content aliases data.
+func decodeDoc(fileName string, data []byte, headerOnly bool) (memory.Entry, []byte, error) {
 	nl := bytes.IndexByte(data, '\n')
 	if nl < 0 || nl > maxHeaderBytes {
-		return memory.Entry{}, "", corrupt(fileName, "no header line")
+		return memory.Entry{}, nil, corrupt(fileName, "no header line")
 	}
 	h, ok := parseHeaderFast(data[:nl])
 	if !ok {
 		if err := json.Unmarshal(data[:nl], &h); err != nil {
-			return memory.Entry{}, "", corrupt(fileName, "header: "+err.Error())
+			return memory.Entry{}, nil, corrupt(fileName, "header: "+err.Error())
 		}
 	}
 	if h.Format != headerFormat {
-		return memory.Entry{}, "", corrupt(fileName, fmt.Sprintf("header format %d", h.Format))
+		return memory.Entry{}, nil, corrupt(fileName, fmt.Sprintf("header format %d", h.Format))
 	}
 	if docFileName(h.Name) != fileName {
-		return memory.Entry{}, "", corrupt(fileName, "header names another document")
+		return memory.Entry{}, nil, corrupt(fileName, "header names another document")
 	}
 	at, err := time.Parse(time.RFC3339Nano, h.WrittenAt)
 	if err != nil {
-		return memory.Entry{}, "", corrupt(fileName, "written_at: "+err.Error())
+		return memory.Entry{}, nil, corrupt(fileName, "written_at: "+err.Error())
 	}
 	if h.SizeBytes < 0 || h.SizeBytes > memory.MaxDocumentBytes || h.Version == 0 {
-		return memory.Entry{}, "", corrupt(fileName, "header size or version out of range")
+		return memory.Entry{}, nil, corrupt(fileName, "header size or version out of range")
 	}
 	e := memory.Entry{Name: h.Name, SizeBytes: h.SizeBytes, WrittenAt: at.UTC(), Version: h.Version}
 	if headerOnly {
-		return e, "", nil
+		return e, nil, nil
 	}
 	body := data[nl+1:]
 	if int64(len(body)) != h.SizeBytes {
-		return memory.Entry{}, "", corrupt(fileName, fmt.Sprintf("content of %d bytes, header says %d", len(body), h.SizeBytes))
+		return memory.Entry{}, nil, corrupt(fileName, fmt.Sprintf("content of %d bytes, header says %d", len(body), h.SizeBytes))
 	}
-	return e, string(body), nil
+	return e, body, nil
 }
 
 func corrupt(fileName, reason string) error {

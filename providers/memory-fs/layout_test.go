@@ -44,7 +44,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 			}
 		}
 		got, content, err := decodeDoc(docFileName(c.name), data, false)
-		if err != nil || content != "hello" {
+		if err != nil || string(content) != "hello" {
 			t.Fatalf("%q: decode: %v", c.name, err)
 		}
 		if diff := cmp.Diff(e, got); diff != "" {

@@ -32,15 +32,15 @@ func (s *Store) Read(ctx context.Context, req *memory.ReadRequest) (*memory.Read
 	if err != nil {
 		return nil, err
 	}
+	defer file.release()
 	e, content, err := decodeDoc(fileName, file.data, false)
-	file.release()
 	if err != nil {
 		return nil, err
 	}
 	if e.Name != req.Name {
 		return nil, corrupt(fileName, "header names another document")
 	}
-	return &memory.ReadResponse{Entry: e, Content: content}, nil
+	return &memory.ReadResponse{Entry: e, Content: string(content)}, nil
 }
 
 // Ls implements memory.Provider. It reads only header lines.
@@ -51,10 +51,11 @@ func (s *Store) Ls(ctx context.Context, req *memory.LsRequest) (*memory.LsRespon
 	if err := memory.ValidScope(req.Scope); err != nil {
 		return nil, err
 	}
-	docs, err := s.listDocs(ctx, req.Scope, req.NamePrefix, true)
+	docs, release, err := s.listDocs(ctx, req.Scope, req.NamePrefix, true)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	resp := &memory.LsResponse{Entries: make([]memory.Entry, len(docs))}
 	for i, d := range docs {
 		resp.Entries[i] = d.entry
@@ -78,12 +79,13 @@ func (s *Store) Grep(ctx context.Context, req *memory.GrepRequest) (*memory.Grep
 	if err := memory.CheckDeadline(ctx); err != nil {
 		return nil, err
 	}
-	docs, err := s.listDocs(ctx, req.Scope, req.NamePrefix, false)
+	docs, release, err := s.listDocs(ctx, req.Scope, req.NamePrefix, false)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	for _, d := range docs {
-		done, err := matcher.Scan(ctx, d.entry.Name, d.content)
+		done, err := matcher.ScanBytes(ctx, d.entry.Name, d.content)
 		if err != nil {
 			return nil, err
 		}
@@ -96,25 +98,28 @@ func (s *Store) Grep(ctx context.Context, req *memory.GrepRequest) (*memory.Grep
 
 type storedDoc struct {
 	entry   memory.Entry
-	content string
+	content []byte // aliases file's buffer until the listing is released
+	file    docFile
 }
 
 // listDocs reads the anchor's documents whose name starts with prefix, sorted by name. With
-// headerOnly the contents are left empty. A missing anchor directory holds nothing. The
-// deadline is checked before each file, which bounds a grep's reading as well as its matching.
-func (s *Store) listDocs(ctx context.Context, scope memory.Scope, prefix string, headerOnly bool) ([]storedDoc, error) {
+// headerOnly the contents are left empty. The contents live in pooled buffers until release is
+// called. A missing anchor directory holds nothing. The deadline is checked before each file is
+// read, which bounds a grep's reading as well as its matching.
+func (s *Store) listDocs(ctx context.Context, scope memory.Scope, prefix string, headerOnly bool) (docs []storedDoc, release func(), err error) {
+	release = func() {}
 	dir := s.anchorDir(scope)
 	handle, err := openDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, release, nil
 	}
 	if err != nil {
-		return nil, unavailable("open anchor", err)
+		return nil, nil, unavailable("open anchor", err)
 	}
 	defer handle.close()
 	names, err := handle.names()
 	if err != nil {
-		return nil, unavailable("list anchor", err)
+		return nil, nil, unavailable("list anchor", err)
 	}
 	var files []string
 	for _, fileName := range names {
@@ -135,23 +140,35 @@ func (s *Store) listDocs(ctx context.Context, scope memory.Scope, prefix string,
 			return
 		}
 		slots[i].doc.entry, slots[i].doc.content, slots[i].err = decodeDoc(files[i], file.data, headerOnly)
-		file.release()
+		if headerOnly || slots[i].err != nil {
+			file.release()
+			return
+		}
+		slots[i].doc.file = file
 	}
 	readAll(len(files), headerOnly, load)
-	docs := make([]storedDoc, 0, len(files))
+	releaseAll := func() {
+		for _, slot := range slots {
+			if slot.doc.file.buf != nil {
+				slot.doc.file.release()
+			}
+		}
+	}
+	docs = make([]storedDoc, 0, len(files))
 	for _, slot := range slots {
 		if errors.Is(slot.err, os.ErrNotExist) {
 			continue // deleted since the listing
 		}
 		if slot.err != nil {
-			return nil, slot.err
+			releaseAll()
+			return nil, nil, slot.err
 		}
 		if strings.HasPrefix(slot.doc.entry.Name, prefix) {
 			docs = append(docs, slot.doc)
 		}
 	}
 	sort.Slice(docs, func(i, j int) bool { return docs[i].entry.Name < docs[j].entry.Name })
-	return docs, nil
+	return docs, releaseAll, nil
 }
 
 type docSlot struct {

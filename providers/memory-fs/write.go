@@ -96,11 +96,12 @@ func (s *Store) Edit(ctx context.Context, req *memory.EditRequest) (*memory.Edit
 		return nil, err
 	}
 	cur, content, err := decodeDoc(fileName, file.data, false)
-	file.release()
 	if err != nil {
+		file.release()
 		return nil, err
 	}
-	next, err := memory.ApplyEdit(content, req.OldText, req.NewText)
+	next, err := memory.ApplyEdit(string(content), req.OldText, req.NewText)
+	file.release()
 	if err != nil {
 		return nil, err
 	}

@@ -114,13 +114,15 @@ func FuzzMatcher(f *testing.F) {
 			return
 		}
 		docs := []doc{{"a", first}, {"b", second}}
-		got, err := runMatcher(t, &GrepRequest{Pattern: pattern, IgnoreCase: ignoreCase, Limit: limit}, docs)
-		if err != nil {
-			t.Fatal(err)
-		}
 		want := naiveGrep(re, docs, limit)
-		if diff := cmp.Diff(&want, got, cmp.Comparer(func(a, b []Match) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal(a, b) })); diff != "" {
-			t.Fatalf("pattern %q (-naive +matcher):\n%s", pattern, diff)
+		for _, asBytes := range []bool{false, true} {
+			got, err := runMatcher(t, &GrepRequest{Pattern: pattern, IgnoreCase: ignoreCase, Limit: limit}, docs, asBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(&want, got, cmp.Comparer(func(a, b []Match) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal(a, b) })); diff != "" {
+				t.Fatalf("pattern %q bytes %v (-naive +matcher):\n%s", pattern, asBytes, diff)
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -79,12 +80,14 @@ func ClampLine(line string) (text string, clamped bool) {
 type Matcher struct {
 	re *regexp.Regexp
 	// literal is the whole pattern when it is a plain string: a line matches iff it contains it.
-	literal  string
-	isExact  bool
-	prefix   string // every match starts with it; a document without it cannot match
-	limit    int
-	response GrepResponse
-	done     bool
+	literal string
+	isExact bool
+	prefix  string // every match starts with it; a document without it cannot match
+	// The same two as bytes, for ScanBytes.
+	literalBytes, prefixBytes []byte
+	limit                     int
+	response                  GrepResponse
+	done                      bool
 }
 
 // NewMatcher checks a request's limit (ErrInvalidArgument outside 0..MaxGrepLimit) and compiles
@@ -102,6 +105,7 @@ func NewMatcher(req *GrepRequest) (*Matcher, error) {
 	if m.isExact {
 		m.literal = m.prefix
 	}
+	m.literalBytes, m.prefixBytes = []byte(m.literal), []byte(m.prefix)
 	return m, nil
 }
 
@@ -138,16 +142,10 @@ func (m *Matcher) Scan(ctx context.Context, name, content string) (done bool, er
 				return false
 			}
 		}
-		if !m.matches(line) {
+		if m.isExact && !strings.Contains(line, m.literal) || !m.isExact && !m.re.MatchString(line) {
 			return true
 		}
-		if len(m.response.Matches) == m.limit {
-			m.response.Truncated, m.done = true, true
-			return false
-		}
-		text, clamped := ClampLine(line)
-		m.response.Matches = append(m.response.Matches, Match{Name: name, LineNumber: n, Text: text, Clamped: clamped})
-		return true
+		return !m.record(name, n, line)
 	})
 	if err != nil {
 		return false, err
@@ -155,11 +153,51 @@ func (m *Matcher) Scan(ctx context.Context, name, content string) (done bool, er
 	return m.done, nil
 }
 
-func (m *Matcher) matches(line string) bool {
-	if m.isExact {
-		return strings.Contains(line, m.literal)
+// ScanBytes is Scan over content held as bytes, which a store that reads files can pass without
+// first copying it into a string. content is not kept after the call.
+func (m *Matcher) ScanBytes(ctx context.Context, name string, content []byte) (done bool, err error) {
+	if m.done {
+		return true, nil
 	}
-	return m.re.MatchString(line)
+	if err := CheckDeadline(ctx); err != nil {
+		return false, err
+	}
+	if m.prefix != "" && !bytes.Contains(content, m.prefixBytes) {
+		return false, nil
+	}
+	for n := 1; len(content) > 0; n++ {
+		line := content
+		if i := bytes.IndexByte(content, '\n'); i >= 0 {
+			line, content = content[:i], content[i+1:]
+		} else {
+			content = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if n%grepCheckEvery == 0 {
+			if err := CheckDeadline(ctx); err != nil {
+				return false, err
+			}
+		}
+		if m.isExact && !bytes.Contains(line, m.literalBytes) || !m.isExact && !m.re.Match(line) {
+			continue
+		}
+		if m.record(name, n, string(line)) {
+			return true, nil
+		}
+	}
+	return m.done, nil
+}
+
+// record keeps a matching line, or marks the response truncated when Limit matches are already
+// held; it answers whether the response is complete.
+func (m *Matcher) record(name string, n int, line string) (done bool) {
+	if len(m.response.Matches) == m.limit {
+		m.response.Truncated, m.done = true, true
+		return true
+	}
+	text, clamped := ClampLine(line)
+	m.response.Matches = append(m.response.Matches, Match{Name: name, LineNumber: n, Text: text, Clamped: clamped})
+	return false
 }
 
 // Response answers the matches collected so far and whether a further one exists.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 func TestValidName(t *testing.T) {
@@ -211,13 +212,17 @@ func naiveGrep(re *regexp.Regexp, docs []doc, limit int) GrepResponse {
 
 type doc struct{ name, content string }
 
-func runMatcher(t testing.TB, req *GrepRequest, docs []doc) (*GrepResponse, error) {
+func runMatcher(t testing.TB, req *GrepRequest, docs []doc, asBytes bool) (*GrepResponse, error) {
 	m, err := NewMatcher(req)
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range docs {
-		done, err := m.Scan(context.Background(), d.name, d.content)
+		scan := func() (bool, error) { return m.Scan(context.Background(), d.name, d.content) }
+		if asBytes {
+			scan = func() (bool, error) { return m.ScanBytes(context.Background(), d.name, []byte(d.content)) }
+		}
+		done, err := scan()
 		if err != nil {
 			return nil, err
 		}
@@ -239,15 +244,17 @@ func TestMatcher(t *testing.T) {
 	for _, pattern := range []string{"alpha", "beta", "x.y", `x\.y`, "^$", "^", "tail$", "a", "é", "gamma\r", "(?i)beta", "a\nb", "z+", "()"} {
 		for _, ic := range []bool{false, true} {
 			for _, limit := range []int{0, 1, 2, 3, 500} {
-				req := &GrepRequest{Pattern: pattern, IgnoreCase: ic, Limit: limit}
-				got, err := runMatcher(t, req, docs)
-				if err != nil {
-					t.Fatalf("%q: %v", pattern, err)
-				}
-				re, _ := CompilePattern(pattern, ic)
-				want := naiveGrep(re, docs, limit)
-				if diff := cmp.Diff(&want, got, cmp.Comparer(func(a, b []Match) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal(a, b) })); diff != "" {
-					t.Errorf("pattern %q ignore case %v limit %d (-naive +matcher):\n%s", pattern, ic, limit, diff)
+				for _, asBytes := range []bool{false, true} {
+					req := &GrepRequest{Pattern: pattern, IgnoreCase: ic, Limit: limit}
+					got, err := runMatcher(t, req, docs, asBytes)
+					if err != nil {
+						t.Fatalf("%q: %v", pattern, err)
+					}
+					re, _ := CompilePattern(pattern, ic)
+					want := naiveGrep(re, docs, limit)
+					if diff := cmp.Diff(&want, got, cmp.Comparer(func(a, b []Match) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal(a, b) })); diff != "" {
+						t.Errorf("pattern %q ignore case %v limit %d bytes %v (-naive +matcher):\n%s", pattern, ic, limit, asBytes, diff)
+					}
 				}
 			}
 		}
@@ -270,6 +277,9 @@ func TestMatcherDeadline(t *testing.T) {
 	if _, err := m.Scan(expired, "doc", "x\n"); !errors.Is(err, ErrPatternTooCostly) {
 		t.Errorf("expired deadline before a document: %v", err)
 	}
+	if _, err := m.ScanBytes(expired, "doc", []byte("x\n")); !errors.Is(err, ErrPatternTooCostly) {
+		t.Errorf("expired deadline before a document, bytes: %v", err)
+	}
 	// The deadline is also checked inside a long document, every grepCheckEvery lines; the
 	// pattern has no literal part, so the document is scanned line by line.
 	m, err = NewMatcher(&GrepRequest{Pattern: "[xz]", Limit: 10})
@@ -281,6 +291,10 @@ func TestMatcherDeadline(t *testing.T) {
 	deadlineCtx := &countingCtx{Context: ctx, after: 2, calls: &calls}
 	if _, err := m.Scan(deadlineCtx, "doc", strings.Repeat("y\n", 10*grepCheckEvery)); !errors.Is(err, ErrPatternTooCostly) {
 		t.Errorf("deadline passing inside a document: %v (checked %d times)", err, calls)
+	}
+	calls = 0
+	if _, err := m.ScanBytes(deadlineCtx, "doc", []byte(strings.Repeat("y\n", 10*grepCheckEvery))); !errors.Is(err, ErrPatternTooCostly) {
+		t.Errorf("deadline passing inside a document, bytes: %v (checked %d times)", err, calls)
 	}
 	cancel()
 	canceled, stop := context.WithCancel(context.Background())
@@ -380,5 +394,29 @@ func TestIntegerValue(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("integerValue(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestToolNames: the Engine answers to exactly the six memory tools, in both spellings of the
+// kernel name table, and to nothing else.
+func TestToolNames(t *testing.T) {
+	t.Parallel()
+	wires := map[string]verb{ToolLs: verbLs, ToolRead: verbRead, ToolGrep: verbGrep, ToolWrite: verbWrite, ToolEdit: verbEdit, ToolDelete: verbDelete}
+	found := 0
+	for _, k := range announce.KernelNames() {
+		if !strings.HasPrefix(k.Canonical, "nexus.memory.") {
+			if _, ok := verbs[k.Wire]; ok {
+				t.Errorf("%s is not a memory tool but the engine answers it", k.Wire)
+			}
+			continue
+		}
+		found++
+		want, ok := wires[k.Wire]
+		if !ok || verbs[k.Wire] != want || verbs[k.Canonical] != want {
+			t.Errorf("%s / %s: engine verbs %v / %v", k.Canonical, k.Wire, verbs[k.Wire], verbs[k.Canonical])
+		}
+	}
+	if found != 6 || len(verbs) != 12 {
+		t.Errorf("%d memory rows in the name table, %d engine spellings; want 6 and 12", found, len(verbs))
 	}
 }
