@@ -13,6 +13,9 @@ import (
 // attempt per file; in a scan over many small documents those calls cost more than the
 // reading itself.
 
+// atFDCWD makes openat resolve a path against the working directory, as open does.
+const atFDCWD = -0x64
+
 // dirHandle is an open anchor directory.
 type dirHandle struct {
 	f  *os.File
@@ -35,7 +38,7 @@ func (d *dirHandle) close() { _ = d.f.Close() }
 // decides how much is enough), answering the bytes read. path is relative to the open
 // directory handle when there is one.
 func readFileInto(handle *dirHandle, path string, buf []byte, headerOnly bool) (int, error) {
-	dirfd := -100 // AT_FDCWD: path is absolute or relative to the working directory
+	dirfd := atFDCWD
 	if handle != nil {
 		dirfd = handle.fd
 	}

@@ -9,7 +9,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// Factory returns a fresh, empty store for one subtest. It registers its own cleanup with t.
+// Factory returns a fresh, empty store for one subtest. It registers its own cleanup with t,
+// and it is called from parallel subtests.
 type Factory func(t *testing.T) memory.Provider
 
 // Reopener is implemented by a store that keeps its documents across a restart. The kit then
@@ -37,14 +38,15 @@ func RunProvider(t *testing.T, factory Factory) {
 			c.run(t, factory(t))
 		})
 	}
+	// The persistence case exists only for a store that can be reopened.
+	p := factory(t)
+	r, ok := p.(Reopener)
+	if !ok {
+		t.Logf("%T does not implement memorytest.Reopener: P31 does not apply", p)
+		return
+	}
 	t.Run("P31_persistence", func(t *testing.T) {
 		t.Parallel()
-		p := factory(t)
-		r, ok := p.(Reopener)
-		if !ok {
-			t.Logf("%T does not implement memorytest.Reopener; nothing to reopen", p)
-			return
-		}
 		persistence(t, p, r)
 	})
 }
