@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Run is one row of runs (runs.md §1.4). JSON-valued columns are their stored text.
+type Run struct {
+	ID                            int64   `db:"id"`
+	PublicID                      string  `db:"public_id"`
+	WorkspaceID                   int64   `db:"workspace_id"`
+	WorkspacePublicID             string  `db:"workspace_public_id"`
+	ConversationID                *int64  `db:"conversation_id"`
+	ConversationPublicID          *string `db:"conversation_public_id"`
+	CreatedByKind                 string  `db:"created_by_kind"`
+	CreatedByPublicID             string  `db:"created_by_public_id"`
+	AnsweringAgentPublicID        *string `db:"answering_agent_public_id"`
+	Status                        string  `db:"status"`
+	ApprovalMode                  string  `db:"approval_mode"`
+	ApprovalRules                 string  `db:"approval_rules"`
+	DefaultRunnerExecutorPublicID *string `db:"default_runner_executor_public_id"`
+	DeliverableTaskKey            string  `db:"deliverable_task_key"`
+	Revision                      int64   `db:"revision"`
+	MainlineRoundCounter          int64   `db:"mainline_round_counter"`
+	MemoryContext                 string  `db:"memory_context"`
+	Answer                        *string `db:"answer"`
+	StopRequestedAt               *int64  `db:"stop_requested_at"`
+	StopByKind                    *string `db:"stop_by_kind"`
+	StopByPublicID                *string `db:"stop_by_public_id"`
+	StopForce                     *bool   `db:"stop_force"`
+	CreatedAt                     int64   `db:"created_at"`
+	StartedAt                     *int64  `db:"started_at"`
+	CompletedAt                   *int64  `db:"completed_at"`
+	UpdatedAt                     int64   `db:"updated_at"`
+}
+
+var runColumns = []string{
+	"public_id", "workspace_id", "conversation_id", "created_by_kind", "created_by_public_id",
+	"answering_agent_public_id", "status", "approval_mode", "approval_rules", "default_runner_executor_public_id",
+	"deliverable_task_key", "revision", "mainline_round_counter", "memory_context", "answer", "stop_requested_at",
+	"stop_by_kind", "stop_by_public_id", "stop_force", "created_at", "started_at", "completed_at", "updated_at",
+}
+
+var runColumnSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range runColumns {
+		m[c] = true
+	}
+	return m
+}()
+
+// InsertRun stores r and sets its ID.
+func InsertRun(ctx context.Context, q Querier, r *Run) error {
+	err := q.Get(ctx, &r.ID, `INSERT INTO runs (`+strings.Join(runColumns, ", ")+`) VALUES (`+placeholders(len(runColumns))+`) RETURNING id`,
+		r.PublicID, r.WorkspaceID, r.ConversationID, r.CreatedByKind, r.CreatedByPublicID,
+		r.AnsweringAgentPublicID, r.Status, r.ApprovalMode, r.ApprovalRules, r.DefaultRunnerExecutorPublicID,
+		r.DeliverableTaskKey, r.Revision, r.MainlineRoundCounter, r.MemoryContext, r.Answer, r.StopRequestedAt,
+		r.StopByKind, r.StopByPublicID, r.StopForce, r.CreatedAt, r.StartedAt, r.CompletedAt, r.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("store: insert run: %w", err)
+	}
+	return nil
+}
+
+const selectRunSQL = `SELECT r.id, r.public_id, r.workspace_id, w.public_id AS workspace_public_id, r.conversation_id,
+  c.public_id AS conversation_public_id, r.created_by_kind, r.created_by_public_id, r.answering_agent_public_id,
+  r.status, r.approval_mode, r.approval_rules, r.default_runner_executor_public_id, r.deliverable_task_key,
+  r.revision, r.mainline_round_counter, r.memory_context, r.answer, r.stop_requested_at, r.stop_by_kind,
+  r.stop_by_public_id, r.stop_force, r.created_at, r.started_at, r.completed_at, r.updated_at
+FROM runs r JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id`
+
+// RunByPublicID reads a run of one workspace; another workspace's run is not found.
+func RunByPublicID(ctx context.Context, q Querier, workspaceID int64, publicID string) (*Run, error) {
+	var r Run
+	if err := q.Get(ctx, &r, selectRunSQL+` WHERE r.workspace_id = ? AND r.public_id = ?`, workspaceID, publicID); err != nil {
+		return nil, notFound(err)
+	}
+	return &r, nil
+}
+
+// RunByID reads a run.
+func RunByID(ctx context.Context, q Querier, id int64) (*Run, error) {
+	var r Run
+	if err := q.Get(ctx, &r, selectRunSQL+` WHERE r.id = ?`, id); err != nil {
+		return nil, notFound(err)
+	}
+	return &r, nil
+}
+
+// LockRun takes the run's lock (runs.md §4.11) and reads the row under it.
+func LockRun(ctx context.Context, tx *Tx, id int64) (*Run, error) {
+	if tx.Dialect() == Postgres {
+		if _, err := tx.Exec(ctx, `SELECT id FROM runs WHERE id = ? FOR UPDATE`, id); err != nil {
+			return nil, fmt.Errorf("store: lock run %d: %w", id, err)
+		}
+	}
+	return RunByID(ctx, tx, id)
+}
+
+// SetRun updates a run's columns.
+func SetRun(ctx context.Context, q Querier, id int64, set ...Assign) error {
+	if len(set) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(`UPDATE runs SET `)
+	args := make([]any, 0, len(set)+1)
+	for i, a := range set {
+		if !runColumnSet[a.Col] || a.Col == "public_id" {
+			return fmt.Errorf("store: SetRun: unknown column %q", a.Col)
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.Col + " = ?")
+		args = append(args, a.Val)
+	}
+	b.WriteString(` WHERE id = ?`)
+	args = append(args, id)
+	_, err := q.Exec(ctx, b.String(), args...)
+	return err
+}
+
+// RunFilter narrows a run listing.
+type RunFilter struct {
+	Status               string
+	ConversationPublicID string
+	// BeforeID pages: only runs with a smaller id (newest first).
+	BeforeID int64
+	Limit    int
+}
+
+// RunsOfWorkspace lists runs newest first.
+func RunsOfWorkspace(ctx context.Context, q Querier, workspaceID int64, f RunFilter) ([]Run, error) {
+	where := []string{`r.workspace_id = ?`}
+	args := []any{workspaceID}
+	if f.Status != "" {
+		where = append(where, `r.status = ?`)
+		args = append(args, f.Status)
+	}
+	if f.ConversationPublicID != "" {
+		where = append(where, `c.public_id = ?`)
+		args = append(args, f.ConversationPublicID)
+	}
+	if f.BeforeID > 0 {
+		where = append(where, `r.id < ?`)
+		args = append(args, f.BeforeID)
+	}
+	args = append(args, f.Limit)
+	var rs []Run
+	err := q.Select(ctx, &rs, selectRunSQL+` WHERE `+strings.Join(where, " AND ")+` ORDER BY r.id DESC LIMIT ?`, args...)
+	return rs, err
+}
+
+// RunIDsWithStatus lists the ids of runs in one status (crash recovery scans live runs).
+func RunIDsWithStatus(ctx context.Context, q Querier, status string) ([]int64, error) {
+	var ids []int64
+	err := q.Select(ctx, &ids, `SELECT id FROM runs WHERE status = ? ORDER BY id`, status)
+	return ids, err
+}

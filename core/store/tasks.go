@@ -1,0 +1,304 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Task is one row of the tasks table, the one queue (runs.md §1.5, §4.1). JSON-valued columns
+// are kept as their stored text; nil means SQL NULL (absent). The run engine owns their meaning;
+// this package only moves them.
+type Task struct {
+	ID                int64   `db:"id"`
+	RunID             int64   `db:"run_id"`
+	Key               string  `db:"task_key"`
+	Kind              string  `db:"kind"`
+	Status            string  `db:"status"`
+	Mainline          bool    `db:"mainline"`
+	Origin            string  `db:"origin"`
+	ParentKey         *string `db:"parent_key"`
+	DeclaringTaskKey  *string `db:"declaring_task_key"`
+	AfterKeys         *string `db:"after_keys"`
+	OnFailure         string  `db:"on_failure"`
+	Lifetime          string  `db:"lifetime"`
+	Wake              string  `db:"wake"`
+	Detached          bool    `db:"detached"`
+	Visibility        string  `db:"visibility"`
+	FailureResolution *string `db:"failure_resolution"`
+	LineageRoot       string  `db:"lineage_root"`
+	RoundNumber       int64   `db:"round_number"`
+
+	Model           *string `db:"model"`
+	Prompt          *string `db:"prompt"`
+	Instructions    *string `db:"instructions"`
+	Attachments     *string `db:"attachments"`
+	Results         *string `db:"results"`
+	ToolDefinitions *string `db:"tool_definitions"`
+	SkillCatalog    *string `db:"skill_catalog"`
+	Environment     *string `db:"environment"`
+	Finish          *string `db:"finish"`
+	AnswerCalls     *string `db:"answer_calls"`
+	Usage           *string `db:"usage"`
+	Attempts        int64   `db:"attempts"`
+	RequestBytes    *int64  `db:"request_bytes"`
+	SealedRequestID *int64  `db:"sealed_request_id"`
+	HistoryEntries  *int64  `db:"history_entries"`
+
+	ToolName                  *string `db:"tool_name"`
+	ToolAlias                 *string `db:"tool_alias"`
+	ToolInput                 *string `db:"tool_input"`
+	ToolCallID                *string `db:"tool_call_id"`
+	Route                     *string `db:"route"`
+	Target                    *string `db:"target"`
+	AddressedRole             *string `db:"addressed_role"`
+	AddressedExecutorPublicID *string `db:"addressed_executor_public_id"`
+	EffectProfile             *string `db:"effect_profile"`
+	TimeoutMS                 *int64  `db:"timeout_ms"`
+	DeadlineAt                *int64  `db:"deadline_at"`
+	ClaimGeneration           int64   `db:"claim_generation"`
+	ClaimTokenHash            []byte  `db:"claim_token_hash"`
+	ClaimedBy                 *string `db:"claimed_by"`
+	ClaimedAt                 *int64  `db:"claimed_at"`
+	AwaitingChild             *string `db:"awaiting_child"`
+	Lowered                   bool    `db:"lowered"`
+	ModelDefaults             *string `db:"model_defaults"`
+
+	AwaitKind       *string `db:"await_kind"`
+	Options         *string `db:"options"`
+	Multi           *bool   `db:"multi"`
+	AddressedMember *string `db:"addressed_member"`
+	WaitSpec        *string `db:"wait_spec"`
+	ResolvedBy      *string `db:"resolved_by"`
+
+	Approval          *string `db:"approval"`
+	IsError           *bool   `db:"is_error"`
+	Output            *string `db:"output"`
+	Content           *string `db:"content"`
+	StructuredContent *string `db:"structured_content"`
+	Title             *string `db:"title"`
+	Metadata          *string `db:"metadata"`
+	ErrorKey          *string `db:"error_key"`
+	ErrorDetail       *string `db:"error_detail"`
+	DeliveredWith     *string `db:"delivered_with"`
+	SettleSeq         *int64  `db:"settle_seq"`
+
+	CreatedAt         int64  `db:"created_at"`
+	ReadyAt           *int64 `db:"ready_at"`
+	DispatchedAt      *int64 `db:"dispatched_at"`
+	StartedAt         *int64 `db:"started_at"`
+	CompletedAt       *int64 `db:"completed_at"`
+	ResultDeliveredAt *int64 `db:"result_delivered_at"`
+}
+
+// taskColumns lists every column of tasks in a fixed order: the insert and the reads use it, and
+// Set checks the columns it is handed against it so that no caller can write SQL through a name.
+var taskColumns = []string{
+	"id", "run_id", "task_key", "kind", "status", "mainline", "origin", "parent_key", "declaring_task_key",
+	"after_keys", "on_failure", "lifetime", "wake", "detached", "visibility", "failure_resolution",
+	"lineage_root", "round_number", "model", "prompt", "instructions", "attachments", "results",
+	"tool_definitions", "skill_catalog", "environment", "finish", "answer_calls", "usage", "attempts",
+	"request_bytes", "sealed_request_id", "history_entries", "tool_name", "tool_alias", "tool_input",
+	"tool_call_id", "route", "target", "addressed_role", "addressed_executor_public_id", "effect_profile",
+	"timeout_ms", "deadline_at", "claim_generation", "claim_token_hash", "claimed_by", "claimed_at",
+	"awaiting_child", "lowered", "model_defaults", "await_kind", "options", "multi", "addressed_member",
+	"wait_spec", "resolved_by", "approval", "is_error", "output", "content", "structured_content", "title",
+	"metadata", "error_key", "error_detail", "delivered_with", "settle_seq", "created_at", "ready_at",
+	"dispatched_at", "started_at", "completed_at", "result_delivered_at",
+}
+
+var taskColumnSet = func() map[string]bool {
+	m := make(map[string]bool, len(taskColumns))
+	for _, c := range taskColumns {
+		m[c] = true
+	}
+	return m
+}()
+
+func (t *Task) values() []any {
+	return []any{
+		t.RunID, t.Key, t.Kind, t.Status, t.Mainline, t.Origin, t.ParentKey, t.DeclaringTaskKey,
+		t.AfterKeys, t.OnFailure, t.Lifetime, t.Wake, t.Detached, t.Visibility, t.FailureResolution,
+		t.LineageRoot, t.RoundNumber, t.Model, t.Prompt, t.Instructions, t.Attachments, t.Results,
+		t.ToolDefinitions, t.SkillCatalog, t.Environment, t.Finish, t.AnswerCalls, t.Usage, t.Attempts,
+		t.RequestBytes, t.SealedRequestID, t.HistoryEntries, t.ToolName, t.ToolAlias, t.ToolInput,
+		t.ToolCallID, t.Route, t.Target, t.AddressedRole, t.AddressedExecutorPublicID, t.EffectProfile,
+		t.TimeoutMS, t.DeadlineAt, t.ClaimGeneration, t.ClaimTokenHash, t.ClaimedBy, t.ClaimedAt,
+		t.AwaitingChild, t.Lowered, t.ModelDefaults, t.AwaitKind, t.Options, t.Multi, t.AddressedMember,
+		t.WaitSpec, t.ResolvedBy, t.Approval, t.IsError, t.Output, t.Content, t.StructuredContent, t.Title,
+		t.Metadata, t.ErrorKey, t.ErrorDetail, t.DeliveredWith, t.SettleSeq, t.CreatedAt, t.ReadyAt,
+		t.DispatchedAt, t.StartedAt, t.CompletedAt, t.ResultDeliveredAt,
+	}
+}
+
+var insertTaskSQL = func() string {
+	cols := taskColumns[1:]
+	return `INSERT INTO tasks (` + strings.Join(cols, ", ") + `) VALUES (` +
+		strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + `) RETURNING id`
+}()
+
+// InsertTask stores t and sets its ID.
+func InsertTask(ctx context.Context, q Querier, t *Task) error {
+	if err := q.Get(ctx, &t.ID, insertTaskSQL, t.values()...); err != nil {
+		return fmt.Errorf("store: insert task %s: %w", t.Key, err)
+	}
+	return nil
+}
+
+var selectTaskSQL = `SELECT ` + strings.Join(taskColumns, ", ") + ` FROM tasks`
+
+// TaskByKey reads one task of a run.
+func TaskByKey(ctx context.Context, q Querier, runID int64, key string) (*Task, error) {
+	var t Task
+	if err := q.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND task_key = ?`, runID, key); err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// TaskByID reads one task.
+func TaskByID(ctx context.Context, q Querier, id int64) (*Task, error) {
+	var t Task
+	if err := q.Get(ctx, &t, selectTaskSQL+` WHERE id = ?`, id); err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// LockTask reads one task under a row lock (PostgreSQL FOR UPDATE; on SQLite the immediate
+// transaction already holds the database lock).
+func LockTask(ctx context.Context, tx *Tx, id int64) (*Task, error) {
+	var t Task
+	if err := tx.Get(ctx, &t, selectTaskSQL+` WHERE id = ?`+forUpdate(tx), id); err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// TraceColumns are the columns a run read, readiness and run-state evaluation need: everything
+// but the large frozen fields and result bodies, so that re-evaluating a run stays cheap.
+var traceColumns = []string{
+	"id", "run_id", "task_key", "kind", "status", "mainline", "origin", "parent_key", "declaring_task_key",
+	"after_keys", "on_failure", "lifetime", "wake", "detached", "visibility", "failure_resolution",
+	"lineage_root", "round_number", "model", "finish", "attempts", "tool_name", "tool_alias", "tool_call_id",
+	"addressed_role", "addressed_executor_public_id", "target", "timeout_ms", "deadline_at", "claim_generation",
+	"claimed_by", "claimed_at", "awaiting_child", "lowered", "await_kind", "approval", "is_error",
+	"error_key", "error_detail", "delivered_with", "settle_seq", "created_at", "ready_at", "dispatched_at",
+	"started_at", "completed_at", "result_delivered_at",
+}
+
+// TraceTasks reads every task of a run in creation order, trace columns only (the other fields
+// are left zero).
+func TraceTasks(ctx context.Context, q Querier, runID int64) ([]Task, error) {
+	var ts []Task
+	err := q.Select(ctx, &ts, `SELECT `+strings.Join(traceColumns, ", ")+` FROM tasks WHERE run_id = ? ORDER BY id`, runID)
+	return ts, err
+}
+
+// TasksByKeys reads whole rows of one run by key, in creation order.
+func TasksByKeys(ctx context.Context, q Querier, runID int64, keys []string) ([]Task, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	args := []any{runID}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	var ts []Task
+	err := q.Select(ctx, &ts, selectTaskSQL+` WHERE run_id = ? AND task_key IN (`+placeholders(len(keys))+`) ORDER BY id`, args...)
+	return ts, err
+}
+
+// Assign is one column assignment of an update.
+type Assign struct {
+	Col string
+	Val any
+}
+
+// TaskGuard is the compare-and-set condition of an update (runs.md §4.3): the row changes only
+// while it still has this status (any of them) and, when Generation is set, this claim
+// generation and token hash.
+type TaskGuard struct {
+	Statuses   []string
+	Generation *int64
+	TokenHash  []byte
+}
+
+// SetTask updates one task. With a guard, it reports whether the row matched it; a writer that
+// lost its claim changes nothing. Unknown columns are a programming error.
+func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...Assign) (bool, error) {
+	if len(set) == 0 {
+		return true, nil
+	}
+	var b strings.Builder
+	b.WriteString(`UPDATE tasks SET `)
+	args := make([]any, 0, len(set)+4)
+	for i, a := range set {
+		if !taskColumnSet[a.Col] || a.Col == "id" {
+			return false, fmt.Errorf("store: SetTask: unknown column %q", a.Col)
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.Col)
+		b.WriteString(" = ?")
+		args = append(args, a.Val)
+	}
+	b.WriteString(` WHERE id = ?`)
+	args = append(args, id)
+	if guard != nil {
+		if len(guard.Statuses) > 0 {
+			b.WriteString(` AND status IN (` + placeholders(len(guard.Statuses)) + `)`)
+			for _, s := range guard.Statuses {
+				args = append(args, s)
+			}
+		}
+		if guard.Generation != nil {
+			b.WriteString(` AND claim_generation = ? AND claim_token_hash = ?`)
+			args = append(args, *guard.Generation, guard.TokenHash)
+		}
+	}
+	res, err := q.Exec(ctx, b.String(), args...)
+	if err != nil {
+		return false, fmt.Errorf("store: update task %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}
+
+// DueTasks lists up to limit task ids whose park has expired (deadline_at ≤ now) in a status the
+// expiry rule settles (runs.md §4.8), locking them with SKIP LOCKED on PostgreSQL so that
+// several sweepers never take the same row.
+func DueTasks(ctx context.Context, tx *Tx, now int64, limit int) ([]Task, error) {
+	var ts []Task
+	q := `SELECT id, run_id, task_key FROM tasks
+WHERE deadline_at IS NOT NULL AND deadline_at <= ? AND status IN ('running', 'dispatched', 'awaiting_input', 'needs_approval')
+ORDER BY deadline_at, id LIMIT ?`
+	if tx.Dialect() == Postgres {
+		q += ` FOR UPDATE SKIP LOCKED`
+	}
+	err := tx.Select(ctx, &ts, q, now, limit)
+	return ts, err
+}
+
+// NextSettleSeq returns the next settlement sequence number of a run: unpaired results are
+// delivered in settlement order (runs.md §5.2 step 6), which creation order does not give.
+func NextSettleSeq(ctx context.Context, q Querier, runID int64) (int64, error) {
+	var n int64
+	err := q.Get(ctx, &n, `SELECT COALESCE(MAX(settle_seq), 0) + 1 FROM tasks WHERE run_id = ?`, runID)
+	return n, err
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func forUpdate(q Querier) string {
+	if q.Dialect() == Postgres {
+		return ` FOR UPDATE`
+	}
+	return ``
+}
