@@ -63,6 +63,7 @@ type Task struct {
 	AwaitingChild             *string `db:"awaiting_child"`
 	Lowered                   bool    `db:"lowered"`
 	ModelDefaults             *string `db:"model_defaults"`
+	Scope                     *string `db:"scope"`
 
 	AwaitKind       *string `db:"await_kind"`
 	Options         *string `db:"options"`
@@ -101,7 +102,7 @@ var taskColumns = []string{
 	"request_bytes", "sealed_request_id", "history_entries", "tool_name", "tool_alias", "tool_input",
 	"tool_call_id", "route", "target", "addressed_role", "addressed_executor_public_id", "effect_profile",
 	"timeout_ms", "deadline_at", "claim_generation", "claim_token_hash", "claimed_by", "claimed_at",
-	"awaiting_child", "lowered", "model_defaults", "await_kind", "options", "multi", "addressed_member",
+	"awaiting_child", "lowered", "model_defaults", "scope", "await_kind", "options", "multi", "addressed_member",
 	"wait_spec", "resolved_by", "approval", "is_error", "output", "content", "structured_content", "title",
 	"metadata", "error_key", "error_detail", "delivered_with", "settle_seq", "created_at", "ready_at",
 	"dispatched_at", "started_at", "completed_at", "result_delivered_at",
@@ -124,7 +125,7 @@ func (t *Task) values() []any {
 		t.RequestBytes, t.SealedRequestID, t.HistoryEntries, t.ToolName, t.ToolAlias, t.ToolInput,
 		t.ToolCallID, t.Route, t.Target, t.AddressedRole, t.AddressedExecutorPublicID, t.EffectProfile,
 		t.TimeoutMS, t.DeadlineAt, t.ClaimGeneration, t.ClaimTokenHash, t.ClaimedBy, t.ClaimedAt,
-		t.AwaitingChild, t.Lowered, t.ModelDefaults, t.AwaitKind, t.Options, t.Multi, t.AddressedMember,
+		t.AwaitingChild, t.Lowered, t.ModelDefaults, t.Scope, t.AwaitKind, t.Options, t.Multi, t.AddressedMember,
 		t.WaitSpec, t.ResolvedBy, t.Approval, t.IsError, t.Output, t.Content, t.StructuredContent, t.Title,
 		t.Metadata, t.ErrorKey, t.ErrorDetail, t.DeliveredWith, t.SettleSeq, t.CreatedAt, t.ReadyAt,
 		t.DispatchedAt, t.StartedAt, t.CompletedAt, t.ResultDeliveredAt,
@@ -301,4 +302,59 @@ func forUpdate(q Querier) string {
 		return ` FOR UPDATE`
 	}
 	return ``
+}
+
+// LineageRound reads the model round of a lineage with this round number.
+func LineageRound(ctx context.Context, q Querier, runID int64, root string, round int64) (*Task, error) {
+	var t Task
+	err := q.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND lineage_root = ? AND round_number = ? AND kind = 'model_task'`, runID, root, round)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// LastLineageRound reads the newest model round of a lineage.
+func LastLineageRound(ctx context.Context, q Querier, runID int64, root string) (*Task, error) {
+	var t Task
+	err := q.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND lineage_root = ? AND kind = 'model_task' ORDER BY round_number DESC LIMIT 1`, runID, root)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// HeldRow is a held approval with its run's public facts.
+type HeldRow struct {
+	Task
+	RunPublicID          string  `db:"run_public_id"`
+	WorkspacePublicID    string  `db:"workspace_public_id"`
+	ConversationPublicID *string `db:"conversation_public_id"`
+}
+
+// HeldForMember lists held approvals for a member, oldest first: rows of runs the member
+// created (a user) or whose answering agent's steward is the member; for an agent, rows of runs
+// it answers or created.
+func HeldForMember(ctx context.Context, q Querier, kind, publicID string, afterID int64, limit int) ([]HeldRow, error) {
+	cols := make([]string, len(taskColumns))
+	for i, c := range taskColumns {
+		cols[i] = "t." + c
+	}
+	var who string
+	args := []any{}
+	if kind == KindAgent {
+		who = `(r.answering_agent_public_id = ? OR (r.created_by_kind = 'agent' AND r.created_by_public_id = ?))`
+		args = append(args, publicID, publicID)
+	} else {
+		who = `((r.created_by_kind = 'user' AND r.created_by_public_id = ?) OR (r.created_by_kind <> 'user' AND EXISTS (
+  SELECT 1 FROM agents a JOIN users u ON u.id = a.steward_user_id WHERE a.public_id = r.answering_agent_public_id AND u.public_id = ?)))`
+		args = append(args, publicID, publicID)
+	}
+	args = append(args, afterID, limit)
+	var rows []HeldRow
+	err := q.Select(ctx, &rows, `SELECT `+strings.Join(cols, ", ")+`, r.public_id AS run_public_id, w.public_id AS workspace_public_id,
+  c.public_id AS conversation_public_id
+FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
+WHERE t.status = 'needs_approval' AND `+who+` AND t.id > ? ORDER BY t.id LIMIT ?`, args...)
+	return rows, err
 }

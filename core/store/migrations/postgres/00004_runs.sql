@@ -124,6 +124,7 @@ CREATE TABLE tasks (
     awaiting_child                     TEXT,
     lowered                            BOOLEAN NOT NULL,
     model_defaults                     TEXT,
+    scope                              TEXT,
     await_kind                         TEXT,
     options                            TEXT,
     multi                              BOOLEAN,

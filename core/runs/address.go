@@ -1,0 +1,181 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/memory"
+)
+
+// Address is the addressing decision frozen on a tool row at birth (runs.md §3.6).
+type Address struct {
+	// Role is "" (the kernel runs it), "runner" or "tool_provider".
+	Role string
+	// Executor is the addressed executor; "" for the kernel and for a pool.
+	Executor string
+	// Target is set for a Runner: {executor_public_id, display_name}.
+	Target *Target
+	// Profile is the frozen effect profile; TimeoutMS its announced timeout (0: none).
+	Profile   announce.EffectProfile
+	TimeoutMS int64
+	// Scope is an overridden memory row's binding projection (memory.md §2.2).
+	Scope json.RawMessage
+	// Failure is set when the row is born failed (tool_not_served, or an overridden memory
+	// row refused before dispatch).
+	Failure *TaskError
+}
+
+// Target is a Runner destination.
+type Target struct {
+	ExecutorPublicID string `json:"executor_public_id"`
+	DisplayName      string `json:"display_name"`
+}
+
+// storedProfile is the effect profile as a row freezes it: the five keys, then timeout_ms when
+// an announcement gave one.
+type storedProfile struct {
+	announce.EffectProfile
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+const memoryNamespace = "nexus.memory"
+
+// address decides who runs a tool row, in the specified order: an explicit Runner route, a
+// kernel tool (or the workspace's memory override), a tool provider pool, nobody.
+func (e *Engine) address(ctx context.Context, q store.Querier, run *store.Run, res CallResolution) (Address, error) {
+	name := res.ToolName
+	if res.Route != nil {
+		if e.ann == nil {
+			return notServed(fmt.Sprintf("runner %s does not announce %s", res.Route.RunnerExecutorPublicID, name)), nil
+		}
+		s, ok, err := e.ann.RunnerTool(ctx, q, run.WorkspaceID, res.Route.RunnerExecutorPublicID, name)
+		if err != nil {
+			return Address{}, err
+		}
+		if !ok {
+			return notServed(fmt.Sprintf("runner %s does not announce %s", res.Route.RunnerExecutorPublicID, name)), nil
+		}
+		return Address{Role: "runner", Executor: s.ExecutorPublicID, Target: &Target{s.ExecutorPublicID, s.DisplayName},
+			Profile: s.Profile, TimeoutMS: s.TimeoutMS}, nil
+	}
+	if res.Canonical != "" {
+		entry, ok := e.registry.Resolve(res.Canonical)
+		if !ok {
+			return Address{}, fmt.Errorf("runs: %s is not in the registry", res.Canonical)
+		}
+		if ns, _ := announce.NamespaceOf(entry.Canonical); ns == memoryNamespace && e.over != nil {
+			return e.addressOverride(ctx, q, run, entry.Wire, res.Input)
+		}
+		return Address{Profile: entry.Effect}, nil
+	}
+	if e.ann != nil {
+		pool, err := e.ann.PoolTool(ctx, q, run.WorkspaceID, name)
+		if err != nil {
+			return Address{}, err
+		}
+		if len(pool) > 0 {
+			p, t := PoolProfile(pool)
+			return Address{Role: "tool_provider", Profile: p, TimeoutMS: t}, nil
+		}
+	}
+	return notServed("no executor announces " + name + " in this workspace"), nil
+}
+
+func notServed(detail string) Address {
+	return Address{Failure: &TaskError{Key: KeyToolNotServed, Detail: detail}}
+}
+
+// addressOverride applies memory.md §8.2 to a memory row of a workspace that hands the family
+// to a provider: the pre-dispatch checks, then the target checks, then the exclusive address.
+func (e *Engine) addressOverride(ctx context.Context, q store.Querier, run *store.Run, wire string, input json.RawMessage) (Address, error) {
+	provider, ok, err := e.over.Override(ctx, q, run.WorkspaceID)
+	if err != nil || !ok {
+		entry, _ := e.registry.Resolve(wire)
+		return Address{Profile: entry.Effect}, err
+	}
+	scopes, err := e.over.Scopes(ctx, q, run)
+	if err != nil {
+		return Address{}, err
+	}
+	if code, detail, ok := memory.Resolve(wire, input, scopes); !ok && (code == KeyMemoryScopeUnavailable || code == KeyMemoryReadOnly) {
+		return Address{Failure: &TaskError{Key: code, Detail: detail}}, nil
+	}
+	if e.ann == nil {
+		return notServed(fmt.Sprintf("executor %s serving nexus.memory does not announce %s", provider, wire)), nil
+	}
+	pool, err := e.ann.PoolTool(ctx, q, run.WorkspaceID, wire)
+	if err != nil {
+		return Address{}, err
+	}
+	for _, s := range pool {
+		if s.ExecutorPublicID == provider {
+			return Address{Role: "tool_provider", Executor: provider, Profile: s.Profile, TimeoutMS: s.TimeoutMS,
+				Scope: ScopeProjection(scopes)}, nil
+		}
+	}
+	return notServed(fmt.Sprintf("executor %s serving nexus.memory does not announce %s", provider, wire)), nil
+}
+
+// ScopeProjection is an overridden memory row's scope: the resolved bindings, each naming its
+// anchor by the id key of its kind (memory.md §2.2).
+func ScopeProjection(scopes []memory.Scope) json.RawMessage {
+	type binding struct {
+		Name         string `json:"name"`
+		Scope        string `json:"scope"`
+		Access       string `json:"access"`
+		Conversation string `json:"conversation_public_id,omitempty"`
+		Workspace    string `json:"workspace_public_id,omitempty"`
+		User         string `json:"user_public_id,omitempty"`
+	}
+	out := struct {
+		Bindings []binding `json:"bindings"`
+	}{Bindings: []binding{}}
+	for _, s := range scopes {
+		b := binding{Name: s.Binding, Scope: string(s.Kind), Access: string(s.Access)}
+		switch s.Kind {
+		case memory.ScopeConversation:
+			b.Conversation = s.OwnerID
+		case memory.ScopeWorkspace:
+			b.Workspace = s.OwnerID
+		case memory.ScopeUser:
+			b.User = s.OwnerID
+		}
+		out.Bindings = append(out.Bindings, b)
+	}
+	raw, _ := json.Marshal(out)
+	return raw
+}
+
+var kindRank = map[announce.Kind]int{announce.KindPure: 0, announce.KindReadOnly: 1, announce.KindWrite: 2}
+var idemRank = map[announce.Idempotency]int{announce.IdempotencyNone: 0, announce.IdempotencyKeyed: 1, announce.IdempotencyIntrinsic: 2}
+
+// PoolProfile is the strictest profile across a pool's members (runs.md §3.6.1) and the
+// smallest announced timeout (0 when none announced one).
+func PoolProfile(pool []Served) (announce.EffectProfile, int64) {
+	p := pool[0].Profile
+	var timeout int64
+	for i, s := range pool {
+		if i > 0 {
+			if kindRank[s.Profile.Kind] > kindRank[p.Kind] {
+				p.Kind = s.Profile.Kind
+			}
+			p.Destructive = p.Destructive || s.Profile.Destructive
+			if s.Profile.EffectScope == announce.ScopeOpen {
+				p.EffectScope = announce.ScopeOpen
+			}
+			if idemRank[s.Profile.Idempotency] < idemRank[p.Idempotency] {
+				p.Idempotency = s.Profile.Idempotency
+			}
+			if s.Profile.Reconciliation == announce.ReconciliationNone {
+				p.Reconciliation = announce.ReconciliationNone
+			}
+		}
+		if s.TimeoutMS > 0 && (timeout == 0 || s.TimeoutMS < timeout) {
+			timeout = s.TimeoutMS
+		}
+	}
+	return p, timeout
+}

@@ -1,0 +1,275 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+func afterOf(t *store.Task) []string {
+	if t.AfterKeys == nil {
+		return nil
+	}
+	var keys []string
+	_ = json.Unmarshal([]byte(*t.AfterKeys), &keys)
+	return keys
+}
+
+// failedStatus reports whether a settled status counts as a failure for the failure policy
+// (runs.md §1.5.4): failed, timed out, uncertain, canceled, and skipped (which propagates).
+func failedStatus(s string) bool {
+	switch s {
+	case StatusFailed, StatusTimedOut, StatusUncertain, StatusCanceled, StatusSkipped:
+		return true
+	}
+	return false
+}
+
+func live(s string) bool {
+	switch s {
+	case StatusRunning, StatusDispatched, StatusAwaitingInput, StatusNeedsApproval:
+		return true
+	}
+	return false
+}
+
+// advance is readiness (runs.md §4.2) and the run lifecycle (§8.1), in the caller's
+// transaction under the run's lock: every waiting row whose predecessors all settled becomes
+// ready, a row behind a failed propagate predecessor is skipped (and the skip propagates), a row
+// behind a failed halt predecessor stays held; then the run completes, needs attention, or
+// finishes canceling when it is quiescent.
+func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run) error {
+	tasks, err := store.TraceTasks(ctx, tx, run.ID)
+	if err != nil {
+		return err
+	}
+	byKey := make(map[string]*store.Task, len(tasks))
+	for i := range tasks {
+		byKey[tasks[i].Key] = &tasks[i]
+	}
+	now := e.nowMS()
+	if run.Status == RunRunning {
+		for changed := true; changed; {
+			changed = false
+			for i := range tasks {
+				t := &tasks[i]
+				if t.Status != StatusWaiting {
+					continue
+				}
+				settled, held := true, false
+				var skipBy *store.Task
+				for _, k := range afterOf(t) {
+					p := byKey[k]
+					if p == nil || !Terminal(p.Status) {
+						settled = false
+						continue
+					}
+					if failedStatus(p.Status) {
+						switch p.OnFailure {
+						case OnFailurePropagate:
+							if skipBy == nil {
+								skipBy = p
+							}
+						case OnFailureHalt:
+							held = true
+						}
+					}
+				}
+				switch {
+				case skipBy != nil:
+					detail := fmt.Sprintf("%s %s", skipBy.Key, skipBy.Status)
+					if skipBy.ErrorKey != nil {
+						detail = fmt.Sprintf("%s failed (%s)", skipBy.Key, *skipBy.ErrorKey)
+					}
+					if err := e.settleRow(ctx, tx, run, t, StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now); err != nil {
+						return err
+					}
+					changed = true
+				case settled && !held:
+					if err := e.ready(ctx, tx, fx, run, t, now); err != nil {
+						return err
+					}
+					changed = true
+				}
+			}
+		}
+	}
+	return e.runState(ctx, tx, run, tasks, byKey, now)
+}
+
+// settleRow settles a row with an error status (skipped, failed, canceled, timed out) and keeps
+// the in-memory trace current.
+func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, status string, te TaskError, now int64) error {
+	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
+	if err != nil {
+		return err
+	}
+	set := []store.Assign{{Col: "status", Val: status}, {Col: "error_key", Val: te.Key},
+		{Col: "error_detail", Val: nullable(te.Detail)}, {Col: "completed_at", Val: now},
+		{Col: "settle_seq", Val: seq}, {Col: "output", Val: ""}}
+	if _, err := store.SetTask(ctx, tx, t.ID, nil, set...); err != nil {
+		return err
+	}
+	t.Status, t.ErrorKey, t.ErrorDetail, t.CompletedAt, t.SettleSeq = status, &te.Key, nullable(te.Detail), &now, &seq
+	return nil
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// ready moves a row whose predecessors settled: a model task is queued for the kernel; a tool
+// task crosses the approval gate and is parked for its executor or queued for the kernel.
+func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+	switch t.Kind {
+	case KindModel:
+		if _, err := store.SetTask(ctx, tx, t.ID, nil,
+			store.Assign{Col: "status", Val: StatusRunning}, store.Assign{Col: "ready_at", Val: now},
+			store.Assign{Col: "dispatched_at", Val: now}); err != nil {
+			return err
+		}
+		t.Status = StatusRunning
+		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
+	case KindTool:
+		full, err := store.TaskByID(ctx, tx, t.ID)
+		if err != nil {
+			return err
+		}
+		rules, err := storedRules(run.ApprovalRules)
+		if err != nil {
+			return err
+		}
+		var input json.RawMessage
+		if full.ToolInput != nil {
+			input = json.RawMessage(*full.ToolInput)
+		}
+		d := Evaluate(run.ApprovalMode, rules, t.Origin, deref(t.ToolName), input)
+		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "ready_at", Val: now}); err != nil {
+			return err
+		}
+		switch d.Outcome {
+		case Denied:
+			if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))}); err != nil {
+				return err
+			}
+			return e.settleRow(ctx, tx, run, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: d.Detail}, now)
+		case Held:
+			deadline := now + ApprovalHold.Milliseconds()
+			if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "status", Val: StatusNeedsApproval},
+				store.Assign{Col: "deadline_at", Val: deadline}); err != nil {
+				return err
+			}
+			t.Status = StatusNeedsApproval
+			return nil
+		}
+		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))}); err != nil {
+			return err
+		}
+		return e.dispatch(ctx, tx, fx, run, t, now)
+	}
+	return fmt.Errorf("runs: ready: %s rows are not placed in this version", t.Kind)
+}
+
+// dispatch parks a granted tool row: dispatched for its executor, or running in the kernel's
+// queue; the park clock starts now.
+func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+	timeout := deref(t.TimeoutMS)
+	if timeout <= 0 {
+		timeout = ToolParkDefault.Milliseconds()
+	}
+	status := StatusRunning
+	if t.AddressedRole != nil {
+		status = StatusDispatched
+	}
+	if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "status", Val: status},
+		store.Assign{Col: "dispatched_at", Val: now}, store.Assign{Col: "deadline_at", Val: now + timeout}); err != nil {
+		return err
+	}
+	t.Status = status
+	if status == StatusRunning {
+		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
+	}
+	var ids []string
+	if t.AddressedExecutorPublicID != nil {
+		ids = []string{*t.AddressedExecutorPublicID}
+	}
+	fx.available = append(fx.available, signalRow{run: run.PublicID, key: t.Key, executors: ids})
+	return nil
+}
+
+// Approval is a row's approval record (runs.md §1.5.5).
+type Approval struct {
+	Origin    string  `json:"origin"`
+	DecidedBy *Member `json:"decided_by,omitempty"`
+	DecidedAt string  `json:"decided_at"`
+}
+
+func approvalOf(origin string, by *Member, now int64) Approval {
+	return Approval{Origin: origin, DecidedBy: by, DecidedAt: formatMillis(now)}
+}
+
+func storedRules(s string) ([]Rule, error) {
+	var rules []Rule
+	if s == "" {
+		return nil, nil
+	}
+	if err := json.Unmarshal([]byte(s), &rules); err != nil {
+		return nil, fmt.Errorf("runs: stored approval rules: %w", err)
+	}
+	return rules, nil
+}
+
+// runState applies the run lifecycle once readiness is done.
+func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) error {
+	anyLive, anyOpen := false, false
+	for i := range tasks {
+		if live(tasks[i].Status) {
+			anyLive = true
+		}
+		if !Terminal(tasks[i].Status) {
+			anyOpen = true
+		}
+	}
+	switch run.Status {
+	case RunCanceling:
+		if !anyOpen {
+			return e.setRunStatus(ctx, tx, run, RunCanceled, now)
+		}
+	case RunRunning, RunNeedsAttention:
+		if anyLive {
+			return nil
+		}
+		d := byKey[run.DeliverableTaskKey]
+		if !anyOpen && d != nil && d.Status == StatusCompleted {
+			full, err := store.TaskByID(ctx, tx, d.ID)
+			if err != nil {
+				return err
+			}
+			if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "answer", Val: deref(full.Output)}); err != nil {
+				return err
+			}
+			return e.setRunStatus(ctx, tx, run, RunCompleted, now)
+		}
+		if run.Status == RunRunning {
+			return e.setRunStatus(ctx, tx, run, RunNeedsAttention, now)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) setRunStatus(ctx context.Context, tx *store.Tx, run *store.Run, status string, now int64) error {
+	set := []store.Assign{{Col: "status", Val: status}, {Col: "updated_at", Val: now}}
+	if status == RunCompleted || status == RunCanceled {
+		set = append(set, store.Assign{Col: "completed_at", Val: now})
+	}
+	if err := store.SetRun(ctx, tx, run.ID, set...); err != nil {
+		return err
+	}
+	run.Status = status
+	return nil
+}

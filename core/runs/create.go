@@ -1,0 +1,248 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// Receipt is what a create or append accepted (runs.md §2.3, §2.6).
+type Receipt struct {
+	AcceptedTaskKeys   []string `json:"accepted_task_keys"`
+	DeliverableTaskKey string   `json:"deliverable_task_key"`
+	Revision           int64    `json:"revision"`
+}
+
+// Created is the answer of the create door.
+type Created struct {
+	Run      *RunDoc
+	Receipt  Receipt
+	Replayed bool
+}
+
+var runObjectKeys = map[string]bool{"steps": true, "approval_mode": true, "approval_rules": true,
+	"default_runner_executor_public_id": true, "prompt_mechanism": true, "start": true}
+var edgeKeys = []string{"compaction_policy", "deliverable", "tasks", "tools"}
+
+// CreateRun is the create door (runs.md §2.3): run is the body's "run" object, key the
+// Idempotency-Key ("" for none), body the whole request body for the idempotency comparison.
+func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, body []byte, key string) (*Created, error) {
+	scope := fmt.Sprintf("runs:%d:%s:%s", a.WorkspaceID, a.Kind, a.PublicID)
+	canon, err := canonjson.Canonicalize(body)
+	if err != nil {
+		canon = body
+	}
+	if key != "" {
+		if c, found, err := e.replayCreate(ctx, a, scope, key, canon); found || err != nil {
+			return c, err
+		}
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(run, &obj); err != nil || obj == nil {
+		return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "run must be an object.").With("path", "run")
+	}
+	for _, k := range edgeKeys {
+		if _, ok := obj[k]; ok {
+			return nil, refusal.Newf(refusal.Unprocessable, CodeEdgeAuthoringRefused, "run.%s is the kernel's: nobody outside the kernel authors edges.", k).With("path", "run."+k)
+		}
+	}
+	for _, k := range sortedKeys(obj) {
+		if !runObjectKeys[k] {
+			return nil, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "run.%s is not a run field.", k).With("path", "run."+k)
+		}
+	}
+	if _, ok := obj["steps"]; !ok || isNull(obj["steps"]) {
+		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The run must carry steps.").With("path", "run.steps")
+	}
+	mode, _ := str(obj["approval_mode"])
+	if mode != ModeBypass && mode != ModeAsk && mode != ModeRules {
+		return nil, refusal.New(refusal.Unprocessable, CodeInvalidApprovalMode, "approval_mode must be bypass, ask or rules.").With("path", "run.approval_mode")
+	}
+	_, rules, err := ParseRules(obj["approval_rules"], "run.approval_rules")
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := obj["prompt_mechanism"]; ok && !isNull(v) {
+		if s, ok := str(v); !ok || s != "raw" {
+			return nil, refusal.New(refusal.Unprocessable, CodeInvalidPromptMechanism, "prompt_mechanism must be raw.").With("path", "run.prompt_mechanism")
+		}
+	}
+	start := true
+	if v, ok := obj["start"]; ok {
+		if json.Unmarshal(v, &start) != nil {
+			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
+		}
+	}
+	var created *Created
+	err = e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		runner := ""
+		if v, ok := obj["default_runner_executor_public_id"]; ok && !isNull(v) {
+			id, ok := str(v)
+			if !ok || !uuidPattern.MatchString(id) || !e.eligibleRunner(ctx, tx, a.WorkspaceID, id) {
+				return refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
+					With("path", "run.default_runner_executor_public_id")
+			}
+			runner = id
+		}
+		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: runner, existing: map[string]bool{}}
+		steps := p.parse(obj["steps"], 1, "")
+		if err := p.refusal("run."); err != nil {
+			return err
+		}
+		if err := duplicateKeys(steps, nil, "run."); err != nil {
+			return err
+		}
+		now := e.nowMS()
+		r := &store.Run{
+			PublicID: store.NewPublicID(), WorkspaceID: a.WorkspaceID, WorkspacePublicID: a.WorkspacePublicID,
+			CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: mode,
+			ApprovalRules: string(rules), DeliverableTaskKey: steps[len(steps)-1].key, Revision: 1,
+			MainlineRoundCounter: 1, MemoryContext: standaloneMemory, CreatedAt: now, UpdatedAt: now,
+		}
+		if runner != "" {
+			r.DefaultRunnerExecutorPublicID = &runner
+		}
+		if a.Kind == "agent" {
+			r.AnsweringAgentPublicID = &a.PublicID
+		}
+		if err := store.InsertRun(ctx, tx, r); err != nil {
+			return err
+		}
+		keys, err := e.insertSteps(ctx, tx, r, steps, "", now)
+		if err != nil {
+			return err
+		}
+		if start {
+			if err := e.startRun(ctx, tx, fx, r, now); err != nil {
+				return err
+			}
+		}
+		created = &Created{Receipt: Receipt{AcceptedTaskKeys: keys, DeliverableTaskKey: r.DeliverableTaskKey, Revision: 1}}
+		doc, err := e.runDoc(ctx, tx, r, false)
+		if err != nil {
+			return err
+		}
+		created.Run = doc
+		if key != "" {
+			res, _ := json.Marshal(struct {
+				Run     string  `json:"run_public_id"`
+				Receipt Receipt `json:"receipt"`
+			}{r.PublicID, created.Receipt})
+			if err := store.InsertIdempotency(ctx, tx, scope, key, string(canon), string(res), now, now-IdempotencyTTL.Milliseconds()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && key != "" && store.IsUniqueViolation(err) {
+		// A concurrent request with the same key committed first: replay or refuse against it.
+		if c, found, err := e.replayCreate(ctx, a, scope, key, canon); found || err != nil {
+			return c, err
+		}
+	}
+	return created, err
+}
+
+// standaloneMemory is a standalone run's frozen memory configuration: no conversation binding
+// (memory.md §2.2).
+const standaloneMemory = `{"bindings":[{"name":"workspace","scope":"workspace","access":"read_write"},{"name":"user","scope":"user","access":"read_write"}]}`
+
+func (e *Engine) replayCreate(ctx context.Context, a *Actor, scope, key string, canon []byte) (*Created, bool, error) {
+	now := e.nowMS()
+	rec, err := store.LookupIdempotency(ctx, e.store.Reader(), scope, key, now-IdempotencyTTL.Milliseconds())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	if same, _ := canonjson.Equal([]byte(rec.Body), canon); !same {
+		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
+	}
+	var res struct {
+		Run     string  `json:"run_public_id"`
+		Receipt Receipt `json:"receipt"`
+	}
+	if err := json.Unmarshal([]byte(rec.Result), &res); err != nil {
+		return nil, true, err
+	}
+	r, err := store.RunByPublicID(ctx, e.store.Reader(), a.WorkspaceID, res.Run)
+	if err != nil {
+		return nil, true, err
+	}
+	doc, err := e.runDoc(ctx, e.store.Reader(), r, false)
+	if err != nil {
+		return nil, true, err
+	}
+	return &Created{Run: doc, Receipt: res.Receipt, Replayed: true}, true, nil
+}
+
+func (e *Engine) eligibleRunner(ctx context.Context, q store.Querier, workspaceID int64, id string) bool {
+	ex, err := store.ExecutorByPublicID(ctx, q, id)
+	return err == nil && ex.WorkspaceID == workspaceID && ex.Kind == store.ExecutorRunner && ex.Status == store.ExecutorActive
+}
+
+// insertSteps writes the rows of accepted steps in written order: each waits on the one before
+// it; the first waits on firstAfter, or is a root.
+func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, firstAfter string, now int64) ([]string, error) {
+	keys := make([]string, len(steps))
+	prev := firstAfter
+	for i, s := range steps {
+		t := &store.Task{RunID: r.ID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
+			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.visible, LineageRoot: s.key, CreatedAt: now}
+		if prev != "" {
+			t.AfterKeys = jsonText([]string{prev})
+		}
+		if s.verb == "model" {
+			t.Kind, t.Mainline, t.RoundNumber = KindModel, true, 1
+			t.Model, t.Prompt = &s.model, &s.prompt
+			if s.hasInstructions {
+				t.Instructions = &s.instructions
+			}
+			if len(s.results) > 0 {
+				t.Results = jsonText(s.results)
+			}
+			if s.frozen != nil {
+				t.ToolDefinitions = ptr(string(s.frozen.ToolDefinitions))
+				t.Environment = ptr(string(s.frozen.Environment))
+				t.SkillCatalog = ptr(string(s.frozen.SkillCatalog))
+			}
+		} else {
+			t.Kind = KindTool
+			t.ToolName = &s.name
+			t.ToolInput = ptr(string(s.input))
+			if s.route != nil {
+				t.Route = jsonText(s.route)
+			}
+			if s.timeoutMS > 0 {
+				t.TimeoutMS = &s.timeoutMS
+			}
+			if s.defaults != nil {
+				t.ModelDefaults = ptr(string(s.defaults))
+			}
+			applyAddress(t, s.address)
+		}
+		if err := store.InsertTask(ctx, tx, t); err != nil {
+			return nil, err
+		}
+		keys[i] = s.key
+		prev = s.key
+	}
+	return keys, nil
+}
+
+// startRun moves a pending run to running and makes its roots ready (runs.md §4.2).
+func (e *Engine) startRun(ctx context.Context, tx *store.Tx, fx *effects, r *store.Run, now int64) error {
+	if err := store.SetRun(ctx, tx, r.ID, store.Assign{Col: "status", Val: RunRunning},
+		store.Assign{Col: "started_at", Val: now}, store.Assign{Col: "updated_at", Val: now}); err != nil {
+		return err
+	}
+	r.Status = RunRunning
+	r.StartedAt = &now
+	return e.advance(ctx, tx, fx, r)
+}

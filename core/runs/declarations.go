@@ -1,0 +1,82 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// Declarations is the declaration compiler and the provider projection as the engine reads
+// them: acceptance freezes a model step's declaration; Open reads a round's frozen set back for
+// the pairing law (is the called name a callable, what does a call under an alias become) and
+// for sealing (the schemas offered, the skills block). core/declare and core/projection own
+// every rule; the engine never re-implements one.
+type Declarations interface {
+	// AcceptStep freezes the declaration of an authored model step (or a tool step's
+	// model_defaults). A refusal is a *refusal.Error carrying the declaration word and a path
+	// under in.Path.
+	AcceptStep(ctx context.Context, q store.Querier, in *StepDeclaration) (*FrozenDeclaration, error)
+	// Open reads a round's frozen tool_definitions and skill catalog.
+	Open(toolDefinitions, skillCatalog []byte) (Toolset, error)
+	// KernelName reports whether name is a registered kernel tool in either spelling, and its
+	// wire name: the append door and tool steps refuse it with reserved_tool_name.
+	KernelName(name string) (wire string, ok bool)
+}
+
+// StepDeclaration is what an authored model step declares.
+type StepDeclaration struct {
+	WorkspaceID int64
+	// Tools, KernelTools, RunnerExecutorPublicIDs and RunnerToolNames are the step's raw
+	// fields; nil when absent.
+	Tools                   json.RawMessage
+	KernelTools             json.RawMessage
+	RunnerExecutorPublicIDs json.RawMessage
+	RunnerToolNames         json.RawMessage
+	// Selection is the run's default Runner, "" for none.
+	Selection string
+	// Path is the step's path, e.g. "steps[1].model".
+	Path string
+}
+
+// FrozenDeclaration is what acceptance stores on the work (declarations.md §8.4).
+type FrozenDeclaration struct {
+	ToolDefinitions []byte
+	Environment     []byte
+	SkillCatalog    []byte
+	// HasTools is false for an empty set (the model's tools capability is then not needed).
+	HasTools bool
+}
+
+// Toolset is one round's frozen declaration.
+type Toolset interface {
+	// ResolveCall resolves a call by name (alias lookup included). Declared is false when the
+	// name is no callable of the set. input is a JSON object.
+	ResolveCall(name string, input json.RawMessage) (CallResolution, error)
+	// Offered is request_options.tools: the projected schemas, in order.
+	Offered() []json.RawMessage
+	// SkillsBlock is the skills block text, "" when none is rendered.
+	SkillsBlock() string
+}
+
+// CallResolution is what a model's call becomes on its task row (runs.md §3.5).
+type CallResolution struct {
+	Declared bool
+	// ToolName is the row's tool_name: the kernel wire name for a kernel tool (alias or not),
+	// the served name for a routed tool, else the called name.
+	ToolName string
+	// Canonical is the kernel tool the call runs, "" when not a kernel tool.
+	Canonical string
+	Input     json.RawMessage
+	// Alias is tool_alias: the alias called, or a routed callable differing from its served name.
+	Alias string
+	// Route is set for a Runner-routed callable.
+	Route *Route
+}
+
+// Route is a declared Runner route.
+type Route struct {
+	Kind                   string `json:"kind"`
+	RunnerExecutorPublicID string `json:"runner_executor_public_id"`
+	ToolName               string `json:"tool_name,omitempty"`
+}

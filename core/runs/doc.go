@@ -1,0 +1,13 @@
+// Package runs is the run engine: the business logic of the run doors (standalone runs, tasks,
+// the sealed-request read, approve and deny, stop, append, the member inbox), the round driver
+// and its pairing law, addressing, the approval gate, readiness and the run lifecycle, the
+// scheduler (kernel workers over the one tasks queue, the sweeper and its expiry rule, crash
+// recovery, wake-ups) and the transcript a model reads (the sealed request, <task_result>,
+// <tool_use_error>, escaping).
+//
+// It must not import core/kernel, core/executors, core/httpapi or core/server: kernel tool
+// handlers and executor push reach it through the KernelTools and ExecutorSignal interfaces it
+// defines, which core/server fills, so the engine that settles work never depends on the code
+// that does it. It never speaks HTTP: it returns typed refusals and document values. Tool
+// declarations are read through the Declarations seam; declaration rules live in core/declare.
+package runs

@@ -1,0 +1,343 @@
+package runs
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// ReadRun is the run read (runs.md §2.4).
+func (e *Engine) ReadRun(ctx context.Context, a *Actor, runID string) (*RunDoc, error) {
+	q := e.store.Reader()
+	r, err := e.loadRun(ctx, q, a, runID)
+	if err != nil {
+		return nil, err
+	}
+	return e.runDoc(ctx, q, r, true)
+}
+
+// RunPage is one page of the run listing.
+type RunPage struct {
+	Runs      []*RunDoc
+	NextAfter *string
+}
+
+// Page bounds of the listings (runs.md §8.7): 1..100, default 20.
+const (
+	MaxPage     = 100
+	DefaultPage = 20
+)
+
+func badCursor(path string) error {
+	return refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "%s is not a cursor this listing issued.", path).With("path", path)
+}
+
+// ListRuns lists the workspace's runs newest first; after is the opaque cursor.
+func (e *Engine) ListRuns(ctx context.Context, a *Actor, status, conversation, after string, limit int) (*RunPage, error) {
+	var before int64
+	if after != "" {
+		b, err := base64.RawURLEncoding.DecodeString(after)
+		if err != nil || !strings.HasPrefix(string(b), "run:") {
+			return nil, badCursor("after")
+		}
+		if before, err = strconv.ParseInt(strings.TrimPrefix(string(b), "run:"), 10, 64); err != nil || before <= 0 {
+			return nil, badCursor("after")
+		}
+	}
+	q := e.store.Reader()
+	rs, err := store.RunsOfWorkspace(ctx, q, a.WorkspaceID, store.RunFilter{Status: status, ConversationPublicID: conversation, BeforeID: before, Limit: limit + 1})
+	if err != nil {
+		return nil, err
+	}
+	page := &RunPage{Runs: []*RunDoc{}}
+	for i := range rs {
+		if i == limit {
+			c := base64.RawURLEncoding.EncodeToString([]byte("run:" + strconv.FormatInt(rs[i-1].ID, 10)))
+			page.NextAfter = &c
+			break
+		}
+		d, err := e.runDoc(ctx, q, &rs[i], false)
+		if err != nil {
+			return nil, err
+		}
+		page.Runs = append(page.Runs, d)
+	}
+	return page, nil
+}
+
+// ReadTask is the task read (runs.md §2.5).
+func (e *Engine) ReadTask(ctx context.Context, a *Actor, runID, key string) (*TaskDoc, error) {
+	q := e.store.Reader()
+	r, err := e.loadRun(ctx, q, a, runID)
+	if err != nil {
+		return nil, err
+	}
+	return e.taskDoc(ctx, q, r, key)
+}
+
+func (e *Engine) taskDoc(ctx context.Context, q store.Querier, r *store.Run, key string) (*TaskDoc, error) {
+	t, err := store.TaskByKey(ctx, q, r.ID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, taskNotFound(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string]*store.Task{}
+	if t.Status == StatusWaiting {
+		trace, err := store.TraceTasks(ctx, q, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		for i := range trace {
+			byKey[trace[i].Key] = &trace[i]
+		}
+	}
+	return fullDoc(t, byKey), nil
+}
+
+// ReadRequest is the sealed request read: the bytes handed to the provider, reassembled.
+func (e *Engine) ReadRequest(ctx context.Context, a *Actor, runID, key string) ([]byte, error) {
+	q := e.store.Reader()
+	r, err := e.loadRun(ctx, q, a, runID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := store.TaskByKey(ctx, q, r.ID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, taskNotFound(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Kind != KindModel || t.SealedRequestID == nil {
+		return nil, refusal.Newf(refusal.NotFound, CodeRequestNotSealed, "Task %s has no sealed request.", key)
+	}
+	p, err := store.SealedRequest(ctx, q, *t.SealedRequestID)
+	if err != nil {
+		return nil, err
+	}
+	return p.Bytes(), nil
+}
+
+// StartRun starts a pending standalone run (runs.md §2.3 "Start").
+func (e *Engine) StartRun(ctx context.Context, a *Actor, runID string) (*RunDoc, error) {
+	var doc *RunDoc
+	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		r, err := e.loadRun(ctx, tx, a, runID)
+		if err != nil {
+			return err
+		}
+		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
+			return err
+		}
+		if err := e.writeStanding(ctx, tx, a, r); err != nil {
+			return err
+		}
+		if r.ConversationID != nil {
+			return conflict(CodeConversationHosted, "A conversation-hosted run is started by its conversation's queue.")
+		}
+		if r.Status != RunPending {
+			return conflict(CodeNotStartable, "Only a pending run starts; this one is %s.", r.Status)
+		}
+		if err := e.startRun(ctx, tx, fx, r, e.nowMS()); err != nil {
+			return err
+		}
+		doc, err = e.runDoc(ctx, tx, r, true)
+		return err
+	})
+	return doc, err
+}
+
+// StopRun is the stop verb (runs.md §8.4). force defaults to true.
+func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool) (*RunDoc, error) {
+	var doc *RunDoc
+	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		r, err := e.loadRun(ctx, tx, a, runID)
+		if err != nil {
+			return err
+		}
+		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
+			return err
+		}
+		if err := e.writeStanding(ctx, tx, a, r); err != nil {
+			return err
+		}
+		if r.Status == RunCompleted || r.Status == RunCanceled {
+			return conflict(CodeAlreadyTerminal, "The run is already %s.", r.Status)
+		}
+		now := e.nowMS()
+		if err := store.SetRun(ctx, tx, r.ID, store.Assign{Col: "stop_requested_at", Val: now},
+			store.Assign{Col: "stop_by_kind", Val: a.Kind}, store.Assign{Col: "stop_by_public_id", Val: a.PublicID},
+			store.Assign{Col: "stop_force", Val: force}); err != nil {
+			return err
+		}
+		tasks, err := store.TraceTasks(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		claimedLeft := false
+		for i := range tasks {
+			t := &tasks[i]
+			if Terminal(t.Status) {
+				continue
+			}
+			claimed := t.ClaimedAt != nil && (t.Status == StatusRunning || t.Status == StatusDispatched)
+			if claimed && !force && r.Status != RunPending {
+				claimedLeft = true
+				continue
+			}
+			if t.AddressedRole != nil && (t.Status == StatusDispatched) {
+				var ids []string
+				if t.AddressedExecutorPublicID != nil {
+					ids = []string{*t.AddressedExecutorPublicID}
+				}
+				fx.canceled = append(fx.canceled, signalRow{run: r.PublicID, key: t.Key, executors: ids, reason: KeyRunCanceled})
+			}
+			fx.abandon = append(fx.abandon, t.ID)
+			if err := e.settleRow(ctx, tx, r, t, StatusCanceled, TaskError{Key: KeyRunCanceled}, now); err != nil {
+				return err
+			}
+		}
+		status := RunCanceled
+		if claimedLeft {
+			status = RunCanceling
+		}
+		if err := e.setRunStatus(ctx, tx, r, status, now); err != nil {
+			return err
+		}
+		if r, err = store.RunByID(ctx, tx, r.ID); err != nil {
+			return err
+		}
+		doc, err = e.runDoc(ctx, tx, r, true)
+		return err
+	})
+	return doc, err
+}
+
+// Decide is approve (deny false) or deny (deny true) of a held row (runs.md §2.8).
+func (e *Engine) Decide(ctx context.Context, a *Actor, runID, key string, deny bool, reason string) (*TaskDoc, error) {
+	var doc *TaskDoc
+	var expired bool
+	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		r, err := e.loadRun(ctx, tx, a, runID)
+		if err != nil {
+			return err
+		}
+		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
+			return err
+		}
+		t, err := store.TaskByKey(ctx, tx, r.ID, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return taskNotFound(key)
+		}
+		if err != nil {
+			return err
+		}
+		if err := e.writeStanding(ctx, tx, a, r); err != nil {
+			return err
+		}
+		if r.Status != RunRunning && r.Status != RunNeedsAttention {
+			return conflict(CodeNotAdjudicable, "The run is %s; only a running run's rows are decided.", r.Status)
+		}
+		if t.Status != StatusNeedsApproval {
+			return conflict(CodeNotAwaitingApproval, "Task %s is not awaiting approval.", key)
+		}
+		now := e.nowMS()
+		if t.DeadlineAt != nil && now >= *t.DeadlineAt {
+			expired = true
+			return e.expire(ctx, tx, fx, r, t, now)
+		}
+		origin := ApprovalOriginHuman
+		if a.Kind == "agent" {
+			origin = ApprovalOriginAgent
+		}
+		by := a.member()
+		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "approval", Val: jsonText(approvalOf(origin, &by, now))}); err != nil {
+			return err
+		}
+		if deny {
+			if err := e.settleRow(ctx, tx, r, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: CutUTF8(reason, MaxReasonBytes)}, now); err != nil {
+				return err
+			}
+		} else if err := e.dispatch(ctx, tx, fx, r, t, now); err != nil {
+			return err
+		}
+		if err := e.advance(ctx, tx, fx, r); err != nil {
+			return err
+		}
+		doc, err = e.taskDoc(ctx, tx, r, key)
+		return err
+	})
+	if err == nil && expired {
+		return nil, conflict(CodeNotAwaitingApproval, "Task %s expired while awaiting approval.", key)
+	}
+	return doc, err
+}
+
+// InboxRow is one row of the member inbox (runs.md §2.10).
+type InboxRow struct {
+	Kind                 string          `json:"kind"`
+	RunPublicID          string          `json:"run_public_id"`
+	WorkspacePublicID    string          `json:"workspace_public_id"`
+	ConversationPublicID *string         `json:"conversation_public_id"`
+	TaskKey              string          `json:"task_key"`
+	ToolName             *string         `json:"tool_name"`
+	ToolAlias            *string         `json:"tool_alias"`
+	ToolInput            json.RawMessage `json:"tool_input"`
+	EffectProfile        json.RawMessage `json:"effect_profile"`
+	AddressedTo          json.RawMessage `json:"addressed_to,omitempty"`
+	CreatedAt            string          `json:"created_at"`
+	DeadlineAt           *string         `json:"deadline_at"`
+}
+
+// InboxPage is one page of the member inbox.
+type InboxPage struct {
+	Tasks     []InboxRow `json:"tasks"`
+	NextAfter *string    `json:"-"`
+}
+
+// Inbox lists the held approvals addressed to the member (the person a run acts for: the user
+// who created it, else the steward of its answering agent), and for an agent every held row of
+// the runs it answers or created, oldest first.
+func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string, limit int) (*InboxPage, error) {
+	var afterID int64
+	if after != "" {
+		b, err := base64.RawURLEncoding.DecodeString(after)
+		if err != nil || !strings.HasPrefix(string(b), "inbox:") {
+			return nil, badCursor("after")
+		}
+		if afterID, err = strconv.ParseInt(strings.TrimPrefix(string(b), "inbox:"), 10, 64); err != nil || afterID <= 0 {
+			return nil, badCursor("after")
+		}
+	}
+	rows, err := store.HeldForMember(ctx, e.store.Reader(), kind, publicID, afterID, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	page := &InboxPage{Tasks: []InboxRow{}}
+	for i, h := range rows {
+		if i == limit {
+			c := base64.RawURLEncoding.EncodeToString([]byte("inbox:" + strconv.FormatInt(rows[i-1].Task.ID, 10)))
+			page.NextAfter = &c
+			break
+		}
+		t := h.Task
+		d := fullDoc(&t, nil)
+		row := InboxRow{Kind: "approval", RunPublicID: h.RunPublicID, WorkspacePublicID: h.WorkspacePublicID,
+			ConversationPublicID: h.ConversationPublicID, TaskKey: t.Key, ToolName: t.ToolName, ToolAlias: t.ToolAlias,
+			EffectProfile: raw(t.EffectProfile), AddressedTo: d.AddressedTo, CreatedAt: formatMillis(t.CreatedAt),
+			DeadlineAt: optTime(t.DeadlineAt)}
+		if d.ToolInput != nil {
+			row.ToolInput = *d.ToolInput
+		}
+		page.Tasks = append(page.Tasks, row)
+	}
+	return page, nil
+}

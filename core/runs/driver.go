@@ -1,0 +1,425 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// errLostClaim means a settle found its row no longer under its claim (a stop, a cancel, the
+// sweeper): the worker discards its work.
+var errLostClaim = errors.New("runs: the claim was lost")
+
+func (e *Engine) guard(c *store.Claimed) *store.TaskGuard {
+	g := c.Generation
+	return &store.TaskGuard{Statuses: []string{StatusRunning}, Generation: &g, TokenHash: c.TokenHash}
+}
+
+// toolset opens a round's frozen declaration; without a declaration compiler only the empty
+// set exists.
+func (e *Engine) toolset(t *store.Task) (Toolset, error) {
+	defs := []byte(deref(t.ToolDefinitions))
+	if e.decls == nil {
+		if s := strings.TrimSpace(string(defs)); s != "" && s != "[]" {
+			return nil, errors.New("runs: a declaration compiler is needed to read this round's tools")
+		}
+		return emptyToolset{}, nil
+	}
+	return e.decls.Open(defs, []byte(deref(t.SkillCatalog)))
+}
+
+type emptyToolset struct{}
+
+func (emptyToolset) ResolveCall(name string, input json.RawMessage) (CallResolution, error) {
+	return CallResolution{ToolName: name, Input: input}, nil
+}
+func (emptyToolset) Offered() []json.RawMessage { return nil }
+func (emptyToolset) SkillsBlock() string        { return "" }
+
+// evaluateModel runs one claimed model round (runs.md §3.1): seal (or replay the seal), call
+// the provider, settle and expand under the claim.
+func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
+	t, err := store.TaskByID(ctx, e.store.Reader(), c.ID)
+	if err != nil {
+		return err
+	}
+	run, err := store.RunByID(ctx, e.store.Reader(), t.RunID)
+	if err != nil {
+		return err
+	}
+	m, merr := e.models.Resolve(deref(t.Model))
+	ts, terr := e.toolset(t)
+	if merr != nil || terr != nil {
+		te := TaskError{Key: KeyProviderError, Detail: fmt.Sprint(errors.Join(merr, terr))}
+		if merr != nil {
+			te.Key = CodeUnknownModel
+		}
+		return e.failModel(ctx, c, te)
+	}
+	req, err := e.sealRound(ctx, c, run, t, ts, m)
+	if err != nil {
+		return err
+	}
+	provider, ok := e.models.Provider(m.Provider)
+	if !ok {
+		return e.failModel(ctx, c, TaskError{Key: model.KeyProviderModelUnavailable, Detail: "no provider " + m.Provider})
+	}
+	callCtx, cancel := context.WithDeadline(ctx, timeOf(c.DeadlineAt))
+	e.mu.Lock()
+	e.cancels[c.ID] = cancel
+	e.mu.Unlock()
+	resp, perr := provider.Complete(callCtx, req)
+	e.mu.Lock()
+	delete(e.cancels, c.ID)
+	e.mu.Unlock()
+	cancel()
+	if perr != nil {
+		if ctx.Err() != nil || callCtx.Err() != nil {
+			// The instance is stopping, the row was canceled, or its claim expired: the row is
+			// released by the sweeper or already settled; nothing is written here.
+			return nil
+		}
+		var me *model.Error
+		te := TaskError{Key: KeyProviderError, Detail: perr.Error()}
+		if errors.As(perr, &me) {
+			te = TaskError{Key: me.Key, Detail: me.Detail}
+		}
+		return e.failModel(ctx, c, te)
+	}
+	return e.settleModel(ctx, c, m, ts, resp)
+}
+
+// sealRound seals the round once; a later attempt replays the stored request unchanged.
+func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*model.Request, error) {
+	maxOut := int64(0)
+	if m.MaxOutputTokens != nil {
+		maxOut = *m.MaxOutputTokens
+	}
+	req := &model.Request{Ref: m.Ref, Model: m.Name, MaxOutputTokens: int(maxOut)}
+	if t.SealedRequestID != nil {
+		parts, err := store.SealedRequest(ctx, e.store.Reader(), *t.SealedRequestID)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range parts.Entries {
+			var en model.Entry
+			if err := json.Unmarshal(b, &en); err != nil {
+				return nil, err
+			}
+			req.Entries = append(req.Entries, en)
+		}
+		for _, raw := range ts.Offered() {
+			var sc model.ToolSchema
+			if err := json.Unmarshal(raw, &sc); err != nil {
+				return nil, err
+			}
+			req.Tools = append(req.Tools, sc)
+		}
+		if len(req.Tools) > 0 {
+			req.ToolChoice = "auto"
+		}
+		return req, nil
+	}
+	var s *sealed
+	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		var err error
+		s, err = e.assemble(ctx, tx, run, t, ts, m)
+		if err != nil {
+			return err
+		}
+		now := e.nowMS()
+		s.seal(m.Ref, now, ts.Offered(), maxOut)
+		id, size, err := store.InsertSealed(ctx, tx, t.ID, c.Generation, s.parts, now)
+		if err != nil {
+			return err
+		}
+		ok, err := store.SetTask(ctx, tx, t.ID, e.guard(c), store.Assign{Col: "sealed_request_id", Val: id},
+			store.Assign{Col: "request_bytes", Val: size})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errLostClaim
+		}
+		for _, d := range s.delivered {
+			if _, err := store.SetTask(ctx, tx, d, nil, store.Assign{Col: "result_delivered_at", Val: now},
+				store.Assign{Col: "delivered_with", Val: t.Key}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	req.Entries = s.entries
+	req.Tools = s.tools
+	if len(req.Tools) > 0 {
+		req.ToolChoice = "auto"
+	}
+	return req, nil
+}
+
+// failModel settles a claimed round failed (a provider error, an unknown model).
+func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError) error {
+	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		run, err := store.LockRun(ctx, tx, c.RunID)
+		if err != nil {
+			return err
+		}
+		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
+		if err != nil {
+			return err
+		}
+		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), store.Assign{Col: "status", Val: StatusFailed},
+			store.Assign{Col: "error_key", Val: te.Key}, store.Assign{Col: "error_detail", Val: nullable(te.Detail)},
+			store.Assign{Col: "output", Val: ""}, store.Assign{Col: "completed_at", Val: e.nowMS()},
+			store.Assign{Col: "settle_seq", Val: seq})
+		if err != nil || !ok {
+			return err
+		}
+		return e.advance(ctx, tx, fx, run)
+	})
+}
+
+type usageWire struct {
+	InputTokens  int64       `json:"input_tokens"`
+	OutputTokens int64       `json:"output_tokens"`
+	Cost         *model.Cost `json:"cost,omitempty"`
+}
+
+// settleModel stores the answer and expands it (runs.md §3.2) in the transaction that settles
+// the round, under the run's lock and the claim.
+func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, m model.Model, ts Toolset, resp *model.Response) error {
+	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		run, err := store.LockRun(ctx, tx, c.RunID)
+		if err != nil {
+			return err
+		}
+		t, err := store.TaskByID(ctx, tx, c.ID)
+		if err != nil {
+			return err
+		}
+		if t.Status != StatusRunning || t.ClaimGeneration != c.Generation {
+			return nil
+		}
+		now := e.nowMS()
+		cost, _ := m.Cost(resp.Usage)
+		finish := resp.Finish
+		if !finish.Valid() {
+			finish = model.FinishStop
+			if len(resp.ToolCalls) > 0 {
+				finish = model.FinishToolCalls
+			}
+		}
+		set := []store.Assign{{Col: "output", Val: resp.Text}, {Col: "finish", Val: string(finish)},
+			{Col: "usage", Val: jsonText(usageWire{resp.Usage.InputTokens, resp.Usage.OutputTokens, cost})},
+			{Col: "is_error", Val: false}, {Col: "completed_at", Val: now}}
+		if resp.Text != "" && strings.TrimSpace(resp.Text) != "" {
+			set = append(set, store.Assign{Col: "content", Val: *jsonText([]map[string]string{{"type": "text", "text": resp.Text}})})
+		}
+		status := StatusCompleted
+		var expandErr *TaskError
+		expand := len(resp.ToolCalls) > 0 && run.Status == RunRunning
+		if expand {
+			switch {
+			case len(resp.ToolCalls) > MaxCallsPerAnswer:
+				expandErr = &TaskError{Key: KeyRoundExpansionRefused, Detail: "too_many_calls"}
+			case t.RoundNumber >= MaxRoundsPerLineage:
+				expandErr = &TaskError{Key: KeyRoundExpansionRefused, Detail: "round_limit"}
+			}
+		}
+		if expandErr != nil {
+			status = StatusFailed
+			set = append(set, store.Assign{Col: "error_key", Val: expandErr.Key}, store.Assign{Col: "error_detail", Val: expandErr.Detail})
+			expand = false
+		}
+		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
+		if err != nil {
+			return err
+		}
+		set = append(set, store.Assign{Col: "status", Val: status}, store.Assign{Col: "settle_seq", Val: seq})
+		if expand {
+			calls, err := e.expand(ctx, tx, run, t, ts, resp, finish, now)
+			if err != nil {
+				return err
+			}
+			set = append(set, store.Assign{Col: "answer_calls", Val: *jsonText(calls)})
+		}
+		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errLostClaim
+		}
+		return e.advance(ctx, tx, fx, run)
+	})
+}
+
+// expand writes one tool row per call under the pairing law and one continuation that waits on
+// them all, moves the deliverable and re-points readers of the expanding round.
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, error) {
+	n := run.MainlineRoundCounter + 1
+	if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "mainline_round_counter", Val: n}); err != nil {
+		return nil, err
+	}
+	run.MainlineRoundCounter = n
+	ids := make([]string, len(resp.ToolCalls))
+	for i, c := range resp.ToolCalls {
+		ids[i] = c.ID
+	}
+	pairing := PairingKeys(t.Key, ids)
+	contKey := fmt.Sprintf("r%d", n)
+	calls := make([]answerCall, len(resp.ToolCalls))
+	fan := make([]string, len(resp.ToolCalls))
+	for i, call := range resp.ToolCalls {
+		key := fmt.Sprintf("r%dt%d", n, i)
+		fan[i] = key
+		calls[i] = answerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
+		if err := e.birth(ctx, tx, run, t, ts, call, pairing[i], key, finish == model.FinishLength, now); err != nil {
+			return nil, err
+		}
+	}
+	cont := &store.Task{
+		RunID: run.ID, Key: contKey, Kind: KindModel, Status: StatusWaiting, Mainline: t.Mainline, Origin: OriginKernel,
+		AfterKeys: jsonText(fan), OnFailure: t.OnFailure, Lifetime: t.Lifetime, Wake: t.Wake, Detached: t.Detached,
+		Visibility: t.Visibility, LineageRoot: t.LineageRoot, RoundNumber: t.RoundNumber + 1, Model: t.Model,
+		Instructions: t.Instructions, ToolDefinitions: t.ToolDefinitions, SkillCatalog: t.SkillCatalog,
+		Environment: t.Environment, CreatedAt: now,
+	}
+	if err := store.InsertTask(ctx, tx, cont); err != nil {
+		return nil, err
+	}
+	if run.DeliverableTaskKey == t.Key {
+		if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "deliverable_task_key", Val: contKey}); err != nil {
+			return nil, err
+		}
+		run.DeliverableTaskKey = contKey
+	}
+	if err := e.repoint(ctx, tx, run, t.Key, contKey, fan); err != nil {
+		return nil, err
+	}
+	return calls, nil
+}
+
+// repoint moves readers of an expanding round outside its fan onto the continuation.
+func (e *Engine) repoint(ctx context.Context, tx *store.Tx, run *store.Run, from, to string, fan []string) error {
+	tasks, err := store.TraceTasks(ctx, tx, run.ID)
+	if err != nil {
+		return err
+	}
+	inFan := map[string]bool{to: true}
+	for _, k := range fan {
+		inFan[k] = true
+	}
+	for i := range tasks {
+		tk := &tasks[i]
+		if inFan[tk.Key] || Terminal(tk.Status) {
+			continue
+		}
+		after := afterOf(tk)
+		changed := false
+		for j, k := range after {
+			if k == from {
+				after[j] = to
+				changed = true
+			}
+		}
+		if changed {
+			if _, err := store.SetTask(ctx, tx, tk.ID, nil, store.Assign{Col: "after_keys", Val: *jsonText(after)}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// birth writes one call's tool row: checks 2-6, alias resolution, addressing (check 7), or
+// waiting on the round.
+func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts Toolset, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
+	row := &store.Task{
+		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
+		DeclaringTaskKey: &round.Key, AfterKeys: jsonText([]string{round.Key}), OnFailure: OnFailureAbsorb,
+		Lifetime: round.Lifetime, Wake: round.Wake, Detached: false, Visibility: VisibilityCollapsed,
+		LineageRoot: key, ToolCallID: &pairingKey, CreatedAt: now,
+	}
+	res, err := ts.ResolveCall(call.Name, json.RawMessage("{}"))
+	if err != nil {
+		return err
+	}
+	v := CheckCall(call.Name, call.Arguments, res.Declared, truncated)
+	if v.Error != nil {
+		row.ToolName = &v.ToolName
+		return e.bornFailed(ctx, tx, row, *v.Error, now)
+	}
+	res, err = ts.ResolveCall(call.Name, v.Input)
+	if err != nil {
+		return err
+	}
+	row.ToolName = &res.ToolName
+	if res.Alias != "" {
+		row.ToolAlias = &res.Alias
+	}
+	in := string(res.Input)
+	row.ToolInput = &in
+	if res.Route != nil {
+		row.Route = jsonText(Route{Kind: "runner", RunnerExecutorPublicID: res.Route.RunnerExecutorPublicID, ToolName: res.ToolName})
+	}
+	addr, err := e.address(ctx, tx, run, res)
+	if err != nil {
+		return err
+	}
+	if addr.Failure != nil {
+		return e.bornFailed(ctx, tx, row, *addr.Failure, now)
+	}
+	applyAddress(row, addr)
+	row.Status = StatusWaiting
+	return store.InsertTask(ctx, tx, row)
+}
+
+// applyAddress freezes an addressing decision on a row.
+func applyAddress(row *store.Task, a Address) {
+	if a.Role != "" {
+		row.AddressedRole = &a.Role
+		if a.Executor != "" {
+			row.AddressedExecutorPublicID = &a.Executor
+		}
+	}
+	if a.Target != nil {
+		row.Target = jsonText(a.Target)
+	}
+	row.EffectProfile = jsonText(storedProfile{a.Profile, a.TimeoutMS})
+	if row.TimeoutMS == nil {
+		t := ToolParkDefault.Milliseconds()
+		if a.TimeoutMS > 0 {
+			t = a.TimeoutMS
+		}
+		row.TimeoutMS = &t
+	}
+	if a.Scope != nil {
+		s := string(a.Scope)
+		row.Scope = &s
+	}
+}
+
+// bornFailed writes a row that is settled at birth: it skips the approval stage and is never
+// dispatched, but it is authored, so the continuation hears why.
+func (e *Engine) bornFailed(ctx context.Context, tx *store.Tx, row *store.Task, te TaskError, now int64) error {
+	seq, err := store.NextSettleSeq(ctx, tx, row.RunID)
+	if err != nil {
+		return err
+	}
+	row.Status = StatusFailed
+	row.ErrorKey = &te.Key
+	row.ErrorDetail = nullable(te.Detail)
+	row.Output = ptr("")
+	row.CompletedAt = &now
+	row.SettleSeq = &seq
+	return store.InsertTask(ctx, tx, row)
+}

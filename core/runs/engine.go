@@ -1,0 +1,230 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/lib/pq"
+
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/memory"
+)
+
+// Config is the kernel block of the server settings (runs.md §4.4).
+type Config struct {
+	// Workers is the kernel worker pool of this instance; 0 means DefaultWorkers.
+	Workers int
+	// ModelTimeout is a claimed model task's deadline; 0 means DefaultModelTimeout.
+	ModelTimeout time.Duration
+	// SweepInterval is the sweeper's period; 0 means DefaultSweepInterval.
+	SweepInterval time.Duration
+	// Poll is the workers' fallback poll; 0 means WorkerPoll. Tests shorten nothing here.
+	Poll time.Duration
+}
+
+// MemoryOverrides answers the memory override rule at birth (memory.md §8.2): the workspace's
+// overriding provider, if any, and the run's resolved bindings for the pre-dispatch checks. The
+// override door and the kernel memory store fill it; nil means no workspace overrides memory.
+type MemoryOverrides interface {
+	Override(ctx context.Context, q store.Querier, workspaceID int64) (executorPublicID string, ok bool, err error)
+	Scopes(ctx context.Context, q store.Querier, run *store.Run) ([]memory.Scope, error)
+}
+
+// Options build an Engine. Store, Models and Registry are required.
+type Options struct {
+	Store    *store.Store
+	Models   *model.Catalog
+	Registry *registry.Registry
+	// Declarations reads and freezes tool declarations; nil accepts only steps without tools.
+	Declarations Declarations
+	// Kernel runs kernel tool calls; nil fails every kernel row tool_not_served.
+	Kernel        KernelTools
+	Signal        ExecutorSignal
+	Announcements Announcements
+	Overrides     MemoryOverrides
+	Config        Config
+	// Now is the clock every deadline and the expiry rule read; nil means time.Now.
+	Now func() time.Time
+	Log hclog.Logger
+}
+
+// Engine is the run engine of one server instance.
+type Engine struct {
+	store    *store.Store
+	models   *model.Catalog
+	registry *registry.Registry
+	decls    Declarations
+	kernel   KernelTools
+	signal   ExecutorSignal
+	ann      Announcements
+	over     MemoryOverrides
+	cfg      Config
+	now      func() time.Time
+	log      hclog.Logger
+	channel  string
+
+	// kick wakes idle workers; its capacity is the pool size so that every signal finds room
+	// without blocking a committing writer.
+	kick chan struct{}
+	// cancels holds the contexts of in-flight evaluations by task id, so a stop can abandon
+	// a provider call promptly.
+	mu      sync.Mutex
+	cancels map[int64]context.CancelFunc
+	stop    func()
+	wg      sync.WaitGroup
+}
+
+// WorkChannel is the base name of the wake-up channel (runs.md §4.10); the store scopes it.
+const WorkChannel = "nexus_work"
+
+// New builds an engine; Start runs its workers and sweeper.
+func New(o Options) (*Engine, error) {
+	if o.Store == nil || o.Models == nil || o.Registry == nil {
+		return nil, errors.New("runs: Options.Store, Models and Registry are required")
+	}
+	if o.Config.Workers <= 0 {
+		o.Config.Workers = DefaultWorkers
+	}
+	if o.Config.ModelTimeout <= 0 {
+		o.Config.ModelTimeout = DefaultModelTimeout
+	}
+	if o.Config.SweepInterval <= 0 {
+		o.Config.SweepInterval = DefaultSweepInterval
+	}
+	if o.Config.Poll <= 0 {
+		o.Config.Poll = WorkerPoll
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
+	}
+	return &Engine{
+		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel,
+		signal: o.Signal, ann: o.Announcements, over: o.Overrides, cfg: o.Config, now: o.Now, log: o.Log,
+		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
+		cancels: map[int64]context.CancelFunc{},
+	}, nil
+}
+
+func (e *Engine) nowMS() int64 { return e.now().UnixMilli() }
+
+// effects collects what a transaction owes the world once it commits: kernel wake-ups,
+// executor signals, evaluations to abandon.
+type effects struct {
+	kernel    bool
+	available []signalRow
+	canceled  []signalRow
+	abandon   []int64
+}
+
+type signalRow struct {
+	run, key, reason string
+	executors        []string
+}
+
+// wakeKernel records that a kernel row became runnable and notifies other instances when the
+// transaction commits (PostgreSQL delivers NOTIFY only on commit).
+func (e *Engine) wakeKernel(ctx context.Context, tx *store.Tx, fx *effects, runPublicID, key string) error {
+	if fx.kernel {
+		return nil
+	}
+	fx.kernel = true
+	payload, _ := json.Marshal(struct {
+		Kind      string   `json:"kind"`
+		Run       string   `json:"run_public_id"`
+		Key       string   `json:"task_key"`
+		Executors []string `json:"executor_public_ids"`
+	}{"kernel", runPublicID, key, []string{}})
+	return store.Notify(ctx, tx, e.channel, string(payload))
+}
+
+// pgDeadlock is SQLSTATE 40P01: a transaction chosen as a deadlock victim, retried (§4.11).
+const pgDeadlock = "40P01"
+
+// maxTxRetries bounds deadlock retries: a transaction that loses three times in a row is stuck
+// in a pattern retrying will not break.
+const maxTxRetries = 3
+
+// write runs fn in one transaction and, once it commits, delivers its effects.
+func (e *Engine) write(ctx context.Context, fn func(tx *store.Tx, fx *effects) error) error {
+	var fx *effects
+	var err error
+	for attempt := 0; attempt < maxTxRetries; attempt++ {
+		fx = &effects{}
+		err = e.store.Write(ctx, func(tx *store.Tx) error { return fn(tx, fx) })
+		var pe *pq.Error
+		if errors.As(err, &pe) && pe.Code == pgDeadlock {
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return err
+	}
+	e.deliver(fx)
+	return nil
+}
+
+func (e *Engine) deliver(fx *effects) {
+	if fx.kernel {
+		e.Kick()
+	}
+	if e.signal != nil {
+		for _, s := range fx.available {
+			e.signal.WorkAvailable(s.run, s.key, s.executors)
+		}
+		for _, s := range fx.canceled {
+			e.signal.WorkCanceled(s.run, s.key, s.executors, s.reason)
+		}
+	}
+	if len(fx.abandon) > 0 {
+		e.mu.Lock()
+		for _, id := range fx.abandon {
+			if c, ok := e.cancels[id]; ok {
+				c()
+			}
+		}
+		e.mu.Unlock()
+	}
+}
+
+// Kick wakes idle workers of this instance (the in-process notifier).
+func (e *Engine) Kick() {
+	for i := 0; i < cap(e.kick); i++ {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+			return
+		}
+	}
+}
+
+func jsonText(v any) *string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("runs: marshal %T: %v", v, err))
+	}
+	s := string(b)
+	return &s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}
+
+func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }

@@ -1,0 +1,88 @@
+package runs
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nexuskernel/nexus/sdk/announce"
+)
+
+// Expiry is what the expiry rule does to one row whose deadline passed (runs.md §4.6).
+type Expiry struct {
+	// Release is set for a claimed model task: the claim is cleared and the row stays running
+	// for another attempt, unless its attempts are spent (then Status and Error are set).
+	Release bool
+	Status  string
+	Error   TaskError
+}
+
+// ExpiryFacts are the row facts the rule reads.
+type ExpiryFacts struct {
+	Kind       string
+	Status     string
+	Generation int64
+	Attempts   int64
+	// Profile is the frozen effect profile as stored; nil or malformed is not replayable.
+	Profile   []byte
+	TimeoutMS int64
+	// ClaimedAt is the current claim's time, 0 when unclaimed; ClaimedBy names the claimant in
+	// the detail ("kernel" or "executor <id>").
+	ClaimedAt int64
+	ClaimedBy string
+	Deadline  int64
+}
+
+// ApplyExpiry is the expiry rule, and the only one: a tool row never re-queues itself.
+func ApplyExpiry(f ExpiryFacts) Expiry {
+	switch {
+	case f.Status == StatusNeedsApproval:
+		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyApprovalExpired,
+			Detail: fmt.Sprintf("no decision before %s", formatMillis(f.Deadline))}}
+	case f.Kind == KindAwait:
+		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyAwaitTimeout,
+			Detail: fmt.Sprintf("no answer before %s", formatMillis(f.Deadline))}}
+	case f.Kind == KindModel:
+		if f.Attempts >= MaxModelAttempts {
+			return Expiry{Status: StatusFailed, Error: TaskError{Key: KeyAttemptBudgetSpent,
+				Detail: fmt.Sprintf("claimed %d times without settling", f.Attempts)}}
+		}
+		return Expiry{Release: true}
+	}
+	if f.Generation == 0 || f.ClaimedAt == 0 {
+		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyToolTimeout,
+			Detail: fmt.Sprintf("not claimed within %d ms of dispatch", f.TimeoutMS)}}
+	}
+	detail := fmt.Sprintf("no commit within %d ms of the claim at %s by %s", f.TimeoutMS, formatMillis(f.ClaimedAt), f.ClaimedBy)
+	if replayable(f.Profile) {
+		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyToolTimeout, Detail: detail}}
+	}
+	return Expiry{Status: StatusUncertain, Error: TaskError{Key: KeyToolUncertain, Detail: detail + "; the tool may have run"}}
+}
+
+// replayable reads a stored profile (the five keys, perhaps timeout_ms) with the registry's
+// replayable rule; anything unreadable is not replayable.
+func replayable(stored []byte) bool {
+	if len(stored) == 0 {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(stored, &m) != nil {
+		return false
+	}
+	delete(m, "timeout_ms")
+	five, err := json.Marshal(m)
+	if err != nil {
+		return false
+	}
+	p, err := announce.ParseEffectProfile(five)
+	if err != nil {
+		return false
+	}
+	return announce.Replayable(&p)
+}
+
+// timeLayout is the API's timestamp form (runs.md §0.2).
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+func formatMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeLayout) }

@@ -1,0 +1,353 @@
+package runs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/core/refusal"
+)
+
+// Rule is one approval rule (runs.md §7.2).
+type Rule struct {
+	Tool    string  `json:"tool"`
+	Verdict string  `json:"verdict"`
+	Path    *string `json:"path,omitempty"`
+	Match   *string `json:"match,omitempty"`
+	Reason  *string `json:"reason,omitempty"`
+	Origin  *string `json:"origin,omitempty"`
+}
+
+var ruleKeys = map[string]bool{"tool": true, "verdict": true, "path": true, "match": true, "reason": true, "origin": true}
+
+// ParseRules validates an approval rule list (runs.md §7.2) and returns it with its canonical
+// stored form. A refusal is 422 invalid_approval_rules with path under prefix
+// (e.g. "run.approval_rules"). Absent (nil raw or JSON null) is the empty list.
+func ParseRules(raw json.RawMessage, prefix string) ([]Rule, []byte, error) {
+	bad := func(path, format string, args ...any) error {
+		return refusal.Newf(refusal.Unprocessable, CodeInvalidApprovalRules, format, args...).With("path", path)
+	}
+	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil, []byte("[]"), nil
+	}
+	canon, err := canonjson.Canonicalize(raw)
+	if err != nil {
+		return nil, nil, bad(prefix, "%s must be an array of rules.", prefix)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, nil, bad(prefix, "%s must be an array of rules.", prefix)
+	}
+	if len(items) > MaxApprovalRules {
+		return nil, nil, bad(prefix, "%s holds %d rules; at most %d are allowed.", prefix, len(items), MaxApprovalRules)
+	}
+	if len(canon) > MaxApprovalRulesBytes {
+		return nil, nil, bad(prefix, "%s is %d bytes; the bound is %d.", prefix, len(canon), MaxApprovalRulesBytes)
+	}
+	rules := make([]Rule, 0, len(items))
+	for i, it := range items {
+		at := fmt.Sprintf("%s[%d]", prefix, i)
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(it, &obj); err != nil || obj == nil {
+			return nil, nil, bad(at, "%s must be an object.", at)
+		}
+		for _, k := range sortedKeys(obj) {
+			if !ruleKeys[k] {
+				return nil, nil, bad(at+"."+k, "%s.%s is not a rule key.", at, k)
+			}
+		}
+		str := func(k string, required bool) (*string, error) {
+			v, ok := obj[k]
+			if !ok {
+				if required {
+					return nil, bad(at+"."+k, "%s.%s is required.", at, k)
+				}
+				return nil, nil
+			}
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return nil, bad(at+"."+k, "%s.%s must be a string.", at, k)
+			}
+			return &s, nil
+		}
+		var r Rule
+		tool, err := str("tool", true)
+		if err != nil {
+			return nil, nil, err
+		}
+		if *tool == "" {
+			return nil, nil, bad(at+".tool", "%s.tool must not be empty.", at)
+		}
+		r.Tool = *tool
+		verdict, err := str("verdict", true)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch *verdict {
+		case VerdictAllow, VerdictAsk, VerdictDeny:
+		default:
+			return nil, nil, bad(at+".verdict", "%s.verdict must be allow, ask or deny.", at)
+		}
+		r.Verdict = *verdict
+		if r.Path, err = str("path", false); err != nil {
+			return nil, nil, err
+		}
+		if r.Match, err = str("match", false); err != nil {
+			return nil, nil, err
+		}
+		if r.Reason, err = str("reason", false); err != nil {
+			return nil, nil, err
+		}
+		if r.Origin, err = str("origin", false); err != nil {
+			return nil, nil, err
+		}
+		if r.Origin != nil {
+			switch *r.Origin {
+			case OriginModel, OriginAuthor, OriginKernel:
+			default:
+				return nil, nil, bad(at+".origin", "%s.origin must be model, author or kernel.", at)
+			}
+		}
+		if r.Match != nil && r.Path == nil {
+			return nil, nil, bad(at+".match", "%s.match needs a path.", at)
+		}
+		rules = append(rules, r)
+	}
+	stored, err := json.Marshal(rules)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rules, stored, nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// Decision is the gate's verdict on one tool row.
+type Decision struct {
+	// Outcome is "granted", "held" or "denied".
+	Outcome string
+	// Origin is approval.origin: mode, rule, author or kernel.
+	Origin string
+	// Detail is error.detail on a denial; "" for none.
+	Detail string
+}
+
+// Gate outcomes.
+const (
+	Granted = "granted"
+	Held    = "held"
+	Denied  = "denied"
+)
+
+// Evaluate is the approval gate (runs.md §7.3): every rule whose origin equals the row's origin
+// and whose tool, path and match match is collected; deny beats ask beats allow; the mode and
+// the row's origin decide the rest.
+func Evaluate(mode string, rules []Rule, origin, toolName string, input json.RawMessage) Decision {
+	var deny, ask, allow *Rule
+	for i := range rules {
+		r := &rules[i]
+		ro := OriginModel
+		if r.Origin != nil {
+			ro = *r.Origin
+		}
+		if ro != origin || !matchRule(r, toolName, input) {
+			continue
+		}
+		switch r.Verdict {
+		case VerdictDeny:
+			if deny == nil {
+				deny = r
+			}
+		case VerdictAsk:
+			if ask == nil {
+				ask = r
+			}
+		case VerdictAllow:
+			if allow == nil {
+				allow = r
+			}
+		}
+	}
+	switch {
+	case deny != nil:
+		d := Decision{Outcome: Denied, Origin: ApprovalOriginRule}
+		if deny.Reason != nil {
+			d.Detail = CutUTF8(*deny.Reason, MaxReasonBytes)
+		}
+		return d
+	case ask != nil:
+		if origin == OriginModel && mode == ModeBypass {
+			return Decision{Outcome: Granted, Origin: ApprovalOriginMode}
+		}
+		return Decision{Outcome: Held}
+	case allow != nil:
+		if origin == OriginModel && mode == ModeBypass {
+			return Decision{Outcome: Granted, Origin: ApprovalOriginMode}
+		}
+		return Decision{Outcome: Granted, Origin: ApprovalOriginRule}
+	}
+	switch origin {
+	case OriginAuthor:
+		return Decision{Outcome: Granted, Origin: ApprovalOriginAuthor}
+	case OriginKernel:
+		return Decision{Outcome: Granted, Origin: ApprovalOriginKernel}
+	}
+	switch mode {
+	case ModeBypass:
+		return Decision{Outcome: Granted, Origin: ApprovalOriginMode}
+	case ModeRules:
+		return Decision{Outcome: Denied, Origin: ApprovalOriginMode, Detail: "no approval rule allows " + toolName}
+	default:
+		return Decision{Outcome: Held}
+	}
+}
+
+func matchRule(r *Rule, toolName string, input json.RawMessage) bool {
+	ok := false
+	for _, g := range strings.Split(r.Tool, "|") {
+		if Glob(g, toolName) {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return false
+	}
+	if r.Path == nil {
+		return true
+	}
+	v, found := lookupPath(input, *r.Path)
+	if !found {
+		return false
+	}
+	if r.Match == nil {
+		return true
+	}
+	s, ok := matchText(v)
+	return ok && Glob(*r.Match, s)
+}
+
+// lookupPath follows a dotted path into a JSON value; an all-digit segment indexes an array.
+func lookupPath(input json.RawMessage, path string) (json.RawMessage, bool) {
+	cur := input
+	for _, seg := range strings.Split(path, ".") {
+		cur = bytes.TrimSpace(cur)
+		if len(cur) == 0 {
+			return nil, false
+		}
+		switch cur[0] {
+		case '{':
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(cur, &obj) != nil {
+				return nil, false
+			}
+			v, ok := obj[seg]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case '[':
+			if seg == "" || strings.Trim(seg, "0123456789") != "" {
+				return nil, false
+			}
+			n, err := strconv.Atoi(seg)
+			if err != nil {
+				return nil, false
+			}
+			var arr []json.RawMessage
+			if json.Unmarshal(cur, &arr) != nil || n >= len(arr) {
+				return nil, false
+			}
+			cur = arr[n]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// matchText is the text a match glob sees: a string as is; an array of scalars joined with
+// single spaces (numbers canonical, booleans and null spelled); anything else never matches.
+func matchText(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "", false
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		return s, json.Unmarshal(v, &s) == nil
+	case '[':
+		var arr []json.RawMessage
+		if json.Unmarshal(v, &arr) != nil {
+			return "", false
+		}
+		parts := make([]string, 0, len(arr))
+		for _, it := range arr {
+			it = bytes.TrimSpace(it)
+			if len(it) == 0 {
+				return "", false
+			}
+			switch it[0] {
+			case '"':
+				var s string
+				if json.Unmarshal(it, &s) != nil {
+					return "", false
+				}
+				parts = append(parts, s)
+			case '{', '[':
+				return "", false
+			default:
+				c, err := canonjson.Canonicalize(it)
+				if err != nil {
+					return "", false
+				}
+				parts = append(parts, string(c))
+			}
+		}
+		return strings.Join(parts, " "), true
+	}
+	return "", false
+}
+
+// Glob matches a whole value against an anchored glob: "*" any run of characters (none
+// included), "?" exactly one character, everything else itself.
+func Glob(pattern, value string) bool {
+	p, v := []rune(pattern), []rune(value)
+	pi, vi := 0, 0
+	star, mark := -1, 0
+	for vi < len(v) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == v[vi]) && p[pi] != '*':
+			pi++
+			vi++
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, vi
+			pi++
+		case star >= 0:
+			pi = star + 1
+			mark++
+			vi = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}

@@ -1,0 +1,71 @@
+package runs
+
+import "time"
+
+// Limits of runs.md §8.7. Each is a contract number; the comment says why it has that value.
+const (
+	// MaxSteps bounds one create or append envelope: enough for any hand-written plan, small
+	// enough that one envelope's acceptance is one short transaction.
+	MaxSteps = 64
+	// MaxTaskKeyLen is the key grammar's bound; it keeps branch keys (C-r<n>t<i>) short.
+	MaxTaskKeyLen = 64
+	// MaxToolNameLen and MaxCallIDLen bound a called name and a provider call id: providers
+	// themselves cap names at 64-128 characters, and a longer one is garbage, not a tool.
+	MaxToolNameLen = 128
+	MaxCallIDLen   = 128
+	// MaxToolInputBytes bounds a call's arguments (canonical JSON): the same 64 KiB a memory
+	// document or a metadata object may hold, far above any real tool input.
+	MaxToolInputBytes = 65536
+	// MaxCallsPerAnswer and MaxRoundsPerLineage stop a runaway model: 256 parallel calls or 256
+	// rounds is beyond any useful answer and bounds the rows one lineage can create.
+	MaxCallsPerAnswer   = 256
+	MaxRoundsPerLineage = 256
+	// MaxAttachments bounds a message's or step's input uploads.
+	MaxAttachments = 32
+	// MaxQueuedTurns bounds a conversation's input queue (the 17th is refused).
+	MaxQueuedTurns = 16
+	// MaxModelAttempts is how many claims a model task gets before it fails
+	// attempt_budget_spent: a request that crashed a worker three times will crash the next.
+	MaxModelAttempts = 3
+	// MaxApprovalRules and MaxApprovalRulesBytes bound a rule list: rules are matched on every
+	// tool row's readiness, so the list must stay small.
+	MaxApprovalRules      = 256
+	MaxApprovalRulesBytes = 65536
+	// MaxReasonBytes bounds a denial reason or a rule's reason copied into error.detail.
+	MaxReasonBytes = 256
+	// PromptExcerptChars and CallInputExcerptBytes bound a <task_result> head: enough to
+	// recognise the work, small enough to repeat in every later round.
+	PromptExcerptChars    = 80
+	CallInputExcerptBytes = 200
+	// MaxAttentionKeys bounds the task keys one attention reason lists.
+	MaxAttentionKeys = 32
+	// ArgumentsDetailBytes bounds an invalid_tool_arguments detail: the parser's complaint, not
+	// the arguments themselves.
+	ArgumentsDetailBytes = 200
+	// IdempotencyKeyMaxBytes bounds an Idempotency-Key: a UUID fits.
+	IdempotencyKeyMaxBytes = 36
+	// SweepBatch is how many expired rows one sweeper pass claims: a pass stays short, and the
+	// next one follows at the sweep interval.
+	SweepBatch = 100
+)
+
+// Durations of runs.md §4.5 and §4.10.
+const (
+	// ToolParkDefault is an executor or kernel tool row's clock when nothing else sets one.
+	ToolParkDefault = 10 * time.Minute
+	// ToolParkMax is the authored maximum of timeout_ms: a week covers any human-paced runner.
+	ToolParkMax = 7 * 24 * time.Hour
+	// ApprovalHold is a held row's clock: a working day for a person to decide.
+	ApprovalHold = 24 * time.Hour
+	// IdempotencyTTL is how long a key is remembered.
+	IdempotencyTTL = 24 * time.Hour
+	// DefaultModelTimeout is kernel.model_timeout's default: a claimed model task's deadline.
+	DefaultModelTimeout = 10 * time.Minute
+	// DefaultSweepInterval is kernel.sweep_interval's default.
+	DefaultSweepInterval = time.Second
+	// WorkerPoll is how often an idle worker looks for work without a wake-up: wake-ups are
+	// hints, and a lost one costs at most this much latency.
+	WorkerPoll = 2 * time.Second
+	// DefaultWorkers is kernel.workers' default.
+	DefaultWorkers = 8
+)

@@ -1,0 +1,346 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/envelope"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// kernelRunnable is the kernel's runnable predicate (runs.md §4.1): a model task, or a tool
+// task without an addressee, that is running, unclaimed, not lowered, not past a deadline it
+// has, in a running run.
+const kernelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+ AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
+ AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
+
+// claimedByKernel is the stored claimant of a kernel claim.
+const claimedByKernel = `{"kernel":true}`
+
+// ClaimKernel claims one runnable kernel row with the shared claim primitive, or none.
+func (e *Engine) ClaimKernel(ctx context.Context) (*store.Claimed, error) {
+	var got []store.Claimed
+	now := e.nowMS()
+	err := e.store.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		got, err = store.Claim(ctx, tx, store.ClaimSpec{
+			Predicate: kernelRunnable, Args: []any{false, now}, Limit: 1, Now: now,
+			DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel,
+		})
+		if err != nil || len(got) == 0 {
+			return err
+		}
+		if got[0].Kind == KindModel {
+			_, err = tx.Exec(ctx, `UPDATE tasks SET attempts = attempts + 1 WHERE id = ?`, got[0].ID)
+		}
+		return err
+	})
+	if err != nil || len(got) == 0 {
+		return nil, err
+	}
+	return &got[0], nil
+}
+
+// Start runs the kernel workers, the sweeper and the wake-up subscription until ctx ends or
+// Stop is called.
+func (e *Engine) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	stopSub, err := e.store.Subscribe(ctx, e.channel, wakeHandler{e})
+	if err != nil {
+		cancel()
+		return err
+	}
+	e.stop = func() {
+		cancel()
+		stopSub()
+	}
+	for i := 0; i < e.cfg.Workers; i++ {
+		e.wg.Add(1)
+		go e.worker(ctx)
+	}
+	e.wg.Add(1)
+	go e.sweeper(ctx)
+	return nil
+}
+
+// Stop ends the workers and the sweeper and waits for them; in-flight evaluations are
+// abandoned and their rows settle by the expiry rule or a later attempt.
+func (e *Engine) Stop() {
+	if e.stop != nil {
+		e.stop()
+	}
+	e.wg.Wait()
+}
+
+type wakeHandler struct{ e *Engine }
+
+func (h wakeHandler) Notified(payload string) {
+	var p struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" {
+		h.e.Kick()
+	}
+}
+
+// Live and Lost: notifications may have been missed, so look for work at once.
+func (h wakeHandler) Live() { h.e.Kick() }
+func (h wakeHandler) Lost() {}
+
+func (e *Engine) worker(ctx context.Context) {
+	defer e.wg.Done()
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for {
+		c, err := e.ClaimKernel(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("kernel claim", "error", err)
+		}
+		if c != nil {
+			if err := e.Evaluate(ctx, c); err != nil && ctx.Err() == nil && !errors.Is(err, errLostClaim) {
+				e.log.Error("kernel evaluation", "task_id", c.ID, "key", c.Key, "error", err)
+			}
+			continue
+		}
+		if !poll.Stop() {
+			select {
+			case <-poll.C:
+			default:
+			}
+		}
+		poll.Reset(e.cfg.Poll)
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.kick:
+		case <-poll.C:
+		}
+	}
+}
+
+// Evaluate runs one claimed kernel row: a model round or a kernel tool.
+func (e *Engine) Evaluate(ctx context.Context, c *store.Claimed) error {
+	if c.Kind == KindModel {
+		return e.evaluateModel(ctx, c)
+	}
+	return e.evaluateTool(ctx, c)
+}
+
+// evaluateTool runs a kernel tool row and settles it under its claim.
+func (e *Engine) evaluateTool(ctx context.Context, c *store.Claimed) error {
+	q := e.store.Reader()
+	t, err := store.TaskByID(ctx, q, c.ID)
+	if err != nil {
+		return err
+	}
+	run, err := store.RunByID(ctx, q, t.RunID)
+	if err != nil {
+		return err
+	}
+	name := deref(t.ToolName)
+	entry, ok := e.registry.Resolve(name)
+	var out *KernelOutcome
+	switch {
+	case !ok:
+		out = &KernelOutcome{Failure: &TaskError{Key: KeyToolNotServed, Detail: name + " is not a kernel tool"}}
+	case e.kernel == nil:
+		out = &KernelOutcome{Failure: &TaskError{Key: KeyToolNotServed, Detail: "the kernel has no handler for " + name + " in this server"}}
+	default:
+		call := &KernelCall{
+			RunID: run.ID, RunPublicID: run.PublicID, WorkspaceID: run.WorkspaceID, WorkspacePublicID: run.WorkspacePublicID,
+			ConversationPublicID: deref(run.ConversationPublicID), MemoryPrincipal: memoryPrincipal(run),
+			MemoryContext: json.RawMessage(run.MemoryContext), TaskKey: t.Key, ToolName: entry.Wire,
+			Canonical: entry.Canonical, Input: json.RawMessage(deref(t.ToolInput)), Attempt: c.Generation,
+		}
+		callCtx, cancel := context.WithDeadline(ctx, timeOf(c.DeadlineAt))
+		e.mu.Lock()
+		e.cancels[c.ID] = cancel
+		e.mu.Unlock()
+		out, err = e.kernel.Run(callCtx, call)
+		e.mu.Lock()
+		delete(e.cancels, c.ID)
+		e.mu.Unlock()
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil || callCtx.Err() != nil {
+				return nil // settled by the expiry rule or already settled
+			}
+			return fmt.Errorf("runs: kernel tool %s: %w", name, err)
+		}
+	}
+	return e.settleKernel(ctx, c, out)
+}
+
+// memoryPrincipal is the run's memory principal (memory.md §2.1): the answering agent of a
+// conversation-hosted run, else the creator.
+func memoryPrincipal(run *store.Run) Member {
+	if run.ConversationID != nil && run.AnsweringAgentPublicID != nil {
+		return Member{Kind: "agent", PublicID: *run.AnsweringAgentPublicID}
+	}
+	return Member{Kind: run.CreatedByKind, PublicID: run.CreatedByPublicID}
+}
+
+// settleKernel settles a kernel tool row with its outcome, a trusted settle under the run's
+// lock and the claim: a row that was settled meanwhile (stop, cancel, expiry) is left alone,
+// and a row whose deadline passed settles by the expiry rule instead (kernel-tools.md §4.1).
+func (e *Engine) settleKernel(ctx context.Context, c *store.Claimed, out *KernelOutcome) error {
+	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		run, err := store.LockRun(ctx, tx, c.RunID)
+		if err != nil {
+			return err
+		}
+		t, err := store.TaskByID(ctx, tx, c.ID)
+		if err != nil {
+			return err
+		}
+		if t.Status != StatusRunning || t.ClaimGeneration != c.Generation || Terminal(run.Status) {
+			return nil
+		}
+		now := e.nowMS()
+		if t.DeadlineAt != nil && now >= *t.DeadlineAt {
+			return e.expire(ctx, tx, fx, run, t, now)
+		}
+		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
+		if err != nil {
+			return err
+		}
+		var set []store.Assign
+		if out.Failure != nil {
+			set = []store.Assign{{Col: "status", Val: StatusFailed}, {Col: "error_key", Val: out.Failure.Key},
+				{Col: "error_detail", Val: nullable(out.Failure.Detail)}, {Col: "output", Val: ""}}
+		} else {
+			r := out.Result
+			if r == nil {
+				r = &KernelResult{}
+			}
+			set = []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: r.IsError}}
+			set = append(set, resultColumns(r.Content, r.StructuredContent, r.Title, nil)...)
+		}
+		set = append(set, store.Assign{Col: "completed_at", Val: now}, store.Assign{Col: "settle_seq", Val: seq})
+		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
+		if err != nil || !ok {
+			return err
+		}
+		return e.advance(ctx, tx, fx, run)
+	})
+}
+
+// resultColumns stores a plain-string result: the identity case of the envelope (one text
+// block), no body at all when blank, the structured value, title and metadata as given.
+func resultColumns(content string, structured json.RawMessage, title string, metadata json.RawMessage) []store.Assign {
+	set := []store.Assign{{Col: "output", Val: ""}, {Col: "content", Val: nil}}
+	if content != "" {
+		blocks := []envelope.Block{envelope.TextBlock(content)}
+		if out := envelope.Output(blocks, nil); out != "" {
+			set = []store.Assign{{Col: "output", Val: out}, {Col: "content", Val: *jsonText(blocks)}}
+		}
+	}
+	if structured != nil {
+		set = append(set, store.Assign{Col: "structured_content", Val: string(structured)})
+	}
+	if title != "" {
+		set = append(set, store.Assign{Col: "title", Val: title})
+	}
+	if metadata != nil {
+		set = append(set, store.Assign{Col: "metadata", Val: string(metadata)})
+	}
+	return set
+}
+
+// sweeper applies the expiry rule to rows whose deadline passed and forgets old idempotency
+// keys (runs.md §4.8).
+func (e *Engine) sweeper(ctx context.Context) {
+	defer e.wg.Done()
+	tick := time.NewTicker(e.cfg.SweepInterval)
+	defer tick.Stop()
+	for {
+		if _, err := e.Sweep(ctx); err != nil && ctx.Err() == nil {
+			e.log.Error("sweep", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Sweep runs one sweeper pass and reports how many rows it settled or released.
+func (e *Engine) Sweep(ctx context.Context) (int, error) {
+	now := e.nowMS()
+	if _, err := store.ForgetIdempotency(ctx, e.store.Reader(), now-IdempotencyTTL.Milliseconds()); err != nil {
+		return 0, err
+	}
+	var due []store.Task
+	err := e.store.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		due, err = store.DueTasks(ctx, tx, now, SweepBatch)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range due {
+		err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+			run, err := store.LockRun(ctx, tx, d.RunID)
+			if err != nil {
+				return err
+			}
+			t, err := store.LockTask(ctx, tx, d.ID)
+			if err != nil {
+				return err
+			}
+			if t.DeadlineAt == nil || *t.DeadlineAt > now || !live(t.Status) {
+				return nil
+			}
+			n++
+			return e.expire(ctx, tx, fx, run, t, now)
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// expire applies the expiry rule to one row under the run's lock, then readiness.
+func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+	by := "kernel"
+	if t.ClaimedBy != nil {
+		var cb struct {
+			Executor string `json:"executor_public_id"`
+		}
+		if json.Unmarshal([]byte(*t.ClaimedBy), &cb) == nil && cb.Executor != "" {
+			by = "executor " + cb.Executor
+		}
+	}
+	x := ApplyExpiry(ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration, Attempts: t.Attempts,
+		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
+		ClaimedBy: by, Deadline: deref(t.DeadlineAt)})
+	if x.Release {
+		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "claimed_at", Val: nil},
+			store.Assign{Col: "claim_token_hash", Val: nil}, store.Assign{Col: "claimed_by", Val: nil},
+			store.Assign{Col: "deadline_at", Val: nil}); err != nil {
+			return err
+		}
+		fx.abandon = append(fx.abandon, t.ID)
+		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
+	}
+	if t.AddressedRole != nil && t.ClaimedAt != nil {
+		var ids []string
+		if t.AddressedExecutorPublicID != nil {
+			ids = []string{*t.AddressedExecutorPublicID}
+		}
+		fx.canceled = append(fx.canceled, signalRow{run: run.PublicID, key: t.Key, executors: ids, reason: "expired"})
+	}
+	fx.abandon = append(fx.abandon, t.ID)
+	if err := e.settleRow(ctx, tx, run, t, x.Status, x.Error, now); err != nil {
+		return err
+	}
+	return e.advance(ctx, tx, fx, run)
+}

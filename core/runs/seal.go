@@ -1,0 +1,236 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// sealed is a round's request as assembled: the stored pieces and what the provider receives.
+type sealed struct {
+	parts        store.SealedParts
+	entries      []model.Entry
+	tools        []model.ToolSchema
+	delivered    []int64 // task ids whose results this request carries for the first time
+	historyCount int64
+}
+
+// answerCall is one call of a stored answer: the provider's id, name and raw arguments as
+// produced (the assistant entry replays them verbatim), the pairing key and the task.
+type answerCall struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Arguments  string `json:"arguments"`
+	ToolCallID string `json:"tool_call_id"`
+	TaskKey    string `json:"task_key"`
+}
+
+// encodeEntry is an entry's stored bytes: the compact JSON of runs.md §5.1, keys in the order
+// shown there, never re-sorted.
+func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
+
+// assemble builds the sealed request of a model round (runs.md §5.2): system, the opening user
+// entry with the results it reads, then for a continuation the previous round's request
+// followed by its answer and results. A continuation's request is its predecessor's plus the
+// new entries, byte for byte, so the stored entries are shared.
+func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*sealed, error) {
+	s := &sealed{}
+	for _, raw := range ts.Offered() {
+		var sc model.ToolSchema
+		if err := json.Unmarshal(raw, &sc); err != nil {
+			return nil, fmt.Errorf("runs: offered tool: %w", err)
+		}
+		s.tools = append(s.tools, sc)
+	}
+	var entryBytes [][]byte
+	add := func(en model.Entry) error {
+		b, err := encodeEntry(en)
+		if err != nil {
+			return err
+		}
+		s.entries = append(s.entries, en)
+		entryBytes = append(entryBytes, b)
+		return nil
+	}
+	if t.Key == t.LineageRoot {
+		if t.Instructions != nil && *t.Instructions != "" {
+			if err := add(model.Entry{Role: model.RoleSystem, Content: []model.Part{{Type: model.PartText, Text: *t.Instructions}}}); err != nil {
+				return nil, err
+			}
+		}
+		var results []string
+		if t.Results != nil {
+			_ = json.Unmarshal([]byte(*t.Results), &results)
+		}
+		for _, k := range results {
+			text, id, err := e.resultDelivery(ctx, q, run, k)
+			if err != nil {
+				return nil, err
+			}
+			if id != 0 {
+				s.delivered = append(s.delivered, id)
+			}
+			if err := add(model.Entry{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: text}}}); err != nil {
+				return nil, err
+			}
+		}
+		var parts []model.Part
+		if block := ts.SkillsBlock(); block != "" {
+			parts = append(parts, model.Part{Type: model.PartText, Text: block})
+		}
+		parts = append(parts, model.Part{Type: model.PartText, Text: deref(t.Prompt)})
+		if err := add(model.Entry{Role: model.RoleUser, Content: parts}); err != nil {
+			return nil, err
+		}
+	} else {
+		prev, err := store.LineageRound(ctx, q, run.ID, t.LineageRoot, t.RoundNumber-1)
+		if err != nil {
+			return nil, fmt.Errorf("runs: round %s: previous round: %w", t.Key, err)
+		}
+		if prev.SealedRequestID == nil {
+			return nil, fmt.Errorf("runs: round %s: previous round %s was never sealed", t.Key, prev.Key)
+		}
+		parts, err := store.SealedRequest(ctx, q, *prev.SealedRequestID)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range parts.Entries {
+			var en model.Entry
+			if err := json.Unmarshal(b, &en); err != nil {
+				return nil, fmt.Errorf("runs: stored entry: %w", err)
+			}
+			s.entries = append(s.entries, en)
+			entryBytes = append(entryBytes, b)
+		}
+		var calls []answerCall
+		_ = json.Unmarshal([]byte(deref(prev.AnswerCalls)), &calls)
+		asst := model.Entry{Role: model.RoleAssistant, Content: []model.Part{}}
+		if txt := deref(prev.Output); txt != "" {
+			asst.Content = []model.Part{{Type: model.PartText, Text: txt}}
+		}
+		for _, c := range calls {
+			asst.ToolCalls = append(asst.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		if err := add(asst); err != nil {
+			return nil, err
+		}
+		keys := make([]string, len(calls))
+		for i, c := range calls {
+			keys[i] = c.TaskKey
+		}
+		rows, err := store.TasksByKeys(ctx, q, run.ID, keys)
+		if err != nil {
+			return nil, err
+		}
+		byKey := map[string]*store.Task{}
+		for i := range rows {
+			byKey[rows[i].Key] = &rows[i]
+		}
+		for _, c := range calls {
+			row := byKey[c.TaskKey]
+			if row == nil {
+				return nil, fmt.Errorf("runs: round %s: call row %s missing", t.Key, c.TaskKey)
+			}
+			text, isErr := pairedText(row)
+			en := model.Entry{Role: model.RoleTool, ToolCallID: c.ID, Name: c.Name, IsError: isErr, Content: []model.Part{}}
+			if text != "" {
+				en.Content = []model.Part{{Type: model.PartText, Text: text}}
+			}
+			if err := add(en); err != nil {
+				return nil, err
+			}
+			if row.ResultDeliveredAt == nil {
+				s.delivered = append(s.delivered, row.ID)
+			}
+		}
+	}
+	s.parts = store.SealedParts{Entries: entryBytes}
+	return s, nil
+}
+
+// pairedText is the text a call's tool entry carries and its error flag (runs.md §5.3).
+func pairedText(t *store.Task) (string, bool) {
+	if t.Status == StatusCompleted {
+		return deref(t.Output), deref(t.IsError)
+	}
+	return ToolUseError(deref(t.ErrorKey), deref(t.ErrorDetail)), true
+}
+
+// resultDelivery renders the <task_result> a step reads for key, and the id of the row whose
+// result it delivers (0 when already delivered). A model source is read as its lineage: its
+// final round's status and body under its opening prompt.
+func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store.Run, key string) (string, int64, error) {
+	src, err := store.TaskByKey(ctx, q, run.ID, key)
+	if err != nil {
+		return "", 0, fmt.Errorf("runs: result %s: %w", key, err)
+	}
+	tr := TaskResult{Key: key}
+	final := src
+	if src.Kind == KindModel {
+		tr.ModelSource = true
+		root, err := store.TaskByKey(ctx, q, run.ID, src.LineageRoot)
+		if err != nil {
+			return "", 0, err
+		}
+		tr.ModelPrompt = deref(root.Prompt)
+		last, err := store.LastLineageRound(ctx, q, run.ID, src.LineageRoot)
+		if err != nil {
+			return "", 0, err
+		}
+		final = last
+	} else {
+		tr.ToolName = deref(src.ToolName)
+		if src.ToolAlias != nil {
+			tr.ToolName = *src.ToolAlias
+		}
+		if src.ToolInput != nil {
+			c, err := canonjson.Canonicalize([]byte(*src.ToolInput))
+			if err == nil {
+				tr.ToolInput = c
+			}
+		}
+	}
+	tr.Status = final.Status
+	tr.IsError = deref(final.IsError)
+	tr.Output = deref(final.Output)
+	if final.ErrorKey != nil {
+		tr.Error = &TaskError{Key: *final.ErrorKey, Detail: deref(final.ErrorDetail)}
+	}
+	var id int64
+	if final.ResultDeliveredAt == nil {
+		id = final.ID
+	}
+	return tr.Render(), id, nil
+}
+
+// sealAt writes the envelope around the entries: {"request":{"model","sealed_at","entries":[
+// …],"request_options":{"tools","tool_choice"?,"max_output_tokens"}}}.
+func (s *sealed) seal(ref string, sealedAt int64, tools []json.RawMessage, maxOutput int64) {
+	var pre strings.Builder
+	pre.WriteString(`{"request":{"model":`)
+	pre.Write(canonjson.AppendString(nil, ref))
+	pre.WriteString(`,"sealed_at":`)
+	pre.Write(canonjson.AppendString(nil, formatMillis(sealedAt)))
+	pre.WriteString(`,"entries":[`)
+	var suf strings.Builder
+	suf.WriteString(`],"request_options":{"tools":[`)
+	for i, t := range tools {
+		if i > 0 {
+			suf.WriteByte(',')
+		}
+		suf.Write(t)
+	}
+	suf.WriteString(`]`)
+	if len(tools) > 0 {
+		suf.WriteString(`,"tool_choice":"auto"`)
+	}
+	suf.WriteString(`,"max_output_tokens":` + strconv.FormatInt(maxOutput, 10) + `}}}`)
+	s.parts.Prefix = []byte(pre.String())
+	s.parts.Suffix = []byte(suf.String())
+}

@@ -1,0 +1,105 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/announce"
+)
+
+// KernelTools runs kernel tool calls in-process. core/kernel implements it (one handler per
+// family behind a dispatch table) and core/server wires it in; the engine defines the interface
+// so that it never imports the code that does the work (core/kernel imports core/runs to read
+// conversations and, later, to place child rows).
+//
+// One method serves every tool. A tool that settles its call directly returns its result; the
+// tools that place rows (delegate_task, wait, ask, spawn, tool_call) will return a Placement in
+// their outcome, which the engine writes in the settling transaction while the call row stays
+// running with awaiting_child set (runs.md §3.7). Adding them extends KernelOutcome; it does not
+// reshape this interface.
+type KernelTools interface {
+	Run(ctx context.Context, call *KernelCall) (*KernelOutcome, error)
+}
+
+// KernelCall is one claimed kernel tool row, with the run facts a handler reads.
+type KernelCall struct {
+	RunID                int64
+	RunPublicID          string
+	WorkspaceID          int64
+	WorkspacePublicID    string
+	ConversationPublicID string // "" on a standalone run
+	// MemoryPrincipal is the run's memory principal (memory.md §2.1): {kind, public_id}.
+	MemoryPrincipal Member
+	// MemoryContext is the run's frozen memory configuration, as stored (memory.md §2.2).
+	MemoryContext json.RawMessage
+	TaskKey       string
+	// ToolName is the kernel wire name; Canonical its canonical name.
+	ToolName  string
+	Canonical string
+	// Input is the row's tool_input (a JSON object, after alias mapping).
+	Input json.RawMessage
+	// Attempt is the claim generation: 2 or more means the row was claimed before (a replay).
+	Attempt int64
+}
+
+// KernelOutcome is how a kernel call settles. Exactly one of Result and Failure is set.
+type KernelOutcome struct {
+	// Result settles the row completed with this envelope (kernel-tools.md §4.2).
+	Result *KernelResult
+	// Failure settles the row failed with this error (the task failures kernel-tools.md §4.3
+	// assigns to the kernel: an overridden memory row refused before dispatch, a tool the
+	// kernel has no handler for).
+	Failure *TaskError
+}
+
+// KernelResult is a kernel tool's result envelope: plain string content, optional structured
+// content, the error flag and the title.
+type KernelResult struct {
+	Content           string
+	StructuredContent json.RawMessage
+	IsError           bool
+	Title             string
+}
+
+// TaskError is a task's error: {key, detail?}.
+type TaskError struct {
+	Key    string `json:"key"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Member is a principal reference: {kind, public_id}.
+type Member struct {
+	Kind     string `json:"kind"`
+	PublicID string `json:"public_id,omitempty"`
+}
+
+// ExecutorSignal tells the executor plane that rows addressed to executors changed after a
+// commit: new work (push work_available) or work taken away (push work_canceled). The executor
+// plane implements it; until it exists the engine signals nobody.
+type ExecutorSignal interface {
+	WorkAvailable(runPublicID, taskKey string, executorPublicIDs []string)
+	WorkCanceled(runPublicID, taskKey string, executorPublicIDs []string, reason string)
+}
+
+// Announcements answers addressing's questions about executors (runs.md §3.6): which Runner
+// or tool providers currently announce a served name in a workspace, with their profiles. The
+// executor plane implements it over its announcements table, inside the birth transaction.
+// A nil Announcements means nobody announces anything: every non-kernel name is
+// tool_not_served.
+type Announcements interface {
+	// RunnerTool reports whether the Runner is active in the workspace and announces name,
+	// with its display name and the announced profile (timeout_ms included when given).
+	RunnerTool(ctx context.Context, q store.Querier, workspaceID int64, runnerPublicID, name string) (Served, bool, error)
+	// PoolTool lists the active tool providers serving the workspace that announce name.
+	PoolTool(ctx context.Context, q store.Querier, workspaceID int64, name string) ([]Served, error)
+}
+
+// Served is one executor's announcement of one name.
+type Served struct {
+	ExecutorPublicID string
+	DisplayName      string
+	Profile          announce.EffectProfile
+	// TimeoutMS is the announced timeout_ms, 0 when none.
+	TimeoutMS int64
+}

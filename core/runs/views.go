@@ -1,0 +1,321 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// The document types below are the JSON the read routes serve (runs.md §2.4, §2.5). The engine
+// builds them because their presence rules (absent, null and false kept apart) are this
+// package's contract; the HTTP layer only writes them.
+
+// RunDoc is a run document.
+type RunDoc struct {
+	PublicID                      string          `json:"public_id"`
+	WorkspacePublicID             string          `json:"workspace_public_id"`
+	ConversationPublicID          *string         `json:"conversation_public_id"`
+	Turn                          *TurnRef        `json:"turn"`
+	CreatedBy                     Member          `json:"created_by"`
+	AnsweringAgentPublicID        *string         `json:"answering_agent_public_id"`
+	Status                        string          `json:"status"`
+	ApprovalMode                  string          `json:"approval_mode"`
+	ApprovalRules                 json.RawMessage `json:"approval_rules"`
+	DefaultRunnerExecutorPublicID *string         `json:"default_runner_executor_public_id"`
+	DeliverableTaskKey            string          `json:"deliverable_task_key"`
+	Revision                      int64           `json:"revision"`
+	Attention                     []Attention     `json:"attention,omitempty"`
+	TaskProgress                  map[string]int  `json:"task_progress"`
+	Answer                        *string         `json:"answer"`
+	Stop                          *StopDoc        `json:"stop"`
+	CreatedAt                     string          `json:"created_at"`
+	StartedAt                     *string         `json:"started_at"`
+	CompletedAt                   *string         `json:"completed_at"`
+	Tasks                         []*TaskDoc      `json:"tasks,omitempty"`
+}
+
+// TurnRef is a conversation-hosted run's turn.
+type TurnRef struct {
+	PublicID string `json:"public_id"`
+	Position int64  `json:"position"`
+	Status   string `json:"status"`
+}
+
+// Attention is one standing reason (runs.md §8.3).
+type Attention struct {
+	Reason   string   `json:"reason"`
+	TaskKeys []string `json:"task_keys"`
+	Overflow int      `json:"overflow,omitempty"`
+}
+
+// StopDoc is a stop request.
+type StopDoc struct {
+	RequestedAt string `json:"requested_at"`
+	By          Member `json:"by"`
+	Force       bool   `json:"force"`
+}
+
+// TaskDoc is a task: the trace row, plus the full fields on the task read.
+type TaskDoc struct {
+	Key               string           `json:"key"`
+	Kind              string           `json:"kind"`
+	Status            string           `json:"status"`
+	Mainline          bool             `json:"mainline"`
+	Origin            string           `json:"origin"`
+	ParentKey         *string          `json:"parent_key,omitempty"`
+	DeclaringTaskKey  *string          `json:"declaring_task_key,omitempty"`
+	After             []string         `json:"after,omitempty"`
+	WaitingOn         []string         `json:"waiting_on,omitempty"`
+	OnFailure         string           `json:"on_failure"`
+	Lifetime          string           `json:"lifetime"`
+	Wake              string           `json:"wake"`
+	Detached          bool             `json:"detached"`
+	Visibility        string           `json:"visibility"`
+	FailureResolution *string          `json:"failure_resolution,omitempty"`
+	Model             *string          `json:"model,omitempty"`
+	Prompt            *string          `json:"prompt,omitempty"`
+	Instructions      *string          `json:"instructions,omitempty"`
+	Attachments       json.RawMessage  `json:"attachments,omitempty"`
+	Results           json.RawMessage  `json:"results,omitempty"`
+	ToolDefinitions   json.RawMessage  `json:"tool_definitions,omitempty"`
+	SkillCatalog      json.RawMessage  `json:"skill_catalog,omitempty"`
+	Environment       json.RawMessage  `json:"environment,omitempty"`
+	Finish            *string          `json:"finish,omitempty"`
+	Calls             []CallDoc        `json:"calls,omitempty"`
+	Usage             json.RawMessage  `json:"usage,omitempty"`
+	Attempts          *int64           `json:"attempts,omitempty"`
+	RequestBytes      *int64           `json:"request_bytes,omitempty"`
+	ToolName          *string          `json:"tool_name,omitempty"`
+	ToolAlias         *string          `json:"tool_alias,omitempty"`
+	ToolInput         *json.RawMessage `json:"tool_input,omitempty"`
+	ToolCallID        *string          `json:"tool_call_id,omitempty"`
+	Route             json.RawMessage  `json:"route,omitempty"`
+	Target            json.RawMessage  `json:"target,omitempty"`
+	AddressedTo       json.RawMessage  `json:"addressed_to,omitempty"`
+	EffectProfile     json.RawMessage  `json:"effect_profile,omitempty"`
+	TimeoutMS         *int64           `json:"timeout_ms,omitempty"`
+	DeadlineAt        *string          `json:"deadline_at,omitempty"`
+	Claim             *ClaimDoc        `json:"claim,omitempty"`
+	AwaitingChild     *string          `json:"awaiting_child,omitempty"`
+	ModelDefaults     json.RawMessage  `json:"model_defaults,omitempty"`
+	AwaitKind         *string          `json:"await_kind,omitempty"`
+	Approval          json.RawMessage  `json:"approval,omitempty"`
+	IsError           *bool            `json:"is_error,omitempty"`
+	Output            *string          `json:"output,omitempty"`
+	Content           json.RawMessage  `json:"content,omitempty"`
+	StructuredContent *json.RawMessage `json:"structured_content,omitempty"`
+	Title             *string          `json:"title,omitempty"`
+	Metadata          json.RawMessage  `json:"metadata,omitempty"`
+	Error             *TaskError       `json:"error,omitempty"`
+	CreatedAt         string           `json:"created_at"`
+	ReadyAt           *string          `json:"ready_at,omitempty"`
+	DispatchedAt      *string          `json:"dispatched_at,omitempty"`
+	StartedAt         *string          `json:"started_at,omitempty"`
+	CompletedAt       *string          `json:"completed_at,omitempty"`
+	ResultDeliveredAt *string          `json:"result_delivered_at,omitempty"`
+}
+
+// CallDoc is one call of a model answer.
+type CallDoc struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	TaskKey    string `json:"task_key"`
+}
+
+// ClaimDoc is a row's current claim (the token is never served).
+type ClaimDoc struct {
+	Generation int64           `json:"generation"`
+	ClaimedBy  json.RawMessage `json:"claimed_by"`
+	ClaimedAt  string          `json:"claimed_at"`
+}
+
+func optTime(ms *int64) *string {
+	if ms == nil {
+		return nil
+	}
+	s := formatMillis(*ms)
+	return &s
+}
+
+func raw(s *string) json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	return json.RawMessage(*s)
+}
+
+// traceDoc is a trace row: identity and shape, model/finish, tool routing, claim, await kind,
+// approval, error, deadline and timestamps (runs.md §2.4).
+func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
+	d := &TaskDoc{Key: t.Key, Kind: t.Kind, Status: t.Status, Mainline: t.Mainline, Origin: t.Origin,
+		ParentKey: t.ParentKey, DeclaringTaskKey: t.DeclaringTaskKey, After: afterOf(t), OnFailure: t.OnFailure,
+		Lifetime: t.Lifetime, Wake: t.Wake, Detached: t.Detached, Visibility: t.Visibility,
+		FailureResolution: t.FailureResolution, CreatedAt: formatMillis(t.CreatedAt), ReadyAt: optTime(t.ReadyAt),
+		DispatchedAt: optTime(t.DispatchedAt), StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt),
+		ResultDeliveredAt: optTime(t.ResultDeliveredAt), DeadlineAt: optTime(t.DeadlineAt), AwaitKind: t.AwaitKind,
+		Approval: raw(t.Approval)}
+	if t.Status == StatusWaiting {
+		for _, k := range d.After {
+			if p := byKey[k]; p == nil || !Terminal(p.Status) {
+				d.WaitingOn = append(d.WaitingOn, k)
+			}
+		}
+	}
+	switch t.Kind {
+	case KindModel:
+		d.Model, d.Finish = t.Model, t.Finish
+	case KindTool:
+		d.ToolName, d.ToolAlias, d.ToolCallID, d.Target = t.ToolName, t.ToolAlias, t.ToolCallID, raw(t.Target)
+		if t.AddressedRole != nil {
+			to := map[string]string{"role": *t.AddressedRole}
+			if t.AddressedExecutorPublicID != nil {
+				to["executor_public_id"] = *t.AddressedExecutorPublicID
+			}
+			d.AddressedTo, _ = json.Marshal(to)
+		}
+		if t.ClaimedAt != nil && t.ClaimedBy != nil {
+			d.Claim = &ClaimDoc{Generation: t.ClaimGeneration, ClaimedBy: json.RawMessage(*t.ClaimedBy), ClaimedAt: formatMillis(*t.ClaimedAt)}
+		}
+	}
+	if t.ErrorKey != nil {
+		d.Error = &TaskError{Key: *t.ErrorKey, Detail: deref(t.ErrorDetail)}
+	}
+	return d
+}
+
+// fullDoc is the task read: the trace row plus every field the row has (runs.md §2.5).
+func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
+	d := traceDoc(t, byKey)
+	switch t.Kind {
+	case KindModel:
+		d.Prompt, d.Instructions = t.Prompt, t.Instructions
+		d.Attachments, d.Results = raw(t.Attachments), raw(t.Results)
+		d.ToolDefinitions, d.SkillCatalog, d.Environment = raw(t.ToolDefinitions), raw(t.SkillCatalog), raw(t.Environment)
+		if d.ToolDefinitions == nil {
+			d.ToolDefinitions = json.RawMessage("[]")
+		}
+		d.Usage = raw(t.Usage)
+		d.Attempts, d.RequestBytes = ptr(t.Attempts), t.RequestBytes
+		if t.AnswerCalls != nil {
+			var calls []answerCall
+			_ = json.Unmarshal([]byte(*t.AnswerCalls), &calls)
+			for _, c := range calls {
+				d.Calls = append(d.Calls, CallDoc{ToolCallID: c.ToolCallID, Name: c.Name, TaskKey: c.TaskKey})
+			}
+		}
+	case KindTool:
+		in := json.RawMessage("null")
+		if t.ToolInput != nil {
+			in = json.RawMessage(*t.ToolInput)
+		}
+		d.ToolInput = &in
+		d.Route, d.EffectProfile, d.TimeoutMS = raw(t.Route), raw(t.EffectProfile), t.TimeoutMS
+		d.AwaitingChild, d.ModelDefaults = t.AwaitingChild, raw(t.ModelDefaults)
+	}
+	if Terminal(t.Status) {
+		out := deref(t.Output)
+		d.Output = &out
+		if t.Kind != KindModel || t.IsError != nil {
+			d.IsError = ptr(deref(t.IsError))
+		}
+	}
+	d.Content = raw(t.Content)
+	if t.StructuredContent != nil {
+		sc := json.RawMessage(*t.StructuredContent)
+		d.StructuredContent = &sc
+	}
+	d.Title, d.Metadata = t.Title, raw(t.Metadata)
+	return d
+}
+
+// runDoc builds a run document; withTasks adds the trace rows.
+func (e *Engine) runDoc(ctx context.Context, q store.Querier, r *store.Run, withTasks bool) (*RunDoc, error) {
+	tasks, err := store.TraceTasks(ctx, q, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[string]*store.Task, len(tasks))
+	for i := range tasks {
+		byKey[tasks[i].Key] = &tasks[i]
+	}
+	d := &RunDoc{PublicID: r.PublicID, WorkspacePublicID: r.WorkspacePublicID, ConversationPublicID: r.ConversationPublicID,
+		CreatedBy: Member{Kind: r.CreatedByKind, PublicID: r.CreatedByPublicID}, AnsweringAgentPublicID: r.AnsweringAgentPublicID,
+		Status: r.Status, ApprovalMode: r.ApprovalMode, ApprovalRules: json.RawMessage(r.ApprovalRules),
+		DefaultRunnerExecutorPublicID: r.DefaultRunnerExecutorPublicID, DeliverableTaskKey: r.DeliverableTaskKey,
+		Revision: r.Revision, Answer: r.Answer, CreatedAt: formatMillis(r.CreatedAt), StartedAt: optTime(r.StartedAt),
+		CompletedAt: optTime(r.CompletedAt), TaskProgress: map[string]int{"total": len(tasks)}}
+	for _, s := range taskStatuses {
+		d.TaskProgress[s] = 0
+	}
+	for i := range tasks {
+		d.TaskProgress[tasks[i].Status]++
+	}
+	if r.StopRequestedAt != nil {
+		d.Stop = &StopDoc{RequestedAt: formatMillis(*r.StopRequestedAt), By: Member{Kind: deref(r.StopByKind), PublicID: deref(r.StopByPublicID)}, Force: deref(r.StopForce)}
+	}
+	d.Attention = attention(r, tasks, byKey)
+	if withTasks {
+		for i := range tasks {
+			d.Tasks = append(d.Tasks, traceDoc(&tasks[i], byKey))
+		}
+		if d.Tasks == nil {
+			d.Tasks = []*TaskDoc{}
+		}
+	}
+	return d, nil
+}
+
+// attention lists the standing reasons, in order (runs.md §8.3).
+func attention(r *store.Run, tasks []store.Task, byKey map[string]*store.Task) []Attention {
+	var halt, held, approvals, asks []string
+	for i := range tasks {
+		t := &tasks[i]
+		switch t.Status {
+		case StatusNeedsApproval:
+			approvals = append(approvals, t.Key)
+		case StatusAwaitingInput:
+			asks = append(asks, t.Key)
+		case StatusWaiting:
+			held = append(held, t.Key)
+		}
+		if failedStatus(t.Status) && t.OnFailure == OnFailureHalt {
+			for j := range tasks {
+				if tasks[j].Status == StatusWaiting && contains(afterOf(&tasks[j]), t.Key) {
+					halt = append(halt, t.Key)
+					break
+				}
+			}
+		}
+	}
+	var out []Attention
+	add := func(reason string, keys []string) {
+		if len(keys) == 0 {
+			return
+		}
+		a := Attention{Reason: reason, TaskKeys: keys}
+		if len(keys) > MaxAttentionKeys {
+			a.TaskKeys, a.Overflow = keys[:MaxAttentionKeys], len(keys)-MaxAttentionKeys
+		}
+		out = append(out, a)
+	}
+	if r.Status == RunNeedsAttention {
+		add(ReasonHaltFailure, halt)
+		if d := byKey[r.DeliverableTaskKey]; d != nil && Terminal(d.Status) && d.Status != StatusCompleted {
+			add(ReasonDeliverableUnresolved, []string{d.Key})
+		}
+	}
+	_ = held
+	add(ReasonApprovalRequired, approvals)
+	add(ReasonAwaitingHuman, asks)
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package runs
+
+// Task kinds (runs.md §1.5.1).
+const (
+	KindModel      = "model_task"
+	KindTool       = "tool_task"
+	KindAwait      = "await_task"
+	KindDelegation = "delegation_task"
+)
+
+// Task statuses (runs.md §1.5.2).
+const (
+	StatusWaiting       = "waiting"
+	StatusNeedsApproval = "needs_approval"
+	StatusRunning       = "running"
+	StatusDispatched    = "dispatched"
+	StatusAwaitingInput = "awaiting_input"
+	StatusCompleted     = "completed"
+	StatusFailed        = "failed"
+	StatusCanceled      = "canceled"
+	StatusTimedOut      = "timed_out"
+	StatusUncertain     = "uncertain"
+	StatusSkipped       = "skipped"
+)
+
+// taskStatuses lists every status in the order task_progress serves them.
+var taskStatuses = []string{StatusWaiting, StatusNeedsApproval, StatusRunning, StatusDispatched,
+	StatusAwaitingInput, StatusCompleted, StatusFailed, StatusCanceled, StatusTimedOut, StatusUncertain, StatusSkipped}
+
+// Terminal reports whether a task status is settled.
+func Terminal(status string) bool {
+	switch status {
+	case StatusCompleted, StatusFailed, StatusCanceled, StatusTimedOut, StatusUncertain, StatusSkipped:
+		return true
+	}
+	return false
+}
+
+// Run statuses (runs.md §8.1).
+const (
+	RunPending        = "pending"
+	RunRunning        = "running"
+	RunNeedsAttention = "needs_attention"
+	RunCanceling      = "canceling"
+	RunCompleted      = "completed"
+	RunCanceled       = "canceled"
+)
+
+// Origins, failure policies, lifetimes, wakes and visibilities (runs.md §1.5.1, §1.5.4).
+const (
+	OriginModel  = "model"
+	OriginAuthor = "author"
+	OriginKernel = "kernel"
+
+	OnFailureHalt      = "halt"
+	OnFailurePropagate = "propagate"
+	OnFailureAbsorb    = "absorb"
+
+	LifetimeTurn         = "turn"
+	LifetimeConversation = "conversation"
+	WakeAuto             = "auto"
+	WakePassive          = "passive"
+
+	VisibilityVisible   = "visible"
+	VisibilityCollapsed = "collapsed"
+	VisibilityHidden    = "hidden"
+)
+
+// Task error keys (runs.md §8.6).
+const (
+	KeyUnknownTool            = "unknown_tool"
+	KeyInvalidToolArguments   = "invalid_tool_arguments"
+	KeyTruncatedToolArguments = "truncated_tool_arguments"
+	KeyToolInputTooLarge      = "tool_input_too_large"
+	KeyInvalidToolInput       = "invalid_tool_input"
+	KeyToolNotServed          = "tool_not_served"
+	KeyToolFailed             = "tool_failed"
+	KeyToolTimeout            = "tool_timeout"
+	KeyToolUncertain          = "tool_uncertain"
+	KeyAwaitTimeout           = "await_timeout"
+	KeyApprovalExpired        = "approval_expired"
+	KeyApprovalDenied         = "approval_denied"
+	KeyAwaitFailed            = "await_failed"
+	KeyRunCanceled            = "run_canceled"
+	KeyTaskCanceled           = "task_canceled"
+	KeyRoundExpansionRefused  = "round_expansion_refused"
+	KeyAttemptBudgetSpent     = "attempt_budget_spent"
+	KeyProviderError          = "provider_error"
+	KeyPredecessorFailed      = "predecessor_failed"
+	KeyMemoryScopeUnavailable = "memory_scope_unavailable"
+	KeyMemoryReadOnly         = "memory_read_only"
+)
+
+// Approval modes, verdicts and approval origins (runs.md §7).
+const (
+	ModeBypass = "bypass"
+	ModeAsk    = "ask"
+	ModeRules  = "rules"
+
+	VerdictAllow = "allow"
+	VerdictAsk   = "ask"
+	VerdictDeny  = "deny"
+
+	ApprovalOriginMode   = "mode"
+	ApprovalOriginRule   = "rule"
+	ApprovalOriginAuthor = "author"
+	ApprovalOriginKernel = "kernel"
+	ApprovalOriginHuman  = "human"
+	ApprovalOriginAgent  = "agent"
+)
+
+// Attention reasons, in the order they are served (runs.md §8.3).
+const (
+	ReasonHaltFailure           = "halt_failure"
+	ReasonDeliverableUnresolved = "deliverable_unresolved"
+	ReasonApprovalRequired      = "approval_required"
+	ReasonAwaitingHuman         = "awaiting_human"
+)
+
+// Door refusal words of the member plane (runs.md §8.5).
+const (
+	CodeConversationArchived        = "conversation_archived"
+	CodeConversationBusy            = "conversation_busy"
+	CodeInputQueueFull              = "input_queue_full"
+	CodeConversationHosted          = "conversation_hosted"
+	CodeNotStartable                = "not_startable"
+	CodeAlreadyTerminal             = "already_terminal"
+	CodeRunNotAppendable            = "run_not_appendable"
+	CodeDuplicateTaskKey            = "duplicate_task_key"
+	CodeStaleRevision               = "stale_revision"
+	CodeIdempotencyEnvelopeMismatch = "idempotency_envelope_mismatch"
+	CodeAwaitNotResolvable          = "await_not_resolvable"
+	CodeNotAdjudicable              = "not_adjudicable"
+	CodeNotAwaitingApproval         = "not_awaiting_approval"
+	CodeNotABranch                  = "not_a_branch"
+	CodeRequestNotSealed            = "request_not_sealed"
+
+	CodeReservedToolName           = "reserved_tool_name"
+	CodeReservedTaskKey            = "reserved_task_key"
+	CodeUnknownStepVerb            = "unknown_step_verb"
+	CodeStepVerbUnavailable        = "step_verb_unavailable"
+	CodeUnknownStepOption          = "unknown_step_option"
+	CodePromptRequired             = "prompt_required"
+	CodeInvalidTools               = "invalid_tools"
+	CodeInvalidToolInput           = "invalid_tool_input"
+	CodeToolInputTooLarge          = "tool_input_too_large"
+	CodeInvalidToolRoute           = "invalid_tool_route"
+	CodeRunnerTargetRequired       = "runner_target_required"
+	CodeRunnerNotEligible          = "runner_not_eligible"
+	CodeToolNotServed              = "tool_not_served"
+	CodeInvalidTimeoutMS           = "invalid_timeout_ms"
+	CodeInvalidToolCallID          = "invalid_tool_call_id"
+	CodeInvalidOnFailure           = "invalid_on_failure"
+	CodeInvalidVisibility          = "invalid_visibility"
+	CodeUnknownResultKey           = "unknown_result_key"
+	CodeUnknownInputUpload         = "unknown_input_upload"
+	CodeInvalidAttachments         = "invalid_attachments"
+	CodeEdgeAuthoringRefused       = "edge_authoring_refused"
+	CodeInvalidApprovalMode        = "invalid_approval_mode"
+	CodeInvalidApprovalRules       = "invalid_approval_rules"
+	CodeInvalidPromptMechanism     = "invalid_prompt_mechanism"
+	CodeToolNotDeclared            = "tool_not_declared"
+	CodeUnknownModel               = "unknown_model"
+	CodeModelCapabilityUnavailable = "model_capability_unavailable"
+)
