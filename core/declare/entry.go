@@ -59,9 +59,6 @@ func (e *entry) public() Entry {
 	return out
 }
 
-// isPlain reports whether e is a plain kernel entry.
-func (e *entry) isPlain() bool { return e.tool != nil && e.alias == nil }
-
 // callableName is stage D's reading of an entry's name: function.name when function is an
 // object holding name, else the top-level name. ok is false when that is not a string.
 func callableName(v jsonv.Value) (string, bool) {

@@ -9,16 +9,8 @@ import (
 	"testing"
 )
 
-// goldenOutcome is the content of a <id>.out.json file: the stored set, or the refusal with
+// outcomeBytes is the content of a <id>.out.json file: the stored set, or the refusal with
 // its unprefixed path.
-type goldenOutcome struct {
-	Stored  json.RawMessage `json:"stored,omitempty"`
-	Refusal *struct {
-		Word string `json:"word"`
-		Path string `json:"path"`
-	} `json:"refusal,omitempty"`
-}
-
 func outcomeBytes(set *Set, err error) ([]byte, error) {
 	if err != nil {
 		r, ok := AsRefusal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare/declaretest"
 	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // update rewrites the golden files from the current code: go test ./core/declare -update.
@@ -98,4 +99,8 @@ func clip(s string) string {
 		return s[:300] + "…"
 	}
 	return strings.TrimSpace(s)
+}
+
+func docOf(name, description string) announce.Document {
+	return announce.Document{Name: name, Description: description}
 }

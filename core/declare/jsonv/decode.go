@@ -198,7 +198,7 @@ func (d *decoder) str() (string, error) {
 			s := d.src[start:d.pos]
 			d.pos++
 			if !ascii && !utf8.ValidString(s) {
-				return strings.ToValidUTF8(s, "\uFFFD"), nil
+				return validUTF8(s), nil
 			}
 			return s, nil
 		case c == '\\':
@@ -217,7 +217,7 @@ func (d *decoder) str() (string, error) {
 func (d *decoder) slowStr(start int) (string, error) {
 	var b strings.Builder
 	b.Grow(d.pos - start + 16)
-	b.WriteString(strings.ToValidUTF8(d.src[start:d.pos], "\uFFFD"))
+	b.WriteString(validUTF8(d.src[start:d.pos]))
 	for d.pos < len(d.src) {
 		c := d.src[d.pos]
 		switch {
@@ -357,3 +357,19 @@ func scanNumber(s string) int {
 }
 
 func validNumber(s string) bool { return s != "" && scanNumber(s) == len(s) }
+
+// validUTF8 replaces each byte that is not part of a UTF-8 sequence with U+FFFD, one per byte
+// as encoding/json does (strings.ToValidUTF8 would merge a run into one).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(r)
+		i += size
+	}
+	return b.String()
+}
