@@ -32,7 +32,8 @@ test-unit:
 # The fuzz targets, as package:FuzzName pairs; `make fuzz` and `make test` both run them.
 FUZZ_TARGETS := ./core/envelope:FuzzValidate ./sdk/announce:FuzzValidateAnnouncement \
 	./core/model:FuzzMockScript ./core/canonjson:FuzzCanonicalize \
-	./core/declare:FuzzCompile ./core/declare:FuzzResolveCall ./core/declare/jsonv:FuzzDecode
+	./core/declare:FuzzCompile ./core/declare:FuzzResolveCall ./core/declare/jsonv:FuzzDecode \
+	./core/projection:FuzzProject
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \
