@@ -109,8 +109,9 @@ func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 		return nil, err
 	}
 	// 5. Route checks, on the narrowed set only.
+	served := servedNames{}
 	for i := range set.entries {
-		if r := checkRouteTarget(&set.entries[i], runners); r != nil {
+		if r := checkRouteTarget(&set.entries[i], runners, served); r != nil {
 			return nil, r
 		}
 	}
@@ -266,8 +267,24 @@ func narrowEntries(entries []entry, wanted []string) ([]entry, *Refusal) {
 	return out, nil
 }
 
+// servedNames indexes, per Runner, the names its current announcement serves, built on first
+// use so that checking many routes to one Runner stays linear.
+type servedNames map[*Runner]map[string]bool
+
+func (s servedNames) serves(r *Runner, name string) bool {
+	names, ok := s[r]
+	if !ok {
+		names = make(map[string]bool, len(r.Announcement.Tools))
+		for _, t := range r.Announcement.Tools {
+			names[t.Name] = true
+		}
+		s[r] = names
+	}
+	return names[name]
+}
+
 // checkRouteTarget is step 5 for one entry: its Runner is eligible and announces the tool.
-func checkRouteTarget(e *entry, runners map[string]*Runner) *Refusal {
+func checkRouteTarget(e *entry, runners map[string]*Runner, served servedNames) *Refusal {
 	if e.route == nil {
 		return nil
 	}
@@ -276,10 +293,8 @@ func checkRouteTarget(e *entry, runners map[string]*Runner) *Refusal {
 		return &Refusal{Word: WordRunnerNotEligible, Index: -1, Callable: e.name, RunnerID: e.route.RunnerID,
 			Detail: quote(e.name) + ": its Runner is unknown or not eligible"}
 	}
-	for _, t := range r.Announcement.Tools {
-		if t.Name == e.route.ToolName {
-			return nil
-		}
+	if served.serves(r, e.route.ToolName) {
+		return nil
 	}
 	return &Refusal{Word: WordToolNotServed, Index: -1, Callable: e.name, RunnerID: e.route.RunnerID, ToolName: e.route.ToolName,
 		Detail: quote(e.name) + ": Runner " + e.route.RunnerID + " does not serve " + quote(e.route.ToolName)}
