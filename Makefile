@@ -33,7 +33,7 @@ test-unit:
 FUZZ_TARGETS := ./core/envelope:FuzzValidate ./sdk/announce:FuzzValidateAnnouncement \
 	./core/model:FuzzMockScript ./core/canonjson:FuzzCanonicalize \
 	./core/declare:FuzzCompile ./core/declare:FuzzResolveCall ./core/declare/jsonv:FuzzDecode \
-	./core/projection:FuzzProject
+	./core/declare:FuzzCompileAlias ./core/projection:FuzzProject
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

@@ -157,3 +157,53 @@ func FuzzResolveCall(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCompileAlias builds an alias from fuzzed parts beside a plain kernel entry and a routed
+// tool, so that the fuzzer explores the alias checks and rendering rather than JSON syntax.
+// Invariants are FuzzCompile's: a refusal has a known word; a lawful set re-compiles to itself.
+func FuzzCompileAlias(f *testing.F) {
+	f.Add("Agent", "nexus.graph.delegate_task", "run_in_background", "wait", uint8(1), "lifetime", "Use {{Agent}} or {{wait}}.", "d", "wait")
+	f.Add("skill", "skill", "skill", "name", uint8(0), "", "", "", "skill")
+	f.Add("W", "wait", "t", "task", uint8(2), "timeout_ms", "", "", "ask")
+	c := fixture(f)
+	f.Fuzz(func(t *testing.T, name, canonical, key, mapsTo string, invert uint8, omit, description, paramDescription, plain string) {
+		spec := map[string]any{"maps_to": mapsTo}
+		switch invert % 3 {
+		case 1:
+			spec["invert"] = true
+		case 2:
+			spec["invert"] = false
+		}
+		if paramDescription != "" {
+			spec["description"] = paramDescription
+		}
+		alias := map[string]any{"name": name, "canonical": canonical, "params": map[string]any{key: spec}}
+		if omit != "" {
+			alias["omit"] = []string{omit}
+		}
+		if description != "" {
+			alias["description"] = description
+		}
+		list := []any{alias, map[string]any{"type": "function", "name": "remote", "description": "{{" + plain + "}}",
+			"route": map[string]any{"kind": "runner", "runner_executor_public_id": runner51, "tool_name": "read"}}}
+		if e := c.resolve(plain); e != nil {
+			list = append(list, json.RawMessage(e.catalog.Encode()))
+		}
+		raw, err := json.Marshal(list)
+		if err != nil {
+			return
+		}
+		set, err := c.Compile(raw)
+		if err != nil {
+			if r, ok := AsRefusal(err); !ok || !knownWords[r.Word] {
+				t.Fatalf("%v", err)
+			}
+			return
+		}
+		stored := set.Bytes()
+		again, err := c.Compile(stored)
+		if err != nil || !bytes.Equal(again.Bytes(), stored) {
+			t.Fatalf("stored set does not re-compile to itself: %v\n%s", err, stored)
+		}
+	})
+}
