@@ -8,7 +8,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X github.com/nexuskernel/nexus/internal/cli.Version=$(VERSION)
 # FUZZTIME is how long `make fuzz` runs each fuzz target; `make test` runs each for FUZZTIME_SHORT.
 FUZZTIME       ?= 5m
-FUZZTIME_SHORT ?= 5s
+FUZZTIME_SHORT ?= 4s
 
 .PHONY: all build run test test-unit fuzz fuzz-short soak bench lint generate contracts clean
 
@@ -30,10 +30,20 @@ test-unit:
 	$(GO) test -race -count=1 ./...
 
 # The fuzz targets, as package:FuzzName pairs; `make fuzz` and `make test` both run them.
-FUZZ_TARGETS := ./core/envelope:FuzzValidate ./sdk/announce:FuzzValidateAnnouncement \
-	./core/model:FuzzMockScript ./core/canonjson:FuzzCanonicalize
-FUZZ_TARGETS += ./sdk/memory:FuzzIntegerValue ./sdk/memory:FuzzReadSlice ./sdk/memory:FuzzMatcher \
-	./providers/memory-fs:FuzzParseHeaderFast
+FUZZ_TARGETS := \
+	./core/envelope:FuzzValidate \
+	./sdk/announce:FuzzValidateAnnouncement \
+	./core/model:FuzzMockScript \
+	./core/canonjson:FuzzCanonicalize \
+	./sdk/memory:FuzzIntegerValue \
+	./sdk/memory:FuzzReadSlice \
+	./sdk/memory:FuzzMatcher \
+	./providers/memory-fs:FuzzParseHeaderFast \
+	./core/declare:FuzzCompile \
+	./core/declare:FuzzCompileAlias \
+	./core/declare:FuzzResolveCall \
+	./core/declare/jsonv:FuzzDecode \
+	./core/projection:FuzzProject
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

@@ -1,0 +1,301 @@
+package declare
+
+import (
+	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/announce"
+)
+
+// Runner is what acceptance reads of one Runner, as the caller loaded it.
+type Runner struct {
+	// PublicID is the Runner's public id; lookups compare it case-insensitively.
+	PublicID    string
+	DisplayName string
+	// Eligible is the executor rules' answer for the answering agent: at least a known
+	// executor of kind runner, not revoked. Connection presence is never a condition.
+	Eligible bool
+	// Announcement is the Runner's current announcement as stored.
+	Announcement announce.Announcement
+}
+
+// Acceptance is everything one acceptance reads (§8.2). Nothing is read later.
+type Acceptance struct {
+	// Explicit is the explicit set: a profile's stored render or a compiled step list.
+	Explicit *Set
+	// Imports are the import fields; nil for a model step that carries none of them, which
+	// keeps the plain explicit-tools meaning (no kernel or Runner imports, no candidates).
+	Imports *Imports
+	// Selection is the selected Runner's public id, "" for none.
+	Selection string
+	// ToolNames narrows the final set; nil does not narrow, an empty non-nil list keeps
+	// nothing.
+	ToolNames []string
+	// Runners are the Runners the acceptance may read: the selection, the candidates and
+	// every Runner a route names. A Runner missing here is unknown, hence not eligible.
+	Runners []Runner
+	// KernelSkills are the kernel's skill documents as the execution's memory bindings
+	// resolve them, for kernel skill callables.
+	KernelSkills []KernelSkill
+}
+
+// Frozen is what acceptance stores on the accepted work (§8.4).
+type Frozen struct {
+	// ToolDefinitions is the final set: rendered, sorted, alias facts and routes kept.
+	ToolDefinitions *Set
+	Environment     Environment
+	SkillCatalog    SkillCatalog
+}
+
+// Accept freezes a declaration onto new work: selection, kernel imports, Runner imports,
+// narrowing, route checks, render and sort, bound, then the environment and skill catalog, in
+// that order; the first refusal wins. It reads only its input.
+func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
+	runners := indexRunners(in.Runners)
+	var im Imports
+	if in.Imports != nil {
+		im = *in.Imports
+	}
+	requested := in.Imports != nil && im.RunnerImportRequested()
+
+	// 1. Selection.
+	var selected *Runner
+	if in.Selection != "" {
+		if requested && !containsRunner(im.RunnerExecutorPublicIDs, in.Selection) {
+			return nil, &Refusal{Word: WordRunnerNotDeclared, Field: FieldDefaultRunner, Index: -1, RunnerID: in.Selection,
+				Detail: "the selected Runner is not one of runner_executor_public_ids"}
+		}
+		selected = runners[lowerID(in.Selection)]
+		if selected == nil || !selected.Eligible {
+			return nil, &Refusal{Word: WordRunnerNotEligible, Field: FieldDefaultRunner, Index: -1, RunnerID: in.Selection,
+				Detail: "the selected Runner is unknown or not eligible"}
+		}
+	}
+
+	entries := append([]entry(nil), in.Explicit.entriesOrNil()...)
+	taken := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		taken[e.name] = true
+	}
+	// 2. Kernel imports: an explicit entry of the same callable wins.
+	for j, name := range im.KernelTools {
+		t := c.byCanonical(name)
+		if t == nil {
+			return nil, refuse(WordInvalid, FieldKernelTools, j, indexPath("", j), "%s names no kernel tool", quote(name))
+		}
+		if taken[t.entry.Wire] {
+			continue
+		}
+		taken[t.entry.Wire] = true
+		entries = append(entries, entry{name: t.entry.Wire, tool: t})
+	}
+	// 3. Runner imports.
+	if selected != nil && requested {
+		imported, r := c.runnerImports(selected, im.RunnerToolNames, taken)
+		if r != nil {
+			return nil, r
+		}
+		entries = append(entries, imported...)
+	}
+	// 4. Narrowing.
+	if in.ToolNames != nil {
+		var r *Refusal
+		if entries, r = narrowEntries(entries, in.ToolNames); r != nil {
+			return nil, r
+		}
+	}
+	// 6. Render over the final set, then sort. Rendering never refuses, and the sorted set is
+	// the bytewise callable order the route checks (5) walk, so it comes first.
+	set, err := c.finish(entries)
+	if err != nil {
+		return nil, err
+	}
+	// 5. Route checks, on the narrowed set only.
+	served := servedNames{}
+	for i := range set.entries {
+		if r := checkRouteTarget(&set.entries[i], runners, served); r != nil {
+			return nil, r
+		}
+	}
+	// 7. Bound.
+	if n := set.EncodedSize(); n > MaxDeclarationBytes {
+		return nil, &Refusal{Word: WordContentTooLarge, Field: FieldToolDefinitions, Index: -1, Assembled: true,
+			Detail: "the assembled declaration is " + itoa(n) + " bytes; the bound is " + itoa(MaxDeclarationBytes)}
+	}
+	// 8. Freeze.
+	return &Frozen{
+		ToolDefinitions: set,
+		Environment:     environment(in.Selection, selected, im.RunnerExecutorPublicIDs, set, runners),
+		SkillCatalog:    skillCatalog(set, runners, in.KernelSkills),
+	}, nil
+}
+
+func (s *Set) entriesOrNil() []entry {
+	if s == nil {
+		return nil
+	}
+	return s.entries
+}
+
+func indexRunners(rs []Runner) map[string]*Runner {
+	m := make(map[string]*Runner, len(rs))
+	for i := range rs {
+		id := lowerID(rs[i].PublicID)
+		if _, dup := m[id]; !dup {
+			m[id] = &rs[i]
+		}
+	}
+	return m
+}
+
+func containsRunner(ids []string, id string) bool {
+	for _, c := range ids {
+		if SameRunner(c, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// runnerImports turns the selected Runner's model-facing announcements into deferred, routed
+// entries (§8.3). A served name that collides with a callable already in the set, or with any
+// kernel spelling, gets its qualified name; a qualified name that still collides is refused.
+func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]bool) ([]entry, *Refusal) {
+	var allowed map[string]bool
+	if allow != nil {
+		allowed = make(map[string]bool, len(allow))
+		for _, n := range allow {
+			allowed[n] = true
+		}
+	}
+	id := lowerID(r.PublicID)
+	type candidate struct {
+		served, callable string
+		description      string
+		schema           jsonv.Value
+		qualified        bool
+	}
+	var cands []candidate
+	for _, tool := range r.Announcement.Tools {
+		if !tool.ModelFacing() || (allowed != nil && !allowed[tool.Name]) || !validName(tool.Name) {
+			continue
+		}
+		if t := c.resolve(tool.Name); t != nil && !(t.entry.Canonical == CanonicalSkill && tool.Name == t.entry.Wire) {
+			continue // a Runner's memory or models_list names are never made callable
+		}
+		schema, err := jsonv.Decode(tool.InputSchema)
+		if err != nil || !schema.IsObject() || schema.HasDuplicateKeys() {
+			continue // the announcement door refuses these; nothing here can offer them
+		}
+		cd := candidate{served: tool.Name, callable: tool.Name, description: *tool.Description, schema: schema}
+		if taken[tool.Name] || c.resolve(tool.Name) != nil {
+			cd.callable, cd.qualified = QualifiedName(id, tool.Name), true
+		}
+		cands = append(cands, cd)
+	}
+	// Served names keep their callable; a qualified one may not land on anything.
+	final := make(map[string]bool, len(taken)+len(cands))
+	for n := range taken {
+		final[n] = true
+	}
+	for _, cd := range cands {
+		if !cd.qualified {
+			if final[cd.callable] {
+				return nil, collision(cd.callable)
+			}
+			final[cd.callable] = true
+		}
+	}
+	out := make([]entry, 0, len(cands))
+	for _, cd := range cands {
+		if cd.qualified {
+			if final[cd.callable] {
+				return nil, collision(cd.callable)
+			}
+			final[cd.callable] = true
+		}
+		deferred := true
+		out = append(out, entry{
+			name:         cd.callable,
+			route:        &Route{RunnerID: id, ToolName: cd.served},
+			deferLoading: &deferred,
+			value: jsonv.Object(
+				jsonv.M("type", jsonv.String("function")),
+				jsonv.M("function", jsonv.Object(
+					jsonv.M("name", jsonv.String(cd.callable)),
+					jsonv.M("description", jsonv.String(cd.description)),
+					jsonv.M("parameters", cd.schema),
+				)),
+				jsonv.M("route", jsonv.Object(
+					jsonv.M("kind", jsonv.String("runner")),
+					jsonv.M("runner_executor_public_id", jsonv.String(id)),
+					jsonv.M("tool_name", jsonv.String(cd.served)),
+				)),
+				jsonv.M("defer_loading", jsonv.Bool(true)),
+			),
+		})
+	}
+	for n := range final {
+		taken[n] = true
+	}
+	return out, nil
+}
+
+func collision(callable string) *Refusal {
+	return &Refusal{Word: WordDuplicateToolName, Field: FieldToolDefinitions, Index: -1, Assembled: true, Callable: callable,
+		Detail: quote(callable) + " is already a callable of the assembled set"}
+}
+
+// narrowEntries keeps the entries wanted names, refusing the first name that is none of them.
+func narrowEntries(entries []entry, wanted []string) ([]entry, *Refusal) {
+	have := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		have[e.name] = true
+	}
+	keep := make(map[string]bool, len(wanted))
+	for j, name := range wanted {
+		if !have[name] {
+			return nil, &Refusal{Word: WordToolNotDeclared, Field: FieldToolNames, Index: j, Suffix: indexPath("", j),
+				ToolName: name, Detail: quote(name) + " is not one of the declared tools"}
+		}
+		keep[name] = true
+	}
+	out := entries[:0:0]
+	for _, e := range entries {
+		if keep[e.name] {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// servedNames indexes, per Runner, the names its current announcement serves, built on first
+// use so that checking many routes to one Runner stays linear.
+type servedNames map[*Runner]map[string]bool
+
+func (s servedNames) serves(r *Runner, name string) bool {
+	names, ok := s[r]
+	if !ok {
+		names = make(map[string]bool, len(r.Announcement.Tools))
+		for _, t := range r.Announcement.Tools {
+			names[t.Name] = true
+		}
+		s[r] = names
+	}
+	return names[name]
+}
+
+// checkRouteTarget is step 5 for one entry: its Runner is eligible and announces the tool.
+func checkRouteTarget(e *entry, runners map[string]*Runner, served servedNames) *Refusal {
+	if e.route == nil {
+		return nil
+	}
+	r := runners[lowerID(e.route.RunnerID)]
+	if r == nil || !r.Eligible {
+		return &Refusal{Word: WordRunnerNotEligible, Index: -1, Callable: e.name, RunnerID: e.route.RunnerID,
+			Detail: quote(e.name) + ": its Runner is unknown or not eligible"}
+	}
+	if served.serves(r, e.route.ToolName) {
+		return nil
+	}
+	return &Refusal{Word: WordToolNotServed, Index: -1, Callable: e.name, RunnerID: e.route.RunnerID, ToolName: e.route.ToolName,
+		Detail: quote(e.name) + ": Runner " + e.route.RunnerID + " does not serve " + quote(e.route.ToolName)}
+}
