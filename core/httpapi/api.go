@@ -13,7 +13,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -34,6 +36,10 @@ type Deps struct {
 	Ready func(ctx context.Context) []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Runs is the run engine; nil serves no run routes.
+	Runs *runs.Engine
+	// Models is the models catalog; nil serves no models route.
+	Models *model.Catalog
 }
 
 // API is the HTTP handler of the whole server.
@@ -79,6 +85,8 @@ func (a *API) routes() {
 	a.tokenRoutes()
 	a.executorRoutes()
 	a.executorPlaneRoutes()
+	a.runRoutes()
+	a.modelsRoutes()
 }
 
 // plane is who may call a route.

@@ -91,10 +91,10 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 		}
 		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: runner, existing: map[string]bool{}}
 		steps := p.parse(obj["steps"], 1, "")
-		if err := p.refusal("run."); err != nil {
+		if err := p.refusal(""); err != nil {
 			return err
 		}
-		if err := duplicateKeys(steps, nil, "run."); err != nil {
+		if err := duplicateKeys(steps, nil, ""); err != nil {
 			return err
 		}
 		now := e.nowMS()

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -340,4 +341,59 @@ func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string,
 		page.Tasks = append(page.Tasks, row)
 	}
 	return page, nil
+}
+
+// Inbox page bounds (runs.md §8.7): 1..200, default 50.
+const (
+	MaxInboxPage     = 200
+	DefaultInboxPage = 50
+)
+
+// Resolve is the resolution door (runs.md §2.7). This version places no ask awaits (the ask
+// tool arrives with the orchestration family), so every existing task answers
+// await_not_resolvable after the checks that precede it.
+func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body []byte) (*TaskDoc, error) {
+	q := e.store.Reader()
+	r, err := e.loadRun(ctx, q, a, runID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := store.TaskByKey(ctx, q, r.ID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, taskNotFound(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := e.writeStanding(ctx, q, a, r); err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(body, &obj) != nil || obj == nil {
+			return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
+		}
+	}
+	_ = t
+	return nil, conflict(CodeAwaitNotResolvable, "Task %s is not an ask await; only asks are answered here.", key)
+}
+
+// CancelBranch is branch cancel (runs.md §2.9). This version places no delegate_task branches
+// (delegate_task arrives with the orchestration family), so every existing task answers
+// not_a_branch after the checks that precede it.
+func (e *Engine) CancelBranch(ctx context.Context, a *Actor, runID, key string) (*TaskDoc, error) {
+	q := e.store.Reader()
+	r, err := e.loadRun(ctx, q, a, runID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.TaskByKey(ctx, q, r.ID, key); errors.Is(err, store.ErrNotFound) {
+		return nil, taskNotFound(key)
+	} else if err != nil {
+		return nil, err
+	}
+	if err := e.writeStanding(ctx, q, a, r); err != nil {
+		return nil, err
+	}
+	return nil, conflict(CodeNotABranch, "Task %s is not a branch.", key)
 }

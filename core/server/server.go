@@ -12,10 +12,15 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mattn/go-isatty"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/httpapi"
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/kernel"
+	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/memory/memorytest"
 )
 
 // DrainTimeout is how long a shutdown waits for in-flight requests: long enough for any ordinary
@@ -35,6 +40,7 @@ type Server struct {
 	drain    time.Duration
 	// stopListening ends the token-invalidation subscription.
 	stopListening func()
+	engine        *runs.Engine
 }
 
 // Options adjust Open for tests and tools.
@@ -108,7 +114,36 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		return nil, err
 	}
 	srv.stopListening = stopListening
+	models, err := model.NewCatalog(s.Models)
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
+	compiler, err := declare.New(reg)
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
+	tools := kernel.New(kernel.Options{
+		// The kernel memory store replaces this in-process reference store once it is wired;
+		// until then memory documents live as long as the process.
+		Memory: &kernel.Memory{Provider: memorytest.NewMemStore(), Scopes: kernel.DefaultScopes{Store: st}, Now: opts.Now},
+		Models: &kernel.Models{Catalog: models},
+	})
+	cfg := runs.Config{}
+	if s.Kernel != nil {
+		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval}
+	}
+	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler},
+		Kernel: tools, Config: cfg, Now: opts.Now, Log: log.Named("kernel")})
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
+	srv.engine = engine
 	api, err := httpapi.New(httpapi.Deps{
+		Runs:   engine,
+		Models: models,
 		Log:  log.Named("http"),
 		Auth: auth,
 		// The executor plane fills Revocation once it owns work that a revocation settles.
@@ -162,6 +197,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          s.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	if err := s.engine.Start(ctx); err != nil {
+		return err
+	}
+	defer s.engine.Stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("serving", "listen", ln.Addr().String(), "store", s.store.String())

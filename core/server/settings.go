@@ -34,6 +34,8 @@ type Settings struct {
 	LogFormat string
 	// Models is the models catalog configuration from the file; nil means the built-in catalog.
 	Models *model.Config
+	// Kernel is the kernel block; nil means the engine's defaults.
+	Kernel *KernelSettings
 }
 
 // Defaults of the settings (issue text and README).
@@ -67,6 +69,7 @@ type Layer struct {
 	LogLevel    *string
 	LogFormat   *string
 	Models      *model.Config
+	Kernel      *KernelSettings
 }
 
 // Resolve applies layers over the defaults, later layers winning: call it with the file, then the
@@ -84,6 +87,9 @@ func Resolve(layers ...Layer) (Settings, error) {
 		}
 		if l.Models != nil {
 			s.Models = l.Models
+		}
+		if l.Kernel != nil {
+			s.Kernel = l.Kernel
 		}
 	}
 	return s, s.validate()
@@ -171,6 +177,10 @@ func FileLayer(path string) (Layer, error) {
 	if diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
 	}
+	kernel, rest, err := decodeKernel(rest)
+	if err != nil {
+		return Layer{}, fmt.Errorf("config: %s", err)
+	}
 	// Anything no reader took is an unknown setting.
 	if diags := gohcl.DecodeBody(rest, nil, &struct{}{}); diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
@@ -185,7 +195,7 @@ func FileLayer(path string) (Layer, error) {
 	}
 	l := Layer{
 		Listen: fs.Listen, DataDir: abs(fs.DataDir), DatabaseURL: fs.DatabaseURL,
-		LogLevel: fs.LogLevel, LogFormat: fs.LogFormat, Models: models,
+		LogLevel: fs.LogLevel, LogFormat: fs.LogFormat, Models: models, Kernel: kernel,
 	}
 	if fs.PluginDirs != nil {
 		l.PluginDirs = make([]string, len(fs.PluginDirs))

@@ -1,0 +1,336 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
+)
+
+// The run routes (runs.md §2.3-2.10): thin, the engine decides.
+func (a *API) runRoutes() {
+	if a.deps.Runs == nil {
+		return
+	}
+	const base = "/agent_api/v1/workspaces/{ws}/runs"
+	a.handle("POST "+base, routeOpts{}, a.createRun)
+	a.handle("GET "+base, routeOpts{}, a.listRuns)
+	a.handle("GET "+base+"/{run}", routeOpts{}, a.readRun)
+	a.handle("POST "+base+"/{run}/start", routeOpts{}, a.startRun)
+	a.handle("POST "+base+"/{run}/stop", routeOpts{}, a.stopRun)
+	a.handle("POST "+base+"/{run}/tasks", routeOpts{}, a.appendSteps)
+	a.handle("GET "+base+"/{run}/tasks/{task_key}", routeOpts{}, a.readTask)
+	a.handle("GET "+base+"/{run}/tasks/{task_key}/request", routeOpts{}, a.readRequest)
+	a.handle("POST "+base+"/{run}/tasks/{task_key}/resolution", routeOpts{bodyLimit: ResolutionBodyLimit}, a.resolve)
+	a.handle("POST "+base+"/{run}/tasks/{task_key}/approve", routeOpts{}, a.approve)
+	a.handle("POST "+base+"/{run}/tasks/{task_key}/deny", routeOpts{}, a.deny)
+	a.handle("POST "+base+"/{run}/tasks/{task_key}/cancel", routeOpts{}, a.cancelBranch)
+	a.handle("GET /agent_api/v1/inbox", routeOpts{}, a.inbox)
+}
+
+// ResolutionBodyLimit is the resolution door's body bound: 2 MiB, so a 1 MiB result fits with
+// its escaping and metadata (runs.md §0.2).
+const ResolutionBodyLimit = 2 << 20
+
+// modelsRoutes serves the models catalog to any member (runs.md §6.2).
+func (a *API) modelsRoutes() {
+	if a.deps.Models == nil {
+		return
+	}
+	a.handle("GET /agent_api/v1/models", routeOpts{}, a.models)
+}
+
+func (a *API) models(w http.ResponseWriter, r *http.Request, c *Call) error {
+	q, err := model.ParseListParams(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	body, err := a.deps.Models.List(q).MarshalJSON()
+	if err != nil {
+		return err
+	}
+	writeJSONBytes(w, http.StatusOK, append(body, '\n'))
+	return nil
+}
+
+// actor resolves the workspace and the caller's standing in it.
+func (a *API) actor(r *http.Request, c *Call) (*runs.Actor, error) {
+	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember)
+	if err != nil {
+		return nil, err
+	}
+	return &runs.Actor{Kind: c.Member.Kind, ID: c.Member.ID, PublicID: c.Member.PublicID, Role: acc.Workspace.Role,
+		WorkspaceID: acc.Workspace.ID, WorkspacePublicID: acc.Workspace.PublicID}, nil
+}
+
+// idempotencyKey reads Idempotency-Key: 1..36 bytes of printable ASCII (runs.md §0.4).
+func idempotencyKey(r *http.Request) (string, error) {
+	vs, ok := r.Header["Idempotency-Key"]
+	if !ok {
+		return "", nil
+	}
+	k := ""
+	if len(vs) > 0 {
+		k = vs[0]
+	}
+	bad := len(k) == 0 || len(k) > runs.IdempotencyKeyMaxBytes
+	for i := 0; i < len(k) && !bad; i++ {
+		bad = k[i] < 0x20 || k[i] > 0x7e
+	}
+	if bad {
+		return "", refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid,
+			"Idempotency-Key must be 1 to %d bytes of printable ASCII.", runs.IdempotencyKeyMaxBytes).With("path", "Idempotency-Key")
+	}
+	return k, nil
+}
+
+func pageLimit(r *http.Request, def, max int) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > max {
+		return 0, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "limit must be an integer from 1 to %d.", max).With("path", "limit")
+	}
+	return n, nil
+}
+
+func (a *API) createRun(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Run json.RawMessage `json:"run"`
+	}
+	present, err := decodeBody(c, &body)
+	if err != nil {
+		return err
+	}
+	if err := requireRoot(present, "run", body.Run == nil || bytes.Equal(body.Run, []byte("null"))); err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	created, err := a.deps.Runs.CreateRun(r.Context(), act, body.Run, c.Body, key)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if created.Replayed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, map[string]any{"run": created.Run, "receipt": created.Receipt, "replayed": created.Replayed})
+	return nil
+}
+
+func (a *API) listRuns(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(r, runs.DefaultPage, runs.MaxPage)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	page, err := a.deps.Runs.ListRuns(r.Context(), act, q.Get("status"), q.Get("conversation_public_id"), q.Get("after"), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": page.Runs, "pagination": map[string]any{"next_after": page.NextAfter}})
+	return nil
+}
+
+func (a *API) readRun(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.ReadRun(r.Context(), act, r.PathValue("run"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": doc})
+	return nil
+}
+
+func (a *API) startRun(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeBody(c, &struct{}{}); err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.StartRun(r.Context(), act, r.PathValue("run"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": doc})
+	return nil
+}
+
+func (a *API) stopRun(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Force json.RawMessage `json:"force"`
+	}
+	if _, err := decodeBody(c, &body); err != nil {
+		return err
+	}
+	force := true
+	if body.Force != nil && !bytes.Equal(body.Force, []byte("null")) {
+		if json.Unmarshal(body.Force, &force) != nil {
+			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "force must be true or false.").With("path", "force")
+		}
+	}
+	doc, err := a.deps.Runs.StopRun(r.Context(), act, r.PathValue("run"), force)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": doc})
+	return nil
+}
+
+func (a *API) appendSteps(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.deps.Runs.Append(r.Context(), act, r.PathValue("run"), c.Body, key)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, map[string]any{"receipt": res.Receipt, "replayed": res.Replayed})
+	return nil
+}
+
+func (a *API) readTask(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.ReadTask(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": doc})
+	return nil
+}
+
+// readRequest serves the sealed bytes exactly as sealed, with a trailing line feed only.
+func (a *API) readRequest(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	b, err := a.deps.Runs.ReadRequest(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
+	if err != nil {
+		return err
+	}
+	writeJSONBytes(w, http.StatusOK, b)
+	return nil
+}
+
+func (a *API) resolve(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.Resolve(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), c.Body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": doc, "applied": false})
+	return nil
+}
+
+func (a *API) approve(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeBody(c, &struct{}{}); err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.Decide(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), false, "")
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": doc})
+	return nil
+}
+
+func (a *API) deny(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Reason json.RawMessage `json:"reason"`
+	}
+	if _, err := decodeBody(c, &body); err != nil {
+		return err
+	}
+	reason := ""
+	if body.Reason != nil && !bytes.Equal(body.Reason, []byte("null")) {
+		if json.Unmarshal(body.Reason, &reason) != nil {
+			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "reason must be a string.").With("path", "reason")
+		}
+	}
+	doc, err := a.deps.Runs.Decide(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), true, reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": doc})
+	return nil
+}
+
+func (a *API) cancelBranch(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeBody(c, &struct{}{}); err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.CancelBranch(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": doc})
+	return nil
+}
+
+func (a *API) inbox(w http.ResponseWriter, r *http.Request, c *Call) error {
+	limit, err := pageLimit(r, runs.DefaultInboxPage, runs.MaxInboxPage)
+	if err != nil {
+		return err
+	}
+	page, err := a.deps.Runs.Inbox(r.Context(), c.Member.Kind, c.Member.PublicID, r.URL.Query().Get("after"), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": page.Tasks, "pagination": map[string]any{"next_after": page.NextAfter}})
+	return nil
+}

@@ -1,0 +1,166 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/projection"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// Compiler is the Declarations seam filled by core/declare and core/projection: the engine
+// asks, they decide. Runner facts come from the executors table; announcements and kernel skill
+// documents are read through the optional readers, which the executor plane and kernel memory
+// fill (until then no Runner announces anything and no kernel skill exists).
+type Compiler struct {
+	C *declare.Compiler
+	// Announcement reads a Runner's current announcement; nil means none.
+	Announcement func(ctx context.Context, q store.Querier, runnerPublicID string) (declare.Runner, bool, error)
+	// KernelSkills reads the kernel skill documents the run's memory bindings resolve; nil
+	// means none.
+	KernelSkills func(ctx context.Context, q store.Querier, workspaceID int64) ([]declare.KernelSkill, error)
+}
+
+var _ Declarations = (*Compiler)(nil)
+
+// AcceptStep freezes a model step's declaration (declarations.md §8.1-8.4).
+func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDeclaration) (*FrozenDeclaration, error) {
+	door := declare.RunDoor(in.Path + ".")
+	set, err := c.C.Compile(in.Tools)
+	if err != nil {
+		return nil, door.Refuse(err)
+	}
+	var imports *declare.Imports
+	if in.KernelTools != nil || in.RunnerExecutorPublicIDs != nil || in.RunnerToolNames != nil {
+		im, err := c.C.ParseImports(in.KernelTools, in.RunnerExecutorPublicIDs, in.RunnerToolNames)
+		if err != nil {
+			return nil, door.Refuse(err)
+		}
+		imports = &im
+	}
+	ids := map[string]bool{}
+	if in.Selection != "" {
+		ids[strings.ToLower(in.Selection)] = true
+	}
+	if imports != nil {
+		for _, id := range imports.RunnerExecutorPublicIDs {
+			ids[strings.ToLower(id)] = true
+		}
+	}
+	for _, e := range set.Entries() {
+		if e.Route != nil {
+			ids[strings.ToLower(e.Route.RunnerID)] = true
+		}
+	}
+	var runners []declare.Runner
+	for _, id := range sortedStrings(ids) {
+		r, err := c.runner(ctx, q, in.WorkspaceID, id)
+		if err != nil {
+			return nil, err
+		}
+		runners = append(runners, r)
+	}
+	var skills []declare.KernelSkill
+	if c.KernelSkills != nil {
+		if skills, err = c.KernelSkills(ctx, q, in.WorkspaceID); err != nil {
+			return nil, err
+		}
+	}
+	f, err := c.C.Accept(declare.Acceptance{Explicit: set, Imports: imports, Selection: in.Selection, Runners: runners, KernelSkills: skills})
+	if err != nil {
+		return nil, door.Refuse(err)
+	}
+	env, err := f.Environment.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	cat, err := f.SkillCatalog.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return &FrozenDeclaration{ToolDefinitions: f.ToolDefinitions.Bytes(), Environment: env, SkillCatalog: cat,
+		HasTools: f.ToolDefinitions.Len() > 0}, nil
+}
+
+func (c *Compiler) runner(ctx context.Context, q store.Querier, workspaceID int64, id string) (declare.Runner, error) {
+	if c.Announcement != nil {
+		r, ok, err := c.Announcement(ctx, q, id)
+		if err != nil || ok {
+			return r, err
+		}
+	}
+	r := declare.Runner{PublicID: id}
+	if !uuidPattern.MatchString(id) {
+		return r, nil
+	}
+	ex, err := store.ExecutorByPublicID(ctx, q, id)
+	if err != nil {
+		return r, nil
+	}
+	r.DisplayName = ex.DisplayName
+	r.Eligible = ex.WorkspaceID == workspaceID && ex.Kind == store.ExecutorRunner && ex.Status == store.ExecutorActive
+	return r, nil
+}
+
+// Open reads a round's frozen set (its stored render compiles to itself) and skill catalog.
+func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (Toolset, error) {
+	set, err := c.C.Compile(toolDefinitions)
+	if err != nil {
+		return nil, err
+	}
+	var cat declare.SkillCatalog
+	if s := strings.TrimSpace(string(skillCatalog)); s != "" && s != "null" {
+		if err := json.Unmarshal(skillCatalog, &cat); err != nil {
+			return nil, err
+		}
+	}
+	p := projection.Project(set, cat)
+	ts := &frozenSet{set: set}
+	for _, v := range p.Tools {
+		ts.offered = append(ts.offered, json.RawMessage(v.Encode()))
+	}
+	if block, ok := projection.SkillsBlock(set, p, cat); ok {
+		ts.skills = block
+	}
+	return ts, nil
+}
+
+// KernelName reports a registered kernel name in either spelling.
+func (c *Compiler) KernelName(name string) (string, bool) {
+	if !c.C.IsKernelSpelling(name) {
+		return "", false
+	}
+	wire := name
+	if k, ok := lookupWire(name); ok {
+		wire = k
+	}
+	return wire, true
+}
+
+type frozenSet struct {
+	set     *declare.Set
+	offered []json.RawMessage
+	skills  string
+}
+
+func (f *frozenSet) ResolveCall(name string, input json.RawMessage) (CallResolution, error) {
+	r, err := f.set.ResolveCall(name, input)
+	if err != nil {
+		return CallResolution{}, err
+	}
+	out := CallResolution{Declared: r.Declared, ToolName: r.ToolName, Canonical: r.Canonical, Input: r.Input, Alias: r.Alias}
+	if r.Route != nil {
+		out.Route = &Route{Kind: "runner", RunnerExecutorPublicID: strings.ToLower(r.Route.RunnerID), ToolName: r.Route.ToolName}
+	}
+	return out, nil
+}
+
+func (f *frozenSet) Offered() []json.RawMessage { return f.offered }
+func (f *frozenSet) SkillsBlock() string        { return f.skills }
+
+func lookupWire(name string) (string, bool) {
+	k, ok := announceLookup(name)
+	return k, ok
+}
