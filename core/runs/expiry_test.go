@@ -1,0 +1,42 @@
+package runs
+
+import "testing"
+
+// TestApplyExpiry pins runs.md §4.6's table, one case per row.
+func TestApplyExpiry(t *testing.T) {
+	t.Parallel()
+	read := []byte(`{"kind":"read_only","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}`)
+	edit := []byte(`{"kind":"write","destructive":true,"effect_scope":"closed","idempotency":"none","reconciliation":"lookup","timeout_ms":5000}`)
+	writeIntrinsic := []byte(`{"kind":"write","destructive":true,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"lookup"}`)
+	cases := []struct {
+		name    string
+		f       ExpiryFacts
+		status  string
+		key     string
+		release bool
+	}{
+		{"tool never claimed", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Profile: edit}, StatusTimedOut, KeyToolTimeout, false},
+		{"kernel tool queued, unclaimed", ExpiryFacts{Kind: KindTool, Status: StatusRunning, Profile: edit}, StatusTimedOut, KeyToolTimeout, false},
+		{"claimed, read-only", ExpiryFacts{Kind: KindTool, Status: StatusRunning, Generation: 1, ClaimedAt: 1, Profile: read}, StatusTimedOut, KeyToolTimeout, false},
+		{"claimed, write intrinsic", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1, Profile: writeIntrinsic}, StatusTimedOut, KeyToolTimeout, false},
+		{"claimed, not replayable", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1, Profile: edit}, StatusUncertain, KeyToolUncertain, false},
+		{"claimed, no profile", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1}, StatusUncertain, KeyToolUncertain, false},
+		{"claimed, malformed profile", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1, Profile: []byte(`{"kind":"read_only"}`)}, StatusUncertain, KeyToolUncertain, false},
+		{"ask await", ExpiryFacts{Kind: KindAwait, Status: StatusAwaitingInput}, StatusTimedOut, KeyAwaitTimeout, false},
+		{"wait await", ExpiryFacts{Kind: KindAwait, Status: StatusDispatched}, StatusTimedOut, KeyAwaitTimeout, false},
+		{"held approval", ExpiryFacts{Kind: KindTool, Status: StatusNeedsApproval, Profile: read}, StatusTimedOut, KeyApprovalExpired, false},
+		{"model claimed", ExpiryFacts{Kind: KindModel, Status: StatusRunning, Generation: 1, Attempts: 1}, "", "", true},
+		{"model third claim", ExpiryFacts{Kind: KindModel, Status: StatusRunning, Generation: 3, Attempts: 3}, StatusFailed, KeyAttemptBudgetSpent, false},
+	}
+	for _, c := range cases {
+		x := ApplyExpiry(c.f)
+		if x.Release != c.release || x.Status != c.status || x.Error.Key != c.key {
+			t.Errorf("%s: got %+v, want status %q key %q release %v", c.name, x, c.status, c.key, c.release)
+		}
+	}
+	x := ApplyExpiry(ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1740821400300, TimeoutMS: 600000,
+		ClaimedBy: "executor 1d2e", Profile: edit})
+	if x.Error.Detail != "no commit within 600000 ms of the claim at 2025-03-01T09:30:00.300Z by executor 1d2e; the tool may have run" {
+		t.Errorf("detail %q", x.Error.Detail)
+	}
+}

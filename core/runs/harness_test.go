@@ -1,0 +1,158 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/kernel"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/memory/memorytest"
+)
+
+// clock is a settable test clock: expiry cases move it instead of sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2030, 1, 15, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type harness struct {
+	t     testing.TB
+	s     *store.Store
+	e     *runs.Engine
+	clock *clock
+	actor *runs.Actor
+	ctx   context.Context
+}
+
+type harnessOptions struct {
+	kernel runs.KernelTools
+	noDecl bool
+}
+
+func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
+	t.Helper()
+	ctx := context.Background()
+	c := newClock()
+	reg := registry.New()
+	comp, err := declare.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := model.MustBuiltin()
+	k := o.kernel
+	if k == nil {
+		k = kernel.New(kernel.Options{
+			Memory: &kernel.Memory{Provider: memorytest.NewMemStore(), Scopes: kernel.DefaultScopes{Store: s}, Now: c.Now},
+			Models: &kernel.Models{Catalog: models},
+		})
+	}
+	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now,
+		Config: runs.Config{Workers: 2, ModelTimeout: time.Minute}}
+	if !o.noDecl {
+		opts.Declarations = &runs.Compiler{C: comp}
+	}
+	e, err := runs.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := c.Now().UnixMilli()
+	u := &store.User{PublicID: store.NewPublicID(), Handle: "ana", DisplayName: "Ana", CreatedAt: now}
+	w := &store.Workspace{PublicID: store.NewPublicID(), Handle: "default", Name: "Default", CreatedAt: now}
+	err = s.Write(ctx, func(tx *store.Tx) error {
+		if err := store.InsertUser(ctx, tx, u); err != nil {
+			return err
+		}
+		if err := store.InsertWorkspace(ctx, tx, w); err != nil {
+			return err
+		}
+		return store.InsertMembership(ctx, tx, w.ID, u.ID, store.RoleOwner, now)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, s: s, e: e, clock: c, ctx: ctx,
+		actor: &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleOwner, WorkspaceID: w.ID, WorkspacePublicID: w.PublicID}}
+}
+
+// create posts a run object and fails the test on a refusal.
+func (h *harness) create(run string) *runs.Created {
+	h.t.Helper()
+	body := `{"run":` + run + `}`
+	c, err := h.e.CreateRun(h.ctx, h.actor, json.RawMessage(run), []byte(body), "")
+	if err != nil {
+		h.t.Fatalf("create: %v", err)
+	}
+	return c
+}
+
+// drain claims and evaluates kernel rows until none is runnable; it returns how many ran.
+func (h *harness) drain() int {
+	h.t.Helper()
+	n := 0
+	for i := 0; i < 10000; i++ {
+		c, err := h.e.ClaimKernel(h.ctx)
+		if err != nil {
+			h.t.Fatalf("claim: %v", err)
+		}
+		if c == nil {
+			return n
+		}
+		if err := h.e.Evaluate(h.ctx, c); err != nil {
+			h.t.Fatalf("evaluate %s: %v", c.Key, err)
+		}
+		n++
+	}
+	h.t.Fatal("drain: no end")
+	return n
+}
+
+func (h *harness) run(id string) *runs.RunDoc {
+	h.t.Helper()
+	d, err := h.e.ReadRun(h.ctx, h.actor, id)
+	if err != nil {
+		h.t.Fatalf("read run: %v", err)
+	}
+	return d
+}
+
+func (h *harness) task(run, key string) *runs.TaskDoc {
+	h.t.Helper()
+	d, err := h.e.ReadTask(h.ctx, h.actor, run, key)
+	if err != nil {
+		h.t.Fatalf("read task %s: %v", key, err)
+	}
+	return d
+}
+
+// modelStep builds a run object with one model step.
+func modelStep(prompt string, extra string) string {
+	p, _ := json.Marshal(prompt)
+	s := `{"steps":[{"model":{"model":"mock/scripted","prompt":` + string(p)
+	if extra != "" {
+		s += "," + extra
+	}
+	return s + `}}],"approval_mode":"bypass"}`
+}
+
+const memoryTools = `"kernel_tools":["nexus.memory.ls","nexus.memory.read","nexus.memory.grep","nexus.memory.write","nexus.memory.edit","nexus.memory.delete","nexus.models.list"]`
