@@ -272,11 +272,11 @@ func (e *Engine) sweeper(ctx context.Context) {
 // Sweep runs one sweeper pass and reports how many rows it settled or released.
 func (e *Engine) Sweep(ctx context.Context) (int, error) {
 	now := e.nowMS()
-	if _, err := store.ForgetIdempotency(ctx, e.store.Reader(), now-IdempotencyTTL.Milliseconds()); err != nil {
-		return 0, err
-	}
 	var due []store.Task
 	err := e.store.Write(ctx, func(tx *store.Tx) error {
+		if _, err := store.ForgetIdempotency(ctx, tx, now-IdempotencyTTL.Milliseconds()); err != nil {
+			return err
+		}
 		var err error
 		due, err = store.DueTasks(ctx, tx, now, SweepBatch)
 		return err

@@ -1,0 +1,183 @@
+package runs_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+)
+
+// TestAliasCall: a call under an alias is recorded under the kernel wire name with its input
+// mapped and the alias beside it; the transcript keeps the alias.
+func TestAliasCall(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		alias := `"tools":[{"name":"Remember","canonical":"nexus.memory.write","params":{"file":{"maps_to":"path"},"text":{"maps_to":"content"}}}]`
+		c := h.create(modelStep("!mock\nround 1\ncall Remember {\"file\":\"workspace/x.md\",\"text\":\"hi\"}\nround 2\nsay ok", alias))
+		h.drain()
+		tk := h.task(c.Run.PublicID, "r2t0")
+		if deref(tk.ToolName) != "memory_write" || deref(tk.ToolAlias) != "Remember" || tk.Status != runs.StatusCompleted {
+			t.Fatalf("alias row: %s %s %s", deref(tk.ToolName), deref(tk.ToolAlias), tk.Status)
+		}
+		var in map[string]string
+		_ = json.Unmarshal(*tk.ToolInput, &in)
+		if in["path"] != "workspace/x.md" || in["content"] != "hi" || len(in) != 2 {
+			t.Fatalf("mapped input %v", in)
+		}
+		req, _ := h.e.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "r2")
+		if !strings.Contains(string(req), `"role":"tool","tool_call_id":"mock_r1_0","name":"Remember"`) {
+			t.Fatalf("tool entry does not carry the alias: %s", req)
+		}
+	})
+}
+
+// TestApprovalHoldApproveDeny: ask mode holds model calls; approve dispatches to the kernel with
+// the human origin; deny fails the row approval_denied with the reason; the continuation reads it.
+func TestApprovalHoldApproveDeny(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		run := `{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\ncall memory_write {\"path\":\"workspace/a\",\"content\":\"x\"}\nround 2\nsay {{last_result}}",` + memoryTools + `}}],"approval_mode":"ask"}`
+		c := h.create(run)
+		h.drain()
+		id := c.Run.PublicID
+		r := h.run(id)
+		if r.Status != runs.RunRunning || len(r.Attention) != 1 || r.Attention[0].Reason != runs.ReasonApprovalRequired ||
+			strings.Join(r.Attention[0].TaskKeys, ",") != "r2t0,r2t1" {
+			t.Fatalf("held run: %s %+v", r.Status, r.Attention)
+		}
+		held := h.task(id, "r2t0")
+		if held.Status != runs.StatusNeedsApproval || held.EffectProfile == nil || held.DeadlineAt == nil {
+			t.Fatalf("held row %+v", held)
+		}
+		page, err := h.e.Inbox(h.ctx, "user", h.actor.PublicID, "", 50)
+		if err != nil || len(page.Tasks) != 2 || page.Tasks[0].Kind != "approval" || page.Tasks[0].TaskKey != "r2t0" {
+			t.Fatalf("inbox %+v %v", page, err)
+		}
+		got, err := h.e.Decide(h.ctx, h.actor, id, "r2t0", false, "")
+		if err != nil || got.Status != runs.StatusRunning {
+			t.Fatalf("approve: %v %+v", err, got)
+		}
+		var ap runs.Approval
+		_ = json.Unmarshal(got.Approval, &ap)
+		if ap.Origin != runs.ApprovalOriginHuman || ap.DecidedBy == nil || ap.DecidedBy.PublicID != h.actor.PublicID {
+			t.Fatalf("approval %+v", ap)
+		}
+		reason := strings.Repeat("é", 200)
+		got, err = h.e.Decide(h.ctx, h.actor, id, "r2t1", true, reason)
+		if err != nil || got.Status != runs.StatusFailed || got.Error.Key != runs.KeyApprovalDenied || len(got.Error.Detail) != 256 {
+			t.Fatalf("deny: %v %+v", err, got)
+		}
+		if _, err := h.e.Decide(h.ctx, h.actor, id, "r2t1", false, ""); !isCode(err, runs.CodeNotAwaitingApproval) {
+			t.Fatalf("second decision: %v", err)
+		}
+		h.drain()
+		r = h.run(id)
+		if r.Status != runs.RunCompleted || !strings.HasPrefix(deref(r.Answer), "<tool_use_error>The tool call was declined at approval. (approval_denied) ") {
+			t.Fatalf("after decisions: %s %q", r.Status, deref(r.Answer))
+		}
+		if _, err := h.e.Decide(h.ctx, h.actor, id, "r2t0", false, ""); !isCode(err, runs.CodeNotAdjudicable) {
+			t.Fatalf("decision on a completed run: %v", err)
+		}
+	})
+}
+
+func isCode(err error, code string) bool {
+	r, ok := refusal.As(err)
+	return ok && r.Code == code
+}
+
+// TestExpiryCases drives each expiry case through the sweeper with the injected clock.
+func TestExpiryCases(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		// A held approval expires approval_expired after 24 hours; a decision then is refused.
+		c := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\nround 2\nsay {{last_result}}",` + memoryTools + `}}],"approval_mode":"ask"}`)
+		h.drain()
+		h.clock.Advance(runs.ApprovalHold)
+		if _, err := h.e.Decide(h.ctx, h.actor, c.Run.PublicID, "r2t0", false, ""); !isCode(err, runs.CodeNotAwaitingApproval) {
+			t.Fatalf("approve after the deadline: %v", err)
+		}
+		if tk := h.task(c.Run.PublicID, "r2t0"); tk.Status != runs.StatusTimedOut || tk.Error.Key != runs.KeyApprovalExpired {
+			t.Fatalf("expired approval: %s %+v", tk.Status, tk.Error)
+		}
+		h.drain()
+		if r := h.run(c.Run.PublicID); r.Status != runs.RunCompleted || !strings.Contains(deref(r.Answer), "(approval_expired)") {
+			t.Fatalf("run after expiry: %s %q", r.Status, deref(r.Answer))
+		}
+
+		// Kernel tool rows: claimed and lost (a worker died). memory_ls is replayable → timed_out;
+		// memory_edit is not → uncertain. A queued, unclaimed row → timed_out.
+		c = h.create(modelStep("!mock\nround 1\ncall memory_ls {}\ncall memory_edit {\"path\":\"workspace/a\",\"old_text\":\"x\",\"new_text\":\"y\"}\ncall memory_read {\"path\":\"workspace/a\"}\nround 2\nsay {{last_result}}", memoryTools))
+		claim := func() {
+			t.Helper()
+			if _, err := h.e.ClaimKernel(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cl, _ := h.e.ClaimKernel(h.ctx) // the model round
+		if err := h.e.Evaluate(h.ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+		claim() // r2t0, lost
+		claim() // r2t1, lost
+		h.clock.Advance(runs.ToolParkDefault)
+		if n, err := h.e.Sweep(h.ctx); err != nil || n != 3 {
+			t.Fatalf("sweep: %d %v", n, err)
+		}
+		want := map[string][2]string{"r2t0": {runs.StatusTimedOut, runs.KeyToolTimeout}, "r2t1": {runs.StatusUncertain, runs.KeyToolUncertain},
+			"r2t2": {runs.StatusTimedOut, runs.KeyToolTimeout}}
+		for k, w := range want {
+			tk := h.task(c.Run.PublicID, k)
+			if tk.Status != w[0] || tk.Error.Key != w[1] {
+				t.Errorf("%s: %s %+v, want %v", k, tk.Status, tk.Error, w)
+			}
+		}
+		h.drain()
+		if r := h.run(c.Run.PublicID); r.Status != runs.RunCompleted {
+			t.Fatalf("run after tool expiry: %s", r.Status)
+		}
+
+		// A claimed model task is released at its deadline for another attempt; the third lost
+		// claim fails attempt_budget_spent and the mainline halts.
+		c = h.create(modelStep("!mock\nround 1\nsay hi", ""))
+		for attempt := 1; attempt <= runs.MaxModelAttempts; attempt++ {
+			cl, err := h.e.ClaimKernel(h.ctx)
+			if err != nil || cl == nil || cl.Key != "s1-model-1" {
+				t.Fatalf("attempt %d: claim %+v %v", attempt, cl, err)
+			}
+			h.clock.Advance(time.Minute)
+			if _, err := h.e.Sweep(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tk := h.task(c.Run.PublicID, "s1-model-1")
+		if tk.Status != runs.StatusFailed || tk.Error.Key != runs.KeyAttemptBudgetSpent || deref(tk.Attempts) != 3 {
+			t.Fatalf("model after three lost claims: %s %+v attempts %d", tk.Status, tk.Error, deref(tk.Attempts))
+		}
+		if r := h.run(c.Run.PublicID); r.Status != runs.RunNeedsAttention || r.Attention[0].Reason != runs.ReasonDeliverableUnresolved {
+			t.Fatalf("run: %s %+v", r.Status, r.Attention)
+		}
+
+		// A released model task is claimed again and replays its sealed request unchanged.
+		c = h.create(modelStep("!mock\nround 1\nsay once", ""))
+		cl, _ = h.e.ClaimKernel(h.ctx)
+		if err := h.e.Evaluate(h.ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+		first, _ := h.e.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "s1-model-1")
+		if r := h.run(c.Run.PublicID); r.Status != runs.RunCompleted {
+			t.Fatalf("run %s", r.Status)
+		}
+		if len(first) == 0 {
+			t.Fatal("no sealed request")
+		}
+	})
+}
