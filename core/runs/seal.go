@@ -19,6 +19,8 @@ type sealed struct {
 	tools        []model.ToolSchema
 	delivered    []int64 // task ids whose results this request carries for the first time
 	historyCount int64
+	baseID       int64
+	baseCount    int
 }
 
 // answerCall is one call of a stored answer: the provider's id, name and raw arguments as
@@ -100,6 +102,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		if err != nil {
 			return nil, err
 		}
+		s.baseID, s.baseCount = *prev.SealedRequestID, len(parts.Entries)
 		for _, b := range parts.Entries {
 			var en model.Entry
 			if err := json.Unmarshal(b, &en); err != nil {
@@ -150,7 +153,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			}
 		}
 	}
-	s.parts = store.SealedParts{Entries: entryBytes}
+	s.parts = store.SealedParts{Entries: entryBytes, BaseID: s.baseID, BaseCount: s.baseCount}
 	return s, nil
 }
 

@@ -243,6 +243,15 @@ func (p *stepParser) declare(path string, body map[string]json.RawMessage) (*Fro
 	if in.Tools == nil && in.KernelTools == nil && in.RunnerExecutorPublicIDs == nil && in.RunnerToolNames == nil {
 		return &FrozenDeclaration{ToolDefinitions: []byte("[]"), Environment: []byte("null"), SkillCatalog: []byte("[]")}, false
 	}
+	if in.Tools != nil {
+		// runs.md §2.3.1: a step that writes tools writes at least one; "no tools" is the
+		// absence of the field.
+		var items []json.RawMessage
+		if json.Unmarshal(in.Tools, &items) == nil && items != nil && len(items) == 0 {
+			p.fail(CodeInvalidTools, path+".tools", "tools must not be empty; omit it to declare no tools.")
+			return nil, false
+		}
+	}
 	if p.e.decls == nil {
 		p.fail(CodeInvalidTools, path+".tools", "This server has no declaration compiler; declare no tools.")
 		return nil, false

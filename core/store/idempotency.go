@@ -18,7 +18,7 @@ type IdempotencyRecord struct {
 // unique constraint instead (InsertIdempotency).
 func LookupIdempotency(ctx context.Context, q Querier, scope, key string, notBefore int64) (*IdempotencyRecord, error) {
 	var r IdempotencyRecord
-	err := q.Get(ctx, &r, `SELECT body, result, created_at FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND created_at >= ?`, scope, key, notBefore)
+	err := q.Get(ctx, &r, `SELECT body, result, created_at FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND created_at > ?`, scope, key, notBefore)
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -30,16 +30,16 @@ func LookupIdempotency(ctx context.Context, q Querier, scope, key string, notBef
 // unique violation and re-reads the record (runs.md §0.4: one key never creates twice). An
 // expired record of the same key is replaced.
 func InsertIdempotency(ctx context.Context, q Querier, scope, key, body, result string, at, notBefore int64) error {
-	if _, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND created_at < ?`, scope, key, notBefore); err != nil {
+	if _, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND created_at <= ?`, scope, key, notBefore); err != nil {
 		return fmt.Errorf("store: idempotency: %w", err)
 	}
 	_, err := q.Exec(ctx, `INSERT INTO idempotency_keys (scope, idem_key, body, result, created_at) VALUES (?, ?, ?, ?, ?)`, scope, key, body, result, at)
 	return err
 }
 
-// ForgetIdempotency deletes keys older than notBefore and reports how many went.
+// ForgetIdempotency deletes keys created at or before notBefore and reports how many went.
 func ForgetIdempotency(ctx context.Context, q Querier, notBefore int64) (int64, error) {
-	res, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < ?`, notBefore)
+	res, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at <= ?`, notBefore)
 	if err != nil {
 		return 0, err
 	}

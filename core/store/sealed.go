@@ -16,6 +16,11 @@ type SealedParts struct {
 	Prefix  []byte
 	Entries [][]byte
 	Suffix  []byte
+	// BaseID names an earlier sealed request whose first BaseCount entries this one repeats (a
+	// continuation repeats its predecessor's whole request); 0 for none. The index then lists
+	// only the entries after them, so a lineage's index grows linearly too.
+	BaseID    int64
+	BaseCount int
 }
 
 // Bytes reassembles the sealed request.
@@ -36,9 +41,11 @@ func (p SealedParts) Bytes() []byte {
 }
 
 type sealedIndex struct {
-	Prefix  string   `json:"prefix"`
-	Entries []string `json:"entries"`
-	Suffix  string   `json:"suffix"`
+	Prefix    string   `json:"prefix"`
+	Base      int64    `json:"base,omitempty"`
+	BaseCount int      `json:"base_count,omitempty"`
+	Entries   []string `json:"entries"`
+	Suffix    string   `json:"suffix"`
 }
 
 func hexSum(b []byte) string {
@@ -49,7 +56,10 @@ func hexSum(b []byte) string {
 // InsertSealed stores a sealed request for a task and returns its id, the SHA-256 and the size
 // of its whole bytes.
 func InsertSealed(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64) (id int64, size int64, err error) {
-	idx := sealedIndex{Prefix: hexSum(p.Prefix), Suffix: hexSum(p.Suffix), Entries: make([]string, len(p.Entries))}
+	idx := sealedIndex{Prefix: hexSum(p.Prefix), Suffix: hexSum(p.Suffix), Base: p.BaseID, BaseCount: p.BaseCount}
+	if p.BaseID == 0 {
+		idx.BaseCount = 0
+	}
 	put := func(b []byte) (string, error) {
 		h := hexSum(b)
 		_, err := q.Exec(ctx, `INSERT INTO sealed_entries (sha256, body, byte_size) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING`, h, string(b), len(b))
@@ -61,12 +71,12 @@ func InsertSealed(ctx context.Context, q Querier, taskID, generation int64, p Se
 	if _, err := put(p.Suffix); err != nil {
 		return 0, 0, fmt.Errorf("store: seal: %w", err)
 	}
-	for i, e := range p.Entries {
+	for _, e := range p.Entries[idx.BaseCount:] {
 		h, err := put(e)
 		if err != nil {
 			return 0, 0, fmt.Errorf("store: seal: %w", err)
 		}
-		idx.Entries[i] = h
+		idx.Entries = append(idx.Entries, h)
 	}
 	whole := p.Bytes()
 	parts, err := json.Marshal(idx)
@@ -81,39 +91,65 @@ func InsertSealed(ctx context.Context, q Querier, taskID, generation int64, p Se
 	return id, int64(len(whole)), nil
 }
 
-// SealedRequest reassembles a stored sealed request; it checks the result against the stored
-// SHA-256, so a damaged piece is an error rather than different bytes served.
+// SealedRequest reassembles a stored sealed request, following its base chain; it checks the
+// result against the stored SHA-256, so a damaged piece is an error rather than different bytes
+// served.
 func SealedRequest(ctx context.Context, q Querier, id int64) (SealedParts, error) {
-	var row struct {
+	type indexRow struct {
 		Parts  string `db:"parts"`
 		SHA256 string `db:"sha256"`
 	}
-	if err := q.Get(ctx, &row, `SELECT parts, sha256 FROM sealed_requests WHERE id = ?`, id); err != nil {
+	var top indexRow
+	if err := q.Get(ctx, &top, `SELECT parts, sha256 FROM sealed_requests WHERE id = ?`, id); err != nil {
 		return SealedParts{}, notFound(err)
 	}
-	var idx sealedIndex
-	if err := json.Unmarshal([]byte(row.Parts), &idx); err != nil {
-		return SealedParts{}, fmt.Errorf("store: sealed request %d: %w", id, err)
+	var chain []sealedIndex
+	row := top
+	for {
+		var idx sealedIndex
+		if err := json.Unmarshal([]byte(row.Parts), &idx); err != nil {
+			return SealedParts{}, fmt.Errorf("store: sealed request %d: %w", id, err)
+		}
+		chain = append(chain, idx)
+		if idx.Base == 0 {
+			break
+		}
+		if err := q.Get(ctx, &row, `SELECT parts, sha256 FROM sealed_requests WHERE id = ?`, idx.Base); err != nil {
+			return SealedParts{}, fmt.Errorf("store: sealed request %d: base %d: %w", id, idx.Base, notFound(err))
+		}
 	}
-	hashes := append([]string{idx.Prefix, idx.Suffix}, idx.Entries...)
+	// Entry hashes in order: from the root of the chain outwards, each level keeping its
+	// base_count entries of the level below.
+	var hashes []string
+	for i := len(chain) - 1; i >= 0; i-- {
+		if c := chain[i].BaseCount; c <= len(hashes) {
+			hashes = hashes[:c]
+		}
+		hashes = append(hashes, chain[i].Entries...)
+	}
+	top0 := chain[0]
 	uniq := map[string]bool{}
 	args := []any{}
-	for _, h := range hashes {
+	for _, h := range append([]string{top0.Prefix, top0.Suffix}, hashes...) {
 		if !uniq[h] {
 			uniq[h] = true
 			args = append(args, h)
 		}
 	}
-	var bodies []struct {
-		SHA256 string `db:"sha256"`
-		Body   string `db:"body"`
-	}
-	if err := q.Select(ctx, &bodies, `SELECT sha256, body FROM sealed_entries WHERE sha256 IN (`+placeholders(len(args))+`)`, args...); err != nil {
-		return SealedParts{}, err
-	}
-	by := make(map[string][]byte, len(bodies))
-	for _, b := range bodies {
-		by[b.SHA256] = []byte(b.Body)
+	by := make(map[string][]byte, len(args))
+	const batch = 500 // bounded IN lists keep every query under both dialects' parameter limits
+	for start := 0; start < len(args); start += batch {
+		end := min(start+batch, len(args))
+		var bodies []struct {
+			SHA256 string `db:"sha256"`
+			Body   string `db:"body"`
+		}
+		if err := q.Select(ctx, &bodies, `SELECT sha256, body FROM sealed_entries WHERE sha256 IN (`+placeholders(end-start)+`)`, args[start:end]...); err != nil {
+			return SealedParts{}, err
+		}
+		for _, b := range bodies {
+			by[b.SHA256] = []byte(b.Body)
+		}
 	}
 	get := func(h string) ([]byte, error) {
 		b, ok := by[h]
@@ -124,19 +160,19 @@ func SealedRequest(ctx context.Context, q Querier, id int64) (SealedParts, error
 	}
 	var p SealedParts
 	var err error
-	if p.Prefix, err = get(idx.Prefix); err != nil {
+	if p.Prefix, err = get(top0.Prefix); err != nil {
 		return SealedParts{}, err
 	}
-	if p.Suffix, err = get(idx.Suffix); err != nil {
+	if p.Suffix, err = get(top0.Suffix); err != nil {
 		return SealedParts{}, err
 	}
-	p.Entries = make([][]byte, len(idx.Entries))
-	for i, h := range idx.Entries {
+	p.Entries = make([][]byte, len(hashes))
+	for i, h := range hashes {
 		if p.Entries[i], err = get(h); err != nil {
 			return SealedParts{}, err
 		}
 	}
-	if hexSum(p.Bytes()) != row.SHA256 {
+	if hexSum(p.Bytes()) != top.SHA256 {
 		return SealedParts{}, fmt.Errorf("store: sealed request %d: reassembled bytes do not match their SHA-256", id)
 	}
 	return p, nil
