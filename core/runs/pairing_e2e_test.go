@@ -19,7 +19,6 @@ func pairingScript(finish string) string {
 		"\nround 2\nsay {{last_result}}"
 }
 
-
 // TestPairingLawExample drives §6.4.4 end to end: every call gets a row, the refused ones born
 // failed with their words, the long id replaced, and the continuation reads five tool entries.
 func TestPairingLawExample(t *testing.T) {

@@ -144,8 +144,8 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	api, err := httpapi.New(httpapi.Deps{
 		Runs:   engine,
 		Models: models,
-		Log:  log.Named("http"),
-		Auth: auth,
+		Log:    log.Named("http"),
+		Auth:   auth,
 		// The executor plane fills Revocation once it owns work that a revocation settles.
 		Directory:   identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now}),
 		CatalogBody: reg.CatalogBody(),

@@ -1,0 +1,276 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// Run is a run document (runs.md §2.4). Fields the client does not model stay in Raw.
+type Run struct {
+	PublicID             string          `json:"public_id"`
+	WorkspacePublicID    string          `json:"workspace_public_id"`
+	ConversationPublicID *string         `json:"conversation_public_id"`
+	Status               string          `json:"status"`
+	ApprovalMode         string          `json:"approval_mode"`
+	DeliverableTaskKey   string          `json:"deliverable_task_key"`
+	Revision             int64           `json:"revision"`
+	Attention            []Attention     `json:"attention,omitempty"`
+	TaskProgress         map[string]int  `json:"task_progress"`
+	Answer               *string         `json:"answer"`
+	Stop                 json.RawMessage `json:"stop"`
+	CreatedAt            string          `json:"created_at"`
+	StartedAt            *string         `json:"started_at"`
+	CompletedAt          *string         `json:"completed_at"`
+	Tasks                []Task          `json:"tasks,omitempty"`
+}
+
+// Attention is one standing reason of a run.
+type Attention struct {
+	Reason   string   `json:"reason"`
+	TaskKeys []string `json:"task_keys"`
+	Overflow int      `json:"overflow,omitempty"`
+}
+
+// Task is a task read or a trace row (runs.md §2.5). structured_content keeps null and false:
+// StructuredContent is nil when absent and the JSON text otherwise.
+type Task struct {
+	Key               string           `json:"key"`
+	Kind              string           `json:"kind"`
+	Status            string           `json:"status"`
+	Mainline          bool             `json:"mainline"`
+	Origin            string           `json:"origin"`
+	After             []string         `json:"after,omitempty"`
+	DeclaringTaskKey  string           `json:"declaring_task_key,omitempty"`
+	Model             string           `json:"model,omitempty"`
+	Prompt            *string          `json:"prompt,omitempty"`
+	Finish            string           `json:"finish,omitempty"`
+	Calls             []Call           `json:"calls,omitempty"`
+	ToolDefinitions   json.RawMessage  `json:"tool_definitions,omitempty"`
+	ToolName          string           `json:"tool_name,omitempty"`
+	ToolAlias         string           `json:"tool_alias,omitempty"`
+	ToolInput         json.RawMessage  `json:"tool_input,omitempty"`
+	ToolCallID        string           `json:"tool_call_id,omitempty"`
+	EffectProfile     json.RawMessage  `json:"effect_profile,omitempty"`
+	Approval          json.RawMessage  `json:"approval,omitempty"`
+	IsError           *bool            `json:"is_error,omitempty"`
+	Output            *string          `json:"output,omitempty"`
+	Content           json.RawMessage  `json:"content,omitempty"`
+	StructuredContent *json.RawMessage `json:"structured_content,omitempty"`
+	Title             *string          `json:"title,omitempty"`
+	Metadata          json.RawMessage  `json:"metadata,omitempty"`
+	Error             *TaskError       `json:"error,omitempty"`
+	Attempts          *int64           `json:"attempts,omitempty"`
+	RequestBytes      *int64           `json:"request_bytes,omitempty"`
+	DeadlineAt        *string          `json:"deadline_at,omitempty"`
+	CompletedAt       *string          `json:"completed_at,omitempty"`
+	ResultDeliveredAt *string          `json:"result_delivered_at,omitempty"`
+}
+
+// Call is one call of a model answer.
+type Call struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	TaskKey    string `json:"task_key"`
+}
+
+// TaskError is a settled task's error.
+type TaskError struct {
+	Key    string `json:"key"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Receipt is what a create or append accepted.
+type Receipt struct {
+	AcceptedTaskKeys   []string `json:"accepted_task_keys"`
+	DeliverableTaskKey string   `json:"deliverable_task_key"`
+	Revision           int64    `json:"revision"`
+}
+
+// RunCreated answers POST …/runs.
+type RunCreated struct {
+	Raw      json.RawMessage `json:"-"`
+	Run      Run             `json:"run"`
+	Receipt  Receipt         `json:"receipt"`
+	Replayed bool            `json:"replayed"`
+}
+
+// RunResponse answers the run read, start and stop.
+type RunResponse struct {
+	Raw json.RawMessage `json:"-"`
+	Run Run             `json:"run"`
+}
+
+// TaskResponse answers the task read, approve, deny and branch cancel.
+type TaskResponse struct {
+	Raw  json.RawMessage `json:"-"`
+	Task Task            `json:"task"`
+}
+
+// AppendResponse answers POST …/runs/{run}/tasks.
+type AppendResponse struct {
+	Raw      json.RawMessage `json:"-"`
+	Receipt  Receipt         `json:"receipt"`
+	Replayed bool            `json:"replayed"`
+}
+
+// RunsResponse is one page of GET …/runs.
+type RunsResponse struct {
+	Raw        json.RawMessage `json:"-"`
+	Runs       []Run           `json:"runs"`
+	Pagination struct {
+		NextAfter *string `json:"next_after"`
+	} `json:"pagination"`
+}
+
+// InboxResponse is one page of GET /agent_api/v1/inbox.
+type InboxResponse struct {
+	Raw        json.RawMessage   `json:"-"`
+	Tasks      []json.RawMessage `json:"tasks"`
+	Pagination struct {
+		NextAfter *string `json:"next_after"`
+	} `json:"pagination"`
+}
+
+func runPath(ws, run, rest string) string {
+	return wsPath(ws, "/runs/"+url.PathEscape(run)+rest)
+}
+
+func taskPath(ws, run, key, rest string) string {
+	return runPath(ws, run, "/tasks/"+url.PathEscape(key)+rest)
+}
+
+// CreateRun posts a run object ({"steps", "approval_mode", …}); idempotencyKey "" sends none.
+func (c *Client) CreateRun(ctx context.Context, ws string, run any, idempotencyKey string) (*RunCreated, error) {
+	out := &RunCreated{}
+	var hdr http.Header
+	if idempotencyKey != "" {
+		hdr = http.Header{"Idempotency-Key": {idempotencyKey}}
+	}
+	_, body, err := c.do(ctx, http.MethodPost, wsPath(ws, "/runs"), map[string]any{"run": run}, hdr)
+	if err != nil {
+		return nil, err
+	}
+	out.Raw = body
+	return out, json.Unmarshal(body, out)
+}
+
+// Run reads a run with its trace rows.
+func (c *Client) Run(ctx context.Context, ws, run string) (*RunResponse, error) {
+	out := &RunResponse{}
+	return out, c.call(ctx, http.MethodGet, runPath(ws, run, ""), nil, out, &out.Raw)
+}
+
+// Runs lists runs newest first; empty filters are not sent.
+func (c *Client) Runs(ctx context.Context, ws, status, after string, limit int) (*RunsResponse, error) {
+	q := url.Values{}
+	if status != "" {
+		q.Set("status", status)
+	}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := wsPath(ws, "/runs")
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	out := &RunsResponse{}
+	return out, c.call(ctx, http.MethodGet, path, nil, out, &out.Raw)
+}
+
+// StartRun starts a pending standalone run.
+func (c *Client) StartRun(ctx context.Context, ws, run string) (*RunResponse, error) {
+	out := &RunResponse{}
+	return out, c.call(ctx, http.MethodPost, runPath(ws, run, "/start"), nil, out, &out.Raw)
+}
+
+// StopRun stops a run; force false lets claimed work finish.
+func (c *Client) StopRun(ctx context.Context, ws, run string, force bool) (*RunResponse, error) {
+	out := &RunResponse{}
+	return out, c.call(ctx, http.MethodPost, runPath(ws, run, "/stop"), map[string]bool{"force": force}, out, &out.Raw)
+}
+
+// AppendSteps appends steps ({"steps", "expected_revision"?}) to a standalone run.
+func (c *Client) AppendSteps(ctx context.Context, ws, run string, body any, idempotencyKey string) (*AppendResponse, error) {
+	var hdr http.Header
+	if idempotencyKey != "" {
+		hdr = http.Header{"Idempotency-Key": {idempotencyKey}}
+	}
+	_, raw, err := c.do(ctx, http.MethodPost, runPath(ws, run, "/tasks"), body, hdr)
+	if err != nil {
+		return nil, err
+	}
+	out := &AppendResponse{Raw: raw}
+	return out, json.Unmarshal(raw, out)
+}
+
+// Task reads one task with its whole result.
+func (c *Client) Task(ctx context.Context, ws, run, key string) (*TaskResponse, error) {
+	out := &TaskResponse{}
+	return out, c.call(ctx, http.MethodGet, taskPath(ws, run, key, ""), nil, out, &out.Raw)
+}
+
+// SealedRequest reads a model task's sealed request, byte for byte as served.
+func (c *Client) SealedRequest(ctx context.Context, ws, run, key string) ([]byte, error) {
+	_, body, err := c.do(ctx, http.MethodGet, taskPath(ws, run, key, "/request"), nil, nil)
+	return body, err
+}
+
+// Approve approves a held row.
+func (c *Client) Approve(ctx context.Context, ws, run, key string) (*TaskResponse, error) {
+	out := &TaskResponse{}
+	return out, c.call(ctx, http.MethodPost, taskPath(ws, run, key, "/approve"), nil, out, &out.Raw)
+}
+
+// Deny denies a held row; reason "" sends none.
+func (c *Client) Deny(ctx context.Context, ws, run, key, reason string) (*TaskResponse, error) {
+	var in any
+	if reason != "" {
+		in = map[string]string{"reason": reason}
+	}
+	out := &TaskResponse{}
+	return out, c.call(ctx, http.MethodPost, taskPath(ws, run, key, "/deny"), in, out, &out.Raw)
+}
+
+// Inbox lists the asks and held approvals addressed to the caller.
+func (c *Client) Inbox(ctx context.Context, after string, limit int) (*InboxResponse, error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/agent_api/v1/inbox"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	out := &InboxResponse{}
+	return out, c.call(ctx, http.MethodGet, path, nil, out, &out.Raw)
+}
+
+// Models reads the models catalog page (GET /agent_api/v1/models); the body is returned as
+// served.
+func (c *Client) Models(ctx context.Context, query string, limit, offset int) (json.RawMessage, error) {
+	q := url.Values{}
+	if query != "" {
+		q.Set("query", query)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	path := "/agent_api/v1/models"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	_, body, err := c.do(ctx, http.MethodGet, path, nil, nil)
+	return body, err
+}
