@@ -53,6 +53,9 @@ type Options struct {
 	// Now is the clock every deadline and the expiry rule read; nil means time.Now.
 	Now func() time.Time
 	Log hclog.Logger
+	// OnClaim, when set, is called by a worker right after each claim, before any evaluation:
+	// the wake-up benchmark (B8) measures commit-to-start latency with it.
+	OnClaim func(c *store.Claimed)
 }
 
 // Engine is the run engine of one server instance.
@@ -69,6 +72,7 @@ type Engine struct {
 	now      func() time.Time
 	log      hclog.Logger
 	channel  string
+	onClaim  func(c *store.Claimed)
 
 	// kick wakes idle workers; its capacity is the pool size so that every signal finds room
 	// without blocking a committing writer.
@@ -111,7 +115,7 @@ func New(o Options) (*Engine, error) {
 		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel,
 		signal: o.Signal, ann: o.Announcements, over: o.Overrides, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
-		cancels: map[int64]context.CancelFunc{},
+		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim,
 	}, nil
 }
 
@@ -120,7 +124,9 @@ func (e *Engine) nowMS() int64 { return e.now().UnixMilli() }
 // effects collects what a transaction owes the world once it commits: kernel wake-ups,
 // executor signals, evaluations to abandon.
 type effects struct {
-	kernel    bool
+	// kernel counts kernel rows made runnable; one NOTIFY per transaction is enough, but as
+	// many workers are woken as there are rows.
+	kernel    int
 	available []signalRow
 	canceled  []signalRow
 	abandon   []int64
@@ -134,10 +140,10 @@ type signalRow struct {
 // wakeKernel records that a kernel row became runnable and notifies other instances when the
 // transaction commits (PostgreSQL delivers NOTIFY only on commit).
 func (e *Engine) wakeKernel(ctx context.Context, tx *store.Tx, fx *effects, runPublicID, key string) error {
-	if fx.kernel {
+	fx.kernel++
+	if fx.kernel > 1 {
 		return nil
 	}
-	fx.kernel = true
 	payload, _ := json.Marshal(struct {
 		Kind      string   `json:"kind"`
 		Run       string   `json:"run_public_id"`
@@ -175,8 +181,8 @@ func (e *Engine) write(ctx context.Context, fn func(tx *store.Tx, fx *effects) e
 }
 
 func (e *Engine) deliver(fx *effects) {
-	if fx.kernel {
-		e.Kick()
+	if fx.kernel > 0 {
+		e.Kick(fx.kernel)
 	}
 	if e.signal != nil {
 		for _, s := range fx.available {
@@ -197,9 +203,10 @@ func (e *Engine) deliver(fx *effects) {
 	}
 }
 
-// Kick wakes idle workers of this instance (the in-process notifier).
-func (e *Engine) Kick() {
-	for i := 0; i < cap(e.kick); i++ {
+// Kick wakes up to n idle workers of this instance (the in-process notifier): one per row made
+// runnable, so a single row does not send the whole pool racing for one claim.
+func (e *Engine) Kick(n int) {
+	for i := 0; i < n && i < cap(e.kick); i++ {
 		select {
 		case e.kick <- struct{}{}:
 		default:

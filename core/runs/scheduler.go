@@ -23,26 +23,14 @@ const claimedByKernel = `{"kernel":true}`
 
 // ClaimKernel claims one runnable kernel row with the shared claim primitive, or none.
 func (e *Engine) ClaimKernel(ctx context.Context) (*store.Claimed, error) {
-	var got []store.Claimed
 	now := e.nowMS()
-	err := e.store.Write(ctx, func(tx *store.Tx) error {
-		var err error
-		got, err = store.Claim(ctx, tx, store.ClaimSpec{
-			Predicate: kernelRunnable, Args: []any{false, now}, Limit: 1, Now: now,
-			DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel,
-		})
-		if err != nil || len(got) == 0 {
-			return err
-		}
-		if got[0].Kind == KindModel {
-			_, err = tx.Exec(ctx, `UPDATE tasks SET attempts = attempts + 1 WHERE id = ?`, got[0].ID)
-		}
-		return err
+	return e.store.ClaimOne(ctx, store.ClaimSpec{
+		Predicate: kernelRunnable, Args: []any{false, now}, Limit: 1, Now: now,
+		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, CountAttemptKind: KindModel,
+		// Every effect of a kernel evaluation is a later synchronous write to the same
+		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed).
+		Relaxed: true,
 	})
-	if err != nil || len(got) == 0 {
-		return nil, err
-	}
-	return &got[0], nil
 }
 
 // Start runs the kernel workers, the sweeper and the wake-up subscription until ctx ends or
@@ -83,12 +71,12 @@ func (h wakeHandler) Notified(payload string) {
 		Kind string `json:"kind"`
 	}
 	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" {
-		h.e.Kick()
+		h.e.Kick(1)
 	}
 }
 
 // Live and Lost: notifications may have been missed, so look for work at once.
-func (h wakeHandler) Live() { h.e.Kick() }
+func (h wakeHandler) Live() { h.e.Kick(cap(h.e.kick)) }
 func (h wakeHandler) Lost() {}
 
 func (e *Engine) worker(ctx context.Context) {
@@ -101,6 +89,9 @@ func (e *Engine) worker(ctx context.Context) {
 			e.log.Error("kernel claim", "error", err)
 		}
 		if c != nil {
+			if e.onClaim != nil {
+				e.onClaim(c)
+			}
 			if err := e.Evaluate(ctx, c); err != nil && ctx.Err() == nil && !errors.Is(err, errLostClaim) {
 				e.log.Error("kernel evaluation", "task_id", c.ID, "key", c.Key, "error", err)
 			}

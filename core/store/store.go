@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -46,6 +47,10 @@ type Store struct {
 	channelSuffix string
 	// onClose runs after the pools close (the test harness drops its schema there).
 	onClose []func()
+	// relaxed is the PostgreSQL pool of relaxed claims (ClaimSpec.Relaxed), opened on first use.
+	relaxedOnce sync.Once
+	relaxed     *sqlx.DB
+	relaxedErr  error
 }
 
 // Options tune Open.
@@ -117,6 +122,9 @@ func (s *Store) Close() error {
 	err := s.writer.Close()
 	if s.reader != s.writer {
 		err = errors.Join(err, s.reader.Close())
+	}
+	if s.relaxed != nil {
+		err = errors.Join(err, s.relaxed.Close())
 	}
 	for _, f := range s.onClose {
 		f()
