@@ -322,6 +322,27 @@ func TestApprovalOverHTTP(t *testing.T) {
 		if len(list(t, f.must(t, 200, "GET", "/agent_api/v1/inbox", f.admin, nil), "tasks")) != 0 {
 			t.Fatal("a settled row stays listed")
 		}
+		// A run an agent created: its held rows go to the agent's steward (admin), and the agent
+		// sees them too; the agent approves with origin agent.
+		run["approval_mode"] = "ask"
+		delete(run, "approval_rules")
+		id = obj(t, f.must(t, 201, "POST", runsBase, f.agent, body), "run")["public_id"].(string)
+		f.drain(t)
+		for who, tok := range map[string]string{"steward": f.admin, "agent": f.agent} {
+			items := list(t, f.must(t, 200, "GET", "/agent_api/v1/inbox", tok, nil), "tasks")
+			if len(items) != 2 || items[0]["run_public_id"] != id {
+				t.Fatalf("%s inbox: %v", who, items)
+			}
+		}
+		a := obj(t, f.must(t, 200, "POST", runsBase+"/"+id+"/tasks/r2t0/approve", f.agent, nil), "task")
+		if a["status"] != "running" || obj(t, a, "approval")["origin"] != "agent" {
+			t.Fatalf("agent approval %v", a)
+		}
+		page := f.must(t, 200, "GET", "/agent_api/v1/inbox?limit=1", f.admin, nil)
+		next := obj(t, page, "pagination")["next_after"]
+		if len(list(t, page, "tasks")) != 1 || next != nil {
+			t.Fatalf("one held row left: %v", page)
+		}
 	})
 }
 

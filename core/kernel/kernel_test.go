@@ -58,7 +58,9 @@ func TestDispatchTable(t *testing.T) {
 
 type fixedScopes struct{ s []memory.Scope }
 
-func (f fixedScopes) Scopes(context.Context, *runs.KernelCall) ([]memory.Scope, error) { return f.s, nil }
+func (f fixedScopes) Scopes(context.Context, *runs.KernelCall) ([]memory.Scope, error) {
+	return f.s, nil
+}
 
 // TestMemoryHandler: the handler answers the Engine's texts, titles and refusal form over the
 // call's scopes.

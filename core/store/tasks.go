@@ -347,7 +347,7 @@ func HeldForMember(ctx context.Context, q Querier, kind, publicID string, afterI
 		args = append(args, publicID, publicID)
 	} else {
 		who = `((r.created_by_kind = 'user' AND r.created_by_public_id = ?) OR (r.created_by_kind <> 'user' AND EXISTS (
-  SELECT 1 FROM agents a JOIN users u ON u.id = a.steward_user_id WHERE a.public_id = r.answering_agent_public_id AND u.public_id = ?)))`
+  SELECT 1 FROM agents a JOIN users u ON u.id = a.steward_user_id WHERE CAST(a.public_id AS TEXT) = r.answering_agent_public_id AND CAST(u.public_id AS TEXT) = ?)))`
 		args = append(args, publicID, publicID)
 	}
 	args = append(args, afterID, limit)
