@@ -154,12 +154,3 @@ func AgentStewardPublicID(ctx context.Context, q Querier, agentPublicID string) 
 	}
 	return id, nil
 }
-
-// UserPublicIDExists reports whether a user with this public id (canonical UUID form) exists.
-func UserPublicIDExists(ctx context.Context, q Querier, publicID string) (bool, error) {
-	var n int
-	if err := q.Get(ctx, &n, `SELECT COUNT(*) FROM users WHERE public_id = ?`, publicID); err != nil {
-		return false, err
-	}
-	return n > 0, nil
-}
