@@ -45,7 +45,10 @@ func TestMemoryRequests(t *testing.T) {
 			return err
 		}, recorded{Method: "POST", Path: "/agent_api/v1/workspaces/acme/memory/grep", Body: map[string]any{"memory": map[string]any{
 			"pattern": "a+", "prefix": "user/", "ignore_case": true, "limit": float64(7)}}}},
-		{"grep with defaults", func(c *Client) error { _, err := c.MemoryGrep(ctx, "acme", &MemoryGrepRequest{Pattern: "a"}); return err },
+		{"grep with defaults", func(c *Client) error {
+			_, err := c.MemoryGrep(ctx, "acme", &MemoryGrepRequest{Pattern: "a"})
+			return err
+		},
 			recorded{Method: "POST", Path: "/agent_api/v1/workspaces/acme/memory/grep", Body: map[string]any{"memory": map[string]any{"pattern": "a"}}}},
 		{"delete", func(c *Client) error {
 			return c.MemoryDelete(ctx, "acme", &MemoryDeleteRequest{Path: "user/a", Expected: v})
