@@ -120,3 +120,45 @@ func TestStoreFailureIsUnavailable(t *testing.T) {
 		}
 	})
 }
+
+// TestBytePrefixes: a listing prefix is a literal byte prefix, even one that ends inside a
+// character or holds bytes no name can contain (the database compares characters; the store
+// must still answer byte for byte, and never send invalid text to PostgreSQL).
+func TestBytePrefixes(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.Store) {
+		ctx := context.Background()
+		s := memory.New(db)
+		ws := memorytest.Workspace
+		for _, name := range []string{"na.md", "né.md", "nê.md", "n%_.md"} {
+			if _, err := s.Write(ctx, &memsdk.WriteRequest{Scope: ws, Name: name, Content: "x", WrittenAt: memorytest.T0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for prefix, want := range map[string][]string{
+			"n\xc3":     {"né.md", "nê.md"},
+			"n\xc3\xa9": {"né.md"},
+			"\xff":      nil,
+			"n\xffa":    nil,
+			"n%_":       {"n%_.md"},
+			"n%":        {"n%_.md"},
+			"":          {"n%_.md", "na.md", "né.md", "nê.md"},
+		} {
+			resp, err := s.Ls(ctx, &memsdk.LsRequest{Scope: ws, NamePrefix: prefix})
+			if err != nil {
+				t.Fatalf("ls %q: %v", prefix, err)
+			}
+			var got []string
+			for _, e := range resp.Entries {
+				got = append(got, e.Name)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("ls %q = %q, want %q", prefix, got, want)
+			}
+			g, err := s.Grep(ctx, &memsdk.GrepRequest{Scope: ws, NamePrefix: prefix, Pattern: "x", Limit: 10})
+			if err != nil || len(g.Matches) != len(want) {
+				t.Errorf("grep under %q: %+v %v, want %d matches", prefix, g, err, len(want))
+			}
+		}
+	})
+}
