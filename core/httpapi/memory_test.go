@@ -320,7 +320,7 @@ func TestMemoryDoorRefusals(t *testing.T) {
 		big := write("workspace/big.md", strings.Repeat("x", 65535)+"y")
 		otherID := store.NewPublicID()
 
-		// body helpers
+		// Request bodies.
 		mem := func(fields map[string]any) string { return jsonOf(t, map[string]any{"memory": fields}) }
 		create := func(path string, extra ...any) string {
 			f := map[string]any{"path": path, "content": "x", "expected_public_id": nil, "expected_lock_version": nil}

@@ -42,7 +42,7 @@ func newWorld(t *testing.T, db *store.Store) *world {
 			}
 			users = append(users, u)
 		}
-		a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: ws.ID, Handle: "helper", DisplayName: "Helper", StewardUserID: users[0].ID}
+		a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: ws.ID, Handle: "assistant", DisplayName: "Assistant", StewardUserID: users[0].ID}
 		if err := store.InsertAgent(ctx, tx, a); err != nil {
 			return err
 		}

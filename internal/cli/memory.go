@@ -70,8 +70,8 @@ Changes are conditional: write, edit and rm read the document first and expect t
 unless --expected-public-id and --expected-lock-version (or --create) say otherwise.`,
 	}
 	f.register(cmd)
-	// session opens the client and the workspace every subcommand acts in.
-	session := func(cmd *cobra.Command) (*client.Client, string, error) {
+	// connect opens the client and the workspace every subcommand acts in.
+	connect := func(cmd *cobra.Command) (*client.Client, string, error) {
 		c, err := e.client(cmd, g, &f.clientFlags)
 		if err != nil {
 			return nil, "", err
@@ -85,7 +85,7 @@ unless --expected-public-id and --expected-lock-version (or --create) say otherw
 		Short: "List documents: both roots, one root (workspace/) or a name prefix (user/proj)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ws, err := session(cmd)
+			c, ws, err := connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -121,7 +121,7 @@ unless --expected-public-id and --expected-lock-version (or --create) say otherw
 		Short: "Print a document's content (--json: with its public id, version and description)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ws, err := session(cmd)
+			c, ws, err := connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -158,7 +158,7 @@ unless --expected-public-id and --expected-lock-version (or --create) say otherw
 				}
 				text = string(b)
 			}
-			c, ws, err := session(cmd)
+			c, ws, err := connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -199,7 +199,7 @@ unless --expected-public-id and --expected-lock-version (or --create) say otherw
 			if !cmd.Flags().Changed("old") || !cmd.Flags().Changed("new") {
 				return errors.New("pass --old and --new")
 			}
-			c, ws, err := session(cmd)
+			c, ws, err := connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -231,7 +231,7 @@ unless --expected-public-id and --expected-lock-version (or --create) say otherw
 		Short: "Search documents line by line with an RE2 pattern",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ws, err := session(cmd)
+			c, ws, err := connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -270,7 +270,7 @@ unless --expected-public-id and --expected-lock-version (or --create) say otherw
 		Short: "Delete a document",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ws, err := session(cmd)
+			c, ws, err := connect(cmd)
 			if err != nil {
 				return err
 			}
