@@ -14,6 +14,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/httpapi"
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -108,11 +109,16 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		return nil, err
 	}
 	srv.stopListening = stopListening
+	// The member doors reach no conversation, so their resolver needs no conversation states;
+	// the run engine builds its own over its conversation rows.
+	kmem := memory.New(st)
+	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
 	api, err := httpapi.New(httpapi.Deps{
 		Log:  log.Named("http"),
 		Auth: auth,
 		// The executor plane fills Revocation once it owns work that a revocation settles.
 		Directory:   identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now}),
+		Memory:      doors,
 		CatalogBody: reg.CatalogBody(),
 		Ready:       srv.notReady,
 		Now:         opts.Now,
