@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -30,6 +31,8 @@ type Deps struct {
 	Auth *identity.Authenticator
 	// Directory serves the identity routes (workspaces, members, agents, executors, tokens).
 	Directory *identity.Directory
+	// Memory serves the member doors of kernel memory; nil leaves them unserved.
+	Memory *memory.Doors
 	// CatalogBody is the kernel tool catalog route's body, computed once at start.
 	CatalogBody []byte
 	// Ready reports why the server is not ready; empty means ready.
@@ -85,6 +88,7 @@ func (a *API) routes() {
 	a.tokenRoutes()
 	a.executorRoutes()
 	a.executorPlaneRoutes()
+	a.memoryRoutes()
 	a.runRoutes()
 	a.modelsRoutes()
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -53,7 +54,8 @@ func newFixture(t *testing.T, s *store.Store) *fixture {
 	}
 	t.Cleanup(stop)
 	f.dir = identity.NewDirectory(s, f.auth, identity.DirectoryOptions{Now: clock, Revocation: &f.effects})
-	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: clock})
+	doors := memory.NewDoors(memory.New(s), memory.NewResolver(s, nil), memory.DoorsOptions{Now: clock})
+	api, err := New(Deps{Auth: f.auth, Directory: f.dir, Memory: doors, CatalogBody: registry.New().CatalogBody(), Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

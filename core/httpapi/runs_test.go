@@ -17,7 +17,7 @@ import (
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
-	"github.com/nexuskernel/nexus/sdk/memory/memorytest"
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 )
 
 // runsFixture is the identity fixture with the run engine and the models catalog wired in;
@@ -42,10 +42,11 @@ func newRunsFixture(t *testing.T, s *store.Store) *runsFixture {
 	}
 	models := model.MustBuiltin()
 	tools := kernel.New(kernel.Options{
-		Memory: &kernel.Memory{Provider: memorytest.NewMemStore(), Scopes: kernel.DefaultScopes{Store: s}, Now: clock},
+		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}, Now: clock},
 		Models: &kernel.Models{Catalog: models},
 	})
-	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Declarations: &runs.Compiler{C: comp}, Kernel: tools, Now: clock})
+	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Declarations: &runs.Compiler{C: comp}, Kernel: tools, Now: clock,
+		Memory: kmemory.NewResolver(s, runs.ConversationStates{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,12 +29,18 @@ var identityRoutes = []string{
 	"GET /agent_api/v1/workspaces/{ws}",
 	"GET /agent_api/v1/workspaces/{ws}/agents",
 	"GET /agent_api/v1/workspaces/{ws}/members",
+	"GET /agent_api/v1/workspaces/{ws}/memory",
 	"POST /agent_api/v1/executors",
 	"POST /agent_api/v1/executors/{public_id}/token",
 	"POST /agent_api/v1/tokens",
 	"POST /agent_api/v1/workspaces",
 	"POST /agent_api/v1/workspaces/{ws}/agents",
 	"POST /agent_api/v1/workspaces/{ws}/members",
+	"POST /agent_api/v1/workspaces/{ws}/memory/delete",
+	"POST /agent_api/v1/workspaces/{ws}/memory/edit",
+	"POST /agent_api/v1/workspaces/{ws}/memory/grep",
+	"POST /agent_api/v1/workspaces/{ws}/memory/show",
+	"POST /agent_api/v1/workspaces/{ws}/memory/write",
 	"POST /agent_api/v1/workspaces/{ws}/users",
 }
 

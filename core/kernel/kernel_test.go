@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nexuskernel/nexus/core/kernel"
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -103,9 +104,9 @@ func TestMemoryHandler(t *testing.T) {
 	}
 }
 
-// TestDefaultScopes resolves wave 1's bindings: a standalone run has no conversation root, and
-// an agent principal's user root is its steward's.
-func TestDefaultScopes(t *testing.T) {
+// TestMemoryScopes resolves a frozen configuration through kernel memory's resolver: a
+// standalone run has no conversation root, and an agent principal's user root is its steward's.
+func TestMemoryScopes(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -126,7 +127,8 @@ func TestDefaultScopes(t *testing.T) {
 			t.Fatal(err)
 		}
 		frozen := json.RawMessage(`{"bindings":[{"name":"conversation","scope":"conversation","access":"read_write"},{"name":"workspace","scope":"workspace","access":"read_write"},{"name":"user","scope":"user","access":"read_write"}]}`)
-		got, err := kernel.DefaultScopes{Store: s}.Scopes(ctx, &runs.KernelCall{WorkspacePublicID: w.PublicID, MemoryContext: frozen,
+		res := kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}
+		got, err := res.Scopes(ctx, &runs.KernelCall{WorkspacePublicID: w.PublicID, MemoryContext: frozen,
 			MemoryPrincipal: runs.Member{Kind: "agent", PublicID: a.PublicID}})
 		if err != nil {
 			t.Fatal(err)

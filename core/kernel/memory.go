@@ -2,10 +2,10 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/memory"
@@ -16,8 +16,7 @@ var MemoryCanonicals = []string{"nexus.memory.ls", "nexus.memory.read", "nexus.m
 	"nexus.memory.write", "nexus.memory.edit", "nexus.memory.delete"}
 
 // ScopeResolver resolves a run's frozen memory configuration into live bindings
-// (memory.md §2.2). Kernel memory provides the authoritative resolver; DefaultScopes serves
-// wave 1's default roots.
+// (memory.md §2.2); MemoryScopes is the one the server wires.
 type ScopeResolver interface {
 	Scopes(ctx context.Context, call *runs.KernelCall) ([]memory.Scope, error)
 }
@@ -38,6 +37,10 @@ func (m *Memory) Run(ctx context.Context, call *runs.KernelCall) (*runs.KernelOu
 	if err != nil {
 		return nil, fmt.Errorf("kernel: memory scopes: %w", err)
 	}
+	if call.Tx != nil {
+		// The mutation commits with the row's result, under the run's lock (memory.md §5.7).
+		ctx = kmemory.WithTx(ctx, call.Tx)
+	}
 	eng := &memory.Engine{Provider: m.Provider, Now: m.Now}
 	// A row claimed before (attempt 2+) is a replay: a delete that finds its document gone
 	// answers as if it had deleted it (memory.md §5.6).
@@ -49,67 +52,25 @@ func (m *Memory) Run(ctx context.Context, call *runs.KernelCall) (*runs.KernelOu
 		IsError: res.IsError, Title: res.Title}}, nil
 }
 
-// DefaultScopes resolves wave 1's frozen bindings against live rows: conversation → the run's
-// conversation, workspace → the run's workspace, user → the memory principal's controlling
-// person (an agent's steward, or the user itself); a binding whose anchor does not exist is
-// dropped.
-type DefaultScopes struct {
-	Store *store.Store
-}
-
-type frozenBindings struct {
-	Bindings []struct {
-		Name   string `json:"name"`
-		Scope  string `json:"scope"`
-		Access string `json:"access"`
-	} `json:"bindings"`
+// MemoryScopes resolves a call's frozen memory configuration through kernel memory's resolver,
+// inside the settling transaction when there is one.
+type MemoryScopes struct {
+	Resolver *kmemory.Resolver
 }
 
 // Scopes implements ScopeResolver.
-func (d DefaultScopes) Scopes(ctx context.Context, call *runs.KernelCall) ([]memory.Scope, error) {
-	var fb frozenBindings
-	if err := json.Unmarshal(call.MemoryContext, &fb); err != nil {
-		return nil, fmt.Errorf("kernel: frozen memory context: %w", err)
+func (m MemoryScopes) Scopes(ctx context.Context, call *runs.KernelCall) ([]memory.Scope, error) {
+	frozen, err := kmemory.ParseContext(call.MemoryContext)
+	if err != nil {
+		return nil, err
 	}
-	var out []memory.Scope
-	for _, b := range fb.Bindings {
-		s := memory.Scope{Binding: b.Name, Kind: memory.ScopeKind(b.Scope), Access: memory.Access(b.Access), WorkspaceID: call.WorkspacePublicID}
-		switch s.Kind {
-		case memory.ScopeConversation:
-			if call.ConversationPublicID == "" {
-				continue
-			}
-			s.OwnerID = call.ConversationPublicID
-		case memory.ScopeWorkspace:
-			s.OwnerID = call.WorkspacePublicID
-		case memory.ScopeUser:
-			id, err := d.controllingUser(ctx, call.MemoryPrincipal)
-			if err != nil {
-				return nil, err
-			}
-			if id == "" {
-				continue
-			}
-			s.OwnerID = id
-		default:
-			continue
-		}
-		out = append(out, s)
+	var q store.Querier
+	if call.Tx != nil {
+		q = call.Tx
 	}
-	return out, nil
-}
-
-func (d DefaultScopes) controllingUser(ctx context.Context, p runs.Member) (string, error) {
-	switch p.Kind {
-	case store.KindUser:
-		return p.PublicID, nil
-	case store.KindAgent:
-		var id string
-		err := d.Store.Reader().Get(ctx, &id, `SELECT u.public_id FROM agents a JOIN users u ON u.id = a.steward_user_id WHERE a.public_id = ?`, p.PublicID)
-		if err != nil {
-			return "", nil
-		}
-		return id, nil
-	}
-	return "", nil
+	return m.Resolver.Resolve(ctx, q, frozen, kmemory.RunFacts{
+		WorkspacePublicID:    call.WorkspacePublicID,
+		ConversationPublicID: call.ConversationPublicID,
+		Principal:            kmemory.Principal{Kind: call.MemoryPrincipal.Kind, PublicID: call.MemoryPrincipal.PublicID},
+	})
 }

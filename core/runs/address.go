@@ -7,7 +7,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
-	"github.com/nexuskernel/nexus/sdk/memory"
+	memory "github.com/nexuskernel/nexus/sdk/memory"
 )
 
 // Address is the addressing decision frozen on a tool row at birth (runs.md §3.6).

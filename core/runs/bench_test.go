@@ -17,7 +17,7 @@ import (
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
-	"github.com/nexuskernel/nexus/sdk/memory/memorytest"
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 )
 
 func percentiles(b *testing.B, ds []time.Duration, prefix string) {
@@ -46,7 +46,7 @@ func benchEngine(b *testing.B, s *store.Store, workers int, onClaim func(*store.
 	}
 	models := model.MustBuiltin()
 	tools := kernel.New(kernel.Options{
-		Memory: &kernel.Memory{Provider: memorytest.NewMemStore(), Scopes: kernel.DefaultScopes{Store: s}},
+		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}},
 		Models: &kernel.Models{Catalog: models},
 	})
 	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Declarations: &runs.Compiler{C: comp}, Kernel: tools,

@@ -98,11 +98,16 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 			return err
 		}
 		now := e.nowMS()
+		principal := a.member()
+		mc, err := e.freezeMemory(ctx, tx, a.WorkspacePublicID, "", principal)
+		if err != nil {
+			return err
+		}
 		r := &store.Run{
 			PublicID: store.NewPublicID(), WorkspaceID: a.WorkspaceID, WorkspacePublicID: a.WorkspacePublicID,
 			CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: mode,
 			ApprovalRules: string(rules), DeliverableTaskKey: steps[len(steps)-1].key, Revision: 1,
-			MainlineRoundCounter: 1, MemoryContext: standaloneMemory, CreatedAt: now, UpdatedAt: now,
+			MainlineRoundCounter: 1, MemoryContext: mc, CreatedAt: now, UpdatedAt: now,
 		}
 		if runner != "" {
 			r.DefaultRunnerExecutorPublicID = &runner
@@ -147,10 +152,6 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 	}
 	return created, err
 }
-
-// standaloneMemory is a standalone run's frozen memory configuration: no conversation binding
-// (memory.md §2.2).
-const standaloneMemory = `{"bindings":[{"name":"workspace","scope":"workspace","access":"read_write"},{"name":"user","scope":"user","access":"read_write"}]}`
 
 func (e *Engine) replayCreate(ctx context.Context, a *Actor, scope, key string, canon []byte) (*Created, bool, error) {
 	now := e.nowMS()

@@ -14,7 +14,8 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
-	"github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/core/memory"
+	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
 // Config is the kernel block of the server settings (runs.md §4.4).
@@ -34,7 +35,7 @@ type Config struct {
 // override door and the kernel memory store fill it; nil means no workspace overrides memory.
 type MemoryOverrides interface {
 	Override(ctx context.Context, q store.Querier, workspaceID int64) (executorPublicID string, ok bool, err error)
-	Scopes(ctx context.Context, q store.Querier, run *store.Run) ([]memory.Scope, error)
+	Scopes(ctx context.Context, q store.Querier, run *store.Run) ([]memsdk.Scope, error)
 }
 
 // Options build an Engine. Store, Models and Registry are required.
@@ -49,7 +50,10 @@ type Options struct {
 	Signal        ExecutorSignal
 	Announcements Announcements
 	Overrides     MemoryOverrides
-	Config        Config
+	// Memory freezes a run's memory configuration at acceptance (kernel memory's resolver);
+	// nil freezes the wave-1 defaults assuming a controlling person.
+	Memory *memory.Resolver
+	Config Config
 	// Now is the clock every deadline and the expiry rule read; nil means time.Now.
 	Now func() time.Time
 	Log hclog.Logger
@@ -68,6 +72,7 @@ type Engine struct {
 	signal   ExecutorSignal
 	ann      Announcements
 	over     MemoryOverrides
+	mem      *memory.Resolver
 	cfg      Config
 	now      func() time.Time
 	log      hclog.Logger
@@ -113,7 +118,7 @@ func New(o Options) (*Engine, error) {
 	}
 	return &Engine{
 		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel,
-		signal: o.Signal, ann: o.Announcements, over: o.Overrides, cfg: o.Config, now: o.Now, log: o.Log,
+		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim,
 	}, nil
@@ -235,3 +240,20 @@ func deref[T any](p *T) T {
 }
 
 func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }
+
+// freezeMemory is the memory configuration a run freezes at acceptance (memory.md §2.2).
+func (e *Engine) freezeMemory(ctx context.Context, q store.Querier, workspacePublicID, conversationPublicID string, principal Member) (string, error) {
+	var mc memory.Context
+	if e.mem != nil {
+		var err error
+		mc, err = e.mem.Freeze(ctx, q, memory.RunFacts{WorkspacePublicID: workspacePublicID, ConversationPublicID: conversationPublicID,
+			Principal: memory.Principal{Kind: principal.Kind, PublicID: principal.PublicID}})
+		if err != nil {
+			return "", err
+		}
+	} else {
+		mc = memory.DefaultContext(conversationPublicID != "", true)
+	}
+	b, err := mc.MarshalJSON()
+	return string(b), err
+}

@@ -13,7 +13,7 @@ import (
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
-	"github.com/nexuskernel/nexus/sdk/memory/memorytest"
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 )
 
 // clock is a settable test clock: expiry cases move it instead of sleeping.
@@ -63,11 +63,11 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	k := o.kernel
 	if k == nil {
 		k = kernel.New(kernel.Options{
-			Memory: &kernel.Memory{Provider: memorytest.NewMemStore(), Scopes: kernel.DefaultScopes{Store: s}, Now: c.Now},
+			Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}, Now: c.Now},
 			Models: &kernel.Models{Catalog: models},
 		})
 	}
-	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now,
+	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: kmemory.NewResolver(s, runs.ConversationStates{}),
 		Config: runs.Config{Workers: 2, ModelTimeout: time.Minute}}
 	if !o.noDecl {
 		opts.Declarations = &runs.Compiler{C: comp}

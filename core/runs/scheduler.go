@@ -121,65 +121,16 @@ func (e *Engine) Evaluate(ctx context.Context, c *store.Claimed) error {
 	return e.evaluateTool(ctx, c)
 }
 
-// evaluateTool runs a kernel tool row and settles it under its claim.
+// errAbandoned rolls back an evaluation whose context ended: nothing of it lands, and the row
+// follows the expiry rule.
+var errAbandoned = errors.New("runs: evaluation abandoned")
+
+// evaluateTool runs a kernel tool row inside the transaction that settles it, under the run's
+// lock and the claim (kernel-tools.md §4.1): a row settled meanwhile (stop, cancel, expiry) is
+// left alone, a row whose deadline passed settles by the expiry rule instead, and the handler's
+// own writes commit with the result.
 func (e *Engine) evaluateTool(ctx context.Context, c *store.Claimed) error {
-	q := e.store.Reader()
-	t, err := store.TaskByID(ctx, q, c.ID)
-	if err != nil {
-		return err
-	}
-	run, err := store.RunByID(ctx, q, t.RunID)
-	if err != nil {
-		return err
-	}
-	name := deref(t.ToolName)
-	entry, ok := e.registry.Resolve(name)
-	var out *KernelOutcome
-	switch {
-	case !ok:
-		out = &KernelOutcome{Failure: &TaskError{Key: KeyToolNotServed, Detail: name + " is not a kernel tool"}}
-	case e.kernel == nil:
-		out = &KernelOutcome{Failure: &TaskError{Key: KeyToolNotServed, Detail: "the kernel has no handler for " + name + " in this server"}}
-	default:
-		call := &KernelCall{
-			RunID: run.ID, RunPublicID: run.PublicID, WorkspaceID: run.WorkspaceID, WorkspacePublicID: run.WorkspacePublicID,
-			ConversationPublicID: deref(run.ConversationPublicID), MemoryPrincipal: memoryPrincipal(run),
-			MemoryContext: json.RawMessage(run.MemoryContext), TaskKey: t.Key, ToolName: entry.Wire,
-			Canonical: entry.Canonical, Input: json.RawMessage(deref(t.ToolInput)), Attempt: c.Generation,
-		}
-		callCtx, cancel := context.WithDeadline(ctx, timeOf(c.DeadlineAt))
-		e.mu.Lock()
-		e.cancels[c.ID] = cancel
-		e.mu.Unlock()
-		out, err = e.kernel.Run(callCtx, call)
-		e.mu.Lock()
-		delete(e.cancels, c.ID)
-		e.mu.Unlock()
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil || callCtx.Err() != nil {
-				return nil // settled by the expiry rule or already settled
-			}
-			return fmt.Errorf("runs: kernel tool %s: %w", name, err)
-		}
-	}
-	return e.settleKernel(ctx, c, out)
-}
-
-// memoryPrincipal is the run's memory principal (memory.md §2.1): the answering agent of a
-// conversation-hosted run, else the creator.
-func memoryPrincipal(run *store.Run) Member {
-	if run.ConversationID != nil && run.AnsweringAgentPublicID != nil {
-		return Member{Kind: "agent", PublicID: *run.AnsweringAgentPublicID}
-	}
-	return Member{Kind: run.CreatedByKind, PublicID: run.CreatedByPublicID}
-}
-
-// settleKernel settles a kernel tool row with its outcome, a trusted settle under the run's
-// lock and the claim: a row that was settled meanwhile (stop, cancel, expiry) is left alone,
-// and a row whose deadline passed settles by the expiry rule instead (kernel-tools.md §4.1).
-func (e *Engine) settleKernel(ctx context.Context, c *store.Claimed, out *KernelOutcome) error {
-	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
+	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		run, err := store.LockRun(ctx, tx, c.RunID)
 		if err != nil {
 			return err
@@ -194,6 +145,10 @@ func (e *Engine) settleKernel(ctx context.Context, c *store.Claimed, out *Kernel
 		now := e.nowMS()
 		if t.DeadlineAt != nil && now >= *t.DeadlineAt {
 			return e.expire(ctx, tx, fx, run, t, now)
+		}
+		out, err := e.runKernel(ctx, tx, run, t, c)
+		if err != nil {
+			return err
 		}
 		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
 		if err != nil {
@@ -211,13 +166,66 @@ func (e *Engine) settleKernel(ctx context.Context, c *store.Claimed, out *Kernel
 			set = []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: r.IsError}}
 			set = append(set, resultColumns(r.Content, r.StructuredContent, r.Title, nil)...)
 		}
-		set = append(set, store.Assign{Col: "completed_at", Val: now}, store.Assign{Col: "settle_seq", Val: seq})
+		set = append(set, store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: seq})
 		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			return errLostClaim
 		}
 		return e.advance(ctx, tx, fx, run)
 	})
+	if errors.Is(err, errAbandoned) {
+		return nil
+	}
+	return err
+}
+
+// runKernel computes a kernel row's outcome in the settling transaction.
+func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, c *store.Claimed) (*KernelOutcome, error) {
+	name := deref(t.ToolName)
+	entry, ok := e.registry.Resolve(name)
+	switch {
+	case !ok:
+		return &KernelOutcome{Failure: &TaskError{Key: KeyToolNotServed, Detail: name + " is not a kernel tool"}}, nil
+	case e.kernel == nil:
+		return &KernelOutcome{Failure: &TaskError{Key: KeyToolNotServed, Detail: "the kernel has no handler for " + name + " in this server"}}, nil
+	}
+	call := &KernelCall{
+		RunID: run.ID, RunPublicID: run.PublicID, WorkspaceID: run.WorkspaceID, WorkspacePublicID: run.WorkspacePublicID,
+		ConversationPublicID: deref(run.ConversationPublicID), MemoryPrincipal: memoryPrincipal(run),
+		MemoryContext: json.RawMessage(run.MemoryContext), TaskKey: t.Key, ToolName: entry.Wire,
+		Canonical: entry.Canonical, Input: json.RawMessage(deref(t.ToolInput)), Attempt: c.Generation, Tx: tx,
+	}
+	callCtx, cancel := context.WithDeadline(ctx, timeOf(c.DeadlineAt))
+	defer cancel()
+	e.mu.Lock()
+	e.cancels[c.ID] = cancel
+	e.mu.Unlock()
+	out, err := e.kernel.Run(callCtx, call)
+	e.mu.Lock()
+	delete(e.cancels, c.ID)
+	e.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil || callCtx.Err() != nil {
+			return nil, errAbandoned
+		}
+		return nil, fmt.Errorf("runs: kernel tool %s: %w", name, err)
+	}
+	if out == nil || (out.Result == nil && out.Failure == nil) {
+		return nil, fmt.Errorf("runs: kernel tool %s answered no outcome", name)
+	}
+	return out, nil
+}
+
+// memoryPrincipal is the run's memory principal (memory.md §2.1): its answering agent when it
+// has one (a conversation-hosted run, or a standalone run an agent created), else its creator.
+func memoryPrincipal(run *store.Run) Member {
+	if run.AnsweringAgentPublicID != nil {
+		return Member{Kind: "agent", PublicID: *run.AnsweringAgentPublicID}
+	}
+	return Member{Kind: run.CreatedByKind, PublicID: run.CreatedByPublicID}
 }
 
 // resultColumns stores a plain-string result: the identity case of the envelope (one text

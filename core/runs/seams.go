@@ -41,6 +41,10 @@ type KernelCall struct {
 	Input json.RawMessage
 	// Attempt is the claim generation: 2 or more means the row was claimed before (a replay).
 	Attempt int64
+	// Tx is the transaction that will settle the row, under the run's lock: a handler whose
+	// effects are rows of this database (kernel memory, placed children) writes them here, so
+	// that its effect and the row's result commit together or not at all (memory.md §5.7).
+	Tx *store.Tx
 }
 
 // KernelOutcome is how a kernel call settles. Exactly one of Result and Failure is set.

@@ -163,3 +163,15 @@ const (
 	CodeUnknownModel               = "unknown_model"
 	CodeModelCapabilityUnavailable = "model_capability_unavailable"
 )
+
+// Conversation statuses (runs.md §1.2) and turn statuses (§1.3).
+const (
+	ConversationActive   = "active"
+	ConversationArchived = "archived"
+
+	TurnQueued    = "queued"
+	TurnRunning   = "running"
+	TurnCompleted = "completed"
+	TurnFailed    = "failed"
+	TurnCanceled  = "canceled"
+)

@@ -16,11 +16,11 @@ import (
 	"github.com/nexuskernel/nexus/core/httpapi"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/kernel"
+	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
-	"github.com/nexuskernel/nexus/sdk/memory/memorytest"
 )
 
 // DrainTimeout is how long a shutdown waits for in-flight requests: long enough for any ordinary
@@ -124,10 +124,12 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		stopListening()
 		return nil, err
 	}
+	kmem := memory.New(st)
+	// The kernel's memory calls resolve conversation bindings against the run engine's
+	// conversation rows; the member doors reach no conversation and need no such states.
+	resolver := memory.NewResolver(st, runs.ConversationStates{})
 	tools := kernel.New(kernel.Options{
-		// The kernel memory store replaces this in-process reference store once it is wired;
-		// until then memory documents live as long as the process.
-		Memory: &kernel.Memory{Provider: memorytest.NewMemStore(), Scopes: kernel.DefaultScopes{Store: st}, Now: opts.Now},
+		Memory: &kernel.Memory{Provider: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: opts.Now},
 		Models: &kernel.Models{Catalog: models},
 	})
 	cfg := runs.Config{}
@@ -135,12 +137,13 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval}
 	}
 	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler},
-		Kernel: tools, Config: cfg, Now: opts.Now, Log: log.Named("kernel")})
+		Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now, Log: log.Named("kernel")})
 	if err != nil {
 		stopListening()
 		return nil, err
 	}
 	srv.engine = engine
+	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
 	api, err := httpapi.New(httpapi.Deps{
 		Runs:   engine,
 		Models: models,
@@ -148,6 +151,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		Auth:   auth,
 		// The executor plane fills Revocation once it owns work that a revocation settles.
 		Directory:   identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now}),
+		Memory:      doors,
 		CatalogBody: reg.CatalogBody(),
 		Ready:       srv.notReady,
 		Now:         opts.Now,

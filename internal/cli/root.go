@@ -23,6 +23,8 @@ type env struct {
 	getenv func(string) string
 	stdout io.Writer
 	stderr *os.File
+	// stdin is what `--file -` reads; nil means os.Stdin.
+	stdin io.Reader
 	// signals, when set, replaces SIGINT/SIGTERM handling (tests cancel it themselves).
 	signals func(context.Context) (context.Context, context.CancelFunc)
 }
@@ -83,6 +85,7 @@ func newRoot(e *env) *cobra.Command {
 		newUser(e, g),
 		newMember(e, g),
 		newExecutor(e, g),
+		newMemory(e, g),
 		newVersion(e),
 	)
 	return root

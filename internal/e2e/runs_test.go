@@ -208,6 +208,11 @@ kernel {
 				if *r2.Task.Attempts != 2 {
 					t.Fatalf("round 2 attempts %d, want 2 (one lost with the process)", *r2.Task.Attempts)
 				}
+				// Kernel memory is in the store: what round 1 wrote before the crash is read after it.
+				read, err := c.Task(ctx, "default", id, "r3t0")
+				if err != nil || read.Task.Output == nil || *read.Task.Output != "a" {
+					t.Fatalf("read after restart: %s %v", read.Raw, err)
+				}
 			}
 			// The replayed key answers the same run.
 			again, err := c.CreateRun(ctx, "default", memoryRun(script), "crash-0")

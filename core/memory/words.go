@@ -1,0 +1,23 @@
+package memory
+
+// Words of the member doors and the skill load path beyond sdk/memory's vocabulary
+// (memory.md §9, §11; kernel-tools.md §5.20). The memory words the doors share with the tools
+// (memory_path_invalid, memory_full, …) are sdk/memory's Code constants.
+const (
+	// CodeSkillNameInvalid: a skills/ path whose skill name is not one segment of
+	// lowercase words joined by hyphens, at most 64 characters.
+	CodeSkillNameInvalid = "skill_name_invalid"
+	// CodeSkillScopeUnavailable: a skill written under a root other than workspace or user.
+	CodeSkillScopeUnavailable = "skill_scope_unavailable"
+	// CodeSkillDescriptionRequired: a skill written without a non-blank description.
+	CodeSkillDescriptionRequired = "skill_description_required"
+	// CodeDescriptionInvalid: a description on a document outside skills/, or one that is not
+	// a string of at most 1,024 bytes of text.
+	CodeDescriptionInvalid = "memory_description_invalid"
+	// CodeStaleObject: a conditional write whose expected document is not the one at the path.
+	CodeStaleObject = "stale_object"
+	// CodeSkillUnknown: a skill name not in the frozen catalog, or whose document is gone.
+	CodeSkillUnknown = "skill_unknown"
+	// TitleSkillRefused is the title of a skill_unknown result.
+	TitleSkillRefused = "skill refused"
+)
