@@ -12,12 +12,12 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/kernel"
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
-	kmemory "github.com/nexuskernel/nexus/core/memory"
 )
 
 // runsFixture is the identity fixture with the run engine and the models catalog wired in;

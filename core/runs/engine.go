@@ -11,10 +11,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/lib/pq"
 
+	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
-	"github.com/nexuskernel/nexus/core/memory"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 

@@ -9,11 +9,11 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/kernel"
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
-	kmemory "github.com/nexuskernel/nexus/core/memory"
 )
 
 // clock is a settable test clock: expiry cases move it instead of sleeping.
