@@ -89,6 +89,7 @@ func (a *API) routes() {
 	a.executorRoutes()
 	a.executorPlaneRoutes()
 	a.memoryRoutes()
+	a.conversationRoutes()
 	a.runRoutes()
 	a.modelsRoutes()
 }

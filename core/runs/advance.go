@@ -96,7 +96,14 @@ func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *st
 			}
 		}
 	}
-	return e.runState(ctx, tx, run, tasks, byKey, now)
+	before := run.Status
+	if err := e.runState(ctx, tx, run, tasks, byKey, now); err != nil {
+		return err
+	}
+	if run.Status != before {
+		return e.runChanged(ctx, tx, fx, run, now)
+	}
+	return nil
 }
 
 // settleRow settles a row with an error status (skipped, failed, canceled, timed out) and keeps
@@ -272,4 +279,19 @@ func (e *Engine) setRunStatus(ctx context.Context, tx *store.Tx, run *store.Run,
 	}
 	run.Status = status
 	return nil
+}
+
+// runChanged follows a run's status change onto its turn and queue.
+func (e *Engine) runChanged(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, now int64) error {
+	if run.ConversationID == nil {
+		return nil
+	}
+	if run.Answer == nil && run.Status == RunCompleted {
+		r, err := store.RunByID(ctx, tx, run.ID)
+		if err != nil {
+			return err
+		}
+		run.Answer = r.Answer
+	}
+	return e.followTurn(ctx, tx, fx, run, now)
 }

@@ -28,6 +28,9 @@ var _ Declarations = (*Compiler)(nil)
 // AcceptStep freezes a model step's declaration (declarations.md §8.1-8.4).
 func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDeclaration) (*FrozenDeclaration, error) {
 	door := declare.RunDoor(in.Path + ".")
+	if in.NarrowPath != "" {
+		door = declare.NarrowingDoor(in.NarrowPath)
+	}
 	set, err := c.C.Compile(in.Tools)
 	if err != nil {
 		return nil, door.Refuse(err)
@@ -68,7 +71,8 @@ func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDecl
 			return nil, err
 		}
 	}
-	f, err := c.C.Accept(declare.Acceptance{Explicit: set, Imports: imports, Selection: in.Selection, Runners: runners, KernelSkills: skills})
+	f, err := c.C.Accept(declare.Acceptance{Explicit: set, Imports: imports, Selection: in.Selection, ToolNames: in.ToolNames,
+		Runners: runners, KernelSkills: skills})
 	if err != nil {
 		return nil, door.Refuse(err)
 	}

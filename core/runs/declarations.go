@@ -37,6 +37,11 @@ type StepDeclaration struct {
 	Selection string
 	// Path is the step's path, e.g. "steps[1].model".
 	Path string
+	// ToolNames narrows the frozen set (a conversation turn's tool_names); nil keeps all.
+	ToolNames []string
+	// NarrowPath, when set, answers refusals as a narrowing door under this prefix
+	// ("message."), as a turn's acceptance does, instead of the run door at Path.
+	NarrowPath string
 }
 
 // FrozenDeclaration is what acceptance stores on the work (declarations.md §8.4).

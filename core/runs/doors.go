@@ -213,6 +213,9 @@ func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool
 		if err := e.setRunStatus(ctx, tx, r, status, now); err != nil {
 			return err
 		}
+		if err := e.runChanged(ctx, tx, fx, r, now); err != nil {
+			return err
+		}
 		if r, err = store.RunByID(ctx, tx, r.ID); err != nil {
 			return err
 		}

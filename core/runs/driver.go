@@ -62,6 +62,10 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 		return e.failModel(ctx, c, te)
 	}
 	req, err := e.sealRound(ctx, c, run, t, ts, m)
+	var te *TaskError
+	if errors.As(err, &te) {
+		return e.failModel(ctx, c, *te)
+	}
 	if err != nil {
 		return err
 	}
@@ -139,7 +143,7 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 			return err
 		}
 		ok, err := store.SetTask(ctx, tx, t.ID, e.guard(c), store.Assign{Col: "sealed_request_id", Val: id},
-			store.Assign{Col: "request_bytes", Val: size})
+			store.Assign{Col: "request_bytes", Val: size}, store.Assign{Col: "history_entries", Val: s.historyCount})
 		if err != nil {
 			return err
 		}

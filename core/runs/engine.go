@@ -50,6 +50,9 @@ type Options struct {
 	Signal        ExecutorSignal
 	Announcements Announcements
 	Overrides     MemoryOverrides
+	// Profiles freezes answering agents' profiles onto conversation turns; nil gives every
+	// agent the empty profile.
+	Profiles Profiles
 	// Memory freezes a run's memory configuration at acceptance (kernel memory's resolver);
 	// nil freezes the wave-1 defaults assuming a controlling person.
 	Memory *memory.Resolver
@@ -73,6 +76,7 @@ type Engine struct {
 	ann      Announcements
 	over     MemoryOverrides
 	mem      *memory.Resolver
+	profiles Profiles
 	cfg      Config
 	now      func() time.Time
 	log      hclog.Logger
@@ -118,7 +122,7 @@ func New(o Options) (*Engine, error) {
 	}
 	return &Engine{
 		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel,
-		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, cfg: o.Config, now: o.Now, log: o.Log,
+		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim,
 	}, nil

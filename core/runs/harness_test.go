@@ -37,6 +37,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type harness struct {
+	decls runs.Declarations
 	t     testing.TB
 	s     *store.Store
 	e     *runs.Engine
@@ -46,8 +47,10 @@ type harness struct {
 }
 
 type harnessOptions struct {
-	kernel runs.KernelTools
-	noDecl bool
+	kernel   runs.KernelTools
+	noDecl   bool
+	profiles runs.Profiles
+	models   *model.Catalog
 }
 
 func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
@@ -60,6 +63,9 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	models := model.MustBuiltin()
+	if o.models != nil {
+		models = o.models
+	}
 	k := o.kernel
 	if k == nil {
 		k = kernel.New(kernel.Options{
@@ -72,6 +78,7 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	if !o.noDecl {
 		opts.Declarations = &runs.Compiler{C: comp}
 	}
+	opts.Profiles = o.profiles
 	e, err := runs.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +98,7 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, s: s, e: e, clock: c, ctx: ctx,
+	return &harness{t: t, s: s, e: e, clock: c, ctx: ctx, decls: opts.Declarations,
 		actor: &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleOwner, WorkspaceID: w.ID, WorkspacePublicID: w.PublicID}}
 }
 

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -66,6 +67,14 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 				return nil, err
 			}
 		}
+		histAt := len(entryBytes)
+		var hist []turnSegment
+		if run.ConversationID != nil && t.Mainline {
+			var err error
+			if hist, err = e.history(ctx, q, run); err != nil {
+				return nil, err
+			}
+		}
 		var results []string
 		if t.Results != nil {
 			_ = json.Unmarshal([]byte(*t.Results), &results)
@@ -90,6 +99,39 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		if err := add(model.Entry{Role: model.RoleUser, Content: parts}); err != nil {
 			return nil, err
 		}
+		// History goes after the system entry; the oldest whole turns are dropped until the
+		// request fits the model's window less its output (runs.md §5.9).
+		budget := int64(-1)
+		if m.ContextWindow != nil {
+			budget = *m.ContextWindow
+			if m.MaxOutputTokens != nil {
+				budget -= *m.MaxOutputTokens
+			}
+		}
+		for {
+			var hEntries []model.Entry
+			var hBytes [][]byte
+			for _, seg := range hist {
+				hEntries = append(hEntries, seg.entries...)
+				hBytes = append(hBytes, seg.bytes...)
+			}
+			all := append(append(append([]model.Entry{}, s.entries[:histAt]...), hEntries...), s.entries[histAt:]...)
+			est, err := model.EstimateTokens(all, s.tools)
+			if err != nil {
+				return nil, err
+			}
+			if budget < 0 || est <= budget {
+				s.entries = all
+				entryBytes = append(append(append([][]byte{}, entryBytes[:histAt]...), hBytes...), entryBytes[histAt:]...)
+				s.historyCount = int64(histAt + len(hBytes))
+				break
+			}
+			if len(hist) == 0 {
+				return nil, &TaskError{Key: model.KeyContextOverflow,
+					Detail: fmt.Sprintf("the turn alone is about %d tokens; the model takes %d", est, budget)}
+			}
+			hist = hist[1:]
+		}
 	} else {
 		prev, err := store.LineageRound(ctx, q, run.ID, t.LineageRoot, t.RoundNumber-1)
 		if err != nil {
@@ -103,6 +145,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			return nil, err
 		}
 		s.baseID, s.baseCount = *prev.SealedRequestID, len(parts.Entries)
+		s.historyCount = deref(prev.HistoryEntries)
 		for _, b := range parts.Entries {
 			var en model.Entry
 			if err := json.Unmarshal(b, &en); err != nil {
@@ -236,4 +279,65 @@ func (s *sealed) seal(ref string, sealedAt int64, tools []json.RawMessage, maxOu
 	suf.WriteString(`,"max_output_tokens":` + strconv.FormatInt(maxOutput, 10) + `}}}`)
 	s.parts.Prefix = []byte(pre.String())
 	s.parts.Suffix = []byte(suf.String())
+}
+
+// turnSegment is one earlier turn as history carries it: its own entries and its answer.
+type turnSegment struct {
+	entries []model.Entry
+	bytes   [][]byte
+}
+
+// history is the earlier turns of a conversation-hosted run's conversation, oldest first
+// (runs.md §5.9): for each settled turn, the entries its mainline's last sealed round added
+// after its own history, then its final answer as an assistant entry when it has one.
+func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run) ([]turnSegment, error) {
+	me, err := store.TurnOfRun(ctx, q, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	turns, err := store.TurnsOfConversation(ctx, q, *run.ConversationID, me.Position, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []turnSegment
+	for _, turn := range turns {
+		if turn.Status == TurnQueued || turn.Status == TurnRunning {
+			continue
+		}
+		last, err := store.LastSealedRound(ctx, q, turn.RunID, "r1")
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		parts, err := store.SealedRequest(ctx, q, *last.SealedRequestID)
+		if err != nil {
+			return nil, err
+		}
+		var seg turnSegment
+		skip := int(deref(last.HistoryEntries))
+		for _, b := range parts.Entries[min(skip, len(parts.Entries)):] {
+			var en model.Entry
+			if err := json.Unmarshal(b, &en); err != nil {
+				return nil, err
+			}
+			seg.entries = append(seg.entries, en)
+			seg.bytes = append(seg.bytes, b)
+		}
+		if last.Status == StatusCompleted && last.AnswerCalls == nil {
+			en := model.Entry{Role: model.RoleAssistant, Content: []model.Part{}}
+			if txt := deref(last.Output); txt != "" {
+				en.Content = []model.Part{{Type: model.PartText, Text: txt}}
+			}
+			b, err := encodeEntry(en)
+			if err != nil {
+				return nil, err
+			}
+			seg.entries = append(seg.entries, en)
+			seg.bytes = append(seg.bytes, b)
+		}
+		out = append(out, seg)
+	}
+	return out, nil
 }

@@ -72,6 +72,8 @@ type TaskError struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+func (e *TaskError) Error() string { return e.Key + ": " + e.Detail }
+
 // Member is a principal reference: {kind, public_id}.
 type Member struct {
 	Kind     string `json:"kind"`

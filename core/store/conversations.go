@@ -192,3 +192,26 @@ WHERE m.workspace_id = ? AND CAST(u.public_id AS TEXT) = ?`, workspaceID, public
 	}
 	return n > 0, err
 }
+
+// OpenTurns lists a conversation's running and queued turns in position order.
+func OpenTurns(ctx context.Context, q Querier, conversationID int64) ([]Turn, error) {
+	var ts []Turn
+	err := q.Select(ctx, &ts, selectTurnSQL+` WHERE t.conversation_id = ? AND t.status IN ('running', 'queued') ORDER BY t.position`, conversationID)
+	return ts, err
+}
+
+// OldestQueuedTurn reads a conversation's oldest queued turn.
+func OldestQueuedTurn(ctx context.Context, q Querier, conversationID int64) (*Turn, error) {
+	var t Turn
+	if err := q.Get(ctx, &t, selectTurnSQL+` WHERE t.conversation_id = ? AND t.status = 'queued' ORDER BY t.position LIMIT 1`, conversationID); err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// NextTurnPosition is the position the next turn of a conversation takes.
+func NextTurnPosition(ctx context.Context, q Querier, conversationID int64) (int64, error) {
+	var n int64
+	err := q.Get(ctx, &n, `SELECT COALESCE(MAX(position), 0) + 1 FROM turns WHERE conversation_id = ?`, conversationID)
+	return n, err
+}

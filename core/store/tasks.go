@@ -358,3 +358,14 @@ FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.worksp
 WHERE t.status = 'needs_approval' AND `+who+` AND t.id > ? ORDER BY t.id LIMIT ?`, args...)
 	return rows, err
 }
+
+// LastSealedRound reads the newest sealed model round of a lineage.
+func LastSealedRound(ctx context.Context, q Querier, runID int64, root string) (*Task, error) {
+	var t Task
+	err := q.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND lineage_root = ? AND kind = 'model_task' AND sealed_request_id IS NOT NULL
+ORDER BY round_number DESC LIMIT 1`, runID, root)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}

@@ -274,3 +274,108 @@ func (c *Client) Models(ctx context.Context, query string, limit, offset int) (j
 	_, body, err := c.do(ctx, http.MethodGet, path, nil, nil)
 	return body, err
 }
+
+// Conversation is a conversation (runs.md §1.2).
+type Conversation struct {
+	PublicID               string  `json:"public_id"`
+	WorkspacePublicID      string  `json:"workspace_public_id"`
+	Title                  *string `json:"title"`
+	AnsweringAgentPublicID string  `json:"answering_agent_public_id"`
+	Status                 string  `json:"status"`
+	LiveTurnPublicID       *string `json:"live_turn_public_id"`
+	QueuedTurns            int     `json:"queued_turns"`
+	CreatedAt              string  `json:"created_at"`
+	ArchivedAt             *string `json:"archived_at"`
+}
+
+// Turn is one message posted into a conversation and the work that answers it.
+type Turn struct {
+	PublicID    string          `json:"public_id"`
+	Position    int64           `json:"position"`
+	Status      string          `json:"status"`
+	Model       string          `json:"model"`
+	RunPublicID string          `json:"run_public_id"`
+	Input       json.RawMessage `json:"input"`
+	Answer      *struct {
+		TaskKey string `json:"task_key"`
+		Text    string `json:"text"`
+	} `json:"answer"`
+	Failure *TaskError `json:"failure"`
+}
+
+// ConversationResponse answers create, read and archive.
+type ConversationResponse struct {
+	Raw          json.RawMessage `json:"-"`
+	Conversation Conversation    `json:"conversation"`
+}
+
+// MessageResponse answers POST …/messages.
+type MessageResponse struct {
+	Raw      json.RawMessage `json:"-"`
+	Turn     Turn            `json:"turn"`
+	Run      Run             `json:"run"`
+	Replayed bool            `json:"replayed"`
+}
+
+// HistoryResponse is one page of a conversation's turns.
+type HistoryResponse struct {
+	Raw        json.RawMessage `json:"-"`
+	Turns      []Turn          `json:"turns"`
+	Pagination struct {
+		HasOlder           bool   `json:"has_older"`
+		NextBeforePosition *int64 `json:"next_before_position"`
+	} `json:"pagination"`
+}
+
+func conversationPath(ws, conv, rest string) string {
+	return wsPath(ws, "/conversations/"+url.PathEscape(conv)+rest)
+}
+
+// CreateConversation creates a conversation ({"answering_agent_public_id", "title", …}).
+func (c *Client) CreateConversation(ctx context.Context, ws string, conv any) (*ConversationResponse, error) {
+	out := &ConversationResponse{}
+	return out, c.call(ctx, http.MethodPost, wsPath(ws, "/conversations"), map[string]any{"conversation": conv}, out, &out.Raw)
+}
+
+// Conversation reads a conversation.
+func (c *Client) Conversation(ctx context.Context, ws, conv string) (*ConversationResponse, error) {
+	out := &ConversationResponse{}
+	return out, c.call(ctx, http.MethodGet, conversationPath(ws, conv, ""), nil, out, &out.Raw)
+}
+
+// PostMessage posts a message ({"text", "tool_names"?, "model"?}); idempotencyKey "" sends none.
+func (c *Client) PostMessage(ctx context.Context, ws, conv string, message any, idempotencyKey string) (*MessageResponse, error) {
+	var hdr http.Header
+	if idempotencyKey != "" {
+		hdr = http.Header{"Idempotency-Key": {idempotencyKey}}
+	}
+	_, raw, err := c.do(ctx, http.MethodPost, conversationPath(ws, conv, "/messages"), map[string]any{"message": message}, hdr)
+	if err != nil {
+		return nil, err
+	}
+	out := &MessageResponse{Raw: raw}
+	return out, json.Unmarshal(raw, out)
+}
+
+// History reads a page of turns; beforePosition 0 reads the newest.
+func (c *Client) History(ctx context.Context, ws, conv string, beforePosition int64, limit int) (*HistoryResponse, error) {
+	q := url.Values{}
+	if beforePosition > 0 {
+		q.Set("before_position", strconv.FormatInt(beforePosition, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := conversationPath(ws, conv, "/history")
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	out := &HistoryResponse{}
+	return out, c.call(ctx, http.MethodGet, path, nil, out, &out.Raw)
+}
+
+// ArchiveConversation archives a conversation.
+func (c *Client) ArchiveConversation(ctx context.Context, ws, conv string) (*ConversationResponse, error) {
+	out := &ConversationResponse{}
+	return out, c.call(ctx, http.MethodPost, conversationPath(ws, conv, "/archive"), nil, out, &out.Raw)
+}

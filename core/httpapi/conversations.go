@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
+)
+
+// The conversation routes (runs.md §2.2): thin, the engine decides.
+func (a *API) conversationRoutes() {
+	if a.deps.Runs == nil {
+		return
+	}
+	const base = "/agent_api/v1/workspaces/{ws}/conversations"
+	a.handle("POST "+base, routeOpts{}, a.createConversation)
+	a.handle("GET "+base, routeOpts{}, a.listConversations)
+	a.handle("GET "+base+"/{conversation}", routeOpts{}, a.readConversation)
+	a.handle("GET "+base+"/{conversation}/history", routeOpts{}, a.history)
+	a.handle("POST "+base+"/{conversation}/messages", routeOpts{}, a.postMessage)
+	a.handle("POST "+base+"/{conversation}/archive", routeOpts{}, a.archive)
+}
+
+func (a *API) createConversation(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Conversation json.RawMessage `json:"conversation"`
+	}
+	present, err := decodeBody(c, &body)
+	if err != nil {
+		return err
+	}
+	if err := requireRoot(present, "conversation", body.Conversation == nil || bytes.Equal(body.Conversation, []byte("null"))); err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.CreateConversation(r.Context(), act, body.Conversation)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"conversation": doc})
+	return nil
+}
+
+func (a *API) listConversations(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(r, runs.DefaultPage, runs.MaxPage)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	page, err := a.deps.Runs.ListConversations(r.Context(), act, q.Get("status"), q.Get("after"), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversations": page.Conversations, "pagination": map[string]any{"next_after": page.NextAfter}})
+	return nil
+}
+
+func (a *API) readConversation(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.ReadConversation(r.Context(), act, r.PathValue("conversation"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversation": doc})
+	return nil
+}
+
+func (a *API) history(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(r, runs.DefaultPage, runs.MaxPage)
+	if err != nil {
+		return err
+	}
+	var before int64
+	if s := r.URL.Query().Get("before_position"); s != "" {
+		before, err = strconv.ParseInt(s, 10, 64)
+		if err != nil || before < 1 {
+			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "before_position must be a positive integer.").With("path", "before_position")
+		}
+	}
+	page, err := a.deps.Runs.History(r.Context(), act, r.PathValue("conversation"), before, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"turns": page.Turns,
+		"pagination": map[string]any{"has_older": page.HasOlder, "next_before_position": page.NextBeforePosition}})
+	return nil
+}
+
+func (a *API) postMessage(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Message json.RawMessage `json:"message"`
+	}
+	present, err := decodeBody(c, &body)
+	if err != nil {
+		return err
+	}
+	if err := requireRoot(present, "message", body.Message == nil || bytes.Equal(body.Message, []byte("null"))); err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	posted, err := a.deps.Runs.PostMessage(r.Context(), act, r.PathValue("conversation"), body.Message, c.Body, key)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if posted.Replayed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, map[string]any{"turn": posted.Turn, "run": posted.Run, "replayed": posted.Replayed})
+	return nil
+}
+
+func (a *API) archive(w http.ResponseWriter, r *http.Request, c *Call) error {
+	act, err := a.actor(r, c)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeBody(c, &struct{}{}); err != nil {
+		return err
+	}
+	doc, err := a.deps.Runs.Archive(r.Context(), act, r.PathValue("conversation"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversation": doc})
+	return nil
+}

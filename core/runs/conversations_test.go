@@ -1,0 +1,281 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+)
+
+// memoryProfile is an agent profile that imports the memory tools, frozen through the
+// declaration compiler as the profile service does.
+type memoryProfile struct {
+	decl  runs.Declarations
+	rules string
+	mode  string
+}
+
+func (p memoryProfile) AcceptProfile(ctx context.Context, q store.Querier, agentID int64, in *runs.ProfileAcceptance) (*runs.AcceptedProfile, error) {
+	f, err := p.decl.AcceptStep(ctx, q, &runs.StepDeclaration{KernelTools: json.RawMessage(`["nexus.memory.ls","nexus.memory.read","nexus.memory.write","nexus.memory.edit","nexus.memory.grep","nexus.memory.delete"]`),
+		Selection: in.Selection, ToolNames: in.ToolNames, NarrowPath: in.Path})
+	if err != nil {
+		return nil, err
+	}
+	instr := "You keep notes."
+	mode := p.mode
+	if mode == "" {
+		mode = runs.ModeBypass
+	}
+	rules := p.rules
+	if rules == "" {
+		rules = "[]"
+	}
+	return &runs.AcceptedProfile{Frozen: *f, Instructions: &instr, ApprovalMode: mode, ApprovalRules: []byte(rules)}, nil
+}
+
+// conversationHarness adds an agent and a conversation it answers.
+func conversationHarness(t *testing.T, s *store.Store, p runs.Profiles) (*harness, string) {
+	t.Helper()
+	h := newHarness(t, s, harnessOptions{profiles: p})
+	a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: h.actor.WorkspaceID, Handle: "bot", DisplayName: "Bot", StewardUserID: h.actor.ID}
+	if err := s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`","title":"Notes"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, c.PublicID
+}
+
+func (h *harness) post(conv, text string, extra string) *runs.Posted {
+	h.t.Helper()
+	t, _ := json.Marshal(text)
+	msg := `{"text":` + string(t)
+	if extra != "" {
+		msg += "," + extra
+	}
+	msg += "}"
+	p, err := h.e.PostMessage(h.ctx, h.actor, conv, json.RawMessage(msg), []byte(`{"message":`+msg+`}`), "")
+	if err != nil {
+		h.t.Fatalf("post: %v", err)
+	}
+	return p
+}
+
+// TestConversationRounds drives a conversation through several rounds of memory calls on each
+// store, then a second turn whose first request begins with the first turn's last request and
+// its answer (runs.md §5.9).
+func TestConversationRounds(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := conversationHarness(t, s, memoryProfile{decl: newCompiler(t)})
+		first := h.post(conv, "Take notes.\n!mock\nround 1\ncall memory_write {\"path\":\"conversation/notes.md\",\"content\":\"alpha\\n\"}\ncall memory_write {\"path\":\"workspace/shared.md\",\"content\":\"beta\"}\nround 2\ncall memory_edit {\"path\":\"conversation/notes.md\",\"old_text\":\"alpha\",\"new_text\":\"gamma\"}\nround 3\ncall memory_read {\"path\":\"conversation/notes.md\"}\nround 4\nsay {{last_result}}", "")
+		if first.Turn.Status != runs.TurnRunning || first.Run.Status != runs.RunRunning || first.Turn.Position != 1 {
+			t.Fatalf("first turn %+v run %s", first.Turn, first.Run.Status)
+		}
+		h.drain()
+		hist, err := h.e.History(h.ctx, h.actor, conv, 0, 20)
+		if err != nil || len(hist.Turns) != 1 {
+			t.Fatalf("history %+v %v", hist, err)
+		}
+		turn := hist.Turns[0]
+		if turn.Status != runs.TurnCompleted || turn.Answer == nil || turn.Answer.TaskKey != "r4" || turn.Answer.Text != "gamma\n" {
+			t.Fatalf("turn %+v answer %+v", turn, turn.Answer)
+		}
+		r := h.run(first.Run.PublicID)
+		if r.Status != runs.RunCompleted || r.ConversationPublicID == nil || *r.ConversationPublicID != conv {
+			t.Fatalf("run %s", r.Status)
+		}
+		last, err := h.e.ReadRequest(h.ctx, h.actor, first.Run.PublicID, "r4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := h.post(conv, "And now?", "")
+		h.drain()
+		req, err := h.e.ReadRequest(h.ctx, h.actor, second.Run.PublicID, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastEntries := entriesOf(t, last)
+		nextEntries := entriesOf(t, req)
+		if len(nextEntries) != len(lastEntries)+2 {
+			t.Fatalf("turn 2 opens with %d entries; turn 1 ended with %d", len(nextEntries), len(lastEntries))
+		}
+		for i := range lastEntries {
+			if string(lastEntries[i]) != string(nextEntries[i]) {
+				t.Fatalf("entry %d of turn 2 is not turn 1's: %s vs %s", i, nextEntries[i], lastEntries[i])
+			}
+		}
+		if string(nextEntries[len(lastEntries)]) != `{"role":"assistant","content":[{"type":"text","text":"gamma\n"}]}` {
+			t.Fatalf("turn 1's answer entry: %s", nextEntries[len(lastEntries)])
+		}
+		// The mock finds turn 1's script in history and counts on from it; either way the turn
+		// completes and the conversation is idle.
+		d, err := h.e.ReadConversation(h.ctx, h.actor, conv)
+		if err != nil || d.LiveTurnPublicID != nil || d.QueuedTurns != 0 {
+			t.Fatalf("conversation %+v %v", d, err)
+		}
+	})
+}
+
+func entriesOf(t *testing.T, req []byte) []json.RawMessage {
+	t.Helper()
+	var v struct {
+		Request struct {
+			Entries []json.RawMessage `json:"entries"`
+		} `json:"request"`
+	}
+	if err := json.Unmarshal(req, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Request.Entries
+}
+
+// TestConversationQueue: a turn posted while another is live queues, its run pending; the
+// queue starts it when the live turn leaves running; a stop cancels a turn and moves on.
+func TestConversationQueue(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := conversationHarness(t, s, nil)
+		a := h.post(conv, "!mock\nround 1\nsay one", "")
+		b := h.post(conv, "!mock\nround 1\nsay two", "")
+		c := h.post(conv, "!mock\nround 1\nsay three", "")
+		if b.Turn.Status != runs.TurnQueued || b.Run.Status != runs.RunPending || b.Turn.Position != 2 {
+			t.Fatalf("second turn %+v run %s", b.Turn, b.Run.Status)
+		}
+		d, _ := h.e.ReadConversation(h.ctx, h.actor, conv)
+		if d.LiveTurnPublicID == nil || *d.LiveTurnPublicID != a.Turn.PublicID || d.QueuedTurns != 2 {
+			t.Fatalf("conversation %+v", d)
+		}
+		if _, err := h.e.StartRun(h.ctx, h.actor, b.Run.PublicID); !isCode(err, runs.CodeConversationHosted) {
+			t.Fatalf("start a hosted run: %v", err)
+		}
+		if _, err := h.e.Append(h.ctx, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), ""); !isCode(err, runs.CodeConversationHosted) {
+			t.Fatalf("append to a hosted run: %v", err)
+		}
+		if _, err := h.e.Archive(h.ctx, h.actor, conv); !isCode(err, runs.CodeConversationBusy) {
+			t.Fatalf("archive a busy conversation: %v", err)
+		}
+		// Stopping the live turn's run cancels its turn and starts the next.
+		if _, err := h.e.StopRun(h.ctx, h.actor, a.Run.PublicID, true); err != nil {
+			t.Fatal(err)
+		}
+		h.drain()
+		hist, _ := h.e.History(h.ctx, h.actor, conv, 0, 20)
+		var got []string
+		for _, tr := range hist.Turns {
+			got = append(got, tr.Status)
+		}
+		if strings.Join(got, ",") != "canceled,completed,completed" {
+			t.Fatalf("turns %v", got)
+		}
+		if hist.Turns[2].Answer == nil || hist.Turns[2].Answer.Text != "three" || c.Turn.Position != 3 {
+			t.Fatalf("third turn %+v", hist.Turns[2])
+		}
+		page, _ := h.e.History(h.ctx, h.actor, conv, 3, 1)
+		if len(page.Turns) != 1 || page.Turns[0].Position != 2 || !page.HasOlder || *page.NextBeforePosition != 2 {
+			t.Fatalf("history page %+v", page)
+		}
+		arch, err := h.e.Archive(h.ctx, h.actor, conv)
+		if err != nil || arch.Status != runs.ConversationArchived || arch.ArchivedAt == nil {
+			t.Fatalf("archive: %+v %v", arch, err)
+		}
+		if again, err := h.e.Archive(h.ctx, h.actor, conv); err != nil || again.ArchivedAt == nil || *again.ArchivedAt != *arch.ArchivedAt {
+			t.Fatalf("archive again: %+v %v", again, err)
+		}
+		_, err = h.e.PostMessage(h.ctx, h.actor, conv, json.RawMessage(`{"text":"x"}`), nil, "")
+		if !isCode(err, runs.CodeConversationArchived) {
+			t.Fatalf("post to archived: %v", err)
+		}
+	})
+}
+
+// TestConversationWords pins the post-message and create words.
+func TestConversationWords(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := conversationHarness(t, s, nil)
+		expect := func(name string, err error, code, path string) {
+			t.Helper()
+			r, ok := refusal.As(err)
+			if !ok || r.Code != code {
+				t.Errorf("%s: got %v, want %s", name, err, code)
+				return
+			}
+			if p, _ := r.Get("path"); path != "" && p != path {
+				t.Errorf("%s: path %v, want %s", name, p, path)
+			}
+		}
+		post := func(msg string) error {
+			_, err := h.e.PostMessage(h.ctx, h.actor, conv, json.RawMessage(msg), []byte(`{"message":`+msg+`}`), "")
+			return err
+		}
+		expect("empty text", post(`{"text":""}`), refusal.CodeValidationFailed, "message.text")
+		expect("malformed attachment", post(`{"text":"x","attachments":["nope"]}`), refusal.CodeParameterInvalid, "message.attachments[0]")
+		expect("unknown attachment", post(`{"text":"","attachments":["6f1b2c3d-0000-4000-8000-000000000001"]}`), runs.CodeUnknownInputUpload, "message.attachments[0]")
+		expect("tool not declared", post(`{"text":"x","tool_names":["memory_read"]}`), runs.CodeToolNotDeclared, "message.tool_names[0]")
+		expect("unknown model", post(`{"text":"x","model":"mock/none"}`), runs.CodeUnknownModel, "message.model")
+		expect("unknown field", post(`{"text":"x","temperature":1}`), refusal.CodeValidationFailed, "message.temperature")
+		_, err := h.e.ReadConversation(h.ctx, h.actor, "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d")
+		expect("unknown conversation", err, refusal.CodeNotFound, "")
+		_, err = h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{}`))
+		expect("user without an agent", err, refusal.CodeValidationFailed, "conversation.answering_agent_public_id")
+		_, err = h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`))
+		expect("foreign agent", err, refusal.CodeValidationFailed, "conversation.answering_agent_public_id")
+		d, _ := h.e.ReadConversation(h.ctx, h.actor, conv)
+		_, err = h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+d.AnsweringAgentPublicID+`","title":"`+strings.Repeat("t", 257)+`"}`))
+		expect("long title", err, refusal.CodeValidationFailed, "conversation.title")
+		_, err = h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+d.AnsweringAgentPublicID+`","default_runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`))
+		expect("runner", err, runs.CodeRunnerNotEligible, "conversation.default_runner_executor_public_id")
+		// Sixteen queued turns are held; the seventeenth is refused.
+		for i := 0; i < 1+runs.MaxQueuedTurns; i++ {
+			if err := post(`{"text":"hold"}`); err != nil {
+				t.Fatalf("turn %d: %v", i+1, err)
+			}
+		}
+		expect("queue full", post(`{"text":"one too many"}`), runs.CodeInputQueueFull, "")
+	})
+}
+
+// TestCapabilityUnavailable: a model without the tools capability refuses a declaration with
+// tools.
+func TestCapabilityUnavailable(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, store.SQLite)
+	cat, err := model.NewCatalog(&model.Config{Providers: []model.ProviderConfig{{Name: "mock", Type: "mock"}},
+		Models: []model.Model{{Ref: "mock/scripted", Capabilities: model.Capabilities{Tools: true}}, {Ref: "mock/plain"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, s, harnessOptions{models: cat})
+	_, err = h.e.CreateRun(h.ctx, h.actor, json.RawMessage(modelStep("x", memoryTools)), nil, "")
+	if err != nil {
+		t.Fatalf("tools model: %v", err)
+	}
+	run := strings.Replace(modelStep("x", memoryTools), "mock/scripted", "mock/plain", 1)
+	_, err = h.e.CreateRun(h.ctx, h.actor, json.RawMessage(run), nil, "")
+	if !isCode(err, runs.CodeModelCapabilityUnavailable) {
+		t.Fatalf("tools on a plain model: %v", err)
+	}
+	if _, err = h.e.CreateRun(h.ctx, h.actor, json.RawMessage(strings.Replace(modelStep("x", ""), "mock/scripted", "mock/plain", 1)), nil, ""); err != nil {
+		t.Fatalf("no tools on a plain model: %v", err)
+	}
+}
+
+func newCompiler(t *testing.T) runs.Declarations {
+	t.Helper()
+	comp, err := declare.New(registry.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runs.Compiler{C: comp}
+}
