@@ -8,8 +8,8 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
-	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
