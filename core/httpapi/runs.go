@@ -257,12 +257,8 @@ func (a *API) resolve(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.Resolve(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), c.Body)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"task": doc, "applied": false})
-	return nil
+	// Every task of this version answers a refusal here (see runs.Engine.Resolve).
+	return a.deps.Runs.Resolve(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), c.Body)
 }
 
 func (a *API) approve(w http.ResponseWriter, r *http.Request, c *Call) error {
@@ -314,12 +310,8 @@ func (a *API) cancelBranch(w http.ResponseWriter, r *http.Request, c *Call) erro
 	if _, err := decodeBody(c, &struct{}{}); err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.CancelBranch(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"task": doc})
-	return nil
+	// Every task of this version answers a refusal here (see runs.Engine.CancelBranch).
+	return a.deps.Runs.CancelBranch(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
 }
 
 func (a *API) inbox(w http.ResponseWriter, r *http.Request, c *Call) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -352,51 +353,54 @@ const (
 	DefaultInboxPage = 50
 )
 
-// Resolve is the resolution door (runs.md §2.7). This version places no ask awaits (the ask
-// tool arrives with the orchestration family), so every existing task answers
-// await_not_resolvable after the checks that precede it.
-func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body []byte) (*TaskDoc, error) {
+// Resolve is the resolution door (runs.md §2.7), in its check order. This version places no
+// ask awaits (the ask tool arrives with the orchestration family), so every existing task
+// answers await_not_resolvable after the checks that precede it; the answer path grows here
+// with that tool.
+func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body []byte) error {
 	q := e.store.Reader()
 	r, err := e.loadRun(ctx, q, a, runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t, err := store.TaskByKey(ctx, q, r.ID, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, taskNotFound(key)
+		return taskNotFound(key)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := e.writeStanding(ctx, q, a, r); err != nil {
-		return nil, err
+		return err
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(body, &obj) != nil || obj == nil {
-			return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
+			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
 		}
 	}
-	_ = t
-	return nil, conflict(CodeAwaitNotResolvable, "Task %s is not an ask await; only asks are answered here.", key)
+	if t.Kind == KindAwait && deref(t.AwaitKind) == "ask" {
+		return fmt.Errorf("runs: ask await %s has no resolution path in this version", key)
+	}
+	return conflict(CodeAwaitNotResolvable, "Task %s is not an ask await; only asks are answered here.", key)
 }
 
-// CancelBranch is branch cancel (runs.md §2.9). This version places no delegate_task branches
-// (delegate_task arrives with the orchestration family), so every existing task answers
-// not_a_branch after the checks that precede it.
-func (e *Engine) CancelBranch(ctx context.Context, a *Actor, runID, key string) (*TaskDoc, error) {
+// CancelBranch is branch cancel (runs.md §2.9), in its check order. This version places no
+// delegate_task branches (delegate_task arrives with the orchestration family), so every
+// existing task answers not_a_branch after the checks that precede it.
+func (e *Engine) CancelBranch(ctx context.Context, a *Actor, runID, key string) error {
 	q := e.store.Reader()
 	r, err := e.loadRun(ctx, q, a, runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := store.TaskByKey(ctx, q, r.ID, key); errors.Is(err, store.ErrNotFound) {
-		return nil, taskNotFound(key)
+		return taskNotFound(key)
 	} else if err != nil {
-		return nil, err
+		return err
 	}
 	if err := e.writeStanding(ctx, q, a, r); err != nil {
-		return nil, err
+		return err
 	}
-	return nil, conflict(CodeNotABranch, "Task %s is not a branch.", key)
+	return conflict(CodeNotABranch, "Task %s is not a branch.", key)
 }

@@ -255,6 +255,13 @@ func (e *Engine) runDoc(ctx context.Context, q store.Querier, r *store.Run, with
 		d.Stop = &StopDoc{RequestedAt: formatMillis(*r.StopRequestedAt), By: Member{Kind: deref(r.StopByKind), PublicID: deref(r.StopByPublicID)}, Force: deref(r.StopForce)}
 	}
 	d.Attention = attention(r, tasks, byKey)
+	if r.ConversationID != nil {
+		t, err := store.TurnOfRun(ctx, q, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		d.Turn = &TurnRef{PublicID: t.PublicID, Position: t.Position, Status: t.Status}
+	}
 	if withTasks {
 		for i := range tasks {
 			d.Tasks = append(d.Tasks, traceDoc(&tasks[i], byKey))
@@ -268,7 +275,7 @@ func (e *Engine) runDoc(ctx context.Context, q store.Querier, r *store.Run, with
 
 // attention lists the standing reasons, in order (runs.md §8.3).
 func attention(r *store.Run, tasks []store.Task, byKey map[string]*store.Task) []Attention {
-	var halt, held, approvals, asks []string
+	var halt, approvals, asks []string
 	for i := range tasks {
 		t := &tasks[i]
 		switch t.Status {
@@ -276,8 +283,6 @@ func attention(r *store.Run, tasks []store.Task, byKey map[string]*store.Task) [
 			approvals = append(approvals, t.Key)
 		case StatusAwaitingInput:
 			asks = append(asks, t.Key)
-		case StatusWaiting:
-			held = append(held, t.Key)
 		}
 		if failedStatus(t.Status) && t.OnFailure == OnFailureHalt {
 			for j := range tasks {
@@ -305,7 +310,6 @@ func attention(r *store.Run, tasks []store.Task, byKey map[string]*store.Task) [
 			add(ReasonDeliverableUnresolved, []string{d.Key})
 		}
 	}
-	_ = held
 	add(ReasonApprovalRequired, approvals)
 	add(ReasonAwaitingHuman, asks)
 	return out
