@@ -205,8 +205,10 @@ kernel {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if *r2.Task.Attempts != 2 {
-					t.Fatalf("round 2 attempts %d, want 2 (one lost with the process)", *r2.Task.Attempts)
+				// One attempt was lost with the process; a loaded machine may lose another to the
+				// claim deadline, which the budget of three allows.
+				if *r2.Task.Attempts < 2 {
+					t.Fatalf("round 2 attempts %d, want at least 2 (one lost with the process)", *r2.Task.Attempts)
 				}
 				// Kernel memory is in the store: what round 1 wrote before the crash is read after it.
 				read, err := c.Task(ctx, "default", id, "r3t0")
