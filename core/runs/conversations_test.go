@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -278,4 +279,46 @@ func newCompiler(t *testing.T) runs.Declarations {
 		t.Fatal(err)
 	}
 	return &runs.Compiler{C: comp}
+}
+
+// TestHistoryBudget: when history does not fit the model's window less its output, the oldest
+// whole turns are dropped; a turn that alone does not fit fails context_overflow.
+func TestHistoryBudget(t *testing.T) {
+	t.Parallel()
+	window, out := int64(3000), int64(1000) // 2,000 tokens: about 8,000 bytes of entries
+	cat, err := model.NewCatalog(&model.Config{Providers: []model.ProviderConfig{{Name: "mock", Type: "mock"}},
+		Models: []model.Model{{Ref: "mock/small", Capabilities: model.Capabilities{Tools: true, ContextWindow: &window, MaxOutputTokens: &out}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{models: cat})
+		a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: h.actor.WorkspaceID, Handle: "bot", DisplayName: "Bot", StewardUserID: h.actor.ID}
+		if err := s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
+			t.Fatal(err)
+		}
+		c, err := h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var posted []*runs.Posted
+		for i := 0; i < 4; i++ {
+			posted = append(posted, h.post(c.PublicID, fmt.Sprintf("turn %d %s", i, strings.Repeat("w", 2500)), ""))
+			h.drain()
+		}
+		req, err := h.e.ReadRequest(h.ctx, h.actor, posted[3].Run.PublicID, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(req), "turn 0 ") || !strings.Contains(string(req), "turn 2 ") {
+			t.Fatalf("turn 4's request should keep turn 3 and drop turn 1: %d bytes", len(req))
+		}
+		big := h.post(c.PublicID, strings.Repeat("x", 9000), "")
+		h.drain()
+		hist, _ := h.e.History(h.ctx, h.actor, c.PublicID, 0, 20)
+		last := hist.Turns[len(hist.Turns)-1]
+		if last.PublicID != big.Turn.PublicID || last.Status != runs.TurnFailed || last.Failure == nil || last.Failure.Key != "context_overflow" {
+			t.Fatalf("oversized turn: %+v %+v", last, last.Failure)
+		}
+	})
 }
