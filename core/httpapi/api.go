@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -34,6 +35,8 @@ type Deps struct {
 	Ready func(ctx context.Context) []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Profiles serves the profile configuration and tool assembly routes; nil serves neither.
+	Profiles *profiles.Service
 }
 
 // API is the HTTP handler of the whole server.
@@ -79,6 +82,7 @@ func (a *API) routes() {
 	a.tokenRoutes()
 	a.executorRoutes()
 	a.executorPlaneRoutes()
+	a.profileRoutes()
 }
 
 // plane is who may call a route.

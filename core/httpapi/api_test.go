@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -24,8 +25,10 @@ type fixture struct {
 	store *store.Store
 	auth  *identity.Authenticator
 	dir   *identity.Directory
-	admin string // the bootstrap user's token
-	agent string // an agent's token
+	// profiles is the profile service over the live kernel registry.
+	profiles *profiles.Service
+	admin    string // the bootstrap user's token
+	agent    string // an agent's token
 
 	mu      sync.Mutex
 	now     time.Time
@@ -53,7 +56,8 @@ func newFixture(t *testing.T, s *store.Store) *fixture {
 	}
 	t.Cleanup(stop)
 	f.dir = identity.NewDirectory(s, f.auth, identity.DirectoryOptions{Now: clock, Revocation: &f.effects})
-	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: clock})
+	f.profiles = newProfiles(t, s, registry.New(), clock)
+	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: clock, Profiles: f.profiles})
 	if err != nil {
 		t.Fatal(err)
 	}

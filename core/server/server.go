@@ -12,8 +12,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mattn/go-isatty"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/httpapi"
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -108,6 +111,21 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		return nil, err
 	}
 	srv.stopListening = stopListening
+	models, err := model.NewCatalog(s.Models)
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
+	compiler, err := declare.New(reg)
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
+	profileService, err := profiles.New(profiles.Options{Store: st, Compiler: compiler, Models: models, Now: opts.Now})
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
 	api, err := httpapi.New(httpapi.Deps{
 		Log:  log.Named("http"),
 		Auth: auth,
@@ -116,6 +134,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		CatalogBody: reg.CatalogBody(),
 		Ready:       srv.notReady,
 		Now:         opts.Now,
+		Profiles:    profileService,
 	})
 	if err != nil {
 		stopListening()
