@@ -100,48 +100,59 @@ func fieldRefusal(word, field, suffix, format string, args ...any) *declare.Refu
 	return &declare.Refusal{Word: word, Field: field, Index: -1, Suffix: suffix, Detail: fmt.Sprintf(format, args...)}
 }
 
-// repeatedField refuses a configuration object that gives one of its fields twice, naming the
-// first such field in validation order: a repeated key is refused, never merged.
-func repeatedField(cfg jsonv.Value) *declare.Refusal {
-	count := map[string]int{}
+// field reads one field of a configuration object. A field given twice is refused invalid, never
+// merged; each field is read at its turn, so the first failure in validation order still wins.
+func field(cfg jsonv.Value, name string) (jsonv.Value, bool, *declare.Refusal) {
+	n := 0
 	for _, k := range cfg.Keys() {
-		count[k]++
-	}
-	for _, f := range fieldOrder {
-		if count[f] > 1 {
-			return fieldRefusal(declare.WordInvalid, f, "", "%s is given more than once", f)
+		if k == name {
+			n++
 		}
 	}
-	return nil
+	if n > 1 {
+		return jsonv.Value{}, true, fieldRefusal(declare.WordInvalid, name, "", "%s is given more than once", name)
+	}
+	v, ok := cfg.Get(name)
+	return v, ok, nil
 }
 
 // sources reads the declaration sources of a configuration object: tool_definitions compiled,
-// then kernel_tools, runner_executor_public_ids and runner_tool_names parsed, in that order.
+// then kernel_tools, runner_executor_public_ids and runner_tool_names parsed, in that order. A
+// field given twice is refused at its turn: the import fields before it are parsed first.
 func (s *Service) sources(cfg jsonv.Value) (*declare.Set, declare.Imports, error) {
-	if r := repeatedField(cfg); r != nil {
-		return nil, declare.Imports{}, r
-	}
-	tools := &declare.Set{}
-	if v, ok := cfg.Get(declare.FieldToolDefinitions); ok {
-		var err error
-		if tools, err = s.compiler.CompileValue(v); err != nil {
-			return nil, declare.Imports{}, err
+	raw := make([][]byte, len(sourceFields))
+	var repeated *declare.Refusal
+	var declared *jsonv.Value
+	for i, name := range sourceFields {
+		v, ok, r := field(cfg, name)
+		if r != nil {
+			repeated = r
+			break
+		}
+		switch {
+		case ok && i == 0:
+			declared = &v
+		case ok:
+			raw[i] = v.Encode()
 		}
 	}
-	im, err := s.compiler.ParseImports(rawField(cfg, declare.FieldKernelTools), rawField(cfg, declare.FieldRunnerExecutorPublicIDs),
-		rawField(cfg, declare.FieldRunnerToolNames))
+	tools := &declare.Set{}
+	if declared != nil {
+		var err error
+		if tools, err = s.compiler.CompileValue(*declared); err != nil {
+			return nil, declare.Imports{}, err
+		}
+	} else if repeated != nil && repeated.Field == declare.FieldToolDefinitions {
+		return nil, declare.Imports{}, repeated
+	}
+	im, err := s.compiler.ParseImports(raw[1], raw[2], raw[3])
 	if err != nil {
 		return nil, declare.Imports{}, err
 	}
-	return tools, im, nil
-}
-
-// rawField is a field's JSON, nil when absent.
-func rawField(cfg jsonv.Value, field string) []byte {
-	if v, ok := cfg.Get(field); ok {
-		return v.Encode()
+	if repeated != nil {
+		return nil, declare.Imports{}, repeated
 	}
-	return nil
+	return tools, im, nil
 }
 
 // validate checks a whole configuration object in the door's field order (§11.1) and returns
@@ -152,45 +163,85 @@ func (s *Service) validate(cfg jsonv.Value) (*proposal, error) {
 		return nil, err
 	}
 	p := &proposal{tools: tools, imports: im}
-	// approval_mode, required when the profile has tools.
-	if v, ok := cfg.Get(FieldApprovalMode); ok && !v.IsNull() {
-		mode, isString := v.AsString()
-		if !isString || (mode != ModeBypass && mode != ModeAsk && mode != ModeRules) {
-			return nil, fieldRefusal(declare.WordInvalid, FieldApprovalMode, "", "approval_mode must be bypass, ask or rules")
-		}
-		p.approvalMode = &mode
-	} else if declare.DeclaresTools(tools, im) {
-		return nil, fieldRefusal(WordRequired, FieldApprovalMode, "", "approval_mode is required when the profile declares tools")
+	checks := []struct {
+		name  string
+		check func(v jsonv.Value, present bool) *declare.Refusal
+	}{
+		{FieldApprovalMode, p.approvalModeOf},
+		{FieldApprovalRules, p.approvalRulesOf},
+		{FieldDefaultModel, func(v jsonv.Value, present bool) *declare.Refusal { return p.defaultModelOf(v, present, s.models) }},
+		{FieldInstructions, p.instructionsOf},
 	}
-	if v, ok := cfg.Get(FieldApprovalRules); ok {
-		var r *declare.Refusal
-		if p.approvalRules, r = checkApprovalRules(v); r != nil {
+	for _, c := range checks {
+		v, present, r := field(cfg, c.name)
+		if r == nil {
+			r = c.check(v, present)
+		}
+		if r != nil {
 			return nil, r
 		}
 	}
-	if v, ok := cfg.Get(FieldDefaultModel); ok && !v.IsNull() {
-		ref, isString := v.AsString()
-		if !isString || !model.ValidRef(ref) {
-			return nil, fieldRefusal(declare.WordInvalid, FieldDefaultModel, "", "default_model must be a provider/model ref")
-		}
-		if _, known := s.models.Lookup(ref); !known {
-			return nil, fieldRefusal(WordUnknownModel, FieldDefaultModel, "", "the models catalog has no model %q", ref)
-		}
-		p.defaultModel = &ref
-	}
-	if v, ok := cfg.Get(FieldInstructions); ok && !v.IsNull() {
-		text, isString := v.AsString()
-		// A NUL cannot be stored as text in PostgreSQL, and has no place in instructions.
-		if !isString || strings.ContainsRune(text, 0) {
-			return nil, fieldRefusal(declare.WordInvalid, FieldInstructions, "", "instructions must be a string without NUL characters")
-		}
-		if len(text) > MaxInstructionsBytes {
-			return nil, fieldRefusal(declare.WordContentTooLarge, FieldInstructions, "",
-				"instructions are %d bytes; the bound is %d", len(text), MaxInstructionsBytes)
-		}
-		p.instructions = &text
-	}
 	return p, nil
+}
+
+// approvalModeOf: bypass, ask or rules; required when the profile declares tools.
+func (p *proposal) approvalModeOf(v jsonv.Value, present bool) *declare.Refusal {
+	if !present || v.IsNull() {
+		if declare.DeclaresTools(p.tools, p.imports) {
+			return fieldRefusal(WordRequired, FieldApprovalMode, "", "approval_mode is required when the profile declares tools")
+		}
+		return nil
+	}
+	mode, isString := v.AsString()
+	if !isString || (mode != ModeBypass && mode != ModeAsk && mode != ModeRules) {
+		return fieldRefusal(declare.WordInvalid, FieldApprovalMode, "", "approval_mode must be bypass, ask or rules")
+	}
+	p.approvalMode = &mode
+	return nil
+}
+
+// approvalRulesOf: runs.md §7.2's grammar.
+func (p *proposal) approvalRulesOf(v jsonv.Value, present bool) *declare.Refusal {
+	if !present {
+		return nil
+	}
+	var r *declare.Refusal
+	p.approvalRules, r = checkApprovalRules(v)
+	return r
+}
+
+// defaultModelOf: a provider/model ref the catalog holds.
+func (p *proposal) defaultModelOf(v jsonv.Value, present bool, models Models) *declare.Refusal {
+	if !present || v.IsNull() {
+		return nil
+	}
+	ref, isString := v.AsString()
+	if !isString || !model.ValidRef(ref) {
+		return fieldRefusal(declare.WordInvalid, FieldDefaultModel, "", "default_model must be a provider/model ref")
+	}
+	if _, known := models.Lookup(ref); !known {
+		return fieldRefusal(WordUnknownModel, FieldDefaultModel, "", "the models catalog has no model %q", ref)
+	}
+	p.defaultModel = &ref
+	return nil
+}
+
+// instructionsOf: a string of at most MaxInstructionsBytes bytes.
+func (p *proposal) instructionsOf(v jsonv.Value, present bool) *declare.Refusal {
+	if !present || v.IsNull() {
+		return nil
+	}
+	text, isString := v.AsString()
+	// A NUL cannot be stored as text in PostgreSQL, and has no place in instructions.
+	if !isString || strings.ContainsRune(text, 0) {
+		return fieldRefusal(declare.WordInvalid, FieldInstructions, "", "instructions must be a string without NUL characters")
+	}
+	if len(text) > MaxInstructionsBytes {
+		return fieldRefusal(declare.WordContentTooLarge, FieldInstructions, "",
+			"instructions are %d bytes; the bound is %d", len(text), MaxInstructionsBytes)
+	}
+	p.instructions = &text
+	return nil
 }
 
 // row is the proposal's stored form.

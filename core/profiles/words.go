@@ -6,7 +6,7 @@ import (
 )
 
 // The profile fields of declarations.md §11.1 that are not declaration sources, in the door's
-// validation order after tool_definitions and the three import fields.
+// validation order after sourceFields.
 const (
 	FieldApprovalMode  = "approval_mode"
 	FieldApprovalRules = "approval_rules"
@@ -14,10 +14,9 @@ const (
 	FieldInstructions  = "instructions"
 )
 
-// fieldOrder is every configuration field in the order the profile door validates them.
-var fieldOrder = []string{
-	declare.FieldToolDefinitions, declare.FieldKernelTools, declare.FieldRunnerExecutorPublicIDs,
-	declare.FieldRunnerToolNames, FieldApprovalMode, FieldApprovalRules, FieldDefaultModel, FieldInstructions,
+// sourceFields are the declaration sources, the fields the assembly reads, in validation order.
+var sourceFields = []string{
+	declare.FieldToolDefinitions, declare.FieldKernelTools, declare.FieldRunnerExecutorPublicIDs, declare.FieldRunnerToolNames,
 }
 
 // The profile door's words besides the declaration words (declarations.md §11.1).
