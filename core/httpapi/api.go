@@ -14,6 +14,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -37,6 +38,8 @@ type Deps struct {
 	Ready func(ctx context.Context) []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Profiles serves the profile configuration and tool assembly routes; nil serves neither.
+	Profiles *profiles.Service
 }
 
 // API is the HTTP handler of the whole server.
@@ -83,6 +86,7 @@ func (a *API) routes() {
 	a.executorRoutes()
 	a.executorPlaneRoutes()
 	a.memoryRoutes()
+	a.profileRoutes()
 }
 
 // plane is who may call a route.
