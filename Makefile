@@ -43,7 +43,8 @@ FUZZ_TARGETS := \
 	./core/declare:FuzzCompileAlias \
 	./core/declare:FuzzResolveCall \
 	./core/declare/jsonv:FuzzDecode \
-	./core/projection:FuzzProject
+	./core/projection:FuzzProject \
+	./core/profiles:FuzzProfileReadBack
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

@@ -15,6 +15,7 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
@@ -43,6 +44,8 @@ type Deps struct {
 	Runs *runs.Engine
 	// Models is the models catalog; nil serves no models route.
 	Models *model.Catalog
+	// Profiles serves the profile configuration and tool assembly routes; nil serves neither.
+	Profiles *profiles.Service
 }
 
 // API is the HTTP handler of the whole server.
@@ -89,6 +92,7 @@ func (a *API) routes() {
 	a.executorRoutes()
 	a.executorPlaneRoutes()
 	a.memoryRoutes()
+	a.profileRoutes()
 	a.conversationRoutes()
 	a.runRoutes()
 	a.modelsRoutes()

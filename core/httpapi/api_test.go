@@ -14,6 +14,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -25,8 +26,10 @@ type fixture struct {
 	store *store.Store
 	auth  *identity.Authenticator
 	dir   *identity.Directory
-	admin string // the bootstrap user's token
-	agent string // an agent's token
+	// profiles is the profile service over the live kernel registry.
+	profiles *profiles.Service
+	admin    string // the bootstrap user's token
+	agent    string // an agent's token
 
 	mu      sync.Mutex
 	now     time.Time
@@ -55,7 +58,8 @@ func newFixture(t *testing.T, s *store.Store) *fixture {
 	t.Cleanup(stop)
 	f.dir = identity.NewDirectory(s, f.auth, identity.DirectoryOptions{Now: clock, Revocation: &f.effects})
 	doors := memory.NewDoors(memory.New(s), memory.NewResolver(s, nil), memory.DoorsOptions{Now: clock})
-	api, err := New(Deps{Auth: f.auth, Directory: f.dir, Memory: doors, CatalogBody: registry.New().CatalogBody(), Now: clock})
+	f.profiles = newProfiles(t, s, registry.New(), clock)
+	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: clock, Profiles: f.profiles, Memory: doors})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -358,13 +357,4 @@ func (f *fixture) doWith(t *testing.T, method, path, token string, body any, hdr
 		r = strings.NewReader(fmt.Sprint(mustJSON(t, b)))
 	}
 	return f.do(t, method, path, token, r, hdr)
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -6,18 +6,16 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
 // Compiler is the Declarations seam filled by core/declare and core/projection: the engine
-// asks, they decide. Runner facts come from the executors table; announcements and kernel skill
-// documents are read through the optional readers, which the executor plane and kernel memory
-// fill (until then no Runner announces anything and no kernel skill exists).
+// asks, they decide. Runner facts and their current announcements are read as agent profiles
+// read them (profiles.Runners); kernel skill documents through the optional reader.
 type Compiler struct {
 	C *declare.Compiler
-	// Announcement reads a Runner's current announcement; nil means none.
-	Announcement func(ctx context.Context, q store.Querier, runnerPublicID string) (declare.Runner, bool, error)
 	// KernelSkills reads the kernel skill documents the run's memory bindings resolve; nil
 	// means none.
 	KernelSkills func(ctx context.Context, q store.Querier, workspaceID int64) ([]declare.KernelSkill, error)
@@ -57,13 +55,9 @@ func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDecl
 			ids[strings.ToLower(e.Route.RunnerID)] = true
 		}
 	}
-	var runners []declare.Runner
-	for _, id := range sortedStrings(ids) {
-		r, err := c.runner(ctx, q, in.WorkspaceID, id)
-		if err != nil {
-			return nil, err
-		}
-		runners = append(runners, r)
+	runners, err := profiles.Runners(ctx, q, in.WorkspaceID, sortedStrings(ids))
+	if err != nil {
+		return nil, err
 	}
 	var skills []declare.KernelSkill
 	if c.KernelSkills != nil {
@@ -86,26 +80,6 @@ func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDecl
 	}
 	return &FrozenDeclaration{ToolDefinitions: f.ToolDefinitions.Bytes(), Environment: env, SkillCatalog: cat,
 		HasTools: f.ToolDefinitions.Len() > 0}, nil
-}
-
-func (c *Compiler) runner(ctx context.Context, q store.Querier, workspaceID int64, id string) (declare.Runner, error) {
-	if c.Announcement != nil {
-		r, ok, err := c.Announcement(ctx, q, id)
-		if err != nil || ok {
-			return r, err
-		}
-	}
-	r := declare.Runner{PublicID: id}
-	if !uuidPattern.MatchString(id) {
-		return r, nil
-	}
-	ex, err := store.ExecutorByPublicID(ctx, q, id)
-	if err != nil {
-		return r, nil
-	}
-	r.DisplayName = ex.DisplayName
-	r.Eligible = ex.WorkspaceID == workspaceID && ex.Kind == store.ExecutorRunner && ex.Status == store.ExecutorActive
-	return r, nil
 }
 
 // Open reads a round's frozen set (its stored render compiles to itself) and skill catalog.

@@ -18,6 +18,7 @@ import (
 	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
@@ -124,6 +125,11 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		stopListening()
 		return nil, err
 	}
+	profileService, err := profiles.New(profiles.Options{Store: st, Compiler: compiler, Models: models, Now: opts.Now})
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
 	kmem := memory.New(st)
 	// The kernel's memory calls resolve conversation bindings against the run engine's
 	// conversation rows; the member doors reach no conversation and need no such states.
@@ -137,7 +143,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval}
 	}
 	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler},
-		Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now, Log: log.Named("kernel")})
+		Profiles: runs.ProfileService{S: profileService}, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now, Log: log.Named("kernel")})
 	if err != nil {
 		stopListening()
 		return nil, err
@@ -155,6 +161,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		CatalogBody: reg.CatalogBody(),
 		Ready:       srv.notReady,
 		Now:         opts.Now,
+		Profiles:    profileService,
 	})
 	if err != nil {
 		stopListening()
