@@ -118,6 +118,15 @@ func (h *harness) drain() int {
 	h.t.Helper()
 	n := 0
 	for i := 0; i < 10000; i++ {
+		// Kernel tools first, in their one-transaction claim, as the workers do.
+		ran, err := h.e.RunNextKernelTool(h.ctx)
+		if err != nil {
+			h.t.Fatalf("kernel tool: %v", err)
+		}
+		if ran {
+			n++
+			continue
+		}
 		c, err := h.e.ClaimKernel(h.ctx)
 		if err != nil {
 			h.t.Fatalf("claim: %v", err)

@@ -84,6 +84,13 @@ func (e *Engine) worker(ctx context.Context) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
+		ran, err := e.RunNextKernelTool(ctx)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errLostClaim) {
+			e.log.Error("kernel tool", "error", err)
+		}
+		if ran {
+			continue
+		}
 		c, err := e.ClaimKernel(ctx)
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("kernel claim", "error", err)
@@ -131,56 +138,105 @@ var errAbandoned = errors.New("runs: evaluation abandoned")
 // own writes commit with the result.
 func (e *Engine) evaluateTool(ctx context.Context, c *store.Claimed) error {
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
-		run, err := store.LockRun(ctx, tx, c.RunID)
-		if err != nil {
-			return err
-		}
-		t, err := store.TaskByID(ctx, tx, c.ID)
-		if err != nil {
-			return err
-		}
-		if t.Status != StatusRunning || t.ClaimGeneration != c.Generation || Terminal(run.Status) {
-			return nil
-		}
-		now := e.nowMS()
-		if t.DeadlineAt != nil && now >= *t.DeadlineAt {
-			return e.expire(ctx, tx, fx, run, t, now)
-		}
-		out, err := e.runKernel(ctx, tx, run, t, c)
-		if err != nil {
-			return err
-		}
-		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-		if err != nil {
-			return err
-		}
-		var set []store.Assign
-		if out.Failure != nil {
-			set = []store.Assign{{Col: "status", Val: StatusFailed}, {Col: "error_key", Val: out.Failure.Key},
-				{Col: "error_detail", Val: nullable(out.Failure.Detail)}, {Col: "output", Val: ""}}
-		} else {
-			r := out.Result
-			if r == nil {
-				r = &KernelResult{}
-			}
-			set = []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: r.IsError}}
-			set = append(set, resultColumns(r.Content, r.StructuredContent, r.Title, nil)...)
-		}
-		set = append(set, store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: seq})
-		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errLostClaim
-		}
-		return e.advance(ctx, tx, fx, run)
+		return e.evaluateToolTx(ctx, tx, fx, c)
 	})
 	if errors.Is(err, errAbandoned) {
 		return nil
 	}
 	return err
 }
+
+// kernelToolRunnable is the kernel's runnable predicate narrowed to kernel tool rows.
+const kernelToolRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+ AND t.kind = 'tool_task' AND t.addressed_role IS NULL AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
+
+// RunNextKernelTool claims one runnable kernel tool row and evaluates it in the same
+// transaction that settles it. The claim still goes through the shared primitive (new
+// generation, token hash, claimant, restarted clock), but it commits with the result: a kernel
+// tool's every effect is a write to this database, so one commit instead of two halves the
+// flushes, and a process that dies mid-call leaves the row unclaimed and runnable at once
+// instead of parked until its deadline. It reports whether a row ran.
+func (e *Engine) RunNextKernelTool(ctx context.Context) (bool, error) {
+	ran := false
+	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		ran = false
+		now := e.nowMS()
+		runID, ok, err := store.LockRunWithRunnable(ctx, tx, kernelToolRunnable, false, now)
+		if err != nil || !ok {
+			return err
+		}
+		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: kernelToolRunnable + ` AND t.run_id = ?`, Args: []any{false, now, runID},
+			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel})
+		if err != nil || len(got) == 0 {
+			return err
+		}
+		ran = true
+		if e.onClaim != nil {
+			e.onClaim(&got[0])
+		}
+		return e.evaluateToolTx(ctx, tx, fx, &got[0])
+	})
+	if errors.Is(err, errAbandoned) {
+		return false, nil
+	}
+	return ran, err
+}
+
+// evaluateToolTx runs a claimed kernel tool row in tx and settles it.
+func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, c *store.Claimed) error {
+	run, err := store.LockRun(ctx, tx, c.RunID)
+	if err != nil {
+		return err
+	}
+	t, err := store.TaskByID(ctx, tx, c.ID)
+	if err != nil {
+		return err
+	}
+	if t.Status != StatusRunning || t.ClaimGeneration != c.Generation || Terminal(run.Status) {
+		return nil
+	}
+	now := e.nowMS()
+	if t.DeadlineAt != nil && now >= *t.DeadlineAt {
+		return e.expire(ctx, tx, fx, run, t, now)
+	}
+	out, err := e.runKernel(ctx, tx, run, t, c)
+	if errors.Is(err, errDeadline) {
+		// The handler outlived the row's clock: the expiry rule settles it, in this transaction.
+		t.ClaimedAt, t.ClaimedBy = &now, ptr(claimedByKernel)
+		return e.expire(ctx, tx, fx, run, t, e.nowMS())
+	}
+	if err != nil {
+		return err
+	}
+	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
+	if err != nil {
+		return err
+	}
+	var set []store.Assign
+	if out.Failure != nil {
+		set = []store.Assign{{Col: "status", Val: StatusFailed}, {Col: "error_key", Val: out.Failure.Key},
+			{Col: "error_detail", Val: nullable(out.Failure.Detail)}, {Col: "output", Val: ""}}
+	} else {
+		r := out.Result
+		if r == nil {
+			r = &KernelResult{}
+		}
+		set = []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: r.IsError}}
+		set = append(set, resultColumns(r.Content, r.StructuredContent, r.Title, nil)...)
+	}
+	set = append(set, store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: seq})
+	ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errLostClaim
+	}
+	return e.advance(ctx, tx, fx, run)
+}
+
+// errDeadline is a handler that ran past its row's deadline while the instance lives.
+var errDeadline = errors.New("runs: the kernel tool outlived its deadline")
 
 // runKernel computes a kernel row's outcome in the settling transaction.
 func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, c *store.Claimed) (*KernelOutcome, error) {
@@ -208,8 +264,11 @@ func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, run *store.Run, t 
 	delete(e.cancels, c.ID)
 	e.mu.Unlock()
 	if err != nil {
-		if ctx.Err() != nil || callCtx.Err() != nil {
-			return nil, errAbandoned
+		switch {
+		case ctx.Err() != nil:
+			return nil, errAbandoned // the instance is stopping: roll back, the row stays runnable
+		case callCtx.Err() != nil:
+			return nil, errDeadline
 		}
 		return nil, fmt.Errorf("runs: kernel tool %s: %w", name, err)
 	}

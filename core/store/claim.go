@@ -214,3 +214,19 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 	})
 	return s.relaxed, s.relaxedErr
 }
+
+// LockRunWithRunnable finds a run that has a row matching the runnable predicate (over `t` and
+// `r`, as ClaimSpec's) and takes that run's lock, skipping runs another transaction holds: the
+// first step of a claim that will settle in the same transaction, taken in the lock order (the
+// run before its task rows, runs.md §4.11). ok is false when no such run is free.
+func LockRunWithRunnable(ctx context.Context, tx *Tx, predicate string, args ...any) (runID int64, ok bool, err error) {
+	q := `SELECT r.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + predicate + ` ORDER BY t.dispatched_at, t.id LIMIT 1`
+	if tx.Dialect() == Postgres {
+		q += ` FOR UPDATE OF r SKIP LOCKED`
+	}
+	err = tx.Get(ctx, &runID, q, args...)
+	if err = notFound(err); err == ErrNotFound {
+		return 0, false, nil
+	}
+	return runID, err == nil, err
+}
