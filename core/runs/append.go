@@ -82,7 +82,6 @@ func (e *Engine) Append(ctx context.Context, a *Actor, runID string, body []byte
 		for i := range trace {
 			existing[trace[i].Key] = true
 		}
-		settled := Terminal(deliverable.Status)
 		prev := r.DeliverableTaskKey
 		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: deref(r.DefaultRunnerExecutorPublicID), existing: copyKeys(existing)}
 		steps := p.parse(env.Steps, r.Revision+1, prev)
@@ -101,11 +100,14 @@ func (e *Engine) Append(ctx context.Context, a *Actor, runID string, body []byte
 			return err
 		}
 		now := e.nowMS()
-		if err := e.skipHeld(ctx, tx, r, trace, now); err != nil {
+		skipped, err := e.skipHeld(ctx, tx, r, trace, now)
+		if err != nil {
 			return err
 		}
+		// A deliverable settled before the append, or skipped by it just now, is read, not
+		// waited on: the first step is a root.
 		first := prev
-		if settled {
+		if Terminal(deliverable.Status) || skipped[prev] {
 			first = ""
 		}
 		keys, err := e.insertSteps(ctx, tx, r, steps, first, now)
@@ -150,7 +152,7 @@ func copyKeys(m map[string]bool) map[string]bool {
 
 // skipHeld settles every row held behind a failed halt row skipped (predecessor_failed): it
 // could never run, and the append is the repair.
-func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace []store.Task, now int64) error {
+func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace []store.Task, now int64) (map[string]bool, error) {
 	byKey := map[string]*store.Task{}
 	for i := range trace {
 		byKey[trace[i].Key] = &trace[i]
@@ -181,6 +183,7 @@ func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace
 			}
 		}
 	}
+	skipped := map[string]bool{}
 	for i := range trace {
 		t := &trace[i]
 		h := held[t.Key]
@@ -193,10 +196,11 @@ func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace
 			detail = fmt.Sprintf("%s failed (%s)", p.Key, *p.ErrorKey)
 		}
 		if err := e.settleRow(ctx, tx, r, t, StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now); err != nil {
-			return err
+			return nil, err
 		}
+		skipped[t.Key] = true
 	}
-	return nil
+	return skipped, nil
 }
 
 func (e *Engine) replayAppend(ctx context.Context, scope, key string, canon []byte) (*Appended, bool, error) {

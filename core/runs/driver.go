@@ -81,9 +81,10 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 	e.mu.Lock()
 	delete(e.cancels, c.ID)
 	e.mu.Unlock()
+	ended := callCtx.Err() // read before cancel, which ends it in every case
 	cancel()
 	if perr != nil {
-		if ctx.Err() != nil || callCtx.Err() != nil {
+		if ctx.Err() != nil || ended != nil {
 			// The instance is stopping, the row was canceled, or its claim expired: the row is
 			// released by the sweeper or already settled; nothing is written here.
 			return nil

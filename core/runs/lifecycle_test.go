@@ -181,3 +181,43 @@ func TestExpiryCases(t *testing.T) {
 		}
 	})
 }
+
+// TestHaltAndRepair: a failed halt round holds the rows behind it; the run needs attention with
+// halt_failure; an append settles the held rows skipped and its repair step reads the failure.
+func TestHaltAndRepair(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		c := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nerror provider_overloaded try later","key":"plan"}},
+			{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay never","key":"write"}}],"approval_mode":"bypass"}`)
+		h.drain()
+		id := c.Run.PublicID
+		r := h.run(id)
+		if r.Status != runs.RunNeedsAttention || len(r.Attention) == 0 || r.Attention[0].Reason != runs.ReasonHaltFailure || r.Attention[0].TaskKeys[0] != "plan" {
+			t.Fatalf("held run: %s %+v", r.Status, r.Attention)
+		}
+		plan := h.task(id, "plan")
+		if plan.Status != runs.StatusFailed || plan.Error.Key != "provider_overloaded" || plan.Error.Detail != "try later" {
+			t.Fatalf("failed round %+v", plan.Error)
+		}
+		if tk := h.task(id, "write"); tk.Status != runs.StatusWaiting || strings.Join(tk.WaitingOn, ",") != "" {
+			t.Fatalf("held row %s waiting on %v", tk.Status, tk.WaitingOn)
+		}
+		got, err := h.e.Append(h.ctx, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay {{last_result}}"}}]}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk := h.task(id, "write"); tk.Status != runs.StatusSkipped || tk.Error.Key != runs.KeyPredecessorFailed || tk.Error.Detail != "plan failed (provider_overloaded)" {
+			t.Fatalf("skipped row %s %+v", tk.Status, tk.Error)
+		}
+		h.drain()
+		r = h.run(id)
+		if r.Status != runs.RunCompleted || r.DeliverableTaskKey != got.Receipt.DeliverableTaskKey {
+			t.Fatalf("repaired run %s", r.Status)
+		}
+		req, _ := h.e.ReadRequest(h.ctx, h.actor, id, got.Receipt.DeliverableTaskKey)
+		if !strings.Contains(string(req), `<task_result task=\"write\" status=\"skipped\">`) {
+			t.Fatalf("the repair step reads the old deliverable: %s", req)
+		}
+	})
+}
