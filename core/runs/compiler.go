@@ -9,6 +9,7 @@ import (
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // Compiler is the Declarations seam filled by core/declare and core/projection: the engine
@@ -105,16 +106,13 @@ func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (Toolset, error) {
 	return ts, nil
 }
 
-// KernelName reports a registered kernel name in either spelling.
+// KernelName reports a registered kernel name in either spelling, and its wire name.
 func (c *Compiler) KernelName(name string) (string, bool) {
 	if !c.C.IsKernelSpelling(name) {
 		return "", false
 	}
-	wire := name
-	if k, ok := lookupWire(name); ok {
-		wire = k
-	}
-	return wire, true
+	k, _ := announce.LookupKernelName(name)
+	return k.Wire, true
 }
 
 type frozenSet struct {
@@ -137,8 +135,3 @@ func (f *frozenSet) ResolveCall(name string, input json.RawMessage) (CallResolut
 
 func (f *frozenSet) Offered() []json.RawMessage { return f.offered }
 func (f *frozenSet) SkillsBlock() string        { return f.skills }
-
-func lookupWire(name string) (string, bool) {
-	k, ok := announceLookup(name)
-	return k, ok
-}

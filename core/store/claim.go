@@ -39,7 +39,8 @@ type ClaimSpec struct {
 	// synchronous write to this database, as the kernel's are: that write flushes the WAL up to
 	// and including the claim, so a claim lost in a database crash took nothing durable with it
 	// and the row is simply claimed again. An executor's claim hands its token to the outside
-	// world and must not be relaxed. The flush is most of a claim's latency (B8).
+	// world and must not be relaxed. The flush is most of a claim's latency (B8). Only ClaimOne
+	// reads it: Claim runs in the caller's transaction, which commits as the caller decides.
 	Relaxed bool
 	// CountAttemptKind, when set, increments attempts on taken rows of that kind (model tasks
 	// count their claims, runs.md §4.9).
