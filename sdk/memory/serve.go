@@ -36,8 +36,8 @@ type Announcer interface {
 // MemoryProvider services over gRPC, and the parent watchdog. It blocks and never returns
 // normally; stdout belongs to go-plugin, and logs go to stderr through plugin.Logger.
 func Serve(cfg ServeConfig) {
-	calls := wire.NewCalls()
-	wire.Serve(plugin.KindMemory, ServerPlugin(cfg), calls, plugin.Logger())
+	logger := plugin.Logger()
+	wire.Serve(plugin.KindMemory, ServerPlugin(cfg), wire.NewCalls(logger), logger)
 }
 
 // ServerPlugin is the go-plugin adapter a memory plugin serves; Serve uses it, and tests put it

@@ -36,12 +36,13 @@ type Calls struct {
 	base   context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	logger hclog.Logger
 }
 
-// NewCalls returns a tracker whose handlers run until Cancel.
-func NewCalls() *Calls {
+// NewCalls returns a tracker whose handlers run until Cancel; panics are logged to logger.
+func NewCalls(logger hclog.Logger) *Calls {
 	base, cancel := context.WithCancel(context.Background())
-	return &Calls{base: base, cancel: cancel}
+	return &Calls{base: base, cancel: cancel, logger: logger}
 }
 
 // Cancel cancels every handler's context and waits up to grace for them to return.
@@ -66,8 +67,10 @@ func (c *Calls) Interceptor(ctx context.Context, req any, _ *grpc.UnaryServerInf
 	defer stop()
 	defer func() {
 		if r := recover(); r != nil {
+			// The stack goes to the plugin's log; the peer gets one line.
+			c.logger.Error("handler panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			resp = nil
-			err = KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v\n%s", r, debug.Stack()))
+			err = KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v", r))
 		}
 	}()
 	return handler(ctx, req)

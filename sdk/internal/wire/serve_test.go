@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 
 	pb "github.com/nexuskernel/nexus/sdk/internal/pb/nexus/plugin/v1"
@@ -13,7 +14,7 @@ import (
 
 func TestInterceptorRecoversPanics(t *testing.T) {
 	t.Parallel()
-	calls := NewCalls()
+	calls := NewCalls(hclog.NewNullLogger())
 	resp, err := calls.Interceptor(context.Background(), nil, &grpc.UnaryServerInfo{}, func(context.Context, any) (any, error) {
 		panic("handler bug")
 	})
@@ -25,7 +26,7 @@ func TestInterceptorRecoversPanics(t *testing.T) {
 
 func TestCallsCancel(t *testing.T) {
 	t.Parallel()
-	calls := NewCalls()
+	calls := NewCalls(hclog.NewNullLogger())
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
@@ -46,7 +47,7 @@ func TestCallsCancel(t *testing.T) {
 		t.Error("Cancel waited past the handler's return")
 	}
 	// A handler that ignores its context is given up on after the grace.
-	calls2 := NewCalls()
+	calls2 := NewCalls(hclog.NewNullLogger())
 	block := make(chan struct{})
 	defer close(block)
 	go func() {
@@ -83,7 +84,10 @@ func TestWatchParent(t *testing.T) {
 	// The watchdog stops with its context.
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
-	go func() { WatchParent(ctx, func() int { return 1 }, time.Millisecond, func() { t.Error("orphaned after stop") }); close(stopped) }()
+	go func() {
+		WatchParent(ctx, func() int { return 1 }, time.Millisecond, func() { t.Error("orphaned after stop") })
+		close(stopped)
+	}()
 	cancel()
 	<-stopped
 }
