@@ -55,13 +55,13 @@ func echo(_ context.Context, call toolprovider.Call) (toolprovider.Result, error
 	}
 	out := strings.TrimSuffix(strings.Repeat(text+"\n", repeat), "\n")
 	return toolprovider.Result{
-		Text:       out,
+		Text: out,
 		Structured: mustJSON(struct {
 			Text   string `json:"text"`
 			Repeat int    `json:"repeat"`
 			Length int    `json:"length"`
 		}{out, repeat, utf8.RuneCountInString(out)}),
-		Title:      fmt.Sprintf("echo (%d×)", repeat),
+		Title: fmt.Sprintf("echo (%d×)", repeat),
 	}, nil
 }
 
@@ -98,7 +98,7 @@ func stats(_ context.Context, call toolprovider.Call) (toolprovider.Result, erro
 			Max   float64 `json:"max"`
 			Mean  float64 `json:"mean"`
 		}{len(nums), sum, lo, hi, sum / float64(len(nums))}),
-		Title:      fmt.Sprintf("stats of %d numbers", len(nums)),
+		Title: fmt.Sprintf("stats of %d numbers", len(nums)),
 	}, nil
 }
 
@@ -155,7 +155,7 @@ func report(maxRows int) toolprovider.Handler {
 				Rows  int `json:"rows"`
 				Bytes int `json:"bytes"`
 			}{n, len(data)}),
-			Captures:   []toolprovider.Capture{{Ref: reportRef, Filename: "report.csv", Data: data}},
+			Captures: []toolprovider.Capture{{Ref: reportRef, Filename: "report.csv", Data: data}},
 		}, nil
 	}
 }

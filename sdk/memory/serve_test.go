@@ -18,8 +18,8 @@ import (
 // pair serves cfg in process and answers the host's client, unconfigured.
 func pair(t *testing.T, cfg memory.ServeConfig) memory.Client {
 	t.Helper()
-	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{"memory": memory.ServerPlugin(cfg)})
-	t.Cleanup(func() { _ = client.Close(); server.Stop() })
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{"memory": memory.ServerPlugin(cfg)})
+	t.Cleanup(func() { _ = client.Close() }) // Close shuts the server down through its controller
 	raw, err := client.Dispense("memory")
 	if err != nil {
 		t.Fatal(err)

@@ -32,10 +32,10 @@ func OverGRPC(factory Factory) Factory {
 func Dial(t testing.TB, cfg memory.ServeConfig) memory.Client {
 	t.Helper()
 	key := plugin.KindMemory.PluginSetKey()
-	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{key: memory.ServerPlugin(cfg)})
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{key: memory.ServerPlugin(cfg)})
 	t.Cleanup(func() {
+		// Close shuts the server down through go-plugin's controller; stopping it again races.
 		_ = client.Close()
-		server.Stop()
 	})
 	raw, err := client.Dispense(key)
 	if err != nil {

@@ -198,15 +198,15 @@ func compact(g *GoldenResult) {
 func OverGRPC(t testing.TB, p toolprovider.Provider) toolprovider.Client {
 	t.Helper()
 	key := plugin.KindToolProvider.PluginSetKey()
-	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{key: toolprovider.ServerPlugin(toolprovider.ServeConfig{
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{key: toolprovider.ServerPlugin(toolprovider.ServeConfig{
 		Info: plugin.Info{Name: "toolprovidertest", Version: "0.0.0"},
 		Configure: func(context.Context, plugin.Config) (toolprovider.Provider, error) {
 			return p, nil
 		},
 	})})
 	t.Cleanup(func() {
+		// Close shuts the server down through go-plugin's controller; stopping it again races.
 		_ = client.Close()
-		server.Stop()
 	})
 	raw, err := client.Dispense(key)
 	if err != nil {
