@@ -71,7 +71,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext($1))`, lockKey); err != nil {
 		return unavailable("lock migrations", err)
 	}
-	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, lockKey) }()
+	defer func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, lockKey)
+	}()
 	schema := s.cfg.Schema
 	if _, err := conn.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema+`;
 CREATE TABLE IF NOT EXISTS `+schema+`.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
