@@ -206,3 +206,14 @@ func text(t testing.TB, b CommitBody) string {
 	}
 	return s
 }
+
+// syscallAlive reports nil when the process exists (and is not a zombie we reaped).
+func syscallAlive(pid int) error {
+	for range 100 {
+		if err := syscall.Kill(pid, 0); err != nil {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
