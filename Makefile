@@ -51,11 +51,12 @@ fuzz-short:
 fuzz:
 	@$(MAKE) fuzz-short FUZZTIME_SHORT=$(FUZZTIME)
 
-## soak: long crash and load loops (none yet beyond the suite)
+## soak: the suite with its long loops on: the plugin crash loop kills a plugin mid-call 100 times
 soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
-## bench: the benchmarks, measured side by side with their baselines
+## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 in
+## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 
