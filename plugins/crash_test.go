@@ -268,3 +268,27 @@ func runHostHelper() {
 	_ = os.WriteFile(filepath.Join(dir, "plugin-pid"), []byte(strconv.Itoa(*st.PID)), 0o600)
 	select {}
 }
+
+// TestWorkCanceled: work_canceled for a claimed row cancels the call's context; nothing is
+// committed and the plugin keeps serving.
+func TestWorkCanceled(t *testing.T) {
+	t.Parallel()
+	e := scenarioEntry(t, "slow", plugin.KindToolProvider, "slow")
+	th := startHost(t, e)
+	st := th.waitState(t, "slow", StateReady, 10*time.Second)
+	id := th.executor(t, "slow")
+	setBlock(t, e, true)
+	th.plane.push(id, toolClaim("c", "slow_pure", `{}`, &announce.EffectPure))
+	waitStarted(t, e, *st.PID, 10*time.Second)
+	th.plane.cancelRow(id, "run-1", "c")
+	th.plane.await(t, 10*time.Second, "the cancelled call to end", func() bool { return th.sups["slow"].inflightCount() == 0 })
+	setBlock(t, e, false)
+	th.plane.push(id, toolClaim("d", "slow_pure", `{}`, &announce.EffectPure))
+	th.plane.await(t, 10*time.Second, "the next call", func() bool { return len(th.plane.commits) == 1 })
+	if len(th.plane.commitsFor("c")) != 0 || len(th.plane.expired) != 0 {
+		t.Errorf("a cancelled call was settled by the host: %+v", th.plane.commits)
+	}
+	if after := th.status(t, "slow"); after.Generation != st.Generation {
+		t.Errorf("cancelling restarted the plugin: %+v", after)
+	}
+}

@@ -318,16 +318,6 @@ func (s *supervisor) died(in *instance, why string) {
 	}
 }
 
-// currentPID is the running instance's pid, or 0.
-func (s *supervisor) currentPID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inst != nil && s.state == StateReady {
-		return s.inst.pid
-	}
-	return 0
-}
-
 // waitReady answers a ready instance newer than after, waiting for one until ctx ends. After a
 // reload replaced the entry, the successor's instance serves.
 func (s *supervisor) waitReady(ctx context.Context, after int) (*instance, *supervisor, error) {
