@@ -62,6 +62,23 @@ type Entry struct {
 	ConfigDir string
 }
 
+// withDefaults fills the zero values an entry built in code may leave, as the HCL decoder does.
+func (e Entry) withDefaults() Entry {
+	if e.MaxConcurrency < 1 {
+		e.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if e.HealthInterval <= 0 {
+		e.HealthInterval = DefaultHealthInterval
+	}
+	if e.StartTimeout <= 0 {
+		e.StartTimeout = DefaultStartTimeout
+	}
+	if len(e.Config) == 0 {
+		e.Config = json.RawMessage(`{}`)
+	}
+	return e
+}
+
 // Catalog is every plugin block of one configuration, in file order.
 type Catalog struct {
 	Entries []Entry

@@ -167,6 +167,7 @@ func (h *Host) replace(ctx context.Context, old *supervisor, e Entry) error {
 	fresh.restarts = old.restarts
 	fresh.counts = old.counts
 	oldReady := old.state == StateReady
+	fresh.standby = oldReady
 	old.mu.Unlock()
 	if !e.Enabled {
 		h.swap(old, fresh)
@@ -191,6 +192,9 @@ func (h *Host) replace(ctx context.Context, old *supervisor, e Entry) error {
 		old.mu.Unlock()
 		return nil
 	}
+	fresh.mu.Lock()
+	fresh.standby = false
+	fresh.mu.Unlock()
 	h.swap(old, fresh)
 	old.mu.Lock()
 	old.successor = fresh

@@ -140,6 +140,7 @@ func TestLoadRefusals(t *testing.T) {
 		{"kernel-name", plugin.KindToolProvider, nil, CodeInvalidAnnouncement, "skill", "tools[1].name", StateRefused},
 		{"memory-seven-tools", plugin.KindMemory, nil, CodeInvalidAnnouncement, "memory_export", "tools[6].name", StateRefused},
 		{"tools-example", plugin.KindMemory, nil, CodeKindMismatch, "", "", StateRefused},
+		{"too-many-tools", plugin.KindToolProvider, nil, CodeValidationFailed, "", "tools", StateRefused},
 	} {
 		t.Run(c.code+"/"+c.scenario, func(t *testing.T) {
 			t.Parallel()

@@ -125,6 +125,15 @@ func TestReloadBinaryUpgrade(t *testing.T) {
 	if kept.State != StateReady || *kept.PID != *after.PID || deref(kept.LastError) == "" {
 		t.Errorf("a refused replacement must leave the old instance: %+v", kept)
 	}
+	th.plane.mu.Lock()
+	presence := th.plane.presence[th.executor(t, "up")]
+	th.plane.mu.Unlock()
+	if !presence[len(presence)-1] {
+		t.Error("the refused replacement set the serving executor offline")
+	}
+	if a, _ := th.plane.lastAnnouncement(th.executor(t, "up")); len(a.Tools) != 4 {
+		t.Errorf("the refused replacement cleared the serving instance's announcement: %+v", a)
+	}
 	th.plane.push(th.executor(t, "up"), toolClaim("e", "example_echo", `{"text":"still"}`, &announce.EffectPure))
 	th.plane.await(t, 10*time.Second, "a call on the kept instance", func() bool { return len(th.plane.commits) == 1 })
 }
@@ -139,6 +148,13 @@ func TestRestart(t *testing.T) {
 	after := th.waitState(t, "r", StateReady, 10*time.Second)
 	if after.Generation <= before.Generation || *after.PID == *before.PID || *after.ExecutorPublicID != *before.ExecutorPublicID {
 		t.Errorf("restart: %+v (was %+v)", after, before)
+	}
+	time.Sleep(100 * time.Millisecond) // the replaced instance finishes stopping
+	th.plane.mu.Lock()
+	presence := th.plane.presence[*after.ExecutorPublicID]
+	th.plane.mu.Unlock()
+	if !presence[len(presence)-1] {
+		t.Error("the restarted plugin's executor is offline")
 	}
 	if err := th.Restart(context.Background(), "nope"); err == nil {
 		t.Error("restart of an unknown plugin")

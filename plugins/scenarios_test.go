@@ -103,6 +103,12 @@ func serveScenario(name string) {
 		m := echoMux()
 		m.Handle(toolprovider.Tool{Name: "skill", Effect: announce.EffectPure}, echoHandler)
 		toolprovider.Serve(toolprovider.ServeConfig{Info: info, Configure: tools(m)})
+	case "too-many-tools":
+		m := toolprovider.NewMux()
+		for i := range announce.MaxTools + 1 {
+			m.Handle(toolprovider.Tool{Name: "t" + strconv.Itoa(i), Effect: announce.EffectPure}, echoHandler)
+		}
+		toolprovider.Serve(toolprovider.ServeConfig{Info: info, Configure: tools(m)})
 	case "configure-unavailable":
 		toolprovider.Serve(toolprovider.ServeConfig{Info: info, Configure: func(context.Context, plugin.Config) (toolprovider.Provider, error) {
 			return nil, fmt.Errorf("%w: database is down", plugin.ErrUnavailable)

@@ -40,10 +40,14 @@ type supervisor struct {
 	settled    chan struct{}    // closed once the first attempt has an outcome
 	settleOnce sync.Once
 	successor  *supervisor // set when a reload replaced this entry: replays go there
+	// standby marks a replacement started beside a serving instance: until it is swapped in,
+	// its refusal must not clear the executor's announcement the old instance still serves.
+	standby bool
 	slots      chan struct{}
 }
 
 func newSupervisor(h *Host, e Entry) *supervisor {
+	e = e.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &supervisor{
 		h: h, entry: e, logger: h.logger, ctx: ctx, cancel: cancel, done: make(chan struct{}),
@@ -241,9 +245,9 @@ func (s *supervisor) start() (*instance, *Refusal) {
 // tool_not_served while rows already addressed settle by the expiry rule.
 func (s *supervisor) clearAnnouncement() {
 	s.mu.Lock()
-	id := s.executorID
+	id, standby := s.executorID, s.standby
 	s.mu.Unlock()
-	if id == "" {
+	if id == "" || standby {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -348,6 +352,9 @@ func (s *supervisor) stop(grace time.Duration, all, revoke bool) {
 	s.mu.Lock()
 	in := s.inst
 	id := s.executorID
+	if s.standby || s.successor != nil {
+		id = "" // the executor belongs to the instance serving beside or after this one
+	}
 	if s.state == StateReady {
 		s.setStateLocked(StateDraining)
 	}
