@@ -43,7 +43,7 @@ type supervisor struct {
 	// standby marks a replacement started beside a serving instance: until it is swapped in,
 	// its refusal must not clear the executor's announcement the old instance still serves.
 	standby bool
-	slots      chan struct{}
+	slots   chan struct{}
 }
 
 func newSupervisor(h *Host, e Entry) *supervisor {
