@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -172,14 +173,11 @@ func TestBreakerOpensAndReloadCloses(t *testing.T) {
 	t.Parallel()
 	e := scenarioEntry(t, "fragile", plugin.KindToolProvider, "tools-example")
 	th := startHost(t, e)
-	var delays []time.Duration
 	for i := range 5 {
 		st := th.waitState(t, "fragile", StateReady, 20*time.Second)
-		killed := time.Now()
 		th.killPlugin(t, "fragile")
 		if i < 4 {
 			th.waitGeneration(t, "fragile", st.Generation, 20*time.Second)
-			delays = append(delays, time.Since(killed))
 		}
 	}
 	st := th.waitState(t, "fragile", StateOpen, 10*time.Second)
@@ -191,8 +189,22 @@ func TestBreakerOpensAndReloadCloses(t *testing.T) {
 	if th.status(t, "fragile").Generation != gen {
 		t.Fatal("a start happened while the breaker was open")
 	}
-	if !(delays[3] > delays[0]) {
-		t.Errorf("restarts did not back off: %v", delays)
+	// Each scheduled delay is longer than the one before (doubling beats the ±20% jitter).
+	var delays []time.Duration
+	for _, m := range regexp.MustCompile(`restart scheduled: plugin=fragile delay=(\S+)`).FindAllStringSubmatch(th.logs.String(), -1) {
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		delays = append(delays, d)
+	}
+	if len(delays) != 4 {
+		t.Fatalf("scheduled delays %v, want four", delays)
+	}
+	for i := 1; i < len(delays); i++ {
+		if delays[i] <= delays[i-1] {
+			t.Errorf("restarts did not back off: %v", delays)
+		}
 	}
 	if !containsLine(th.logs.String(), "breaker opened: plugin=fragile") {
 		t.Error("no breaker log line")
