@@ -38,7 +38,8 @@ func scenarioEntry(t testing.TB, name string, kind plugin.Kind, scenario string)
 	t.Helper()
 	return Entry{
 		Name: name, Kind: kind, Command: testBinary(t), Enabled: true,
-		Env:            map[string]string{envScenario: scenario, envDir: t.TempDir()},
+		// The race detector sleeps a second at exit by default; plugin processes exit often here.
+		Env:            map[string]string{envScenario: scenario, envDir: t.TempDir(), "GORACE": "atexit_sleep_ms=0"},
 		Config:         json.RawMessage(`{}`),
 		MaxConcurrency: DefaultMaxConcurrency, HealthInterval: 200 * time.Millisecond, StartTimeout: 20 * time.Second,
 	}
