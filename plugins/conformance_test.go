@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jmoiron/sqlx"
