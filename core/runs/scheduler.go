@@ -23,9 +23,17 @@ const claimedByKernel = `{"kernel":true}`
 
 // ClaimKernel claims one runnable kernel row with the shared claim primitive, or none.
 func (e *Engine) ClaimKernel(ctx context.Context) (*store.Claimed, error) {
+	return e.claim(ctx, kernelRunnable)
+}
+
+// kernelModelRunnable is the kernel's runnable predicate narrowed to model rounds.
+const kernelModelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+ AND t.kind = 'model_task' AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
+
+func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, error) {
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
-		Predicate: kernelRunnable, Args: []any{false, now}, Limit: 1, Now: now,
+		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
 		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed).
@@ -83,27 +91,19 @@ func (e *Engine) worker(ctx context.Context) {
 	defer e.wg.Done()
 	poll := time.NewTimer(0)
 	defer poll.Stop()
+	// A woken worker looks for a model round first: its claim is one statement, where a kernel
+	// tool's claim opens the transaction that settles it, so a round's wake-up pays nothing for
+	// the tool path. After each piece of work the other kind goes first, so neither starves.
+	modelFirst := true
 	for {
-		ran, err := e.RunNextKernelTool(ctx)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, errLostClaim) {
-			e.log.Error("kernel tool", "error", err)
-		}
-		if ran {
+		if e.workOnce(ctx, modelFirst) {
+			modelFirst = !modelFirst
 			continue
 		}
-		c, err := e.ClaimKernel(ctx)
-		if err != nil && ctx.Err() == nil {
-			e.log.Error("kernel claim", "error", err)
-		}
-		if c != nil {
-			if e.onClaim != nil {
-				e.onClaim(c)
-			}
-			if err := e.Evaluate(ctx, c); err != nil && ctx.Err() == nil && !errors.Is(err, errLostClaim) {
-				e.log.Error("kernel evaluation", "task_id", c.ID, "key", c.Key, "error", err)
-			}
+		if e.workOnce(ctx, !modelFirst) {
 			continue
 		}
+		modelFirst = true
 		if !poll.Stop() {
 			select {
 			case <-poll.C:
@@ -118,6 +118,32 @@ func (e *Engine) worker(ctx context.Context) {
 		case <-poll.C:
 		}
 	}
+}
+
+// workOnce runs one model round (model) or one kernel tool row (!model), and reports whether
+// it found one.
+func (e *Engine) workOnce(ctx context.Context, model bool) bool {
+	if !model {
+		ran, err := e.RunNextKernelTool(ctx)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errLostClaim) {
+			e.log.Error("kernel tool", "error", err)
+		}
+		return ran
+	}
+	c, err := e.claim(ctx, kernelModelRunnable)
+	if err != nil && ctx.Err() == nil {
+		e.log.Error("kernel claim", "error", err)
+	}
+	if c == nil {
+		return false
+	}
+	if e.onClaim != nil {
+		e.onClaim(c)
+	}
+	if err := e.Evaluate(ctx, c); err != nil && ctx.Err() == nil && !errors.Is(err, errLostClaim) {
+		e.log.Error("kernel evaluation", "task_id", c.ID, "key", c.Key, "error", err)
+	}
+	return true
 }
 
 // Evaluate runs one claimed kernel row: a model round or a kernel tool.

@@ -203,6 +203,9 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 		q := u.Query()
 		// lib/pq passes unknown connection parameters to the server as run-time settings.
 		q.Set("synchronous_commit", "off")
+		// Binary parameters let lib/pq send a parameterized statement in one round trip instead
+		// of preparing it first; a claim is one statement, so this halves its round trips.
+		q.Set("binary_parameters", "yes")
 		u.RawQuery = q.Encode()
 		db, err := sqlx.Open("postgres", u.String())
 		if err != nil {
