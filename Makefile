@@ -49,7 +49,9 @@ FUZZ_TARGETS := \
 	./core/declare:FuzzResolveCall \
 	./core/declare/jsonv:FuzzDecode \
 	./core/projection:FuzzProject \
-	./core/profiles:FuzzProfileReadBack
+	./core/profiles:FuzzProfileReadBack \
+	./core/runs:FuzzCheckCall \
+	./core/runs:FuzzEscape
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \
