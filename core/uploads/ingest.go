@@ -77,15 +77,22 @@ type ingest struct {
 	stored bool
 }
 
-// next reads the next chunk into buf; last reports that the source ended within it.
+// next reads the next chunk into buf; last reports that the source ended within it. Only a
+// clean io.EOF ends the source: any other error, io.ErrUnexpectedEOF included (a multipart
+// part that lost its closing boundary), is a read failure. io.ReadFull cannot tell the two
+// apart, hence the loop.
 func (in *ingest) next() (chunk []byte, last bool, err error) {
-	n, err := io.ReadFull(in.src, in.buf)
-	switch {
-	case err == nil:
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		last = true
-	default:
-		return nil, false, &ReadError{Err: err}
+	n := 0
+	for n < len(in.buf) {
+		m, err := in.src.Read(in.buf[n:])
+		n += m
+		if err == io.EOF {
+			last = true
+			break
+		}
+		if err != nil {
+			return nil, false, &ReadError{Err: err}
+		}
 	}
 	in.size += int64(n)
 	if in.size > MaxBytes {

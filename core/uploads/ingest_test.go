@@ -165,15 +165,18 @@ func TestInterruptedUploadKeepsNothing(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		w := newWorld(t, s)
-		drop := errors.New("connection reset")
-		for _, n := range []int{10, ChunkSize + ChunkSize/2, 3 * ChunkSize} {
-			_, err := w.svc.Ingest(context.Background(), MemberCreator(w.alice), "f", &failingReader{bytes.NewReader(pattern(n)), drop})
-			var re *ReadError
-			if !errors.As(err, &re) || !errors.Is(err, drop) {
-				t.Fatalf("%d bytes then a drop: err %v, want a ReadError wrapping the drop", n, err)
-			}
-			if u, c := counts(t, s); u != 0 || c != 0 {
-				t.Fatalf("%d bytes then a drop: %d uploads and %d chunks kept", n, u, c)
+		// A source that breaks off, or ends without its framing (a multipart part cut before its
+		// closing boundary reads io.ErrUnexpectedEOF), is a failure, never a short file.
+		for _, drop := range []error{errors.New("connection reset"), io.ErrUnexpectedEOF} {
+			for _, n := range []int{0, 10, ChunkSize, ChunkSize + ChunkSize/2, 3 * ChunkSize} {
+				_, err := w.svc.Ingest(context.Background(), MemberCreator(w.alice), "f", &failingReader{bytes.NewReader(pattern(n)), drop})
+				var re *ReadError
+				if !errors.As(err, &re) || !errors.Is(err, drop) {
+					t.Fatalf("%d bytes then %v: err %v, want a ReadError wrapping it", n, drop, err)
+				}
+				if u, c := counts(t, s); u != 0 || c != 0 {
+					t.Fatalf("%d bytes then %v: %d uploads and %d chunks kept", n, drop, u, c)
+				}
 			}
 		}
 		// A request canceled while its bytes are being stored is the client's doing too.
