@@ -366,3 +366,14 @@ func TestPresence(t *testing.T) {
 		}
 	})
 }
+
+func TestDefaultPingInterval(t *testing.T) {
+	t.Parallel()
+	h := NewHub(storetest.Open(t, store.SQLite), HubOptions{})
+	if h.PingInterval() != 15*time.Second {
+		t.Fatalf("ping interval %v, want executor.md's 15 s", h.PingInterval())
+	}
+	if ReconnectDelay != 3*time.Second || MaxStreams != 8 {
+		t.Fatalf("retry %v, streams %d", ReconnectDelay, MaxStreams)
+	}
+}

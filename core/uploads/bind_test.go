@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
@@ -277,6 +278,63 @@ func TestBind(t *testing.T) {
 		m, err := w.svc.Lookup(ctx, s.Reader(), []string{a.PublicID, b.PublicID, "junk", store.NewPublicID()})
 		if err != nil || len(m) != 2 || !m[a.PublicID].Bound || !m[b.PublicID].Bound {
 			t.Fatalf("lookup after binding: %v %v", m, err)
+		}
+	})
+}
+
+// TestCommitOwnership runs the commit door's order inside one transaction: the envelope asks
+// OwnedCaptures which linked uploads the committer may bind (unknown_result_upload, whole or
+// nothing, otherwise), then Bind binds exactly what it validated.
+func TestCommitOwnership(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		w := newWorld(t, s)
+		ctx := context.Background()
+		own := w.ingest(t, ExecutorCreator(w.r1), "own.png", []byte("\x89PNG\r\n\x1a\n"))
+		foreign := w.ingest(t, ExecutorCreator(w.p1), "p.txt", []byte("p"))
+		member := w.ingest(t, MemberCreator(w.alice), "m.txt", []byte("m"))
+		link := func(u *Upload) string {
+			return `{"type":"resource_link","uri":"` + u.URI() + `","name":"` + u.Filename + `"}`
+		}
+		commit := func(blocks ...string) error {
+			body := `{"claim_token":"nxc_x","content":[{"type":"text","text":"done"},` + strings.Join(blocks, ",") + `]}`
+			return s.Write(ctx, func(tx *store.Tx) error {
+				r, err := envelope.Validate([]byte(body), func(ids []string) ([]string, error) {
+					return OwnedCaptures(ctx, tx, w.r1.ID, ids)
+				})
+				if err != nil {
+					return err
+				}
+				return Bind(ctx, tx, Target{Kind: TargetTaskResult, ID: 5, WorkspaceID: w.w1}, r.Uploads, w.clock())
+			})
+		}
+		for _, c := range []struct {
+			name   string
+			blocks []string
+			path   string
+		}{
+			{"another executor's capture", []string{link(own), link(foreign)}, "content[2].uri"},
+			{"a member upload", []string{link(member), link(own)}, "content[1].uri"},
+		} {
+			err := commit(c.blocks...)
+			r, ok := refusal.As(err)
+			if !ok || r.Code != envelope.CodeUnknownResultUpload {
+				t.Fatalf("%s: %v, want unknown_result_upload", c.name, err)
+			}
+			if p, _ := r.Get("path"); p != c.path {
+				t.Fatalf("%s: path %v, want %s", c.name, p, c.path)
+			}
+		}
+		for _, u := range []*Upload{own, foreign, member} {
+			if bs, _ := store.UploadBindings(ctx, s.Reader(), u.ID); len(bs) != 0 {
+				t.Fatalf("a refused commit bound %s", u.Filename)
+			}
+		}
+		if err := commit(link(own), link(own)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := w.svc.ForExecutor(ctx, w.r1, own.PublicID); err != nil || !got.Bound {
+			t.Fatalf("after the commit: %+v %v", got, err)
 		}
 	})
 }
