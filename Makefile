@@ -10,7 +10,7 @@ LDFLAGS   := -X github.com/nexuskernel/nexus/internal/cli.Version=$(VERSION)
 FUZZTIME       ?= 5m
 FUZZTIME_SHORT ?= 4s
 
-.PHONY: all build run test test-unit fuzz fuzz-short soak bench lint generate contracts clean
+.PHONY: all build plugins run test test-unit fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
 
 all: build
 
@@ -18,6 +18,11 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+## plugins: the three plugin binaries into bin/, beside bin/nexus
+plugins:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/nexus-memory-fs ./cmd/nexus-memory-postgres ./cmd/nexus-tools-example
 
 ## run: build, then serve on the embedded default (SQLite in ./nexus-data)
 run: build
@@ -43,7 +48,8 @@ FUZZ_TARGETS := \
 	./core/declare:FuzzCompileAlias \
 	./core/declare:FuzzResolveCall \
 	./core/declare/jsonv:FuzzDecode \
-	./core/projection:FuzzProject
+	./core/projection:FuzzProject \
+	./core/profiles:FuzzProfileReadBack
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \
@@ -56,11 +62,12 @@ fuzz-short:
 fuzz:
 	@$(MAKE) fuzz-short FUZZTIME_SHORT=$(FUZZTIME)
 
-## soak: long crash and load loops (none yet beyond the suite)
+## soak: the suite with its long loops on: the plugin crash loop kills a plugin mid-call 100 times
 soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
-## bench: the benchmarks, measured side by side with their baselines
+## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 in
+## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 
@@ -70,9 +77,33 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
+# The plugin protocol's sources and the one protoc that regenerates them. protoc writes its
+# version into every generated header, so regeneration is byte-exact only with this release
+# (Debian 12's protobuf-compiler); the Go generators are pinned as tools in go.mod and run
+# through `go tool`.
+PROTO_DIR     := contracts/proto
+PROTO_FILES   := $(sort $(wildcard $(PROTO_DIR)/nexus/plugin/v1/*.proto))
+PROTOC        ?= protoc
+PROTOC_VERSION := 3.21.12
+MODULE        := github.com/nexuskernel/nexus
+
+## proto: regenerate sdk/internal/pb from contracts/proto (needs protoc $(PROTOC_VERSION): apt-get install protobuf-compiler)
+proto:
+	@$(PROTOC) --version | grep -qx 'libprotoc $(PROTOC_VERSION)' || { echo "proto: protoc $(PROTOC_VERSION) is required (apt-get install protobuf-compiler), found: $$($(PROTOC) --version 2>&1)"; exit 1; }
+	$(PROTOC) -I $(PROTO_DIR) \
+		--plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
+		--plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
+		--go_out=. --go_opt=module=$(MODULE) \
+		--go-grpc_out=. --go-grpc_opt=module=$(MODULE) \
+		$(PROTO_FILES)
+
 ## generate: regenerate committed generated code
-generate:
+generate: proto
 	$(GO) generate ./...
+
+## generate-check: fail when regeneration changes anything committed
+generate-check: generate
+	@git add -N sdk/internal/pb && git diff --exit-code --stat -- sdk/internal/pb || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 ## contracts: rewrite the contract pack and the golden catalog from the registry
 contracts:

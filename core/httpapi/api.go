@@ -15,6 +15,7 @@ import (
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
@@ -43,6 +44,8 @@ type Deps struct {
 	Ready func(ctx context.Context) []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Profiles serves the profile configuration and tool assembly routes; nil serves neither.
+	Profiles *profiles.Service
 }
 
 // API is the HTTP handler of the whole server.
@@ -89,6 +92,7 @@ func (a *API) routes() {
 	a.executorRoutes()
 	a.executorPlaneRoutes()
 	a.memoryRoutes()
+	a.profileRoutes()
 	a.uploadRoutes()
 	a.eventRoutes()
 }

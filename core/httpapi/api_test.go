@@ -15,6 +15,7 @@ import (
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -27,8 +28,10 @@ type fixture struct {
 	store *store.Store
 	auth  *identity.Authenticator
 	dir   *identity.Directory
-	admin string // the bootstrap user's token
-	agent string // an agent's token
+	// profiles is the profile service over the live kernel registry.
+	profiles *profiles.Service
+	admin    string // the bootstrap user's token
+	agent    string // an agent's token
 
 	uploads *uploads.Service
 	push    *executors.Hub
@@ -73,8 +76,9 @@ func newFixture(t *testing.T, s *store.Store) *fixture {
 	}
 	f.dir = identity.NewDirectory(s, f.auth, identity.DirectoryOptions{Now: clock, Revocation: &f.effects})
 	doors := memory.NewDoors(memory.New(s), memory.NewResolver(s, nil), memory.DoorsOptions{Now: clock})
-	api, err := New(Deps{Auth: f.auth, Directory: f.dir, Memory: doors, Uploads: f.uploads, Push: f.push,
-		CatalogBody: registry.New().CatalogBody(), Now: clock})
+	f.profiles = newProfiles(t, s, registry.New(), clock)
+	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: clock, Profiles: f.profiles, Memory: doors,
+		Uploads: f.uploads, Push: f.push})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ var identityRoutes = []string{
 	"GET /agent_api/v1/executors",
 	"GET /agent_api/v1/executors/{public_id}",
 	"GET /agent_api/v1/me",
+	"GET /agent_api/v1/profile/configuration",
 	"GET /agent_api/v1/tokens",
 	"GET /agent_api/v1/uploads/{public_id}",
 	"GET /agent_api/v1/uploads/{public_id}/bytes",
@@ -39,6 +40,7 @@ var identityRoutes = []string{
 	"POST /agent_api/v1/executors",
 	"POST /agent_api/v1/executors/{public_id}/token",
 	"POST /agent_api/v1/tokens",
+	"POST /agent_api/v1/tools/assembly",
 	"POST /agent_api/v1/uploads",
 	"POST /agent_api/v1/workspaces",
 	"POST /agent_api/v1/workspaces/{ws}/agents",
@@ -49,6 +51,7 @@ var identityRoutes = []string{
 	"POST /agent_api/v1/workspaces/{ws}/memory/show",
 	"POST /agent_api/v1/workspaces/{ws}/memory/write",
 	"POST /agent_api/v1/workspaces/{ws}/users",
+	"PUT /agent_api/v1/profile/configuration",
 }
 
 func TestRouteTable(t *testing.T) {

@@ -340,6 +340,10 @@ func parsePrice(s string) (*big.Rat, error) {
 	return r, nil
 }
 
+// ValidRef reports whether ref has the form of a model ref, provider/model (runs.md §6.2),
+// whether or not the catalog holds it.
+func ValidRef(ref string) bool { return refPattern.MatchString(ref) }
+
 // Default returns the deployment's default model.
 func (c *Catalog) Default() Model { return c.models[c.byRef[c.defaultModel]].clone() }
 

@@ -12,10 +12,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mattn/go-isatty"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/httpapi"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
@@ -113,6 +116,25 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		return nil, err
 	}
 	srv.stopListening = stopListening
+	// The member doors reach no conversation, so their resolver needs no conversation states;
+	// the run engine builds its own over its conversation rows.
+	kmem := memory.New(st)
+	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
+	models, err := model.NewCatalog(s.Models)
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
+	compiler, err := declare.New(reg)
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
+	profileService, err := profiles.New(profiles.Options{Store: st, Compiler: compiler, Models: models, Now: opts.Now})
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
 	// The standard library keeps its content sniffer in net/http, which only this package and
 	// core/httpapi import.
 	up, err := uploads.New(st, uploads.Options{DetectContentType: http.DetectContentType, Now: opts.Now, Log: log.Named("uploads")})
@@ -128,10 +150,6 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		return nil, err
 	}
 	srv.push = hub
-	// The member doors reach no conversation, so their resolver needs no conversation states;
-	// the run engine builds its own over its conversation rows.
-	kmem := memory.New(st)
-	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
 	api, err := httpapi.New(httpapi.Deps{
 		Log:  log.Named("http"),
 		Auth: auth,
@@ -144,6 +162,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		CatalogBody: reg.CatalogBody(),
 		Ready:       srv.notReady,
 		Now:         opts.Now,
+		Profiles:    profileService,
 	})
 	if err != nil {
 		hub.Close()

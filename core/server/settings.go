@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/plugins"
 )
 
 // Settings are the server's resolved settings.
@@ -34,6 +35,8 @@ type Settings struct {
 	LogFormat string
 	// Models is the models catalog configuration from the file; nil means the built-in catalog.
 	Models *model.Config
+	// Plugins is the plugin catalog from the file's plugin blocks; nil runs no plugin.
+	Plugins *plugins.Catalog
 }
 
 // Defaults of the settings (issue text and README).
@@ -67,6 +70,8 @@ type Layer struct {
 	LogLevel    *string
 	LogFormat   *string
 	Models      *model.Config
+	// Plugins comes from the file only: flags and variables never override plugin blocks.
+	Plugins *plugins.Catalog
 }
 
 // Resolve applies layers over the defaults, later layers winning: call it with the file, then the
@@ -84,6 +89,9 @@ func Resolve(layers ...Layer) (Settings, error) {
 		}
 		if l.Models != nil {
 			s.Models = l.Models
+		}
+		if l.Plugins != nil {
+			s.Plugins = l.Plugins
 		}
 	}
 	return s, s.validate()
@@ -171,6 +179,14 @@ func FileLayer(path string) (Layer, error) {
 	if diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
 	}
+	fileDir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return Layer{}, fmt.Errorf("config: %w", err)
+	}
+	catalog, rest, diags := plugins.DecodeCatalog(rest, fileDir)
+	if diags.HasErrors() {
+		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
+	}
 	// Anything no reader took is an unknown setting.
 	if diags := gohcl.DecodeBody(rest, nil, &struct{}{}); diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
@@ -186,6 +202,9 @@ func FileLayer(path string) (Layer, error) {
 	l := Layer{
 		Listen: fs.Listen, DataDir: abs(fs.DataDir), DatabaseURL: fs.DatabaseURL,
 		LogLevel: fs.LogLevel, LogFormat: fs.LogFormat, Models: models,
+	}
+	if catalog != nil && len(catalog.Entries) > 0 {
+		l.Plugins = catalog
 	}
 	if fs.PluginDirs != nil {
 		l.PluginDirs = make([]string, len(fs.PluginDirs))

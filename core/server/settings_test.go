@@ -155,6 +155,58 @@ model "lab/small" {
 	}
 }
 
+func TestFileLayerReadsThePluginCatalog(t *testing.T) {
+	t.Setenv("NEXUS_TEST_PG_DSN", "postgres://nexus@db/nexus")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "nexus.hcl")
+	if err := os.WriteFile(file, []byte(`
+plugin_dirs = ["plugins"]
+
+model_provider "lab" {
+  type = "mock"
+}
+
+plugin "memory-pg" {
+  kind    = "memory"
+  command = "nexus-memory-postgres"
+  config  = { dsn = env("NEXUS_TEST_PG_DSN") }
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := FileLayer(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagDirs := Layer{PluginDirs: []string{"/flag"}}
+	s, err := Resolve(fl, flagDirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Plugins == nil || len(s.Plugins.Entries) != 1 {
+		t.Fatalf("plugins = %+v", s.Plugins)
+	}
+	e := s.Plugins.Entries[0]
+	if e.Name != "memory-pg" || string(e.Config) != `{"dsn":"postgres://nexus@db/nexus"}` || e.ConfigDir != dir {
+		t.Errorf("entry %+v", e)
+	}
+	// A file without plugin blocks runs no plugin.
+	if err := os.WriteFile(file, []byte("listen = \"127.0.0.1:1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fl, err = FileLayer(file)
+	if err != nil || fl.Plugins != nil {
+		t.Errorf("no blocks: %+v, %v", fl.Plugins, err)
+	}
+	// A bad block refuses the file with its line.
+	if err := os.WriteFile(file, []byte("plugin \"x\" {\n  kind = \"runner\"\n  command = \"x\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FileLayer(file); err == nil || !strings.Contains(err.Error(), "nexus.hcl:1") || !strings.Contains(err.Error(), "kind") {
+		t.Errorf("bad block: %v", err)
+	}
+}
+
 func TestFileLayerRefusesUnknownsBesideTheCatalog(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

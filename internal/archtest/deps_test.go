@@ -81,7 +81,7 @@ var rules = []rule{
 	{"sdk/announce", anyOf(), "announce imports nothing from the module: it is the root of the SDK"},
 	{"sdk/plugin", anyOf("sdk/announce", "sdk/internal"), "sdk/plugin builds on announce alone"},
 	{"sdk/memory", anyOf("sdk/announce", "sdk/plugin", "sdk/memory", "sdk/internal"), "sdk/memory builds on announce and plugin; its conformance kit on sdk/memory itself"},
-	{"sdk/toolprovider", anyOf("sdk/announce", "sdk/plugin", "sdk/memory", "sdk/internal"), "toolprovider is the top of the SDK chain"},
+	{"sdk/toolprovider", anyOf("sdk/announce", "sdk/plugin", "sdk/memory", "sdk/toolprovider", "sdk/internal"), "toolprovider is the top of the SDK chain; its kit builds on it"},
 	{"sdk", anyOf("sdk"), "a plugin author needs sdk alone"},
 	{"providers", anyOf("sdk"), "providers build against the SDK only"},
 	{"plugins", anyOf("sdk"), "the plugin host drives the executor plane through an interface it declares"},

@@ -7,5 +7,5 @@
 // host over a memory plugin, so no store ever writes a model-facing word.
 //
 // It must not store anything itself, know HTTP, gRPC or the kernel's tables, or import anything
-// from the project beyond sdk/announce and sdk/plugin.
+// from the project beyond sdk/announce, sdk/plugin and the SDK's internal wire packages.
 package memory

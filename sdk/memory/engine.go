@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
 // Engine implements the six memory tools over a Provider (memory.md §§3–6, kernel-tools.md
@@ -49,9 +51,10 @@ type RunOptions struct {
 // call's JSON object; bindings is the call's resolved memory configuration (memory.md §2.2).
 //
 // Every refusal and every store failure is answered as a Result. Run returns a non-nil error
-// only when the call did not complete at a store because ctx ended (canceled, or its deadline
-// passed); the caller then settles nothing and the row follows the expiry rule. A panic inside
-// the Provider is answered as memory_unavailable.
+// only when the call did not complete at a store: ctx ended (canceled, or its deadline passed),
+// or the Provider is a plugin whose process is gone (plugin.ErrPluginShutdown, which the host
+// handles as a crash, plugins.md §9.3). The caller then settles nothing and the row follows
+// the expiry rule or is replayed. A panic inside the Provider is answered as memory_unavailable.
 func (e *Engine) Run(ctx context.Context, tool string, input json.RawMessage, bindings []Scope, opt RunOptions) (res Result, err error) {
 	v, known := verbs[tool]
 	if !known {
@@ -117,13 +120,17 @@ var (
 	deleteErrors = []errorCode{{ErrNameInvalid, CodePathInvalid}, {ErrReadOnly, CodeReadOnly}, {ErrNotFound, CodeNotFound}}
 )
 
-// storeFailure turns a store error into the call's answer. When ctx itself ended, the call did
-// not complete and the error is returned instead. A sentinel the verb expects becomes its
-// refusal word with the path as detail; anything else (ErrUnavailable, ErrInvalidArgument, an
-// unknown error) is memory_unavailable.
+// storeFailure turns a store error into the call's answer. When ctx itself ended, or the
+// plugin process serving the store is gone (plugin.ErrPluginShutdown), the call did not complete
+// and the error is returned instead. A sentinel the verb expects becomes its refusal word with
+// the path as detail; anything else (ErrUnavailable, ErrInvalidArgument, an unknown error) is
+// memory_unavailable.
 func storeFailure(ctx context.Context, err error, path string, codes []errorCode) (Result, error) {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return Result{}, ctxErr
+	}
+	if errors.Is(err, plugin.ErrPluginShutdown) {
+		return Result{}, err
 	}
 	for _, c := range codes {
 		if errors.Is(err, c.sentinel) {
@@ -292,6 +299,9 @@ func (e *Engine) grep(ctx context.Context, args arguments, set bindingSet) (Resu
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return Result{}, ctxErr
+			}
+			if errors.Is(err, plugin.ErrPluginShutdown) {
+				return Result{}, err
 			}
 			if errors.Is(err, ErrPatternTooCostly) || searchCtx.Err() != nil {
 				return refused(patternRefusal(CodePatternTooCostly, pattern)), nil

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nexuskernel/nexus/sdk/memory"
 	"github.com/nexuskernel/nexus/sdk/memory/memorytest"
+	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
 // scripted is a Provider whose every method answers fail, and records what it was asked.
@@ -94,6 +95,22 @@ func TestStoreFailures(t *testing.T) {
 			}
 			if diff := cmp.Diff(refused(unavailableText), res); diff != "" {
 				t.Errorf("%s, %s (-want +got):\n%s", c.name, call.tool, diff)
+			}
+		}
+	}
+}
+
+// TestPluginShutdown: a store call that could not reach its plugin process is no answer at all:
+// Run returns the error, wrapped or not, on every verb, so the host handles a crash instead of
+// committing memory_unavailable.
+func TestPluginShutdown(t *testing.T) {
+	t.Parallel()
+	for _, shutdown := range []error{plugin.ErrPluginShutdown, fmt.Errorf("%w: connection reset", plugin.ErrPluginShutdown)} {
+		e := &memory.Engine{Provider: &scripted{fail: func(string) error { return shutdown }}}
+		for _, call := range calls {
+			res, err := e.Run(t.Context(), call.tool, json.RawMessage(call.input), memorytest.DefaultBindings(), memory.RunOptions{})
+			if !errors.Is(err, plugin.ErrPluginShutdown) {
+				t.Errorf("%s after %v: error %v, result %+v; want ErrPluginShutdown", call.tool, shutdown, err, res)
 			}
 		}
 	}

@@ -15,3 +15,11 @@ func TestMemStore(t *testing.T) {
 	memorytest.RunProvider(t, memStore)
 	memorytest.RunTools(t, memStore)
 }
+
+// TestMemStoreOverGRPC runs both layers through the real shims: every case passes over the wire
+// exactly as in process.
+func TestMemStoreOverGRPC(t *testing.T) {
+	t.Parallel()
+	memorytest.RunProvider(t, memorytest.OverGRPC(memStore))
+	memorytest.RunTools(t, memorytest.OverGRPC(memStore))
+}

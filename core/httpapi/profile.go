@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/profiles"
+	"github.com/nexuskernel/nexus/core/refusal"
+)
+
+// The agent's standing configuration and the read-only tool assembly (declarations.md §11).
+// Both take an agent's member token: a user is 403 not_agent.
+func (a *API) profileRoutes() {
+	if a.deps.Profiles == nil {
+		return
+	}
+	a.handle("GET /agent_api/v1/profile/configuration", routeOpts{}, a.getProfile)
+	a.handle("PUT /agent_api/v1/profile/configuration", routeOpts{}, a.putProfile)
+	a.handle("POST /agent_api/v1/tools/assembly", routeOpts{}, a.assembleTools)
+}
+
+// Request fields of the two doors.
+const (
+	keyConfiguration = "configuration"
+	keySelection     = declare.FieldDefaultRunner
+)
+
+// callingAgent is the caller as the profile service names it; a user is not_agent.
+func callingAgent(c *Call) (profiles.Agent, error) {
+	if c.Member.Kind != identity.KindAgent {
+		return profiles.Agent{}, identity.ErrNotAgent
+	}
+	return profiles.Agent{ID: c.Member.ID, WorkspaceID: c.Member.WorkspaceID}, nil
+}
+
+// bodyObject decodes the call's body as an ordered JSON object. An empty body is an absent one
+// (present false); anything but one JSON object is 400 parameter_invalid.
+func bodyObject(c *Call) (v jsonv.Value, present bool, err error) {
+	if len(bytes.TrimSpace(c.Body)) == 0 {
+		return jsonv.Value{}, false, nil
+	}
+	if err := checkObject(c.Body); err != nil {
+		return jsonv.Value{}, true, err
+	}
+	v, err = jsonv.Decode(c.Body)
+	if err != nil || !v.IsObject() {
+		return jsonv.Value{}, true, errNotObject
+	}
+	return v, true, nil
+}
+
+// member reads one member of the body root. A root that repeats the key is malformed: 400
+// parameter_invalid at the key, never a silent choice between the two values.
+func member(root jsonv.Value, key string) (jsonv.Value, bool, error) {
+	n := 0
+	for _, k := range root.Keys() {
+		if k == key {
+			n++
+		}
+	}
+	if n > 1 {
+		return jsonv.Value{}, true, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid,
+			"The request body gives %q more than once.", key).With("path", key)
+	}
+	v, ok := root.Get(key)
+	return v, ok, nil
+}
+
+func errConfigurationMissing() error {
+	return refusal.New(refusal.BadRequest, refusal.CodeParameterMissing,
+		`The body must carry "configuration", an object.`).With("path", keyConfiguration)
+}
+
+func (a *API) getProfile(w http.ResponseWriter, r *http.Request, c *Call) error {
+	agent, err := callingAgent(c)
+	if err != nil {
+		return err
+	}
+	cfg, err := a.deps.Profiles.Configuration(r.Context(), agent)
+	if err != nil {
+		return err
+	}
+	return writeConfiguration(w, cfg)
+}
+
+func (a *API) putProfile(w http.ResponseWriter, r *http.Request, c *Call) error {
+	agent, err := callingAgent(c)
+	if err != nil {
+		return err
+	}
+	root, present, err := bodyObject(c)
+	if err != nil {
+		return err
+	}
+	if !present {
+		return errConfigurationMissing()
+	}
+	cfg, ok, err := member(root, keyConfiguration)
+	if err != nil {
+		return err
+	}
+	if !ok || !cfg.IsObject() {
+		return errConfigurationMissing()
+	}
+	out, err := a.deps.Profiles.PutConfiguration(r.Context(), agent, cfg)
+	if err != nil {
+		return declare.ProfileDoor.Refuse(err)
+	}
+	return writeConfiguration(w, out)
+}
+
+func writeConfiguration(w http.ResponseWriter, cfg *profiles.Configuration) error {
+	body, err := cfg.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	out := make([]byte, 0, len(body)+len(`{"configuration":}`)+1)
+	out = append(out, `{"configuration":`...)
+	out = append(append(out, body...), "}\n"...)
+	writeJSONBytes(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) assembleTools(w http.ResponseWriter, r *http.Request, c *Call) error {
+	agent, err := callingAgent(c)
+	if err != nil {
+		return err
+	}
+	root, present, err := bodyObject(c)
+	if err != nil {
+		return err
+	}
+	req := profiles.AssemblyRequest{}
+	// The selector: a required key, null or a Runner public id. The server never picks one.
+	sel, ok := jsonv.Value{}, false
+	if present {
+		if sel, ok, err = member(root, keySelection); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return refusal.Newf(refusal.BadRequest, refusal.CodeParameterMissing,
+			"The body must carry %q: a Runner public id, or null for none.", keySelection).With("path", keySelection)
+	}
+	if !sel.IsNull() {
+		id, isString := sel.AsString()
+		if !isString || !declare.ValidRunnerID(id) {
+			return refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid,
+				"%s must be a Runner public id or null.", keySelection).With("path", keySelection)
+		}
+		req.Selection = id
+	}
+	// The configuration: absent assembles the stored profile; present, it must be an object.
+	cfg, ok, err := member(root, keyConfiguration)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if !cfg.IsObject() {
+			return errConfigurationMissing()
+		}
+		req.Configuration = &cfg
+	}
+	frozen, err := a.deps.Profiles.Assemble(r.Context(), agent, req)
+	if err != nil {
+		return declare.AssemblyDoor.Refuse(err)
+	}
+	env, err := frozen.Environment.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	set := frozen.ToolDefinitions.Bytes()
+	out := make([]byte, 0, len(set)+len(env)+64)
+	out = append(out, `{"tool_definitions":`...)
+	out = append(out, set...)
+	out = append(out, `,"environment":`...)
+	out = append(append(out, env...), "}\n"...)
+	writeJSONBytes(w, http.StatusOK, out)
+	return nil
+}

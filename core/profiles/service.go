@@ -1,0 +1,86 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// Models is what the profile door reads of the models catalog; *model.Catalog satisfies it.
+type Models interface {
+	Lookup(ref string) (model.Model, bool)
+}
+
+var _ Models = (*model.Catalog)(nil)
+
+// Options are the Service's dependencies.
+type Options struct {
+	Store    *store.Store
+	Compiler *declare.Compiler
+	Models   Models
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service reads, replaces and assembles agent profiles. It is safe for concurrent use.
+type Service struct {
+	store    *store.Store
+	compiler *declare.Compiler
+	models   Models
+	now      func() time.Time
+}
+
+// New returns a Service; Store, Compiler and Models are required.
+func New(o Options) (*Service, error) {
+	if o.Store == nil || o.Compiler == nil || o.Models == nil {
+		return nil, errors.New("profiles: Options.Store, Compiler and Models are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Service{store: o.Store, compiler: o.Compiler, models: o.Models, now: o.Now}, nil
+}
+
+// Agent names the agent whose profile a door reads or replaces: the authenticated caller.
+type Agent struct {
+	ID          int64
+	WorkspaceID int64
+}
+
+// Configuration reads the agent's profile in the door's read-back form; before the first
+// replacement it is the empty profile.
+func (s *Service) Configuration(ctx context.Context, agent Agent) (*Configuration, error) {
+	row, err := store.AgentProfileOf(ctx, s.store.Reader(), agent.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return emptyConfiguration(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return configurationOf(row)
+}
+
+// PutConfiguration replaces the agent's profile whole with cfg, the request's configuration
+// object: a field it omits is cleared, unknown fields are ignored. The fields are validated in
+// the door's order and the first failure is returned as a *declare.Refusal (the caller's door
+// writes it) with nothing stored. Replacements of one agent are serialized; each one that is
+// stored gets the next revision. It returns the stored profile's read-back.
+func (s *Service) PutConfiguration(ctx context.Context, agent Agent, cfg jsonv.Value) (*Configuration, error) {
+	if !cfg.IsObject() {
+		return nil, errors.New("profiles: the configuration is not a JSON object")
+	}
+	p, err := s.validate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	row := p.row(agent.ID, store.Millis(s.now()))
+	if err := s.store.Write(ctx, func(tx *store.Tx) error { return store.PutAgentProfile(ctx, tx, row) }); err != nil {
+		return nil, err
+	}
+	return configurationOf(row)
+}

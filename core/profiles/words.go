@@ -1,0 +1,52 @@
+package profiles
+
+import (
+	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/model"
+)
+
+// The profile fields of declarations.md §11.1 that are not declaration sources, in the door's
+// validation order after sourceFields.
+const (
+	FieldApprovalMode  = "approval_mode"
+	FieldApprovalRules = "approval_rules"
+	FieldDefaultModel  = "default_model"
+	FieldInstructions  = "instructions"
+)
+
+// sourceFields are the declaration sources, the fields the assembly reads, in validation order.
+var sourceFields = []string{
+	declare.FieldToolDefinitions, declare.FieldKernelTools, declare.FieldRunnerExecutorPublicIDs, declare.FieldRunnerToolNames,
+}
+
+// The profile door's words besides the declaration words (declarations.md §11.1).
+const (
+	// WordRequired: approval_mode is missing while the profile declares tools.
+	WordRequired = "required"
+	// WordUnknownModel: default_model names no model of the catalog.
+	WordUnknownModel = model.CodeUnknownModel
+)
+
+// The approval modes (runs.md §7).
+const (
+	ModeBypass = "bypass"
+	ModeAsk    = "ask"
+	ModeRules  = "rules"
+)
+
+// Limits of a profile.
+const (
+	// MaxInstructionsBytes bounds the standing instructions (declarations.md §13): they ride
+	// at the front of every model request the agent answers, so they stay small beside the
+	// 1 MiB declaration bound.
+	MaxInstructionsBytes = 64 * 1024
+	// MaxApprovalRules and MaxApprovalRulesBytes bound a rule list (runs.md §7.2, §9): every
+	// tool row of every run the agent answers is evaluated against the whole list. Bytes are
+	// measured on canonical JSON, as the run door measures its own list.
+	MaxApprovalRules      = 256
+	MaxApprovalRulesBytes = 64 * 1024
+	// runnerLookupBatch bounds the ids one Runner query names: a candidate list may hold tens
+	// of thousands of ids within its 1 MiB bound, beyond SQLite's 32,766 bound on the
+	// parameters of one statement.
+	runnerLookupBatch = 500
+)

@@ -1,0 +1,32 @@
+-- +goose Up
+-- An agent's standing configuration (declarations.md §11.1). tool_definitions is the stored
+-- render of the explicit declaration (rendered, sorted, compact: §6.7), kept as text so that its
+-- bytes never move; the import fields are JSON arrays (runner_tool_names NULL means "all").
+-- revision counts replacements, so accepted work can name the profile it froze.
+CREATE TABLE agent_profiles (
+    agent_id                   INTEGER PRIMARY KEY REFERENCES agents (id),
+    revision                   INTEGER NOT NULL,
+    tool_definitions           TEXT    NOT NULL,
+    kernel_tools               TEXT    NOT NULL,
+    runner_executor_public_ids TEXT    NOT NULL,
+    runner_tool_names          TEXT,
+    approval_mode              TEXT    CHECK (approval_mode IN ('bypass', 'ask', 'rules')),
+    approval_rules             TEXT,
+    default_model              TEXT,
+    instructions               TEXT,
+    updated_at                 INTEGER NOT NULL
+);
+
+-- An executor's current announcement (executor.md §2), replaced whole on every PUT: the tool
+-- entries and documents in sdk/announce's stored form, the environment object, as text.
+CREATE TABLE executor_announcements (
+    executor_id  INTEGER PRIMARY KEY REFERENCES executors (id),
+    tools        TEXT    NOT NULL,
+    environment  TEXT    NOT NULL,
+    documents    TEXT    NOT NULL,
+    announced_at INTEGER NOT NULL
+);
+
+-- +goose Down
+DROP TABLE executor_announcements;
+DROP TABLE agent_profiles;

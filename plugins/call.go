@@ -1,0 +1,418 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/sdk/plugin"
+	"github.com/nexuskernel/nexus/sdk/toolprovider"
+)
+
+// Bounds of what the host commits for a plugin (plugins.md §8.4).
+const (
+	// MaxCaptures bounds the captures of one result: a result links a handful of files; more
+	// is a plugin bug, not a use.
+	MaxCaptures = 16
+	// MaxCaptureBytes bounds the captures of one result in total: 8 MiB fits the message bound
+	// with a full result beside it.
+	MaxCaptureBytes = 8 << 20
+	// MaxFailureDetailBytes clips a failure detail as executor.md clips a commit's.
+	MaxFailureDetailBytes = 1024
+	// inboxPage is how many rows one inbox read asks for at most.
+	inboxPage = 64
+	// settleTimeout bounds a commit or an expiry made after the call's own context ended.
+	settleTimeout = 10 * time.Second
+)
+
+// CaptureBoundDetail is the failure detail of a result over the capture bounds.
+const CaptureBoundDetail = "captures over the bound: at most 16 files and 8 MiB"
+
+// call is one claimed row in flight.
+type call struct {
+	claim      Claim
+	ctx        context.Context
+	cancel     context.CancelFunc
+	replayable bool
+}
+
+func callKey(runID, taskKey string) string { return runID + "\x00" + taskKey }
+
+// claimLoop claims the executor's rows while the instance is ready (plugins.md §8.4): it wakes
+// on work events, on a timer and when a slot frees, then pages the inbox.
+func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
+	s.mu.Lock()
+	id := s.executorID
+	s.mu.Unlock()
+	events, unsubscribe := s.h.plane.Subscribe(id)
+	defer unsubscribe()
+	poll := time.NewTicker(s.h.timings.InboxPoll)
+	defer poll.Stop()
+	for {
+		freed := s.freed() // taken before fill, so a slot freed during it still wakes the loop
+		s.fill(ctx, id, in)
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if ev.Kind == EventWorkCanceled {
+				s.cancelCall(ev.RunID, ev.TaskKey)
+			}
+		case <-poll.C:
+		case <-freed:
+		}
+	}
+}
+
+// freed answers a channel closed at the next change of the supervisor: a state change or a
+// call ending, which frees a slot.
+func (s *supervisor) freed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// fill claims rows while slots are free.
+func (s *supervisor) fill(ctx context.Context, id string, in *instance) {
+	after := ""
+	for ctx.Err() == nil {
+		free := cap(s.slots) - len(s.slots)
+		if free <= 0 || !s.claiming() {
+			return
+		}
+		rows, next, err := s.h.plane.Inbox(ctx, id, after, min(free, inboxPage))
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logger.Warn("inbox read failed", "plugin", s.entry.Name, "error", err)
+			}
+			return
+		}
+		for _, row := range rows {
+			if !s.claiming() || s.running(row.RunID, row.TaskKey) {
+				continue
+			}
+			select {
+			case s.slots <- struct{}{}:
+			default:
+				return
+			}
+			c, err := s.h.plane.Claim(ctx, id, row.RunID, row.TaskKey)
+			if err != nil {
+				<-s.slots
+				if !errors.Is(err, ErrAlreadyClaimed) && !errors.Is(err, ErrNotEligible) && ctx.Err() == nil {
+					s.logger.Warn("claim failed", "plugin", s.entry.Name, "run", row.RunID, "task", row.TaskKey, "error", err)
+				}
+				continue
+			}
+			s.begin(c, in)
+		}
+		if next == "" || len(rows) == 0 {
+			return
+		}
+		after = next
+	}
+}
+
+func (s *supervisor) claiming() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == StateReady && s.ctx.Err() == nil
+}
+
+func (s *supervisor) running(runID, taskKey string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.inflight[callKey(runID, taskKey)]
+	return ok
+}
+
+func (s *supervisor) cancelCall(runID, taskKey string) {
+	s.mu.Lock()
+	c := s.inflight[callKey(runID, taskKey)]
+	s.mu.Unlock()
+	if c != nil {
+		c.cancel()
+	}
+}
+
+// begin records a claimed call and runs it. Its context is the host's, bounded by the claim's
+// deadline: the call outlives its instance, so a replay can move to the next one.
+func (s *supervisor) begin(c Claim, in *instance) {
+	ctx, cancel := context.WithDeadline(s.h.ctx, c.DeadlineAt)
+	cl := &call{claim: c, ctx: ctx, cancel: cancel, replayable: announce.Replayable(c.EffectProfile)}
+	s.mu.Lock()
+	s.inflight[callKey(c.RunID, c.TaskKey)] = cl
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			cancel()
+			s.mu.Lock()
+			delete(s.inflight, callKey(c.RunID, c.TaskKey))
+			s.setStateLocked(s.state) // wakes the claim loop and drains
+			s.mu.Unlock()
+			<-s.slots
+		}()
+		s.runCall(cl, in)
+	}()
+}
+
+// runCall runs a call to its settlement (plugins.md §9.3): committed once, replayed on the next
+// instance after a crash when replayable, expired at once when not, or left to lapse.
+func (s *supervisor) runCall(c *call, in *instance) {
+	owner := s
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		body, err := owner.invoke(c, in, attempt)
+		outcome := "committed"
+		switch {
+		case err == nil:
+			owner.commit(c, body)
+		case errors.Is(err, plugin.ErrPluginShutdown):
+			switch {
+			case !c.replayable:
+				outcome = "expired"
+				owner.expire(c)
+			case attempt >= s.h.timings.MaxAttempts:
+				outcome = "lapsed" // the claim lapses; the sweep settles it timed_out
+			default:
+				next, sup, werr := owner.waitReady(c.ctx, in.generation)
+				if werr != nil {
+					outcome = "lapsed"
+					break
+				}
+				owner.logCall(c, attempt, start, "replaying")
+				sup.mu.Lock()
+				sup.counts.Replayed++
+				sup.mu.Unlock()
+				in, owner = next, sup
+				continue
+			}
+		default:
+			outcome = "dropped" // cancelled or past the deadline: the deadline wins
+		}
+		owner.logCall(c, attempt, start, outcome)
+		return
+	}
+}
+
+func (s *supervisor) logCall(c *call, attempt int, start time.Time, outcome string) {
+	s.logger.Debug("plugin call", "plugin", s.entry.Name, "executor", s.executorID, "run", c.claim.RunID,
+		"task", c.claim.TaskKey, "tool", c.claim.ToolName, "attempt", attempt,
+		"duration_ms", time.Since(start).Milliseconds(), "outcome", outcome)
+}
+
+// invoke runs one attempt on an instance and answers the commit body, or an error when nothing
+// is to be committed (plugin.ErrPluginShutdown, or the call's context ended).
+func (s *supervisor) invoke(c *call, in *instance, attempt int) (CommitBody, error) {
+	if in.memory != nil {
+		engine := &memory.Engine{Provider: in.memory}
+		res, err := engine.Run(c.ctx, c.claim.ToolName, c.claim.ToolInput, c.claim.MemoryBindings, memory.RunOptions{Replay: attempt > 1})
+		if err != nil {
+			return CommitBody{}, err
+		}
+		body := CommitBody{Outcome: OutcomeCompleted, IsError: res.IsError, Title: &res.Title, StructuredContent: res.StructuredContent}
+		if res.Text != "" {
+			body.Content, _ = json.Marshal(res.Text)
+		}
+		return body, nil
+	}
+	cl := c.claim
+	res, err := in.tools.Call(c.ctx, toolprovider.Call{
+		Tool: cl.ToolName, Input: cl.ToolInput, Deadline: cl.DeadlineAt,
+		Scope: toolprovider.CallScope{
+			WorkspaceID: cl.WorkspaceID, ConversationID: cl.ConversationID, RunID: cl.RunID, TaskKey: cl.TaskKey,
+			ToolCallID: cl.ToolCallID, ToolAlias: cl.ToolAlias, MemoryBindings: cl.MemoryBindings,
+		},
+		Claim: toolprovider.ClaimInfo{ExecutorID: s.executorID, ClaimedAt: cl.ClaimedAt, Attempt: attempt, Replay: attempt > 1},
+	})
+	if err != nil {
+		if errors.Is(err, plugin.ErrPluginShutdown) || c.ctx.Err() != nil {
+			return CommitBody{}, err
+		}
+		return failedBody(s.failureDetail(cl.ToolName, err)), nil
+	}
+	return s.resultBody(c, res)
+}
+
+// failureDetail is the tool_failed detail of a Call error (plugins.md §8.4 step 3).
+func (s *supervisor) failureDetail(tool string, err error) string {
+	var failed *toolprovider.FailedError
+	var ce *toolprovider.CallError
+	switch {
+	case errors.As(err, &failed):
+		return failed.Detail
+	case errors.Is(err, toolprovider.ErrUnknownTool):
+		return fmt.Sprintf("plugin %s does not serve %s", s.entry.Name, tool)
+	case errors.As(err, &ce):
+		return ce.Kind + ": " + ce.Message
+	}
+	return "internal: " + err.Error()
+}
+
+func failedBody(detail string) CommitBody {
+	return CommitBody{Outcome: OutcomeFailed, FailureDetail: clipBytes(detail, MaxFailureDetailBytes)}
+}
+
+// clipBytes cuts s to at most n bytes without splitting a character.
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// wireBlock is a content block as the commit's JSON carries it.
+type wireBlock struct {
+	Type        string  `json:"type,omitempty"`
+	Text        *string `json:"text,omitempty"`
+	URI         string  `json:"uri,omitempty"`
+	Name        string  `json:"name,omitempty"`
+	MimeType    string  `json:"mimeType,omitempty"`
+	Size        *int64  `json:"size,omitempty"`
+	Title       string  `json:"title,omitempty"`
+	Description string  `json:"description,omitempty"`
+}
+
+// resultBody maps a tool result to the commit (plugins.md §8.4 steps 1–2): linked captures are
+// staged as the executor's own and their links rewritten to the upload.
+func (s *supervisor) resultBody(c *call, r toolprovider.Result) (CommitBody, error) {
+	total := 0
+	for _, cp := range r.Captures {
+		total += len(cp.Data)
+	}
+	if len(r.Captures) > MaxCaptures || total > MaxCaptureBytes {
+		return failedBody(CaptureBoundDetail), nil
+	}
+	body := CommitBody{Outcome: OutcomeCompleted, IsError: r.IsError, StructuredContent: r.Structured, Metadata: r.Metadata}
+	if r.Title != "" {
+		t := r.Title
+		body.Title = &t
+	}
+	switch {
+	case r.Blocks != nil:
+		captures := map[string]toolprovider.Capture{}
+		for _, cp := range r.Captures {
+			captures[toolprovider.CaptureURI(cp.Ref)] = cp
+		}
+		staged := map[string]string{}
+		blocks := make([]wireBlock, 0, len(r.Blocks))
+		for _, b := range r.Blocks {
+			switch {
+			case b.Text != nil:
+				blocks = append(blocks, wireBlock{Type: "text", Text: b.Text})
+			case b.Link != nil:
+				l := b.Link
+				wb := wireBlock{Type: "resource_link", URI: l.URI, Name: l.Name, MimeType: l.MimeType, Title: l.Title, Description: l.Description}
+				if l.Size > 0 {
+					size := l.Size
+					wb.Size = &size
+				}
+				if cp, ok := captures[l.URI]; ok {
+					upload, done := staged[l.URI]
+					if !done {
+						id, err := s.h.plane.StageCapture(c.ctx, s.executorID, cp.Filename, cp.Data)
+						if err != nil {
+							if c.ctx.Err() != nil {
+								return CommitBody{}, c.ctx.Err()
+							}
+							return failedBody("staging capture " + cp.Ref + ": " + err.Error()), nil
+						}
+						upload, staged[l.URI] = id, id
+					}
+					wb.URI = "nexus://uploads/" + upload
+				}
+				blocks = append(blocks, wb)
+			default:
+				blocks = append(blocks, wireBlock{}) // refused invalid_content by the commit grammar
+			}
+		}
+		body.Content, _ = json.Marshal(blocks)
+	case r.Text != "":
+		body.Content, _ = json.Marshal(r.Text)
+	}
+	return body, nil
+}
+
+// commit commits the body once. A grammar refusal is committed as a failed outcome with the
+// word, so the row settles tool_failed; result_unstorable has closed the park itself.
+func (s *supervisor) commit(c *call, body CommitBody) {
+	ctx := c.ctx
+	err := s.h.plane.Commit(ctx, s.executorID, c.claim, body)
+	var refusal *CommitRefusal
+	if errors.As(err, &refusal) && refusal.Code != CodeResultUnstorable && body.Outcome != OutcomeFailed {
+		body = failedBody(refusal.Code + ": " + refusal.Message)
+		err = s.h.plane.Commit(ctx, s.executorID, c.claim, body)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil && body.Outcome == OutcomeFailed:
+		s.counts.Failed++
+	case err == nil:
+		s.counts.Completed++
+		if body.IsError {
+			s.counts.Errors++
+		}
+	case errors.Is(err, ErrClaimLost):
+	default:
+		s.logger.Warn("commit failed", "plugin", s.entry.Name, "run", c.claim.RunID, "task", c.claim.TaskKey, "error", err)
+	}
+}
+
+// expire applies the expiry rule at once to a lost non-replayable call: it settles uncertain.
+func (s *supervisor) expire(c *call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), settleTimeout)
+	defer cancel()
+	if err := s.h.plane.ExpireNow(ctx, s.executorID, c.claim); err != nil {
+		s.logger.Warn("expire failed", "plugin", s.entry.Name, "run", c.claim.RunID, "task", c.claim.TaskKey, "error", err)
+		return
+	}
+	s.mu.Lock()
+	s.counts.Expired++
+	s.mu.Unlock()
+}
+
+// drain waits for in-flight calls: every call up to grace when all is set (shutdown); else
+// non-replayable calls until they end (their own deadlines bound them) and replayable ones up
+// to grace, after which killing the process sends them to a replay.
+func (s *supervisor) drain(grace time.Duration, all bool) {
+	deadline := time.Now().Add(grace)
+	for {
+		s.mu.Lock()
+		n, blocking := len(s.inflight), 0
+		for _, c := range s.inflight {
+			if !c.replayable {
+				blocking++
+			}
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		past := !time.Now().Before(deadline)
+		if n == 0 || (past && (all || blocking == 0)) {
+			return
+		}
+		wait := time.Until(deadline)
+		if past {
+			wait = time.Second
+		}
+		select {
+		case <-ch:
+		case <-time.After(wait):
+		case <-s.h.ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,13 @@
+// Package plugins is the plugin host: the catalog of plugin blocks from the server's HCL
+// configuration, command discovery and checksum verification, launching plugins with
+// hashicorp/go-plugin (handshake, AutoMTLS, no inherited environment), Describe and Configure,
+// boundary enforcement with sdk/announce's one validator, the claim loop that makes each plugin a
+// managed tool_provider executor, the supervisor (health, restart with backoff, circuit breaker,
+// stderr into the log, parent-death cleanup), reload and restart, and the status the plugin
+// routes serve.
+//
+// It imports the SDK only. The executor plane it drives is the ExecutorPlane interface declared
+// here and filled by the server over the kernel's executor service, so a plugin's rows go
+// through the same claim, commit and expiry code as an HTTP executor's. It knows no HTTP and
+// writes no model-facing text of its own beyond the failure details plugins.md §8.4 fixes.
+package plugins

@@ -1,0 +1,139 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/memory"
+)
+
+// ExecutorPlane is the part of the kernel the host uses: the same code paths HTTP executors
+// reach (plugins.md §8). The server implements it over the executor service.
+type ExecutorPlane interface {
+	// EnsureManaged creates or reuses the plugin's executor (kind tool_provider) by its
+	// registration key and answers its public id, stable across restarts, reloads and upgrades.
+	// A revoked managed executor is reactivated with the same id.
+	EnsureManaged(ctx context.Context, m ManagedExecutor) (executorID string, err error)
+	// Announce replaces the executor's announcement whole.
+	Announce(ctx context.Context, executorID string, a announce.Announcement) error
+	// SetPresence marks the executor online or offline.
+	SetPresence(ctx context.Context, executorID string, online bool) error
+	// Revoke revokes the executor: its dispatched rows fail executor_revoked.
+	Revoke(ctx context.Context, executorID string) error
+	// Subscribe delivers the executor's work events until cancel is called.
+	Subscribe(executorID string) (events <-chan WorkEvent, cancel func())
+	// Inbox pages the executor's unclaimed rows after the cursor.
+	Inbox(ctx context.Context, executorID, after string, limit int) (rows []InboxRow, next string, err error)
+	// Claim claims one row: ErrAlreadyClaimed when another claimant won, ErrNotEligible when the
+	// executor may not serve it.
+	Claim(ctx context.Context, executorID, runID, taskKey string) (Claim, error)
+	// StageCapture stages a file as the executor's own capture and answers its upload id.
+	StageCapture(ctx context.Context, executorID, filename string, data []byte) (uploadID string, err error)
+	// Commit commits the claim's result with the HTTP commit's validation. A grammar refusal is
+	// a *CommitRefusal; ErrClaimLost says the claim is no longer held (cancelled, expired).
+	Commit(ctx context.Context, executorID string, c Claim, body CommitBody) error
+	// ExpireNow applies the expiry rule to the claim at once (a lost non-replayable call).
+	ExpireNow(ctx context.Context, executorID string, c Claim) error
+}
+
+// Errors an ExecutorPlane answers that the host handles itself.
+var (
+	// ErrAlreadyClaimed: another instance claimed the row first; skipped silently.
+	ErrAlreadyClaimed = errors.New("plugins: row already claimed")
+	// ErrNotEligible: the executor may not serve the row; skipped silently.
+	ErrNotEligible = errors.New("plugins: executor not eligible for the row")
+	// ErrClaimLost: the claim is no longer held (work_canceled, deadline); the result is dropped.
+	ErrClaimLost = errors.New("plugins: claim no longer held")
+)
+
+// CommitRefusal is a commit the executor plane refused for the result envelope's grammar
+// (invalid_content, unsupported_content_kind, too_many_content_blocks, unknown_result_upload,
+// invalid_metadata, metadata_too_large, result_too_large, invalid_title) or result_unstorable.
+type CommitRefusal struct {
+	Code    string
+	Message string
+}
+
+func (r *CommitRefusal) Error() string { return r.Code + ": " + r.Message }
+
+// CodeResultUnstorable closes the park itself (executor.md): the host commits nothing more.
+const CodeResultUnstorable = "result_unstorable"
+
+// ManagedExecutor is the executor the host registers for a plugin (plugins.md §8.1 step 7).
+type ManagedExecutor struct {
+	// RegistrationKey is "plugin:<catalog name>".
+	RegistrationKey string
+	// DisplayName is "plugin <catalog name>".
+	DisplayName string
+	// ManagedBy is {"plugin": "<catalog name>"}.
+	ManagedBy map[string]string
+	// Workspaces are the handles or public ids the executor may serve; empty means all.
+	Workspaces []string
+}
+
+// WorkEvent is an event on the executor's channel.
+type WorkEvent struct {
+	// Kind is EventWorkAvailable or EventWorkCanceled.
+	Kind    string
+	RunID   string
+	TaskKey string
+}
+
+// Work event kinds.
+const (
+	EventWorkAvailable = "work_available"
+	EventWorkCanceled  = "work_canceled"
+)
+
+// InboxRow is one unclaimed row of the executor's inbox.
+type InboxRow struct {
+	RunID    string
+	TaskKey  string
+	ToolName string
+}
+
+// Claim is a held claim and the row it covers.
+type Claim struct {
+	// Token is the claim token; the host never persists it.
+	Token          string
+	RunID          string
+	TaskKey        string
+	ToolName       string
+	ToolCallID     string
+	ToolAlias      string
+	WorkspaceID    string
+	ConversationID string
+	// ToolInput is the row's tool_input, a JSON object.
+	ToolInput json.RawMessage
+	// MemoryBindings is the row's scope for memory wire names (memory.md §2.2).
+	MemoryBindings []memory.Scope
+	// EffectProfile is the profile frozen on the row; it decides replay after a crash.
+	EffectProfile *announce.EffectProfile
+	ClaimedAt     time.Time
+	DeadlineAt    time.Time
+}
+
+// CommitBody is the result envelope the host commits (executor.md's commit body).
+type CommitBody struct {
+	// Outcome is OutcomeCompleted or OutcomeFailed.
+	Outcome string `json:"outcome"`
+	// Content is the JSON content: a string or a list of blocks; nil is a blank result.
+	Content json.RawMessage `json:"content,omitempty"`
+	// StructuredContent is kept verbatim ("null" and "false" included); nil omits it.
+	StructuredContent json.RawMessage `json:"structured_content,omitempty"`
+	IsError           bool            `json:"is_error,omitempty"`
+	// Title is nil when the plugin sent none.
+	Title    *string         `json:"title,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// FailureDetail is the tool_failed detail of a failed outcome, at most MaxFailureDetailBytes.
+	FailureDetail string `json:"failure_detail,omitempty"`
+}
+
+// Commit outcomes.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+)

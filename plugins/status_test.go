@@ -1,0 +1,52 @@
+package plugins
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nexuskernel/nexus/sdk/plugin"
+)
+
+// TestStatusJSON: a status serializes with exactly plugins.md §11's keys.
+func TestStatusJSON(t *testing.T) {
+	t.Parallel()
+	th := startHost(t, scenarioEntry(t, "memory-fs", plugin.KindMemory, "memory-inmem"))
+	th.waitState(t, "memory-fs", StateReady, 10*time.Second)
+	raw, err := json.Marshal(th.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &got); err != nil || len(got) != 1 {
+		t.Fatalf("%s", raw)
+	}
+	var keys []string
+	for k := range got[0] {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{"breaker", "calls", "checksum_pinned", "command", "enabled", "executor_public_id", "generation", "in_flight",
+		"info", "kind", "last_error", "last_stderr", "name", "pid", "refusal", "restarts", "sha256", "started_at", "state", "tools"}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("status keys (-spec +got):\n%s", diff)
+	}
+	for key, want := range map[string]string{
+		"state": `"ready"`, "kind": `"memory"`, "refusal": `null`, "last_error": `null`, "in_flight": `0`,
+		"calls":   `{"completed":0,"errors":0,"failed":0,"replayed":0,"expired":0}`,
+		"breaker": `{"state":"closed","failures":0,"open_until":null}`,
+		"tools":   `["memory_delete","memory_edit","memory_grep","memory_ls","memory_read","memory_write"]`,
+	} {
+		if string(got[0][key]) != want {
+			t.Errorf("%s = %s, want %s", key, got[0][key], want)
+		}
+	}
+	var info map[string]any
+	_ = json.Unmarshal(got[0]["info"], &info)
+	if len(info) != 4 || info["protocol_minor"] != float64(0) {
+		t.Errorf("info = %s", got[0]["info"])
+	}
+}

@@ -1,0 +1,129 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	pb "github.com/nexuskernel/nexus/sdk/internal/pb/nexus/plugin/v1"
+	"github.com/nexuskernel/nexus/sdk/plugin"
+)
+
+// MaxMessageBytes bounds one gRPC message each way: a tool result may carry captures up to
+// 8 MiB in total plus a 1 MB envelope, and doubling that leaves headroom for encoding.
+const MaxMessageBytes = 16 << 20
+
+// Parent-watchdog timings (plugins.md §9.5).
+const (
+	// ParentCheckInterval is how often a plugin checks that its host is alive: once a second
+	// bounds an orphan's life to about three seconds with the grace below.
+	ParentCheckInterval = time.Second
+	// ParentGrace is how long in-flight handlers get, once cancelled, before an orphaned plugin
+	// exits: enough to unwind a store call, short enough that nothing waits on a dead host.
+	ParentGrace = 2 * time.Second
+)
+
+// Calls tracks the handlers in flight, so that a plugin losing its host cancels them and waits
+// for them before it exits.
+type Calls struct {
+	base   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	logger hclog.Logger
+}
+
+// NewCalls returns a tracker whose handlers run until Cancel; panics are logged to logger.
+func NewCalls(logger hclog.Logger) *Calls {
+	base, cancel := context.WithCancel(context.Background())
+	return &Calls{base: base, cancel: cancel, logger: logger}
+}
+
+// Cancel cancels every handler's context and waits up to grace for them to return.
+func (c *Calls) Cancel(grace time.Duration) {
+	c.cancel()
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+	}
+}
+
+// Interceptor runs each handler under the tracker (its context also ends on Cancel) and turns a
+// panic into an INTERNAL error, so one handler never kills its plugin.
+func (c *Calls) Interceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	c.wg.Add(1)
+	defer c.wg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.base, cancel)
+	defer stop()
+	defer func() {
+		if r := recover(); r != nil {
+			// The stack goes to the plugin's log; the peer gets one line.
+			c.logger.Error("handler panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resp = nil
+			err = KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v", r))
+		}
+	}()
+	return handler(ctx, req)
+}
+
+// ServerOptions are the options every plugin's gRPC server gets.
+func (c *Calls) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(c.Interceptor),
+	}
+}
+
+// WatchParent calls onOrphan once when getppid answers something other than its first answer,
+// checking every interval until ctx ends.
+func WatchParent(ctx context.Context, getppid func() int, interval time.Duration, onOrphan func()) {
+	parent := getppid()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if getppid() != parent {
+				onOrphan()
+				return
+			}
+		}
+	}
+}
+
+// Serve runs a plugin process serving p under the kind's name: the handshake, protocol major 1,
+// gRPC with the bounds and recovery above, and the parent watchdog. It never returns normally.
+func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logger) {
+	go WatchParent(context.Background(), os.Getppid, ParentCheckInterval, func() {
+		logger.Warn("host process is gone; exiting")
+		calls.Cancel(ParentGrace)
+		os.Exit(0)
+	})
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig:  plugin.Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{plugin.ProtocolMajor: {kind.PluginSetKey(): p}},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, calls.ServerOptions()...)...)
+		},
+		Logger: logger,
+	})
+	os.Exit(0)
+}
+
+// DialOptions are the host's dial options for a plugin connection.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))}
+}

@@ -1,0 +1,142 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	pb "github.com/nexuskernel/nexus/sdk/internal/pb/nexus/plugin/v1"
+	"github.com/nexuskernel/nexus/sdk/internal/wire"
+)
+
+// errNotConfigured answers a store call that arrives before Configure built the store.
+var errNotConfigured = errors.New("memory: plugin is not configured")
+
+// providerSlot holds the Provider that Configure built, shared by the Plugin service and the
+// MemoryProvider service of one process.
+type providerSlot struct {
+	mu sync.RWMutex
+	p  Provider
+}
+
+func (s *providerSlot) get() (Provider, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, errNotConfigured
+	}
+	return s.p, nil
+}
+
+func (s *providerSlot) set(p Provider) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.p = p
+}
+
+// grpcServer is the plugin side of the MemoryProvider service: it only translates between the
+// generated types and the Provider, and carries errors as kinds.
+type grpcServer struct {
+	pb.UnimplementedMemoryProviderServer
+	slot *providerSlot
+}
+
+// errorKindOf is the wire kind of a store error; one not configured yet is UNAVAILABLE.
+func errorKindOf(err error) int32 {
+	if errors.Is(err, errNotConfigured) {
+		return int32(KindUnavailable)
+	}
+	return int32(KindOf(err))
+}
+
+func toStatus(err error) error { return wire.ToStatus(err, errorKindOf) }
+
+func (s *grpcServer) Ls(ctx context.Context, req *pb.LsRequest) (*pb.LsResponse, error) {
+	p, err := s.slot.get()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := p.Ls(ctx, lsRequestFromProto(req))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, toStatus(errNilResponse)
+	}
+	return lsResponseToProto(resp), nil
+}
+
+func (s *grpcServer) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
+	p, err := s.slot.get()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := p.Read(ctx, readRequestFromProto(req))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, toStatus(errNilResponse)
+	}
+	return readResponseToProto(resp), nil
+}
+
+func (s *grpcServer) Grep(ctx context.Context, req *pb.GrepRequest) (*pb.GrepResponse, error) {
+	p, err := s.slot.get()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := p.Grep(ctx, grepRequestFromProto(req))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, toStatus(errNilResponse)
+	}
+	return grepResponseToProto(resp), nil
+}
+
+func (s *grpcServer) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
+	p, err := s.slot.get()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := p.Write(ctx, writeRequestFromProto(req))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, toStatus(errNilResponse)
+	}
+	return writeResponseToProto(resp), nil
+}
+
+func (s *grpcServer) Edit(ctx context.Context, req *pb.EditRequest) (*pb.EditResponse, error) {
+	p, err := s.slot.get()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := p.Edit(ctx, editRequestFromProto(req))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, toStatus(errNilResponse)
+	}
+	return editResponseToProto(resp), nil
+}
+
+func (s *grpcServer) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
+	p, err := s.slot.get()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if _, err := p.Delete(ctx, deleteRequestFromProto(req)); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.DeleteResponse{}, nil
+}
+
+// errNilResponse is a store that answered neither a response nor an error: a store bug, sent
+// as INTERNAL.
+var errNilResponse = errors.New("memory: store answered no response")
