@@ -259,6 +259,13 @@ func TestStreamPresence(t *testing.T) {
 		if e := read(); e["presence"] != "online" || e["connected_at"] != now || e["last_seen_at"] != now {
 			t.Fatalf("with a stream open: %v", e)
 		}
+		// A connected_at whose holder stopped refreshing last_seen_at (an instance that died with
+		// its streams) is not shown once the executor reads offline.
+		f.advance(31 * time.Second)
+		if e := read(); e["presence"] != "offline" || e["connected_at"] != nil {
+			t.Fatalf("a stale stream: %v", e)
+		}
+		f.advance(-31 * time.Second)
 		c.close()
 		deadline := time.Now().Add(10 * time.Second)
 		for read()["connected_at"] != nil {
