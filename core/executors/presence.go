@@ -21,7 +21,8 @@ import (
 // online window.
 const presenceRefresh = identity.PresenceWriteInterval
 
-// presenceWriteTimeout bounds one presence write.
+// presenceWriteTimeout bounds one presence write: a one-row update that takes longer means the
+// store is in trouble, and presence, display only, must not hold a stream's goroutine for it.
 const presenceWriteTimeout = 5 * time.Second
 
 func (h *Hub) connected(ctx context.Context, e *executorStreams, at int64) {

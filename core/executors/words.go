@@ -36,7 +36,9 @@ const (
 	// the stream itself advises (retry: 3000), after which an overlapping stream has usually
 	// closed.
 	StreamRetryAfter = 3 * time.Second
-	// ReconnectDelay is the stream's retry field: how long a client waits before reconnecting.
+	// ReconnectDelay is the stream's retry field, how long a client waits before reconnecting:
+	// long enough that a restarting instance is not hammered by every runner at once, short
+	// enough that a lost stream costs seconds of latency, never work.
 	ReconnectDelay = 3 * time.Second
 	// PingInterval spaces the stream's comment pings: under the 30 to 60 seconds after which
 	// common proxies and load balancers cut an idle connection.
