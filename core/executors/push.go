@@ -270,8 +270,8 @@ func (h *Hub) deliver(executorPublicIDs []string, ev Event) {
 
 // publishTimeout bounds the NOTIFY of a fire-and-forget publish (WorkAvailable, WorkCanceled),
 // which runs after the writer's commit on its goroutine: a NOTIFY takes well under a
-// millisecond, and a writer must not wait longer than this on a hint the other instances'
-// 2-second poll would make up for anyway.
+// millisecond, and a writer must not wait longer than this on a hint whose loss costs latency,
+// never work (the inbox stays authoritative).
 const publishTimeout = 5 * time.Second
 
 // Publish delivers ev to the addressed executors' streams on this instance at once, then tells
