@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
@@ -19,6 +20,7 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
 )
 
 // DefaultBodyLimit bounds every JSON request body unless a route states another bound
@@ -34,6 +36,10 @@ type Deps struct {
 	Directory *identity.Directory
 	// Memory serves the member doors of kernel memory; nil leaves them unserved.
 	Memory *memory.Doors
+	// Uploads serves the upload doors of both planes; nil leaves them unserved.
+	Uploads *uploads.Service
+	// Push serves the executors' event streams; nil leaves the route unserved.
+	Push *executors.Hub
 	// CatalogBody is the kernel tool catalog route's body, computed once at start.
 	CatalogBody []byte
 	// Ready reports why the server is not ready; empty means ready.
@@ -93,6 +99,8 @@ func (a *API) routes() {
 	a.executorPlaneRoutes()
 	a.memoryRoutes()
 	a.profileRoutes()
+	a.uploadRoutes()
+	a.eventRoutes()
 	a.conversationRoutes()
 	a.runRoutes()
 	a.modelsRoutes()
@@ -127,6 +135,9 @@ func planeOf(path string) plane {
 type routeOpts struct {
 	// bodyLimit overrides DefaultBodyLimit.
 	bodyLimit int64
+	// stream leaves the body unread for the handler to stream (uploads): only a declared
+	// Content-Length over bodyLimit is refused up front, and Call.Body stays nil.
+	stream bool
 }
 
 // Call is what a handler knows about its request beyond net/http's.
@@ -164,7 +175,12 @@ func (a *API) handle(pattern string, opts routeOpts, h handlerFunc) {
 	a.patterns = append(a.patterns, pattern)
 	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c := r.Context().Value(callKey{}).(*Call)
-		if readsBody {
+		if readsBody && opts.stream {
+			if r.ContentLength > limit {
+				writeError(w, c.Log, c.RequestID, errTooLarge(limit))
+				return
+			}
+		} else if readsBody {
 			body, err := readBody(w, r, limit)
 			if err != nil {
 				writeError(w, c.Log, c.RequestID, err)

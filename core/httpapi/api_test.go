@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
+	"github.com/nexuskernel/nexus/core/uploads"
 )
 
 // fixture is an API over a fresh bootstrapped store of one dialect.
@@ -31,10 +33,16 @@ type fixture struct {
 	admin    string // the bootstrap user's token
 	agent    string // an agent's token
 
+	uploads *uploads.Service
+	push    *executors.Hub
+
 	mu      sync.Mutex
 	now     time.Time
 	effects recordedEffects
 }
+
+// testPingInterval replaces the stream's 15-second ping so that a test sees pings quickly.
+const testPingInterval = 200 * time.Millisecond
 
 func newFixture(t *testing.T, s *store.Store) *fixture {
 	t.Helper()
@@ -56,10 +64,21 @@ func newFixture(t *testing.T, s *store.Store) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
+	f.push = executors.NewHub(s, executors.HubOptions{Now: clock, PingInterval: testPingInterval})
+	if err := f.push.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.push.Close)
+	f.effects.then = executors.Revocation{Hub: f.push}
+	f.uploads, err = uploads.New(s, uploads.Options{DetectContentType: http.DetectContentType, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.dir = identity.NewDirectory(s, f.auth, identity.DirectoryOptions{Now: clock, Revocation: &f.effects})
 	doors := memory.NewDoors(memory.New(s), memory.NewResolver(s, nil), memory.DoorsOptions{Now: clock})
 	f.profiles = newProfiles(t, s, registry.New(), clock)
-	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: clock, Profiles: f.profiles, Memory: doors})
+	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: clock, Profiles: f.profiles, Memory: doors,
+		Uploads: f.uploads, Push: f.push})
 	if err != nil {
 		t.Fatal(err)
 	}

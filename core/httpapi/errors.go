@@ -31,6 +31,10 @@ func statusOf(k refusal.Kind) int {
 		return http.StatusUnprocessableEntity
 	case refusal.Unavailable:
 		return http.StatusServiceUnavailable
+	case refusal.RangeNotSatisfiable:
+		return http.StatusRequestedRangeNotSatisfiable
+	case refusal.TooManyRequests:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}

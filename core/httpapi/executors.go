@@ -34,7 +34,7 @@ func executorWire(e *identity.Executor) executorJSON {
 
 // executorDetailJSON is the discovery object (executor.md §1.4). The announcement fields are
 // served empty until the announcement door stores one: no tools, no documents, no environment,
-// never announced. connected_at is null while no event stream exists.
+// never announced. connected_at is null while no event stream is open.
 type executorDetailJSON struct {
 	PublicID          string            `json:"public_id"`
 	Kind              string            `json:"kind"`
@@ -55,7 +55,7 @@ func executorDetailWire(v *identity.ExecutorView) executorDetailJSON {
 	return executorDetailJSON{
 		PublicID: v.PublicID, Kind: v.Kind, DisplayName: v.DisplayName, Status: v.Status, WorkspacePublicID: v.WorkspacePublicID,
 		ServedTools: []json.RawMessage{}, ServedDocuments: []json.RawMessage{}, Environment: json.RawMessage("null"),
-		Presence: v.Presence, LastSeenAt: formatOptTime(v.LastSeenAt), CreatedAt: formatTime(v.CreatedAt),
+		Presence: v.Presence, LastSeenAt: formatOptTime(v.LastSeenAt), ConnectedAt: formatOptTime(v.ConnectedAt), CreatedAt: formatTime(v.CreatedAt),
 	}
 }
 

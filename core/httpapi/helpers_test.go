@@ -10,31 +10,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// recordedEffects is a RevocationEffects that records what a revocation asked of it.
+// recordedEffects is a RevocationEffects that records what a revocation asked of it, then
+// passes it on to then (the push hub's, closing streams).
 type recordedEffects struct {
 	mu      sync.Mutex
 	settled []int64
 	revoked []int64
 	fail    error
+	then    identity.RevocationEffects
 }
 
-func (r *recordedEffects) SettleRevoked(_ context.Context, _ *store.Tx, id int64, _ time.Time) error {
+func (r *recordedEffects) SettleRevoked(ctx context.Context, tx *store.Tx, id int64, at time.Time) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.fail != nil {
+		r.mu.Unlock()
 		return r.fail
 	}
 	r.settled = append(r.settled, id)
+	r.mu.Unlock()
+	if r.then != nil {
+		return r.then.SettleRevoked(ctx, tx, id, at)
+	}
 	return nil
 }
 
 func (r *recordedEffects) Revoked(id int64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.revoked = append(r.revoked, id)
+	r.mu.Unlock()
+	if r.then != nil {
+		r.then.Revoked(id)
+	}
 }
 
 // call sends method path with token and body (a string is sent as is, anything else as JSON;

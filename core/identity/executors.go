@@ -37,6 +37,10 @@ type ExecutorView struct {
 	LastSeenAt *int64
 	// Presence is online, offline or not_yet_seen.
 	Presence string
+	// ConnectedAt is Unix ms of the opening of its current event stream; nil when none is open.
+	// A stream's holder keeps LastSeenAt fresh, so a connected_at recorded by an instance that
+	// died with its streams is shown only while the executor reads online.
+	ConnectedAt *int64
 }
 
 func (d *Directory) viewOf(r *store.Executor) *ExecutorView {
@@ -48,6 +52,9 @@ func (d *Directory) viewOf(r *store.Executor) *ExecutorView {
 		v.Presence = PresenceOnline
 	default:
 		v.Presence = PresenceOffline
+	}
+	if v.Presence == PresenceOnline {
+		v.ConnectedAt = nullMillis(r.ConnectedAt)
 	}
 	return v
 }

@@ -29,6 +29,11 @@ const (
 	Unprocessable
 	// Unavailable is a dependency that cannot answer now (503).
 	Unavailable
+	// RangeNotSatisfiable is a byte range that lies outside the representation (416).
+	RangeNotSatisfiable
+	// TooManyRequests is a caller over a rate or concurrency limit (429); the door says when
+	// to retry.
+	TooManyRequests
 )
 
 // Field is one extra key of a refusal body.

@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/httpapi"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/kernel"
@@ -22,6 +23,7 @@ import (
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
 )
 
 // DrainTimeout is how long a shutdown waits for in-flight requests: long enough for any ordinary
@@ -42,6 +44,8 @@ type Server struct {
 	// stopListening ends the token-invalidation subscription.
 	stopListening func()
 	engine        *runs.Engine
+	uploads       *uploads.Service
+	push          *executors.Hub
 }
 
 // Options adjust Open for tests and tools.
@@ -130,10 +134,19 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		stopListening()
 		return nil, err
 	}
+	// The standard library keeps its content sniffer in net/http, which only this package and
+	// core/httpapi import.
+	up, err := uploads.New(st, uploads.Options{DetectContentType: http.DetectContentType, Now: opts.Now, Log: log.Named("uploads")})
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
+	srv.uploads = up
 	kmem := memory.New(st)
 	// The kernel's memory calls resolve conversation bindings against the run engine's
 	// conversation rows; the member doors reach no conversation and need no such states.
 	resolver := memory.NewResolver(st, runs.ConversationStates{})
+	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
 	tools := kernel.New(kernel.Options{
 		Memory: &kernel.Memory{Provider: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: opts.Now},
 		Models: &kernel.Models{Catalog: models},
@@ -149,21 +162,31 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		return nil, err
 	}
 	srv.engine = engine
-	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
+	// The push hub listens for the other instances' executor wake-ups before any stream opens.
+	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
+	if err := hub.Start(ctx); err != nil {
+		stopListening()
+		return nil, err
+	}
+	srv.push = hub
 	api, err := httpapi.New(httpapi.Deps{
 		Runs:   engine,
 		Models: models,
 		Log:    log.Named("http"),
 		Auth:   auth,
-		// The executor plane fills Revocation once it owns work that a revocation settles.
-		Directory:   identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now}),
+		// Revoking an executor closes its event streams on every instance; settling its work
+		// joins the same hook with the inbox.
+		Directory:   identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now, Revocation: executors.Revocation{Hub: hub}}),
 		Memory:      doors,
+		Uploads:     up,
+		Push:        hub,
 		CatalogBody: reg.CatalogBody(),
 		Ready:       srv.notReady,
 		Now:         opts.Now,
 		Profiles:    profileService,
 	})
 	if err != nil {
+		hub.Close()
 		stopListening()
 		return nil, err
 	}
@@ -177,8 +200,15 @@ func (s *Server) Handler() http.Handler { return s.api }
 // Store is the server's store.
 func (s *Server) Store() *store.Store { return s.store }
 
-// Close stops listening for token invalidations and releases the store.
+// Uploads is the server's upload service.
+func (s *Server) Uploads() *uploads.Service { return s.uploads }
+
+// Push is the server's push hub.
+func (s *Server) Push() *executors.Hub { return s.push }
+
+// Close stops the push hub and listening for token invalidations, and releases the store.
 func (s *Server) Close() error {
+	s.push.Close()
 	if s.stopListening != nil {
 		s.stopListening()
 	}
@@ -212,6 +242,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer s.engine.Stop()
+	// Event streams never end by themselves: shutting down closes them, so that draining waits
+	// only for ordinary requests.
+	hs.RegisterOnShutdown(s.push.CloseStreams)
+	reclaimCtx, stopReclaim := context.WithCancel(ctx)
+	defer stopReclaim()
+	go s.reclaimUploads(reclaimCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("serving", "listen", ln.Addr().String(), "store", s.store.String())
@@ -231,4 +267,35 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// UploadReclaimInterval spaces the passes that reclaim unbound uploads: an upload lives a day
+// unbound, so a minute's delay in deleting it costs nothing, and a pass that finds nothing is
+// one indexed query.
+const UploadReclaimInterval = time.Minute
+
+// reclaimUploads deletes expired unbound uploads until ctx ends, a batch after another while
+// batches come back full.
+func (s *Server) reclaimUploads(ctx context.Context) {
+	t := time.NewTicker(UploadReclaimInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			n, err := s.uploads.Reclaim(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Warn("reclaiming unbound uploads failed", "error", err)
+				}
+				break
+			}
+			if n < uploads.ReclaimBatch {
+				break
+			}
+		}
+	}
 }

@@ -27,10 +27,12 @@ type Executor struct {
 	CreatedAt         int64         `db:"created_at"`
 	RevokedAt         sql.NullInt64 `db:"revoked_at"`
 	LastSeenAt        sql.NullInt64 `db:"last_seen_at"`
+	// ConnectedAt is when its current event stream opened; null while none is open.
+	ConnectedAt sql.NullInt64 `db:"connected_at"`
 }
 
 const executorColumns = `e.id, e.public_id, e.workspace_id, w.public_id AS workspace_public_id, e.kind, e.display_name,
-       e.status, e.created_at, e.revoked_at, e.last_seen_at`
+       e.status, e.created_at, e.revoked_at, e.last_seen_at, e.connected_at`
 
 // InsertExecutor stores e (its workspace public id is not stored) and sets its ID.
 func InsertExecutor(ctx context.Context, q Querier, e *Executor) error {

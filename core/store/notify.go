@@ -136,3 +136,15 @@ func (s *Store) Subscribe(ctx context.Context, channel string, h SubscriptionHan
 		})
 	}, nil
 }
+
+// NotifyNow sends payload on channel at once, outside any transaction: for a signal about
+// changes already committed. On SQLite it does nothing.
+func (s *Store) NotifyNow(ctx context.Context, channel, payload string) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	if _, err := s.writer.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, payload); err != nil {
+		return fmt.Errorf("store: notify %s: %w", channel, err)
+	}
+	return nil
+}

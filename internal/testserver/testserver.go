@@ -48,6 +48,10 @@ type Options struct {
 	Config string
 	// Env adds environment variables (subprocess) or getenv answers (in-process).
 	Env map[string]string
+	// Peer starts this instance on Peer's PostgreSQL database (its own data directory), as a
+	// second instance of one deployment; the admin token is Peer's. SQLite serves one instance
+	// only, so Peer must run on PostgreSQL.
+	Peer *Instance
 }
 
 // Instance is one running server (or a stopped one that can be restarted on the same store).
@@ -67,6 +71,8 @@ type Instance struct {
 	stop   func() error
 	kill   func()
 	exited chan error
+	// srv is the running in-process server; nil for a subprocess or a stopped instance.
+	srv *server.Server
 }
 
 // Start starts a server on a fresh store and waits until it is ready. It is stopped when the test
@@ -76,8 +82,17 @@ func Start(t testing.TB, opts Options) *Instance {
 	if opts.Dialect == "" {
 		opts.Dialect = store.SQLite
 	}
+	if opts.Peer != nil {
+		if opts.Peer.opts.Dialect != store.Postgres {
+			t.Fatal("testserver: a peer shares a PostgreSQL database; SQLite serves one instance")
+		}
+		opts.Dialect = store.Postgres
+	}
 	in := &Instance{t: t, opts: opts, DataDir: filepath.Join(t.TempDir(), "data")}
-	if opts.Dialect == store.Postgres {
+	switch {
+	case opts.Peer != nil:
+		in.DatabaseURL = opts.Peer.DatabaseURL
+	case opts.Dialect == store.Postgres:
 		in.DatabaseURL = storetest.FreshURL(t, store.Postgres)
 	}
 	if opts.Config != "" {
@@ -93,12 +108,25 @@ func Start(t testing.TB, opts Options) *Instance {
 		in.Stop()
 	})
 	in.start()
+	if opts.Peer != nil {
+		// The database was bootstrapped by the peer; this instance wrote no token file.
+		in.AdminToken = opts.Peer.AdminToken
+		return in
+	}
 	tok, err := os.ReadFile(filepath.Join(in.DataDir, "admin.token"))
 	if err != nil {
 		t.Fatalf("admin token: %v", err)
 	}
 	in.AdminToken = strings.TrimSpace(string(tok))
 	return in
+}
+
+// Server is the running in-process server, for tests that reach its services directly (the
+// push hub, the upload service); nil for a subprocess or a stopped instance.
+func (in *Instance) Server() *server.Server {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.srv
 }
 
 // Logs returns what the server has logged so far.
@@ -174,6 +202,9 @@ func (in *Instance) startInProcess() {
 		t.Fatal(err)
 	}
 	in.URL = "http://" + ln.Addr().String()
+	in.mu.Lock()
+	in.srv = srv
+	in.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		err := srv.Serve(ctx, ln)
@@ -182,9 +213,14 @@ func (in *Instance) startInProcess() {
 	}()
 	in.stop = func() error {
 		cancel()
-		return <-in.exited
+		err := <-in.exited
+		in.mu.Lock()
+		in.srv = nil
+		in.mu.Unlock()
+		return err
 	}
-	in.kill = func() { _ = in.stop() }
+	stop := in.stop
+	in.kill = func() { _ = stop() }
 }
 
 func (in *Instance) startSubprocess() {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Client calls one Nexus server with one bearer token.
@@ -43,6 +44,8 @@ type Error struct {
 	Message string
 	// Extra holds the other keys of the error object (path, word, request_id, …).
 	Extra map[string]json.RawMessage
+	// RetryAfter is the Retry-After of a 429 rate_limited answer; zero when none was sent.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -82,7 +85,11 @@ func (c *Client) do(ctx context.Context, method, path string, in any, hdr http.H
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusNotModified {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return resp, nil, decodeError(resp.StatusCode, raw)
+		e := decodeError(resp.StatusCode, raw)
+		if ce, ok := e.(*Error); ok {
+			ce.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+		}
+		return resp, nil, e
 	}
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {

@@ -1,0 +1,317 @@
+package executors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// Event is one hint on an executor's stream (executor.md §6.1).
+type Event struct {
+	// Type is EventWorkAvailable or EventWorkCanceled.
+	Type string
+	// Kind is the row kind of work_available (KindToolCall); empty on work_canceled.
+	Kind        string
+	RunPublicID string
+	TaskKey     string
+	// ToolName is the served name of work_available; empty on work_canceled.
+	ToolName string
+	// Reason is work_canceled's: ReasonRunCanceled, ReasonTaskCanceled or ReasonExpired.
+	Reason string
+}
+
+// Hub holds this instance's event streams and fans events out to them and, through PostgreSQL
+// NOTIFY, to every other instance sharing the store (runs.md §4.10).
+type Hub struct {
+	store   *store.Store
+	channel string
+	// origin names this instance in its notifications, so that it does not deliver twice what
+	// it already delivered in process.
+	origin string
+	now    func() time.Time
+	log    hclog.Logger
+	ping   time.Duration
+
+	mu      sync.Mutex
+	streams map[int64]*executorStreams
+	// byPublic indexes the same entries by public id, the form events are addressed in.
+	byPublic map[string]*executorStreams
+	// lost is set while notifications from other instances may be missed.
+	lost bool
+	// closed refuses new streams once the instance shuts down.
+	closed bool
+
+	// presenceMu orders the presence writes of opens and closes (see presence.go).
+	presenceMu sync.Mutex
+
+	stopListening func()
+	stop          chan struct{}
+	wg            sync.WaitGroup
+}
+
+// executorStreams are one executor's open streams on this instance.
+type executorStreams struct {
+	id       int64
+	publicID string
+	open     map[*Stream]struct{}
+	// connectedAt is the connected_at this instance last recorded for the executor.
+	connectedAt int64
+}
+
+// HubOptions configure a Hub.
+type HubOptions struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Log receives what the hub absorbs (a failed notification or presence write).
+	Log hclog.Logger
+	// PingInterval replaces PingInterval (tests use a short one).
+	PingInterval time.Duration
+}
+
+// workChannel is the base name of the wake-up channel every instance listens on (runs.md
+// §4.10); executor wake-ups carry kind "executor", the run engine's own "kernel".
+const workChannel = "nexus_work"
+
+// NewHub returns a hub over s. Start it before serving streams.
+func NewHub(s *store.Store, o HubOptions) *Hub {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = PingInterval
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Hub{
+		store: s, channel: s.Channel(workChannel), origin: hex.EncodeToString(b[:]), now: o.Now, log: o.Log, ping: o.PingInterval,
+		streams: map[int64]*executorStreams{}, byPublic: map[string]*executorStreams{}, stop: make(chan struct{}),
+	}
+}
+
+// Start listens for the other instances' notifications (on PostgreSQL) and keeps the presence
+// of executors with open streams fresh, until Close.
+func (h *Hub) Start(ctx context.Context) error {
+	stop, err := h.store.Subscribe(ctx, h.channel, subscription{h})
+	if err != nil {
+		return fmt.Errorf("executors: listen for work notifications: %w", err)
+	}
+	h.stopListening = stop
+	h.wg.Add(1)
+	go h.refreshPresence()
+	return nil
+}
+
+// Close stops listening, closes every stream and stops the presence refresher.
+func (h *Hub) Close() {
+	h.CloseStreams()
+	h.mu.Lock()
+	stop := h.stopListening
+	h.stopListening = nil
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+	h.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	h.wg.Wait()
+}
+
+// CloseStreams closes every stream and refuses new ones: a shutting-down server must not wait
+// for streams that never end by themselves.
+func (h *Hub) CloseStreams() {
+	h.mu.Lock()
+	h.closed = true
+	all := h.allLocked()
+	h.mu.Unlock()
+	for _, s := range all {
+		s.Close()
+	}
+}
+
+// PingInterval is how often a stream writes its ": ping" comment.
+func (h *Hub) PingInterval() time.Duration { return h.ping }
+
+// Stream is one open event stream of one executor. Read Events until Done is closed.
+type Stream struct {
+	hub      *Hub
+	entry    *executorStreams
+	events   chan Event
+	done     chan struct{}
+	once     sync.Once
+	openedAt int64
+}
+
+// Events delivers the stream's events in order.
+func (s *Stream) Events() <-chan Event { return s.events }
+
+// Done is closed when the stream ends: revocation, overflow, shutdown, or Close.
+func (s *Stream) Done() <-chan struct{} { return s.done }
+
+// Close ends the stream and releases its slot; it is safe to call more than once.
+func (s *Stream) Close() {
+	s.once.Do(func() {
+		h := s.hub
+		h.mu.Lock()
+		close(s.done)
+		delete(s.entry.open, s)
+		last := len(s.entry.open) == 0
+		if last && h.streams[s.entry.id] == s.entry {
+			delete(h.streams, s.entry.id)
+			delete(h.byPublic, s.entry.publicID)
+		}
+		h.mu.Unlock()
+		if last {
+			h.disconnected(s.entry)
+		}
+	})
+}
+
+// Open opens an event stream for the executor (internal id and public id). A ninth stream of
+// one executor on this instance is ErrTooManyStreams (429 rate_limited); while the instance
+// shuts down, 503 unavailable.
+func (h *Hub) Open(ctx context.Context, executorID int64, publicID string) (*Stream, error) {
+	at := store.Millis(h.now())
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, errHubClosed
+	}
+	e := h.streams[executorID]
+	if e == nil {
+		e = &executorStreams{id: executorID, publicID: publicID, open: map[*Stream]struct{}{}}
+		h.streams[executorID] = e
+		h.byPublic[publicID] = e
+	}
+	if len(e.open) >= MaxStreams {
+		h.mu.Unlock()
+		return nil, ErrTooManyStreams
+	}
+	s := &Stream{hub: h, entry: e, events: make(chan Event, StreamBuffer), done: make(chan struct{}), openedAt: at}
+	e.open[s] = struct{}{}
+	h.mu.Unlock()
+	h.connected(ctx, e, at)
+	return s, nil
+}
+
+// CloseExecutor closes every stream the executor holds on this instance (its revocation).
+func (h *Hub) CloseExecutor(executorID int64) {
+	h.mu.Lock()
+	var all []*Stream
+	if e := h.streams[executorID]; e != nil {
+		for s := range e.open {
+			all = append(all, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.Close()
+	}
+}
+
+// Streams counts the streams the executor holds on this instance.
+func (h *Hub) Streams(executorID int64) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.streams[executorID]; e != nil {
+		return len(e.open)
+	}
+	return 0
+}
+
+func (h *Hub) allLocked() []*Stream {
+	var all []*Stream
+	for _, e := range h.streams {
+		for s := range e.open {
+			all = append(all, s)
+		}
+	}
+	return all
+}
+
+// deliver hands ev to every stream of the addressed executors on this instance. A stream whose
+// buffer is full is closed rather than blocking the publisher or losing the event silently:
+// its executor reconnects and reads its inbox.
+func (h *Hub) deliver(executorPublicIDs []string, ev Event) {
+	var overflowed []*Stream
+	h.mu.Lock()
+	for _, id := range executorPublicIDs {
+		e := h.byPublic[id]
+		if e == nil {
+			continue
+		}
+		for s := range e.open {
+			select {
+			case s.events <- ev:
+			default:
+				overflowed = append(overflowed, s)
+			}
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range overflowed {
+		h.log.Warn("closing an event stream that fell behind", "executor", s.entry.publicID, "buffer", StreamBuffer)
+		s.Close()
+	}
+}
+
+// publishTimeout bounds the NOTIFY of a fire-and-forget publish (WorkAvailable, WorkCanceled),
+// which runs after the writer's commit on its goroutine: a NOTIFY takes well under a
+// millisecond, and a writer must not wait longer than this on a hint whose loss costs latency,
+// never work (the inbox stays authoritative).
+const publishTimeout = 5 * time.Second
+
+// Publish delivers ev to the addressed executors' streams on this instance at once, then tells
+// the other instances through NOTIFY (PostgreSQL). Call it after the transaction that changed
+// the rows committed: a hint must never announce work that a rollback took back. An error
+// means the other instances were not told; this instance's streams already were.
+func (h *Hub) Publish(ctx context.Context, executorPublicIDs []string, ev Event) error {
+	if len(executorPublicIDs) == 0 {
+		return nil
+	}
+	h.deliver(executorPublicIDs, ev)
+	if h.store.Dialect() != store.Postgres {
+		return nil
+	}
+	var errs []error
+	for _, p := range h.payloads(executorPublicIDs, ev) {
+		if err := h.store.NotifyNow(ctx, h.channel, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WorkAvailable pushes work_available for a row that entered dispatched to its addressees
+// (runs.md §4.10): the run engine's signal after its commit. Failures are logged; the inbox
+// stays authoritative.
+func (h *Hub) WorkAvailable(runPublicID, taskKey, toolName string, executorPublicIDs []string) {
+	h.publishLogged(executorPublicIDs, Event{Type: EventWorkAvailable, Kind: KindToolCall, RunPublicID: runPublicID, TaskKey: taskKey, ToolName: toolName})
+}
+
+// WorkCanceled pushes work_canceled for a dispatched row that settled by anything other than
+// its executor's own commit, to the executors that were sent work_available for it.
+func (h *Hub) WorkCanceled(runPublicID, taskKey string, executorPublicIDs []string, reason string) {
+	h.publishLogged(executorPublicIDs, Event{Type: EventWorkCanceled, RunPublicID: runPublicID, TaskKey: taskKey, Reason: reason})
+}
+
+func (h *Hub) publishLogged(ids []string, ev Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if err := h.Publish(ctx, ids, ev); err != nil {
+		h.log.Warn("notifying other instances of executor work failed", "event", ev.Type, "run", ev.RunPublicID, "task", ev.TaskKey, "error", err)
+	}
+}

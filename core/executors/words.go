@@ -1,0 +1,61 @@
+package executors
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/refusal"
+)
+
+// CodeRateLimited is the refusal of a request over an executor's rate or concurrency limit
+// (executor.md §7.1), answered 429 with a Retry-After header.
+const CodeRateLimited = "rate_limited"
+
+// Event words of the stream (executor.md §6.1).
+const (
+	EventWorkAvailable = "work_available"
+	EventWorkCanceled  = "work_canceled"
+	// KindToolCall is the only row kind this version pushes; clients skip others.
+	KindToolCall = "tool_call"
+)
+
+// Reasons of work_canceled (executor.md §6.1); clients treat an unknown word as a cancel.
+const (
+	ReasonRunCanceled  = "run_canceled"
+	ReasonTaskCanceled = "task_canceled"
+	ReasonExpired      = "expired"
+)
+
+// Stream limits (executor.md §6, §7.2).
+const (
+	// MaxStreams bounds the event streams one executor holds on an instance: a runner needs
+	// one, a few more cover reconnects that overlap a dying connection, and each costs a
+	// goroutine and a socket.
+	MaxStreams = 8
+	// StreamRetryAfter is the Retry-After of a refused ninth stream: the reconnection delay
+	// the stream itself advises (retry: 3000), after which an overlapping stream has usually
+	// closed.
+	StreamRetryAfter = 3 * time.Second
+	// ReconnectDelay is the stream's retry field, how long a client waits before reconnecting:
+	// long enough that a restarting instance is not hammered by every runner at once, short
+	// enough that a lost stream costs seconds of latency, never work.
+	ReconnectDelay = 3 * time.Second
+	// PingInterval spaces the stream's comment pings: under the 30 to 60 seconds after which
+	// common proxies and load balancers cut an idle connection.
+	PingInterval = 15 * time.Second
+	// StreamBuffer is how many events a stream may fall behind before it is closed: the
+	// executor reconnects and reads its inbox, which loses nothing, instead of the hub blocking
+	// publishers on a slow reader or dropping events silently.
+	StreamBuffer = 64
+)
+
+// ErrTooManyStreams is the refusal of a stream over MaxStreams (errors.Is matches it).
+var ErrTooManyStreams = refusal.Newf(refusal.TooManyRequests, CodeRateLimited,
+	"An executor may hold at most %d event streams at once; retry after one closes.", MaxStreams)
+
+// RetryAfter is the Retry-After header value (whole seconds) of a refused stream.
+func RetryAfter() string { return strconv.Itoa(int(StreamRetryAfter / time.Second)) }
+
+// errHubClosed refuses a stream while the instance shuts down.
+var errHubClosed = refusal.New(refusal.Unavailable, refusal.CodeUnavailable,
+	"The server is shutting down; reconnect to another instance.")

@@ -1,0 +1,13 @@
+// Package uploads owns the files members and executors stage (executor.md §5): streaming ingest
+// into 1 MiB chunks in the store with the size, SHA-256 and detected type measured on the way,
+// the descriptor, the readers' visibility rules, ranged reads that stream chunk by chunk, the
+// ownership checks the commit and input doors make (unknown_result_upload,
+// unknown_input_upload), binding an upload to the task or turn that keeps it alive, and the
+// reclamation of uploads nothing binds after 24 hours.
+//
+// It must not know HTTP: multipart parsing, Range and ETag headers and the descriptor's JSON are
+// core/httpapi's, and the content sniffer (which the standard library keeps in net/http) is
+// handed in by core/server. Its binding functions take the caller's *store.Tx, because a
+// binding is only as good as the transaction that settles the row it belongs to; it never
+// settles a task itself.
+package uploads

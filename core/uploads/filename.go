@@ -1,0 +1,39 @@
+package uploads
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// CleanFilename is the name an upload keeps of the filename its part declared (executor.md
+// §5.1): the base name (after the last '/' or '\', since clients on either kind of system send
+// paths), with control characters removed, cut to MaxFilenameBytes on a character boundary, and
+// DefaultFilename when nothing is left.
+//
+// Decisions where the specification is silent: bytes that are not UTF-8 are dropped (the store
+// keeps text); "." and ".." name directories, not files, and become DefaultFilename; other
+// characters, spaces included, are kept as sent.
+func CleanFilename(raw string) string {
+	s := strings.ToValidUTF8(raw, "")
+	if i := strings.LastIndexAny(s, `/\`); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > MaxFilenameBytes {
+		cut := MaxFilenameBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	if s == "" || s == "." || s == ".." {
+		return DefaultFilename
+	}
+	return s
+}
