@@ -13,7 +13,15 @@ import (
 	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
 )
+
+func orEmpty(a []Attachment) []Attachment {
+	if a == nil {
+		return []Attachment{}
+	}
+	return a
+}
 
 // Profiles freezes an answering agent's profile as it stands now onto a conversation turn
 // (runs.md §2.2 acceptance step 1): its composed and rendered declaration (narrowed by the
@@ -411,10 +419,6 @@ func (e *Engine) PostMessage(ctx context.Context, a *Actor, convID string, messa
 				return nil, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "message.attachments[%d] is not an upload id.", i).With("path", fmt.Sprintf("message.attachments[%d]", i))
 			}
 		}
-		if len(attachments) > 0 {
-			// No upload store exists in this version, so no upload is the caller's.
-			return nil, refusal.Newf(refusal.Unprocessable, CodeUnknownInputUpload, "No upload %s of yours exists.", attachments[0]).With("path", "message.attachments[0]")
-		}
 	}
 	if text == "" && len(attachments) == 0 {
 		return nil, badField("message.text", "text may be empty only with attachments.")
@@ -437,6 +441,10 @@ func (e *Engine) PostMessage(ctx context.Context, a *Actor, convID string, messa
 	var posted *Posted
 	err = e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		c, err := store.LockConversation(ctx, tx, c.ID)
+		if err != nil {
+			return err
+		}
+		atts, err := e.inputAttachments(ctx, tx, a, attachments, "message.attachments")
 		if err != nil {
 			return err
 		}
@@ -500,11 +508,14 @@ func (e *Engine) PostMessage(ctx context.Context, a *Actor, convID string, messa
 		}
 		author := a.PublicID
 		t := &store.Turn{PublicID: store.NewPublicID(), ConversationID: c.ID, Position: pos, AuthorKind: a.Kind, AuthorPublicID: &author,
-			InputText: text, InputAttachments: "[]", Model: ref, Status: TurnQueued, RunID: r.ID, RunPublicID: r.PublicID, CreatedAt: now}
+			InputText: text, InputAttachments: *jsonText(orEmpty(atts)), Model: ref, Status: TurnQueued, RunID: r.ID, RunPublicID: r.PublicID, CreatedAt: now}
 		if toolNames != nil {
 			t.ToolNames = jsonText(toolNames)
 		}
 		if err := store.InsertTurn(ctx, tx, t); err != nil {
+			return err
+		}
+		if err := e.bindInputs(ctx, tx, uploads.TargetTurnInput, t.ID, c.WorkspaceID, atts, now); err != nil {
 			return err
 		}
 		round := &store.Task{RunID: r.ID, Key: "r1", Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: OriginAuthor,
@@ -512,6 +523,9 @@ func (e *Engine) PostMessage(ctx context.Context, a *Actor, convID string, messa
 			LineageRoot: "r1", RoundNumber: 1, Model: &ref, Prompt: &text, Instructions: prof.Instructions,
 			ToolDefinitions: ptr(string(prof.Frozen.ToolDefinitions)), Environment: ptr(string(prof.Frozen.Environment)),
 			SkillCatalog: ptr(string(prof.Frozen.SkillCatalog)), CreatedAt: now}
+		if len(atts) > 0 {
+			round.Attachments = jsonText(atts)
+		}
 		if err := store.InsertTask(ctx, tx, round); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
 )
 
 // Receipt is what a create or append accepted (runs.md §2.3, §2.6).
@@ -208,6 +209,9 @@ func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, st
 			if len(s.results) > 0 {
 				t.Results = jsonText(s.results)
 			}
+			if len(s.attachments) > 0 {
+				t.Attachments = jsonText(s.attachments)
+			}
 			if s.frozen != nil {
 				t.ToolDefinitions = ptr(string(s.frozen.ToolDefinitions))
 				t.Environment = ptr(string(s.frozen.Environment))
@@ -229,6 +233,9 @@ func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, st
 			applyAddress(t, s.address)
 		}
 		if err := store.InsertTask(ctx, tx, t); err != nil {
+			return nil, err
+		}
+		if err := e.bindInputs(ctx, tx, uploads.TargetTaskInput, t.ID, r.WorkspaceID, s.attachments, now); err != nil {
 			return nil, err
 		}
 		keys[i] = s.key

@@ -106,6 +106,9 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		maxOut = *m.MaxOutputTokens
 	}
 	req := &model.Request{Ref: m.Ref, Model: m.Name, MaxOutputTokens: int(maxOut)}
+	if e.uploads != nil {
+		req.Media = mediaReader{svc: e.uploads, q: e.store.Reader()}
+	}
 	if t.SealedRequestID != nil {
 		parts, err := store.SealedRequest(ctx, e.store.Reader(), *t.SealedRequestID)
 		if err != nil {

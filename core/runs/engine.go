@@ -15,6 +15,7 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	Signal        ExecutorSignal
 	Announcements Announcements
 	Overrides     MemoryOverrides
+	// Uploads checks, binds and reads input attachments; nil refuses every attachment
+	// unknown_input_upload.
+	Uploads *uploads.Service
 	// Profiles freezes answering agents' profiles onto conversation turns; nil gives every
 	// agent the empty profile.
 	Profiles Profiles
@@ -77,6 +81,7 @@ type Engine struct {
 	over     MemoryOverrides
 	mem      *memory.Resolver
 	profiles Profiles
+	uploads  *uploads.Service
 	cfg      Config
 	now      func() time.Time
 	log      hclog.Logger
@@ -122,7 +127,7 @@ func New(o Options) (*Engine, error) {
 	}
 	return &Engine{
 		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel,
-		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, cfg: o.Config, now: o.Now, log: o.Log,
+		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim,
 	}, nil

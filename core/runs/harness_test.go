@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
 )
 
 // clock is a settable test clock: expiry cases move it instead of sleeping.
@@ -37,13 +39,14 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type harness struct {
-	decls runs.Declarations
-	t     testing.TB
-	s     *store.Store
-	e     *runs.Engine
-	clock *clock
-	actor *runs.Actor
-	ctx   context.Context
+	decls   runs.Declarations
+	uploads *uploads.Service
+	t       testing.TB
+	s       *store.Store
+	e       *runs.Engine
+	clock   *clock
+	actor   *runs.Actor
+	ctx     context.Context
 }
 
 type harnessOptions struct {
@@ -79,6 +82,11 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 		opts.Declarations = &runs.Compiler{C: comp}
 	}
 	opts.Profiles = o.profiles
+	up, err := uploads.New(s, uploads.Options{DetectContentType: http.DetectContentType, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Uploads = up
 	e, err := runs.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +106,7 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, s: s, e: e, clock: c, ctx: ctx, decls: opts.Declarations,
+	return &harness{t: t, s: s, e: e, clock: c, ctx: ctx, decls: opts.Declarations, uploads: up,
 		actor: &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleOwner, WorkspaceID: w.ID, WorkspacePublicID: w.PublicID}}
 }
 

@@ -96,6 +96,13 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			parts = append(parts, model.Part{Type: model.PartText, Text: block})
 		}
 		parts = append(parts, model.Part{Type: model.PartText, Text: deref(t.Prompt)})
+		if t.Attachments != nil {
+			var atts []Attachment
+			if err := json.Unmarshal([]byte(*t.Attachments), &atts); err != nil {
+				return nil, fmt.Errorf("runs: stored attachments of %s: %w", t.Key, err)
+			}
+			parts = append(parts, inputParts(atts, m)...)
+		}
 		if err := add(model.Entry{Role: model.RoleUser, Content: parts}); err != nil {
 			return nil, err
 		}

@@ -41,6 +41,7 @@ type step struct {
 	results                     []string
 	hasResults                  bool
 	frozen                      *FrozenDeclaration
+	attachments                 []Attachment
 	// tool
 	name      string
 	input     []byte
@@ -54,7 +55,7 @@ type step struct {
 type stepParser struct {
 	e        *Engine
 	ctx      context.Context
-	q        store.Querier
+	q        *store.Tx
 	actor    *Actor
 	runner   string // the run's default Runner
 	existing map[string]bool
@@ -178,14 +179,24 @@ func (p *stepParser) parseModel(s *step, body map[string]json.RawMessage, prev s
 		if json.Unmarshal(v, &ids) != nil || len(ids) > MaxAttachments {
 			p.fail(CodeInvalidAttachments, s.path+".attachments", "attachments must be an array of at most %d upload ids.", MaxAttachments)
 		} else {
+			wellFormed := true
 			for j, id := range ids {
 				at := fmt.Sprintf("%s.attachments[%d]", s.path, j)
 				if !uuidPattern.MatchString(id) {
 					p.fail(CodeInvalidAttachments, at, "%s is not an upload id.", at)
-				} else {
-					// No upload store exists in this version, so no upload is the caller's.
-					p.fail(CodeUnknownInputUpload, at, "No upload %s of yours exists.", id)
+					wellFormed = false
 				}
+			}
+			if wellFormed && len(ids) > 0 {
+				atts, err := p.e.inputAttachments(p.ctx, p.q, p.actor, ids, s.path+".attachments")
+				if r, ok := refusal.As(err); ok {
+					pth, _ := r.Get("path")
+					ps, _ := pth.(string)
+					p.fail(r.Code, ps, "%s", r.Message)
+				} else if err != nil {
+					p.fail(refusal.CodeInternal, s.path+".attachments", "%s", err.Error())
+				}
+				s.attachments = atts
 			}
 			hasAttachments = len(ids) > 0
 		}

@@ -156,7 +156,8 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval}
 	}
 	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler},
-		Profiles: runs.ProfileService{S: profileService}, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now, Log: log.Named("kernel")})
+		Profiles: runs.ProfileService{S: profileService}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
+		Log: log.Named("kernel")})
 	if err != nil {
 		stopListening()
 		return nil, err

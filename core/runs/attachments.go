@@ -1,0 +1,124 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"strings"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/envelope"
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
+)
+
+// Attachment is an input upload as a turn or a model step keeps it: the upload descriptor's
+// lasting facts (executor.md §5.1).
+type Attachment struct {
+	PublicID    string `json:"public_id"`
+	URI         string `json:"uri"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	ByteSize    int64  `json:"byte_size"`
+	SHA256      string `json:"sha256"`
+}
+
+// inputAttachments checks that every id is one of the caller's own complete uploads (422
+// unknown_input_upload at path[i] otherwise) and answers their descriptors in order. The
+// uploads are locked until the transaction ends, so the caller binds them in it.
+func (e *Engine) inputAttachments(ctx context.Context, tx *store.Tx, a *Actor, ids []string, path string) ([]Attachment, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if e.uploads == nil {
+		return nil, refusal.Newf(refusal.Unprocessable, CodeUnknownInputUpload, "%s[0]: no upload %s of yours exists.", path, ids[0]).
+			With("path", path+"[0]")
+	}
+	p := &identity.Principal{Kind: a.Kind, ID: a.ID, PublicID: a.PublicID}
+	if err := uploads.CheckInputs(ctx, tx, p, ids, path); err != nil {
+		return nil, err
+	}
+	found, err := e.uploads.Lookup(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Attachment, 0, len(ids))
+	for _, id := range ids {
+		u, ok := found[strings.ToLower(id)]
+		if !ok {
+			return nil, fmt.Errorf("runs: upload %s vanished after its check", id)
+		}
+		out = append(out, Attachment{PublicID: u.PublicID, URI: u.URI(), Filename: u.Filename, ContentType: u.ContentType,
+			ByteSize: u.ByteSize, SHA256: u.SHA256})
+	}
+	return out, nil
+}
+
+// bindInputs keeps a row's input uploads alive as long as the row.
+func (e *Engine) bindInputs(ctx context.Context, tx *store.Tx, kind string, id, workspaceID int64, atts []Attachment, now int64) error {
+	if len(atts) == 0 {
+		return nil
+	}
+	ids := make([]string, len(atts))
+	for i, a := range atts {
+		ids[i] = a.PublicID
+	}
+	return uploads.Bind(ctx, tx, uploads.Target{Kind: kind, ID: id, WorkspaceID: workspaceID}, ids, time.UnixMilli(now))
+}
+
+// mediaType is a detected type without parameters, lowercased (runs.md §5.7.1).
+func mediaType(contentType string) string {
+	t, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0]))
+	}
+	return t
+}
+
+// inputParts renders a turn's or step's attachments for the request's model (runs.md §5.7.3):
+// an accepted media upload is an attachment part; anything else is an index line, with
+// ": not readable by this model" for media the model does not accept.
+func inputParts(atts []Attachment, m model.Model) []model.Part {
+	parts := make([]model.Part, 0, len(atts))
+	for _, a := range atts {
+		mt := mediaType(a.ContentType)
+		media := envelope.IsMediaType(a.ContentType)
+		if media && m.AcceptsMedia(mt) {
+			parts = append(parts, model.Part{Type: model.PartAttachment, UploadPublicID: a.PublicID, MediaType: mt,
+				Name: a.Filename, ByteSize: a.ByteSize, SHA256: a.SHA256})
+			continue
+		}
+		line := fmt.Sprintf("[attachment %s %s %d bytes %s", a.Filename, mt, a.ByteSize, a.URI)
+		if media {
+			line += ": not readable by this model"
+		}
+		parts = append(parts, model.Part{Type: model.PartText, Text: line + "]"})
+	}
+	return parts
+}
+
+// mediaReader opens attachment bytes for a provider through the upload store.
+type mediaReader struct {
+	svc *uploads.Service
+	q   store.Querier
+}
+
+func (m mediaReader) Open(ctx context.Context, uploadPublicID string) (io.ReadCloser, error) {
+	found, err := m.svc.Lookup(ctx, m.q, []string{uploadPublicID})
+	if err != nil {
+		return nil, err
+	}
+	u, ok := found[strings.ToLower(uploadPublicID)]
+	if !ok {
+		return nil, fmt.Errorf("runs: no upload %s", uploadPublicID)
+	}
+	r, err := m.svc.Open(ctx, u, 0, u.ByteSize)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(r), nil
+}
