@@ -79,10 +79,12 @@ func TestToolsExampleServesRows(t *testing.T) {
 	if u := th.plane.commitsFor("unknown")[0]; u.Outcome != OutcomeFailed || u.FailureDetail != "plugin tools-example does not serve example_nope" {
 		t.Errorf("unknown tool: %+v", u)
 	}
-	st = th.status(t, "tools-example")
-	if st.Calls != (CallCounts{Completed: 4, Errors: 1, Failed: 2}) || st.InFlight != 0 {
-		t.Errorf("counts: %+v", st.Calls)
-	}
+	// The host counts a call once its commit has returned, just after the plane recorded it.
+	want := CallCounts{Completed: 4, Errors: 1, Failed: 2}
+	th.plane.await(t, 10*time.Second, "the call counts", func() bool {
+		st := th.status(t, "tools-example")
+		return st.Calls == want && st.InFlight == 0
+	})
 }
 
 func TestMemoryPluginServesRows(t *testing.T) {
