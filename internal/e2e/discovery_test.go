@@ -95,7 +95,7 @@ func TestDiscoveryOverHTTP(t *testing.T) {
 			mode := "bypass"
 			if _, err := bot.PutProfileConfiguration(ctx, &client.ProfileConfigurationRequest{Configuration: client.ProfileConfiguration{
 				ToolDefinitions: json.RawMessage(`[{"type":"function","function":{"name":"list_models"},"canonical":"nexus.models.list","defer_loading":true}]`),
-				KernelTools: []string{"nexus.tools.search", "nexus.tools.call", "nexus.runners.list", "nexus.models.list", "nexus.skill.load"},
+				KernelTools:     []string{"nexus.tools.search", "nexus.tools.call", "nexus.runners.list", "nexus.models.list", "nexus.skill.load"},
 				// Mac first: the candidates' order is the profile's, not the selection's.
 				RunnerExecutorPublicIDs: []string{mac, workstation},
 				ApprovalMode:            &mode,
