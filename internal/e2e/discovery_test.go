@@ -242,3 +242,95 @@ func aliasDefinition(t *testing.T) string {
 	}
 	return strings.TrimSuffix(string(def), "}}") + `,"strict":false}}`
 }
+
+// TestDiscoveryStandaloneRun: on a standalone run over HTTP, on each store, tool_call is no
+// approval bypass (the child meets the rules on its own name and the call mirrors its denial),
+// a skill callable with an empty frozen catalog is neither offered nor listed yet still answers
+// skill_unknown, and tool_search cuts its answer at the limit and says so.
+func TestDiscoveryStandaloneRun(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			srv := testserver.Start(t, testserver.Options{Dialect: d})
+			c := srv.Client()
+			ctx := context.Background()
+			script := "Look around.\n!mock\nround 1\n" +
+				"call tool_call {\"name\":\"memory_read\",\"input\":{\"path\":\"workspace/plan.md\"}}\n" +
+				"call skill {\"name\":\"release-notes\"}\n" +
+				"call tool_search {\"query\":\"memory\",\"limit\":1}\n" +
+				"round 2\nsay {{last_result}}"
+			created, err := c.CreateRun(ctx, "default", map[string]any{
+				"steps": []any{map[string]any{"model": map[string]any{"model": "mock/scripted", "prompt": script,
+					"kernel_tools": []string{"nexus.tools.search", "nexus.tools.call", "nexus.skill.load", "nexus.memory.read", "nexus.memory.ls"}}}},
+				"approval_mode": "rules",
+				"approval_rules": []any{map[string]any{"tool": "tool_*", "verdict": "allow"}, map[string]any{"tool": "skill", "verdict": "allow"},
+					map[string]any{"tool": "memory_read", "verdict": "deny", "reason": "reads are off today"}},
+			}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := waitRun(t, c, created.Run.PublicID, 30*time.Second)
+			id := run.PublicID
+			if run.Status != "completed" {
+				t.Fatalf("run %s", run.Status)
+			}
+			task := func(key string) *client.Task {
+				t.Helper()
+				tk, err := c.Task(ctx, "default", id, key)
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+				return &tk.Task
+			}
+			call, child := task("r2t0"), task("r2t0-call-1")
+			denied := client.TaskError{Key: "approval_denied", Detail: "reads are off today"}
+			if child.Status != "failed" || child.Error == nil || *child.Error != denied || call.Status != "failed" || call.Error == nil || *call.Error != denied {
+				t.Fatalf("the child was not held to its own rule: call %s %+v, child %s %+v", call.Status, call.Error, child.Status, child.Error)
+			}
+			if sk := task("r2t1"); sk.Status != "completed" || deref(sk.Output) != "skill_unknown: release-notes" || !deref(sk.IsError) || deref(sk.Title) != "skill refused" {
+				t.Fatalf("skill %+v", sk)
+			}
+			search := task("r2t2")
+			got, trunc := searchNames(t, deref(search.Output))
+			if len(got) != 1 || !trunc || got[0] != "memory_ls" {
+				t.Fatalf("search %s", deref(search.Output))
+			}
+			if deref(run.Answer) != deref(search.Output) {
+				t.Fatalf("answer %q", deref(run.Answer))
+			}
+			req, err := c.SealedRequest(ctx, "default", id, "s1-model-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(req), "Skills available now") || strings.Contains(string(req), `"name":"skill"`) {
+				t.Fatalf("an empty catalog's callable was offered or listed: %s", req)
+			}
+			// The paired result the continuation read is the child's failure.
+			req, err = c.SealedRequest(ctx, "default", id, "r2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(req), jsonString("<tool_use_error>The tool call was declined at approval. (approval_denied) reads are off today</tool_use_error>")) {
+				t.Fatalf("continuation request %s", req)
+			}
+		})
+	}
+}
+
+func searchNames(t *testing.T, body string) (names []string, truncated bool) {
+	t.Helper()
+	var a struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+		Truncated bool `json:"truncated"`
+	}
+	if err := json.Unmarshal([]byte(body), &a); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	for _, tl := range a.Tools {
+		names = append(names, tl.Name)
+	}
+	return names, a.Truncated
+}
