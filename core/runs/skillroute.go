@@ -38,9 +38,15 @@ func (e *Engine) addressCall(ctx context.Context, q store.Querier, run *store.Ru
 		skill, _ := e.registry.Resolve(declare.CanonicalSkill)
 		return Address{Profile: skill.Effect}, nil
 	}
+	// The Runner must still be active and announce both its skill tool and the document; the
+	// failure names the Runner and the skill, whichever of them is gone.
+	withdrawn := notServed(fmt.Sprintf("runner %s no longer serves skill %s", entry.RunnerExecutorPublicID, name))
 	addr, err := e.address(ctx, q, run, res)
-	if err != nil || addr.Failure != nil {
-		return addr, err
+	if err != nil {
+		return Address{}, err
+	}
+	if addr.Failure != nil {
+		return withdrawn, nil
 	}
 	runners, err := profiles.Runners(ctx, q, run.WorkspaceID, []string{entry.RunnerExecutorPublicID})
 	if err != nil {
@@ -53,7 +59,7 @@ func (e *Engine) addressCall(ctx context.Context, q store.Querier, run *store.Ru
 		}
 	}
 	if !served {
-		return notServed(fmt.Sprintf("runner %s no longer serves skill %s", entry.RunnerExecutorPublicID, name)), nil
+		return withdrawn, nil
 	}
 	scope, err := e.skillScope(ctx, q, run)
 	if err != nil {

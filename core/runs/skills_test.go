@@ -212,6 +212,25 @@ func TestRunnerSkillRouting(t *testing.T) {
 			Detail: "runner " + runner + " no longer serves skill release"}) {
 			t.Fatalf("withdrawn document %s %+v", tk.Status, tk.Error)
 		}
+
+	})
+}
+
+// TestRunnerSkillToolGone: a Runner that no longer serves its skill tool at all fails a cataloged
+// skill's row tool_not_served at birth, naming the Runner and the skill.
+func TestRunnerSkillToolGone(t *testing.T) {
+	t.Parallel()
+	runner := "01900000-0000-7000-8000-000000000062"
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{announcements: staticAnnouncements{}})
+		insertRunner(t, h, runner, []string{"skill"}, announce.Document{Name: "signing", Description: "Code signing on macOS."})
+		tools := `"tools":[{"type":"function","function":{"name":"mac_skill","description":"Load a skill from the Mac.","parameters":{"type":"object"}},"route":{"kind":"runner","runner_executor_public_id":"` + runner + `","tool_name":"skill"}}]`
+		id := h.create(modelStep("Sign.\n!mock\nround 1\ncall mac_skill {\"name\":\"signing\"}\nround 2\nsay done", tools)).Run.PublicID
+		h.drain()
+		if tk := h.task(id, "r2t0"); tk.Status != runs.StatusFailed || *tk.Error != (runs.TaskError{Key: runs.KeyToolNotServed,
+			Detail: "runner " + runner + " no longer serves skill signing"}) {
+			t.Fatalf("unserved skill tool %s %+v", tk.Status, tk.Error)
+		}
 	})
 }
 
