@@ -102,9 +102,13 @@ func BuildSearchIndex(set *declare.Set, catalog []byte) (*SearchIndex, error) {
 		ix.entries = append(ix.entries, ie)
 		ix.size += len(ie.head) + len(text)
 	}
+	// Beside the bytes, what the structures around them cost: a map slot per gram and per name,
+	// a struct per entry and per document, and the postings' spare capacity.
+	const gramOverhead, entryOverhead, docOverhead = 64, 160, 40
 	for _, p := range ix.grams {
-		ix.size += 4 * len(p)
+		ix.size += 4*cap(p) + gramOverhead
 	}
+	ix.size += entryOverhead*len(ix.entries) + docOverhead*len(ix.docs)
 	return ix, nil
 }
 
