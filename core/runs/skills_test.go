@@ -247,3 +247,29 @@ func runID(t *testing.T, h *harness, publicID string) int64 {
 	}
 	return r.ID
 }
+
+// TestSkillAlias: a profile alias of the skill tool with its own parameter (Claude Code's
+// Skill({skill})) has its own frozen catalog entries and skills block spelling; a call under it
+// runs as skill with the input mapped onto name and the alias recorded.
+func TestSkillAlias(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		h.writeSkill("workspace/skills/review", "# Review\nRead it twice.\n", "How we review.")
+		tools := `"tools":[{"type":"function","function":{"name":"Skill"},"canonical":"nexus.skill.load","params":{"skill":{"maps_to":"name","description":"The skill to load."}}}]`
+		id := h.create(modelStep("Review.\n!mock\nround 1\ncall Skill {\"skill\":\"review\"}\nround 2\nsay {{last_result}}", tools)).Run.PublicID
+		h.drain()
+		if got := string(h.task(id, "s1-model-1").SkillCatalog); got != `[{"callable":"Skill","name":"review","description":"How we review.","source":"workspace"}]` {
+			t.Fatalf("catalog %s", got)
+		}
+		entries, _ := h.sealedEntries(id, "s1-model-1")
+		if !strings.Contains(string(entries[0]), "for example Skill, with the skill's name.\\n- Skill / review: How we review.") {
+			t.Fatalf("opening entry %s", entries[0])
+		}
+		tk := h.task(id, "r2t0")
+		if deref(tk.ToolName) != "skill" || deref(tk.ToolAlias) != "Skill" || string(*tk.ToolInput) != `{"name":"review"}` ||
+			deref(tk.Output) != "# Review\nRead it twice.\n" || deref(tk.Title) != "read workspace/skills/review" {
+			t.Fatalf("aliased call %+v", tk)
+		}
+	})
+}
