@@ -52,7 +52,11 @@ func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *st
 	now := e.nowMS()
 	if run.Status == RunRunning {
 		for changed := true; changed; {
-			changed = false
+			observed, err := e.observe(ctx, tx, run, tasks, byKey, now)
+			if err != nil {
+				return err
+			}
+			changed = observed
 			for i := range tasks {
 				t := &tasks[i]
 				if t.Status != StatusWaiting {

@@ -348,8 +348,7 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, run *store.Run, from
 	return nil
 }
 
-// birth writes one call's tool row: checks 2-6, alias resolution, addressing (check 7), or
-// waiting on the round.
+// birth writes one call's tool row, paired with the round's call and waiting on the round.
 func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts Toolset, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
 	row := &store.Task{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
@@ -357,6 +356,14 @@ func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round 
 		Lifetime: round.Lifetime, Wake: round.Wake, Detached: false, Visibility: VisibilityCollapsed,
 		LineageRoot: key, ToolCallID: &pairingKey, CreatedAt: now,
 	}
+	return e.birthRow(ctx, tx, run, ts, row, call.Name, call.Arguments, truncated, now)
+}
+
+// birthRow is the birth path every model-origin tool call takes, a round's own and a tool_call
+// child alike: checks 2-6 of the pairing law on name and arguments, alias resolution, addressing
+// (check 7), then the row waits for readiness or is born settled.
+func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts Toolset, row *store.Task, name, arguments string, truncated bool, now int64) error {
+	call := model.ToolCall{Name: name, Arguments: arguments}
 	res, err := ts.ResolveCall(call.Name, json.RawMessage("{}"))
 	if err != nil {
 		return err

@@ -50,10 +50,11 @@ type harness struct {
 }
 
 type harnessOptions struct {
-	kernel   runs.KernelTools
-	noDecl   bool
-	profiles runs.Profiles
-	models   *model.Catalog
+	kernel        runs.KernelTools
+	noDecl        bool
+	profiles      runs.Profiles
+	models        *model.Catalog
+	announcements runs.Announcements
 }
 
 func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
@@ -82,6 +83,7 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 		opts.Declarations = &runs.Compiler{C: comp}
 	}
 	opts.Profiles = o.profiles
+	opts.Announcements = o.announcements
 	up, err := uploads.New(s, uploads.Options{DetectContentType: http.DetectContentType, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)

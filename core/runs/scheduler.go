@@ -234,6 +234,15 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 	if err != nil {
 		return err
 	}
+	if out.Place != nil {
+		return e.place(ctx, tx, fx, run, t, c, out)
+	}
+	return e.settleKernel(ctx, tx, fx, run, c, out)
+}
+
+// settleKernel settles a claimed kernel tool row with its outcome, under its claim, then runs
+// readiness.
+func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, c *store.Claimed, out *KernelOutcome) error {
 	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
 	if err != nil {
 		return err
@@ -278,7 +287,11 @@ func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, run *store.Run, t 
 		RunID: run.ID, RunPublicID: run.PublicID, WorkspaceID: run.WorkspaceID, WorkspacePublicID: run.WorkspacePublicID,
 		ConversationPublicID: deref(run.ConversationPublicID), MemoryPrincipal: memoryPrincipal(run),
 		MemoryContext: json.RawMessage(run.MemoryContext), TaskKey: t.Key, ToolName: entry.Wire,
-		Canonical: entry.Canonical, Input: json.RawMessage(deref(t.ToolInput)), Attempt: c.Generation, Tx: tx,
+		Canonical: entry.Canonical, ToolAlias: deref(t.ToolAlias), Input: json.RawMessage(deref(t.ToolInput)),
+		Attempt: c.Generation, Tx: tx,
+	}
+	if t.DeclaringTaskKey != nil {
+		call.Round = roundReader(tx, run.ID, *t.DeclaringTaskKey)
 	}
 	callCtx, cancel := context.WithDeadline(ctx, timeOf(c.DeadlineAt))
 	defer cancel()
@@ -298,7 +311,7 @@ func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, run *store.Run, t 
 		}
 		return nil, fmt.Errorf("runs: kernel tool %s: %w", name, err)
 	}
-	if out == nil || (out.Result == nil && out.Failure == nil) {
+	if out == nil || (out.Result == nil && out.Failure == nil && out.Place == nil) {
 		return nil, fmt.Errorf("runs: kernel tool %s answered no outcome", name)
 	}
 	return out, nil

@@ -14,10 +14,10 @@ import (
 // conversations and, later, to place child rows).
 //
 // One method serves every tool. A tool that settles its call directly returns its result; the
-// tools that place rows (delegate_task, wait, ask, spawn, tool_call) will return a Placement in
-// their outcome, which the engine writes in the settling transaction while the call row stays
-// running with awaiting_child set (runs.md §3.7). Adding them extends KernelOutcome; it does not
-// reshape this interface.
+// tools that place rows (delegate_task, wait, ask, spawn, tool_call) return a Placement in their
+// outcome, which the engine writes in the settling transaction while the call row stays running
+// with awaiting_child set, and settles the call in the transaction that settles the child
+// (runs.md §3.7; placement.go).
 type KernelTools interface {
 	Run(ctx context.Context, call *KernelCall) (*KernelOutcome, error)
 }
@@ -37,6 +37,9 @@ type KernelCall struct {
 	// ToolName is the kernel wire name; Canonical its canonical name.
 	ToolName  string
 	Canonical string
+	// ToolAlias is the row's tool_alias: the callable the model used when it is not the wire
+	// name (a profile alias, or a Runner skill callable answered in the kernel); "" otherwise.
+	ToolAlias string
 	// Input is the row's tool_input (a JSON object, after alias mapping).
 	Input json.RawMessage
 	// Attempt is the claim generation: 2 or more means the row was claimed before (a replay).
@@ -45,9 +48,30 @@ type KernelCall struct {
 	// effects are rows of this database (kernel memory, placed children) writes them here, so
 	// that its effect and the row's result commit together or not at all (memory.md §5.7).
 	Tx *store.Tx
+	// Round reads the calling round (the row's declaring_task_key): the frozen declaration,
+	// skill catalog and environment the call runs against. It is read on first use only, so a
+	// tool that never needs it pays nothing; nil on a row no model round declared.
+	Round func(ctx context.Context) (*CallingRound, error)
 }
 
-// KernelOutcome is how a kernel call settles. Exactly one of Result and Failure is set.
+// CallingRound is the frozen context of the model round that made a kernel call: what
+// acceptance froze onto it and every continuation copies unchanged (declarations.md §8.4).
+type CallingRound struct {
+	Key          string
+	Model        string
+	Instructions *string
+	// ToolDefinitions, SkillCatalog and Environment are the stored JSON, as frozen.
+	ToolDefinitions []byte
+	SkillCatalog    []byte
+	Environment     []byte
+	Lifetime        string
+	Wake            string
+	Mainline        bool
+	LineageRoot     string
+}
+
+// KernelOutcome is how a kernel call settles. Exactly one of Result, Failure and Place is set,
+// except that a Placement that awaits nothing settles the call at once with Result.
 type KernelOutcome struct {
 	// Result settles the row completed with this envelope (kernel-tools.md §4.2).
 	Result *KernelResult
@@ -55,6 +79,8 @@ type KernelOutcome struct {
 	// assigns to the kernel: an overridden memory row refused before dispatch, a tool the
 	// kernel has no handler for).
 	Failure *TaskError
+	// Place writes rows under the call and lets the call wait on one of them (runs.md §3.7).
+	Place *Placement
 }
 
 // KernelResult is a kernel tool's result envelope: plain string content, optional structured
