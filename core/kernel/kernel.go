@@ -22,6 +22,9 @@ var _ runs.KernelTools = (*Tools)(nil)
 type Options struct {
 	Memory *Memory
 	Models *Models
+	// Graph runs delegate_task and wait; Human runs ask.
+	Graph *Graph
+	Human *Human
 }
 
 // New builds the dispatch table of the families given.
@@ -34,6 +37,13 @@ func New(o Options) *Tools {
 	}
 	if o.Models != nil {
 		t.handlers[CanonicalModelsList] = o.Models.Run
+	}
+	if o.Graph != nil {
+		t.handlers[CanonicalDelegateTask] = o.Graph.Delegate
+		t.handlers[CanonicalWait] = o.Graph.Wait
+	}
+	if o.Human != nil {
+		t.handlers[CanonicalAsk] = o.Human.Ask
 	}
 	return t
 }

@@ -75,6 +75,8 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 		k = kernel.New(kernel.Options{
 			Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}, Now: c.Now},
 			Models: &kernel.Models{Catalog: models},
+			Graph:  &kernel.Graph{Compiler: comp, Models: models},
+			Human:  &kernel.Human{},
 		})
 	}
 	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: kmemory.NewResolver(s, runs.ConversationStates{}),

@@ -71,6 +71,7 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 			return fmt.Errorf("runs: %s placed %q, which is not keyed under it", call.Key, r.Key)
 		}
 		r.RunID, r.ParentKey, r.CreatedAt = run.ID, &call.Key, now
+		inheritPlacement(r, call, now)
 		if err := store.InsertTask(ctx, tx, r); err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 	row := &store.Task{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel, ParentKey: &call.Key,
 		DeclaringTaskKey: &round.Key, OnFailure: OnFailureAbsorb, Lifetime: round.Lifetime, Wake: round.Wake,
-		Visibility: VisibilityCollapsed, LineageRoot: key, CreatedAt: now,
+		Detached: call.Detached, Visibility: VisibilityCollapsed, LineageRoot: key, CreatedAt: now,
 	}
 	return e.birthRow(ctx, tx, run, ts, row, child.Name, string(child.Input), false, now)
 }
@@ -183,6 +184,10 @@ func (e *Engine) observation(ctx context.Context, q store.Querier, call, child *
 			return nil, err
 		}
 		return mirror(full), nil
+	case KindModel:
+		return e.observeBranch(ctx, q, call, child)
+	case KindAwait:
+		return e.observeAwait(ctx, q, call, child)
 	}
 	return nil, fmt.Errorf("runs: %s awaits %s, a %s, which no observation reads in this version", call.Key, child.Key, child.Kind)
 }

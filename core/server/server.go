@@ -150,6 +150,8 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	tools := kernel.New(kernel.Options{
 		Memory: &kernel.Memory{Provider: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: opts.Now},
 		Models: &kernel.Models{Catalog: models},
+		Graph:  &kernel.Graph{Compiler: compiler, Models: models},
+		Human:  &kernel.Human{},
 	})
 	cfg := runs.Config{}
 	if s.Kernel != nil {
