@@ -24,7 +24,6 @@ const (
 
 // The graph family's refusal words (orchestration.md §1.5).
 const (
-	WordToolNotDeclared    = "tool_not_declared"
 	WordModelNotAuthorized = "model_not_authorized"
 	WordWaitTargetNotFound = "wait_target_not_found"
 	WordWaitCycle          = "wait_cycle"

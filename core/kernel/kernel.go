@@ -20,8 +20,11 @@ var _ runs.KernelTools = (*Tools)(nil)
 // Options are the services the families run over; a nil service leaves its family without
 // handlers.
 type Options struct {
-	Memory *Memory
-	Models *Models
+	Memory    *Memory
+	Models    *Models
+	Discovery *Discovery
+	Runners   *Runners
+	Skill     *Skill
 	// Graph runs delegate_task and wait; Human runs ask.
 	Graph *Graph
 	Human *Human
@@ -37,6 +40,16 @@ func New(o Options) *Tools {
 	}
 	if o.Models != nil {
 		t.handlers[CanonicalModelsList] = o.Models.Run
+	}
+	if o.Discovery != nil {
+		t.handlers[CanonicalToolSearch] = o.Discovery.Search
+		t.handlers[CanonicalToolCall] = o.Discovery.Call
+	}
+	if o.Runners != nil {
+		t.handlers[CanonicalRunnersList] = o.Runners.Run
+	}
+	if o.Skill != nil {
+		t.handlers[CanonicalSkill] = o.Skill.Run
 	}
 	if o.Graph != nil {
 		t.handlers[CanonicalDelegateTask] = o.Graph.Delegate
