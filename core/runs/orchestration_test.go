@@ -837,3 +837,157 @@ func (h *harness) conversation() string {
 	}
 	return c.PublicID
 }
+
+// step claims and evaluates one runnable kernel row and returns its key.
+func (h *harness) step() string {
+	h.t.Helper()
+	c, err := h.e.ClaimKernel(h.ctx)
+	if err != nil || c == nil {
+		h.t.Fatalf("step: %v %v", c, err)
+	}
+	if err := h.e.Evaluate(h.ctx, c); err != nil {
+		h.t.Fatalf("evaluate %s: %v", c.Key, err)
+	}
+	return c.Key
+}
+
+// TestWaitedDelegationsInOneAnswer: several waited calls in one answer run concurrently and
+// are each paired with their own branch, read in call order; an explicit model adds the
+// [model: …] line naming the model the branch's final round ran on, or "not started" for a
+// branch canceled before it ran.
+func TestWaitedDelegationsInOneAnswer(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		second := "Other.\n!mock\nround 1\nsay other result"
+		main := script("Two at once.",
+			[]string{call("delegate_task", map[string]any{"prompt": quickBrief, "wait": true, "model": "mock/text-only"}),
+				call("delegate_task", map[string]any{"prompt": second, "wait": true})},
+			[]string{"say {{last_result}}"})
+		id := h.create(modelStep(main, graphTools)).Run.PublicID
+		h.drain()
+		one := quickEnvelope[:len(quickEnvelope)-len("\n</task_result>")] + "\n[model: requested mock/text-only, ran on mock/text-only]\n</task_result>"
+		two := "<task_result task=\"r2t1\" status=\"completed\">\n<prompt>" + second + "</prompt>\nother result\n</task_result>"
+		if c := h.task(id, "r2t0"); deref(c.Output) != one {
+			t.Fatalf("first waited call %q", deref(c.Output))
+		}
+		if b := h.task(id, "r2t0-model-1"); deref(b.Model) != "mock/text-only" {
+			t.Fatalf("the branch ran on %q", deref(b.Model))
+		}
+		if r := h.run(id); deref(r.Answer) != two {
+			t.Fatalf("the continuation's last result is %q, want the second call's", deref(r.Answer))
+		}
+		req := readRequest(t, h, id, "r2")
+		n := len(req.Entries)
+		if req.Entries[n-2].Role != "tool" || req.Entries[n-2].Content[0].Text != one || req.Entries[n-1].Content[0].Text != two {
+			t.Fatalf("tool entries out of call order: %+v", req.Entries[n-2:])
+		}
+
+		// Canceled before its first round was claimed: not started.
+		early := script("Delegate.", []string{call("delegate_task", map[string]any{"prompt": quickBrief, "wait": true, "model": "mock/scripted"})},
+			[]string{"say {{last_result}}"})
+		id = h.create(modelStep(early, graphTools)).Run.PublicID
+		if k := h.step(); k != "s1-model-1" {
+			t.Fatalf("stepped %s", k)
+		}
+		if k := h.step(); k != "r2t0" {
+			t.Fatalf("stepped %s", k)
+		}
+		if _, err := h.e.CancelBranch(h.ctx, h.actor, id, "r2t0-model-1"); err != nil {
+			t.Fatal(err)
+		}
+		want := "<task_result task=\"r2t0\" status=\"canceled\">\n<prompt>" + quickBrief + "</prompt>\nerror: task_canceled\n[model: requested mock/scripted, not started]\n</task_result>"
+		if c := h.task(id, "r2t0"); c.Status != runs.StatusCompleted || !deref(c.IsError) || deref(c.Output) != want {
+			t.Fatalf("call of a branch that never started: %s %q", c.Status, deref(c.Output))
+		}
+	})
+}
+
+// TestStopEndsObservations: a stop cancels the branches and awaits with the rest; a wait says
+// that only its observation ended. A wait's clock is clamped to 24 hours while the task read
+// keeps the authored timeout_ms.
+func TestStopEndsObservations(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		main := script("Delegate and wait long.",
+			[]string{call("delegate_task", map[string]any{"prompt": askBrief}), call("wait", map[string]any{"task": "r2t0", "timeout_ms": 604800000})},
+			[]string{"say done"})
+		id := h.create(modelStep(main, graphTools)).Run.PublicID
+		h.drain()
+		aw := h.task(id, "r2t1-wait-1")
+		deadline := h.clock.Now().Add(24 * time.Hour).UTC().Format("2006-01-02T15:04:05.000Z")
+		if deref(aw.TimeoutMS) != 86400000 || deref(aw.DeadlineAt) != deadline || !strings.Contains(string(aw.Wait), `"timeout_ms":604800000`) {
+			t.Fatalf("clamped wait %+v %s", aw, aw.Wait)
+		}
+		if _, err := h.e.StopRun(h.ctx, h.actor, id, true); err != nil {
+			t.Fatal(err)
+		}
+		detail := runs.WaitCanceledDetail("r2t0")
+		for _, k := range []string{"r2t1", "r2t1-wait-1"} {
+			if tk := h.task(id, k); tk.Status != runs.StatusCanceled || *tk.Error != (runs.TaskError{Key: runs.KeyRunCanceled, Detail: detail}) {
+				t.Errorf("%s: %s %+v", k, tk.Status, tk.Error)
+			}
+		}
+		for _, k := range []string{"r2t0-r2t0", "r2t0-r2t0-ask-1", "r2t0-r2"} {
+			if tk := h.task(id, k); tk.Status != runs.StatusCanceled || tk.Error.Key != runs.KeyRunCanceled {
+				t.Errorf("%s: %s %+v", k, tk.Status, tk.Error)
+			}
+		}
+		if r := h.run(id); r.Status != runs.RunCanceled || len(r.Attention) != 0 {
+			t.Fatalf("run %s attention %+v", r.Status, r.Attention)
+		}
+	})
+}
+
+// TestAskAddressee: a run an agent created asks the agent's steward; the steward's inbox lists
+// the question and so does the agent's, which lists every ask of the runs it created or
+// answers; the inbox pages with an opaque cursor.
+func TestAskAddressee(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		steward := h.member("li")
+		a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: h.actor.WorkspaceID, Handle: "bot", DisplayName: "Bot", StewardUserID: steward.ID}
+		if err := s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
+			t.Fatal(err)
+		}
+		bot := &runs.Actor{Kind: "agent", ID: a.ID, PublicID: a.PublicID, Role: "agent", WorkspaceID: h.actor.WorkspaceID,
+			WorkspacePublicID: h.actor.WorkspacePublicID}
+		asking := script("Ask twice.", []string{call("ask", map[string]any{"prompt": "One?"}), call("ask", map[string]any{"prompt": "Two?"})},
+			[]string{"say done"})
+		body := modelStep(asking, graphTools)
+		created, err := h.e.CreateRun(h.ctx, bot, json.RawMessage(body), []byte(`{"run":`+body+`}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.drain()
+		id := created.Run.PublicID
+		if aw := h.task(id, "r2t0-ask-1"); string(aw.AddressedTo) != `{"role":"member","member":{"kind":"user","public_id":"`+steward.PublicID+`"}}` {
+			t.Fatalf("addressed to %s", aw.AddressedTo)
+		}
+		for _, who := range []*runs.Actor{steward, bot} {
+			page, err := h.e.Inbox(h.ctx, who.Kind, who.PublicID, "", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Tasks) != 1 || page.Tasks[0].TaskKey != "r2t0-ask-1" || page.NextAfter == nil {
+				t.Fatalf("%s's first page %+v", who.Kind, page)
+			}
+			next, err := h.e.Inbox(h.ctx, who.Kind, who.PublicID, *page.NextAfter, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(next.Tasks) != 1 || next.Tasks[0].TaskKey != "r2t1-ask-1" || next.Tasks[0].Prompt != "Two?" {
+				t.Fatalf("%s's second page %+v", who.Kind, next)
+			}
+		}
+		if page, _ := h.e.Inbox(h.ctx, "user", h.actor.PublicID, "", 50); len(page.Tasks) != 0 {
+			t.Fatalf("the owner is not the addressee, yet lists %+v", page.Tasks)
+		}
+		// Any member with write standing answers: the owner here.
+		if res := h.resolve(id, "r2t1", `{"content":"two"}`); !res.Applied {
+			t.Fatal("the owner's answer was not applied")
+		}
+	})
+}
