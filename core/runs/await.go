@@ -546,3 +546,17 @@ func (e *Engine) observeWaits(ctx context.Context) (int, error) {
 		}
 	}
 }
+
+// mayHaveSettled answers from the run's trace alone whether an awaited row's work may have
+// settled, so that each readiness pass reads rows only for the calls that may settle now: a
+// branch whose newest round still works, or an ask still awaiting its answer, cannot.
+func mayHaveSettled(tasks []store.Task, child *store.Task) bool {
+	switch {
+	case child.Kind == KindModel:
+		_, done := lineageFinal(tasks, child.LineageRoot)
+		return done
+	case child.Kind == KindAwait && deref(child.AwaitKind) == AwaitAsk:
+		return Terminal(child.Status)
+	}
+	return true
+}

@@ -145,6 +145,9 @@ func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, task
 		if child == nil {
 			return false, fmt.Errorf("runs: %s awaits %s, which does not exist", call.Key, *call.AwaitingChild)
 		}
+		if !mayHaveSettled(tasks, child) {
+			continue
+		}
 		s, err := e.observation(ctx, tx, call, child)
 		if err != nil {
 			return false, err
