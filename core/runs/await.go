@@ -438,8 +438,14 @@ func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child 
 			return nil, fmt.Errorf("runs: wait await %s has no target", full.Key)
 		}
 		st, err := e.waitTargetState(ctx, q, call.RunID, spec)
-		if err != nil || st == nil || !st.settled {
+		if err != nil {
 			return nil, err
+		}
+		if st == nil {
+			return e.targetGone(ctx, q, full, child, spec.Task)
+		}
+		if !st.settled {
+			return nil, nil
 		}
 		out := st.result.Render()
 		isErr := st.result.Status != StatusCompleted
@@ -450,6 +456,33 @@ func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child 
 		return &settlement{status: StatusCompleted, isError: &isErr, output: out, content: textContent(out)}, nil
 	}
 	return nil, fmt.Errorf("runs: %s awaits %s, a %s await, which no observation reads in this version", call.Key, child.Key, deref(child.AwaitKind))
+}
+
+// wordWaitTargetNotFound is wait's refusal word, also its answer when its target was
+// collected while observed (kernel-tools.md §5.2.3).
+const wordWaitTargetNotFound = "wait_target_not_found"
+
+// WaitTargetGoneDetail is the detail of a target collected while a wait observed it.
+func WaitTargetGoneDetail(task string) string {
+	return fmt.Sprintf("task %q is no longer available.", task)
+}
+
+// targetGone settles a wait whose target was collected while observed: the await and the call
+// complete with the error result wait_target_not_found and its structured_content. No path
+// collects tasks in this version; the rule is kept for the one that will.
+func (e *Engine) targetGone(ctx context.Context, q store.Querier, await, child *store.Task, task string) (*settlement, error) {
+	detail := WaitTargetGoneDetail(task)
+	out := wordWaitTargetNotFound + ": " + detail
+	sc := jsonText(struct {
+		Status string    `json:"status"`
+		Error  TaskError `json:"error"`
+	}{"unavailable", TaskError{Key: wordWaitTargetNotFound, Detail: detail}})
+	if err := e.resolveWait(ctx, q, await, out, true); err != nil {
+		return nil, err
+	}
+	child.Status = StatusCompleted
+	return &settlement{status: StatusCompleted, isError: ptr(true), output: out, content: textContent(out), structuredContent: sc,
+		title: ptr(wireWait + " refused")}, nil
 }
 
 // carried is the settlement of a call whose await failed: its status and error, unchanged.
@@ -526,7 +559,7 @@ func (e *Engine) observeWaits(ctx context.Context) (int, error) {
 			if err != nil {
 				return n, err
 			}
-			if st == nil || !st.settled {
+			if st != nil && !st.settled {
 				continue
 			}
 			err = e.write(ctx, func(tx *store.Tx, fx *effects) error {

@@ -991,3 +991,61 @@ func TestAskAddressee(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitAcrossRuns: on a conversation a wait may observe another run of it. Its target's
+// settle never takes the observer's lock: the sweeper settles the observer afterwards. A
+// target collected while observed (no path collects tasks in this version; the row is removed
+// by hand here) answers the error result wait_target_not_found with its structured_content.
+func TestWaitAcrossRuns(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := graphConversation(t, s)
+		first := h.post(conv, script("Delegate quietly.",
+			[]string{call("delegate_task", map[string]any{"prompt": askBrief, "wake": "passive"})}, []string{"say started"}), "")
+		h.drain()
+		run1 := first.Run.PublicID
+		waiting := func(task string) string {
+			p := h.post(conv, script("Wait.", []string{call("wait", map[string]any{"task": task, "run_public_id": run1})},
+				[]string{"say {{last_result}}"}), "")
+			h.drain()
+			if aw := h.task(p.Run.PublicID, "r2t0-wait-1"); aw.Status != runs.StatusDispatched {
+				t.Fatalf("cross-run wait %s", aw.Status)
+			}
+			return p.Run.PublicID
+		}
+		run2 := waiting("r2t0")
+		h.resolve(run1, "r2t0-r2t0-ask-1", `{"content":"yes"}`)
+		h.drain()
+		if c := h.task(run2, "r2t0"); c.Status != runs.StatusRunning {
+			t.Fatalf("the observer settled under the target's lock: %s", c.Status)
+		}
+		h.sweep()
+		h.drain()
+		want := "<task_result task=\"r2t0\" status=\"completed\">\n<prompt>" + askBrief + "</prompt>\nasked\n</task_result>"
+		if r := h.run(run2); r.Status != runs.RunCompleted || deref(r.Answer) != want {
+			t.Fatalf("observer %s %q", r.Status, deref(r.Answer))
+		}
+
+		// Collected while observed.
+		third := h.post(conv, script("Delegate quietly.",
+			[]string{call("delegate_task", map[string]any{"prompt": askBrief, "wake": "passive"})}, []string{"say started"}), "")
+		h.drain()
+		run1 = third.Run.PublicID
+		run4 := waiting("r2t0-r2t0")
+		err := s.Write(h.ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(h.ctx, `DELETE FROM tasks WHERE task_key = ? AND run_id = (SELECT id FROM runs WHERE public_id = ?)`, "r2t0-r2t0", run1)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.sweep()
+		detail := `task "r2t0-r2t0" is no longer available.`
+		c := h.task(run4, "r2t0")
+		if c.Status != runs.StatusCompleted || !deref(c.IsError) || deref(c.Output) != "wait_target_not_found: "+detail ||
+			deref(c.Title) != "wait refused" ||
+			string(deref(c.StructuredContent)) != `{"status":"unavailable","error":{"key":"wait_target_not_found","detail":"task \"r2t0-r2t0\" is no longer available."}}` {
+			t.Fatalf("collected target: %+v %q %s", c, deref(c.Output), deref(c.StructuredContent))
+		}
+	})
+}

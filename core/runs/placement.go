@@ -171,6 +171,8 @@ type settlement struct {
 	content           *string
 	structuredContent *string
 	err               *TaskError
+	// title replaces the title the call took when it started waiting; nil keeps it.
+	title *string
 }
 
 // observation reads the awaited row and answers how the call settles, or nil while its work
@@ -220,6 +222,9 @@ func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, run *store.Ru
 		{Col: "content", Val: s.content}, {Col: "structured_content", Val: s.structuredContent},
 		{Col: "error_key", Val: key}, {Col: "error_detail", Val: detail}, {Col: "awaiting_child", Val: nil},
 		{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: seq}}
+	if s.title != nil {
+		set = append(set, store.Assign{Col: "title", Val: *s.title})
+	}
 	ok, err := store.SetTask(ctx, tx, call.ID, &store.TaskGuard{Statuses: []string{StatusRunning}}, set...)
 	if err != nil {
 		return err
