@@ -51,7 +51,8 @@ FUZZ_TARGETS := \
 	./core/projection:FuzzProject \
 	./core/profiles:FuzzProfileReadBack \
 	./core/runs:FuzzCheckCall \
-	./core/runs:FuzzEscape
+	./core/runs:FuzzEscape \
+	./core/kernel:FuzzToolSearch
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

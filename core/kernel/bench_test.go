@@ -106,9 +106,6 @@ func b5Set(tb testing.TB) (*declare.Set, []byte, map[string][]string) {
 // every query class answers what it is meant to (a hit, several, or none).
 func TestB5Inputs(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds B5's 10,000-callable set")
-	}
 	set, cat, queries := b5Set(t)
 	if set.Len() != b5Callables {
 		t.Fatalf("%d callables", set.Len())

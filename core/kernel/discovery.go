@@ -35,7 +35,7 @@ var (
 
 // DefaultIndexCacheBytes bounds the memory the search indexes of recent frozen declarations
 // hold, as the indexes estimate it. The largest declaration (1 MiB, about 10,000 callables)
-// indexes to about 3 MiB (B5), so this keeps some twenty of the largest, or thousands of
+// indexes to about 6 MiB of heap (B5's set), so this keeps ten of the largest, or thousands of
 // ordinary sets, while a process never holds more than a small share of its memory for them.
 const DefaultIndexCacheBytes = 64 << 20
 

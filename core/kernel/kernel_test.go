@@ -24,11 +24,11 @@ import (
 func TestDispatchTable(t *testing.T) {
 	t.Parallel()
 	tools := kernel.New(kernel.Options{Memory: &kernel.Memory{Provider: memorytest.NewMemStore(), Scopes: fixedScopes{}},
-		Models: &kernel.Models{Catalog: model.MustBuiltin()}})
+		Models: &kernel.Models{Catalog: model.MustBuiltin()}, Discovery: &kernel.Discovery{}, Runners: &kernel.Runners{}, Skill: &kernel.Skill{}})
 	got := tools.Canonicals()
 	sort.Strings(got)
 	want := []string{"nexus.memory.delete", "nexus.memory.edit", "nexus.memory.grep", "nexus.memory.ls", "nexus.memory.read",
-		"nexus.memory.write", "nexus.models.list"}
+		"nexus.memory.write", "nexus.models.list", "nexus.runners.list", "nexus.skill.load", "nexus.tools.call", "nexus.tools.search"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatal(diff)
 	}
@@ -40,7 +40,8 @@ func TestDispatchTable(t *testing.T) {
 	}
 	for _, e := range reg.Entries() {
 		out, err := tools.Run(context.Background(), &runs.KernelCall{ToolName: e.Wire, Canonical: e.Canonical, Input: json.RawMessage(`{}`),
-			MemoryContext: json.RawMessage(`{"bindings":[]}`)})
+			MemoryContext: json.RawMessage(`{"bindings":[]}`),
+			Round:         func(context.Context) (*runs.CallingRound, error) { return &runs.CallingRound{Key: "r1"}, nil }})
 		if err != nil {
 			t.Fatalf("%s: %v", e.Canonical, err)
 		}

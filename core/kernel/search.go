@@ -2,8 +2,11 @@ package kernel
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/declare"
@@ -76,24 +79,18 @@ func BuildSearchIndex(set *declare.Set, catalog []byte) (*SearchIndex, error) {
 	for _, e := range entries {
 		ie := indexEntry{name: e.Callable, canonical: e.Canonical}
 		fields := []string{e.Callable, description(e.Value)}
-		head := []byte(`{"name":`)
-		head = jsonv.AppendString(head, e.Callable)
-		head = append(head, `,"definition":`...)
-		head = projection.ProjectEntry(e).Append(head)
+		members := []jsonv.Member{jsonv.M("name", jsonv.String(e.Callable)), jsonv.M("definition", projection.ProjectEntry(e))}
 		if route, ok := e.Value.Get("route"); ok && e.Route != nil {
-			head = append(head, `,"route":`...)
-			head = route.Append(head)
+			members = append(members, jsonv.M("route", route))
 			fields = append(fields, e.Route.RunnerID, e.Route.ToolName)
 		}
-		head = append(head, `,"skills":[`...)
-		ie.head = head
-		closed := append(append([]byte{}, head...), ']', '}')
+		// The item as it reads with no skills; its head is everything before the closing "]}",
+		// where the matching skills go.
+		item := jsonv.Object(append(members, jsonv.M("skills", jsonv.Array()))...)
+		closed := item.Encode()
+		ie.head = closed[:len(closed)-2]
 		ie.headEsc = escapedLen(closed)
-		canon, err := canonjson.Canonicalize(closed)
-		if err != nil {
-			return nil, fmt.Errorf("kernel: search index: %s: %w", e.Callable, err)
-		}
-		ie.headCanon = len(canon)
+		ie.headCanon = canonicalSize(item)
 		text := strings.ToLower(strings.Join(fields, " "))
 		n := int32(len(ix.entries))
 		ix.addDoc(text, n, -1)
@@ -103,11 +100,15 @@ func BuildSearchIndex(set *declare.Set, catalog []byte) (*SearchIndex, error) {
 		}
 		ix.byName[e.Callable] = n
 		ix.entries = append(ix.entries, ie)
-		ix.size += len(head) + len(text)
+		ix.size += len(ie.head) + len(text)
 	}
+	// Beside the bytes, what the structures around them cost: a map slot per gram and per name,
+	// a struct per entry and per document, and the postings' spare capacity.
+	const gramOverhead, entryOverhead, docOverhead = 64, 160, 40
 	for _, p := range ix.grams {
-		ix.size += 4 * len(p)
+		ix.size += 4*cap(p) + gramOverhead
 	}
+	ix.size += entryOverhead*len(ix.entries) + docOverhead*len(ix.docs)
 	return ix, nil
 }
 
@@ -161,19 +162,74 @@ func catalogItems(catalog []byte) (map[string][]catalogSkill, error) {
 		callable, _ := it.GetString("callable")
 		name, _ := it.GetString("name")
 		desc, _ := it.GetString("description")
-		item := it.Encode()
-		canon, err := canonjson.Canonicalize(item)
-		if err != nil {
-			return nil, fmt.Errorf("kernel: frozen skill %s: %w", name, err)
-		}
-		out[callable] = append(out[callable], catalogSkill{item: item, canon: len(canon), name: name, description: desc})
+		out[callable] = append(out[callable], catalogSkill{item: it.Encode(), canon: canonicalSize(it), name: name, description: desc})
 	}
 	return out, nil
 }
 
 // escapedLen is how many bytes b adds to a JSON string that holds it, in the canonical
-// escaping the result bound is measured with.
-func escapedLen(b []byte) int { return len(canonjson.AppendString(nil, string(b))) - 2 }
+// escaping the result bound is measured with (canonjson.AppendString): the quote and the
+// backslash take two bytes, a control character two (\b \f \n \r \t) or six (\u00xx), a byte
+// of invalid UTF-8 the three of U+FFFD, anything else itself.
+func escapedLen(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '"' || c == '\\':
+			n += 2
+		case c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20:
+			n += 6
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				n += 3
+			} else {
+				n += size
+			}
+			i += size
+			continue
+		default:
+			n++
+		}
+		i++
+	}
+	return n
+}
+
+// canonicalSize is the length of v's canonical JSON (core/canonjson): its compact encoding with
+// every number in its shortest round-trip form. Strings escape alike in both encodings, and
+// sorting keys does not change a length.
+func canonicalSize(v jsonv.Value) int { return v.EncodedSize() + numberDelta(v) }
+
+// numberDelta is how much longer v's numbers are in canonical form than as written. A literal
+// with no double value keeps its length (the store would refuse it; it cannot be in a set).
+func numberDelta(v jsonv.Value) int {
+	switch v.Kind() {
+	case jsonv.NumberKind:
+		lit, _ := v.NumberText()
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return 0
+		}
+		return len(canonjson.AppendNumber(nil, f)) - len(lit)
+	case jsonv.ArrayKind:
+		d := 0
+		for _, it := range v.Items() {
+			d += numberDelta(it)
+		}
+		return d
+	case jsonv.ObjectKind:
+		d := 0
+		for _, m := range v.Members() {
+			d += numberDelta(m.Value)
+		}
+		return d
+	}
+	return 0
+}
 
 // Result framing, and what it adds to the bounded form: the canonical JSON of
 // {content, structured_content} (executor.md §7.2), where content is the result text as a JSON

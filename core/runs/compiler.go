@@ -17,9 +17,9 @@ import (
 // read them (profiles.Runners); kernel skill documents through the optional reader.
 type Compiler struct {
 	C *declare.Compiler
-	// KernelSkills reads the kernel skill documents the run's memory bindings resolve; nil
-	// means none.
-	KernelSkills func(ctx context.Context, q store.Querier, workspaceID int64) ([]declare.KernelSkill, error)
+	// KernelSkills reads the kernel skill documents the work's memory bindings resolve, for a
+	// kernel skill callable; nil means none.
+	KernelSkills KernelSkills
 }
 
 var _ Declarations = (*Compiler)(nil)
@@ -61,8 +61,12 @@ func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDecl
 		return nil, err
 	}
 	var skills []declare.KernelSkill
-	if c.KernelSkills != nil {
-		if skills, err = c.KernelSkills(ctx, q, in.WorkspaceID); err != nil {
+	var kernelTools []string
+	if imports != nil {
+		kernelTools = imports.KernelTools
+	}
+	if c.KernelSkills != nil && in.Skills != nil && declaresKernelSkill(set.Entries(), kernelTools) {
+		if skills, err = c.KernelSkills(ctx, q, *in.Skills); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +100,7 @@ func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (Toolset, error) {
 		}
 	}
 	p := projection.Project(set, cat)
-	ts := &frozenSet{set: set}
+	ts := &frozenSet{set: set, catalog: cat}
 	for _, v := range p.Tools {
 		ts.offered = append(ts.offered, json.RawMessage(v.Encode()))
 	}
@@ -117,8 +121,18 @@ func (c *Compiler) KernelName(name string) (string, bool) {
 
 type frozenSet struct {
 	set     *declare.Set
+	catalog declare.SkillCatalog
 	offered []json.RawMessage
 	skills  string
+}
+
+func (f *frozenSet) FrozenSkill(callable, name string) (declare.SkillEntry, bool) {
+	for _, e := range f.catalog {
+		if e.Callable == callable && e.Name == name {
+			return e, true
+		}
+	}
+	return declare.SkillEntry{}, false
 }
 
 func (f *frozenSet) ResolveCall(name string, input json.RawMessage) (CallResolution, error) {

@@ -40,6 +40,8 @@ type ProfileAcceptance struct {
 	ToolNames []string
 	// Path prefixes refusal paths ("message.").
 	Path string
+	// Skills are the facts a kernel skill callable's catalog is read against; nil reads none.
+	Skills *SkillFacts
 }
 
 // AcceptedProfile is a frozen profile.
@@ -562,7 +564,14 @@ func (e *Engine) PostMessage(ctx context.Context, a *Actor, convID string, messa
 // acceptProfile freezes the answering agent's profile, or the empty profile without the
 // profile service.
 func (e *Engine) acceptProfile(ctx context.Context, q store.Querier, c *store.Conversation, toolNames []string) (*AcceptedProfile, error) {
-	in := &ProfileAcceptance{Selection: deref(c.DefaultRunnerExecutorPublicID), ToolNames: toolNames, Path: "message."}
+	// The turn's run will freeze this memory configuration; its skill catalog is read against it.
+	principal := Member{Kind: store.KindAgent, PublicID: c.AnsweringAgentPublicID}
+	mc, err := e.freezeMemory(ctx, q, c.WorkspacePublicID, c.PublicID, principal)
+	if err != nil {
+		return nil, err
+	}
+	skills := &SkillFacts{MemoryContext: mc, WorkspacePublicID: c.WorkspacePublicID, ConversationPublicID: c.PublicID, Principal: principal}
+	in := &ProfileAcceptance{Selection: deref(c.DefaultRunnerExecutorPublicID), ToolNames: toolNames, Path: "message.", Skills: skills}
 	if e.profiles != nil {
 		return e.profiles.AcceptProfile(ctx, q, c.AnsweringAgentID, in)
 	}
@@ -576,7 +585,7 @@ func (e *Engine) acceptProfile(ctx context.Context, q store.Querier, c *store.Co
 		return empty, nil
 	}
 	f, err := e.decls.AcceptStep(ctx, q, &StepDeclaration{WorkspaceID: c.WorkspaceID, Selection: in.Selection, ToolNames: toolNames,
-		NarrowPath: "message."})
+		NarrowPath: "message.", Skills: skills})
 	if err != nil {
 		return nil, err
 	}

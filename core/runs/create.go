@@ -90,7 +90,14 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 			}
 			runner = id
 		}
-		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: runner, existing: map[string]bool{}}
+		// The memory configuration is frozen first: the steps' skill catalogs are read against it.
+		principal := a.member()
+		mc, err := e.freezeMemory(ctx, tx, a.WorkspacePublicID, "", principal)
+		if err != nil {
+			return err
+		}
+		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: runner, existing: map[string]bool{},
+			skills: &SkillFacts{MemoryContext: mc, WorkspacePublicID: a.WorkspacePublicID, Principal: principal}}
 		steps := p.parse(obj["steps"], 1, "")
 		if err := p.refusal(""); err != nil {
 			return err
@@ -99,11 +106,6 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 			return err
 		}
 		now := e.nowMS()
-		principal := a.member()
-		mc, err := e.freezeMemory(ctx, tx, a.WorkspacePublicID, "", principal)
-		if err != nil {
-			return err
-		}
 		r := &store.Run{
 			PublicID: store.NewPublicID(), WorkspaceID: a.WorkspaceID, WorkspacePublicID: a.WorkspacePublicID,
 			CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: mode,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -42,6 +43,8 @@ type StepDeclaration struct {
 	// NarrowPath, when set, answers refusals as a narrowing door under this prefix
 	// ("message."), as a turn's acceptance does, instead of the run door at Path.
 	NarrowPath string
+	// Skills are the facts a kernel skill callable's catalog is read against; nil reads none.
+	Skills *SkillFacts
 }
 
 // FrozenDeclaration is what acceptance stores on the work (declarations.md §8.4).
@@ -62,6 +65,8 @@ type Toolset interface {
 	Offered() []json.RawMessage
 	// SkillsBlock is the skills block text, "" when none is rendered.
 	SkillsBlock() string
+	// FrozenSkill finds a skill of the frozen skill catalog under a callable.
+	FrozenSkill(callable, name string) (declare.SkillEntry, bool)
 }
 
 // CallResolution is what a model's call becomes on its task row (runs.md §3.5).

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -41,6 +42,9 @@ func (emptyToolset) ResolveCall(name string, input json.RawMessage) (CallResolut
 }
 func (emptyToolset) Offered() []json.RawMessage { return nil }
 func (emptyToolset) SkillsBlock() string        { return "" }
+func (emptyToolset) FrozenSkill(string, string) (declare.SkillEntry, bool) {
+	return declare.SkillEntry{}, false
+}
 
 // evaluateModel runs one claimed model round (runs.md §3.1): seal (or replay the seal), call
 // the provider, settle and expand under the claim.
@@ -388,7 +392,7 @@ func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts 
 	if res.Route != nil {
 		row.Route = jsonText(Route{Kind: "runner", RunnerExecutorPublicID: res.Route.RunnerExecutorPublicID, ToolName: res.ToolName})
 	}
-	addr, err := e.address(ctx, tx, run, res)
+	addr, err := e.addressCall(ctx, tx, run, ts, res)
 	if err != nil {
 		return err
 	}

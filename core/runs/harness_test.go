@@ -71,18 +71,22 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 		models = o.models
 	}
 	k := o.kernel
+	resolver := kmemory.NewResolver(s, runs.ConversationStates{})
 	if k == nil {
 		k = kernel.New(kernel.Options{
-			Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}, Now: c.Now},
-			Models: &kernel.Models{Catalog: models},
-			Graph:  &kernel.Graph{Compiler: comp, Models: models},
-			Human:  &kernel.Human{},
+			Memory:    &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: c.Now},
+			Models:    &kernel.Models{Catalog: models},
+			Discovery: &kernel.Discovery{Compiler: comp},
+			Runners:   &kernel.Runners{},
+			Skill:     &kernel.Skill{Store: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: resolver}},
+			Graph:     &kernel.Graph{Compiler: comp, Models: models},
+			Human:     &kernel.Human{},
 		})
 	}
-	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: kmemory.NewResolver(s, runs.ConversationStates{}),
+	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: resolver,
 		Config: runs.Config{Workers: 2, ModelTimeout: time.Minute}}
 	if !o.noDecl {
-		opts.Declarations = &runs.Compiler{C: comp}
+		opts.Declarations = &runs.Compiler{C: comp, KernelSkills: runs.KernelSkillReader(kmemory.New(s), resolver)}
 	}
 	opts.Profiles = o.profiles
 	opts.Announcements = o.announcements

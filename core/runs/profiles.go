@@ -13,6 +13,8 @@ import (
 // refusal answers as the turn's narrowing door at the message's fields.
 type ProfileService struct {
 	S *profiles.Service
+	// KernelSkills reads the kernel skill documents for a kernel skill callable; nil reads none.
+	KernelSkills KernelSkills
 }
 
 var _ Profiles = ProfileService{}
@@ -24,7 +26,13 @@ func (p ProfileService) AcceptProfile(ctx context.Context, q store.Querier, agen
 	if err != nil {
 		return nil, door.Refuse(err)
 	}
-	f, err := p.S.Accept(ctx, q, prof, profiles.Acceptance{Selection: in.Selection, ToolNames: in.ToolNames})
+	var skills []declare.KernelSkill
+	if p.KernelSkills != nil && in.Skills != nil && declaresKernelSkill(prof.Tools.Entries(), prof.Imports.KernelTools) {
+		if skills, err = p.KernelSkills(ctx, q, *in.Skills); err != nil {
+			return nil, err
+		}
+	}
+	f, err := p.S.Accept(ctx, q, prof, profiles.Acceptance{Selection: in.Selection, ToolNames: in.ToolNames, KernelSkills: skills})
 	if err != nil {
 		return nil, door.Refuse(err)
 	}

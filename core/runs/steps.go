@@ -53,11 +53,13 @@ type step struct {
 
 // stepParser accumulates every failure of one envelope (runs.md §2.3.2).
 type stepParser struct {
-	e        *Engine
-	ctx      context.Context
-	q        *store.Tx
-	actor    *Actor
-	runner   string // the run's default Runner
+	e      *Engine
+	ctx    context.Context
+	q      *store.Tx
+	actor  *Actor
+	runner string // the run's default Runner
+	// skills are the run's facts a kernel skill catalog is read against.
+	skills   *SkillFacts
 	existing map[string]bool
 	errs     []stepError
 }
@@ -248,7 +250,7 @@ func (p *stepParser) parseModel(s *step, body map[string]json.RawMessage, prev s
 // declare freezes a step's declaration through the compiler; it reports whether the frozen set
 // has tools.
 func (p *stepParser) declare(path string, body map[string]json.RawMessage) (*FrozenDeclaration, bool) {
-	in := &StepDeclaration{WorkspaceID: p.actor.WorkspaceID, Selection: p.runner, Path: path,
+	in := &StepDeclaration{WorkspaceID: p.actor.WorkspaceID, Selection: p.runner, Path: path, Skills: p.skills,
 		Tools: body["tools"], KernelTools: body["kernel_tools"],
 		RunnerExecutorPublicIDs: body["runner_executor_public_ids"], RunnerToolNames: body["runner_tool_names"]}
 	if in.Tools == nil && in.KernelTools == nil && in.RunnerExecutorPublicIDs == nil && in.RunnerToolNames == nil {

@@ -148,17 +148,22 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	resolver := memory.NewResolver(st, runs.ConversationStates{})
 	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
 	tools := kernel.New(kernel.Options{
-		Memory: &kernel.Memory{Provider: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: opts.Now},
-		Models: &kernel.Models{Catalog: models},
-		Graph:  &kernel.Graph{Compiler: compiler, Models: models},
-		Human:  &kernel.Human{},
+		Memory:    &kernel.Memory{Provider: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: opts.Now},
+		Models:    &kernel.Models{Catalog: models},
+		Discovery: &kernel.Discovery{Compiler: compiler},
+		Runners:   &kernel.Runners{},
+		Skill:     &kernel.Skill{Store: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}},
+		Graph:     &kernel.Graph{Compiler: compiler, Models: models},
+		Human:     &kernel.Human{},
 	})
 	cfg := runs.Config{}
 	if s.Kernel != nil {
 		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval}
 	}
-	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler},
-		Profiles: runs.ProfileService{S: profileService}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
+	// Acceptance freezes kernel skill catalogs from kernel memory, under the work's bindings.
+	skills := runs.KernelSkillReader(kmem, resolver)
+	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler, KernelSkills: skills},
+		Profiles: runs.ProfileService{S: profileService, KernelSkills: skills}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
 		Log: log.Named("kernel")})
 	if err != nil {
 		stopListening()
