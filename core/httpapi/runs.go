@@ -257,8 +257,12 @@ func (a *API) resolve(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	// Every task of this version answers a refusal here (see runs.Engine.Resolve).
-	return a.deps.Runs.Resolve(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), c.Body)
+	res, err := a.deps.Runs.Resolve(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), c.Body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": res.Task, "applied": res.Applied})
+	return nil
 }
 
 func (a *API) approve(w http.ResponseWriter, r *http.Request, c *Call) error {
@@ -310,8 +314,12 @@ func (a *API) cancelBranch(w http.ResponseWriter, r *http.Request, c *Call) erro
 	if _, err := decodeBody(c, &struct{}{}); err != nil {
 		return err
 	}
-	// Every task of this version answers a refusal here (see runs.Engine.CancelBranch).
-	return a.deps.Runs.CancelBranch(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
+	doc, err := a.deps.Runs.CancelBranch(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": doc})
+	return nil
 }
 
 func (a *API) inbox(w http.ResponseWriter, r *http.Request, c *Call) error {

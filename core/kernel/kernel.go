@@ -25,6 +25,9 @@ type Options struct {
 	Discovery *Discovery
 	Runners   *Runners
 	Skill     *Skill
+	// Graph runs delegate_task and wait; Human runs ask.
+	Graph *Graph
+	Human *Human
 }
 
 // New builds the dispatch table of the families given.
@@ -47,6 +50,13 @@ func New(o Options) *Tools {
 	}
 	if o.Skill != nil {
 		t.handlers[CanonicalSkill] = o.Skill.Run
+	}
+	if o.Graph != nil {
+		t.handlers[CanonicalDelegateTask] = o.Graph.Delegate
+		t.handlers[CanonicalWait] = o.Graph.Wait
+	}
+	if o.Human != nil {
+		t.handlers[CanonicalAsk] = o.Human.Ask
 	}
 	return t
 }

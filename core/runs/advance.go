@@ -99,6 +99,15 @@ func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *st
 				}
 			}
 		}
+		// Branch results that outlived the mainline's final round (runs.md §3.8); a wake round
+		// it plants is a new row, so readiness starts over.
+		planted, err := e.deliverLate(ctx, tx, fx, run, tasks, byKey, now)
+		if err != nil {
+			return err
+		}
+		if planted {
+			return e.advance(ctx, tx, fx, run)
+		}
 	}
 	before := run.Status
 	if err := e.runState(ctx, tx, run, tasks, byKey, now); err != nil {

@@ -667,22 +667,7 @@ func (e *Engine) followTurn(ctx context.Context, tx *store.Tx, fx *effects, run 
 	if err := store.SetTurn(ctx, tx, t); err != nil {
 		return err
 	}
-	c, err := store.LockConversation(ctx, tx, *run.ConversationID)
-	if err != nil {
-		return err
-	}
-	next, err := store.OldestQueuedTurn(ctx, tx, c.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	nr, err := store.LockRun(ctx, tx, next.RunID)
-	if err != nil || nr.Status != RunPending {
-		return err
-	}
-	return e.startTurn(ctx, tx, fx, next, nr, now)
+	return e.startNextTurn(ctx, tx, fx, *run.ConversationID, now)
 }
 
 // firstAttentionError is the error of the first task listed under the run's first attention

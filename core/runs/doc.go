@@ -1,7 +1,10 @@
 // Package runs is the run engine: the business logic of the run doors (conversations and their
 // turns, standalone runs, tasks, the sealed-request read, approve and deny, stop, append, the
 // member inbox, resolution and branch cancel), the round driver
-// and its pairing law, addressing, the approval gate, readiness and the run lifecycle, the
+// and its pairing law, addressing, the approval gate, readiness and the run lifecycle, the rows
+// the observing kernel tools place (branches, asks, waits) and the calls that settle with them,
+// the delivery of branch results (unpaired results, wake rounds, kernel-authored turns, passive
+// holds), the
 // scheduler (kernel workers over the one tasks queue, the sweeper and its expiry rule, crash
 // recovery, wake-ups) and the transcript a model reads (the sealed request, <task_result>,
 // <tool_use_error>, escaping).

@@ -1,12 +1,10 @@
 package runs
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -203,7 +201,11 @@ func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool
 				fx.canceled = append(fx.canceled, signalRow{run: r.PublicID, key: t.Key, executors: ids, reason: KeyRunCanceled})
 			}
 			fx.abandon = append(fx.abandon, t.ID)
-			if err := e.settleRow(ctx, tx, r, t, StatusCanceled, TaskError{Key: KeyRunCanceled}, now); err != nil {
+			detail, err := e.canceledDetail(ctx, tx, t)
+			if err != nil {
+				return err
+			}
+			if err := e.settleRow(ctx, tx, r, t, StatusCanceled, TaskError{Key: KeyRunCanceled, Detail: detail}, now); err != nil {
 				return err
 			}
 		}
@@ -286,8 +288,37 @@ func (e *Engine) Decide(ctx context.Context, a *Actor, runID, key string, deny b
 	return doc, err
 }
 
-// InboxRow is one row of the member inbox (runs.md §2.10).
+// InboxRow is one row of the member inbox (runs.md §2.10): an approval or an ask, each in its
+// own shape (MarshalJSON).
 type InboxRow struct {
+	Kind                 string
+	RunPublicID          string
+	WorkspacePublicID    string
+	ConversationPublicID *string
+	TaskKey              string
+	// An approval's fields.
+	ToolName      *string
+	ToolAlias     *string
+	ToolInput     json.RawMessage
+	EffectProfile json.RawMessage
+	AddressedTo   json.RawMessage
+	// An ask's fields.
+	CallKey string
+	Prompt  string
+	Options []string
+	Multi   bool
+
+	CreatedAt  string
+	DeadlineAt *string
+}
+
+// Inbox row kinds.
+const (
+	InboxApproval = "approval"
+	InboxAsk      = "ask"
+)
+
+type inboxApprovalWire struct {
 	Kind                 string          `json:"kind"`
 	RunPublicID          string          `json:"run_public_id"`
 	WorkspacePublicID    string          `json:"workspace_public_id"`
@@ -302,15 +333,43 @@ type InboxRow struct {
 	DeadlineAt           *string         `json:"deadline_at"`
 }
 
+type inboxAskWire struct {
+	Kind                 string   `json:"kind"`
+	RunPublicID          string   `json:"run_public_id"`
+	WorkspacePublicID    string   `json:"workspace_public_id"`
+	ConversationPublicID *string  `json:"conversation_public_id"`
+	TaskKey              string   `json:"task_key"`
+	CallKey              string   `json:"call_key"`
+	Prompt               string   `json:"prompt"`
+	Options              []string `json:"options"`
+	Multi                bool     `json:"multi"`
+	CreatedAt            string   `json:"created_at"`
+	DeadlineAt           *string  `json:"deadline_at"`
+}
+
+// MarshalJSON writes the row in its kind's shape.
+func (r InboxRow) MarshalJSON() ([]byte, error) {
+	if r.Kind == InboxAsk {
+		return json.Marshal(inboxAskWire{Kind: r.Kind, RunPublicID: r.RunPublicID, WorkspacePublicID: r.WorkspacePublicID,
+			ConversationPublicID: r.ConversationPublicID, TaskKey: r.TaskKey, CallKey: r.CallKey, Prompt: r.Prompt,
+			Options: r.Options, Multi: r.Multi, CreatedAt: r.CreatedAt, DeadlineAt: r.DeadlineAt})
+	}
+	return json.Marshal(inboxApprovalWire{Kind: r.Kind, RunPublicID: r.RunPublicID, WorkspacePublicID: r.WorkspacePublicID,
+		ConversationPublicID: r.ConversationPublicID, TaskKey: r.TaskKey, ToolName: r.ToolName, ToolAlias: r.ToolAlias,
+		ToolInput: r.ToolInput, EffectProfile: r.EffectProfile, AddressedTo: r.AddressedTo, CreatedAt: r.CreatedAt,
+		DeadlineAt: r.DeadlineAt})
+}
+
 // InboxPage is one page of the member inbox.
 type InboxPage struct {
 	Tasks     []InboxRow `json:"tasks"`
 	NextAfter *string    `json:"-"`
 }
 
-// Inbox lists the held approvals addressed to the member (the person a run acts for: the user
-// who created it, else the steward of its answering agent), and for an agent every held row of
-// the runs it answers or created, oldest first.
+// Inbox lists what waits on the member, oldest first (runs.md §2.10): the held approvals of
+// the runs that act for it (the user who created them, else the steward of their answering
+// agent) and the asks addressed to it; for an agent, every held approval and open ask of the
+// runs it answers or created.
 func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string, limit int) (*InboxPage, error) {
 	var afterID int64
 	if after != "" {
@@ -322,7 +381,8 @@ func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string,
 			return nil, badCursor("after")
 		}
 	}
-	rows, err := store.HeldForMember(ctx, e.store.Reader(), kind, publicID, afterID, limit+1)
+	addressed := *jsonText(AddressedMember{Role: "member", Member: Member{Kind: kind, PublicID: publicID}})
+	rows, err := store.InboxForMember(ctx, e.store.Reader(), kind, publicID, addressed, afterID, limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -334,13 +394,20 @@ func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string,
 			break
 		}
 		t := h.Task
-		d := fullDoc(&t, nil)
-		row := InboxRow{Kind: "approval", RunPublicID: h.RunPublicID, WorkspacePublicID: h.WorkspacePublicID,
-			ConversationPublicID: h.ConversationPublicID, TaskKey: t.Key, ToolName: t.ToolName, ToolAlias: t.ToolAlias,
-			EffectProfile: raw(t.EffectProfile), AddressedTo: d.AddressedTo, CreatedAt: formatMillis(t.CreatedAt),
-			DeadlineAt: optTime(t.DeadlineAt)}
-		if d.ToolInput != nil {
-			row.ToolInput = *d.ToolInput
+		row := InboxRow{RunPublicID: h.RunPublicID, WorkspacePublicID: h.WorkspacePublicID, ConversationPublicID: h.ConversationPublicID,
+			TaskKey: t.Key, CreatedAt: formatMillis(t.CreatedAt), DeadlineAt: optTime(t.DeadlineAt)}
+		if t.Kind == KindAwait {
+			row.Kind, row.CallKey, row.Prompt, row.Multi = InboxAsk, deref(t.ParentKey), deref(t.Prompt), deref(t.Multi)
+			if t.Options != nil {
+				_ = json.Unmarshal([]byte(*t.Options), &row.Options)
+			}
+		} else {
+			d := fullDoc(&t, nil)
+			row.Kind, row.ToolName, row.ToolAlias = InboxApproval, t.ToolName, t.ToolAlias
+			row.EffectProfile, row.AddressedTo = raw(t.EffectProfile), d.AddressedTo
+			if d.ToolInput != nil {
+				row.ToolInput = *d.ToolInput
+			}
 		}
 		page.Tasks = append(page.Tasks, row)
 	}
@@ -352,55 +419,3 @@ const (
 	MaxInboxPage     = 200
 	DefaultInboxPage = 50
 )
-
-// Resolve is the resolution door (runs.md §2.7), in its check order. This version places no
-// ask awaits (the ask tool arrives with the orchestration family), so every existing task
-// answers await_not_resolvable after the checks that precede it; the answer path grows here
-// with that tool.
-func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body []byte) error {
-	q := e.store.Reader()
-	r, err := e.loadRun(ctx, q, a, runID)
-	if err != nil {
-		return err
-	}
-	t, err := store.TaskByKey(ctx, q, r.ID, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return taskNotFound(key)
-	}
-	if err != nil {
-		return err
-	}
-	if err := e.writeStanding(ctx, q, a, r); err != nil {
-		return err
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(body, &obj) != nil || obj == nil {
-			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
-		}
-	}
-	if t.Kind == KindAwait && deref(t.AwaitKind) == "ask" {
-		return fmt.Errorf("runs: ask await %s has no resolution path in this version", key)
-	}
-	return conflict(CodeAwaitNotResolvable, "Task %s is not an ask await; only asks are answered here.", key)
-}
-
-// CancelBranch is branch cancel (runs.md §2.9), in its check order. This version places no
-// delegate_task branches (delegate_task arrives with the orchestration family), so every
-// existing task answers not_a_branch after the checks that precede it.
-func (e *Engine) CancelBranch(ctx context.Context, a *Actor, runID, key string) error {
-	q := e.store.Reader()
-	r, err := e.loadRun(ctx, q, a, runID)
-	if err != nil {
-		return err
-	}
-	if _, err := store.TaskByKey(ctx, q, r.ID, key); errors.Is(err, store.ErrNotFound) {
-		return taskNotFound(key)
-	} else if err != nil {
-		return err
-	}
-	if err := e.writeStanding(ctx, q, a, r); err != nil {
-		return err
-	}
-	return conflict(CodeNotABranch, "Task %s is not a branch.", key)
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/declare"
@@ -277,21 +278,22 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, m model.Mode
 // expand writes one tool row per call under the pairing law and one continuation that waits on
 // them all, moves the deliverable and re-points readers of the expanding round.
 func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, error) {
-	n := run.MainlineRoundCounter + 1
-	if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "mainline_round_counter", Val: n}); err != nil {
-		return nil, err
+	n, callPrefix, contKey := roundKeys(run, t)
+	if t.Mainline {
+		if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "mainline_round_counter", Val: n}); err != nil {
+			return nil, err
+		}
+		run.MainlineRoundCounter = n
 	}
-	run.MainlineRoundCounter = n
 	ids := make([]string, len(resp.ToolCalls))
 	for i, c := range resp.ToolCalls {
 		ids[i] = c.ID
 	}
 	pairing := PairingKeys(t.Key, ids)
-	contKey := fmt.Sprintf("r%d", n)
 	calls := make([]answerCall, len(resp.ToolCalls))
 	fan := make([]string, len(resp.ToolCalls))
 	for i, call := range resp.ToolCalls {
-		key := fmt.Sprintf("r%dt%d", n, i)
+		key := callPrefix + strconv.Itoa(i)
 		fan[i] = key
 		calls[i] = answerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
 		if err := e.birth(ctx, tx, run, t, ts, call, pairing[i], key, finish == model.FinishLength, now); err != nil {
@@ -357,7 +359,7 @@ func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round 
 	row := &store.Task{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
 		DeclaringTaskKey: &round.Key, AfterKeys: jsonText([]string{round.Key}), OnFailure: OnFailureAbsorb,
-		Lifetime: round.Lifetime, Wake: round.Wake, Detached: false, Visibility: VisibilityCollapsed,
+		Lifetime: round.Lifetime, Wake: round.Wake, Detached: round.Detached, Visibility: VisibilityCollapsed,
 		LineageRoot: key, ToolCallID: &pairingKey, CreatedAt: now,
 	}
 	return e.birthRow(ctx, tx, run, ts, row, call.Name, call.Arguments, truncated, now)

@@ -79,6 +79,8 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 			Discovery: &kernel.Discovery{Compiler: comp},
 			Runners:   &kernel.Runners{},
 			Skill:     &kernel.Skill{Store: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: resolver}},
+			Graph:     &kernel.Graph{Compiler: comp, Models: models},
+			Human:     &kernel.Human{},
 		})
 	}
 	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: resolver,

@@ -71,6 +71,7 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 			return fmt.Errorf("runs: %s placed %q, which is not keyed under it", call.Key, r.Key)
 		}
 		r.RunID, r.ParentKey, r.CreatedAt = run.ID, &call.Key, now
+		inheritPlacement(r, call, now)
 		if err := store.InsertTask(ctx, tx, r); err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 	row := &store.Task{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel, ParentKey: &call.Key,
 		DeclaringTaskKey: &round.Key, OnFailure: OnFailureAbsorb, Lifetime: round.Lifetime, Wake: round.Wake,
-		Visibility: VisibilityCollapsed, LineageRoot: key, CreatedAt: now,
+		Detached: call.Detached, Visibility: VisibilityCollapsed, LineageRoot: key, CreatedAt: now,
 	}
 	return e.birthRow(ctx, tx, run, ts, row, child.Name, string(child.Input), false, now)
 }
@@ -143,6 +144,9 @@ func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, task
 		child := byKey[*call.AwaitingChild]
 		if child == nil {
 			return false, fmt.Errorf("runs: %s awaits %s, which does not exist", call.Key, *call.AwaitingChild)
+		}
+		if !mayHaveSettled(tasks, child) {
+			continue
 		}
 		s, err := e.observation(ctx, tx, call, child)
 		if err != nil {
@@ -167,6 +171,8 @@ type settlement struct {
 	content           *string
 	structuredContent *string
 	err               *TaskError
+	// title replaces the title the call took when it started waiting; nil keeps it.
+	title *string
 }
 
 // observation reads the awaited row and answers how the call settles, or nil while its work
@@ -183,6 +189,10 @@ func (e *Engine) observation(ctx context.Context, q store.Querier, call, child *
 			return nil, err
 		}
 		return mirror(full), nil
+	case KindModel:
+		return e.observeBranch(ctx, q, call, child)
+	case KindAwait:
+		return e.observeAwait(ctx, q, call, child)
 	}
 	return nil, fmt.Errorf("runs: %s awaits %s, a %s, which no observation reads in this version", call.Key, child.Key, child.Kind)
 }
@@ -212,6 +222,9 @@ func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, run *store.Ru
 		{Col: "content", Val: s.content}, {Col: "structured_content", Val: s.structuredContent},
 		{Col: "error_key", Val: key}, {Col: "error_detail", Val: detail}, {Col: "awaiting_child", Val: nil},
 		{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: seq}}
+	if s.title != nil {
+		set = append(set, store.Assign{Col: "title", Val: *s.title})
+	}
 	ok, err := store.SetTask(ctx, tx, call.ID, &store.TaskGuard{Statuses: []string{StatusRunning}}, set...)
 	if err != nil {
 		return err

@@ -402,7 +402,8 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 			return n, err
 		}
 	}
-	return n, nil
+	observed, err := e.observeWaits(ctx)
+	return n + observed, err
 }
 
 // expire applies the expiry rule to one row under the run's lock, then readiness.
@@ -419,6 +420,10 @@ func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *sto
 	x := ApplyExpiry(ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration, Attempts: t.Attempts,
 		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
 		ClaimedBy: by, Deadline: deref(t.DeadlineAt)})
+	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
+		// A wait's expiry ends only the observation, and says so (kernel-tools.md §5.2.3).
+		x.Error.Detail = WaitTimeoutDetail(spec.Task, deref(t.TimeoutMS))
+	}
 	if x.Release {
 		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "claimed_at", Val: nil},
 			store.Assign{Col: "claim_token_hash", Val: nil}, store.Assign{Col: "claimed_by", Val: nil},

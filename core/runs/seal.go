@@ -75,6 +75,20 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 				return nil, err
 			}
 		}
+		if run.ConversationID != nil && t.Mainline {
+			// A conversation turn's first round reads the held passive deliveries before its
+			// input (runs.md §5.2 step 3).
+			held, ids, err := e.heldEntries(ctx, q, run)
+			if err != nil {
+				return nil, err
+			}
+			for _, en := range held {
+				if err := add(en); err != nil {
+					return nil, err
+				}
+			}
+			s.delivered = append(s.delivered, ids...)
+		}
 		var results []string
 		if t.Results != nil {
 			_ = json.Unmarshal([]byte(*t.Results), &results)
@@ -202,6 +216,20 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 				s.delivered = append(s.delivered, row.ID)
 			}
 		}
+	}
+	if t.Mainline {
+		// Unpaired branch results that settled before this seal and were never delivered
+		// (runs.md §5.2 step 6); later rounds re-send them at this same position.
+		unpaired, ids, err := e.unpairedEntries(ctx, q, run)
+		if err != nil {
+			return nil, err
+		}
+		for _, en := range unpaired {
+			if err := add(en); err != nil {
+				return nil, err
+			}
+		}
+		s.delivered = append(s.delivered, ids...)
 	}
 	s.parts = store.SealedParts{Entries: entryBytes, BaseID: s.baseID, BaseCount: s.baseCount}
 	return s, nil

@@ -100,6 +100,10 @@ type TaskDoc struct {
 	AwaitingChild     *string          `json:"awaiting_child,omitempty"`
 	ModelDefaults     json.RawMessage  `json:"model_defaults,omitempty"`
 	AwaitKind         *string          `json:"await_kind,omitempty"`
+	Options           json.RawMessage  `json:"options,omitempty"`
+	Multi             *bool            `json:"multi,omitempty"`
+	Wait              json.RawMessage  `json:"wait,omitempty"`
+	ResolvedBy        json.RawMessage  `json:"resolved_by,omitempty"`
 	Approval          json.RawMessage  `json:"approval,omitempty"`
 	IsError           *bool            `json:"is_error,omitempty"`
 	Output            *string          `json:"output,omitempty"`
@@ -204,6 +208,10 @@ func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 				d.Calls = append(d.Calls, CallDoc{ToolCallID: c.ToolCallID, Name: c.Name, TaskKey: c.TaskKey})
 			}
 		}
+	case KindAwait:
+		// An ask shows its question and addressee, a wait its target (runs.md §2.5).
+		d.Prompt, d.Options, d.Multi, d.TimeoutMS = t.Prompt, raw(t.Options), t.Multi, t.TimeoutMS
+		d.AddressedTo, d.Wait, d.ResolvedBy = raw(t.AddressedMember), raw(t.WaitSpec), raw(t.ResolvedBy)
 	case KindTool:
 		in := json.RawMessage("null")
 		if t.ToolInput != nil {

@@ -153,6 +153,8 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		Discovery: &kernel.Discovery{Compiler: compiler},
 		Runners:   &kernel.Runners{},
 		Skill:     &kernel.Skill{Store: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}},
+		Graph:     &kernel.Graph{Compiler: compiler, Models: models},
+		Human:     &kernel.Human{},
 	})
 	cfg := runs.Config{}
 	if s.Kernel != nil {

@@ -1,0 +1,205 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// The graph family's canonical and wire names (kernel-tools.md §5.1, §5.2).
+const (
+	CanonicalDelegateTask = "nexus.graph.delegate_task"
+	CanonicalWait         = "nexus.graph.wait"
+
+	wireDelegateTask = "delegate_task"
+	wireWait         = "wait"
+)
+
+// The graph family's refusal words (orchestration.md §1.5).
+const (
+	WordModelNotAuthorized = "model_not_authorized"
+	WordWaitTargetNotFound = "wait_target_not_found"
+	WordWaitCycle          = "wait_cycle"
+)
+
+// The enum values of lifetime and wake (kernel-tools.md §5.1.1), in schema order.
+const (
+	lifetimeTurn         = "turn"
+	lifetimeConversation = "conversation"
+	wakeAuto             = "auto"
+	wakePassive          = "passive"
+)
+
+// wait's clock bounds (kernel-tools.md §5.2.1): the default is one hour, and the authored
+// maximum a week, the schema's own bounds; the effective clamp of 24 hours is the engine's
+// (runs.WaitClamp).
+var (
+	defaultWaitTimeoutMS   = runs.WaitDefault.Milliseconds()
+	maxAuthoredWaitTimeout = runs.WaitAuthoredMax.Milliseconds()
+)
+
+// The parameters of each tool, in schema order (kernel-tools.md §5.1.1, §5.2.1).
+var (
+	delegateParams = []string{"prompt", "model", "lifetime", "wake", "wait", "tools"}
+	waitParams     = []string{"task", "run_public_id", "timeout_ms"}
+)
+
+// Graph runs delegate_task and wait: it checks the arguments and writes the texts; core/runs
+// builds and observes the rows (runs.md §3.7.1, §3.7.2).
+type Graph struct {
+	// Compiler narrows the calling round's frozen declaration for a branch.
+	Compiler *declare.Compiler
+	// Models checks an explicit model (kernel-tools.md §4.6).
+	Models *model.Catalog
+}
+
+// DelegatedTitle is the title of a delegate_task call, detached or waited.
+func DelegatedTitle(callKey string) string { return "delegated task " + callKey }
+
+// DelegateReceipt is a detached delegate_task call's result text (kernel-tools.md §5.1.3).
+func DelegateReceipt(callKey, runPublicID string) string {
+	return "Task " + callKey + " started in the background. Its result will reach you later as a <task_result task=\"" + callKey +
+		"\"> message, which is not from the person.\n" + TaskReference(runPublicID, callKey)
+}
+
+// TaskReference is the line a later wait uses to find the work (kernel-tools.md §4.5).
+func TaskReference(runPublicID, callKey string) string {
+	return `Task reference: run_public_id="` + runPublicID + `", task="` + callKey + `"`
+}
+
+// delegateStructured is a detached receipt's structured_content.
+type delegateStructured struct {
+	RunPublicID string `json:"run_public_id"`
+	Task        string `json:"task"`
+}
+
+// ModelNotAuthorizedDetail is the detail of an explicit model the run may not use: the model
+// check's word as the reason (kernel-tools.md §4.6).
+func ModelNotAuthorizedDetail(ref, reason string) string {
+	return fmt.Sprintf("model %q is not a model you may run here (%s).", ref, reason)
+}
+
+// Delegate runs delegate_task (kernel-tools.md §5.1.3): checks in order (arguments, the
+// tools names, the explicit model), then places one branch with an empty context under the
+// call, detached with a receipt, or waited on.
+func (g *Graph) Delegate(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
+	a, err := ReadArgs(call.Input, delegateParams, true)
+	if err != nil {
+		return nil, err
+	}
+	prompt, _ := a.String("prompt", true, true)
+	requested, _ := a.String("model", false, false)
+	lifetime := a.Enum("lifetime", false, "", lifetimeTurn, lifetimeConversation)
+	wake := a.Enum("wake", false, "", wakeAuto, wakePassive)
+	wait := a.Bool("wait", false, false)
+	tools, narrow := a.Strings("tools", false)
+	if e := a.Err(); e != nil {
+		return argumentsRefused(wireDelegateTask, e), nil
+	}
+	if call.Round == nil {
+		return nil, errors.New("kernel: delegate_task needs the round that made the call")
+	}
+	round, err := call.Round(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set, err := g.Compiler.Compile(round.ToolDefinitions)
+	if err != nil {
+		return nil, fmt.Errorf("kernel: the calling round's declaration: %w", err)
+	}
+	var wanted []string
+	if narrow {
+		wanted = tools
+	}
+	branchSet, err := g.Compiler.NarrowForDelegation(set, wanted)
+	if r, ok := declare.AsRefusal(err); ok && r.Word == declare.WordToolNotDeclared {
+		text := declare.ToolNotDeclaredText(r.ToolName, set)
+		return ErrorResult(wireDelegateTask, WordToolNotDeclared, strings.TrimPrefix(text, WordToolNotDeclared+": ")), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kernel: narrowing for a branch: %w", err)
+	}
+	ref := round.Model
+	if requested = strings.TrimSpace(requested); requested != "" {
+		if _, err := g.Models.Check(requested, branchSet.Len() > 0); err != nil {
+			rf, ok := refusal.As(err)
+			if !ok {
+				return nil, err
+			}
+			return ErrorResult(wireDelegateTask, WordModelNotAuthorized, ModelNotAuthorizedDetail(requested, rf.Code)), nil
+		}
+		ref = requested
+	}
+	if lifetime == "" {
+		lifetime = round.Lifetime
+	}
+	if wake == "" {
+		wake = round.Wake
+	}
+	row := runs.BranchRow(call.TaskKey, runs.Branch{Prompt: prompt, Model: ref, Instructions: round.Instructions,
+		ToolDefinitions: branchSet.Bytes(), SkillCatalog: round.SkillCatalog, Environment: round.Environment,
+		Lifetime: lifetime, Wake: wake, Detached: !wait})
+	title := DelegatedTitle(call.TaskKey)
+	if wait {
+		return &runs.KernelOutcome{Place: &runs.Placement{Rows: []*store.Task{row}, Await: row.Key, Title: title}}, nil
+	}
+	sc, err := compactJSON(delegateStructured{RunPublicID: call.RunPublicID, Task: call.TaskKey})
+	if err != nil {
+		return nil, err
+	}
+	return &runs.KernelOutcome{Place: &runs.Placement{Rows: []*store.Task{row}},
+		Result: &runs.KernelResult{Content: DelegateReceipt(call.TaskKey, call.RunPublicID), StructuredContent: sc, Title: title}}, nil
+}
+
+// WaitTitle is a wait call's title.
+func WaitTitle(task string) string { return "wait for " + task }
+
+// WaitTargetNotFoundDetail is the detail of a target the caller may not observe, in an unknown
+// run, or with an unknown key (kernel-tools.md §5.2.3).
+func WaitTargetNotFoundDetail(task, runPublicID string) string {
+	return fmt.Sprintf("no task %q in run %s that this run can observe.", task, runPublicID)
+}
+
+// WaitCycleDetail is the detail of a target that is the call or one of its ancestors.
+func WaitCycleDetail(task string) string {
+	return fmt.Sprintf("task %q is this call or one of its ancestors, so waiting on it could never end.", task)
+}
+
+// Wait runs wait (kernel-tools.md §5.2.3): the target is resolved and checked; a target whose
+// final work has settled answers at once with its envelope, otherwise one kernel-held await
+// observes it.
+func (g *Graph) Wait(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
+	a, err := ReadArgs(call.Input, waitParams, false)
+	if err != nil {
+		return nil, err
+	}
+	task, _ := a.String("task", true, true)
+	runID, _ := a.UUID("run_public_id", false)
+	timeout := a.Int("timeout_ms", false, 1, maxAuthoredWaitTimeout, defaultWaitTimeoutMS)
+	if e := a.Err(); e != nil {
+		return argumentsRefused(wireWait, e), nil
+	}
+	target, err := runs.LookupWaitTarget(ctx, call, runID, task)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !target.Found:
+		return ErrorResult(wireWait, WordWaitTargetNotFound, WaitTargetNotFoundDetail(task, target.RunPublicID)), nil
+	case target.Cycle:
+		return ErrorResult(wireWait, WordWaitCycle, WaitCycleDetail(task)), nil
+	case target.Settled:
+		r := *target.Result
+		r.Title = WaitTitle(task)
+		return &runs.KernelOutcome{Result: &r}, nil
+	}
+	row := runs.WaitAwait(call.TaskKey, runs.WaitSpec{RunPublicID: target.RunPublicID, Task: task, TimeoutMS: timeout})
+	return &runs.KernelOutcome{Place: &runs.Placement{Rows: []*store.Task{row}, Await: row.Key, Title: WaitTitle(task)}}, nil
+}

@@ -1,0 +1,595 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// Await kinds (runs.md §1.5.3) and the roles of the awaits in their keys (§3.3).
+const (
+	AwaitAsk   = "ask"
+	AwaitWait  = "wait"
+	AwaitSpawn = "spawn"
+
+	RoleAsk  = "ask"
+	RoleWait = "wait"
+)
+
+// Wire names of the observing kernel tools as their rows record them.
+const (
+	wireWait = "wait"
+	wireAsk  = "ask"
+)
+
+// The await clocks of runs.md §4.5 and §8.7.
+const (
+	// WaitDefault is a wait's clock when timeout_ms is omitted: long enough for a branch's
+	// typical work, short enough that a forgotten wait does not hold a round for a day.
+	WaitDefault = time.Hour
+	// WaitClamp is the effective bound of any await: a wait that outlives a working day is
+	// waiting on something that has gone wrong, and the model should hear so.
+	WaitClamp = 24 * time.Hour
+	// WaitAuthoredMax is the largest timeout_ms a wait may be written with (7 days, the same
+	// authored bound as a tool park), so that a schema-valid value is never refused.
+	WaitAuthoredMax = 7 * 24 * time.Hour
+	// AskPark is an ask's clock: a working day for a person to answer.
+	AskPark = 24 * time.Hour
+)
+
+// WaitSpec is a wait await's target and clock, as the task read serves it (runs.md §2.5).
+type WaitSpec struct {
+	RunPublicID string `json:"run_public_id"`
+	Task        string `json:"task"`
+	TimeoutMS   int64  `json:"timeout_ms"`
+}
+
+func parseWaitSpec(s *string) (WaitSpec, bool) {
+	var w WaitSpec
+	if s == nil || json.Unmarshal([]byte(*s), &w) != nil || w.Task == "" {
+		return WaitSpec{}, false
+	}
+	return w, true
+}
+
+// waitInputTask reads the task argument of a wait call's stored input.
+func waitInputTask(input *string) string {
+	var in struct {
+		Task string `json:"task"`
+	}
+	if input != nil {
+		_ = json.Unmarshal([]byte(*input), &in)
+	}
+	return in.Task
+}
+
+// WaitTimeoutDetail is the detail of a wait whose own deadline passed (kernel-tools.md §5.2.3).
+func WaitTimeoutDetail(task string, ms int64) string {
+	return fmt.Sprintf("stopped waiting for task %q after %d ms; it keeps running and its result is still delivered.", task, ms)
+}
+
+// WaitCanceledDetail is the detail of a canceled wait (kernel-tools.md §5.2.3).
+func WaitCanceledDetail(task string) string {
+	return fmt.Sprintf("the wait for task %q was canceled; the task keeps running.", task)
+}
+
+// WaitAwait is the await a wait call places (runs.md §3.7.2): kernel-held, dispatched from
+// birth, hidden, absorbing, with the effective clock min(timeout_ms, 24 h). spec.TimeoutMS is
+// the authored value (the default when omitted), served on the task read.
+func WaitAwait(callKey string, spec WaitSpec) *store.Task {
+	key := ChildKey(callKey, RoleWait, 1)
+	clock := min(spec.TimeoutMS, WaitClamp.Milliseconds())
+	return &store.Task{Key: key, Kind: KindAwait, Status: StatusDispatched, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
+		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: ptr(AwaitWait),
+		WaitSpec: jsonText(spec), TimeoutMS: &clock}
+}
+
+// Question is what an ask call asks.
+type Question struct {
+	Prompt string
+	// Options are the choices in display order; nil or empty means an open answer.
+	Options []string
+	Multi   bool
+}
+
+// AddressedMember is an ask's addressee as stored and served: {role: "member", member}.
+type AddressedMember struct {
+	Role   string `json:"role"`
+	Member Member `json:"member"`
+}
+
+// AskAwait is the await an ask call places (runs.md §3.7.3): awaiting a member's answer from
+// birth, hidden, absorbing, parked 24 hours, addressed to the person the run acts for.
+func AskAwait(ctx context.Context, call *KernelCall, q Question) (*store.Task, error) {
+	if call.Tx == nil {
+		return nil, errors.New("runs: an ask is placed inside its settling transaction")
+	}
+	run, err := store.RunByID(ctx, call.Tx, call.RunID)
+	if err != nil {
+		return nil, err
+	}
+	to, err := askAddressee(ctx, call.Tx, run)
+	if err != nil {
+		return nil, err
+	}
+	key := ChildKey(call.TaskKey, RoleAsk, 1)
+	clock := AskPark.Milliseconds()
+	t := &store.Task{Key: key, Kind: KindAwait, Status: StatusAwaitingInput, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
+		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: ptr(AwaitAsk),
+		Prompt: ptr(q.Prompt), Multi: ptr(q.Multi), AddressedMember: jsonText(AddressedMember{Role: "member", Member: to}),
+		TimeoutMS: &clock}
+	if len(q.Options) > 0 {
+		t.Options = jsonText(q.Options)
+	}
+	return t, nil
+}
+
+// askAddressee is the person a run acts for (runs.md §3.7.3): the user who authored its turn
+// or created it; when that is an agent or the kernel, its answering agent's steward.
+func askAddressee(ctx context.Context, q store.Querier, run *store.Run) (Member, error) {
+	if run.CreatedByKind == store.KindUser {
+		return Member{Kind: store.KindUser, PublicID: run.CreatedByPublicID}, nil
+	}
+	agent := deref(run.AnsweringAgentPublicID)
+	if agent == "" && run.CreatedByKind == store.KindAgent {
+		agent = run.CreatedByPublicID
+	}
+	steward, err := store.AgentStewardPublicID(ctx, q, agent)
+	if err != nil {
+		return Member{}, fmt.Errorf("runs: the steward of agent %s: %w", agent, err)
+	}
+	return Member{Kind: store.KindUser, PublicID: steward}, nil
+}
+
+// inheritPlacement completes an await a call places: it belongs to the call's work (its
+// lifetime, wake and detachment, so that a detached branch's question is the branch's), and its
+// park starts as it is placed, ready and dispatched now, its deadline its clock from now
+// (runs.md §4.5). A branch keeps what its call's arguments gave it.
+func inheritPlacement(t, call *store.Task, now int64) {
+	if t.Kind != KindAwait {
+		return
+	}
+	t.Lifetime, t.Wake, t.Detached = call.Lifetime, call.Wake, call.Detached
+	if t.TimeoutMS == nil || t.DeadlineAt != nil {
+		return
+	}
+	t.ReadyAt, t.DispatchedAt = &now, &now
+	t.DeadlineAt = ptr(now + *t.TimeoutMS)
+}
+
+// WaitTarget is what a wait call would observe (kernel-tools.md §5.2.3).
+type WaitTarget struct {
+	// RunPublicID is the run that holds the target (the calling run when none was named).
+	RunPublicID string
+	// Found is false when the run is not observable from the calling run, or has no such task.
+	Found bool
+	// Cycle is true when the target is the call itself or one of its ancestors.
+	Cycle bool
+	// Settled is true when the target's final work has settled; Result is then the call's
+	// result: the target's <task_result> envelope, an error flag when it did not complete.
+	Settled bool
+	Result  *KernelResult
+}
+
+// LookupWaitTarget resolves a wait call's target inside its settling transaction: the run
+// (the calling run, or on a conversation-hosted run another run of its conversation), the task,
+// whether waiting on it could never end, and whether its final work has already settled.
+func LookupWaitTarget(ctx context.Context, call *KernelCall, runPublicID, task string) (*WaitTarget, error) {
+	if call.Tx == nil {
+		return nil, errors.New("runs: a wait is evaluated inside its settling transaction")
+	}
+	q := call.Tx
+	self, err := store.RunByID(ctx, q, call.RunID)
+	if err != nil {
+		return nil, err
+	}
+	out := &WaitTarget{RunPublicID: self.PublicID}
+	run := self
+	if id := strings.ToLower(runPublicID); id != "" && id != self.PublicID {
+		out.RunPublicID = id
+		if self.ConversationID == nil {
+			return out, nil
+		}
+		other, err := store.RunByPublicID(ctx, q, self.WorkspaceID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if other.ConversationID == nil || *other.ConversationID != *self.ConversationID {
+			return out, nil
+		}
+		run = other
+	}
+	target, err := store.TaskByKey(ctx, q, run.ID, task)
+	if errors.Is(err, store.ErrNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Found = true
+	if run.ID == self.ID {
+		tasks, err := store.TraceTasks(ctx, q, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		if waitCycle(tasks, call.TaskKey, target) {
+			out.Cycle = true
+			return out, nil
+		}
+	}
+	st, err := finalState(ctx, q, run.ID, target, task)
+	if err != nil {
+		return nil, err
+	}
+	if st.settled {
+		out.Settled = true
+		out.Result = &KernelResult{Content: st.result.Render(), IsError: st.result.Status != StatusCompleted}
+	}
+	return out, nil
+}
+
+// waitCycle reports whether waiting on target from the call callKey could never end: the
+// target is the call, or an ancestor of it (the call that placed it, the round that made it, a
+// round of that round's lineage, whose final work waits on this call, and so up through the
+// delegate_task or tool_call call whose work contains it).
+func waitCycle(tasks []store.Task, callKey string, target *store.Task) bool {
+	byKey := make(map[string]*store.Task, len(tasks))
+	for i := range tasks {
+		byKey[tasks[i].Key] = &tasks[i]
+	}
+	ancestors, lineages := map[string]bool{}, map[string]bool{}
+	queue := []string{callKey}
+	for len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		t := byKey[k]
+		if t == nil || ancestors[k] {
+			continue
+		}
+		ancestors[k] = true
+		if t.ParentKey != nil {
+			queue = append(queue, *t.ParentKey)
+		}
+		if t.DeclaringTaskKey != nil {
+			queue = append(queue, *t.DeclaringTaskKey)
+		}
+		if t.Kind == KindModel && !lineages[t.LineageRoot] {
+			lineages[t.LineageRoot] = true
+			queue = append(queue, t.LineageRoot)
+		}
+	}
+	if ancestors[target.Key] {
+		return true
+	}
+	return target.Kind == KindModel && lineages[target.LineageRoot]
+}
+
+// targetState is a wait target's final work: whether it has settled, and its envelope.
+type targetState struct {
+	settled bool
+	result  TaskResult
+}
+
+// finalState reads the logical final work of a task (orchestration.md §3.2): a model round's
+// lineage ends with its final round; a delegate_task call that placed a branch ends with the
+// branch; an await is read through the call that placed it; every other row is its own final
+// work (a tool_call call mirrors its child, an ask call carries the answer). readerKey is the
+// key the envelope names, the one the reader asked for.
+func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task, readerKey string) (*targetState, error) {
+	if (t.Kind == KindAwait || t.Kind == KindDelegation) && t.ParentKey != nil {
+		parent, err := store.TaskByKey(ctx, q, runID, *t.ParentKey)
+		if err != nil {
+			return nil, err
+		}
+		t = parent
+	}
+	if t.Kind == KindTool && deref(t.ToolName) == wireDelegateTask {
+		branch, err := store.TaskByKey(ctx, q, runID, BranchKey(t.Key))
+		switch {
+		case err == nil:
+			t = branch
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+	}
+	if t.Kind == KindModel {
+		root, err := store.TaskByKey(ctx, q, runID, t.LineageRoot)
+		if err != nil {
+			return nil, err
+		}
+		final, err := store.LastLineageRound(ctx, q, runID, t.LineageRoot)
+		if err != nil {
+			return nil, err
+		}
+		st := &targetState{settled: Terminal(final.Status)}
+		st.result = lineageResult(readerKey, root, final)
+		return st, nil
+	}
+	st := &targetState{settled: Terminal(t.Status)}
+	st.result = toolResult(readerKey, t)
+	return st, nil
+}
+
+// lineageResult is a model source's envelope: the final round's status and body under the
+// opening round's prompt (runs.md §5.4).
+func lineageResult(key string, root, final *store.Task) TaskResult {
+	tr := TaskResult{Key: key, ModelSource: true, ModelPrompt: deref(root.Prompt), Status: final.Status,
+		IsError: deref(final.IsError), Output: deref(final.Output)}
+	if final.ErrorKey != nil {
+		tr.Error = &TaskError{Key: *final.ErrorKey, Detail: deref(final.ErrorDetail)}
+	}
+	return tr
+}
+
+// toolResult is a tool source's envelope: the call as the model made it, and its own result.
+func toolResult(key string, t *store.Task) TaskResult {
+	tr := TaskResult{Key: key, ToolName: deref(t.ToolName), Status: t.Status, IsError: deref(t.IsError), Output: deref(t.Output)}
+	if t.ToolAlias != nil {
+		tr.ToolName = *t.ToolAlias
+	}
+	if t.ToolInput != nil {
+		if c, err := canonjson.Canonicalize([]byte(*t.ToolInput)); err == nil {
+			tr.ToolInput = c
+		}
+	}
+	if t.ErrorKey != nil {
+		tr.Error = &TaskError{Key: *t.ErrorKey, Detail: deref(t.ErrorDetail)}
+	}
+	return tr
+}
+
+// textContent is the stored content of a plain-string result: one text block, or none when
+// blank (executor.md §4.6).
+func textContent(s string) *string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	return jsonText([]map[string]string{{"type": "text", "text": s}})
+}
+
+// observeBranch reads a waited delegate_task's branch: once its lineage's final round has
+// settled, the call completes with the branch's envelope framed with the call's key, an error
+// flag when the branch did not complete, and the [model: …] line when the call named a model
+// (orchestration.md §2.4).
+func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+	final, err := store.LastLineageRound(ctx, q, call.RunID, child.LineageRoot)
+	if err != nil {
+		return nil, err
+	}
+	if !Terminal(final.Status) {
+		return nil, nil
+	}
+	root, err := store.TaskByID(ctx, q, child.ID)
+	if err != nil {
+		return nil, err
+	}
+	full, err := store.TaskByID(ctx, q, call.ID)
+	if err != nil {
+		return nil, err
+	}
+	tr := lineageResult(call.Key, root, final)
+	if requested := requestedModel(full.ToolInput); requested != "" {
+		ran := "ran on " + deref(final.Model)
+		if final.SealedRequestID == nil || final.StartedAt == nil {
+			ran = "not started"
+		}
+		tr.ModelLine = fmt.Sprintf("[model: requested %s, %s]", requested, ran)
+	}
+	out := tr.Render()
+	return &settlement{status: StatusCompleted, isError: ptr(final.Status != StatusCompleted), output: out, content: textContent(out)}, nil
+}
+
+// requestedModel is a delegate_task call's explicit model argument, "" when absent or blank.
+func requestedModel(input *string) string {
+	var in struct {
+		Model *string `json:"model"`
+	}
+	if input != nil {
+		_ = json.Unmarshal([]byte(*input), &in)
+	}
+	if in.Model == nil {
+		return ""
+	}
+	return strings.TrimSpace(*in.Model)
+}
+
+// observeAwait reads an await a call placed. An ask's call completes with the <answer>
+// envelope, or carries the await's failure (await_timeout, await_failed, a cancellation). A
+// wait's await resolves when its target's final work settles, which in the calling run happens
+// in this very transaction, and the call completes with the target's envelope; its expiry or
+// cancellation ends only the observation.
+func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+	switch deref(child.AwaitKind) {
+	case AwaitAsk:
+		if !Terminal(child.Status) {
+			return nil, nil
+		}
+		full, err := store.TaskByID(ctx, q, child.ID)
+		if err != nil {
+			return nil, err
+		}
+		if full.Status == StatusCompleted {
+			out := Answer(full.Key, deref(full.Output))
+			return &settlement{status: StatusCompleted, isError: ptr(false), output: out, content: textContent(out)}, nil
+		}
+		return carried(full, ""), nil
+	case AwaitWait:
+		full, err := store.TaskByID(ctx, q, child.ID)
+		if err != nil {
+			return nil, err
+		}
+		if Terminal(full.Status) {
+			if full.Status == StatusCompleted {
+				return &settlement{status: StatusCompleted, isError: full.IsError, output: deref(full.Output), content: full.Content}, nil
+			}
+			return carried(full, ""), nil
+		}
+		spec, ok := parseWaitSpec(full.WaitSpec)
+		if !ok {
+			return nil, fmt.Errorf("runs: wait await %s has no target", full.Key)
+		}
+		st, err := e.waitTargetState(ctx, q, call.RunID, spec)
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			return e.targetGone(ctx, q, full, child, spec.Task)
+		}
+		if !st.settled {
+			return nil, nil
+		}
+		out := st.result.Render()
+		isErr := st.result.Status != StatusCompleted
+		if err := e.resolveWait(ctx, q, full, out, isErr); err != nil {
+			return nil, err
+		}
+		child.Status = StatusCompleted
+		return &settlement{status: StatusCompleted, isError: &isErr, output: out, content: textContent(out)}, nil
+	}
+	return nil, fmt.Errorf("runs: %s awaits %s, a %s await, which no observation reads in this version", call.Key, child.Key, deref(child.AwaitKind))
+}
+
+// wordWaitTargetNotFound is wait's refusal word, also its answer when its target was
+// collected while observed (kernel-tools.md §5.2.3).
+const wordWaitTargetNotFound = "wait_target_not_found"
+
+// WaitTargetGoneDetail is the detail of a target collected while a wait observed it.
+func WaitTargetGoneDetail(task string) string {
+	return fmt.Sprintf("task %q is no longer available.", task)
+}
+
+// targetGone settles a wait whose target was collected while observed: the await and the call
+// complete with the error result wait_target_not_found and its structured_content. No path
+// collects tasks in this version; the rule is kept for the one that will.
+func (e *Engine) targetGone(ctx context.Context, q store.Querier, await, child *store.Task, task string) (*settlement, error) {
+	detail := WaitTargetGoneDetail(task)
+	out := wordWaitTargetNotFound + ": " + detail
+	sc := jsonText(struct {
+		Status string    `json:"status"`
+		Error  TaskError `json:"error"`
+	}{"unavailable", TaskError{Key: wordWaitTargetNotFound, Detail: detail}})
+	if err := e.resolveWait(ctx, q, await, out, true); err != nil {
+		return nil, err
+	}
+	child.Status = StatusCompleted
+	return &settlement{status: StatusCompleted, isError: ptr(true), output: out, content: textContent(out), structuredContent: sc,
+		title: ptr(wireWait + " refused")}, nil
+}
+
+// carried is the settlement of a call whose await failed: its status and error, unchanged.
+func carried(await *store.Task, output string) *settlement {
+	s := &settlement{status: await.Status, output: output}
+	if await.ErrorKey != nil {
+		s.err = &TaskError{Key: *await.ErrorKey, Detail: deref(await.ErrorDetail)}
+	}
+	return s
+}
+
+// waitTargetState reads a wait's target wherever it lives; nil when the target is gone (no
+// path collects tasks in this version, so this is defensive).
+func (e *Engine) waitTargetState(ctx context.Context, q store.Querier, runID int64, spec WaitSpec) (*targetState, error) {
+	self, err := store.RunByID(ctx, q, runID)
+	if err != nil {
+		return nil, err
+	}
+	targetRun := self
+	if spec.RunPublicID != "" && spec.RunPublicID != self.PublicID {
+		if targetRun, err = store.RunByPublicID(ctx, q, self.WorkspaceID, spec.RunPublicID); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, nil
+			}
+			return nil, err
+		}
+	}
+	t, err := store.TaskByKey(ctx, q, targetRun.ID, spec.Task)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return finalState(ctx, q, targetRun.ID, t, spec.Task)
+}
+
+// resolveWait settles a wait await completed with the target's envelope: it is kernel-held,
+// so the kernel is who resolved it.
+func (e *Engine) resolveWait(ctx context.Context, q store.Querier, await *store.Task, out string, isErr bool) error {
+	seq, err := store.NextSettleSeq(ctx, q, await.RunID)
+	if err != nil {
+		return err
+	}
+	_, err = store.SetTask(ctx, q, await.ID, &store.TaskGuard{Statuses: []string{StatusDispatched}},
+		store.Assign{Col: "status", Val: StatusCompleted}, store.Assign{Col: "is_error", Val: isErr},
+		store.Assign{Col: "output", Val: out}, store.Assign{Col: "content", Val: textContent(out)},
+		store.Assign{Col: "resolved_by", Val: *jsonText(Member{Kind: OriginKernel})},
+		store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: seq})
+	return err
+}
+
+// observeWaits settles the waits whose target has settled meanwhile in another run: such a
+// settle never takes the observer's lock, so the observer settles in its own transaction
+// afterwards (runs.md §4.11). It reads every open wait, a page at a time, and takes a run's
+// lock only for one whose target is final. It reports how many it settled.
+func (e *Engine) observeWaits(ctx context.Context) (int, error) {
+	q := e.store.Reader()
+	n := 0
+	var after int64
+	for {
+		ws, err := store.OpenWaits(ctx, q, after, SweepBatch)
+		if err != nil {
+			return n, err
+		}
+		for i := range ws {
+			w := &ws[i]
+			after = w.ID
+			spec, ok := parseWaitSpec(w.WaitSpec)
+			if !ok {
+				continue
+			}
+			st, err := e.waitTargetState(ctx, q, w.RunID, spec)
+			if err != nil {
+				return n, err
+			}
+			if st != nil && !st.settled {
+				continue
+			}
+			err = e.write(ctx, func(tx *store.Tx, fx *effects) error {
+				run, err := store.LockRun(ctx, tx, w.RunID)
+				if err != nil {
+					return err
+				}
+				return e.advance(ctx, tx, fx, run)
+			})
+			if err != nil {
+				return n, err
+			}
+			n++
+		}
+		if len(ws) < SweepBatch {
+			return n, nil
+		}
+	}
+}
+
+// mayHaveSettled answers from the run's trace alone whether an awaited row's work may have
+// settled, so that each readiness pass reads rows only for the calls that may settle now: a
+// branch whose newest round still works, or an ask still awaiting its answer, cannot.
+func mayHaveSettled(tasks []store.Task, child *store.Task) bool {
+	switch {
+	case child.Kind == KindModel:
+		_, done := lineageFinal(tasks, child.LineageRoot)
+		return done
+	case child.Kind == KindAwait && deref(child.AwaitKind) == AwaitAsk:
+		return Terminal(child.Status)
+	}
+	return true
+}

@@ -1,0 +1,261 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// RoleModel is the role of a delegate_task branch's first round in its key (C-model-1).
+const RoleModel = "model"
+
+// branchRootSuffix ends a branch's first round key: C-model-1.
+const branchRootSuffix = "-" + RoleModel + "-1"
+
+// Branch is the model branch a delegate_task call places (runs.md §3.7.1): an empty context
+// that reads only Prompt, the calling round's request surface, and its declaration narrowed.
+type Branch struct {
+	Prompt string
+	// Model is the provider/model ref the branch runs on.
+	Model        string
+	Instructions *string
+	// ToolDefinitions is the narrowed, re-rendered frozen declaration ("[]" for no tools);
+	// SkillCatalog and Environment are the calling round's, as stored.
+	ToolDefinitions []byte
+	SkillCatalog    []byte
+	Environment     []byte
+	Lifetime        string
+	Wake            string
+	// Detached is true unless the call waits for the branch (wait: true).
+	Detached bool
+}
+
+// BranchKey is the key of the branch a delegate_task call places: C-model-1.
+func BranchKey(callKey string) string { return ChildKey(callKey, RoleModel, 1) }
+
+// BranchRow is the first round of a delegate_task branch, ready to be placed under its call:
+// off the mainline, kernel-made, absorbing its failure, visible, a lineage of its own that
+// counts its rounds from 1. Readiness makes it running in the placing transaction.
+func BranchRow(callKey string, b Branch) *store.Task {
+	key := BranchKey(callKey)
+	defs, cat, env := string(b.ToolDefinitions), string(b.SkillCatalog), string(b.Environment)
+	if defs == "" {
+		defs = "[]"
+	}
+	t := &store.Task{Key: key, Kind: KindModel, Status: StatusWaiting, Mainline: false, Origin: OriginKernel,
+		OnFailure: OnFailureAbsorb, Lifetime: b.Lifetime, Wake: b.Wake, Detached: b.Detached, Visibility: VisibilityVisible,
+		LineageRoot: key, RoundNumber: 1, Model: ptr(b.Model), Prompt: ptr(b.Prompt), Instructions: b.Instructions,
+		ToolDefinitions: &defs}
+	if cat != "" {
+		t.SkillCatalog = &cat
+	}
+	if env != "" {
+		t.Environment = &env
+	}
+	return t
+}
+
+// branchCallKey is the delegate_task call that placed a branch lineage, read from the
+// lineage's root key (C-model-1 → C); "" when the root is not a branch's.
+func branchCallKey(lineageRoot string) string {
+	c, ok := strings.CutSuffix(lineageRoot, branchRootSuffix)
+	if !ok {
+		return ""
+	}
+	return c
+}
+
+// isBranchRound reports whether a row is a round of a delegate_task branch.
+func isBranchRound(t *store.Task) bool {
+	return t.Kind == KindModel && !t.Mainline && branchCallKey(t.LineageRoot) != ""
+}
+
+// roundKeys are the keys a round's expansion writes: its calls' prefix and its continuation.
+// The mainline takes the run's counter (runs.md §3.3); a branch keeps its own, which is its
+// lineage's round number, namespaced under the call that placed it (C-r<n>, C-r<n>t<i>).
+func roundKeys(run *store.Run, t *store.Task) (n int64, callPrefix, cont string) {
+	if c := branchCallKey(t.LineageRoot); !t.Mainline && c != "" {
+		n = t.RoundNumber + 1
+		return n, fmt.Sprintf("%s-r%dt", c, n), fmt.Sprintf("%s-r%d", c, n)
+	}
+	n = run.MainlineRoundCounter + 1
+	return n, fmt.Sprintf("r%dt", n), fmt.Sprintf("r%d", n)
+}
+
+// lineageFinal is the newest round of a lineage in a trace, and whether the lineage is done:
+// that round settled (a round that continues writes its continuation in the transaction that
+// settles it, so the newest round of a working lineage is never settled).
+func lineageFinal(tasks []store.Task, root string) (*store.Task, bool) {
+	var last *store.Task
+	for i := range tasks {
+		t := &tasks[i]
+		if t.Kind == KindModel && t.LineageRoot == root && (last == nil || t.RoundNumber > last.RoundNumber) {
+			last = t
+		}
+	}
+	return last, last != nil && Terminal(last.Status)
+}
+
+// branchMembers are the rows of a branch (runs.md §2.9): its rounds, their calls, and every
+// row placed under one of those, recursively; in creation order.
+func branchMembers(tasks []store.Task, root string) []*store.Task {
+	in := map[string]bool{}
+	for i := range tasks {
+		if tasks[i].Kind == KindModel && tasks[i].LineageRoot == root {
+			in[tasks[i].Key] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for i := range tasks {
+			t := &tasks[i]
+			if in[t.Key] {
+				continue
+			}
+			if (t.DeclaringTaskKey != nil && in[*t.DeclaringTaskKey]) || (t.ParentKey != nil && in[*t.ParentKey]) {
+				in[t.Key] = true
+				changed = true
+			}
+		}
+	}
+	var out []*store.Task
+	for i := range tasks {
+		if in[tasks[i].Key] {
+			out = append(out, &tasks[i])
+		}
+	}
+	return out
+}
+
+// CancelBranch is branch cancel (runs.md §2.9), in its check order: 404 not_found, 403
+// not_authorized, 409 not_a_branch, 409 already_terminal. Every live row of the branch settles
+// canceled (task_canceled, failure_resolution canceled) in one transaction; the waited call
+// that observes it, or the mainline round that reads it, then reads a canceled <task_result>.
+// It answers the branch's first round.
+func (e *Engine) CancelBranch(ctx context.Context, a *Actor, runID, key string) (*TaskDoc, error) {
+	var doc *TaskDoc
+	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		r, err := e.loadRun(ctx, tx, a, runID)
+		if err != nil {
+			return err
+		}
+		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
+			return err
+		}
+		t, err := store.TaskByKey(ctx, tx, r.ID, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return taskNotFound(key)
+		}
+		if err != nil {
+			return err
+		}
+		if err := e.writeStanding(ctx, tx, a, r); err != nil {
+			return err
+		}
+		tasks, err := store.TraceTasks(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		root, ok := branchRootOf(tasks, t)
+		if !ok {
+			return conflict(CodeNotABranch, "Task %s is not a branch: only a delegate_task call's branch, or one of its rounds, is canceled here.", key)
+		}
+		members := branchMembers(tasks, root)
+		now := e.nowMS()
+		canceled := 0
+		for _, m := range members {
+			if Terminal(m.Status) {
+				continue
+			}
+			if err := e.cancelRow(ctx, tx, fx, r, m, KeyTaskCanceled, now); err != nil {
+				return err
+			}
+			canceled++
+		}
+		if canceled == 0 {
+			return conflict(CodeAlreadyTerminal, "Every row of the branch %s is already settled.", root)
+		}
+		if err := e.advance(ctx, tx, fx, r); err != nil {
+			return err
+		}
+		doc, err = e.taskDoc(ctx, tx, r, root)
+		return err
+	})
+	return doc, err
+}
+
+// branchRootOf finds the branch a cancel names: a delegate_task call that placed one, or any
+// round of one. Everything else (a mainline round, a call that placed no branch, a non-model
+// row) is not a branch.
+func branchRootOf(tasks []store.Task, t *store.Task) (string, bool) {
+	switch {
+	case isBranchRound(t):
+		return t.LineageRoot, true
+	case t.Kind == KindTool && deref(t.ToolName) == wireDelegateTask:
+		root := BranchKey(t.Key)
+		for i := range tasks {
+			if tasks[i].Key == root && isBranchRound(&tasks[i]) {
+				return root, true
+			}
+		}
+	}
+	return "", false
+}
+
+// wireDelegateTask is delegate_task's wire name: a row's tool_name for a kernel tool is always
+// the wire name (runs.md §1.5.3), never the alias.
+const wireDelegateTask = "delegate_task"
+
+// cancelRow settles one live row canceled by a branch cancel or a stop: its executor hears
+// work_canceled, an in-flight evaluation is abandoned, and a wait call that was observing keeps
+// the sentence saying that only its observation ended.
+func (e *Engine) cancelRow(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, key string, now int64) error {
+	if t.AddressedRole != nil && t.Status == StatusDispatched {
+		var ids []string
+		if t.AddressedExecutorPublicID != nil {
+			ids = []string{*t.AddressedExecutorPublicID}
+		}
+		fx.canceled = append(fx.canceled, signalRow{run: run.PublicID, key: t.Key, executors: ids, reason: key})
+	}
+	fx.abandon = append(fx.abandon, t.ID)
+	detail, err := e.canceledDetail(ctx, tx, t)
+	if err != nil {
+		return err
+	}
+	if err := e.settleRow(ctx, tx, run, t, StatusCanceled, TaskError{Key: key, Detail: detail}, now); err != nil {
+		return err
+	}
+	if key == KeyTaskCanceled {
+		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "failure_resolution", Val: StatusCanceled}); err != nil {
+			return err
+		}
+		t.FailureResolution = ptr(StatusCanceled)
+	}
+	return nil
+}
+
+// canceledDetail is the detail a canceled row carries: a wait call (or its await) says that
+// the target keeps running (kernel-tools.md §5.2.3); other rows carry none.
+func (e *Engine) canceledDetail(ctx context.Context, q store.Querier, t *store.Task) (string, error) {
+	isWaitCall := t.Kind == KindTool && deref(t.ToolName) == wireWait && t.Lowered
+	isWaitAwait := t.Kind == KindAwait && deref(t.AwaitKind) == AwaitWait
+	if !isWaitCall && !isWaitAwait {
+		return "", nil
+	}
+	full, err := store.TaskByID(ctx, q, t.ID)
+	if err != nil {
+		return "", err
+	}
+	target := ""
+	if isWaitAwait {
+		if spec, ok := parseWaitSpec(full.WaitSpec); ok {
+			target = spec.Task
+		}
+	} else {
+		target = waitInputTask(full.ToolInput)
+	}
+	return WaitCanceledDetail(target), nil
+}
