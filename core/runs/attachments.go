@@ -122,3 +122,49 @@ func (m mediaReader) Open(ctx context.Context, uploadPublicID string) (io.ReadCl
 	}
 	return io.NopCloser(r), nil
 }
+
+// resultMedia renders a settled call's media links for the request's model (runs.md §5.7.2),
+// in block order: a media upload the model accepts is an attachment part naming the call's key
+// as its source; any other media upload the index line "[attachment NAME TYPE BYTES bytes
+// nexus://uploads/ID from TASK: not readable by this model]". NAME is the link's name, TYPE and
+// BYTES the upload's detected type and stored size, never the link's. Non-media links are part
+// of the result's text and add nothing here. Only completed results carry media: a call that
+// failed pairs with its <tool_use_error>, whatever it stored.
+func (e *Engine) resultMedia(ctx context.Context, q store.Querier, row *store.Task, m model.Model) ([]model.Part, error) {
+	if row == nil || row.Status != StatusCompleted || row.Content == nil || e.uploads == nil {
+		return nil, nil
+	}
+	blocks, err := envelope.DecodeContent([]byte(*row.Content))
+	if err != nil {
+		return nil, fmt.Errorf("runs: stored content of %s: %w", row.Key, err)
+	}
+	var ids []string
+	for _, b := range blocks {
+		if id := b.UploadID(); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	found, err := e.uploads.Lookup(ctx, q, ids)
+	if err != nil {
+		return nil, err
+	}
+	var parts []model.Part
+	for _, b := range blocks {
+		u, ok := found[strings.ToLower(b.UploadID())]
+		if !ok || !u.IsMedia() {
+			continue
+		}
+		mt := u.MediaType()
+		if m.AcceptsMedia(mt) {
+			parts = append(parts, model.Part{Type: model.PartAttachment, UploadPublicID: u.PublicID, MediaType: mt,
+				Name: b.Name, ByteSize: u.ByteSize, SHA256: u.SHA256, SourceTask: row.Key})
+			continue
+		}
+		parts = append(parts, model.Part{Type: model.PartText,
+			Text: fmt.Sprintf("[attachment %s %s %d bytes %s from %s: not readable by this model]", b.Name, mt, u.ByteSize, u.URI(), row.Key)})
+	}
+	return parts, nil
+}

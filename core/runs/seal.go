@@ -202,6 +202,20 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 				s.delivered = append(s.delivered, row.ID)
 			}
 		}
+		// The round's media links ride in one user message after its last result (§5.7.2).
+		var media []model.Part
+		for _, c := range calls {
+			parts, err := e.resultMedia(ctx, q, byKey[c.TaskKey], m)
+			if err != nil {
+				return nil, err
+			}
+			media = append(media, parts...)
+		}
+		if len(media) > 0 {
+			if err := add(model.Entry{Role: model.RoleUser, Content: media}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	s.parts = store.SealedParts{Entries: entryBytes, BaseID: s.baseID, BaseCount: s.baseCount}
 	return s, nil
