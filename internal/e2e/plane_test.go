@@ -40,9 +40,11 @@ kernel {
 
 // executor is one runner or tool provider with its own client.
 type executor struct {
-	id string
-	c  *client.Client
+	id, token string
+	c         *client.Client
 }
+
+func tokenOf(e *executor) string { return e.token }
 
 func (p *plane) executor(kind, name string) *executor {
 	p.t.Helper()
@@ -50,7 +52,7 @@ func (p *plane) executor(kind, name string) *executor {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return &executor{id: res.Executor.PublicID, c: p.srv.ClientWith(res.Token)}
+	return &executor{id: res.Executor.PublicID, token: res.Token, c: p.srv.ClientWith(res.Token)}
 }
 
 func profileOf(kind string, destructive bool, idempotency string) *announce.AnnouncedProfile {
