@@ -270,7 +270,7 @@ func parseExtend(body []byte) (*extendBody, error) {
 	}
 	n, err := strconv.ParseInt(lit, 10, 64)
 	if err != nil {
-		out.tooLong = true // a positive integer beyond int64 is far beyond every bound
+		n, out.tooLong = 0, true // a positive integer beyond int64 is far beyond every bound
 	}
 	out.timeoutMS = n
 	return out, nil

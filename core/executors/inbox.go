@@ -75,7 +75,7 @@ type InboxPage struct {
 const cursorPrefix = "xinbox:"
 
 func encodeCursor(c store.InboxCursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(c.DispatchedAt, 10) + ":" + c.RunPublicID + ":" + c.TaskKey))
+	return encodeCursorBytes([]byte(cursorPrefix + strconv.FormatInt(c.DispatchedAt, 10) + ":" + c.RunPublicID + ":" + c.TaskKey))
 }
 
 func decodeCursor(s string) (*store.InboxCursor, bool) {
@@ -127,3 +127,5 @@ func (s *Service) Inbox(ctx context.Context, ex *identity.Executor, after string
 	}
 	return page, nil
 }
+
+func encodeCursorBytes(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
