@@ -71,7 +71,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		var hist []turnSegment
 		if run.ConversationID != nil && t.Mainline {
 			var err error
-			if hist, err = e.history(ctx, q, run); err != nil {
+			if hist, err = e.history(ctx, q, run, m); err != nil {
 				return nil, err
 			}
 		}
@@ -311,7 +311,7 @@ type turnSegment struct {
 // history is the earlier turns of a conversation-hosted run's conversation, oldest first
 // (runs.md §5.9): for each settled turn, the entries its mainline's last sealed round added
 // after its own history, then its final answer as an assistant entry when it has one.
-func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run) ([]turnSegment, error) {
+func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model) ([]turnSegment, error) {
 	me, err := store.TurnOfRun(ctx, q, run.ID)
 	if err != nil {
 		return nil, err
@@ -342,6 +342,17 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run) (
 			var en model.Entry
 			if err := json.Unmarshal(b, &en); err != nil {
 				return nil, err
+			}
+			// Attachments ride re-rendered for this round's model (§5.7.3, §5.9).
+			re, changed, err := e.rerenderMedia(ctx, q, en, m)
+			if err != nil {
+				return nil, err
+			}
+			if changed {
+				en = re
+				if b, err = encodeEntry(en); err != nil {
+					return nil, err
+				}
 			}
 			seg.entries = append(seg.entries, en)
 			seg.bytes = append(seg.bytes, b)

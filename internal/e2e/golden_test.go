@@ -127,8 +127,25 @@ func TestGoldenPathWithImage(t *testing.T) {
 				if string(entries[n-1]) != wantUser {
 					t.Fatalf("attachment entry %s\nwant %s", entries[n-1], wantUser)
 				}
-				if turn, err := p.admin.Conversation(p.ctx, "default", conv); err != nil || !strings.Contains(string(turn.Raw), conv) {
-					t.Fatalf("conversation read %v", err)
+				// The next turn, on the other model, carries the round's media in its history
+				// rendered for its own model.
+				otherModel, otherUser := "mock/text-only", fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"[attachment page.png image/png %d bytes %s from r2t0: not readable by this model]"}]}`, len(pngBytes), shot.URI())
+				if model == "mock/text-only" {
+					otherModel = "mock/scripted"
+					otherUser = fmt.Sprintf(`{"role":"user","content":[{"type":"attachment","upload_public_id":"%s","media_type":"image/png","name":"page.png","byte_size":%d,"sha256":"%s","source_task":"r2t0"}]}`,
+						shot.Upload.PublicID, len(pngBytes), shot.Upload.SHA256)
+				}
+				next, err := p.admin.PostMessage(p.ctx, "default", conv, map[string]any{"text": "Again.\n!mock\nround 1\nsay {{attachment_count}}", "model": otherModel}, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				second := p.waitRunStatus(next.Run.PublicID, "completed")
+				hist := p.sealedEntries(next.Run.PublicID, "r1")
+				if len(hist) != n+2 || string(hist[n-1]) != otherUser || string(hist[n-2]) != toolEntry {
+					t.Fatalf("history of turn 2:\n%s\nwant at %d: %s", hist, n-1, otherUser)
+				}
+				if wantCount := map[string]string{"mock/scripted": "1", "mock/text-only": "0"}[otherModel]; deref(second.Answer) != wantCount {
+					t.Fatalf("turn 2 answer %q", deref(second.Answer))
 				}
 				// The member reads the bound capture's bytes.
 				b, err := p.admin.UploadBytes(p.ctx, shot.Upload.PublicID, nil)
