@@ -49,8 +49,13 @@ func conflict(code, format string, args ...any) *refusal.Error {
 	return refusal.Newf(refusal.Conflict, code, format, args...)
 }
 
+// errNoTask is row 1 of every door's checks for a task key that names nothing.
+func errNoTask(key string) error {
+	return refusal.Newf(refusal.NotFound, CodeNotFound, "No task %s in this run.", key)
+}
+
 // lookup finds the run in the executor's workspace and its row by key (row 1 of every door's
-// checks): anything else is 404 not_found.
+// checks): anything else is 404 not_found. It reads without locks.
 func (s *Service) lookup(ctx context.Context, q store.Querier, ex *identity.Executor, runID, key string) (*store.Run, *store.Task, error) {
 	if !isUUID(runID) {
 		return nil, nil, notFoundRun(runID)
@@ -63,16 +68,39 @@ func (s *Service) lookup(ctx context.Context, q store.Querier, ex *identity.Exec
 		return nil, nil, err
 	}
 	if !validKey(key) {
-		return nil, nil, refusal.Newf(refusal.NotFound, CodeNotFound, "No task %s in this run.", key)
+		return nil, nil, errNoTask(key)
 	}
 	t, err := store.TaskByKey(ctx, q, run.ID, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, refusal.Newf(refusal.NotFound, CodeNotFound, "No task %s in this run.", key)
+		return nil, nil, errNoTask(key)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	return run, t, nil
+}
+
+// lockRow is lookup under the run's lock and the row's, in that order (runs.md §4.11): the
+// doors that settle or move a row find it and lock it in the one transaction that changes it.
+func lockRow(ctx context.Context, tx *store.Tx, ex *identity.Executor, runID, key string) (*store.Run, *store.Task, error) {
+	if !isUUID(runID) {
+		return nil, nil, notFoundRun(runID)
+	}
+	run, err := store.LockRunByPublicID(ctx, tx, ex.WorkspaceID, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, notFoundRun(runID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !validKey(key) {
+		return nil, nil, errNoTask(key)
+	}
+	t, err := store.LockTaskByKey(ctx, tx, run.ID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, errNoTask(key)
+	}
+	return run, t, err
 }
 
 // addressedHere is row 2 of every door's checks: the row is addressed to this executor, or to a
@@ -119,6 +147,10 @@ func (s *Service) expire(ctx context.Context, runID, taskID int64) error {
 	})
 }
 
+// errPastDeadline ends a claim's transaction when the row's deadline passed: the expiry rule
+// then settles it in an engine transaction under the run's lock, which a claim does not take.
+var errPastDeadline = errors.New("executors: the row passed its deadline")
+
 // Claim takes the row for the current generation (executor.md §3.3), its checks in order: 404
 // not_found, not_addressed_here, not_claimable_kind, task_not_claimable (the expiry rule applied
 // first to a row past its deadline), already_claimed, not_eligible, not_authorized. On success
@@ -129,31 +161,35 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 	if err := s.claims.allow(ex.ID); err != nil {
 		return nil, err
 	}
-	run, t, err := s.lookup(ctx, s.store.Reader(), ex, runID, key)
-	if err != nil {
-		return nil, err
+	if !isUUID(runID) {
+		return nil, notFoundRun(runID)
 	}
-	if err := addressedHere(ex, t); err != nil {
-		return nil, err
-	}
-	if t.Kind != runs.KindTool {
-		return nil, conflict(CodeNotClaimableKind, "Task %s is not a tool call.", key)
-	}
-	if t.Status == runs.StatusDispatched && pastDeadline(t, s.nowMS()) {
-		if err := s.expire(ctx, run.ID, t.ID); err != nil {
-			return nil, err
-		}
-		return nil, conflict(CodeTaskNotClaimable, "Task %s passed its deadline.", key)
+	if !validKey(key) {
+		return nil, errNoTask(key)
 	}
 	var ans *ClaimAnswer
-	err = s.store.Write(ctx, func(tx *store.Tx) error {
-		t, err := store.LockTask(ctx, tx, t.ID)
+	var expiredRun, expiredTask int64
+	err := s.store.Write(ctx, func(tx *store.Tx) error {
+		ans = nil
+		run, err := store.RunByPublicID(ctx, tx, ex.WorkspaceID, runID)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFoundRun(runID)
+		}
 		if err != nil {
 			return err
 		}
-		run, err := store.RunByID(ctx, tx, run.ID)
+		t, err := store.LockTaskByKey(ctx, tx, run.ID, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return errNoTask(key)
+		}
 		if err != nil {
 			return err
+		}
+		if err := addressedHere(ex, t); err != nil {
+			return err
+		}
+		if t.Kind != runs.KindTool {
+			return conflict(CodeNotClaimableKind, "Task %s is not a tool call.", key)
 		}
 		now := s.nowMS()
 		switch {
@@ -162,7 +198,8 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 		case run.Status != runs.RunRunning:
 			return conflict(CodeTaskNotClaimable, "The run is %s; only a running run's rows are claimed.", run.Status)
 		case pastDeadline(t, now):
-			return conflict(CodeTaskNotClaimable, "Task %s passed its deadline.", key)
+			expiredRun, expiredTask = run.ID, t.ID
+			return errPastDeadline
 		case t.ClaimedAt != nil:
 			return conflict(CodeAlreadyClaimed, "Task %s is already claimed (generation %d).", key, t.ClaimGeneration)
 		}
@@ -184,9 +221,10 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 				return conflict(CodeNotAuthorized, "The run's creator no longer belongs to this workspace.")
 			}
 		}
+		claimedBy := runs.ClaimedByExecutor(ex.PublicID)
 		got, err := store.Claim(ctx, tx, store.ClaimSpec{
 			Predicate: `t.id = ? AND t.status = 'dispatched' AND t.claimed_at IS NULL`, Args: []any{t.ID},
-			Limit: 1, Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: runs.ClaimedByExecutor(ex.PublicID),
+			Limit: 1, Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy,
 		})
 		if err != nil {
 			return err
@@ -194,13 +232,18 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 		if len(got) == 0 {
 			return conflict(CodeAlreadyClaimed, "Task %s is already claimed.", key)
 		}
-		if t, err = store.TaskByID(ctx, tx, t.ID); err != nil {
-			return err
-		}
+		c := got[0]
+		t.ClaimGeneration, t.ClaimTokenHash, t.ClaimedBy, t.ClaimedAt, t.DeadlineAt = c.Generation, c.TokenHash, &claimedBy, &now, &c.DeadlineAt
 		ans = &ClaimAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID),
-			Claim: ClaimDoc{ClaimToken: got[0].Token, Generation: got[0].Generation, DeadlineAt: formatMillis(got[0].DeadlineAt)}}
+			Claim: ClaimDoc{ClaimToken: c.Token, Generation: c.Generation, DeadlineAt: formatMillis(c.DeadlineAt)}}
 		return nil
 	})
+	if errors.Is(err, errPastDeadline) {
+		if err := s.expire(ctx, expiredRun, expiredTask); err != nil {
+			return nil, err
+		}
+		return nil, conflict(CodeTaskNotClaimable, "Task %s passed its deadline.", key)
+	}
 	return ans, err
 }
 
@@ -293,22 +336,18 @@ func frozenTimeout(t *store.Task) int64 {
 // extension_too_long (over an hour, or over the timeout_ms frozen in the row's profile). The
 // row's timeout_ms and the token are unchanged.
 func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key string, body []byte) (*ClaimAnswer, error) {
-	run, t, err := s.lookup(ctx, s.store.Reader(), ex, runID, key)
-	if err != nil {
-		return nil, err
-	}
-	if err := addressedHere(ex, t); err != nil {
-		return nil, err
-	}
-	req, err := parseExtend(body)
-	if err != nil {
-		return nil, err
-	}
 	var ans *ClaimAnswer
 	var refused error
-	err = s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
 		ans, refused = nil, nil
-		run, t, err := x.LockRow(ctx, run.ID, t.ID)
+		run, t, err := lockRow(ctx, x.Tx, ex, runID, key)
+		if err != nil {
+			return err
+		}
+		if err := addressedHere(ex, t); err != nil {
+			return err
+		}
+		req, err := parseExtend(body)
 		if err != nil {
 			return err
 		}

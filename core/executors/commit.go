@@ -51,22 +51,18 @@ func commitToken(body []byte) (string, error) {
 // failed at once; otherwise the row settles with the stored result, its links' uploads are bound
 // to it, and its dependents are re-evaluated, all in one transaction.
 func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key string, body []byte) (*CommitAnswer, error) {
-	run, t, err := s.lookup(ctx, s.store.Reader(), ex, runID, key)
-	if err != nil {
-		return nil, err
-	}
-	if err := addressedHere(ex, t); err != nil {
-		return nil, err
-	}
-	token, err := commitToken(body)
-	if err != nil {
-		return nil, err
-	}
 	var ans *CommitAnswer
 	var refused error
-	err = s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
 		ans, refused = nil, nil
-		run, t, err := x.LockRow(ctx, run.ID, t.ID)
+		run, t, err := lockRow(ctx, x.Tx, ex, runID, key)
+		if err != nil {
+			return err
+		}
+		if err := addressedHere(ex, t); err != nil {
+			return err
+		}
+		token, err := commitToken(body)
 		if err != nil {
 			return err
 		}
@@ -102,11 +98,9 @@ func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key 
 				Generation: t.ClaimGeneration, TokenHash: t.ClaimTokenHash}); err != nil {
 				return err
 			}
-			if err := idle(); err != nil {
-				return err
-			}
-			refused = refusal.New(refusal.Unprocessable, CodeResultUnstorable, envelope.UnstorableClosedMessage).With("task", ans.Task)
-			ans = nil
+			settled(t, runs.ToolSettlement{Status: runs.StatusFailed, Error: &runs.TaskError{Key: envelope.UnstorableErrorKey, Detail: envelope.UnstorableDetail}}, x.NowMS())
+			refused = refusal.New(refusal.Unprocessable, CodeResultUnstorable, envelope.UnstorableClosedMessage).
+				With("task", rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID))
 			return nil
 		case err != nil:
 			// A grammar refusal: nothing is stored, the claim and the deadline stand.
@@ -136,10 +130,8 @@ func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key 
 		if err := x.Settle(ctx, run, t, set); err != nil {
 			return err
 		}
-		if err := idle(); err != nil {
-			return err
-		}
-		ans.Applied = true
+		settled(t, set, x.NowMS())
+		ans = &CommitAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID), Applied: true}
 		return nil
 	})
 	if err != nil {
@@ -186,4 +178,18 @@ func (s *Service) mediaOf(ctx context.Context, q store.Querier, ids []string) (m
 		out[strings.ToLower(id)] = u.IsMedia()
 	}
 	return out, nil
+}
+
+// settled brings the locked row up to what a settle wrote, so that the answer needs no re-read.
+func settled(t *store.Task, s runs.ToolSettlement, now int64) {
+	t.Status = s.Status
+	t.CompletedAt = &now
+	if s.Error != nil {
+		key, detail := s.Error.Key, s.Error.Detail
+		t.ErrorKey = &key
+		t.ErrorDetail = nil
+		if detail != "" {
+			t.ErrorDetail = &detail
+		}
+	}
 }

@@ -136,3 +136,28 @@ func SettledChildren(ctx context.Context, q Querier, runID int64, parentKey stri
   AND status IN ('completed', 'failed', 'canceled', 'timed_out', 'uncertain', 'skipped') ORDER BY id`, runID, parentKey)
 	return out, err
 }
+
+// LockTaskByKey reads one task of a run under its row lock (PostgreSQL FOR UPDATE; on SQLite the
+// immediate transaction already holds the database lock).
+func LockTaskByKey(ctx context.Context, tx *Tx, runID int64, key string) (*Task, error) {
+	var t Task
+	if err := tx.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND task_key = ?`+forUpdate(tx), runID, key); err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// LockRunByPublicID takes the lock of a workspace's run named by public id (runs.md §4.11) and
+// reads the row under it; ErrNotFound for an unknown run or another workspace's.
+func LockRunByPublicID(ctx context.Context, tx *Tx, workspaceID int64, publicID string) (*Run, error) {
+	if tx.Dialect() != Postgres {
+		return RunByPublicID(ctx, tx, workspaceID, publicID)
+	}
+	// One statement: the read and the lock of the run row alone, never its workspace's or
+	// conversation's.
+	var r Run
+	if err := tx.Get(ctx, &r, selectRunSQL+` WHERE r.workspace_id = ? AND r.public_id = ? FOR UPDATE OF r`, workspaceID, publicID); err != nil {
+		return nil, notFound(err)
+	}
+	return &r, nil
+}
