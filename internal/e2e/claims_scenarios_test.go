@@ -203,7 +203,7 @@ func TestExpiryRule(t *testing.T) {
 
 			p.clock.Advance(9 * time.Second)
 			p.claimed(r, restart.Run.PublicID, "s1-tool-1") // restarts its 10 s clock
-			p.clock.Advance(10*time.Minute + time.Second)            // past the write tool's default park
+			p.clock.Advance(10*time.Minute + time.Second)   // past the write tool's default park
 			for _, c := range []struct{ run, key, status, word string }{
 				{never.Run.PublicID, "s1-tool-1", "timed_out", "tool_timeout"},
 				{readOnly.Run.PublicID, "s1-tool-1", "timed_out", "tool_timeout"},

@@ -261,4 +261,3 @@ func twoInstancesPush(t *testing.T) {
 		t.Fatal("the stream on instance 1 outlived a revocation on instance 2")
 	}
 }
-
