@@ -394,6 +394,25 @@ func TestApprovalGateOverThePlane(t *testing.T) {
 			}
 			_, err = p.admin.Approve(p.ctx, "default", expiring, "r2t1")
 			wantCode(t, err, 409, "not_awaiting_approval")
+
+			// Mode rules: no rule allows the call, so it is denied as it becomes ready; a deny
+			// rule beats an allow rule for the same name. Neither reaches the Runner.
+			for name, rules := range map[string]any{
+				"no rule":         []any{map[string]any{"tool": "memory_*", "verdict": "allow"}},
+				"deny over allow": []any{map[string]any{"tool": "screenshot", "verdict": "allow"}, map[string]any{"tool": "screenshot", "verdict": "deny"}, map[string]any{"tool": "memory_*", "verdict": "allow"}},
+			} {
+				run := p.modelRun("mock/scripted", script, []any{routed("screenshot", r.id)}, []string{"nexus.memory.read"}, "rules", map[string]any{"approval_rules": rules})
+				tk := p.waitTask(run, "r2t1", "failed")
+				if tk.Task.Error == nil || tk.Task.Error.Key != "approval_denied" {
+					t.Fatalf("%s: %s", name, tk.Raw)
+				}
+				if name == "no rule" && tk.Task.Error.Detail != "no approval rule allows screenshot" {
+					t.Fatalf("%s: detail %q", name, tk.Task.Error.Detail)
+				}
+				if keys := p.inboxKeys(r, run); len(keys) != 0 {
+					t.Fatalf("%s: inbox %v", name, keys)
+				}
+			}
 		})
 	}
 }

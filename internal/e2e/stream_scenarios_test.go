@@ -261,3 +261,62 @@ func twoInstancesPush(t *testing.T) {
 		t.Fatal("the stream on instance 1 outlived a revocation on instance 2")
 	}
 }
+
+// TestCrashRecoveryTwoInstances is scenario 21's crash on PostgreSQL: instance 1 claims a model
+// round whose script sleeps and is killed before it answers; instance 2, started on the same
+// database, releases the lost claim at the model timeout, claims the round as attempt 2, replays
+// its sealed request, and the run completes.
+func TestCrashRecoveryTwoInstances(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		if d != store.Postgres { // several instances share PostgreSQL; SQLite serves one
+			continue
+		}
+		config := `
+kernel {
+  workers        = 2
+  model_timeout  = "2s"
+  sweep_interval = "100ms"
+}
+`
+		one := testserver.Start(t, testserver.Options{Dialect: d, Subprocess: true, Config: config})
+		c := one.Client()
+		ctx := context.Background()
+		script := "Survive.\n!mock\nround 1\nsleep 1500\ncall memory_write {\"path\":\"workspace/a.md\",\"content\":\"a\"}\nround 2\nsay done {{round}}"
+		created, err := c.CreateRun(ctx, "default", memoryRun(script), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := created.Run.PublicID
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			tk, err := c.Task(ctx, "default", run, "s1-model-1")
+			if err == nil && tk.Task.Attempts != nil && *tk.Task.Attempts >= 1 && tk.Task.Status == "running" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the round never started on instance 1")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		first, err := c.SealedRequest(ctx, "default", run, "s1-model-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		one.Kill()
+		two := testserver.Start(t, testserver.Options{Peer: one, Subprocess: true, Config: config})
+		c2 := two.Client()
+		final := waitRun(t, c2, run, 60*time.Second)
+		if final.Status != "completed" || deref(final.Answer) != "done 2" {
+			t.Fatalf("run after the crash: %s %q", final.Status, deref(final.Answer))
+		}
+		tk, err := c2.Task(ctx, "default", run, "s1-model-1")
+		if err != nil || tk.Task.Attempts == nil || *tk.Task.Attempts < 2 {
+			t.Fatalf("attempts after the crash: %s %v", tk.Raw, err)
+		}
+		again, err := c2.SealedRequest(ctx, "default", run, "s1-model-1")
+		if err != nil || !bytes.Equal(first, again) {
+			t.Fatalf("the replay sealed another request: %v", err)
+		}
+	}
+}
