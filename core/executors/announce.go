@@ -56,7 +56,7 @@ func (s *Service) Announce(ctx context.Context, ex *identity.Executor, body []by
 	if ref != nil {
 		return nil, announcementRefusal(ref)
 	}
-	if err := s.Store(ctx, ex.ID, ex.WorkspaceID, a, s.now()); err != nil {
+	if err := s.PutAnnouncement(ctx, ex.ID, ex.WorkspaceID, a, s.now()); err != nil {
 		var r *announce.Refusal
 		if errors.As(err, &r) {
 			return nil, announcementRefusal(r)
@@ -66,10 +66,10 @@ func (s *Service) Announce(ctx context.Context, ex *identity.Executor, body []by
 	return s.AnnouncementOf(ctx, ex.ID)
 }
 
-// Store replaces an executor's announcement with a checked one (announce.Validate runs again
-// before anything is written), with its served names, in one transaction: the door's path, and
-// the one a plugin host's executor plane takes after announce.ValidatePlugin.
-func (s *Service) Store(ctx context.Context, executorID, workspaceID int64, a announce.Announcement, at time.Time) error {
+// PutAnnouncement replaces an executor's announcement with a checked one (announce.Validate runs
+// again before anything is written), with its served names, in one transaction: the door's path,
+// and the one a plugin host's executor plane takes after announce.ValidatePlugin.
+func (s *Service) PutAnnouncement(ctx context.Context, executorID, workspaceID int64, a announce.Announcement, at time.Time) error {
 	served, err := servedTools(workspaceID, a)
 	if err != nil {
 		return err

@@ -194,7 +194,7 @@ func TestAddressingSeam(t *testing.T) {
 			e    *store.Executor
 			tool announce.Tool
 		}{{runner, fetch}, {provider, fetch}, {provider2, write}, {revoked, fetch}, {foreign, fetch}} {
-			if err := svc.Store(ctx, c.e.ID, c.e.WorkspaceID, announce.Announcement{Tools: []announce.Tool{c.tool}}, epoch); err != nil {
+			if err := svc.PutAnnouncement(ctx, c.e.ID, c.e.WorkspaceID, announce.Announcement{Tools: []announce.Tool{c.tool}}, epoch); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -233,7 +233,7 @@ func TestAddressingSeam(t *testing.T) {
 			t.Fatalf("pool profile %+v %d", p, timeoutMS)
 		}
 		// A new announcement replaces the served names whole.
-		if err := svc.Store(ctx, provider.ID, ws, announce.Announcement{Tools: []announce.Tool{}}, epoch); err != nil {
+		if err := svc.PutAnnouncement(ctx, provider.ID, ws, announce.Announcement{Tools: []announce.Tool{}}, epoch); err != nil {
 			t.Fatal(err)
 		}
 		if pool, _ := a.PoolTool(ctx, s.Reader(), ws, "fetch"); len(pool) != 1 || pool[0].ExecutorPublicID != provider2.PublicID {
@@ -242,7 +242,7 @@ func TestAddressingSeam(t *testing.T) {
 		// An unvalidated announcement is refused and changes nothing.
 		bad := announce.Announcement{Tools: []announce.Tool{{Name: "delegate_task", EffectProfile: announce.Announced(announce.EffectPure)}}}
 		var ref *announce.Refusal
-		if err := svc.Store(ctx, provider2.ID, ws, bad, epoch); !errors.As(err, &ref) || ref.Code != CodeReservedNamespace {
+		if err := svc.PutAnnouncement(ctx, provider2.ID, ws, bad, epoch); !errors.As(err, &ref) || ref.Code != CodeReservedNamespace {
 			t.Fatalf("reserved name stored: %v", err)
 		}
 		if pool, _ := a.PoolTool(ctx, s.Reader(), ws, "fetch"); len(pool) != 1 {
