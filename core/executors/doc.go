@@ -1,11 +1,17 @@
-// Package executors owns the executor plane's work-facing side (executor.md): so far its push
-// hub, which holds the executors' event streams on this instance, fans work_available and
-// work_canceled out to them and to every other instance through PostgreSQL NOTIFY, closes an
-// executor's streams when it is revoked, and records the stream presence (connected_at) that
-// member discovery shows. Events are hints: the hub queues nothing for a disconnected executor
-// and replays nothing, because the inbox stays authoritative.
+// Package executors owns the executor plane's business logic (executor.md): the announcement door
+// (whole-or-nothing through sdk/announce, the one validator, with the served-names table that
+// addressing reads), the Announcements seam that routes Runner and pool rows (Addressing), the
+// inbox, claim, claim read, extend and commit with every precondition in its specified order, the
+// per-executor rate limits, revocation's effects on work, and the push hub, which holds the
+// executors' event streams on this instance, fans work_available and work_canceled out to them and
+// to every other instance through PostgreSQL NOTIFY, closes an executor's streams when it is
+// revoked, and records the stream presence member discovery shows. Events are hints: the hub
+// queues nothing for a disconnected executor and replays nothing, because the inbox stays
+// authoritative.
 //
-// It must not know HTTP: core/httpapi writes the Server-Sent Events frames from the streams
-// this package hands out. It never settles a task: the run engine decides what changed and
-// calls Publish once its transaction committed.
+// It must not know HTTP: core/httpapi routes the doors and writes the Server-Sent Events frames
+// from the streams this package hands out. It never settles a row by itself: every change goes
+// through the run engine's executor entry points (runs.ExecutorTx), so that readiness, the run
+// lifecycle and wake-ups follow exactly as for the kernel's own settles, and the claim goes
+// through the store's one claim primitive with a synchronous commit (its token leaves the process).
 package executors

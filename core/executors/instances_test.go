@@ -57,7 +57,7 @@ func TestFanOutAcrossInstances(t *testing.T) {
 			quiet(t, other)
 
 			ctx := context.Background()
-			rev := Revocation{Hub: h1}
+			rev := NewRevocation(h1, nil, nil)
 			rolledBack := s1.Write(ctx, func(tx *store.Tx) error {
 				if err := rev.SettleRevoked(ctx, tx, ex[0].ID, epoch); err != nil {
 					return err

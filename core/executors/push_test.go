@@ -211,7 +211,7 @@ func TestRevocationClosesStreams(t *testing.T) {
 		ex := newExecutors(t, s, 2)
 		h := startHub(t, s, &testClock{now: epoch})
 		a1, a2, b := open(t, h, ex[0]), open(t, h, ex[0]), open(t, h, ex[1])
-		rev := Revocation{Hub: h}
+		rev := NewRevocation(h, nil, nil)
 		ctx := context.Background()
 		if err := s.Write(ctx, func(tx *store.Tx) error { return rev.SettleRevoked(ctx, tx, ex[0].ID, epoch) }); err != nil {
 			t.Fatal(err)

@@ -59,3 +59,33 @@ func RetryAfter() string { return strconv.Itoa(int(StreamRetryAfter / time.Secon
 // errHubClosed refuses a stream while the instance shuts down.
 var errHubClosed = refusal.New(refusal.Unavailable, refusal.CodeUnavailable,
 	"The server is shutting down; reconnect to another instance.")
+
+// The refusal words of the inbox, claim, claim read, extend and commit doors (executor.md §3,
+// §7.1). They are contracts: clients match on them byte for byte.
+const (
+	CodeNotAddressedHere    = "not_addressed_here"
+	CodeNotClaimableKind    = "not_claimable_kind"
+	CodeTaskNotClaimable    = "task_not_claimable"
+	CodeAlreadyClaimed      = "already_claimed"
+	CodeNotEligible         = "not_eligible"
+	CodeNotAuthorized       = "not_authorized"
+	CodeNotClaimant         = "not_claimant"
+	CodeNotExtendable       = "not_extendable"
+	CodeExtensionTooLong    = "extension_too_long"
+	CodeTaskNotRunning      = "task_not_running"
+	CodeStaleClaim          = "stale_claim"
+	CodeInvalidTimeoutMS    = "invalid_timeout_ms"
+	CodeResultUnstorable    = "result_unstorable"
+	CodeParameterInvalid    = "parameter_invalid"
+	CodeParameterMissing    = "parameter_missing"
+	CodeNotFound            = "not_found"
+	CodeReservedNamespace   = "reserved_namespace"
+	CodeInvalidAnnouncement = "invalid_announcement"
+	CodeValidationFailed    = "validation_failed"
+)
+
+// Row kinds and addressing roles as the executor plane serves them (executor.md §3.2).
+const (
+	RoleRunner       = "runner"
+	RoleToolProvider = "tool_provider"
+)

@@ -40,6 +40,9 @@ type Deps struct {
 	Uploads *uploads.Service
 	// Push serves the executors' event streams; nil leaves the route unserved.
 	Push *executors.Hub
+	// Executors serves the executor plane's announcement and work doors and the announced
+	// fields of member discovery; nil leaves the doors unserved.
+	Executors *executors.Service
 	// CatalogBody is the kernel tool catalog route's body, computed once at start.
 	CatalogBody []byte
 	// Ready reports why the server is not ready; empty means ready.

@@ -69,7 +69,7 @@ func newFixture(t *testing.T, s *store.Store) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.push.Close)
-	f.effects.then = executors.Revocation{Hub: f.push}
+	f.effects.then = executors.NewRevocation(f.push, nil, nil)
 	f.uploads, err = uploads.New(s, uploads.Options{DetectContentType: http.DetectContentType, Now: clock})
 	if err != nil {
 		t.Fatal(err)

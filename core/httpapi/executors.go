@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 )
 
@@ -32,31 +33,48 @@ func executorWire(e *identity.Executor) executorJSON {
 		WorkspacePublicID: e.WorkspacePublicID, CreatedAt: formatTime(e.CreatedAt)}
 }
 
-// executorDetailJSON is the discovery object (executor.md §1.4). The announcement fields are
-// served empty until the announcement door stores one: no tools, no documents, no environment,
-// never announced. connected_at is null while no event stream is open.
+// executorDetailJSON is the discovery object (executor.md §1.4): the executor with its current
+// announcement (no tools, no documents and {} before its first, announced_at null), presence and
+// last-seen time. connected_at is null while no event stream is open.
 type executorDetailJSON struct {
-	PublicID          string            `json:"public_id"`
-	Kind              string            `json:"kind"`
-	DisplayName       string            `json:"display_name"`
-	Status            string            `json:"status"`
-	WorkspacePublicID string            `json:"workspace_public_id"`
-	ServedTools       []json.RawMessage `json:"served_tools"`
-	ServedDocuments   []json.RawMessage `json:"served_documents"`
-	Environment       json.RawMessage   `json:"environment"`
-	AnnouncedAt       *string           `json:"announced_at"`
-	Presence          string            `json:"presence"`
-	LastSeenAt        *string           `json:"last_seen_at"`
-	ConnectedAt       *string           `json:"connected_at"`
-	CreatedAt         string            `json:"created_at"`
+	PublicID          string          `json:"public_id"`
+	Kind              string          `json:"kind"`
+	DisplayName       string          `json:"display_name"`
+	Status            string          `json:"status"`
+	WorkspacePublicID string          `json:"workspace_public_id"`
+	ServedTools       any             `json:"served_tools"`
+	ServedDocuments   any             `json:"served_documents"`
+	Environment       json.RawMessage `json:"environment"`
+	AnnouncedAt       *string         `json:"announced_at"`
+	Presence          string          `json:"presence"`
+	LastSeenAt        *string         `json:"last_seen_at"`
+	ConnectedAt       *string         `json:"connected_at"`
+	CreatedAt         string          `json:"created_at"`
 }
 
-func executorDetailWire(v *identity.ExecutorView) executorDetailJSON {
-	return executorDetailJSON{
+func executorDetailWire(v *identity.ExecutorView, an *executors.Announcement) executorDetailJSON {
+	d := executorDetailJSON{
 		PublicID: v.PublicID, Kind: v.Kind, DisplayName: v.DisplayName, Status: v.Status, WorkspacePublicID: v.WorkspacePublicID,
-		ServedTools: []json.RawMessage{}, ServedDocuments: []json.RawMessage{}, Environment: json.RawMessage("null"),
+		ServedTools: []json.RawMessage{}, ServedDocuments: []json.RawMessage{}, Environment: json.RawMessage("{}"),
 		Presence: v.Presence, LastSeenAt: formatOptTime(v.LastSeenAt), ConnectedAt: formatOptTime(v.ConnectedAt), CreatedAt: formatTime(v.CreatedAt),
 	}
+	if an != nil {
+		d.ServedTools, d.ServedDocuments, d.Environment, d.AnnouncedAt = an.Tools, an.Documents, an.Environment, formatOptTime(an.AnnouncedAt)
+	}
+	return d
+}
+
+// announcementsOf reads the announcements of the listed executors when the executor plane is
+// served; without it every executor reads as never announced.
+func (a *API) announcementsOf(r *http.Request, views []identity.ExecutorView) (map[int64]*executors.Announcement, error) {
+	if a.deps.Executors == nil {
+		return nil, nil
+	}
+	ids := make([]int64, len(views))
+	for i := range views {
+		ids[i] = views[i].ID
+	}
+	return a.deps.Executors.Announcements(r.Context(), ids)
 }
 
 type executorTokenBody struct {
@@ -100,9 +118,13 @@ func (a *API) listExecutors(w http.ResponseWriter, r *http.Request, c *Call) err
 	if err != nil {
 		return err
 	}
+	ans, err := a.announcementsOf(r, es)
+	if err != nil {
+		return err
+	}
 	out := make([]executorDetailJSON, 0, len(es))
 	for i := range es {
-		out = append(out, executorDetailWire(&es[i]))
+		out = append(out, executorDetailWire(&es[i], ans[es[i].ID]))
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Executors []executorDetailJSON `json:"executors"`
@@ -115,9 +137,13 @@ func (a *API) getExecutor(w http.ResponseWriter, r *http.Request, c *Call) error
 	if err != nil {
 		return err
 	}
+	ans, err := a.announcementsOf(r, []identity.ExecutorView{*v})
+	if err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Executor executorDetailJSON `json:"executor"`
-	}{executorDetailWire(v)})
+	}{executorDetailWire(v, ans[v.ID])})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/nexuskernel/nexus/core/store"
@@ -196,8 +197,18 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 }
 
 // dispatch parks a granted tool row: dispatched for its executor, or running in the kernel's
-// queue; the park clock starts now.
+// queue; the park clock starts now. A row addressed to an executor that was revoked meanwhile
+// settles failed executor_revoked instead (executor.md §1.2).
 func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+	if t.AddressedExecutorPublicID != nil {
+		revoked, err := executorRevoked(ctx, tx, *t.AddressedExecutorPublicID)
+		if err != nil {
+			return err
+		}
+		if revoked {
+			return e.settleRow(ctx, tx, run, t, StatusFailed, RevokedError(*t.AddressedExecutorPublicID), now)
+		}
+	}
 	timeout := deref(t.TimeoutMS)
 	if timeout <= 0 {
 		timeout = ToolParkDefault.Milliseconds()
@@ -214,12 +225,86 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 	if status == StatusRunning {
 		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
 	}
-	var ids []string
-	if t.AddressedExecutorPublicID != nil {
-		ids = []string{*t.AddressedExecutorPublicID}
+	ids, err := e.addressees(ctx, tx, run, t)
+	if err != nil {
+		return err
 	}
-	fx.available = append(fx.available, signalRow{run: run.PublicID, key: t.Key, executors: ids})
+	fx.available = append(fx.available, signalRow{run: run.PublicID, key: t.Key, tool: deref(t.ToolName), executors: ids})
 	return nil
+}
+
+// RevokedError is the error of a row settled because its executor was revoked.
+func RevokedError(executorPublicID string) TaskError {
+	return TaskError{Key: KeyExecutorRevoked, Detail: "executor " + executorPublicID + " was revoked"}
+}
+
+// executorRevoked reports whether the executor with this public id exists and is revoked.
+func executorRevoked(ctx context.Context, q store.Querier, publicID string) (bool, error) {
+	ex, err := store.ExecutorByPublicID(ctx, q, publicID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return ex.Status == store.ExecutorRevoked, nil
+}
+
+// addressees are the executors a dispatched row's signals go to (executor.md §6.1): its
+// claimant once claimed; else the executor it is addressed to; else the current members of its
+// pool.
+func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run, t *store.Task) ([]string, error) {
+	if t.ClaimedAt != nil {
+		if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
+			return []string{id}, nil
+		}
+	}
+	if t.AddressedExecutorPublicID != nil {
+		return []string{*t.AddressedExecutorPublicID}, nil
+	}
+	if t.AddressedRole == nil || e.ann == nil {
+		return nil, nil
+	}
+	pool, err := e.ann.PoolTool(ctx, q, run.WorkspaceID, deref(t.ToolName))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(pool))
+	for i, s := range pool {
+		ids[i] = s.ExecutorPublicID
+	}
+	return ids, nil
+}
+
+// signalCanceled records work_canceled for a dispatched executor row about to settle by
+// anything other than its executor's own commit (a stop, a branch cancel, the expiry rule).
+// Call it before the row's status changes.
+func (e *Engine) signalCanceled(ctx context.Context, q store.Querier, fx *effects, run *store.Run, t *store.Task, reason string) error {
+	if t.AddressedRole == nil || t.Status != StatusDispatched {
+		return nil
+	}
+	ids, err := e.addressees(ctx, q, run, t)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	fx.canceled = append(fx.canceled, signalRow{run: run.PublicID, key: t.Key, executors: ids, reason: reason})
+	return nil
+}
+
+// ClaimedByExecutor is the stored claimant of an executor's claim.
+func ClaimedByExecutor(executorPublicID string) string {
+	return `{"executor_public_id":"` + executorPublicID + `"}`
+}
+
+// ClaimantOf reads the executor public id of a stored claimant; "" for the kernel or none.
+func ClaimantOf(claimedBy string) string {
+	var cb struct {
+		Executor string `json:"executor_public_id"`
+	}
+	if claimedBy == "" || json.Unmarshal([]byte(claimedBy), &cb) != nil {
+		return ""
+	}
+	return cb.Executor
 }
 
 // Approval is a row's approval record (runs.md §1.5.5).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"regexp"
 	"strings"
 	"time"
 
@@ -121,4 +122,101 @@ func (m mediaReader) Open(ctx context.Context, uploadPublicID string) (io.ReadCl
 		return nil, err
 	}
 	return io.NopCloser(r), nil
+}
+
+// resultMedia renders a settled call's media links for the request's model (runs.md §5.7.2),
+// in block order: a media upload the model accepts is an attachment part naming the call's key
+// as its source; any other media upload the index line "[attachment NAME TYPE BYTES bytes
+// nexus://uploads/ID from TASK: not readable by this model]". NAME is the link's name, TYPE and
+// BYTES the upload's detected type and stored size, never the link's. Non-media links are part
+// of the result's text and add nothing here. Only completed results carry media: a call that
+// failed pairs with its <tool_use_error>, whatever it stored.
+func (e *Engine) resultMedia(ctx context.Context, q store.Querier, row *store.Task, m model.Model) ([]model.Part, error) {
+	if row == nil || row.Status != StatusCompleted || row.Content == nil || e.uploads == nil {
+		return nil, nil
+	}
+	blocks, err := envelope.DecodeContent([]byte(*row.Content))
+	if err != nil {
+		return nil, fmt.Errorf("runs: stored content of %s: %w", row.Key, err)
+	}
+	var ids []string
+	for _, b := range blocks {
+		if id := b.UploadID(); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	found, err := e.uploads.Lookup(ctx, q, ids)
+	if err != nil {
+		return nil, err
+	}
+	var parts []model.Part
+	for _, b := range blocks {
+		u, ok := found[strings.ToLower(b.UploadID())]
+		if !ok || !u.IsMedia() {
+			continue
+		}
+		mt := u.MediaType()
+		if m.AcceptsMedia(mt) {
+			parts = append(parts, model.Part{Type: model.PartAttachment, UploadPublicID: u.PublicID, MediaType: mt,
+				Name: b.Name, ByteSize: u.ByteSize, SHA256: u.SHA256, SourceTask: row.Key})
+			continue
+		}
+		parts = append(parts, model.Part{Type: model.PartText,
+			Text: fmt.Sprintf("[attachment %s %s %d bytes %s from %s: not readable by this model]", b.Name, mt, u.ByteSize, u.URI(), row.Key)})
+	}
+	return parts, nil
+}
+
+// indexLine reads an attachment index line of either shape (§5.7.2, §5.7.3): name, type, size,
+// upload id, the source task of a result's media, and whether it says the model cannot read it.
+var indexLine = regexp.MustCompile(`^\[attachment (.+) (\S+) (\d+) bytes nexus://uploads/([0-9a-f-]{36})( from ([A-Za-z0-9][A-Za-z0-9_-]{0,63}))?(: not readable by this model)?\]$`)
+
+// rerenderMedia renders a user entry's attachments again for another model (runs.md §5.7.3,
+// §5.9): history carries earlier turns' attachments, and the same upload may be an attachment
+// part for one model and an index line for another. An attachment part the model does not
+// accept becomes its index line; the index line of media it does accept becomes the part again,
+// from the upload's stored facts. Other parts, and entries of other roles, are left as they
+// are; changed is false when nothing differs, so that an unchanged model keeps the bytes.
+func (e *Engine) rerenderMedia(ctx context.Context, q store.Querier, en model.Entry, m model.Model) (model.Entry, bool, error) {
+	if en.Role != model.RoleUser {
+		return en, false, nil
+	}
+	changed := false
+	parts := make([]model.Part, len(en.Content))
+	for i, p := range en.Content {
+		parts[i] = p
+		switch {
+		case p.Type == model.PartAttachment && !m.AcceptsMedia(p.MediaType):
+			line := fmt.Sprintf("[attachment %s %s %d bytes %s%s", p.Name, p.MediaType, p.ByteSize, envelope.UploadURIPrefix, p.UploadPublicID)
+			if p.SourceTask != "" {
+				line += " from " + p.SourceTask
+			}
+			parts[i] = model.Part{Type: model.PartText, Text: line + ": not readable by this model]"}
+			changed = true
+		case p.Type == model.PartText && e.uploads != nil && strings.HasPrefix(p.Text, "[attachment "):
+			g := indexLine.FindStringSubmatch(p.Text)
+			if g == nil || g[7] == "" || !m.AcceptsMedia(g[2]) {
+				continue
+			}
+			found, err := e.uploads.Lookup(ctx, q, []string{g[4]})
+			if err != nil {
+				return en, false, err
+			}
+			u, ok := found[g[4]]
+			if !ok || !u.IsMedia() || u.MediaType() != g[2] {
+				continue
+			}
+			parts[i] = model.Part{Type: model.PartAttachment, UploadPublicID: u.PublicID, MediaType: u.MediaType(), Name: g[1],
+				ByteSize: u.ByteSize, SHA256: u.SHA256, SourceTask: g[6]}
+			changed = true
+		}
+	}
+	if !changed {
+		return en, false, nil
+	}
+	en.Content = parts
+	return en, true, nil
 }

@@ -193,12 +193,8 @@ func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool
 				claimedLeft = true
 				continue
 			}
-			if t.AddressedRole != nil && (t.Status == StatusDispatched) {
-				var ids []string
-				if t.AddressedExecutorPublicID != nil {
-					ids = []string{*t.AddressedExecutorPublicID}
-				}
-				fx.canceled = append(fx.canceled, signalRow{run: r.PublicID, key: t.Key, executors: ids, reason: KeyRunCanceled})
+			if err := e.signalCanceled(ctx, tx, fx, r, t, CancelRunCanceled); err != nil {
+				return err
 			}
 			fx.abandon = append(fx.abandon, t.ID)
 			detail, err := e.canceledDetail(ctx, tx, t)

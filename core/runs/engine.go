@@ -147,8 +147,8 @@ type effects struct {
 }
 
 type signalRow struct {
-	run, key, reason string
-	executors        []string
+	run, key, tool, reason string
+	executors              []string
 }
 
 // wakeKernel records that a kernel row became runnable and notifies other instances when the
@@ -200,7 +200,7 @@ func (e *Engine) deliver(fx *effects) {
 	}
 	if e.signal != nil {
 		for _, s := range fx.available {
-			e.signal.WorkAvailable(s.run, s.key, s.executors)
+			e.signal.WorkAvailable(s.run, s.key, s.tool, s.executors)
 		}
 		for _, s := range fx.canceled {
 			e.signal.WorkCanceled(s.run, s.key, s.executors, s.reason)

@@ -409,13 +409,8 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 // expire applies the expiry rule to one row under the run's lock, then readiness.
 func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
 	by := "kernel"
-	if t.ClaimedBy != nil {
-		var cb struct {
-			Executor string `json:"executor_public_id"`
-		}
-		if json.Unmarshal([]byte(*t.ClaimedBy), &cb) == nil && cb.Executor != "" {
-			by = "executor " + cb.Executor
-		}
+	if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
+		by = "executor " + id
 	}
 	x := ApplyExpiry(ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration, Attempts: t.Attempts,
 		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
@@ -433,12 +428,8 @@ func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *sto
 		fx.abandon = append(fx.abandon, t.ID)
 		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
 	}
-	if t.AddressedRole != nil && t.ClaimedAt != nil {
-		var ids []string
-		if t.AddressedExecutorPublicID != nil {
-			ids = []string{*t.AddressedExecutorPublicID}
-		}
-		fx.canceled = append(fx.canceled, signalRow{run: run.PublicID, key: t.Key, executors: ids, reason: "expired"})
+	if err := e.signalCanceled(ctx, tx, fx, run, t, CancelExpired); err != nil {
+		return err
 	}
 	fx.abandon = append(fx.abandon, t.ID)
 	if err := e.settleRow(ctx, tx, run, t, x.Status, x.Error, now); err != nil {

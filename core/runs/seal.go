@@ -71,7 +71,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		var hist []turnSegment
 		if run.ConversationID != nil && t.Mainline {
 			var err error
-			if hist, err = e.history(ctx, q, run); err != nil {
+			if hist, err = e.history(ctx, q, run, m); err != nil {
 				return nil, err
 			}
 		}
@@ -216,6 +216,20 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 				s.delivered = append(s.delivered, row.ID)
 			}
 		}
+		// The round's media links ride in one user message after its last result (§5.7.2).
+		var media []model.Part
+		for _, c := range calls {
+			parts, err := e.resultMedia(ctx, q, byKey[c.TaskKey], m)
+			if err != nil {
+				return nil, err
+			}
+			media = append(media, parts...)
+		}
+		if len(media) > 0 {
+			if err := add(model.Entry{Role: model.RoleUser, Content: media}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if t.Mainline {
 		// Unpaired branch results that settled before this seal and were never delivered
@@ -325,7 +339,7 @@ type turnSegment struct {
 // history is the earlier turns of a conversation-hosted run's conversation, oldest first
 // (runs.md §5.9): for each settled turn, the entries its mainline's last sealed round added
 // after its own history, then its final answer as an assistant entry when it has one.
-func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run) ([]turnSegment, error) {
+func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model) ([]turnSegment, error) {
 	me, err := store.TurnOfRun(ctx, q, run.ID)
 	if err != nil {
 		return nil, err
@@ -356,6 +370,17 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run) (
 			var en model.Entry
 			if err := json.Unmarshal(b, &en); err != nil {
 				return nil, err
+			}
+			// Attachments ride re-rendered for this round's model (§5.7.3, §5.9).
+			re, changed, err := e.rerenderMedia(ctx, q, en, m)
+			if err != nil {
+				return nil, err
+			}
+			if changed {
+				en = re
+				if b, err = encodeEntry(en); err != nil {
+					return nil, err
+				}
 			}
 			seg.entries = append(seg.entries, en)
 			seg.bytes = append(seg.bytes, b)

@@ -107,12 +107,21 @@ type Member struct {
 }
 
 // ExecutorSignal tells the executor plane that rows addressed to executors changed after a
-// commit: new work (push work_available) or work taken away (push work_canceled). The executor
-// plane implements it; until it exists the engine signals nobody.
+// commit: new work (push work_available, naming the served tool) or work taken away (push
+// work_canceled with its reason). The engine computes the addressees inside the transaction
+// (the addressed executor, the pool's current members, or the claimant); the executor plane's
+// push hub implements it. A nil ExecutorSignal signals nobody.
 type ExecutorSignal interface {
-	WorkAvailable(runPublicID, taskKey string, executorPublicIDs []string)
+	WorkAvailable(runPublicID, taskKey, toolName string, executorPublicIDs []string)
 	WorkCanceled(runPublicID, taskKey string, executorPublicIDs []string, reason string)
 }
+
+// Reasons of work_canceled (executor.md §6.1).
+const (
+	CancelRunCanceled  = "run_canceled"
+	CancelTaskCanceled = "task_canceled"
+	CancelExpired      = "expired"
+)
 
 // Announcements answers addressing's questions about executors (runs.md §3.6): which Runner
 // or tool providers currently announce a served name in a workspace, with their profiles. The

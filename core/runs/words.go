@@ -75,6 +75,8 @@ const (
 	KeyInvalidToolInput       = "invalid_tool_input"
 	KeyToolNotServed          = "tool_not_served"
 	KeyToolFailed             = "tool_failed"
+	KeyExecutorRevoked        = "executor_revoked"
+	KeyResultUnstorable       = "result_unstorable"
 	KeyToolTimeout            = "tool_timeout"
 	KeyToolUncertain          = "tool_uncertain"
 	KeyAwaitTimeout           = "await_timeout"

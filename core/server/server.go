@@ -162,16 +162,22 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	}
 	// Acceptance freezes kernel skill catalogs from kernel memory, under the work's bindings.
 	skills := runs.KernelSkillReader(kmem, resolver)
+	// The push hub is the engine's executor signal; it listens for the other instances'
+	// executor wake-ups before any stream opens.
+	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
 	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler, KernelSkills: skills},
 		Profiles: runs.ProfileService{S: profileService, KernelSkills: skills}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
-		Log: log.Named("kernel")})
+		Signal: hub, Announcements: executors.Addressing{}, Log: log.Named("kernel")})
 	if err != nil {
 		stopListening()
 		return nil, err
 	}
 	srv.engine = engine
-	// The push hub listens for the other instances' executor wake-ups before any stream opens.
-	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
+	plane, err := executors.New(executors.Options{Store: st, Engine: engine, Uploads: up, Log: log.Named("executors")})
+	if err != nil {
+		stopListening()
+		return nil, err
+	}
 	if err := hub.Start(ctx); err != nil {
 		stopListening()
 		return nil, err
@@ -182,9 +188,11 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		Models: models,
 		Log:    log.Named("http"),
 		Auth:   auth,
-		// Revoking an executor closes its event streams on every instance; settling its work
-		// joins the same hook with the inbox.
-		Directory:   identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now, Revocation: executors.Revocation{Hub: hub}}),
+		// Revoking an executor settles its dispatched work executor_revoked and closes its
+		// event streams on every instance.
+		Directory: identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now,
+			Revocation: executors.NewRevocation(hub, engine, log.Named("executors"))}),
+		Executors:   plane,
 		Memory:      doors,
 		Uploads:     up,
 		Push:        hub,

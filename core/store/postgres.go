@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
 func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	db, err := sqlx.Open("postgres", rawURL)
+	db, err := sqlx.Open("postgres", withBinaryParameters(rawURL))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", Redact(rawURL), err)
 	}
@@ -40,4 +41,22 @@ func isPostgresUnique(err error) bool {
 // dialect, the signal repositories turn into conflict words such as handle_taken.
 func IsUniqueViolation(err error) bool {
 	return isSQLiteUnique(err) || isPostgresUnique(err)
+}
+
+// withBinaryParameters asks lib/pq to send parameterized statements in one round trip (parse,
+// bind and execute together) instead of preparing each one first: every repository query is
+// parameterized, so this halves the round trips of a transaction. Byte slices then travel as
+// binary, which is what every bytea column of the store holds. A URL that sets the parameter
+// itself keeps its own value.
+func withBinaryParameters(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	q := u.Query()
+	if q.Get("binary_parameters") == "" {
+		q.Set("binary_parameters", "yes")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }

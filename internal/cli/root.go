@@ -85,6 +85,7 @@ func newRoot(e *env) *cobra.Command {
 		newUser(e, g),
 		newMember(e, g),
 		newExecutor(e, g),
+		newRunner(e, g),
 		newMemory(e, g),
 		newVersion(e),
 	)

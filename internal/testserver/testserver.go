@@ -52,6 +52,33 @@ type Options struct {
 	// second instance of one deployment; the admin token is Peer's. SQLite serves one instance
 	// only, so Peer must run on PostgreSQL.
 	Peer *Instance
+	// Now replaces the in-process server's clock, which every deadline, the expiry rule and
+	// upload reclamation read, so that a test moves past them without waiting (NewClock).
+	// Subprocess servers read the real clock.
+	Now func() time.Time
+}
+
+// Clock is a settable clock for Options.Now: it runs with real time, shifted by Advance.
+type Clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// NewClock returns a clock that reads the real time until advanced.
+func NewClock() *Clock { return &Clock{} }
+
+// Now is the real time plus every Advance so far.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
 }
 
 // Instance is one running server (or a stopped one that can be restarted on the same store).
@@ -193,7 +220,7 @@ func (in *Instance) startInProcess() {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: hclog.Debug, Output: lockedWriter{in}})
 	getenv := func(k string) string { return in.opts.Env[k] }
-	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }})
+	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }, Now: in.opts.Now})
 	if err != nil {
 		t.Fatalf("open server: %v", err)
 	}

@@ -58,7 +58,12 @@ const maxErrorBody = 1 << 20
 // do sends a request and returns the response body of a 2xx answer, or *Error.
 func (c *Client) do(ctx context.Context, method, path string, in any, hdr http.Header) (*http.Response, []byte, error) {
 	var body io.Reader
-	if in != nil {
+	switch v := in.(type) {
+	case nil:
+	case json.RawMessage:
+		// Sent verbatim: json.Marshal would compact it and escape HTML characters.
+		body = bytes.NewReader(v)
+	default:
 		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, nil, err

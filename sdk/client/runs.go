@@ -379,3 +379,23 @@ func (c *Client) ArchiveConversation(ctx context.Context, ws, conv string) (*Con
 	out := &ConversationResponse{}
 	return out, c.call(ctx, http.MethodPost, conversationPath(ws, conv, "/archive"), nil, out, &out.Raw)
 }
+
+// UnmarshalJSON reads a task, keeping an explicit structured_content null apart from an absent
+// one (encoding/json would set the pointer to nil for both).
+func (t *Task) UnmarshalJSON(b []byte) error {
+	type plain Task
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	if sc, ok := keys["structured_content"]; ok {
+		v := append(json.RawMessage(nil), sc...)
+		p.StructuredContent = &v
+	}
+	*t = Task(p)
+	return nil
+}

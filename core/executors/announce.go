@@ -1,0 +1,167 @@
+package executors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/profiles"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/announce"
+)
+
+// Announcement is an executor's announcement as the executor plane and member discovery serve it
+// (executor.md §1.4, §2.1): the stored tool entries, the environment, the documents and when it
+// was made. An executor that never announced serves no tools, {} and no documents, with
+// AnnouncedAt nil.
+type Announcement struct {
+	Tools       []announce.Tool     `json:"tools"`
+	Environment json.RawMessage     `json:"environment"`
+	Documents   []announce.Document `json:"documents"`
+	// AnnouncedAt is Unix ms of the replacement; nil before the first.
+	AnnouncedAt *int64 `json:"-"`
+}
+
+func emptyAnnouncement() *Announcement {
+	return &Announcement{Tools: []announce.Tool{}, Environment: json.RawMessage(`{}`), Documents: []announce.Document{}}
+}
+
+func announcementOf(a *profiles.Announced) *Announcement {
+	out := &Announcement{Tools: a.Announcement.Tools, Environment: a.Announcement.Environment, Documents: a.Announcement.Documents}
+	if out.Tools == nil {
+		out.Tools = []announce.Tool{}
+	}
+	if out.Documents == nil {
+		out.Documents = []announce.Document{}
+	}
+	if len(out.Environment) == 0 {
+		out.Environment = json.RawMessage(`{}`)
+	}
+	at := a.AnnouncedAt
+	out.AnnouncedAt = &at
+	return out
+}
+
+// Announce replaces the executor's whole announcement with the body's (executor.md §2). The body
+// is validated whole by sdk/announce, the one validator the plugin host also runs, before
+// anything is stored: a refusal names the first failure and lists every one, and the previous
+// announcement stays exactly as it was. The served-names table that addressing reads is
+// replaced in the same transaction.
+func (s *Service) Announce(ctx context.Context, ex *identity.Executor, body []byte) (*Announcement, error) {
+	a, ref := announce.ParseAnnouncement(body)
+	if ref != nil {
+		return nil, announcementRefusal(ref)
+	}
+	if err := s.PutAnnouncement(ctx, ex.ID, ex.WorkspaceID, a, s.now()); err != nil {
+		var r *announce.Refusal
+		if errors.As(err, &r) {
+			return nil, announcementRefusal(r)
+		}
+		return nil, err
+	}
+	return s.AnnouncementOf(ctx, ex.ID)
+}
+
+// PutAnnouncement replaces an executor's announcement with a checked one (announce.Validate runs
+// again before anything is written), with its served names, in one transaction: the door's path,
+// and the one a plugin host's executor plane takes after announce.ValidatePlugin.
+func (s *Service) PutAnnouncement(ctx context.Context, executorID, workspaceID int64, a announce.Announcement, at time.Time) error {
+	served, err := servedTools(workspaceID, a)
+	if err != nil {
+		return err
+	}
+	return s.store.Write(ctx, func(tx *store.Tx) error {
+		// Two announcements of one executor replace its rows one after the other.
+		if err := store.LockExecutor(ctx, tx, executorID); err != nil {
+			return err
+		}
+		if err := profiles.PutAnnouncement(ctx, tx, executorID, a, at); err != nil {
+			return err
+		}
+		return store.ReplaceServedTools(ctx, tx, executorID, served)
+	})
+}
+
+// servedTools derives the served-names rows of a validated announcement.
+func servedTools(workspaceID int64, a announce.Announcement) ([]store.ServedTool, error) {
+	if r := announce.Validate(a); r != nil {
+		return nil, r
+	}
+	out := make([]store.ServedTool, 0, len(a.Tools))
+	for _, t := range a.Tools {
+		p, err := t.EffectProfile.Profile()
+		if err != nil {
+			return nil, fmt.Errorf("executors: a validated profile of %s: %w", t.Name, err)
+		}
+		raw, err := json.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, store.ServedTool{WorkspaceID: workspaceID, Name: t.Name, Profile: string(raw), TimeoutMS: t.TimeoutMS})
+	}
+	return out, nil
+}
+
+// AnnouncementOf reads an executor's current announcement.
+func (s *Service) AnnouncementOf(ctx context.Context, executorID int64) (*Announcement, error) {
+	a, err := profiles.AnnouncementOf(ctx, s.store.Reader(), executorID)
+	if errors.Is(err, store.ErrNotFound) {
+		return emptyAnnouncement(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return announcementOf(a), nil
+}
+
+// Announcements reads the current announcements of several executors for member discovery;
+// an executor that never announced maps to the empty announcement.
+func (s *Service) Announcements(ctx context.Context, executorIDs []int64) (map[int64]*Announcement, error) {
+	out := make(map[int64]*Announcement, len(executorIDs))
+	for _, id := range executorIDs {
+		a, err := s.AnnouncementOf(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = a
+	}
+	return out, nil
+}
+
+// problemJSON is one item of an announcement refusal's errors list: code, path, name.
+type problemJSON struct {
+	Code string `json:"code"`
+	Path string `json:"path,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// announcementRefusal turns sdk/announce's refusal into the door's: the first failure's word,
+// message, path and name, then every failure in errors (executor.md §2.4).
+func announcementRefusal(r *announce.Refusal) error {
+	kind := refusal.Unprocessable
+	switch r.Status() {
+	case 400:
+		kind = refusal.BadRequest
+	case 413:
+		kind = refusal.TooLarge
+	}
+	out := refusal.New(kind, r.Code, r.Message)
+	if r.Path != "" {
+		out = out.With("path", r.Path)
+	}
+	if r.Name != "" {
+		out = out.With("name", r.Name)
+	}
+	if kind == refusal.Unprocessable {
+		items := make([]problemJSON, len(r.Errors))
+		for i, p := range r.Errors {
+			items[i] = problemJSON{Code: p.Code, Path: p.Path, Name: p.Name}
+		}
+		out = out.With("errors", items)
+	}
+	return out
+}

@@ -1,0 +1,401 @@
+package executors
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// ClaimAnswer is the answer of claim and extend (executor.md §3.3, §3.5): the row and the claim.
+type ClaimAnswer struct {
+	Task  *Row     `json:"task"`
+	Claim ClaimDoc `json:"claim"`
+}
+
+// ClaimDoc is a held claim: its token (shown to its claimant only), generation and deadline.
+type ClaimDoc struct {
+	ClaimToken string `json:"claim_token"`
+	Generation int64  `json:"generation"`
+	DeadlineAt string `json:"deadline_at"`
+}
+
+// ClaimState is the claim read's answer (executor.md §3.4).
+type ClaimState struct {
+	Claim ClaimStateDoc `json:"claim"`
+}
+
+// ClaimStateDoc says whether a claim still stands.
+type ClaimStateDoc struct {
+	Active     bool    `json:"active"`
+	Generation int64   `json:"generation"`
+	DeadlineAt *string `json:"deadline_at"`
+}
+
+func notFoundRun(runID string) error {
+	return refusal.Newf(refusal.NotFound, CodeNotFound, "No run %s in this executor's workspace.", runID)
+}
+
+func conflict(code, format string, args ...any) *refusal.Error {
+	return refusal.Newf(refusal.Conflict, code, format, args...)
+}
+
+// errNoTask is row 1 of every door's checks for a task key that names nothing.
+func errNoTask(key string) error {
+	return refusal.Newf(refusal.NotFound, CodeNotFound, "No task %s in this run.", key)
+}
+
+// lookup finds the run in the executor's workspace and its row by key (row 1 of every door's
+// checks): anything else is 404 not_found. It reads without locks.
+func (s *Service) lookup(ctx context.Context, q store.Querier, ex *identity.Executor, runID, key string) (*store.Run, *store.Task, error) {
+	if !isUUID(runID) {
+		return nil, nil, notFoundRun(runID)
+	}
+	run, err := store.RunByPublicID(ctx, q, ex.WorkspaceID, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, notFoundRun(runID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !validKey(key) {
+		return nil, nil, errNoTask(key)
+	}
+	t, err := store.TaskByKey(ctx, q, run.ID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, errNoTask(key)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, t, nil
+}
+
+// lockRow is lookup under the run's lock and the row's, in that order (runs.md §4.11): the
+// doors that settle or move a row find it and lock it in the one transaction that changes it.
+func lockRow(ctx context.Context, tx *store.Tx, ex *identity.Executor, runID, key string) (*store.Run, *store.Task, error) {
+	if !isUUID(runID) {
+		return nil, nil, notFoundRun(runID)
+	}
+	run, err := store.LockRunByPublicID(ctx, tx, ex.WorkspaceID, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, notFoundRun(runID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !validKey(key) {
+		return nil, nil, errNoTask(key)
+	}
+	t, err := store.LockTaskByKey(ctx, tx, run.ID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, errNoTask(key)
+	}
+	return run, t, err
+}
+
+// addressedHere is row 2 of every door's checks: the row is addressed to this executor, or to a
+// pool and this executor is a tool provider. A kernel tool has no addressee, so its rows are
+// never addressed here, whatever token is sent.
+func addressedHere(ex *identity.Executor, t *store.Task) error {
+	ok := false
+	switch {
+	case t.AddressedRole == nil:
+	case t.AddressedExecutorPublicID != nil:
+		ok = *t.AddressedExecutorPublicID == ex.PublicID
+	default:
+		ok = *t.AddressedRole == RoleToolProvider && ex.Kind == RoleToolProvider
+	}
+	if !ok {
+		return conflict(CodeNotAddressedHere, "Task %s is not addressed to this executor.", t.Key)
+	}
+	return nil
+}
+
+func isPoolRow(t *store.Task) bool {
+	return t.AddressedRole != nil && *t.AddressedRole == RoleToolProvider && t.AddressedExecutorPublicID == nil
+}
+
+func pastDeadline(t *store.Task, now int64) bool { return t.DeadlineAt != nil && now >= *t.DeadlineAt }
+
+// tokenIs reports whether token is the row's current (or, once settled, last) claim token.
+func tokenIs(t *store.Task, token string) bool {
+	return token != "" && len(t.ClaimTokenHash) > 0 && subtle.ConstantTimeCompare(store.HashClaimToken(token), t.ClaimTokenHash) == 1
+}
+
+// expire applies the expiry rule to a row whose deadline passed, in its own engine transaction
+// under the run's lock: the doors apply it before they answer for a row whose deadline passed.
+func (s *Service) expire(ctx context.Context, runID, taskID int64) error {
+	return s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+		run, t, err := x.LockRow(ctx, runID, taskID)
+		if err != nil {
+			return err
+		}
+		if pastDeadline(t, x.NowMS()) {
+			return x.Expire(ctx, run, t)
+		}
+		return nil
+	})
+}
+
+// errPastDeadline ends a claim's transaction when the row's deadline passed: the expiry rule
+// then settles it in an engine transaction under the run's lock, which a claim does not take.
+var errPastDeadline = errors.New("executors: the row passed its deadline")
+
+// Claim takes the row for the current generation (executor.md §3.3), its checks in order: 404
+// not_found, not_addressed_here, not_claimable_kind, task_not_claimable (the expiry rule applied
+// first to a row past its deadline), already_claimed, not_eligible, not_authorized. On success
+// the generation increments, a fresh nxc_ token is minted (only its SHA-256 is stored) and the
+// clock restarts. The claim locks only the task row, through the shared claim primitive, and
+// commits synchronously: its token leaves the process.
+func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key string) (*ClaimAnswer, error) {
+	if err := s.claims.allow(ex.ID); err != nil {
+		return nil, err
+	}
+	if !isUUID(runID) {
+		return nil, notFoundRun(runID)
+	}
+	if !validKey(key) {
+		return nil, errNoTask(key)
+	}
+	var ans *ClaimAnswer
+	var expiredRun, expiredTask int64
+	err := s.store.Write(ctx, func(tx *store.Tx) error {
+		ans = nil
+		run, err := store.RunByPublicID(ctx, tx, ex.WorkspaceID, runID)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFoundRun(runID)
+		}
+		if err != nil {
+			return err
+		}
+		t, err := store.LockTaskByKey(ctx, tx, run.ID, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return errNoTask(key)
+		}
+		if err != nil {
+			return err
+		}
+		if err := addressedHere(ex, t); err != nil {
+			return err
+		}
+		if t.Kind != runs.KindTool {
+			return conflict(CodeNotClaimableKind, "Task %s is not a tool call.", key)
+		}
+		now := s.nowMS()
+		switch {
+		case t.Status != runs.StatusDispatched:
+			return conflict(CodeTaskNotClaimable, "Task %s is %s; only a dispatched row is claimed.", key, t.Status)
+		case run.Status != runs.RunRunning:
+			return conflict(CodeTaskNotClaimable, "The run is %s; only a running run's rows are claimed.", run.Status)
+		case pastDeadline(t, now):
+			expiredRun, expiredTask = run.ID, t.ID
+			return errPastDeadline
+		case t.ClaimedAt != nil:
+			return conflict(CodeAlreadyClaimed, "Task %s is already claimed (generation %d).", key, t.ClaimGeneration)
+		}
+		if isPoolRow(t) {
+			ok, err := store.Announces(ctx, tx, ex.ID, deref(t.ToolName))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return conflict(CodeNotEligible, "This executor no longer announces %s.", deref(t.ToolName))
+			}
+		}
+		if k := run.CreatedByKind; k == store.KindUser || k == store.KindAgent {
+			ok, err := store.InWorkspace(ctx, tx, run.WorkspaceID, k, run.CreatedByPublicID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return conflict(CodeNotAuthorized, "The run's creator no longer belongs to this workspace.")
+			}
+		}
+		claimedBy := runs.ClaimedByExecutor(ex.PublicID)
+		got, err := store.Claim(ctx, tx, store.ClaimSpec{
+			Predicate: `t.id = ? AND t.status = 'dispatched' AND t.claimed_at IS NULL`, Args: []any{t.ID},
+			Limit: 1, Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy,
+		})
+		if err != nil {
+			return err
+		}
+		if len(got) == 0 {
+			return conflict(CodeAlreadyClaimed, "Task %s is already claimed.", key)
+		}
+		c := got[0]
+		t.ClaimGeneration, t.ClaimTokenHash, t.ClaimedBy, t.ClaimedAt, t.DeadlineAt = c.Generation, c.TokenHash, &claimedBy, &now, &c.DeadlineAt
+		ans = &ClaimAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID),
+			Claim: ClaimDoc{ClaimToken: c.Token, Generation: c.Generation, DeadlineAt: formatMillis(c.DeadlineAt)}}
+		return nil
+	})
+	if errors.Is(err, errPastDeadline) {
+		if err := s.expire(ctx, expiredRun, expiredTask); err != nil {
+			return nil, err
+		}
+		return nil, conflict(CodeTaskNotClaimable, "Task %s passed its deadline.", key)
+	}
+	return ans, err
+}
+
+// ClaimRead tells a claimant whether its claim still stands (executor.md §3.4): 404 not_found,
+// not_addressed_here, 400 parameter_missing without a token, not_claimant for a token that is
+// not the row's current (or, once settled, last) one. It never renews anything.
+func (s *Service) ClaimRead(ctx context.Context, ex *identity.Executor, runID, key, token string) (*ClaimState, error) {
+	if err := s.claimReads.allow(ex.ID); err != nil {
+		return nil, err
+	}
+	_, t, err := s.lookup(ctx, s.store.Reader(), ex, runID, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := addressedHere(ex, t); err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "The Claim-Token header is required.").With("path", "Claim-Token")
+	}
+	if !tokenIs(t, token) {
+		return nil, conflict(CodeNotClaimant, "The token is not task %s's claim token.", key)
+	}
+	return &ClaimState{Claim: ClaimStateDoc{
+		Active:     t.Status == runs.StatusDispatched && !pastDeadline(t, s.nowMS()),
+		Generation: t.ClaimGeneration, DeadlineAt: optTime(t.DeadlineAt),
+	}}, nil
+}
+
+// integerLiteral is a JSON number that is an integer: no fraction, no exponent.
+var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// extendBody is the extend door's body once its shape is checked.
+type extendBody struct {
+	token string
+	// timeoutMS is the requested budget; tooLong is set for an integer beyond int64.
+	timeoutMS int64
+	tooLong   bool
+}
+
+// parseExtend applies rows 3 and 4 of the extend checks (and the body shape before them).
+func parseExtend(body []byte) (*extendBody, error) {
+	var obj map[string]json.RawMessage
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+			return nil, refusal.New(refusal.BadRequest, CodeParameterInvalid, "The request body must be a JSON object.")
+		}
+	}
+	out := &extendBody{}
+	rawTok, hasTok := obj["claim_token"]
+	rawTimeout, hasTimeout := obj["timeout_ms"]
+	if hasTok {
+		if err := json.Unmarshal(rawTok, &out.token); err != nil {
+			return nil, refusal.New(refusal.BadRequest, CodeParameterInvalid, "claim_token is a string.").With("path", "claim_token")
+		}
+	}
+	if out.token == "" {
+		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "claim_token is required.").With("path", "claim_token")
+	}
+	if !hasTimeout {
+		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "timeout_ms is required.").With("path", "timeout_ms")
+	}
+	lit := string(bytes.TrimSpace(rawTimeout))
+	invalid := refusal.New(refusal.Unprocessable, CodeInvalidTimeoutMS, "timeout_ms is an integer of at least 1.").With("path", "timeout_ms")
+	if !integerLiteral.MatchString(lit) || lit == "0" || lit[0] == '-' {
+		return nil, invalid
+	}
+	n, err := strconv.ParseInt(lit, 10, 64)
+	if err != nil {
+		n, out.tooLong = 0, true // a positive integer beyond int64 is far beyond every bound
+	}
+	out.timeoutMS = n
+	return out, nil
+}
+
+// frozenTimeout reads the timeout_ms an announcement froze into the row's profile; 0 when none.
+func frozenTimeout(t *store.Task) int64 {
+	var p struct {
+		TimeoutMS int64 `json:"timeout_ms"`
+	}
+	if t.EffectProfile != nil {
+		_ = json.Unmarshal([]byte(*t.EffectProfile), &p)
+	}
+	return p.TimeoutMS
+}
+
+// Extend moves a claimed row's deadline to now + timeout_ms (executor.md §3.5), its checks in
+// order: 404 not_found, not_addressed_here, 400 parameter_missing, 422 invalid_timeout_ms,
+// not_extendable (the expiry rule applied first to a row past its deadline), not_claimant,
+// extension_too_long (over an hour, or over the timeout_ms frozen in the row's profile). The
+// row's timeout_ms and the token are unchanged.
+func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key string, body []byte) (*ClaimAnswer, error) {
+	var ans *ClaimAnswer
+	var refused error
+	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+		ans, refused = nil, nil
+		run, t, err := lockRow(ctx, x.Tx, ex, runID, key)
+		if err != nil {
+			return err
+		}
+		if err := addressedHere(ex, t); err != nil {
+			return err
+		}
+		req, err := parseExtend(body)
+		if err != nil {
+			return err
+		}
+		now := x.NowMS()
+		switch {
+		case t.Status != runs.StatusDispatched:
+			refused = conflict(CodeNotExtendable, "Task %s is %s; only a claimed, dispatched row is extended.", key, t.Status)
+			return nil
+		case t.ClaimedAt == nil:
+			refused = conflict(CodeNotExtendable, "Task %s is not claimed.", key)
+			return nil
+		case pastDeadline(t, now):
+			refused = conflict(CodeNotExtendable, "Task %s passed its deadline.", key)
+			// The expiry rule settles the row, and that commits with this refusal.
+			return x.Expire(ctx, run, t)
+		}
+		if !tokenIs(t, req.token) {
+			refused = conflict(CodeNotClaimant, "The token is not task %s's current claim token.", key)
+			return nil
+		}
+		limit := MaxExtension.Milliseconds()
+		if f := frozenTimeout(t); f > 0 && f < limit {
+			limit = f
+		}
+		if req.tooLong || req.timeoutMS > limit {
+			refused = conflict(CodeExtensionTooLong, "An extension is at most %d ms for task %s.", limit, key).With("path", "timeout_ms")
+			return nil
+		}
+		deadline := now + req.timeoutMS
+		gen := t.ClaimGeneration
+		ok, err := store.SetTask(ctx, x.Tx, t.ID, &store.TaskGuard{Statuses: []string{runs.StatusDispatched}, Generation: &gen, TokenHash: t.ClaimTokenHash},
+			store.Assign{Col: "deadline_at", Val: deadline})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("executors: extend of %s lost its row under the lock", key)
+		}
+		t.DeadlineAt = &deadline
+		ans = &ClaimAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID),
+			Claim: ClaimDoc{ClaimToken: req.token, Generation: gen, DeadlineAt: formatMillis(deadline)}}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return ans, nil
+}

@@ -1,0 +1,143 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// The executor plane's entry points (executor.md §3): core/executors decides what its doors
+// answer and calls these to change rows, so that every settle goes through this engine's
+// readiness, lifecycle and wake-ups exactly as the kernel's own do.
+
+// ExecutorTx is one engine transaction opened for the executor plane. Its effects (kernel
+// wake-ups, work_available and work_canceled) are delivered once the transaction commits.
+type ExecutorTx struct {
+	e  *Engine
+	Tx *store.Tx
+	fx *effects
+}
+
+// ExecutorWrite runs fn in one engine transaction (retried as a deadlock victim) and delivers
+// its effects once it commits.
+func (e *Engine) ExecutorWrite(ctx context.Context, fn func(x *ExecutorTx) error) error {
+	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		return fn(&ExecutorTx{e: e, Tx: tx, fx: fx})
+	})
+}
+
+// ExecutorIn runs fn in the caller's transaction (a revocation's, which identity owns) and
+// returns what to deliver once that transaction commits; the caller must not deliver after a
+// rollback.
+func (e *Engine) ExecutorIn(ctx context.Context, tx *store.Tx, fn func(x *ExecutorTx) error) (deliver func(), err error) {
+	fx := &effects{}
+	if err := fn(&ExecutorTx{e: e, Tx: tx, fx: fx}); err != nil {
+		return nil, err
+	}
+	return func() { e.deliver(fx) }, nil
+}
+
+// Now is the engine's clock, which every deadline reads.
+func (e *Engine) Now() time.Time { return e.now() }
+
+// NowMS is Now in Unix milliseconds.
+func (x *ExecutorTx) NowMS() int64 { return x.e.nowMS() }
+
+// LockRow takes the run's lock, then the row's (runs.md §4.11), and reads both under them.
+func (x *ExecutorTx) LockRow(ctx context.Context, runID, taskID int64) (*store.Run, *store.Task, error) {
+	run, err := store.LockRun(ctx, x.Tx, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := store.LockTask(ctx, x.Tx, taskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, t, nil
+}
+
+// Expire applies the expiry rule to a live row whose deadline passed, under the run's lock
+// (LockRow), then readiness and the run lifecycle; the row's executors get work_canceled
+// (expired). A row that is no longer live is left alone.
+func (x *ExecutorTx) Expire(ctx context.Context, run *store.Run, t *store.Task) error {
+	if !live(t.Status) {
+		return nil
+	}
+	return x.e.expire(ctx, x.Tx, x.fx, run, t, x.e.nowMS())
+}
+
+// Fail settles a live row failed with te under the run's lock (LockRow), then readiness: a
+// revoked executor's rows (executor_revoked). No work_canceled is sent; the executor is gone.
+func (x *ExecutorTx) Fail(ctx context.Context, run *store.Run, t *store.Task, te TaskError) error {
+	if !live(t.Status) {
+		return nil
+	}
+	x.fx.abandon = append(x.fx.abandon, t.ID)
+	if err := x.e.settleRow(ctx, x.Tx, run, t, StatusFailed, te, x.e.nowMS()); err != nil {
+		return err
+	}
+	return x.e.advance(ctx, x.Tx, x.fx, run)
+}
+
+// ToolSettlement is how an executor's commit settles its row (executor.md §3.6).
+type ToolSettlement struct {
+	// Status is StatusCompleted or StatusFailed.
+	Status  string
+	IsError bool
+	// Output is the text projection; Content the stored block array, nil when no body is written.
+	Output            string
+	Content           []byte
+	StructuredContent json.RawMessage
+	Title             string
+	Metadata          json.RawMessage
+	// Error is set on a failed row: tool_failed or result_unstorable.
+	Error *TaskError
+	// Generation and TokenHash fence the write: the row changes only while it is still
+	// dispatched under this claim (runs.md §4.3).
+	Generation int64
+	TokenHash  []byte
+}
+
+// errClaimFence is a settle whose row moved under it although the caller held its lock.
+var errClaimFence = errors.New("runs: the row left its claim under the caller's lock")
+
+// Settle settles a dispatched executor row with its executor's result, under the run's lock
+// (LockRow) and the claim's compare-and-set, then readiness, the run lifecycle and wake-ups in
+// the same transaction. Upload bindings are the caller's, in x.Tx.
+func (x *ExecutorTx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSettlement) error {
+	now := x.e.nowMS()
+	seq, err := store.NextSettleSeq(ctx, x.Tx, run.ID)
+	if err != nil {
+		return err
+	}
+	set := []store.Assign{{Col: "status", Val: s.Status}, {Col: "is_error", Val: s.IsError}, {Col: "output", Val: s.Output},
+		{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: seq}}
+	if s.Content != nil {
+		set = append(set, store.Assign{Col: "content", Val: string(s.Content)})
+	}
+	if s.StructuredContent != nil {
+		set = append(set, store.Assign{Col: "structured_content", Val: string(s.StructuredContent)})
+	}
+	if s.Title != "" {
+		set = append(set, store.Assign{Col: "title", Val: s.Title})
+	}
+	if s.Metadata != nil {
+		set = append(set, store.Assign{Col: "metadata", Val: string(s.Metadata)})
+	}
+	if s.Error != nil {
+		set = append(set, store.Assign{Col: "error_key", Val: s.Error.Key}, store.Assign{Col: "error_detail", Val: nullable(s.Error.Detail)})
+	}
+	gen := s.Generation
+	ok, err := store.SetTask(ctx, x.Tx, t.ID, &store.TaskGuard{Statuses: []string{StatusDispatched}, Generation: &gen, TokenHash: s.TokenHash}, set...)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errClaimFence
+	}
+	t.Status = s.Status
+	return x.e.advance(ctx, x.Tx, x.fx, run)
+}

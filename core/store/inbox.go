@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"strings"
+)
+
+// InboxFilter selects one page of an executor's inbox (executor.md §3.1).
+type InboxFilter struct {
+	WorkspaceID int64
+	// ExecutorPublicID names the executor: rows addressed to it, claimed or not.
+	ExecutorPublicID string
+	// PoolMemberID, when not zero, is the executor's internal id and adds the pool rows of the
+	// names it currently announces that are unclaimed or claimed by ClaimedBy (a tool provider;
+	// a Runner is never a pool member).
+	PoolMemberID int64
+	ClaimedBy    string
+	// After is the last row of the previous page; nil for the first page.
+	After *InboxCursor
+	Limit int
+}
+
+// InboxCursor is a position in the inbox order: dispatched_at, then run, then key.
+type InboxCursor struct {
+	DispatchedAt int64
+	RunPublicID  string
+	TaskKey      string
+}
+
+// InboxRow is one dispatched row with its run's public facts.
+type InboxRow struct {
+	Task
+	RunPublicID          string  `db:"run_public_id"`
+	WorkspacePublicID    string  `db:"workspace_public_id"`
+	ConversationPublicID *string `db:"conversation_public_id"`
+}
+
+func prefixedTaskColumns() string {
+	cols := make([]string, len(taskColumns))
+	for i, c := range taskColumns {
+		cols[i] = "t." + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+var inboxSelect = `SELECT ` + prefixedTaskColumns() + `, CAST(r.public_id AS TEXT) AS run_public_id,
+  CAST(w.public_id AS TEXT) AS workspace_public_id, CAST(c.public_id AS TEXT) AS conversation_public_id
+FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id
+LEFT JOIN conversations c ON c.id = r.conversation_id`
+
+// ExecutorInbox lists the dispatched tool rows an executor may take now, in dispatched_at, run,
+// key order: rows of a running run, and claimed rows of a canceling run (a graceful stop lets
+// them finish).
+func ExecutorInbox(ctx context.Context, q Querier, f InboxFilter) ([]InboxRow, error) {
+	var b strings.Builder
+	b.WriteString(inboxSelect)
+	b.WriteString(`
+WHERE t.status = 'dispatched' AND t.kind = 'tool_task' AND r.workspace_id = ?
+  AND (r.status = 'running' OR (r.status = 'canceling' AND t.claimed_at IS NOT NULL))
+  AND (t.addressed_executor_public_id = ?`)
+	args := []any{f.WorkspaceID, f.ExecutorPublicID}
+	if f.PoolMemberID != 0 {
+		b.WriteString(` OR (t.addressed_role = 'tool_provider' AND t.addressed_executor_public_id IS NULL
+    AND t.tool_name IN (SELECT name FROM executor_served_tools WHERE executor_id = ?)
+    AND (t.claimed_at IS NULL OR t.claimed_by = ?))`)
+		args = append(args, f.PoolMemberID, f.ClaimedBy)
+	}
+	b.WriteString(`)`)
+	if f.After != nil {
+		b.WriteString(`
+  AND (t.dispatched_at > ? OR (t.dispatched_at = ? AND (CAST(r.public_id AS TEXT) > ? OR (CAST(r.public_id AS TEXT) = ? AND t.task_key > ?))))`)
+		a := f.After
+		args = append(args, a.DispatchedAt, a.DispatchedAt, a.RunPublicID, a.RunPublicID, a.TaskKey)
+	}
+	b.WriteString(`
+ORDER BY t.dispatched_at, CAST(r.public_id AS TEXT), t.task_key LIMIT ?`)
+	args = append(args, f.Limit)
+	var rows []InboxRow
+	err := q.Select(ctx, &rows, b.String(), args...)
+	return rows, err
+}
+
+// RowRef names one task row.
+type RowRef struct {
+	ID    int64 `db:"id"`
+	RunID int64 `db:"run_id"`
+}
+
+// DispatchedFor lists the dispatched rows addressed to an executor (claimed or not) and the
+// dispatched pool rows it claimed (claimedBy is its stored claimant): what its revocation settles
+// (executor.md §1.2). Rows come in run, then id order, the lock order of the settles.
+func DispatchedFor(ctx context.Context, q Querier, executorPublicID, claimedBy string) ([]RowRef, error) {
+	var out []RowRef
+	err := q.Select(ctx, &out, `SELECT id, run_id FROM tasks
+WHERE status = 'dispatched' AND (addressed_executor_public_id = ?
+  OR (addressed_role = 'tool_provider' AND addressed_executor_public_id IS NULL AND claimed_by = ?))
+ORDER BY run_id, id`, executorPublicID, claimedBy)
+	return out, err
+}
+
+// ExecutorByID reads an executor by internal id.
+func ExecutorByID(ctx context.Context, q Querier, id int64) (*Executor, error) {
+	var e Executor
+	err := q.Get(ctx, &e, `SELECT `+executorColumns+`
+FROM executors e JOIN workspaces w ON w.id = e.workspace_id WHERE e.id = ?`, id)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &e, nil
+}
+
+// InWorkspace reports whether a member (a user by its workspace membership, an agent that was
+// not removed) still belongs to the workspace: the standing a run's creator needs for its
+// work to be claimed (executor.md §3.3 row 7).
+func InWorkspace(ctx context.Context, q Querier, workspaceID int64, kind, publicID string) (bool, error) {
+	var n int64
+	var err error
+	switch kind {
+	case KindUser:
+		err = q.Get(ctx, &n, `SELECT COUNT(*) FROM workspace_members m JOIN users u ON u.id = m.user_id
+WHERE m.workspace_id = ? AND u.public_id = ?`, workspaceID, publicID)
+	case KindAgent:
+		err = q.Get(ctx, &n, `SELECT COUNT(*) FROM agents WHERE workspace_id = ? AND public_id = ? AND removed_at IS NULL`,
+			workspaceID, publicID)
+	default:
+		return false, nil
+	}
+	return n > 0, err
+}
+
+// SettledChildren lists the internal ids of a row's settled children (rows it placed, parent_key
+// naming it): the operations whose bound results its final commit may link.
+func SettledChildren(ctx context.Context, q Querier, runID int64, parentKey string) ([]int64, error) {
+	var out []int64
+	err := q.Select(ctx, &out, `SELECT id FROM tasks WHERE run_id = ? AND parent_key = ?
+  AND status IN ('completed', 'failed', 'canceled', 'timed_out', 'uncertain', 'skipped') ORDER BY id`, runID, parentKey)
+	return out, err
+}
+
+// LockTaskByKey reads one task of a run under its row lock (PostgreSQL FOR UPDATE; on SQLite the
+// immediate transaction already holds the database lock).
+func LockTaskByKey(ctx context.Context, tx *Tx, runID int64, key string) (*Task, error) {
+	var t Task
+	if err := tx.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND task_key = ?`+forUpdate(tx), runID, key); err != nil {
+		return nil, notFound(err)
+	}
+	return &t, nil
+}
+
+// LockRunByPublicID takes the lock of a workspace's run named by public id (runs.md §4.11) and
+// reads the row under it; ErrNotFound for an unknown run or another workspace's.
+func LockRunByPublicID(ctx context.Context, tx *Tx, workspaceID int64, publicID string) (*Run, error) {
+	if tx.Dialect() != Postgres {
+		return RunByPublicID(ctx, tx, workspaceID, publicID)
+	}
+	// One statement: the read and the lock of the run row alone, never its workspace's or
+	// conversation's.
+	var r Run
+	if err := tx.Get(ctx, &r, selectRunSQL+` WHERE r.workspace_id = ? AND r.public_id = ? FOR UPDATE OF r`, workspaceID, publicID); err != nil {
+		return nil, notFound(err)
+	}
+	return &r, nil
+}
