@@ -288,20 +288,22 @@ kernel {
 			t.Fatal(err)
 		}
 		run := created.Run.PublicID
+		// The worker claims the round, then seals its request in a later transaction: wait for
+		// the sealed request, which the round's 1.5 s sleep keeps in flight.
 		deadline := time.Now().Add(30 * time.Second)
+		var first []byte
 		for {
 			tk, err := c.Task(ctx, "default", run, "s1-model-1")
 			if err == nil && tk.Task.Attempts != nil && *tk.Task.Attempts >= 1 && tk.Task.Status == "running" {
-				break
+				if req, err := c.SealedRequest(ctx, "default", run, "s1-model-1"); err == nil {
+					first = req
+					break
+				}
 			}
 			if time.Now().After(deadline) {
 				t.Fatal("the round never started on instance 1")
 			}
 			time.Sleep(10 * time.Millisecond)
-		}
-		first, err := c.SealedRequest(ctx, "default", run, "s1-model-1")
-		if err != nil {
-			t.Fatal(err)
 		}
 		one.Kill()
 		two := testserver.Start(t, testserver.Options{Peer: one, Subprocess: true, Config: config})
