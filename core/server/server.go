@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -24,7 +26,23 @@ import (
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
+	"github.com/nexuskernel/nexus/plugins"
 )
+
+// pluginResolver is the plugin command search (plugins.md §7.2): the --plugin-dir flags (or
+// NEXUS_PLUGIN_DIR), the file's plugin_dirs, then the running binary's directory, so `make run`
+// finds the plugin binaries beside bin/nexus.
+func pluginResolver(s Settings, exeDir string) plugins.Resolver {
+	if exeDir == "" {
+		if exe, err := os.Executable(); err == nil {
+			if real, err := filepath.EvalSymlinks(exe); err == nil {
+				exe = real
+			}
+			exeDir = filepath.Dir(exe)
+		}
+	}
+	return plugins.Resolver{FlagDirs: s.PluginDirs, ConfigDirs: s.FilePluginDirs, ExecutableDir: exeDir}
+}
 
 // DrainTimeout is how long a shutdown waits for in-flight requests: long enough for any ordinary
 // request to finish, short enough for a supervisor's stop timeout (systemd's default is 90 s).
@@ -46,6 +64,13 @@ type Server struct {
 	engine        *runs.Engine
 	uploads       *uploads.Service
 	push          *executors.Hub
+	// plugins runs the catalog's plugins; pluginPlane is their executor plane.
+	plugins     *plugins.Host
+	pluginPlane *pluginPlane
+	// pluginsStarted is closed once every plugin had its first attempt (identity.md §5).
+	pluginsStarted chan struct{}
+	startPlugins   sync.Once
+	dir            *identity.Directory
 }
 
 // Options adjust Open for tests and tools.
@@ -59,6 +84,11 @@ type Options struct {
 	// TokenTerminal says whether a generated bootstrap token may be printed in the log; nil means
 	// "when standard error is a terminal".
 	TokenTerminal func() bool
+	// PluginTimings shortens the plugin supervisor's clocks (tests); zero fields take the defaults.
+	PluginTimings plugins.Timings
+	// ExecutableDir replaces the running binary's directory in plugin command discovery (tests
+	// whose binary is not nexus); "" means the directory of os.Executable.
+	ExecutableDir string
 }
 
 // Open opens and migrates the store, bootstraps an empty deployment, and builds the API.
@@ -183,6 +213,21 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		return nil, err
 	}
 	srv.push = hub
+	// Revoking an executor settles its dispatched work executor_revoked and closes its event
+	// streams on every instance.
+	dir := identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now,
+		Revocation: executors.NewRevocation(hub, engine, log.Named("executors"))})
+	srv.dir = dir
+	srv.pluginPlane = newPluginPlane(st, plane, hub, dir, up, opts.Now)
+	host, err := plugins.New(plugins.Config{Catalog: s.Plugins, Plane: srv.pluginPlane, Logger: log, DataDir: s.DataDir,
+		Resolver: pluginResolver(s, opts.ExecutableDir), Timings: opts.PluginTimings})
+	if err != nil {
+		hub.Close()
+		stopListening()
+		return nil, err
+	}
+	srv.plugins = host
+	srv.pluginsStarted = make(chan struct{})
 	api, err := httpapi.New(httpapi.Deps{
 		Runs:   engine,
 		Models: models,
@@ -222,8 +267,43 @@ func (s *Server) Uploads() *uploads.Service { return s.uploads }
 // Push is the server's push hub.
 func (s *Server) Push() *executors.Hub { return s.push }
 
-// Close stops the push hub and listening for token invalidations, and releases the store.
+// Plugins is the server's plugin host.
+func (s *Server) Plugins() *plugins.Host { return s.plugins }
+
+// StartPlugins launches the catalog's plugins once and returns when each had its first attempt
+// (ready, refused, or waiting to retry) or ctx ends; Serve calls it before it accepts requests'
+// work, and /readyz answers not_ready until it returned.
+func (s *Server) StartPlugins(ctx context.Context) error {
+	var err error
+	s.startPlugins.Do(func() {
+		defer close(s.pluginsStarted)
+		err = s.plugins.Start(ctx)
+		if err != nil {
+			s.log.Warn("plugins did not all start", "error", err)
+		}
+	})
+	return err
+}
+
+// PluginShutdownTimeout bounds stopping the plugins at shutdown: the host gives in-flight calls
+// its own grace (plugins.md §9.5, 10 s), then kills every plugin.
+const PluginShutdownTimeout = 15 * time.Second
+
+// stopPlugins stops claiming, lets in-flight plugin calls finish within the grace and kills
+// every plugin.
+func (s *Server) stopPlugins() {
+	ctx, cancel := context.WithTimeout(context.Background(), PluginShutdownTimeout)
+	defer cancel()
+	if err := s.plugins.Shutdown(ctx); err != nil {
+		s.log.Warn("stopping plugins", "error", err)
+	}
+	s.pluginPlane.stop()
+}
+
+// Close stops the plugins, the push hub and listening for token invalidations, and releases the
+// store.
 func (s *Server) Close() error {
+	s.stopPlugins()
 	s.push.Close()
 	if s.stopListening != nil {
 		s.stopListening()
@@ -239,6 +319,11 @@ func (s *Server) notReady(ctx context.Context) []string {
 	}
 	if err := s.store.CheckSchema(ctx); err != nil {
 		return []string{"schema: " + err.Error()}
+	}
+	select {
+	case <-s.pluginsStarted:
+	default:
+		return []string{"plugins: starting"}
 	}
 	return nil
 }
@@ -264,6 +349,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	reclaimCtx, stopReclaim := context.WithCancel(ctx)
 	defer stopReclaim()
 	go s.reclaimUploads(reclaimCtx)
+	// Plugins load beside the listener; /readyz says not_ready until each had its first attempt.
+	go func() { _ = s.StartPlugins(ctx) }()
+	defer s.stopPlugins()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("serving", "listen", ln.Addr().String(), "store", s.store.String())

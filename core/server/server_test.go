@@ -153,6 +153,13 @@ func TestOpenRefusesBadBootstrapToken(t *testing.T) {
 func TestReadyWhenStoreAnswers(t *testing.T) {
 	t.Parallel()
 	srv, _ := openServer(t, store.SQLite, Options{})
+	// Until the plugins had their first attempt the server is not ready (identity.md §5).
+	if r := srv.notReady(context.Background()); len(r) != 1 || r[0] != "plugins: starting" {
+		t.Fatalf("before the plugins start: reasons %v", r)
+	}
+	if err := srv.StartPlugins(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if r := srv.notReady(context.Background()); len(r) != 0 {
 		t.Fatalf("fresh server not ready: %v", r)
 	}

@@ -27,8 +27,11 @@ type Settings struct {
 	DatabaseURL string
 	// ConfigFile is the HCL file the settings were read from, if any.
 	ConfigFile string
-	// PluginDirs are searched for plugin binaries.
+	// PluginDirs are searched for plugin binaries first: the --plugin-dir flags, else
+	// NEXUS_PLUGIN_DIR.
 	PluginDirs []string
+	// FilePluginDirs are the file's plugin_dirs, searched after PluginDirs (plugins.md §7.2).
+	FilePluginDirs []string
 	// LogLevel is trace, debug, info, warn or error.
 	LogLevel string
 	// LogFormat is text or json.
@@ -69,10 +72,12 @@ type Layer struct {
 	DataDir     *string
 	DatabaseURL *string
 	PluginDirs  []string
-	LogLevel    *string
-	LogFormat   *string
-	Models      *model.Config
-	Kernel      *KernelSettings
+	// FilePluginDirs is the file's plugin_dirs; only the file layer sets it.
+	FilePluginDirs []string
+	LogLevel       *string
+	LogFormat      *string
+	Models         *model.Config
+	Kernel         *KernelSettings
 	// Plugins comes from the file only: flags and variables never override plugin blocks.
 	Plugins *plugins.Catalog
 }
@@ -89,6 +94,9 @@ func Resolve(layers ...Layer) (Settings, error) {
 		set(&s.LogFormat, l.LogFormat)
 		if l.PluginDirs != nil {
 			s.PluginDirs = l.PluginDirs
+		}
+		if l.FilePluginDirs != nil {
+			s.FilePluginDirs = l.FilePluginDirs
 		}
 		if l.Models != nil {
 			s.Models = l.Models
@@ -217,9 +225,9 @@ func FileLayer(path string) (Layer, error) {
 		l.Plugins = catalog
 	}
 	if fs.PluginDirs != nil {
-		l.PluginDirs = make([]string, len(fs.PluginDirs))
+		l.FilePluginDirs = make([]string, len(fs.PluginDirs))
 		for i, d := range fs.PluginDirs {
-			l.PluginDirs[i] = *abs(&d)
+			l.FilePluginDirs[i] = *abs(&d)
 		}
 	}
 	return l, nil

@@ -58,9 +58,11 @@ log_format   = "json"
 		Listen:      "127.0.0.1:3333",           // flag beats env and file
 		DataDir:     filepath.Join(dir, "data"), // file, relative to the file
 		DatabaseURL: "postgres://file/db",       // file
-		PluginDirs:  []string{"/e1", "/e2"},     // env beats file
-		LogLevel:    "warn",                     // env beats file
-		LogFormat:   "json",                     // file beats default
+		PluginDirs:  []string{"/e1", "/e2"},     // env comes first
+		// the file's plugin_dirs are searched after them
+		FilePluginDirs: []string{filepath.Join(dir, "plugins"), "/abs/plugins"},
+		LogLevel:       "warn", // env beats file
+		LogFormat:      "json", // file beats default
 	}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Fatal(diff)
@@ -74,8 +76,8 @@ log_format   = "json"
 	if s.Listen != "127.0.0.1:1111" || s.LogLevel != "debug" {
 		t.Errorf("file: got %+v", s)
 	}
-	if fl.PluginDirs[0] != filepath.Join(dir, "plugins") || fl.PluginDirs[1] != "/abs/plugins" {
-		t.Errorf("file plugin dirs = %v", fl.PluginDirs)
+	if fl.FilePluginDirs[0] != filepath.Join(dir, "plugins") || fl.FilePluginDirs[1] != "/abs/plugins" {
+		t.Errorf("file plugin dirs = %v", fl.FilePluginDirs)
 	}
 }
 

@@ -1,0 +1,599 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/executors"
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
+	"github.com/nexuskernel/nexus/plugins"
+	"github.com/nexuskernel/nexus/sdk/announce"
+	memsdk "github.com/nexuskernel/nexus/sdk/memory"
+)
+
+// pluginPlane is the plugin host's executor plane (plugins.md §8): every call goes through the
+// executor service, the push hub and the directory, the code HTTP executors reach, so a plugin's
+// rows are claimed, committed and expired exactly like theirs.
+//
+// A plugin's managed executor is one executor row per workspace it serves (an executor belongs
+// to one workspace, identity.md §1); the host knows the group by the public id of its first row
+// (the home row), and every call fans out over the group's rows.
+type pluginPlane struct {
+	store   *store.Store
+	svc     *executors.Service
+	hub     *executors.Hub
+	dir     *identity.Directory
+	uploads *uploads.Service
+	now     func() time.Time
+
+	mu     sync.Mutex
+	groups map[string]*managedGroup
+}
+
+// managedGroup is one plugin's executors.
+type managedGroup struct {
+	name string
+	rows []*identity.Executor
+	// runs remembers which row's workspace holds a run the inbox listed, so a claim does not
+	// search the group.
+	runs     map[string]int
+	presence []*executors.Stream
+}
+
+// pluginEventBuffer is the merged work-event channel's room; a full channel waits, and the
+// inbox stays authoritative, so its size costs latency at most.
+const pluginEventBuffer = 64
+
+var _ plugins.ExecutorPlane = (*pluginPlane)(nil)
+
+func newPluginPlane(st *store.Store, svc *executors.Service, hub *executors.Hub, dir *identity.Directory, up *uploads.Service, now func() time.Time) *pluginPlane {
+	return &pluginPlane{store: st, svc: svc, hub: hub, dir: dir, uploads: up, now: now, groups: map[string]*managedGroup{}}
+}
+
+func executorOf(e *store.Executor) *identity.Executor {
+	return &identity.Executor{ID: e.ID, PublicID: e.PublicID, Kind: e.Kind, Status: e.Status, DisplayName: e.DisplayName,
+		WorkspaceID: e.WorkspaceID, WorkspacePublicID: e.WorkspacePublicID, CreatedAt: e.CreatedAt}
+}
+
+// catalogName is the plugin's catalog name from its registration.
+func catalogName(m plugins.ManagedExecutor) string {
+	if n := m.ManagedBy["plugin"]; n != "" {
+		return n
+	}
+	return strings.TrimPrefix(m.RegistrationKey, "plugin:")
+}
+
+// servedWorkspaces resolves the catalog's workspaces (handles or public ids); none means all.
+func servedWorkspaces(ctx context.Context, q store.Querier, refs []string) ([]store.Workspace, error) {
+	if len(refs) == 0 {
+		return store.AllWorkspaces(ctx, q)
+	}
+	var out []store.Workspace
+	seen := map[int64]bool{}
+	for _, ref := range refs {
+		w, err := store.WorkspaceByHandle(ctx, q, ref)
+		if errors.Is(err, store.ErrNotFound) {
+			w, err = store.WorkspaceByPublicID(ctx, q, strings.ToLower(ref))
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("workspace %q named in the plugin's workspaces does not exist", ref)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !seen[w.ID] {
+			seen[w.ID] = true
+			out = append(out, *w)
+		}
+	}
+	return out, nil
+}
+
+// EnsureManaged creates or reuses the plugin's executor in each workspace it serves, reactivates
+// a revoked one under the same public id, and marks its rows in other workspaces not eligible.
+func (p *pluginPlane) EnsureManaged(ctx context.Context, m plugins.ManagedExecutor) (string, error) {
+	name := catalogName(m)
+	var rows []*identity.Executor
+	err := p.store.Write(ctx, func(tx *store.Tx) error {
+		rows = nil
+		wss, err := servedWorkspaces(ctx, tx, m.Workspaces)
+		if err != nil {
+			return err
+		}
+		if len(wss) == 0 {
+			return errors.New("no workspace to serve")
+		}
+		served := map[int64]bool{}
+		for _, w := range wss {
+			served[w.ID] = true
+			e, err := store.ManagedExecutor(ctx, tx, w.ID, name)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				e = &store.Executor{PublicID: store.NewPublicID(), WorkspaceID: w.ID, WorkspacePublicID: w.PublicID,
+					Kind: executors.RoleToolProvider, DisplayName: m.DisplayName, Status: store.ExecutorActive,
+					CreatedAt: store.Millis(p.now())}
+				if err := store.InsertManagedExecutor(ctx, tx, e, name); err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			case e.Status != store.ExecutorActive:
+				if err := store.ReactivateExecutor(ctx, tx, e.ID); err != nil {
+					return err
+				}
+				e.Status = store.ExecutorActive
+			}
+			if err := store.SetManagedEligible(ctx, tx, e.ID, true); err != nil {
+				return err
+			}
+			rows = append(rows, executorOf(e))
+		}
+		all, err := store.ManagedExecutorsOf(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		for _, e := range all {
+			if !served[e.WorkspaceID] {
+				if err := store.SetManagedEligible(ctx, tx, e.ID, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	home := rows[0].PublicID
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.groups[home]
+	if g == nil {
+		g = &managedGroup{name: name, runs: map[string]int{}}
+		p.groups[home] = g
+	}
+	g.rows = rows
+	return home, nil
+}
+
+func (p *pluginPlane) group(id string) (*managedGroup, []*identity.Executor, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.groups[id]
+	if g == nil {
+		return nil, nil, fmt.Errorf("plugins plane: no managed executor %s", id)
+	}
+	return g, g.rows, nil
+}
+
+// Announce replaces the announcement of every row of the group through the door's one write.
+func (p *pluginPlane) Announce(ctx context.Context, id string, a announce.Announcement) error {
+	_, rows, err := p.group(id)
+	if err != nil {
+		return err
+	}
+	for _, ex := range rows {
+		if err := p.svc.PutAnnouncement(ctx, ex.ID, ex.WorkspaceID, a, p.now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetPresence holds one event stream per row while online (presence is an open stream,
+// executor.md §6) and closes them when offline. Their events are drained: the claim loop reads
+// its own subscription.
+func (p *pluginPlane) SetPresence(ctx context.Context, id string, online bool) error {
+	g, rows, err := p.group(id)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	old := g.presence
+	g.presence = nil
+	p.mu.Unlock()
+	for _, s := range old {
+		s.Close()
+	}
+	if !online {
+		return nil
+	}
+	var opened []*executors.Stream
+	for _, ex := range rows {
+		s, err := p.hub.Open(ctx, ex.ID, ex.PublicID)
+		if err != nil {
+			for _, o := range opened {
+				o.Close()
+			}
+			return err
+		}
+		opened = append(opened, s)
+		go func() {
+			for {
+				select {
+				case <-s.Events():
+				case <-s.Done():
+					return
+				}
+			}
+		}()
+	}
+	p.mu.Lock()
+	g.presence = opened
+	p.mu.Unlock()
+	return nil
+}
+
+// Revoke revokes every row of the group: their dispatched rows fail executor_revoked.
+func (p *pluginPlane) Revoke(ctx context.Context, id string) error {
+	_, rows, err := p.group(id)
+	if err != nil {
+		return err
+	}
+	for _, ex := range rows {
+		if err := p.dir.RevokeManaged(ctx, ex.PublicID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Subscribe merges the work events of the group's rows.
+func (p *pluginPlane) Subscribe(id string) (<-chan plugins.WorkEvent, func()) {
+	out := make(chan plugins.WorkEvent, pluginEventBuffer)
+	_, rows, err := p.group(id)
+	if err != nil {
+		close(out)
+		return out, func() {}
+	}
+	stop := make(chan struct{})
+	var streams []*executors.Stream
+	var wg sync.WaitGroup
+	for _, ex := range rows {
+		s, err := p.hub.Open(context.Background(), ex.ID, ex.PublicID)
+		if err != nil {
+			continue
+		}
+		streams = append(streams, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case ev := <-s.Events():
+					select {
+					case out <- plugins.WorkEvent{Kind: ev.Type, RunID: ev.RunPublicID, TaskKey: ev.TaskKey}:
+					case <-stop:
+						return
+					}
+				case <-s.Done():
+					return
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(out) }()
+	var once sync.Once
+	return out, func() {
+		once.Do(func() {
+			close(stop)
+			for _, s := range streams {
+				s.Close()
+			}
+		})
+	}
+}
+
+// inboxCursor pages each row's inbox on its own: one cursor per row, "-" once a row is done.
+type inboxCursor []string
+
+func decodeInboxCursor(s string, n int) inboxCursor {
+	c := make(inboxCursor, n)
+	if s == "" {
+		return c
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return c
+	}
+	var got []string
+	if json.Unmarshal(raw, &got) != nil || len(got) != n {
+		return c
+	}
+	return got
+}
+
+const inboxDone = "-"
+
+// Inbox pages the unclaimed and held rows of every row of the group.
+func (p *pluginPlane) Inbox(ctx context.Context, id, after string, limit int) ([]plugins.InboxRow, string, error) {
+	g, rows, err := p.group(id)
+	if err != nil {
+		return nil, "", err
+	}
+	if limit > executors.MaxInboxPage {
+		limit = executors.MaxInboxPage
+	}
+	cur := decodeInboxCursor(after, len(rows))
+	var out []plugins.InboxRow
+	more := false
+	for i, ex := range rows {
+		if cur[i] == inboxDone {
+			continue
+		}
+		page, err := p.svc.Inbox(ctx, ex, cur[i], limit)
+		if err != nil {
+			return nil, "", err
+		}
+		p.mu.Lock()
+		for _, t := range page.Tasks {
+			out = append(out, plugins.InboxRow{RunID: t.RunPublicID, TaskKey: t.TaskKey, ToolName: t.ToolName})
+			if len(g.runs) > 4096 {
+				clear(g.runs)
+			}
+			g.runs[t.RunPublicID] = i
+		}
+		p.mu.Unlock()
+		if page.NextAfter != nil {
+			cur[i] = *page.NextAfter
+			more = true
+		} else {
+			cur[i] = inboxDone
+		}
+	}
+	if !more {
+		return out, "", nil
+	}
+	raw, _ := json.Marshal(cur)
+	return out, base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// rowFor answers the group's row whose workspace holds the run: the one the inbox listed it
+// under, else the first whose lookup finds it.
+func (p *pluginPlane) rowsFor(id, runID string) ([]*identity.Executor, error) {
+	g, rows, err := p.group(id)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	i, ok := g.runs[runID]
+	p.mu.Unlock()
+	if ok && i < len(rows) {
+		return append([]*identity.Executor{rows[i]}, rows...), nil
+	}
+	return rows, nil
+}
+
+func refusalCode(err error) string {
+	var r *refusal.Error
+	if errors.As(err, &r) {
+		return r.Code
+	}
+	return ""
+}
+
+// Claim claims one row through the executor door's claim.
+func (p *pluginPlane) Claim(ctx context.Context, id, runID, taskKey string) (plugins.Claim, error) {
+	rows, err := p.rowsFor(id, runID)
+	if err != nil {
+		return plugins.Claim{}, err
+	}
+	var last error
+	for _, ex := range rows {
+		ans, err := p.svc.Claim(ctx, ex, runID, taskKey)
+		switch refusalCode(err) {
+		case "":
+		case executors.CodeNotFound:
+			last = err
+			continue
+		case executors.CodeAlreadyClaimed, executors.CodeTaskNotClaimable:
+			return plugins.Claim{}, fmt.Errorf("%w: %v", plugins.ErrAlreadyClaimed, err)
+		case executors.CodeNotEligible, executors.CodeNotAddressedHere, executors.CodeNotClaimableKind, executors.CodeNotAuthorized:
+			return plugins.Claim{}, fmt.Errorf("%w: %v", plugins.ErrNotEligible, err)
+		}
+		if err != nil {
+			return plugins.Claim{}, err
+		}
+		return claimOf(ans, p.now())
+	}
+	return plugins.Claim{}, fmt.Errorf("%w: %v", plugins.ErrNotEligible, last)
+}
+
+// claimOf converts the door's claim answer for the host.
+func claimOf(ans *executors.ClaimAnswer, now time.Time) (plugins.Claim, error) {
+	t := ans.Task
+	c := plugins.Claim{Token: ans.Claim.ClaimToken, RunID: t.RunPublicID, TaskKey: t.TaskKey, ToolName: t.ToolName,
+		WorkspaceID: t.WorkspacePublicID, ToolInput: t.ToolInput, ClaimedAt: now}
+	if t.ToolCallID != nil {
+		c.ToolCallID = *t.ToolCallID
+	}
+	if t.ToolAlias != nil {
+		c.ToolAlias = *t.ToolAlias
+	}
+	if t.ConversationPublicID != nil {
+		c.ConversationID = *t.ConversationPublicID
+	}
+	if len(t.EffectProfile) > 0 && !bytes.Equal(t.EffectProfile, []byte("null")) {
+		var prof announce.EffectProfile
+		if err := json.Unmarshal(t.EffectProfile, &prof); err != nil {
+			return plugins.Claim{}, fmt.Errorf("plugins plane: the row's effect profile: %w", err)
+		}
+		c.EffectProfile = &prof
+	}
+	dl, err := time.Parse(time.RFC3339Nano, ans.Claim.DeadlineAt)
+	if err != nil {
+		return plugins.Claim{}, fmt.Errorf("plugins plane: the claim's deadline: %w", err)
+	}
+	c.DeadlineAt = dl
+	if len(t.Scope) > 0 {
+		scopes, err := scopesOf(t.Scope, t.WorkspacePublicID)
+		if err != nil {
+			return plugins.Claim{}, err
+		}
+		c.MemoryBindings = scopes
+	}
+	return c, nil
+}
+
+// scopesOf reads an overridden memory row's scope (memory.md §2.2) as memory.Scope values.
+func scopesOf(raw json.RawMessage, workspaceID string) ([]memsdk.Scope, error) {
+	var doc struct {
+		Bindings []struct {
+			Name         string `json:"name"`
+			Scope        string `json:"scope"`
+			Access       string `json:"access"`
+			Conversation string `json:"conversation_public_id"`
+			Workspace    string `json:"workspace_public_id"`
+			User         string `json:"user_public_id"`
+		} `json:"bindings"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("plugins plane: the row's scope: %w", err)
+	}
+	out := make([]memsdk.Scope, 0, len(doc.Bindings))
+	for _, b := range doc.Bindings {
+		s := memsdk.Scope{Binding: b.Name, Kind: memsdk.ScopeKind(b.Scope), Access: memsdk.Access(b.Access), WorkspaceID: workspaceID}
+		switch s.Kind {
+		case memsdk.ScopeConversation:
+			s.OwnerID = b.Conversation
+		case memsdk.ScopeWorkspace:
+			s.OwnerID = b.Workspace
+		case memsdk.ScopeUser:
+			s.OwnerID = b.User
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// rowOfWorkspace answers the group's row in the claim's workspace.
+func (p *pluginPlane) rowOfWorkspace(id, workspaceID string) (*identity.Executor, error) {
+	_, rows, err := p.group(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, ex := range rows {
+		if ex.WorkspacePublicID == workspaceID {
+			return ex, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no row of %s serves workspace %s", plugins.ErrClaimLost, id, workspaceID)
+}
+
+// StageCapture stages a file as the home row's capture. A commit links only its own row's
+// captures, so a tool provider plugin serving several workspaces links captures in its home
+// workspace only.
+func (p *pluginPlane) StageCapture(ctx context.Context, id, filename string, data []byte) (string, error) {
+	_, rows, err := p.group(id)
+	if err != nil {
+		return "", err
+	}
+	ex := rows[0]
+	u, err := p.uploads.Ingest(ctx, uploads.Creator{Kind: ex.Kind, ID: ex.ID, PublicID: ex.PublicID}, filename, bytes.NewReader(data))
+	if err != nil {
+		return "", err
+	}
+	return u.PublicID, nil
+}
+
+// commitCodes are the refusals the host turns into a failed outcome (plugins.md §8.4 item 4).
+var commitCodes = map[string]bool{
+	"invalid_content": true, "unsupported_content_kind": true, "too_many_content_blocks": true,
+	"unknown_result_upload": true, "invalid_metadata": true, "metadata_too_large": true,
+	"result_too_large": true, "invalid_title": true, "invalid_outcome": true, "invalid_failure_detail": true,
+	"invalid_structured_content": true, "structured_content_too_large": true,
+	executors.CodeResultUnstorable: true,
+}
+
+// Commit commits through the executor door's commit, with its validation and write-once rules.
+func (p *pluginPlane) Commit(ctx context.Context, id string, c plugins.Claim, body plugins.CommitBody) error {
+	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	raw, err := commitJSON(c.Token, body)
+	if err != nil {
+		return err
+	}
+	ans, err := p.svc.Commit(ctx, ex, c.RunID, c.TaskKey, raw)
+	if err != nil {
+		var r *refusal.Error
+		if errors.As(err, &r) {
+			switch {
+			case r.Code == executors.CodeStaleClaim || r.Code == executors.CodeTaskNotRunning:
+				return fmt.Errorf("%w: %v", plugins.ErrClaimLost, err)
+			case commitCodes[r.Code] || r.Kind == refusal.Unprocessable:
+				return &plugins.CommitRefusal{Code: r.Code, Message: r.Message}
+			}
+		}
+		return err
+	}
+	if !ans.Applied {
+		return fmt.Errorf("%w: the row was already settled", plugins.ErrClaimLost)
+	}
+	return nil
+}
+
+// commitJSON is the commit body the door parses: the claim token and the envelope.
+func commitJSON(token string, b plugins.CommitBody) ([]byte, error) {
+	m := map[string]any{"claim_token": token, "outcome": b.Outcome}
+	if b.Outcome == "" {
+		m["outcome"] = plugins.OutcomeCompleted
+	}
+	if len(b.Content) > 0 {
+		m["content"] = b.Content
+	}
+	if b.StructuredContent != nil {
+		m["structured_content"] = b.StructuredContent
+	}
+	if b.IsError {
+		m["is_error"] = true
+	}
+	if b.Title != nil {
+		m["title"] = *b.Title
+	}
+	if len(b.Metadata) > 0 {
+		m["metadata"] = b.Metadata
+	}
+	if b.FailureDetail != "" && len(b.Content) == 0 {
+		// The door reads a failed outcome's detail from its text (executor.md §3.6).
+		m["content"] = b.FailureDetail
+	}
+	return json.Marshal(m)
+}
+
+// ExpireNow applies the expiry rule to the claim at once.
+func (p *pluginPlane) ExpireNow(ctx context.Context, id string, c plugins.Claim) error {
+	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	_, err = p.svc.ExpireClaim(ctx, ex, c.RunID, c.TaskKey, c.Token)
+	return err
+}
+
+// stop closes the presence streams of every group (shutdown).
+func (p *pluginPlane) stop() {
+	p.mu.Lock()
+	var all []*executors.Stream
+	for _, g := range p.groups {
+		all = append(all, g.presence...)
+		g.presence = nil
+	}
+	p.mu.Unlock()
+	for _, s := range all {
+		s.Close()
+	}
+}
