@@ -55,6 +55,8 @@ type Deps struct {
 	Models *model.Catalog
 	// Profiles serves the profile configuration and tool assembly routes; nil serves neither.
 	Profiles *profiles.Service
+	// Plugins serves the plugin routes; nil leaves them unserved.
+	Plugins PluginAdmin
 }
 
 // API is the HTTP handler of the whole server.
@@ -107,6 +109,7 @@ func (a *API) routes() {
 	a.conversationRoutes()
 	a.runRoutes()
 	a.modelsRoutes()
+	a.pluginRoutes()
 }
 
 // plane is who may call a route.

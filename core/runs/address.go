@@ -103,6 +103,14 @@ func (e *Engine) addressOverride(ctx context.Context, q store.Querier, run *stor
 	if code, detail, ok := memory.Resolve(wire, input, scopes); !ok && (code == KeyMemoryScopeUnavailable || code == KeyMemoryReadOnly) {
 		return Address{Failure: &TaskError{Key: code, Detail: detail}}, nil
 	}
+	switch standing, err := e.over.Target(ctx, q, run.WorkspaceID, provider); {
+	case err != nil:
+		return Address{}, err
+	case standing == TargetRevoked:
+		return notServed(fmt.Sprintf("executor %s serving nexus.memory is revoked", provider)), nil
+	case standing == TargetNotEligible:
+		return notServed(fmt.Sprintf("executor %s serving nexus.memory is not eligible in this workspace", provider)), nil
+	}
 	if e.ann == nil {
 		return notServed(fmt.Sprintf("executor %s serving nexus.memory does not announce %s", provider, wire)), nil
 	}

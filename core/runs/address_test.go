@@ -30,6 +30,11 @@ func (f fakeAnnouncements) PoolTool(_ context.Context, _ store.Querier, _ int64,
 type fakeOverrides struct {
 	provider string
 	scopes   []memory.Scope
+	standing TargetStanding
+}
+
+func (f fakeOverrides) Target(context.Context, store.Querier, int64, string) (TargetStanding, error) {
+	return f.standing, nil
 }
 
 func (f fakeOverrides) Override(context.Context, store.Querier, int64) (string, bool, error) {
@@ -60,6 +65,8 @@ func TestAddressing(t *testing.T) {
 		{Binding: "team", Kind: memory.ScopeWorkspace, OwnerID: ws, Access: memory.AccessRead}}
 	e := &Engine{registry: registry.New(), ann: ann}
 	over := &Engine{registry: registry.New(), ann: ann, over: fakeOverrides{provider: provider, scopes: scopes}}
+	revoked := &Engine{registry: registry.New(), ann: ann, over: fakeOverrides{provider: provider, scopes: scopes, standing: TargetRevoked}}
+	ineligible := &Engine{registry: registry.New(), ann: ann, over: fakeOverrides{provider: provider, scopes: scopes, standing: TargetNotEligible}}
 	run := &store.Run{WorkspaceID: 1}
 	in := func(s string) json.RawMessage { return json.RawMessage(s) }
 	cases := []struct {
@@ -85,6 +92,12 @@ func TestAddressing(t *testing.T) {
 			Address{Failure: &TaskError{Key: KeyMemoryReadOnly, Detail: "team/a"}}},
 		{"override, verb dropped", over, CallResolution{ToolName: "memory_ls", Canonical: "nexus.memory.ls", Input: in(`{}`)},
 			Address{Failure: &TaskError{Key: KeyToolNotServed, Detail: "executor " + provider + " serving nexus.memory does not announce memory_ls"}}},
+		{"override, target revoked", revoked, CallResolution{ToolName: "memory_read", Canonical: "nexus.memory.read", Input: in(`{"path":"workspace/a"}`)},
+			Address{Failure: &TaskError{Key: KeyToolNotServed, Detail: "executor " + provider + " serving nexus.memory is revoked"}}},
+		{"override, target not eligible", ineligible, CallResolution{ToolName: "memory_read", Canonical: "nexus.memory.read", Input: in(`{"path":"workspace/a"}`)},
+			Address{Failure: &TaskError{Key: KeyToolNotServed, Detail: "executor " + provider + " serving nexus.memory is not eligible in this workspace"}}},
+		{"override, pre-dispatch check before the target's standing", revoked, CallResolution{ToolName: "memory_write", Canonical: "nexus.memory.write", Input: in(`{"path":"team/a","content":"x"}`)},
+			Address{Failure: &TaskError{Key: KeyMemoryReadOnly, Detail: "team/a"}}},
 		{"override, path invalid is the provider's", over, CallResolution{ToolName: "memory_read", Canonical: "nexus.memory.read", Input: in(`{"path":"workspace/"}`)},
 			Address{Role: "tool_provider", Executor: provider, Profile: announce.EffectReadOnly, TimeoutMS: 3000,
 				Scope: json.RawMessage(`{"bindings":[{"name":"workspace","scope":"workspace","access":"read_write","workspace_public_id":"` + ws + `"},{"name":"team","scope":"workspace","access":"read","workspace_public_id":"` + ws + `"}]}`)}},

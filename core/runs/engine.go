@@ -37,7 +37,25 @@ type Config struct {
 type MemoryOverrides interface {
 	Override(ctx context.Context, q store.Querier, workspaceID int64) (executorPublicID string, ok bool, err error)
 	Scopes(ctx context.Context, q store.Querier, run *store.Run) ([]memsdk.Scope, error)
+	// Target answers the override target's standing in the workspace (memory.md §8.2 item 2).
+	Target(ctx context.Context, q store.Querier, workspaceID int64, executorPublicID string) (TargetStanding, error)
 }
+
+// TargetStanding is an override target's standing in a workspace at a row's birth.
+type TargetStanding int
+
+const (
+	// TargetActive: the executor is active and eligible; its announcement decides per verb.
+	TargetActive TargetStanding = iota
+	// TargetRevoked: the executor is revoked (or gone).
+	TargetRevoked
+	// TargetNotEligible: a plugin's managed executor whose catalog no longer serves the workspace.
+	TargetNotEligible
+)
+
+// MemoryPrincipal is the run's memory principal (memory.md §2.1), for the override's
+// pre-dispatch resolution outside the package.
+func MemoryPrincipal(run *store.Run) Member { return memoryPrincipal(run) }
 
 // Options build an Engine. Store, Models and Registry are required.
 type Options struct {

@@ -197,7 +197,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
 	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler, KernelSkills: skills},
 		Profiles: runs.ProfileService{S: profileService, KernelSkills: skills}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
-		Signal: hub, Announcements: executors.Addressing{}, Log: log.Named("kernel")})
+		Signal: hub, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel")})
 	if err != nil {
 		stopListening()
 		return nil, err
@@ -245,6 +245,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		Ready:       srv.notReady,
 		Now:         opts.Now,
 		Profiles:    profileService,
+		Plugins:     pluginAdmin{srv},
 	})
 	if err != nil {
 		hub.Close()

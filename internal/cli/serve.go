@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/signal"
+	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/nexuskernel/nexus/core/server"
@@ -18,7 +22,7 @@ func newServe(e *env, g *globals) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the server",
 		Long: `Run the server: open (and migrate) the store, bootstrap an empty deployment, and serve the
-agent API until SIGINT or SIGTERM. On a signal the server stops accepting connections and
+agent API until SIGINT or SIGTERM; SIGHUP reloads the plugin catalog from the configuration file. On a signal the server stops accepting connections and
 drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain timed out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -37,6 +41,9 @@ drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain 
 				return err
 			}
 			defer srv.Close()
+			// SIGHUP reloads the plugin catalog in place (plugins.md §10).
+			stopHUP := reloadOnHangup(ctx, srv, log)
+			defer stopHUP()
 			ln, err := net.Listen("tcp", s.Listen)
 			if err != nil {
 				return err
@@ -58,4 +65,30 @@ drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain 
 // openStore opens the store named by the settings without migrating it.
 func openStore(ctx context.Context, s server.Settings) (*store.Store, error) {
 	return store.Open(ctx, s.Database(), store.Options{MaxReaders: 2})
+}
+
+// reloadOnHangup reloads the server's plugin catalog on each SIGHUP until ctx ends or the
+// returned function is called.
+func reloadOnHangup(ctx context.Context, srv *server.Server, log hclog.Logger) func() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ch:
+				rep, err := srv.Reload(ctx)
+				if err != nil {
+					log.Error("reload failed", "error", err)
+					continue
+				}
+				log.Info("reloaded the plugin catalog", "added", rep.Added, "removed", rep.Removed, "changed", rep.Changed)
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
 }
