@@ -21,7 +21,9 @@ func (p pluginAdmin) Restart(ctx context.Context, name string) error {
 	return p.s.plugins.Restart(ctx, name)
 }
 
-func (p pluginAdmin) Reload(ctx context.Context) (plugins.ReloadReport, error) { return p.s.Reload(ctx) }
+func (p pluginAdmin) Reload(ctx context.Context) (plugins.ReloadReport, error) {
+	return p.s.Reload(ctx)
+}
 
 // diagLine finds the line of an HCL diagnostic in its text ("file:12,3-9: …").
 var diagLine = regexp.MustCompile(`:(\d+),\d+`)

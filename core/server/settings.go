@@ -74,10 +74,12 @@ type Layer struct {
 	PluginDirs  []string
 	// FilePluginDirs is the file's plugin_dirs; only the file layer sets it.
 	FilePluginDirs []string
-	LogLevel       *string
-	LogFormat      *string
-	Models         *model.Config
-	Kernel         *KernelSettings
+	// ConfigFile is the file the layer was read from; only the file layer sets it.
+	ConfigFile *string
+	LogLevel   *string
+	LogFormat  *string
+	Models     *model.Config
+	Kernel     *KernelSettings
 	// Plugins comes from the file only: flags and variables never override plugin blocks.
 	Plugins *plugins.Catalog
 }
@@ -90,6 +92,7 @@ func Resolve(layers ...Layer) (Settings, error) {
 		set(&s.Listen, l.Listen)
 		set(&s.DataDir, l.DataDir)
 		set(&s.DatabaseURL, l.DatabaseURL)
+		set(&s.ConfigFile, l.ConfigFile)
 		set(&s.LogLevel, l.LogLevel)
 		set(&s.LogFormat, l.LogFormat)
 		if l.PluginDirs != nil {
@@ -218,7 +221,8 @@ func FileLayer(path string) (Layer, error) {
 		return &v
 	}
 	l := Layer{
-		Listen: fs.Listen, DataDir: abs(fs.DataDir), DatabaseURL: fs.DatabaseURL,
+		ConfigFile: &path,
+		Listen:     fs.Listen, DataDir: abs(fs.DataDir), DatabaseURL: fs.DatabaseURL,
 		LogLevel: fs.LogLevel, LogFormat: fs.LogFormat, Models: models, Kernel: kernel,
 	}
 	if catalog != nil && len(catalog.Entries) > 0 {

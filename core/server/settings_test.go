@@ -58,6 +58,7 @@ log_format   = "json"
 		Listen:      "127.0.0.1:3333",           // flag beats env and file
 		DataDir:     filepath.Join(dir, "data"), // file, relative to the file
 		DatabaseURL: "postgres://file/db",       // file
+		ConfigFile:  file,                       // the file a reload reads again
 		PluginDirs:  []string{"/e1", "/e2"},     // env comes first
 		// the file's plugin_dirs are searched after them
 		FilePluginDirs: []string{filepath.Join(dir, "plugins"), "/abs/plugins"},

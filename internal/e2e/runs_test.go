@@ -13,7 +13,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m) }
+func TestMain(m *testing.M) { testserver.MainThen(m, removePluginBinaries) }
 
 var memoryImports = []string{"nexus.memory.ls", "nexus.memory.read", "nexus.memory.grep", "nexus.memory.write",
 	"nexus.memory.edit", "nexus.memory.delete"}

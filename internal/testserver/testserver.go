@@ -22,6 +22,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/internal/cli"
+	"github.com/nexuskernel/nexus/plugins"
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
@@ -30,11 +31,18 @@ const helperEnv = "NEXUS_TESTSERVER_HELPER"
 
 // Main is a TestMain body: it runs the nexus command line when the binary was re-executed as a
 // server, and the tests otherwise.
-func Main(m *testing.M) {
+func Main(m *testing.M) { MainThen(m, nil) }
+
+// MainThen is Main with a clean-up that runs after the tests (not in a re-executed server).
+func MainThen(m *testing.M, after func()) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(cli.Main(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if after != nil {
+		after()
+	}
+	os.Exit(code)
 }
 
 // Options choose how the server runs.
@@ -56,6 +64,9 @@ type Options struct {
 	// upload reclamation read, so that a test moves past them without waiting (NewClock).
 	// Subprocess servers read the real clock.
 	Now func() time.Time
+	// PluginTimings shortens the in-process server's plugin supervisor clocks (backoff, breaker,
+	// inbox poll); zero fields take plugins.md §9's values.
+	PluginTimings plugins.Timings
 }
 
 // Clock is a settable clock for Options.Now: it runs with real time, shifted by Advance.
@@ -220,7 +231,8 @@ func (in *Instance) startInProcess() {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: hclog.Debug, Output: lockedWriter{in}})
 	getenv := func(k string) string { return in.opts.Env[k] }
-	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }, Now: in.opts.Now})
+	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }, Now: in.opts.Now,
+		PluginTimings: in.opts.PluginTimings})
 	if err != nil {
 		t.Fatalf("open server: %v", err)
 	}

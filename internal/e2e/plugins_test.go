@@ -1,0 +1,680 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the memory-postgres store's tables are read back over database/sql
+
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+	"github.com/nexuskernel/nexus/internal/testserver"
+	"github.com/nexuskernel/nexus/plugins"
+	"github.com/nexuskernel/nexus/sdk/client"
+)
+
+// pluginBinEnv names a directory holding already built plugin binaries (`make plugins`); without
+// it the tests build them once from cmd/ into a temporary directory.
+const pluginBinEnv = "NEXUS_PLUGIN_BIN_DIR"
+
+var (
+	pluginBinOnce sync.Once
+	pluginBinDir  string
+	pluginBinTemp string
+	pluginBinErr  error
+)
+
+// pluginBinaries answers the directory of the three plugin binaries.
+func pluginBinaries(t *testing.T) string {
+	t.Helper()
+	pluginBinOnce.Do(func() {
+		if d := os.Getenv(pluginBinEnv); d != "" {
+			pluginBinDir, pluginBinErr = filepath.Abs(d)
+			return
+		}
+		dir, err := os.MkdirTemp("", "nexus-e2e-plugins-")
+		if err != nil {
+			pluginBinErr = err
+			return
+		}
+		pluginBinTemp = dir
+		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
+			"./cmd/nexus-memory-fs", "./cmd/nexus-memory-postgres", "./cmd/nexus-tools-example")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			pluginBinErr = fmt.Errorf("building the plugins: %v\n%s", err, out)
+			return
+		}
+		pluginBinDir = dir
+	})
+	if pluginBinErr != nil {
+		t.Fatal(pluginBinErr)
+	}
+	return pluginBinDir
+}
+
+// removePluginBinaries deletes the binaries the tests built.
+func removePluginBinaries() {
+	if pluginBinTemp != "" {
+		_ = os.RemoveAll(pluginBinTemp)
+	}
+}
+
+// pgSchema names a fresh schema for the memory-postgres store, dropped when t ends.
+func pgSchema(t *testing.T, url string) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "nexus_memory_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		db, err := sqlx.Open("postgres", url)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() { _ = db.Close() }()
+		if _, err := db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`); err != nil {
+			t.Error(err)
+		}
+	})
+	return schema
+}
+
+// pluginServer is a server running plugins from the built binaries.
+type pluginServer struct {
+	*plane
+	fsRoot   string
+	pgSchema string
+}
+
+// pluginTimings keep the crash tests short: restarts after 20 ms, and a breaker that five
+// kills in a row do not open (the loop proves restarts, not the breaker).
+var pluginTimings = plugins.Timings{BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
+	BreakerThreshold: 1000, InboxPoll: 200 * time.Millisecond, DrainTimeout: time.Second, ShutdownGrace: time.Second}
+
+// startPlugins starts a server whose catalog runs memory-fs, tools-example and, with
+// PostgreSQL configured, memory-postgres, and waits for each to be ready.
+func startPlugins(t *testing.T, d store.Dialect, extra string) *pluginServer {
+	t.Helper()
+	bins := pluginBinaries(t)
+	ps := &pluginServer{fsRoot: filepath.Join(t.TempDir(), "memory-fs")}
+	config := fmt.Sprintf(`
+kernel {
+  sweep_interval = "50ms"
+}
+plugin_dirs = [%q]
+
+plugin "memory-fs" {
+  kind    = "memory"
+  command = "nexus-memory-fs"
+  config  = { root = %q, fsync = false }
+}
+
+plugin "tools-example" {
+  kind       = "tool_provider"
+  command    = "nexus-tools-example"
+  workspaces = ["default"]
+}
+`, bins, ps.fsRoot)
+	if url := storetest.PostgresURL(); url != "" {
+		ps.pgSchema = pgSchema(t, url)
+		config += fmt.Sprintf(`
+plugin "memory-pg" {
+  kind    = "memory"
+  command = "nexus-memory-postgres"
+  config  = { dsn = %q, schema = %q, max_open_conns = 2 }
+}
+`, url, ps.pgSchema)
+	}
+	config += extra
+	clock := testserver.NewClock()
+	srv := testserver.Start(t, testserver.Options{Dialect: d, Now: clock.Now, Config: config, PluginTimings: pluginTimings})
+	ps.plane = &plane{t: t, srv: srv, clock: clock, admin: srv.Client(), ctx: context.Background()}
+	for _, name := range []string{"memory-fs", "tools-example"} {
+		ps.waitPlugin(name, func(s plugins.Status) bool { return s.State == plugins.StateReady })
+	}
+	if ps.pgSchema != "" {
+		ps.waitPlugin("memory-pg", func(s plugins.Status) bool { return s.State == plugins.StateReady })
+	}
+	return ps
+}
+
+// statuses reads GET /agent_api/v1/plugins.
+func (p *pluginServer) statuses() map[string]plugins.Status {
+	p.t.Helper()
+	code, _, body := p.raw(http.MethodGet, "/agent_api/v1/plugins", p.srv.AdminToken, nil, nil)
+	if code != http.StatusOK {
+		p.t.Fatalf("GET plugins: %d %s", code, body)
+	}
+	var doc struct {
+		Plugins []plugins.Status `json:"plugins"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		p.t.Fatal(err)
+	}
+	out := map[string]plugins.Status{}
+	for _, s := range doc.Plugins {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// waitPlugin waits until the plugin's status satisfies ok.
+func (p *pluginServer) waitPlugin(name string, ok func(plugins.Status) bool) plugins.Status {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last plugins.Status
+	for time.Now().Before(deadline) {
+		last = p.statuses()[name]
+		if ok(last) {
+			return last
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.t.Fatalf("plugin %s: %+v", name, last)
+	return last
+}
+
+func (p *pluginServer) executorOf(name string) string {
+	p.t.Helper()
+	s := p.statuses()[name]
+	if s.ExecutorPublicID == nil {
+		p.t.Fatalf("plugin %s has no executor: %+v", name, s)
+	}
+	return *s.ExecutorPublicID
+}
+
+// putOverride sets the workspace's memory override (empty id clears it) and answers the new
+// lock version.
+func (p *pluginServer) putOverride(executorID string, lock int64) int64 {
+	p.t.Helper()
+	m := map[string]string{}
+	if executorID != "" {
+		m["nexus.memory"] = executorID
+	}
+	body, _ := json.Marshal(map[string]any{"tool_provider_overrides": m, "expected_lock_version": lock})
+	code, _, out := p.raw(http.MethodPut, "/agent_api/v1/workspaces/default/tool_provider_overrides", p.srv.AdminToken, body, nil)
+	if code != http.StatusOK {
+		p.t.Fatalf("PUT override: %d %s", code, out)
+	}
+	var doc struct {
+		Map         map[string]string `json:"tool_provider_overrides"`
+		LockVersion int64             `json:"lock_version"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		p.t.Fatal(err)
+	}
+	if doc.LockVersion != lock+1 || doc.Map["nexus.memory"] != executorID {
+		p.t.Fatalf("PUT override answered %s", out)
+	}
+	return doc.LockVersion
+}
+
+func (p *pluginServer) workspaceID() string {
+	p.t.Helper()
+	ws, err := p.admin.Workspace(p.ctx, "default")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return ws.Workspace.PublicID
+}
+
+// fsDocuments reads the memory-fs store's documents of one anchor: name → content.
+func fsDocuments(t *testing.T, root, kind, owner string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join(root, "anchors", kind, owner, "*.doc"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header, content, _ := strings.Cut(string(b), "\n")
+		var h struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal([]byte(header), &h); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[h.Name] = content
+	}
+	return out
+}
+
+// TestPluginMemoryOverrideSwitch switches the default workspace's memory from the kernel's
+// built-in store to the memory-fs plugin and, with PostgreSQL configured, on to memory-postgres,
+// then back: each run's memory calls land in the store the override names, with the built-in
+// texts, and nowhere else.
+func TestPluginMemoryOverrideSwitch(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			p := startPlugins(t, d, "")
+			ws := p.workspaceID()
+			fsID := p.executorOf("memory-fs")
+			st := p.statuses()["memory-fs"]
+			if strings.Join(st.Tools, ",") != "memory_delete,memory_edit,memory_grep,memory_ls,memory_read,memory_write" || st.PID == nil {
+				t.Fatalf("memory-fs status %+v", st)
+			}
+			code, _, body := p.raw(http.MethodGet, "/agent_api/v1/workspaces/default/tool_provider_overrides", p.srv.AdminToken, nil, nil)
+			if code != http.StatusOK || strings.TrimSpace(string(body)) != `{"tool_provider_overrides":{},"lock_version":0}` {
+				t.Fatalf("fresh override map: %d %s", code, body)
+			}
+			lock := p.putOverride(fsID, 0)
+
+			c := p.admin
+			created, err := c.CreateRun(p.ctx, "default", memoryRun(rounds), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := waitRun(t, c, created.Run.PublicID, 30*time.Second)
+			if run.Status != "completed" || run.Answer == nil || !strings.Contains(*run.Answer, "workspace/plan.md  22 bytes  ") {
+				t.Fatalf("run %s: %q", run.Status, deref(run.Answer))
+			}
+			read := p.task(run.PublicID, "r4t0")
+			if deref(read.Task.Output) != "1. ship\n2. test twice\n" || deref(read.Task.Title) != "read workspace/plan.md" {
+				t.Fatalf("read after edit: %s", read.Raw)
+			}
+			if !strings.Contains(string(read.Raw), fsID) {
+				t.Fatalf("the read was not addressed to memory-fs %s: %s", fsID, read.Raw)
+			}
+			grep := p.task(run.PublicID, "r3t1")
+			if deref(grep.Task.Output) != "workspace/notes.md:1: retry budget 5" {
+				t.Fatalf("grep: %s", grep.Raw)
+			}
+			docs := fsDocuments(t, p.fsRoot, "workspace", ws)
+			if docs["plan.md"] != "1. ship\n2. test twice\n" || docs["notes.md"] != "retry budget 5" || len(docs) != 2 {
+				t.Fatalf("memory-fs workspace anchor: %v", docs)
+			}
+			// Nothing reached the kernel's built-in store.
+			code, _, body = p.raw(http.MethodGet, "/agent_api/v1/workspaces/default/memory", p.srv.AdminToken, nil, nil)
+			if code != http.StatusOK || strings.Contains(string(body), "plan.md") {
+				t.Fatalf("kernel memory: %d %s", code, body)
+			}
+
+			if p.pgSchema != "" {
+				pgID := p.executorOf("memory-pg")
+				lock = p.putOverride(pgID, lock)
+				created, err := c.CreateRun(p.ctx, "default", memoryRun(`Switch.
+!mock
+round 1
+call memory_write {"path":"workspace/pg.md","content":"in postgres"}
+call memory_read {"path":"workspace/plan.md"}
+round 2
+say {{last_result}}`), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				run := waitRun(t, c, created.Run.PublicID, 30*time.Second)
+				if run.Status != "completed" {
+					t.Fatalf("run on memory-postgres: %s", run.Status)
+				}
+				// Documents are not migrated: the plan stays in memory-fs.
+				if miss := p.task(run.PublicID, "r2t1"); miss.Task.IsError == nil || !*miss.Task.IsError {
+					t.Fatalf("plan.md on memory-postgres: %s", miss.Raw)
+				}
+				db, err := sqlx.Open("postgres", storetest.PostgresURL())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = db.Close() }()
+				var rows []struct {
+					Name    string `db:"name"`
+					Content string `db:"content"`
+				}
+				if err := db.Select(&rows, `SELECT name, content FROM `+p.pgSchema+`.documents WHERE owner_id = $1 ORDER BY name`, ws); err != nil {
+					t.Fatal(err)
+				}
+				if len(rows) != 1 || rows[0].Name != "pg.md" || rows[0].Content != "in postgres" {
+					t.Fatalf("memory-postgres documents: %+v", rows)
+				}
+				if _, ok := fsDocuments(t, p.fsRoot, "workspace", ws)["pg.md"]; ok {
+					t.Fatal("pg.md reached memory-fs")
+				}
+			}
+
+			// Clearing the map hands memory back to the kernel's store.
+			p.putOverride("", lock)
+			created, err = c.CreateRun(p.ctx, "default", memoryRun(`Back.
+!mock
+round 1
+call memory_write {"path":"workspace/kernel.md","content":"built in"}
+round 2
+say done`), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run := waitRun(t, c, created.Run.PublicID, 30*time.Second); run.Status != "completed" {
+				t.Fatalf("run on kernel memory: %s", run.Status)
+			}
+			code, _, body = p.raw(http.MethodGet, "/agent_api/v1/workspaces/default/memory", p.srv.AdminToken, nil, nil)
+			if code != http.StatusOK || !strings.Contains(string(body), "kernel.md") {
+				t.Fatalf("kernel memory after clearing: %d %s", code, body)
+			}
+			if _, ok := fsDocuments(t, p.fsRoot, "workspace", ws)["kernel.md"]; ok {
+				t.Fatal("kernel.md reached memory-fs")
+			}
+		})
+	}
+}
+
+// TestPluginToolsExample serves the example plugin's tools to a run: a declared example_echo and
+// example_report, answered by the plugin through the claim and commit path, the report's capture
+// staged and linked as an upload.
+func TestPluginToolsExample(t *testing.T) {
+	t.Parallel()
+	p := startPlugins(t, store.SQLite, "")
+	toolsID := p.executorOf("tools-example")
+	ex, err := p.admin.Executor(p.ctx, toolsID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ex.Raw), `"example_echo"`) || !strings.Contains(string(ex.Raw), "plugin tools-example") {
+		t.Fatalf("the managed executor's read: %s", ex.Raw)
+	}
+	run := p.modelRun("mock/scripted", `Use the tools.
+!mock
+round 1
+call example_echo {"text":"hi","repeat":2,"upper":true}
+call example_report {"title":"Q1","rows":[{"name":"a","value":1},{"name":"b","value":2.5}]}
+round 2
+say done`, []any{plain("example_echo"), plain("example_report")}, nil, "bypass", nil)
+	echo := p.waitTask(run, "r2t0", "completed", "failed")
+	if echo.Task.Status != "completed" || deref(echo.Task.Output) != "HI\nHI" || deref(echo.Task.Title) != "echo (2×)" {
+		t.Fatalf("example_echo: %s", echo.Raw)
+	}
+	if !strings.Contains(string(echo.Raw), `"length":5`) {
+		t.Fatalf("example_echo structured content: %s", echo.Raw)
+	}
+	report := p.waitTask(run, "r2t1", "completed", "failed")
+	if report.Task.Status != "completed" || !strings.Contains(string(report.Task.Content), `nexus://uploads/`) ||
+		!strings.Contains(string(report.Task.Content), `"Report Q1: 2 rows."`) {
+		t.Fatalf("example_report: %s", report.Raw)
+	}
+	p.waitRunStatus(run, "completed")
+	st := p.statuses()["tools-example"]
+	if st.Calls.Completed < 2 || st.InFlight != 0 {
+		t.Fatalf("tools-example counts: %+v", st.Calls)
+	}
+}
+
+// crashLoopRounds is how many times TestPluginCrashLoop kills the plugin: a short loop in every
+// run of the suite, the issue's hundred under `make soak` (NEXUS_SOAK=1).
+func crashLoopRounds() int {
+	if os.Getenv("NEXUS_SOAK") != "" {
+		return 100
+	}
+	return 5
+}
+
+// TestPluginCrashLoop kills the tools-example plugin with SIGKILL in the middle of a call, again
+// and again: each time the host restarts it, and the call in flight (a write without intrinsic
+// idempotency, so not replayable) settles at once by the expiry rule, uncertain; none is lost
+// and the next call is served by the new process.
+func TestPluginCrashLoop(t *testing.T) {
+	t.Parallel()
+	p := startPlugins(t, store.SQLite, "")
+	n := crashLoopRounds()
+	pid := *p.statuses()["tools-example"].PID
+	for i := range n {
+		run := p.modelRun("mock/scripted", `Sleep.
+!mock
+round 1
+call example_control {"mode":"sleep","sleep_ms":600000}
+round 2
+say done`, []any{plain("example_control")}, nil, "bypass", nil)
+		p.waitPlugin("tools-example", func(s plugins.Status) bool { return s.InFlight == 1 })
+		if err := killPID(pid); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		tk := p.waitTask(run, "r2t0", "uncertain", "completed", "failed", "timed_out")
+		if tk.Task.Status != "uncertain" || tk.Task.Error == nil || tk.Task.Error.Key != "tool_uncertain" {
+			t.Fatalf("round %d: the call in flight settled %s", i, tk.Raw)
+		}
+		st := p.waitPlugin("tools-example", func(s plugins.Status) bool {
+			return s.State == plugins.StateReady && s.PID != nil && *s.PID != pid
+		})
+		pid = *st.PID
+		if st.Restarts < i+1 || st.Calls.Expired < i+1 {
+			t.Fatalf("round %d: status %+v", i, st)
+		}
+	}
+	// The restarted plugin serves the next call.
+	run := p.modelRun("mock/scripted", `Echo.
+!mock
+round 1
+call example_echo {"text":"alive"}
+round 2
+say done`, []any{plain("example_echo")}, nil, "bypass", nil)
+	if tk := p.waitTask(run, "r2t0", "completed", "failed"); deref(tk.Task.Output) != "alive" {
+		t.Fatalf("after the crashes: %s", tk.Raw)
+	}
+}
+
+// TestPluginRoutes pins the plugin routes' standing and answers: a member owning no workspace is
+// not_authorized, an agent not_user, an executor token unauthorized, an unknown plugin
+// not_found; restart replaces the process and reload keeps an unchanged catalog running.
+func TestPluginRoutes(t *testing.T) {
+	t.Parallel()
+	p := startPlugins(t, store.SQLite, "")
+	member, err := p.admin.CreateUser(p.ctx, "default", &client.CreateUserRequest{Handle: "mia", DisplayName: "Mia", Role: "member"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := p.executor("tool_provider", "box")
+	for _, route := range [][2]string{
+		{http.MethodGet, "/agent_api/v1/plugins"},
+		{http.MethodGet, "/agent_api/v1/plugins/memory-fs"},
+		{http.MethodPost, "/agent_api/v1/plugins/reload"},
+		{http.MethodPost, "/agent_api/v1/plugins/memory-fs/restart"},
+	} {
+		if code, _, body := p.raw(route[0], route[1], member.Token, nil, nil); code != http.StatusForbidden || errorCode(body) != "not_authorized" {
+			t.Errorf("%s %s as a member: %d %s", route[0], route[1], code, body)
+		}
+		if code, _, body := p.raw(route[0], route[1], tp.token, nil, nil); code != http.StatusUnauthorized || errorCode(body) != "unauthorized" {
+			t.Errorf("%s %s as an executor: %d %s", route[0], route[1], code, body)
+		}
+	}
+	for _, route := range [][2]string{{http.MethodGet, "/agent_api/v1/plugins/ghost"}, {http.MethodPost, "/agent_api/v1/plugins/ghost/restart"}} {
+		if code, _, body := p.raw(route[0], route[1], p.srv.AdminToken, nil, nil); code != http.StatusNotFound || errorCode(body) != "not_found" {
+			t.Errorf("%s %s: %d %s", route[0], route[1], code, body)
+		}
+	}
+	before := p.statuses()["memory-fs"]
+	code, _, body := p.raw(http.MethodPost, "/agent_api/v1/plugins/memory-fs/restart", p.srv.AdminToken, nil, nil)
+	if code != http.StatusOK {
+		t.Fatalf("restart: %d %s", code, body)
+	}
+	after := p.waitPlugin("memory-fs", func(s plugins.Status) bool {
+		return s.State == plugins.StateReady && s.PID != nil && *s.PID != *before.PID
+	})
+	if *after.ExecutorPublicID != *before.ExecutorPublicID || after.Generation <= before.Generation {
+		t.Fatalf("restart: before %+v after %+v", before, after)
+	}
+	code, _, body = p.raw(http.MethodPost, "/agent_api/v1/plugins/reload", p.srv.AdminToken, nil, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `"unchanged":["memory-fs","tools-example"`) {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	if now := p.statuses()["memory-fs"]; now.PID == nil || *now.PID != *after.PID {
+		t.Fatalf("an unchanged plugin was restarted by the reload: %+v", now)
+	}
+}
+
+// killPID sends SIGKILL to a plugin process.
+func killPID(pid int) error {
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return proc.Kill()
+}
+
+// TestToolProviderOverrideRefusals pins memory.md §8.1's refusals, each with its status, code,
+// path and word, and §8.2's: a row refused before dispatch fails at birth, and a revoked target
+// fails the memory call tool_not_served without falling back to the kernel's store.
+func TestToolProviderOverrideRefusals(t *testing.T) {
+	t.Parallel()
+	p := startPlugins(t, store.SQLite, "")
+	fsID := p.executorOf("memory-fs")
+	path := "/agent_api/v1/workspaces/default/tool_provider_overrides"
+	put := func(token, body string) (int, []byte) {
+		code, _, out := p.raw(http.MethodPut, path, token, []byte(body), nil)
+		return code, out
+	}
+	type refusalDoc struct {
+		Error struct {
+			Code               string   `json:"code"`
+			Path               string   `json:"path"`
+			Word               string   `json:"word"`
+			Missing            []string `json:"missing"`
+			CurrentLockVersion *int64   `json:"current_lock_version"`
+		} `json:"error"`
+	}
+	parse := func(b []byte) refusalDoc {
+		var d refusalDoc
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		return d
+	}
+	runner := p.executor("runner", "laptop")
+	partial := p.executor("tool_provider", "partial")
+	p.announce(partial, tool("memory_read", 0), tool("memory_ls", 0))
+	gone := p.executor("tool_provider", "gone")
+	if _, err := p.admin.RevokeExecutor(p.ctx, gone.id); err != nil {
+		t.Fatal(err)
+	}
+	// A plugin's executor whose catalog no longer names the workspace.
+	ineligible := p.executor("tool_provider", "moved")
+	err := p.srv.Server().Store().Write(p.ctx, func(tx *store.Tx) error {
+		e, err := store.ExecutorByPublicID(p.ctx, tx, ineligible.id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(p.ctx, `UPDATE executors SET managed_by = 'moved' WHERE id = ?`, e.ID); err != nil {
+			return err
+		}
+		return store.SetManagedEligible(p.ctx, tx, e.ID, false)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Created before a second workspace exists, so p.executor needs no workspace.
+	full := p.executor("tool_provider", "full")
+	if _, err := p.admin.CreateWorkspace(p.ctx, &client.CreateWorkspaceRequest{Handle: "ops", Name: "Ops"}); err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := p.admin.CreateExecutor(p.ctx, &client.CreateExecutorRequest{Kind: "tool_provider", DisplayName: "elsewhere", WorkspacePublicID: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, body string
+		status     int
+		code, at   string
+		word       string
+	}{
+		{"lock version missing", `{"tool_provider_overrides":{}}`, 400, "parameter_missing", "expected_lock_version", ""},
+		{"lock version negative", `{"tool_provider_overrides":{},"expected_lock_version":-1}`, 400, "parameter_invalid", "expected_lock_version", ""},
+		{"lock version a string", `{"tool_provider_overrides":{},"expected_lock_version":"0"}`, 400, "parameter_invalid", "expected_lock_version", ""},
+		{"map missing", `{"expected_lock_version":0}`, 400, "parameter_missing", "tool_provider_overrides", ""},
+		{"map not an object", `{"tool_provider_overrides":[],"expected_lock_version":0}`, 400, "parameter_invalid", "tool_provider_overrides", ""},
+		{"over the bound", `{"tool_provider_overrides":{"` + strings.Repeat("x", 2100) + `":"a"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides", ""},
+		{"nexus.skill", `{"tool_provider_overrides":{"nexus.skill":"` + fsID + `"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.skill", "not_overridable"},
+		{"a reserved family", `{"tool_provider_overrides":{"nexus.graph":"` + fsID + `"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.graph", "not_overridable"},
+		{"not a UUID", `{"tool_provider_overrides":{"nexus.memory":"memory-fs"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.memory", "invalid_value"},
+		{"not a string", `{"tool_provider_overrides":{"nexus.memory":7},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.memory", "invalid_value"},
+		{"no such executor", `{"tool_provider_overrides":{"nexus.memory":"01900000-0000-7000-8000-000000000999"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.memory", "unknown_executor"},
+		{"another workspace's executor", `{"tool_provider_overrides":{"nexus.memory":"` + foreign.Executor.PublicID + `"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.memory", "unknown_executor"},
+		{"a runner", `{"tool_provider_overrides":{"nexus.memory":"` + runner.id + `"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.memory", "not_a_tool_provider"},
+		{"revoked", `{"tool_provider_overrides":{"nexus.memory":"` + gone.id + `"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.memory", "executor_revoked"},
+		{"not eligible", `{"tool_provider_overrides":{"nexus.memory":"` + ineligible.id + `"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.memory", "not_eligible"},
+		{"incomplete family", `{"tool_provider_overrides":{"nexus.memory":"` + partial.id + `"},"expected_lock_version":0}`, 422, "validation_failed", "tool_provider_overrides.nexus.memory", "incomplete_family"},
+		{"stale", `{"tool_provider_overrides":{"nexus.memory":"` + fsID + `"},"expected_lock_version":3}`, 409, "stale_object", "", ""},
+	}
+	for _, c := range cases {
+		code, body := put(p.srv.AdminToken, c.body)
+		d := parse(body)
+		if code != c.status || d.Error.Code != c.code || d.Error.Path != c.at || d.Error.Word != c.word {
+			t.Errorf("%s: %d %s", c.name, code, body)
+		}
+		switch c.word {
+		case "incomplete_family":
+			if strings.Join(d.Error.Missing, ",") != "memory_grep,memory_write,memory_edit,memory_delete" {
+				t.Errorf("incomplete family: missing %v", d.Error.Missing)
+			}
+		}
+		if c.code == "stale_object" && (d.Error.CurrentLockVersion == nil || *d.Error.CurrentLockVersion != 0) {
+			t.Errorf("stale: %s", body)
+		}
+	}
+	// Nothing changed.
+	code, _, body := p.raw(http.MethodGet, path, p.srv.AdminToken, nil, nil)
+	if code != http.StatusOK || strings.TrimSpace(string(body)) != `{"tool_provider_overrides":{},"lock_version":0}` {
+		t.Fatalf("after the refusals: %d %s", code, body)
+	}
+	// Standing: a member is not_authorized on both doors, an executor unauthorized.
+	member, err := p.admin.CreateUser(p.ctx, "default", &client.CreateUserRequest{Handle: "max", DisplayName: "Max", Role: "member"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPut} {
+		if code, _, body := p.raw(m, path, member.Token, []byte(`{"tool_provider_overrides":{},"expected_lock_version":0}`), nil); code != 403 || errorCode(body) != "not_authorized" {
+			t.Errorf("%s as a member: %d %s", m, code, body)
+		}
+		if code, _, body := p.raw(m, path, partial.token, []byte(`{}`), nil); code != 401 || errorCode(body) != "unauthorized" {
+			t.Errorf("%s as an executor: %d %s", m, code, body)
+		}
+	}
+
+	// An HTTP tool provider announcing the six names may be the target; a pre-dispatch refusal
+	// fails the row at birth, and once the target is revoked the memory calls fail
+	// tool_not_served: nothing falls back to the kernel's store.
+	p.announce(full, tool("memory_ls", 0), tool("memory_read", 0), tool("memory_grep", 0), tool("memory_write", 0),
+		tool("memory_edit", 0), tool("memory_delete", 0))
+	lock := p.putOverride(full.id, 0)
+	run := p.modelRun("mock/scripted", `Refused.
+!mock
+round 1
+call memory_read {"path":"conversation/a.md"}
+round 2
+say done`, nil, memoryImports, "bypass", nil)
+	tk := p.waitTask(run, "r2t0", "failed")
+	if tk.Task.Error == nil || tk.Task.Error.Key != "memory_scope_unavailable" || tk.Task.Error.Detail != "conversation/a.md" {
+		t.Fatalf("pre-dispatch refusal: %s", tk.Raw)
+	}
+	if _, err := p.admin.RevokeExecutor(p.ctx, full.id); err != nil {
+		t.Fatal(err)
+	}
+	run = p.modelRun("mock/scripted", `Not served.
+!mock
+round 1
+call memory_write {"path":"workspace/a.md","content":"x"}
+round 2
+say done`, nil, memoryImports, "bypass", nil)
+	tk = p.waitTask(run, "r2t0", "failed")
+	if tk.Task.Error == nil || tk.Task.Error.Key != "tool_not_served" ||
+		tk.Task.Error.Detail != "executor "+full.id+" serving nexus.memory is revoked" {
+		t.Fatalf("revoked target: %s", tk.Raw)
+	}
+	code, _, body = p.raw(http.MethodGet, "/agent_api/v1/workspaces/default/memory", p.srv.AdminToken, nil, nil)
+	if code != http.StatusOK || strings.Contains(string(body), "a.md") {
+		t.Fatalf("the refused write reached kernel memory: %d %s", code, body)
+	}
+	// A memory plugin's target check passes, and clearing works at the current version.
+	lock = p.putOverride(fsID, lock)
+	p.putOverride("", lock)
+}
