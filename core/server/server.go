@@ -29,6 +29,10 @@ import (
 	"github.com/nexuskernel/nexus/plugins"
 )
 
+// PluginResolver is the plugin command search of a server run with these settings; nexus plugins
+// discover lists the same directories.
+func PluginResolver(s Settings) plugins.Resolver { return pluginResolver(s, "") }
+
 // pluginResolver is the plugin command search (plugins.md §7.2): the --plugin-dir flags (or
 // NEXUS_PLUGIN_DIR), the file's plugin_dirs, then the running binary's directory, so `make run`
 // finds the plugin binaries beside bin/nexus.

@@ -293,10 +293,11 @@ unless --expected-public-id and --expected-lock-version (or --create) say otherw
 	}
 	rmCond.register(rm, false)
 
+	override := newMemoryOverride(e, f, connect)
 	for _, sub := range []*cobra.Command{ls, show, write, edit, grep, rm} {
 		f.registerWorkspace(sub)
 	}
-	cmd.AddCommand(ls, show, write, edit, grep, rm)
+	cmd.AddCommand(ls, show, write, edit, grep, rm, override)
 	return cmd
 }
 

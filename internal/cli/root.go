@@ -87,6 +87,7 @@ func newRoot(e *env) *cobra.Command {
 		newExecutor(e, g),
 		newRunner(e, g),
 		newMemory(e, g),
+		newPlugins(e, g),
 		newVersion(e),
 	)
 	return root

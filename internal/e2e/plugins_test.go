@@ -475,6 +475,10 @@ func TestPluginRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := p.executor("tool_provider", "box")
+	agent, err := p.admin.CreateAgent(p.ctx, "default", &client.CreateAgentRequest{Handle: "bot", DisplayName: "Bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, route := range [][2]string{
 		{http.MethodGet, "/agent_api/v1/plugins"},
 		{http.MethodGet, "/agent_api/v1/plugins/memory-fs"},
@@ -486,6 +490,9 @@ func TestPluginRoutes(t *testing.T) {
 		}
 		if code, _, body := p.raw(route[0], route[1], tp.token, nil, nil); code != http.StatusUnauthorized || errorCode(body) != "unauthorized" {
 			t.Errorf("%s %s as an executor: %d %s", route[0], route[1], code, body)
+		}
+		if code, _, body := p.raw(route[0], route[1], agent.Token, nil, nil); code != http.StatusForbidden || errorCode(body) != "not_user" {
+			t.Errorf("%s %s as an agent: %d %s", route[0], route[1], code, body)
 		}
 	}
 	for _, route := range [][2]string{{http.MethodGet, "/agent_api/v1/plugins/ghost"}, {http.MethodPost, "/agent_api/v1/plugins/ghost/restart"}} {
@@ -505,11 +512,39 @@ func TestPluginRoutes(t *testing.T) {
 		t.Fatalf("restart: before %+v after %+v", before, after)
 	}
 	code, _, body = p.raw(http.MethodPost, "/agent_api/v1/plugins/reload", p.srv.AdminToken, nil, nil)
-	if code != http.StatusOK || !strings.Contains(string(body), `"unchanged":["memory-fs","tools-example"`) {
+	var reloaded struct {
+		Reload plugins.ReloadReport `json:"reload"`
+	}
+	_ = json.Unmarshal(body, &reloaded)
+	if code != http.StatusOK || len(reloaded.Reload.Added)+len(reloaded.Reload.Removed)+len(reloaded.Reload.Changed) != 0 ||
+		!contains(reloaded.Reload.Unchanged, "memory-fs") || !contains(reloaded.Reload.Unchanged, "tools-example") {
 		t.Fatalf("reload: %d %s", code, body)
 	}
 	if now := p.statuses()["memory-fs"]; now.PID == nil || *now.PID != *after.PID {
 		t.Fatalf("an unchanged plugin was restarted by the reload: %+v", now)
+	}
+	// An invalid configuration changes nothing: 422 validation_failed with the file and line.
+	conf, err := os.ReadFile(p.srv.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.srv.ConfigPath(), append(conf, []byte("\nplugin \"broken\" {\n  kind = \"spaceship\"\n}\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body = p.raw(http.MethodPost, "/agent_api/v1/plugins/reload", p.srv.AdminToken, nil, nil)
+	var refused struct {
+		Error struct {
+			Code string `json:"code"`
+			File string `json:"file"`
+			Line int    `json:"line"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &refused)
+	if code != http.StatusUnprocessableEntity || refused.Error.Code != "validation_failed" || refused.Error.File != p.srv.ConfigPath() || refused.Error.Line == 0 {
+		t.Fatalf("reload of an invalid configuration: %d %s", code, body)
+	}
+	if now := p.statuses(); len(now) != len(reloaded.Reload.Unchanged) || now["memory-fs"].PID == nil || *now["memory-fs"].PID != *after.PID {
+		t.Fatalf("the refused reload changed the plugins: %+v", now)
 	}
 }
 
@@ -677,4 +712,66 @@ say done`, nil, memoryImports, "bypass", nil)
 	// A memory plugin's target check passes, and clearing works at the current version.
 	lock = p.putOverride(fsID, lock)
 	p.putOverride("", lock)
+}
+
+// nexusCLI runs the nexus command line (this test binary re-executed) against the server.
+func (p *pluginServer) nexusCLI(args ...string) (string, error) {
+	p.t.Helper()
+	cmd := exec.Command(os.Args[0], append(args, "--server", p.srv.URL, "--token", p.srv.AdminToken)...)
+	cmd.Env = append(os.Environ(), "NEXUS_TESTSERVER_HELPER=1")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestPluginsCLI drives nexus plugins and nexus memory override against a running server.
+func TestPluginsCLI(t *testing.T) {
+	t.Parallel()
+	p := startPlugins(t, store.SQLite, "")
+	fsID := p.executorOf("memory-fs")
+	out, err := p.nexusCLI("plugins", "status")
+	if err != nil || !strings.Contains(out, "memory-fs") || !strings.Contains(out, "tools-example") || !strings.Contains(out, fsID) {
+		t.Fatalf("plugins status: %v\n%s", err, out)
+	}
+	out, err = p.nexusCLI("plugins", "status", "ghost")
+	if err == nil || !strings.Contains(out, "not_found (404)") {
+		t.Fatalf("plugins status ghost: %v\n%s", err, out)
+	}
+	out, err = p.nexusCLI("memory", "override", "set", "--plugin", "memory-fs", "--workspace", "default")
+	if err != nil || !strings.Contains(out, fsID) || !strings.Contains(out, "lock version  1") {
+		t.Fatalf("override set: %v\n%s", err, out)
+	}
+	out, err = p.nexusCLI("memory", "override", "clear", "--workspace", "default")
+	if err != nil || !strings.Contains(out, "kernel memory (no override)") || !strings.Contains(out, "lock version  2") {
+		t.Fatalf("override clear: %v\n%s", err, out)
+	}
+	out, err = p.nexusCLI("plugins", "restart", "tools-example")
+	if err != nil || !strings.Contains(out, "tools-example") {
+		t.Fatalf("plugins restart: %v\n%s", err, out)
+	}
+	out, err = p.nexusCLI("plugins", "reload")
+	if err != nil || !strings.Contains(out, "unchanged  memory-fs, tools-example") {
+		t.Fatalf("plugins reload: %v\n%s", err, out)
+	}
+	bin := filepath.Join(pluginBinaries(t), "nexus-memory-fs")
+	want, err := plugins.FileDigest(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "plugins", "hash", bin)
+	cmd.Env = append(os.Environ(), "NEXUS_TESTSERVER_HELPER=1")
+	got, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(got)) != want {
+		t.Fatalf("plugins hash: %v %q, want %s", err, got, want)
+	}
+	cmd = exec.Command(os.Args[0], "plugins", "discover", "--plugin-dir", pluginBinaries(t))
+	cmd.Env = append(os.Environ(), "NEXUS_TESTSERVER_HELPER=1")
+	got, err = cmd.Output()
+	found := false
+	for _, line := range strings.Split(string(got), "\n") {
+		fields := strings.Fields(line)
+		found = found || (len(fields) == 2 && fields[0] == bin && fields[1] == want)
+	}
+	if err != nil || !found || !strings.Contains(string(got), "nexus-tools-example") {
+		t.Fatalf("plugins discover: %v\n%s", err, got)
+	}
 }

@@ -159,6 +159,9 @@ func Start(t testing.TB, opts Options) *Instance {
 	return in
 }
 
+// ConfigPath is the HCL settings file the server reads (Options.Config); "" when none.
+func (in *Instance) ConfigPath() string { return in.configPath }
+
 // Server is the running in-process server, for tests that reach its services directly (the
 // push hub, the upload service); nil for a subprocess or a stopped instance.
 func (in *Instance) Server() *server.Server {
