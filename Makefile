@@ -10,7 +10,7 @@ LDFLAGS   := -X github.com/nexuskernel/nexus/internal/cli.Version=$(VERSION)
 FUZZTIME       ?= 5m
 FUZZTIME_SHORT ?= 4s
 
-.PHONY: all build plugins run test test-unit fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
+.PHONY: all build plugins run test test-unit test-e2e test-postgres fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
 
 all: build
 
@@ -32,6 +32,17 @@ run: build
 test: test-unit fuzz-short
 
 test-unit:
+	$(GO) test -race -count=1 ./...
+
+## test-e2e: the end-to-end suite against the plugin binaries `make plugins` put in bin/ (without
+## NEXUS_PLUGIN_BIN_DIR the suite builds them itself)
+test-e2e: plugins
+	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -race -count=1 ./internal/e2e/...
+
+## test-postgres: the whole suite on PostgreSQL too; NEXUS_TEST_POSTGRES_URL names a database the
+## tests may create schemas in
+test-postgres:
+	@test -n "$$NEXUS_TEST_POSTGRES_URL" || { echo "set NEXUS_TEST_POSTGRES_URL"; exit 1; }
 	$(GO) test -race -count=1 ./...
 
 # The fuzz targets, as package:FuzzName pairs; `make fuzz` and `make test` both run them.
@@ -65,7 +76,8 @@ fuzz-short:
 fuzz:
 	@$(MAKE) fuzz-short FUZZTIME_SHORT=$(FUZZTIME)
 
-## soak: the suite with its long loops on: the plugin crash loop kills a plugin mid-call 100 times
+## soak: the suite with its long loops on: the plugin crash loops (plugins/ and the end-to-end one
+## against a real server) kill a plugin mid-call 100 times
 soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
