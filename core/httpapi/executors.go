@@ -26,11 +26,22 @@ type executorJSON struct {
 	DisplayName       string `json:"display_name"`
 	WorkspacePublicID string `json:"workspace_public_id"`
 	CreatedAt         string `json:"created_at"`
+	// ManagedBy is {"plugin": name} on a plugin's managed executor (plugins.md §8.1), absent
+	// on every other.
+	ManagedBy map[string]string `json:"managed_by,omitempty"`
+}
+
+// managedBy is an executor's managed_by object; nil for an ordinary executor.
+func managedBy(e *identity.Executor) map[string]string {
+	if e.ManagedBy == "" {
+		return nil
+	}
+	return map[string]string{"plugin": e.ManagedBy}
 }
 
 func executorWire(e *identity.Executor) executorJSON {
 	return executorJSON{PublicID: e.PublicID, Kind: e.Kind, Status: e.Status, DisplayName: e.DisplayName,
-		WorkspacePublicID: e.WorkspacePublicID, CreatedAt: formatTime(e.CreatedAt)}
+		WorkspacePublicID: e.WorkspacePublicID, CreatedAt: formatTime(e.CreatedAt), ManagedBy: managedBy(e)}
 }
 
 // executorDetailJSON is the discovery object (executor.md §1.4): the executor with its current
@@ -50,6 +61,8 @@ type executorDetailJSON struct {
 	LastSeenAt        *string         `json:"last_seen_at"`
 	ConnectedAt       *string         `json:"connected_at"`
 	CreatedAt         string          `json:"created_at"`
+	// ManagedBy is present on a plugin's managed executor only.
+	ManagedBy map[string]string `json:"managed_by,omitempty"`
 }
 
 func executorDetailWire(v *identity.ExecutorView, an *executors.Announcement) executorDetailJSON {
@@ -57,6 +70,7 @@ func executorDetailWire(v *identity.ExecutorView, an *executors.Announcement) ex
 		PublicID: v.PublicID, Kind: v.Kind, DisplayName: v.DisplayName, Status: v.Status, WorkspacePublicID: v.WorkspacePublicID,
 		ServedTools: []json.RawMessage{}, ServedDocuments: []json.RawMessage{}, Environment: json.RawMessage("{}"),
 		Presence: v.Presence, LastSeenAt: formatOptTime(v.LastSeenAt), ConnectedAt: formatOptTime(v.ConnectedAt), CreatedAt: formatTime(v.CreatedAt),
+		ManagedBy: managedBy(&v.Executor),
 	}
 	if an != nil {
 		d.ServedTools, d.ServedDocuments, d.Environment, d.AnnouncedAt = an.Tools, an.Documents, an.Environment, formatOptTime(an.AnnouncedAt)

@@ -47,6 +47,9 @@ type Executor struct {
 	WorkspacePublicID string
 	// CreatedAt is Unix ms.
 	CreatedAt int64
+	// ManagedBy is the catalog name of the plugin that manages the executor; "" for an ordinary
+	// one.
+	ManagedBy string
 	// TokenID is the row of the token that authenticated this request (zero when read by a
 	// member).
 	TokenID int64
@@ -240,5 +243,6 @@ func executorOf(r *store.Executor) *Executor {
 		WorkspaceID:       r.WorkspaceID,
 		WorkspacePublicID: r.WorkspacePublicID,
 		CreatedAt:         r.CreatedAt,
+		ManagedBy:         r.ManagedBy.String,
 	}
 }

@@ -62,7 +62,7 @@ func newPluginPlane(st *store.Store, svc *executors.Service, hub *executors.Hub,
 
 func executorOf(e *store.Executor) *identity.Executor {
 	return &identity.Executor{ID: e.ID, PublicID: e.PublicID, Kind: e.Kind, Status: e.Status, DisplayName: e.DisplayName,
-		WorkspaceID: e.WorkspaceID, WorkspacePublicID: e.WorkspacePublicID, CreatedAt: e.CreatedAt}
+		WorkspaceID: e.WorkspaceID, WorkspacePublicID: e.WorkspacePublicID, CreatedAt: e.CreatedAt, ManagedBy: e.ManagedBy.String}
 }
 
 // catalogName is the plugin's catalog name from its registration.

@@ -29,10 +29,13 @@ type Executor struct {
 	LastSeenAt        sql.NullInt64 `db:"last_seen_at"`
 	// ConnectedAt is when its current event stream opened; null while none is open.
 	ConnectedAt sql.NullInt64 `db:"connected_at"`
+	// ManagedBy is the catalog name of the plugin whose managed executor this is; null for an
+	// ordinary executor.
+	ManagedBy sql.NullString `db:"managed_by"`
 }
 
 const executorColumns = `e.id, e.public_id, e.workspace_id, w.public_id AS workspace_public_id, e.kind, e.display_name,
-       e.status, e.created_at, e.revoked_at, e.last_seen_at, e.connected_at`
+       e.status, e.created_at, e.revoked_at, e.last_seen_at, e.connected_at, e.managed_by`
 
 // InsertExecutor stores e (its workspace public id is not stored) and sets its ID.
 func InsertExecutor(ctx context.Context, q Querier, e *Executor) error {

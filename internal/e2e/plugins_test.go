@@ -382,7 +382,8 @@ func TestPluginToolsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(ex.Raw), `"example_echo"`) || !strings.Contains(string(ex.Raw), "plugin tools-example") {
+	if !strings.Contains(string(ex.Raw), `"example_echo"`) || !strings.Contains(string(ex.Raw), `"display_name":"plugin tools-example"`) ||
+		!strings.Contains(string(ex.Raw), `"managed_by":{"plugin":"tools-example"}`) || !strings.Contains(string(ex.Raw), `"presence":"online"`) {
 		t.Fatalf("the managed executor's read: %s", ex.Raw)
 	}
 	run := p.modelRun("mock/scripted", `Use the tools.
