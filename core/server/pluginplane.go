@@ -333,6 +333,14 @@ func (p *pluginPlane) Inbox(ctx context.Context, id, after string, limit int) ([
 		if cur[i] == inboxDone {
 			continue
 		}
+		// A member may revoke a managed executor by hand; its rows are settled executor_revoked
+		// and it claims nothing more until its plugin loads again and reactivates it.
+		if e, err := store.ExecutorByPublicID(ctx, p.store.Reader(), ex.PublicID); err != nil {
+			return nil, "", err
+		} else if e.Status != store.ExecutorActive {
+			cur[i] = inboxDone
+			continue
+		}
 		page, err := p.svc.Inbox(ctx, ex, cur[i], limit)
 		if err != nil {
 			return nil, "", err

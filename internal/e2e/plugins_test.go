@@ -776,3 +776,38 @@ func TestPluginsCLI(t *testing.T) {
 		t.Fatalf("plugins discover: %v\n%s", err, got)
 	}
 }
+
+// TestPluginExecutorRevokedByHand revokes a plugin's managed executor through the member route:
+// its tools stop being served (tool_not_served), and restarting the plugin reactivates the
+// executor under the same public id.
+func TestPluginExecutorRevokedByHand(t *testing.T) {
+	t.Parallel()
+	p := startPlugins(t, store.SQLite, "")
+	id := p.executorOf("tools-example")
+	if _, err := p.admin.RevokeExecutor(p.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	echo := func() *client.TaskResponse {
+		run := p.modelRun("mock/scripted", `Echo.
+!mock
+round 1
+call example_echo {"text":"x"}
+round 2
+say done`, []any{plain("example_echo")}, nil, "bypass", nil)
+		return p.waitTask(run, "r2t0", "completed", "failed")
+	}
+	if tk := echo(); tk.Task.Error == nil || tk.Task.Error.Key != "tool_not_served" {
+		t.Fatalf("a revoked plugin executor's tool: %s", tk.Raw)
+	}
+	code, _, body := p.raw(http.MethodPost, "/agent_api/v1/plugins/tools-example/restart", p.srv.AdminToken, nil, nil)
+	if code != http.StatusOK {
+		t.Fatalf("restart: %d %s", code, body)
+	}
+	ex, err := p.admin.Executor(p.ctx, id)
+	if err != nil || ex.Executor.Status != "active" {
+		t.Fatalf("after the restart: %v %s", err, ex.Raw)
+	}
+	if tk := echo(); deref(tk.Task.Output) != "x" {
+		t.Fatalf("after the restart: %s", tk.Raw)
+	}
+}
