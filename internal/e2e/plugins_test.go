@@ -547,6 +547,30 @@ func TestPluginRoutes(t *testing.T) {
 	if now := p.statuses(); len(now) != len(reloaded.Reload.Unchanged) || now["memory-fs"].PID == nil || *now["memory-fs"].PID != *after.PID {
 		t.Fatalf("the refused reload changed the plugins: %+v", now)
 	}
+	// Stopping the server stops its plugins.
+	pids := []int{*after.PID, *p.statuses()["tools-example"].PID}
+	if err := p.srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		deadline := time.Now().Add(5 * time.Second)
+		for processAlive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("plugin process %d outlived the server", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// processAlive reports whether a process still runs (a zombie not yet reaped counts as gone).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }
 
 // killPID sends SIGKILL to a plugin process.
