@@ -835,3 +835,75 @@ say done`, []any{plain("example_echo")}, nil, "bypass", nil)
 		t.Fatalf("after the restart: %s", tk.Raw)
 	}
 }
+
+// TestPluginServesSeveralWorkspaces runs memory-fs for every workspace: after a second workspace
+// exists and the plugin restarts, each workspace has its own managed executor, each opts in with
+// its own, and each run's documents land under its own workspace's anchor.
+func TestPluginServesSeveralWorkspaces(t *testing.T) {
+	t.Parallel()
+	p := startPlugins(t, store.SQLite, "")
+	defaultID := p.executorOf("memory-fs")
+	ops, err := p.admin.CreateWorkspace(p.ctx, &client.CreateWorkspaceRequest{Handle: "ops", Name: "Ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := p.raw(http.MethodPost, "/agent_api/v1/plugins/memory-fs/restart", p.srv.AdminToken, nil, nil); code != http.StatusOK {
+		t.Fatalf("restart: %d %s", code, body)
+	}
+	list, err := p.admin.Executors(p.ctx, &client.ListExecutorsRequest{Workspace: "ops", Kind: "tool_provider"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsID := ""
+	for _, e := range list.Executors {
+		if e.DisplayName == "plugin memory-fs" {
+			opsID = e.PublicID
+		}
+	}
+	if opsID == "" || opsID == defaultID || p.executorOf("memory-fs") != defaultID {
+		t.Fatalf("executors in ops: %s (default's %s)", list.Raw, defaultID)
+	}
+	p.putOverride(defaultID, 0)
+	// The default workspace's executor is not one of ops's.
+	body := `{"tool_provider_overrides":{"nexus.memory":"` + defaultID + `"},"expected_lock_version":0}`
+	if code, _, out := p.raw(http.MethodPut, "/agent_api/v1/workspaces/ops/tool_provider_overrides", p.srv.AdminToken, []byte(body), nil); code != 422 || !strings.Contains(string(out), `"word":"unknown_executor"`) {
+		t.Fatalf("another workspace's plugin executor: %d %s", code, out)
+	}
+	body = `{"tool_provider_overrides":{"nexus.memory":"` + opsID + `"},"expected_lock_version":0}`
+	if code, _, out := p.raw(http.MethodPut, "/agent_api/v1/workspaces/ops/tool_provider_overrides", p.srv.AdminToken, []byte(body), nil); code != http.StatusOK {
+		t.Fatalf("ops override: %d %s", code, out)
+	}
+	write := func(ws, content string) {
+		created, err := p.admin.CreateRun(p.ctx, ws, memoryRun(`Write.
+!mock
+round 1
+call memory_write {"path":"workspace/where.md","content":"`+content+`"}
+round 2
+say done`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r, err := p.admin.Run(p.ctx, ws, created.Run.PublicID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Run.Status == "completed" {
+				return
+			}
+			if time.Now().After(deadline) || r.Run.Status == "needs_attention" || r.Run.Status == "canceled" {
+				t.Fatalf("run in %s: %s", ws, r.Raw)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	write("default", "in default")
+	write("ops", "in ops")
+	if got := fsDocuments(t, p.fsRoot, "workspace", p.workspaceID())["where.md"]; got != "in default" {
+		t.Fatalf("default's anchor: %q", got)
+	}
+	if got := fsDocuments(t, p.fsRoot, "workspace", ops.Workspace.PublicID)["where.md"]; got != "in ops" {
+		t.Fatalf("ops's anchor: %q", got)
+	}
+}
