@@ -7,7 +7,10 @@
 // to every other instance through PostgreSQL NOTIFY, closes an executor's streams when it is
 // revoked, and records the stream presence member discovery shows. Events are hints: the hub
 // queues nothing for a disconnected executor and replays nothing, because the inbox stays
-// authoritative.
+// authoritative. It also keeps a workspace's tool provider override map (memory.md §8: the
+// door with its lock fence and refusal words, and the MemoryOverrides seam the run engine reads
+// at a memory row's birth), and applies the expiry rule at once for a plugin host that lost a
+// non-replayable call (ExpireClaim).
 //
 // It must not know HTTP: core/httpapi routes the doors and writes the Server-Sent Events frames
 // from the streams this package hands out. It never settles a row by itself: every change goes
