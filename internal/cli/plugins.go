@@ -14,7 +14,7 @@ import (
 )
 
 // newPlugins is `nexus plugins`: the plugin routes (status, reload, restart) and two local
-// helpers for filling the catalog (discover, hash), which launch nothing.
+// commands for filling the catalog (discover, hash), which launch nothing.
 func newPlugins(e *env, g *globals) *cobra.Command {
 	f := &adminFlags{}
 	cmd := &cobra.Command{
