@@ -907,3 +907,84 @@ say done`), "")
 		t.Fatalf("ops's anchor: %q", got)
 	}
 }
+
+// TestPluginRemovedByReload removes memory-fs from the catalog while a workspace names it: the
+// reload revokes its executor, so the workspace's memory calls fail tool_not_served (never
+// falling back to kernel memory); putting the block back reactivates the same executor.
+func TestPluginRemovedByReload(t *testing.T) {
+	t.Parallel()
+	p := startPlugins(t, store.SQLite, "")
+	fsID := p.executorOf("memory-fs")
+	p.putOverride(fsID, 0)
+	path := p.srv.ConfigPath()
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(full), `plugin "memory-fs"`)
+	end := strings.Index(string(full), `plugin "tools-example"`)
+	if start < 0 || end < start {
+		t.Fatalf("configuration:\n%s", full)
+	}
+	if err := os.WriteFile(path, append(full[:start:start], full[end:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reload := func() plugins.ReloadReport {
+		code, _, body := p.raw(http.MethodPost, "/agent_api/v1/plugins/reload", p.srv.AdminToken, nil, nil)
+		var doc struct {
+			Reload plugins.ReloadReport `json:"reload"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil || code != http.StatusOK {
+			t.Fatalf("reload: %d %s", code, body)
+		}
+		return doc.Reload
+	}
+	if rep := reload(); strings.Join(rep.Removed, ",") != "memory-fs" {
+		t.Fatalf("reload removed %v", rep.Removed)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ex, err := p.admin.Executor(p.ctx, fsID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.Executor.Status == "revoked" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed plugin's executor: %s", ex.Raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	run := p.modelRun("mock/scripted", `Write.
+!mock
+round 1
+call memory_write {"path":"workspace/a.md","content":"x"}
+round 2
+say done`, nil, memoryImports, "bypass", nil)
+	tk := p.waitTask(run, "r2t0", "failed", "completed")
+	if tk.Task.Error == nil || tk.Task.Error.Key != "tool_not_served" || tk.Task.Error.Detail != "executor "+fsID+" serving nexus.memory is revoked" {
+		t.Fatalf("a memory call to the removed plugin: %s", tk.Raw)
+	}
+	if err := os.WriteFile(path, full, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep := reload(); strings.Join(rep.Added, ",") != "memory-fs" {
+		t.Fatalf("reload added %v", rep.Added)
+	}
+	if got := p.waitPlugin("memory-fs", func(s plugins.Status) bool { return s.State == plugins.StateReady }); *got.ExecutorPublicID != fsID {
+		t.Fatalf("the plugin came back as %s, not %s", *got.ExecutorPublicID, fsID)
+	}
+	run = p.modelRun("mock/scripted", `Write.
+!mock
+round 1
+call memory_write {"path":"workspace/a.md","content":"x"}
+round 2
+say done`, nil, memoryImports, "bypass", nil)
+	if tk := p.waitTask(run, "r2t0", "completed", "failed"); tk.Task.Status != "completed" {
+		t.Fatalf("after the block came back: %s", tk.Raw)
+	}
+	if got := fsDocuments(t, p.fsRoot, "workspace", p.workspaceID())["a.md"]; got != "x" {
+		t.Fatalf("memory-fs after the block came back: %q", got)
+	}
+}
