@@ -38,6 +38,7 @@ test-unit:
 FUZZ_TARGETS := \
 	./core/envelope:FuzzValidate \
 	./sdk/announce:FuzzValidateAnnouncement \
+	./sdk/announce/jsonwire:FuzzCanonicalJSON \
 	./core/model:FuzzMockScript \
 	./core/canonjson:FuzzCanonicalize \
 	./sdk/memory:FuzzIntegerValue \
