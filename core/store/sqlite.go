@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -50,7 +51,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 			return nil, fmt.Errorf("store: create %s: %w", dir, err)
 		}
 	}
-	writer, err := sqlx.Open("sqlite", sqliteDSN(path, true))
+	writer, err := openSQLiteDB(sqliteDSN(path, true))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -62,7 +63,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		_ = writer.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	reader, err := sqlx.Open("sqlite", sqliteDSN(path, false))
+	reader, err := openSQLiteDB(sqliteDSN(path, false))
 	if err != nil {
 		_ = writer.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -70,6 +71,15 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	reader.SetMaxOpenConns(opts.MaxReaders)
 	reader.SetMaxIdleConns(opts.MaxReaders)
 	return &Store{dialect: SQLite, writer: writer, reader: reader, redacted: path}, nil
+}
+
+// openSQLiteDB opens a pool whose connections keep their statements prepared.
+func openSQLiteDB(dsn string) (*sqlx.DB, error) {
+	connector, err := newSQLiteConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sqlx.NewDb(sql.OpenDB(connector), "sqlite"), nil
 }
 
 func isSQLiteUnique(err error) bool {
