@@ -49,6 +49,20 @@ func (p *plane) graphRun(script string) string {
 	return created.Run.PublicID
 }
 
+// resolve answers at the resolution door with a verbatim body and returns the exact status, the
+// answer read as the client reads it, and the refusal's code.
+func (p *plane) resolve(run, key, body string) (int, *client.ResolutionResponse, string) {
+	p.t.Helper()
+	status, _, b := p.raw("POST", "/agent_api/v1/workspaces/default/runs/"+run+"/tasks/"+key+"/resolution", p.srv.AdminToken, []byte(body), map[string]string{"Content-Type": "application/json"})
+	res := &client.ResolutionResponse{Raw: b}
+	if status == 200 {
+		if err := json.Unmarshal(b, res); err != nil {
+			p.t.Fatalf("resolution answer %s: %v", b, err)
+		}
+	}
+	return status, res, errorCode(b)
+}
+
 // toolEntry finds the sealed tool entry paired with a provider call id.
 func toolEntry(t *testing.T, entries []json.RawMessage, callID string) string {
 	t.Helper()
@@ -129,20 +143,21 @@ func TestAsk(t *testing.T) {
 			// A wait await is held by the kernel: no door resolves it.
 			p.waitTask(run, "r2t1-wait-1", "dispatched")
 			for _, key := range []string{"r2t1-wait-1", "r2t1"} {
-				_, err := p.admin.Resolve(p.ctx, "default", run, key, json.RawMessage(`{"content":"staging"}`))
-				wantCode(t, err, 409, "await_not_resolvable")
+				if status, _, code := p.resolve(run, key, `{"content":"staging"}`); status != 409 || code != "await_not_resolvable" {
+					t.Fatalf("resolving the wait at %s: %d %s", key, status, code)
+				}
 			}
 			if tk := p.task(run, "r2t1-wait-1"); tk.Task.Status != "dispatched" {
 				t.Fatalf("wait await after a refused resolution %s", tk.Raw)
 			}
 
-			res, err := p.admin.Resolve(p.ctx, "default", run, "r2t0-ask-1", json.RawMessage(`{"content":"staging"}`))
-			if err != nil || !res.Applied || res.Task.Key != "r2t0-ask-1" || res.Task.Status != "completed" {
-				t.Fatalf("answer: %v %s", err, res.Raw)
+			status, res, _ := p.resolve(run, "r2t0-ask-1", `{"content":"staging"}`)
+			if status != 200 || !res.Applied || res.Task.Key != "r2t0-ask-1" || res.Task.Status != "completed" {
+				t.Fatalf("answer: %d %s", status, res.Raw)
 			}
-			again, err := p.admin.Resolve(p.ctx, "default", run, "r2t0-ask-1", json.RawMessage(`{"content":"production"}`))
-			if err != nil || again.Applied || again.Task.Status != "completed" || deref(again.Task.Output) != "staging" {
-				t.Fatalf("second answer: %v %s", err, again.Raw)
+			status, again, _ := p.resolve(run, "r2t0-ask-1", `{"content":"production"}`)
+			if status != 200 || again.Applied || again.Task.Status != "completed" || deref(again.Task.Output) != "staging" {
+				t.Fatalf("second answer: %d %s", status, again.Raw)
 			}
 			done := p.waitRunStatus(run, "completed")
 			if deref(done.Answer) != "answered" {
@@ -172,8 +187,9 @@ func TestResultUnstorableAtTheAskDoor(t *testing.T) {
 			run := p.askingConversation(askScript)
 			before := p.waitTask(run, "r2t0-ask-1", "awaiting_input")
 			for _, key := range []string{"r2t0-ask-1", "r2t0"} {
-				_, err := p.admin.Resolve(p.ctx, "default", run, key, json.RawMessage(`{"content":"nul \u0000 here"}`))
-				wantCode(t, err, 422, "result_unstorable")
+				if status, _, code := p.resolve(run, key, `{"content":"nul \u0000 here"}`); status != 422 || code != "result_unstorable" {
+					t.Fatalf("unstorable answer at %s: %d %s", key, status, code)
+				}
 				after := p.task(run, "r2t0-ask-1")
 				if after.Task.Status != "awaiting_input" || after.Task.Error != nil || after.Task.Output != nil ||
 					deref(after.Task.DeadlineAt) != deref(before.Task.DeadlineAt) {
