@@ -258,6 +258,7 @@ func TestBackgroundBranch(t *testing.T) {
 			if r, _ := p.admin.Run(p.ctx, "default", run); r.Run.Status != "running" {
 				t.Fatalf("run with an unsettled turn-lifetime branch: %s", r.Run.Status)
 			}
+			p.waitTask(run, "r2t0-r2t1-ask-1", "awaiting_input")
 			if _, err := p.admin.Resolve(p.ctx, "default", run, "r2t0-r2t1", json.RawMessage(`{"content":"yes"}`)); err != nil {
 				t.Fatal(err)
 			}
