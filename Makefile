@@ -49,6 +49,7 @@ test-postgres:
 FUZZ_TARGETS := \
 	./core/envelope:FuzzValidate \
 	./sdk/announce:FuzzValidateAnnouncement \
+	./sdk/announce/jsonwire:FuzzCanonicalJSON \
 	./core/model:FuzzMockScript \
 	./core/canonjson:FuzzCanonicalize \
 	./sdk/memory:FuzzIntegerValue \

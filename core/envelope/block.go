@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // The two block kinds of the content grammar (executor.md §4.2).
@@ -57,12 +58,12 @@ func (b Block) MarshalJSON() ([]byte, error) { return b.appendStored(nil), nil }
 // the values alone, never on the sender's key order or escapes.
 func (b Block) appendStored(out []byte) []byte {
 	out = append(out, `{"type":`...)
-	out = appendString(out, b.Type)
+	out = jsonwire.AppendString(out, b.Type)
 	if b.IsLink() {
 		out = append(out, `,"uri":`...)
-		out = appendString(out, b.URI)
+		out = jsonwire.AppendString(out, b.URI)
 		out = append(out, `,"name":`...)
-		out = appendString(out, b.Name)
+		out = jsonwire.AppendString(out, b.Name)
 		out = appendOptionalString(out, "mimeType", b.MimeType)
 		if b.Size != nil {
 			out = append(out, `,"size":`...)
@@ -72,7 +73,7 @@ func (b Block) appendStored(out []byte) []byte {
 		out = appendOptionalString(out, "description", b.Description)
 	} else {
 		out = append(out, `,"text":`...)
-		out = appendString(out, b.Text)
+		out = jsonwire.AppendString(out, b.Text)
 	}
 	if len(b.Annotations) > 0 {
 		out = append(out, `,"annotations":`...)
@@ -92,7 +93,7 @@ func appendOptionalString(out []byte, key string, v *string) []byte {
 	out = append(out, ',', '"')
 	out = append(out, key...)
 	out = append(out, '"', ':')
-	return appendString(out, *v)
+	return jsonwire.AppendString(out, *v)
 }
 
 // canonical is the block's canonical JSON (runs.md §0.2): keys in byte order, nested values
@@ -100,7 +101,7 @@ func appendOptionalString(out []byte, key string, v *string) []byte {
 func (b Block) canonical() []byte {
 	// The stored form has every key once; re-encoding it canonically sorts the keys and
 	// canonicalizes annotations and _meta.
-	out, _, err := canonicalJSON(b.appendStored(nil))
+	out, _, err := jsonwire.Canonical(b.appendStored(nil))
 	if err != nil {
 		// Unreachable for a block this package built; fall back to the stored form.
 		return b.appendStored(nil)
@@ -112,7 +113,7 @@ func (b Block) canonical() []byte {
 // block with nothing beside its text, whose text may be a megabyte long.
 func (b Block) canonicalLen() int {
 	if !b.IsLink() && b.Annotations == nil && b.Meta == nil {
-		return len(`{"text":`) + quotedLen(b.Text) + len(`,"type":`) + quotedLen(b.Type) + len(`}`)
+		return len(`{"text":`) + jsonwire.QuotedLen(b.Text) + len(`,"type":`) + jsonwire.QuotedLen(b.Type) + len(`}`)
 	}
 	return len(b.canonical())
 }
@@ -151,18 +152,18 @@ func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
 		p := path(field)
 		return Block{}, refuse(CodeInvalidContent, p, p+": "+msg)
 	}
-	members, err := decodeMembers(raw)
+	members, err := jsonwire.SplitObject(raw)
 	if err != nil {
 		return invalid("", "a content block is a JSON object.")
 	}
-	if k, dup := members.repeated(); dup {
+	if k, dup := members.Repeated(); dup {
 		return invalid(k, "the key is given more than once.")
 	}
-	typ, ok := members.get("type")
+	typ, ok := members.Get("type")
 	if !ok {
 		return invalid("type", "a content block needs a type.")
 	}
-	kind, ok := jsonString(typ)
+	kind, ok := jsonwire.DecodeString(typ)
 	if !ok || kind == "" {
 		return invalid("type", "a content block's type is a non-empty string.")
 	}
@@ -172,34 +173,34 @@ func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
 	switch kind {
 	case TypeText:
 		keys = textKeys
-		v, ok := members.get("text")
+		v, ok := members.Get("text")
 		if !ok {
 			return invalid("text", "a text block needs a text.")
 		}
-		if b.Text, ok = jsonString(v); !ok {
+		if b.Text, ok = jsonwire.DecodeString(v); !ok {
 			return invalid("text", "a text block's text is a string.")
 		}
 	case TypeResourceLink:
 		keys = linkKeys
-		v, ok := members.get("uri")
+		v, ok := members.Get("uri")
 		if !ok {
 			return invalid("uri", "a resource_link needs a uri.")
 		}
-		if b.URI, ok = jsonString(v); !ok || !isUploadURI(b.URI) {
+		if b.URI, ok = jsonwire.DecodeString(v); !ok || !isUploadURI(b.URI) {
 			return invalid("uri", "a resource_link's uri is "+UploadURIPrefix+" followed by a lowercase UUID.")
 		}
-		v, ok = members.get("name")
+		v, ok = members.Get("name")
 		if !ok {
 			return invalid("name", "a resource_link needs a name.")
 		}
-		if b.Name, ok = jsonString(v); !ok || b.Name == "" {
+		if b.Name, ok = jsonwire.DecodeString(v); !ok || b.Name == "" {
 			return invalid("name", "a resource_link's name is a non-empty string.")
 		}
 		for _, f := range []struct {
 			key string
 			dst **string
 		}{{"mimeType", &b.MimeType}, {"size", nil}, {"title", &b.Title}, {"description", &b.Description}} {
-			v, ok := members.get(f.key)
+			v, ok := members.Get(f.key)
 			if !ok {
 				continue
 			}
@@ -211,7 +212,7 @@ func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
 				b.Size = &n
 				continue
 			}
-			s, ok := jsonString(v)
+			s, ok := jsonwire.DecodeString(v)
 			if !ok {
 				return invalid(f.key, "a resource_link's "+f.key+" is a string.")
 			}
@@ -227,7 +228,7 @@ func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
 		key string
 		dst *json.RawMessage
 	}{{"annotations", &b.Annotations}, {"_meta", &b.Meta}} {
-		v, ok := members.get(f.key)
+		v, ok := members.Get(f.key)
 		if !ok {
 			continue
 		}
@@ -237,8 +238,8 @@ func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
 		*f.dst = compact(v)
 	}
 	for _, m := range members {
-		if !contains(keys, m.key) {
-			return invalid(m.key, fmt.Sprintf("a %s block has no key %q.", kind, m.key))
+		if !contains(keys, m.Key) {
+			return invalid(m.Key, fmt.Sprintf("a %s block has no key %q.", kind, m.Key))
 		}
 	}
 	return b, nil
@@ -286,7 +287,7 @@ func IsUploadID(s string) bool {
 // stored value exact.
 func nonNegativeInteger(raw json.RawMessage) (int64, bool) {
 	lit := strings.TrimSpace(string(raw))
-	if lit == "" || !validNumber([]byte(lit)) || strings.ContainsAny(lit, "-.eE") {
+	if lit == "" || !jsonwire.ValidNumber([]byte(lit)) || strings.ContainsAny(lit, "-.eE") {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(lit, 10, 64)

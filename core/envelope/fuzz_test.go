@@ -9,13 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // storedBody rebuilds a commit body from what a result stores, so that re-validating it
 // checks that the stored form is itself a valid, equal envelope.
 func storedBody(r *Result) []byte {
 	out := []byte(`{"outcome":`)
-	out = appendString(out, string(r.Outcome))
+	out = jsonwire.AppendString(out, string(r.Outcome))
 	if r.IsError {
 		out = append(out, `,"is_error":true`...)
 	} else {
@@ -31,7 +32,7 @@ func storedBody(r *Result) []byte {
 	}
 	if r.Title != "" {
 		out = append(out, `,"title":`...)
-		out = appendString(out, r.Title)
+		out = jsonwire.AppendString(out, r.Title)
 	}
 	if r.Metadata != nil {
 		out = append(out, `,"metadata":`...)
@@ -110,7 +111,7 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("the stored form re-validates differently (-first +again):\n%s", diff)
 		}
 		if len(r.Content) == 1 && !r.Content[0].IsLink() && r.Content[0].Annotations == nil && r.Content[0].Meta == nil {
-			bare := append([]byte(`{"content":`), appendString(nil, r.Content[0].Text)...)
+			bare := append([]byte(`{"content":`), jsonwire.AppendString(nil, r.Content[0].Text)...)
 			br, err := Validate(append(bare, '}'), ownAll)
 			if err != nil || string(br.ContentJSON()) != string(stored) {
 				t.Fatalf("identity case broken: %s vs %s (%v)", br.ContentJSON(), stored, err)

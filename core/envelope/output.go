@@ -6,6 +6,8 @@ import (
 	"mime"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // mediaTypes are the detected upload types that ride as attachments instead of text
@@ -92,7 +94,7 @@ func DecodeContent(stored []byte) ([]Block, error) {
 	if len(stored) == 0 {
 		return nil, nil
 	}
-	items, err := decodeArray(stored)
+	items, err := jsonwire.SplitArray(stored)
 	if err != nil {
 		return nil, errStoredContent
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // Outcome is how the executor says the call went: it ran (completed, with is_error saying
@@ -102,7 +103,7 @@ func Validate(body []byte, owned UploadOwnership) (*Result, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, refusal.Newf(refusal.TooLarge, refusal.CodeContentTooLarge, "The body is over %d bytes.", MaxBodyBytes)
 	}
-	members, err := decodeMembers(body)
+	members, err := jsonwire.SplitObject(body)
 	if err != nil {
 		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
 	}
@@ -111,7 +112,7 @@ func Validate(body []byte, owned UploadOwnership) (*Result, error) {
 
 	// 1. outcome
 	if raw, ok := f.raw[keyOutcome]; ok {
-		s, isString := jsonString(raw)
+		s, isString := jsonwire.DecodeString(raw)
 		if f.repeated[keyOutcome] || !isString || (s != string(OutcomeCompleted) && s != string(OutcomeFailed)) {
 			return nil, refuse(CodeInvalidOutcome, keyOutcome, `outcome is "completed" or "failed".`)
 		}
@@ -119,13 +120,13 @@ func Validate(body []byte, owned UploadOwnership) (*Result, error) {
 	}
 	// 2. result_type: validated, never stored.
 	if raw, ok := f.raw[keyResultType]; ok {
-		if s, isString := jsonString(raw); f.repeated[keyResultType] || !isString || s != resultTypeComplete {
+		if s, isString := jsonwire.DecodeString(raw); f.repeated[keyResultType] || !isString || s != resultTypeComplete {
 			return nil, refuse(CodeInvalidResultType, keyResultType, `result_type, when sent, is "complete": multi-round tool requests are not implemented.`)
 		}
 	}
 	// 3. title
 	if raw, ok := f.raw[keyTitle]; ok && !(isNull(raw) && !f.repeated[keyTitle]) {
-		s, isString := jsonString(raw)
+		s, isString := jsonwire.DecodeString(raw)
 		if f.repeated[keyTitle] || !isString || s == "" || len(s) > MaxTitleBytes || strings.ContainsAny(s, "\r\n") {
 			return nil, refuse(CodeInvalidTitle, keyTitle, fmt.Sprintf("title is one line of 1..%d bytes.", MaxTitleBytes))
 		}
@@ -133,14 +134,14 @@ func Validate(body []byte, owned UploadOwnership) (*Result, error) {
 	}
 	// 4, 5. metadata
 	if raw, ok := f.raw[keyMetadata]; ok && !(isNull(raw) && !f.repeated[keyMetadata]) {
-		md, err := decodeMembers(raw)
+		md, err := jsonwire.SplitObject(raw)
 		if f.repeated[keyMetadata] || err != nil {
 			return nil, refuse(CodeInvalidMetadata, keyMetadata, "metadata is a JSON object.")
 		}
-		if k, rep := md.repeated(); rep {
+		if k, rep := md.Repeated(); rep {
 			return nil, refuse(CodeInvalidMetadata, keyMetadata+"."+k, "metadata."+k+" is given more than once.")
 		}
-		canon, _, err := canonicalJSON(raw)
+		canon, _, err := jsonwire.Canonical(raw)
 		if err != nil {
 			return nil, refuse(CodeInvalidMetadata, keyMetadata, "metadata is a JSON object.")
 		}
@@ -194,17 +195,17 @@ type fields struct {
 	repeated map[string]bool
 }
 
-func fieldsOf(members objectMembers) fields {
+func fieldsOf(members jsonwire.Members) fields {
 	f := fields{raw: map[string]json.RawMessage{}, repeated: map[string]bool{}}
 	for _, m := range members {
-		if !contains(resultKeys, m.key) {
+		if !contains(resultKeys, m.Key) {
 			continue
 		}
-		if _, seen := f.raw[m.key]; seen {
-			f.repeated[m.key] = true
+		if _, seen := f.raw[m.Key]; seen {
+			f.repeated[m.Key] = true
 			continue
 		}
-		f.raw[m.key] = m.raw
+		f.raw[m.Key] = m.Raw
 	}
 	return f
 }
@@ -225,10 +226,10 @@ func parseContent(f fields) ([]Block, *refusal.Error) {
 			return nil, nil
 		}
 	case '"':
-		s, _ := jsonString(raw)
+		s, _ := jsonwire.DecodeString(raw)
 		return []Block{TextBlock(s)}, nil
 	case '[':
-		items, err := decodeArray(raw)
+		items, err := jsonwire.SplitArray(raw)
 		if err != nil {
 			break
 		}
@@ -276,7 +277,7 @@ func (r *Result) resultBytes() int {
 		if r.Content != nil {
 			n++
 		}
-		canon, _, err := canonicalJSON(r.StructuredContent)
+		canon, _, err := jsonwire.Canonical(r.StructuredContent)
 		if err != nil {
 			canon = r.StructuredContent
 		}
@@ -330,7 +331,7 @@ func unstorable(body []byte, f fields) error {
 		return refuseUnstorable("")
 	}
 	if raw, ok := f.raw[keyContent]; ok {
-		if items, err := decodeArray(raw); err == nil {
+		if items, err := jsonwire.SplitArray(raw); err == nil {
 			for i, item := range items {
 				if !storable(item) {
 					return refuseUnstorable(fmt.Sprintf("content[%d]", i))
@@ -349,8 +350,8 @@ func unstorable(body []byte, f fields) error {
 }
 
 func storable(raw json.RawMessage) bool {
-	facts, err := scanJSON(raw)
-	return err == nil && !facts.unstorable
+	facts, err := jsonwire.Scan(raw)
+	return err == nil && !facts.Unstorable
 }
 
 func refuseUnstorable(path string) *refusal.Error {
@@ -364,11 +365,11 @@ func (r *Result) Checkpoint() (json.RawMessage, bool) {
 	if r.Metadata == nil {
 		return nil, false
 	}
-	md, err := decodeMembers(r.Metadata)
+	md, err := jsonwire.SplitObject(r.Metadata)
 	if err != nil {
 		return nil, false
 	}
-	v, ok := md.get(keyCheckpoint)
+	v, ok := md.Get(keyCheckpoint)
 	return v, ok
 }
 

@@ -40,11 +40,6 @@ const (
 	// at the front of every model request the agent answers, so they stay small beside the
 	// 1 MiB declaration bound.
 	MaxInstructionsBytes = 64 * 1024
-	// MaxApprovalRules and MaxApprovalRulesBytes bound a rule list (runs.md §7.2, §9): every
-	// tool row of every run the agent answers is evaluated against the whole list. Bytes are
-	// measured on canonical JSON, as the run door measures its own list.
-	MaxApprovalRules      = 256
-	MaxApprovalRulesBytes = 64 * 1024
 	// runnerLookupBatch bounds the ids one Runner query names: a candidate list may hold tens
 	// of thousands of ids within its 1 MiB bound, beyond SQLite's 32,766 bound on the
 	// parameters of one statement.

@@ -3,118 +3,28 @@ package runs
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/approval"
 	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// Rule is one approval rule (runs.md §7.2).
-type Rule struct {
-	Tool    string  `json:"tool"`
-	Verdict string  `json:"verdict"`
-	Path    *string `json:"path,omitempty"`
-	Match   *string `json:"match,omitempty"`
-	Reason  *string `json:"reason,omitempty"`
-	Origin  *string `json:"origin,omitempty"`
-}
+// Rule is one approval rule (runs.md §7.2); its grammar is core/approval's.
+type Rule = approval.Rule
 
-var ruleKeys = map[string]bool{"tool": true, "verdict": true, "path": true, "match": true, "reason": true, "origin": true}
-
-// ParseRules validates an approval rule list (runs.md §7.2) and returns it with its canonical
-// stored form. A refusal is 422 invalid_approval_rules with path under prefix
+// ParseRules validates an approval rule list (runs.md §7.2) and returns it with its stored
+// form. A refusal is 422 invalid_approval_rules with path under prefix
 // (e.g. "run.approval_rules"). Absent (nil raw or JSON null) is the empty list.
 func ParseRules(raw json.RawMessage, prefix string) ([]Rule, []byte, error) {
-	bad := func(path, format string, args ...any) error {
-		return refusal.Newf(refusal.Unprocessable, CodeInvalidApprovalRules, format, args...).With("path", path)
-	}
 	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil, []byte("[]"), nil
 	}
-	canon, err := canonjson.Canonicalize(raw)
-	if err != nil {
-		return nil, nil, bad(prefix, "%s must be an array of rules.", prefix)
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, nil, bad(prefix, "%s must be an array of rules.", prefix)
-	}
-	if len(items) > MaxApprovalRules {
-		return nil, nil, bad(prefix, "%s holds %d rules; at most %d are allowed.", prefix, len(items), MaxApprovalRules)
-	}
-	if len(canon) > MaxApprovalRulesBytes {
-		return nil, nil, bad(prefix, "%s is %d bytes; the bound is %d.", prefix, len(canon), MaxApprovalRulesBytes)
-	}
-	rules := make([]Rule, 0, len(items))
-	for i, it := range items {
-		at := fmt.Sprintf("%s[%d]", prefix, i)
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(it, &obj); err != nil || obj == nil {
-			return nil, nil, bad(at, "%s must be an object.", at)
-		}
-		for _, k := range sortedKeys(obj) {
-			if !ruleKeys[k] {
-				return nil, nil, bad(at+"."+k, "%s.%s is not a rule key.", at, k)
-			}
-		}
-		str := func(k string, required bool) (*string, error) {
-			v, ok := obj[k]
-			if !ok {
-				if required {
-					return nil, bad(at+"."+k, "%s.%s is required.", at, k)
-				}
-				return nil, nil
-			}
-			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				return nil, bad(at+"."+k, "%s.%s must be a string.", at, k)
-			}
-			return &s, nil
-		}
-		var r Rule
-		tool, err := str("tool", true)
-		if err != nil {
-			return nil, nil, err
-		}
-		if *tool == "" {
-			return nil, nil, bad(at+".tool", "%s.tool must not be empty.", at)
-		}
-		r.Tool = *tool
-		verdict, err := str("verdict", true)
-		if err != nil {
-			return nil, nil, err
-		}
-		switch *verdict {
-		case VerdictAllow, VerdictAsk, VerdictDeny:
-		default:
-			return nil, nil, bad(at+".verdict", "%s.verdict must be allow, ask or deny.", at)
-		}
-		r.Verdict = *verdict
-		if r.Path, err = str("path", false); err != nil {
-			return nil, nil, err
-		}
-		if r.Match, err = str("match", false); err != nil {
-			return nil, nil, err
-		}
-		if r.Reason, err = str("reason", false); err != nil {
-			return nil, nil, err
-		}
-		if r.Origin, err = str("origin", false); err != nil {
-			return nil, nil, err
-		}
-		if r.Origin != nil {
-			switch *r.Origin {
-			case OriginModel, OriginAuthor, OriginKernel:
-			default:
-				return nil, nil, bad(at+".origin", "%s.origin must be model, author or kernel.", at)
-			}
-		}
-		if r.Match != nil && r.Path == nil {
-			return nil, nil, bad(at+".match", "%s.match needs a path.", at)
-		}
-		rules = append(rules, r)
+	rules, p := approval.Parse(raw)
+	if p != nil {
+		path := prefix + p.Suffix
+		return nil, nil, refusal.Newf(refusal.Unprocessable, CodeInvalidApprovalRules, "%s: %s.", path, p.Detail).With("path", path)
 	}
 	stored, err := json.Marshal(rules)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/approval"
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
@@ -114,6 +115,9 @@ func TestParseRules(t *testing.T) {
 		{`[{"tool":"x","verdict":"allow","match":"y"}]`, "run.approval_rules[0].match"},
 		{`[{"tool":"x","verdict":"allow","extra":1}]`, "run.approval_rules[0].extra"},
 		{`[{"tool":"x","verdict":"allow"},{"tool":"y","verdict":"deny","reason":5}]`, "run.approval_rules[1].reason"},
+		{`[{"tool":"x","verdict":"deny","reason":null}]`, "run.approval_rules[0].reason"},
+		{`[{"tool":"x","verdict":"allow","tool":"y"}]`, "run.approval_rules[0]"},
+		{`[{"tool":"x","verdict":"allow","zeta":1,"alpha":2}]`, "run.approval_rules[0].alpha"},
 	}
 	for _, b := range bad {
 		_, _, err := ParseRules(json.RawMessage(b.raw), "run.approval_rules")
@@ -126,7 +130,7 @@ func TestParseRules(t *testing.T) {
 			t.Errorf("%s: path %v, want %s", b.raw, p, b.path)
 		}
 	}
-	many := "[" + repeatJoin(`{"tool":"x","verdict":"allow"}`, MaxApprovalRules+1) + "]"
+	many := "[" + repeatJoin(`{"tool":"x","verdict":"allow"}`, approval.MaxRules+1) + "]"
 	if _, _, err := ParseRules(json.RawMessage(many), "p"); err == nil {
 		t.Error("257 rules accepted")
 	}

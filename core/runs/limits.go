@@ -27,10 +27,6 @@ const (
 	// MaxModelAttempts is how many claims a model task gets before it fails
 	// attempt_budget_spent: a request that crashed a worker three times will crash the next.
 	MaxModelAttempts = 3
-	// MaxApprovalRules and MaxApprovalRulesBytes bound a rule list: rules are matched on every
-	// tool row's readiness, so the list must stay small.
-	MaxApprovalRules      = 256
-	MaxApprovalRulesBytes = 65536
 	// MaxReasonBytes bounds a denial reason or a rule's reason copied into error.detail.
 	MaxReasonBytes = 256
 	// PromptExcerptChars and CallInputExcerptBytes bound a <task_result> head: enough to

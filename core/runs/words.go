@@ -1,5 +1,7 @@
 package runs
 
+import "github.com/nexuskernel/nexus/core/approval"
+
 // Task kinds (runs.md §1.5.1).
 const (
 	KindModel      = "model_task"
@@ -99,9 +101,10 @@ const (
 	ModeAsk    = "ask"
 	ModeRules  = "rules"
 
-	VerdictAllow = "allow"
-	VerdictAsk   = "ask"
-	VerdictDeny  = "deny"
+	// The verdicts of a rule (core/approval owns the rule grammar).
+	VerdictAllow = approval.VerdictAllow
+	VerdictAsk   = approval.VerdictAsk
+	VerdictDeny  = approval.VerdictDeny
 
 	ApprovalOriginMode   = "mode"
 	ApprovalOriginRule   = "rule"

@@ -89,7 +89,8 @@ var rules = []rule{
 	{"core/refusal", anyOf(), "refusals are a leaf every service may use"},
 	{"core/canonjson", anyOf(), "canonical JSON is a leaf every package may use"},
 	{"core/model", anyOf("core/model", "core/refusal", "core/canonjson"), "the model layer is a leaf that runs, kernel and httpapi all use"},
-	{"core/envelope", anyOf("core/refusal"), "the result envelope stands alone"},
+	{"core/approval", anyOf("sdk/announce/jsonwire"), "the approval rule grammar is a leaf the run door and the profile share"},
+	{"core/envelope", anyOf("core/refusal", "sdk/announce/jsonwire"), "the result envelope stands alone, on the JSON walker it shares with the announcement validator"},
 	{"core/declare", anyOf("core/registry", "core/refusal", "sdk/announce"), "the compiler needs only the registry"},
 	{"core/projection", anyOf("core/declare", "core/registry", "core/refusal", "sdk/announce"), "projection is pure over declare and registry"},
 	{"core/runs", func(dep string) bool {

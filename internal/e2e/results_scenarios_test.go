@@ -188,7 +188,8 @@ func TestGrammarRefusalsLeaveTheParkStanding(t *testing.T) {
 }
 
 // TestResultUnstorableClosesThePark is scenario 16: bytes the store cannot keep refuse 422 and
-// settle the row failed at once, so the next round runs and reads the failure.
+// settle the row failed at once, so the next round runs and reads the failure. Its second half,
+// the same text at an ask's resolution door, is TestResultUnstorableAtTheAskDoor.
 func TestResultUnstorableClosesThePark(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // ParseEffectProfile decodes an effect profile from JSON strictly: an object with exactly the
@@ -28,7 +30,7 @@ func ParseEffectProfile(data []byte) (EffectProfile, error) {
 
 	var p EffectProfile
 	for _, key := range ProfileKeys() {
-		raw, ok := members.get(key)
+		raw, ok := members.Get(key)
 		if !ok {
 			return EffectProfile{}, &ProfileError{Key: key, Problem: ProblemMissing}
 		}
@@ -66,8 +68,8 @@ func ParseEffectProfile(data []byte) (EffectProfile, error) {
 func checkShape(members objectMembers) error {
 	var unknown []string
 	for _, m := range members {
-		if !isProfileKey(m.key) {
-			unknown = append(unknown, m.key)
+		if !isProfileKey(m.Key) {
+			unknown = append(unknown, m.Key)
 		}
 	}
 	if len(unknown) > 0 {
@@ -76,10 +78,10 @@ func checkShape(members objectMembers) error {
 	}
 	seen := make(map[string]bool, len(members))
 	for _, m := range members {
-		if seen[m.key] {
-			return &ProfileError{Key: m.key, Problem: ProblemDuplicateKey}
+		if seen[m.Key] {
+			return &ProfileError{Key: m.Key, Problem: ProblemDuplicateKey}
 		}
-		seen[m.key] = true
+		seen[m.Key] = true
 	}
 	return nil
 }
@@ -93,25 +95,17 @@ func isProfileKey(key string) bool {
 	return false
 }
 
-type objectMembers []rawMember
-
-func (ms objectMembers) get(key string) (json.RawMessage, bool) {
-	for _, m := range ms {
-		if m.key == key {
-			return m.raw, true
-		}
-	}
-	return nil, false
-}
+// objectMembers are an object's members as written, repeats included.
+type objectMembers = jsonwire.Members
 
 var errNotObject = errors.New("not a JSON object")
 
 // decodeMembers reads one JSON object, keeping every member in input order, repeats included,
 // which a map would hide.
 func decodeMembers(data []byte) (objectMembers, error) {
-	ms, err := splitObject(data)
+	ms, err := jsonwire.SplitObject(data)
 	if err != nil {
 		return nil, errNotObject
 	}
-	return objectMembers(ms), nil
+	return ms, nil
 }

@@ -232,7 +232,7 @@ func TestProfileKeysMatchJSONTags(t *testing.T) {
 	}
 	var keys []string
 	for _, m := range members {
-		keys = append(keys, m.key)
+		keys = append(keys, m.Key)
 	}
 	if diff := cmp.Diff([]string{"kind", "destructive", "effect_scope", "idempotency", "reconciliation"}, keys); diff != "" {
 		t.Errorf("marshalled keys (-want +got):\n%s", diff)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // Top-level keys of an announcement body.
@@ -57,7 +59,7 @@ func ParseAnnouncement(body []byte) (Announcement, *Refusal) {
 	if err != nil {
 		return Announcement{}, single(CodeParameterInvalid, "", "The request body must be a JSON object.")
 	}
-	if raw, ok := top.get(keyTools); !ok || isNull(raw) {
+	if raw, ok := top.Get(keyTools); !ok || isNull(raw) {
 		return Announcement{}, single(CodeParameterMissing, keyTools, `The body must carry "tools".`)
 	}
 	if r := refusalOf(rawBounds(top)); r != nil {
@@ -66,11 +68,11 @@ func ParseAnnouncement(body []byte) (Announcement, *Refusal) {
 
 	var ps problems
 	var a Announcement
-	if k, dup := repeatedKey(top); dup {
+	if k, dup := top.Repeated(); dup {
 		ps.add(CodeInvalidAnnouncement, k, "", "the key is given more than once.")
 	}
 	a.Tools = parseTools(&ps, top)
-	if raw, ok := top.get(keyEnvironment); ok {
+	if raw, ok := top.Get(keyEnvironment); ok {
 		checkEnvironment(&ps, raw)
 		a.Environment = raw
 	}
@@ -88,7 +90,7 @@ func ParseAnnouncement(body []byte) (Announcement, *Refusal) {
 // of the right type: a mistyped value is the entry checks' to refuse.
 func rawBounds(top objectMembers) []Problem {
 	var ps problems
-	if raw, ok := top.get(keyTools); ok {
+	if raw, ok := top.Get(keyTools); ok {
 		if items, err := decodeArray(raw); err == nil {
 			if len(items) > MaxTools {
 				ps.add(CodeValidationFailed, keyTools, "", "%d tools is more than the %d an announcement may hold.", len(items), MaxTools)
@@ -98,21 +100,21 @@ func rawBounds(top objectMembers) []Problem {
 				if err != nil {
 					continue
 				}
-				if d, ok := members.get("description"); ok {
-					if s, ok := jsonString(d); ok {
+				if d, ok := members.Get("description"); ok {
+					if s, ok := jsonwire.DecodeString(d); ok {
 						descriptionBound(&ps, i, len(s))
 					}
 				}
-				if s, ok := members.get("input_schema"); ok {
+				if s, ok := members.Get("input_schema"); ok {
 					rawBound(&ps, toolPath(i, "input_schema"), s, MaxInputSchemaBytes)
 				}
 			}
 		}
 	}
-	if raw, ok := top.get(keyEnvironment); ok {
+	if raw, ok := top.Get(keyEnvironment); ok {
 		rawBound(&ps, keyEnvironment, raw, MaxEnvironmentBytes)
 	}
-	if raw, ok := top.get(keyDocuments); ok {
+	if raw, ok := top.Get(keyDocuments); ok {
 		if items, err := decodeArray(raw); err == nil && len(items) > MaxDocuments {
 			ps.add(CodeValidationFailed, keyDocuments, "", "%d documents is more than the %d an announcement may hold.", len(items), MaxDocuments)
 		}
@@ -121,7 +123,7 @@ func rawBounds(top objectMembers) []Problem {
 }
 
 func parseTools(ps *problems, top objectMembers) []Tool {
-	raw, _ := top.get(keyTools)
+	raw, _ := top.Get(keyTools)
 	items, err := decodeArray(raw)
 	if err != nil {
 		ps.add(CodeInvalidAnnouncement, keyTools, "", "tools is a JSON array.")
@@ -145,29 +147,29 @@ func parseTool(ps *problems, i int, raw json.RawMessage, names map[string]bool) 
 		ps.add(CodeInvalidAnnouncement, toolPath(i, ""), "", "a tool entry is a JSON object.")
 		return Tool{}, false
 	}
-	if k, dup := repeatedKey(members); dup {
+	if k, dup := members.Repeated(); dup {
 		ps.add(CodeInvalidAnnouncement, toolPath(i, k), "", "the key is given more than once.")
 		return Tool{}, false
 	}
 	var t Tool
 
-	if v, ok := members.get("name"); !ok {
+	if v, ok := members.Get("name"); !ok {
 		ps.add(CodeInvalidAnnouncement, toolPath(i, "name"), "", "a tool needs a name.")
-	} else if s, ok := jsonString(v); !ok {
+	} else if s, ok := jsonwire.DecodeString(v); !ok {
 		ps.add(CodeInvalidAnnouncement, toolPath(i, "name"), "", "the name is a string.")
 	} else {
 		t.Name = s
 		checkToolName(ps, i, s, names)
 	}
 
-	v, _ := members.get("effect_profile")
+	v, _ := members.Get("effect_profile")
 	if p, err := ParseEffectProfile(v); err != nil {
 		profileProblem(ps, i, err)
 	} else {
 		t.EffectProfile = Announced(p)
 	}
 
-	if v, ok := members.get("timeout_ms"); ok {
+	if v, ok := members.Get("timeout_ms"); ok {
 		switch n, kind := jsonInteger(v); kind {
 		case notInteger:
 			ps.add(CodeInvalidAnnouncement, toolPath(i, "timeout_ms"), "", "timeout_ms is an integer number of milliseconds.")
@@ -179,8 +181,8 @@ func parseTool(ps *problems, i int, raw json.RawMessage, names map[string]bool) 
 		}
 	}
 
-	if v, ok := members.get("description"); ok {
-		if s, ok := jsonString(v); !ok {
+	if v, ok := members.Get("description"); ok {
+		if s, ok := jsonwire.DecodeString(v); !ok {
 			ps.add(CodeInvalidAnnouncement, toolPath(i, "description"), "", "the description is a string.")
 		} else {
 			t.Description = &s
@@ -188,7 +190,7 @@ func parseTool(ps *problems, i int, raw json.RawMessage, names map[string]bool) 
 		}
 	}
 
-	if v, ok := members.get("input_schema"); ok {
+	if v, ok := members.Get("input_schema"); ok {
 		t.InputSchema = v
 		checkInputSchema(ps, i, v)
 	}
@@ -200,7 +202,7 @@ func parseTool(ps *problems, i int, raw json.RawMessage, names map[string]bool) 
 }
 
 func parseDocuments(ps *problems, top objectMembers) []Document {
-	raw, ok := top.get(keyDocuments)
+	raw, ok := top.Get(keyDocuments)
 	if !ok {
 		return nil
 	}
@@ -217,18 +219,18 @@ func parseDocuments(ps *problems, top objectMembers) []Document {
 			ps.add(CodeInvalidAnnouncement, documentPath(i, ""), "", "a document is a JSON object.")
 			continue
 		}
-		if k, dup := repeatedKey(members); dup {
+		if k, dup := members.Repeated(); dup {
 			ps.add(CodeInvalidAnnouncement, documentPath(i, k), "", "the key is given more than once.")
 			continue
 		}
 		var d Document
 		typed := true
 		for _, key := range documentKeys {
-			v, ok := members.get(key)
+			v, ok := members.Get(key)
 			if !ok {
 				continue // an absent field reads as empty, which the document rules refuse
 			}
-			s, ok := jsonString(v)
+			s, ok := jsonwire.DecodeString(v)
 			if !ok {
 				ps.add(CodeInvalidAnnouncement, documentPath(i, key), "", "the %s is a string.", key)
 				typed = false
@@ -251,30 +253,18 @@ func parseDocuments(ps *problems, top objectMembers) []Document {
 	return docs
 }
 
-// repeatedKey returns the first key given twice, in document order.
-func repeatedKey(members objectMembers) (string, bool) {
-	seen := make(map[string]bool, len(members))
-	for _, m := range members {
-		if seen[m.key] {
-			return m.key, true
-		}
-		seen[m.key] = true
-	}
-	return "", false
-}
-
 // unknownKey returns the first key outside known, in document order.
 func unknownKey(members objectMembers, known []string) (string, bool) {
 	for _, m := range members {
 		found := false
 		for _, k := range known {
-			if m.key == k {
+			if m.Key == k {
 				found = true
 				break
 			}
 		}
 		if !found {
-			return m.key, true
+			return m.Key, true
 		}
 	}
 	return "", false
@@ -284,19 +274,12 @@ func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw),
 
 // decodeArray splits a JSON array into its elements; anything else is an error.
 func decodeArray(raw json.RawMessage) ([]json.RawMessage, error) {
-	items, err := splitArray(raw)
+	items, err := jsonwire.SplitArray(raw)
 	if err != nil {
 		return nil, errNotObject
 	}
-	out := make([]json.RawMessage, len(items))
-	for i, it := range items {
-		out[i] = it
-	}
-	return out, nil
+	return items, nil
 }
-
-// jsonString decodes a JSON string; anything else, null included, is not one.
-func jsonString(raw json.RawMessage) (string, bool) { return decodeString(raw) }
 
 type integerKind int
 
@@ -309,7 +292,7 @@ const (
 // jsonInteger decodes an integer literal: a JSON number without fraction or exponent.
 func jsonInteger(raw json.RawMessage) (int64, integerKind) {
 	lit := bytes.TrimSpace(raw)
-	if len(lit) == 0 || !validNumber(lit) || bytes.ContainsAny(lit, ".eE") {
+	if len(lit) == 0 || !jsonwire.ValidNumber(lit) || bytes.ContainsAny(lit, ".eE") {
 		return 0, notInteger
 	}
 	n, err := strconv.ParseInt(string(lit), 10, 64)

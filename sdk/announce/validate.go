@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 const (
@@ -107,7 +109,7 @@ func descriptionBound(ps *problems, i, n int) {
 // rawBound measures raw on its canonical JSON. Raw JSON that does not parse is left to the
 // entry checks, which refuse it with a better word.
 func rawBound(ps *problems, path string, raw []byte, limit int) {
-	canon, _, err := canonicalJSON(raw)
+	canon, _, err := jsonwire.Canonical(raw)
 	if err != nil {
 		return
 	}
@@ -205,7 +207,7 @@ func checkInputSchema(ps *problems, i int, raw json.RawMessage) {
 		return
 	}
 	members, _ := decodeMembers(raw)
-	typ, ok := members.get("type")
+	typ, ok := members.Get("type")
 	var word string
 	if !ok || json.Unmarshal(typ, &word) != nil || word != "object" {
 		ps.add(CodeInvalidAnnouncement, path+".type", "", `an input schema's "type" is "object".`)
@@ -223,15 +225,15 @@ func checkEnvironment(ps *problems, raw json.RawMessage) {
 
 // rawObjectProblem says what keeps raw from being a storable JSON object, or "".
 func rawObjectProblem(raw []byte) string {
-	facts, err := scanJSON(raw)
+	facts, err := jsonwire.Scan(raw)
 	switch {
 	case err != nil:
 		return "is not valid JSON"
 	case firstNonSpace(raw) != '{':
 		return "is not a JSON object"
-	case facts.duplicateKey:
+	case facts.DuplicateKey:
 		return "repeats a key"
-	case facts.unstorable:
+	case facts.Unstorable:
 		return "holds U+0000, an unpaired surrogate or bytes that are not UTF-8"
 	}
 	return ""

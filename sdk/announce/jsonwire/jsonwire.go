@@ -1,11 +1,12 @@
-package announce
+package jsonwire
 
-// Canonical JSON (runs.md §0.2) and the storability facts of a raw JSON value. The result
-// envelope (core/envelope) keeps its own copy of this walker: the dependency rules let neither
-// package import the other, and both must measure bounds the same way.
+// Canonical JSON (runs.md §0.2) and the storability facts of a raw JSON value: one walker that
+// the announcement validator (sdk/announce) and the result envelope (core/envelope) share, so
+// both measure bounds the same way.
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"sort"
@@ -14,23 +15,25 @@ import (
 	"unicode/utf8"
 )
 
-// jsonFacts are what a walk learns about a value besides its canonical bytes.
-type jsonFacts struct {
-	// duplicateKey: some object in the value repeats a key.
-	duplicateKey bool
-	// unstorable: some string (key or value) holds U+0000, an unpaired surrogate escape or
+// Facts are what a walk learns about a value besides its canonical bytes.
+type Facts struct {
+	// DuplicateKey: some object in the value repeats a key.
+	DuplicateKey bool
+	// Unstorable: some string (key or value) holds U+0000, an unpaired surrogate escape or
 	// bytes that are not UTF-8, none of which PostgreSQL's text and jsonb can keep.
-	unstorable bool
+	Unstorable bool
 }
 
-var errSyntax = errors.New("not one JSON value")
+// ErrSyntax is every syntax error: the input is not exactly one JSON value of the expected
+// kind.
+var ErrSyntax = errors.New("not one JSON value")
 
-// canonicalJSON re-encodes one JSON value with object keys sorted by byte order, no
+// Canonical re-encodes one JSON value with object keys sorted by byte order, no
 // insignificant whitespace, no HTML escaping, minimal string escapes and numbers in their
 // shortest round-trip form. A repeated key keeps its last value, as decoders do. Numbers too
 // large for a double keep their literal, so that measuring never fails on a value the store
 // accepts.
-func canonicalJSON(raw []byte) ([]byte, jsonFacts, error) {
+func Canonical(raw []byte) ([]byte, Facts, error) {
 	w := walker{src: raw, emit: true}
 	w.skipSpace()
 	out, err := w.value(0)
@@ -39,19 +42,19 @@ func canonicalJSON(raw []byte) ([]byte, jsonFacts, error) {
 	}
 	w.skipSpace()
 	if w.pos != len(w.src) {
-		return nil, w.facts, errSyntax
+		return nil, w.facts, ErrSyntax
 	}
 	return out, w.facts, nil
 }
 
-// maxJSONDepth matches encoding/json's nesting limit, so that any value the body decoder
+// MaxDepth matches encoding/json's nesting limit, so that any value the body decoder
 // accepted can be walked, and nothing deeper can exhaust the stack.
-const maxJSONDepth = 10000
+const MaxDepth = 10000
 
 type walker struct {
 	src   []byte
 	pos   int
-	facts jsonFacts
+	facts Facts
 	// emit: build canonical output. Without it the walker only checks the syntax and
 	// gathers facts, which is what splitting and scanning need.
 	emit bool
@@ -70,11 +73,11 @@ func (w *walker) skipSpace() {
 
 func (w *walker) value(depth int) ([]byte, error) {
 	if w.pos >= len(w.src) {
-		return nil, errSyntax
+		return nil, ErrSyntax
 	}
 	switch c := w.src[w.pos]; {
-	case (c == '{' || c == '[') && depth >= maxJSONDepth:
-		return nil, errSyntax
+	case (c == '{' || c == '[') && depth >= MaxDepth:
+		return nil, ErrSyntax
 	case c == '{':
 		return w.object(depth)
 	case c == '[':
@@ -84,7 +87,7 @@ func (w *walker) value(depth int) ([]byte, error) {
 		if err != nil || !w.emit {
 			return nil, err
 		}
-		return appendString(nil, s), nil
+		return AppendString(nil, s), nil
 	case c == 't':
 		return w.literal("true")
 	case c == 'f':
@@ -98,7 +101,7 @@ func (w *walker) value(depth int) ([]byte, error) {
 
 func (w *walker) literal(word string) ([]byte, error) {
 	if !bytes.HasPrefix(w.src[w.pos:], []byte(word)) {
-		return nil, errSyntax
+		return nil, ErrSyntax
 	}
 	w.pos += len(word)
 	if !w.emit {
@@ -127,7 +130,7 @@ func (w *walker) object(depth int) ([]byte, error) {
 	for {
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		key, err := w.str(true)
 		if err != nil {
@@ -135,7 +138,7 @@ func (w *walker) object(depth int) ([]byte, error) {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		w.pos++
 		w.skipSpace()
@@ -146,7 +149,7 @@ func (w *walker) object(depth int) ([]byte, error) {
 		at, seen := keys.index(key)
 		switch {
 		case seen:
-			w.facts.duplicateKey = true
+			w.facts.DuplicateKey = true
 			if w.emit {
 				members[at].value = v
 			}
@@ -158,14 +161,14 @@ func (w *walker) object(depth int) ([]byte, error) {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		if w.src[w.pos] == ',' {
 			w.pos++
 			continue
 		}
 		if w.src[w.pos] != '}' {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		w.pos++
 		break
@@ -180,7 +183,7 @@ func (w *walker) object(depth int) ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendString(out, m.key)
+		out = AppendString(out, m.key)
 		out = append(out, ':')
 		out = append(out, m.value...)
 	}
@@ -245,14 +248,14 @@ func (w *walker) array(depth int) ([]byte, error) {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		if w.src[w.pos] == ',' {
 			w.pos++
 			continue
 		}
 		if w.src[w.pos] != ']' {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		w.pos++
 		return append(out, ']'), nil
@@ -281,7 +284,7 @@ func (w *walker) str(keep bool) (string, error) {
 		}
 		w.pos = run
 		if w.pos >= len(w.src) {
-			return "", errSyntax
+			return "", ErrSyntax
 		}
 		c := w.src[w.pos]
 		switch {
@@ -307,13 +310,13 @@ func (w *walker) str(keep bool) (string, error) {
 				b = utf8.AppendRune(b, r)
 			}
 		case c < 0x20:
-			return "", errSyntax
+			return "", ErrSyntax
 		default:
 			r, size := utf8.DecodeRune(w.src[w.pos:])
 			if r == utf8.RuneError && size == 1 {
 				// Not UTF-8: decoded as U+FFFD, as encoding/json does, so the text differs
 				// from the source from here on.
-				w.facts.unstorable = true
+				w.facts.Unstorable = true
 				if keep && !escaped {
 					b = append(b, w.src[start:w.pos]...)
 					escaped = true
@@ -330,7 +333,7 @@ func (w *walker) str(keep bool) (string, error) {
 // escape reads one backslash escape, joining a surrogate pair into one rune.
 func (w *walker) escape() (rune, error) {
 	if w.pos+1 >= len(w.src) {
-		return 0, errSyntax
+		return 0, ErrSyntax
 	}
 	c := w.src[w.pos+1]
 	w.pos += 2
@@ -349,15 +352,15 @@ func (w *walker) escape() (rune, error) {
 		return '\t', nil
 	case 'u':
 	default:
-		return 0, errSyntax
+		return 0, ErrSyntax
 	}
 	r, ok := w.hex4()
 	if !ok {
-		return 0, errSyntax
+		return 0, ErrSyntax
 	}
 	switch {
 	case r == 0:
-		w.facts.unstorable = true
+		w.facts.Unstorable = true
 		return 0, nil
 	case utf16.IsSurrogate(r):
 		if r < 0xDC00 && bytes.HasPrefix(w.src[w.pos:], []byte(`\u`)) {
@@ -368,7 +371,7 @@ func (w *walker) escape() (rune, error) {
 			}
 			w.pos = save
 		}
-		w.facts.unstorable = true
+		w.facts.Unstorable = true
 		return utf8.RuneError, nil
 	}
 	return r, nil
@@ -397,8 +400,8 @@ func (w *walker) number() ([]byte, error) {
 		break
 	}
 	lit := w.src[start:w.pos]
-	if !validNumber(lit) {
-		return nil, errSyntax
+	if !ValidNumber(lit) {
+		return nil, ErrSyntax
 	}
 	if !w.emit {
 		return nil, nil
@@ -406,8 +409,8 @@ func (w *walker) number() ([]byte, error) {
 	return canonicalNumber(lit), nil
 }
 
-// validNumber checks the JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func validNumber(s []byte) bool {
+// ValidNumber checks the JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func ValidNumber(s []byte) bool {
 	i := 0
 	if i < len(s) && s[i] == '-' {
 		i++
@@ -472,9 +475,9 @@ func canonicalNumber(lit []byte) []byte {
 	return b
 }
 
-// appendString writes s as a JSON string with minimal escapes: the quote, the backslash and
+// AppendString writes s as a JSON string with minimal escapes: the quote, the backslash and
 // control characters only.
-func appendString(out []byte, s string) []byte {
+func AppendString(out []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {
@@ -501,8 +504,8 @@ func appendString(out []byte, s string) []byte {
 	return append(out, '"')
 }
 
-// scanJSON checks that raw is one JSON value and gathers its facts without re-encoding it.
-func scanJSON(raw []byte) (jsonFacts, error) {
+// Scan checks that raw is one JSON value and gathers its facts without re-encoding it.
+func Scan(raw []byte) (Facts, error) {
 	w := walker{src: raw}
 	w.skipSpace()
 	if _, err := w.value(0); err != nil {
@@ -510,27 +513,52 @@ func scanJSON(raw []byte) (jsonFacts, error) {
 	}
 	w.skipSpace()
 	if w.pos != len(w.src) {
-		return w.facts, errSyntax
+		return w.facts, ErrSyntax
 	}
 	return w.facts, nil
 }
 
-// rawMember is one member of an object as written: its decoded key and its value's bytes.
-type rawMember struct {
-	key string
-	raw []byte
+// Member is one member of an object as written: its decoded key and its value's bytes.
+type Member struct {
+	Key string
+	Raw json.RawMessage
 }
 
-// splitObject reads raw as exactly one JSON object and returns its members in input order,
+// Members are an object's members in input order, repeats included.
+type Members []Member
+
+// Get returns the value of the first member named key.
+func (ms Members) Get(key string) (json.RawMessage, bool) {
+	for _, m := range ms {
+		if m.Key == key {
+			return m.Raw, true
+		}
+	}
+	return nil, false
+}
+
+// Repeated returns the first key given twice, in document order.
+func (ms Members) Repeated() (string, bool) {
+	seen := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		if seen[m.Key] {
+			return m.Key, true
+		}
+		seen[m.Key] = true
+	}
+	return "", false
+}
+
+// SplitObject reads raw as exactly one JSON object and returns its members in input order,
 // repeats included (which a map would hide), each value as its own bytes.
-func splitObject(raw []byte) ([]rawMember, error) {
+func SplitObject(raw []byte) (Members, error) {
 	w := walker{src: raw}
 	w.skipSpace()
 	if w.pos >= len(w.src) || w.src[w.pos] != '{' {
-		return nil, errSyntax
+		return nil, ErrSyntax
 	}
 	w.pos++
-	var out []rawMember
+	var out Members
 	w.skipSpace()
 	if w.pos < len(w.src) && w.src[w.pos] == '}' {
 		w.pos++
@@ -539,7 +567,7 @@ func splitObject(raw []byte) ([]rawMember, error) {
 	for {
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		key, err := w.str(true)
 		if err != nil {
@@ -547,7 +575,7 @@ func splitObject(raw []byte) ([]rawMember, error) {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		w.pos++
 		w.skipSpace()
@@ -555,32 +583,32 @@ func splitObject(raw []byte) ([]rawMember, error) {
 		if _, err := w.value(1); err != nil {
 			return nil, err
 		}
-		out = append(out, rawMember{key, raw[start:w.pos]})
+		out = append(out, Member{key, raw[start:w.pos]})
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		if w.src[w.pos] == ',' {
 			w.pos++
 			continue
 		}
 		if w.src[w.pos] != '}' {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		w.pos++
 		return out, w.end()
 	}
 }
 
-// splitArray reads raw as exactly one JSON array and returns its elements' bytes.
-func splitArray(raw []byte) ([][]byte, error) {
+// SplitArray reads raw as exactly one JSON array and returns its elements' bytes.
+func SplitArray(raw []byte) ([]json.RawMessage, error) {
 	w := walker{src: raw}
 	w.skipSpace()
 	if w.pos >= len(w.src) || w.src[w.pos] != '[' {
-		return nil, errSyntax
+		return nil, ErrSyntax
 	}
 	w.pos++
-	out := [][]byte{}
+	out := []json.RawMessage{}
 	w.skipSpace()
 	if w.pos < len(w.src) && w.src[w.pos] == ']' {
 		w.pos++
@@ -595,22 +623,22 @@ func splitArray(raw []byte) ([][]byte, error) {
 		out = append(out, raw[start:w.pos])
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		if w.src[w.pos] == ',' {
 			w.pos++
 			continue
 		}
 		if w.src[w.pos] != ']' {
-			return nil, errSyntax
+			return nil, ErrSyntax
 		}
 		w.pos++
 		return out, w.end()
 	}
 }
 
-// decodeString reads raw as exactly one JSON string.
-func decodeString(raw []byte) (string, bool) {
+// DecodeString reads raw as exactly one JSON string.
+func DecodeString(raw []byte) (string, bool) {
 	w := walker{src: raw}
 	w.skipSpace()
 	if w.pos >= len(w.src) || w.src[w.pos] != '"' {
@@ -627,13 +655,13 @@ func decodeString(raw []byte) (string, bool) {
 func (w *walker) end() error {
 	w.skipSpace()
 	if w.pos != len(w.src) {
-		return errSyntax
+		return ErrSyntax
 	}
 	return nil
 }
 
-// quotedLen is len(appendString(nil, s)).
-func quotedLen(s string) int {
+// QuotedLen is len(AppendString(nil, s)).
+func QuotedLen(s string) int {
 	n := 2
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {

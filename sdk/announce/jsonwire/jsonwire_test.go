@@ -1,4 +1,4 @@
-package envelope
+package jsonwire
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ func TestCanonicalJSON(t *testing.T) {
 		{"\"\xff\"", "\"\uFFFD\"", false, true},
 	}
 	for _, tt := range tests {
-		got, facts, err := canonicalJSON([]byte(tt.in))
+		got, facts, err := Canonical([]byte(tt.in))
 		if err != nil {
 			t.Errorf("%s: %v", tt.in, err)
 			continue
@@ -38,12 +38,12 @@ func TestCanonicalJSON(t *testing.T) {
 		if string(got) != tt.want {
 			t.Errorf("%s: got %s, want %s", tt.in, got, tt.want)
 		}
-		if facts.duplicateKey != tt.dup || facts.unstorable != tt.unstorable {
+		if facts.DuplicateKey != tt.dup || facts.Unstorable != tt.unstorable {
 			t.Errorf("%s: facts %+v", tt.in, facts)
 		}
 	}
 	for _, bad := range []string{``, `{`, `{"a"}`, `{"a":1,}`, `[1,]`, `01`, `1.`, `-`, `.5`, `tru`, `"a`, `"\x"`, `"\u12"`, "\"\x01\"", `1 2`, `{"a":1}x`, `nul`} {
-		if _, _, err := canonicalJSON([]byte(bad)); err == nil {
+		if _, _, err := Canonical([]byte(bad)); err == nil {
 			t.Errorf("%q: accepted", bad)
 		}
 	}
@@ -56,7 +56,7 @@ func FuzzCanonicalJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		got, _, err := canonicalJSON(in)
+		got, _, err := Canonical(in)
 		if (err == nil) != json.Valid(in) {
 			t.Fatalf("%q: walker err %v, json.Valid %v", in, err, json.Valid(in))
 		}
@@ -66,7 +66,7 @@ func FuzzCanonicalJSON(f *testing.F) {
 		if !json.Valid(got) {
 			t.Fatalf("%q: output %q is not JSON", in, got)
 		}
-		again, _, err := canonicalJSON(got)
+		again, _, err := Canonical(got)
 		if err != nil || string(again) != string(got) {
 			t.Fatalf("%q: not idempotent: %q then %q (%v)", in, got, again, err)
 		}
@@ -85,8 +85,8 @@ func TestCanonicalJSONDepth(t *testing.T) {
 		}
 		return b
 	}
-	for _, n := range []int{maxJSONDepth, maxJSONDepth + 1} {
-		_, _, err := canonicalJSON(nest(n))
+	for _, n := range []int{MaxDepth, MaxDepth + 1} {
+		_, _, err := Canonical(nest(n))
 		if (err == nil) != json.Valid(nest(n)) {
 			t.Errorf("depth %d: walker err %v, json.Valid %v", n, err, json.Valid(nest(n)))
 		}
@@ -96,8 +96,8 @@ func TestCanonicalJSONDepth(t *testing.T) {
 func TestQuotedLen(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "a", "\"\\", "\b\f\n\r\t", "\x00\x01\x1f", "é€😀", "\u2028<>&", "\x7f"} {
-		if got, want := quotedLen(s), len(appendString(nil, s)); got != want {
-			t.Errorf("quotedLen(%q) = %d, want %d", s, got, want)
+		if got, want := QuotedLen(s), len(AppendString(nil, s)); got != want {
+			t.Errorf("QuotedLen(%q) = %d, want %d", s, got, want)
 		}
 	}
 }
@@ -111,8 +111,8 @@ func TestCanonicalJSONManyKeys(t *testing.T) {
 		b = append(b, []byte(`"k`+string(rune('a'+i%26))+string(rune('a'+i/26))+`":1,`)...)
 	}
 	b = append(b, []byte(`"kaa":2}`)...)
-	out, facts, err := canonicalJSON(b)
-	if err != nil || !facts.duplicateKey {
+	out, facts, err := Canonical(b)
+	if err != nil || !facts.DuplicateKey {
 		t.Fatalf("err %v, facts %+v", err, facts)
 	}
 	if !json.Valid(out) || len(out) == 0 || out[len(out)-1] != '}' {
