@@ -166,7 +166,9 @@ func TestCreatorWithoutStanding(t *testing.T) {
 
 // TestExpiryRule is scenario 17: with the clock moved past deadlines, unclaimed and replayable
 // rows time out, non-replayable claimed rows become uncertain, the claimant is told, its late
-// commit is idle, and a claim restarts the clock.
+// commit is idle, and a claim restarts the clock. The clock is real time plus the advances, so
+// every timeout here leaves seconds of real time to a loaded machine before the advance that
+// ends it.
 func TestExpiryRule(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
@@ -179,14 +181,14 @@ func TestExpiryRule(t *testing.T) {
 			p.announce(r, tool("screenshot", 0), deploy)
 			ev := p.events(r)
 
-			never, err := p.toolRun(p.admin, []any{toolStep("screenshot", r.id, map[string]any{"timeout_ms": 1000})}, "")
+			never, err := p.toolRun(p.admin, []any{toolStep("screenshot", r.id, map[string]any{"timeout_ms": 5000})}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := ev.next(t); got.Type != "work_available" {
 				t.Fatalf("event %s", got.Data)
 			}
-			readOnly, err := p.toolRun(p.admin, []any{toolStep("screenshot", r.id, map[string]any{"timeout_ms": 2000})}, "")
+			readOnly, err := p.toolRun(p.admin, []any{toolStep("screenshot", r.id, map[string]any{"timeout_ms": 6000})}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,14 +197,14 @@ func TestExpiryRule(t *testing.T) {
 			write := p.modelRun("mock/scripted", "!mock\nround 1\ncall deploy {}\nround 2\nsay {{last_result}}", []any{routed("deploy", r.id)}, nil, "bypass", nil)
 			ev.next(t)
 			p.claimed(r, write, "r2t0")
-			restart, err := p.toolRun(p.admin, []any{toolStep("screenshot", r.id, map[string]any{"timeout_ms": 10000})}, "")
+			restart, err := p.toolRun(p.admin, []any{toolStep("screenshot", r.id, map[string]any{"timeout_ms": 30000})}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			ev.next(t)
 
-			p.clock.Advance(9 * time.Second)
-			p.claimed(r, restart.Run.PublicID, "s1-tool-1") // restarts its 10 s clock
+			p.clock.Advance(25 * time.Second)
+			p.claimed(r, restart.Run.PublicID, "s1-tool-1") // restarts its 30 s clock
 			p.clock.Advance(10*time.Minute + time.Second)   // past the write tool's default park
 			for _, c := range []struct{ run, key, status, word string }{
 				{never.Run.PublicID, "s1-tool-1", "timed_out", "tool_timeout"},
