@@ -28,6 +28,8 @@ type Options struct {
 	// Graph runs delegate_task and wait; Human runs ask.
 	Graph *Graph
 	Human *Human
+	// Conversation runs spawn, send, status and cancel.
+	Conversation *Conversation
 }
 
 // New builds the dispatch table of the families given.
@@ -57,6 +59,12 @@ func New(o Options) *Tools {
 	}
 	if o.Human != nil {
 		t.handlers[CanonicalAsk] = o.Human.Ask
+	}
+	if o.Conversation != nil {
+		t.handlers[CanonicalSpawn] = o.Conversation.Spawn
+		t.handlers[CanonicalSend] = o.Conversation.Send
+		t.handlers[CanonicalStatus] = o.Conversation.Status
+		t.handlers[CanonicalCancel] = o.Conversation.Cancel
 	}
 	return t
 }

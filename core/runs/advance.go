@@ -57,7 +57,11 @@ func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *st
 			if err != nil {
 				return err
 			}
-			changed = observed
+			replied, err := e.observeRequests(ctx, tx, run, tasks, byKey, now)
+			if err != nil {
+				return err
+			}
+			changed = observed || replied
 			for i := range tasks {
 				t := &tasks[i]
 				if t.Status != StatusWaiting {

@@ -454,6 +454,8 @@ func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child 
 		}
 		child.Status = StatusCompleted
 		return &settlement{status: StatusCompleted, isError: &isErr, output: out, content: textContent(out)}, nil
+	case AwaitSpawn:
+		return e.observeSpawn(ctx, q, call, child)
 	}
 	return nil, fmt.Errorf("runs: %s awaits %s, a %s await, which no observation reads in this version", call.Key, child.Key, deref(child.AwaitKind))
 }

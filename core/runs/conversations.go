@@ -564,8 +564,14 @@ func (e *Engine) PostMessage(ctx context.Context, a *Actor, convID string, messa
 // acceptProfile freezes the answering agent's profile, or the empty profile without the
 // profile service.
 func (e *Engine) acceptProfile(ctx context.Context, q store.Querier, c *store.Conversation, toolNames []string) (*AcceptedProfile, error) {
+	return e.acceptProfileFor(ctx, q, c, c.AnsweringAgentID, c.AnsweringAgentPublicID, toolNames)
+}
+
+// acceptProfileFor freezes the profile of the agent that answers a turn of c: its answering
+// agent, or the agent a send selected.
+func (e *Engine) acceptProfileFor(ctx context.Context, q store.Querier, c *store.Conversation, agentID int64, agentPublicID string, toolNames []string) (*AcceptedProfile, error) {
 	// The turn's run will freeze this memory configuration; its skill catalog is read against it.
-	principal := Member{Kind: store.KindAgent, PublicID: c.AnsweringAgentPublicID}
+	principal := Member{Kind: store.KindAgent, PublicID: agentPublicID}
 	mc, err := e.freezeMemory(ctx, q, c.WorkspacePublicID, c.PublicID, principal)
 	if err != nil {
 		return nil, err
@@ -573,7 +579,7 @@ func (e *Engine) acceptProfile(ctx context.Context, q store.Querier, c *store.Co
 	skills := &SkillFacts{MemoryContext: mc, WorkspacePublicID: c.WorkspacePublicID, ConversationPublicID: c.PublicID, Principal: principal}
 	in := &ProfileAcceptance{Selection: deref(c.DefaultRunnerExecutorPublicID), ToolNames: toolNames, Path: "message.", Skills: skills}
 	if e.profiles != nil {
-		return e.profiles.AcceptProfile(ctx, q, c.AnsweringAgentID, in)
+		return e.profiles.AcceptProfile(ctx, q, agentID, in)
 	}
 	empty := &AcceptedProfile{Frozen: FrozenDeclaration{ToolDefinitions: []byte("[]"), Environment: []byte("null"), SkillCatalog: []byte("[]")},
 		ApprovalMode: ModeBypass}
@@ -665,6 +671,9 @@ func (e *Engine) followTurn(ctx context.Context, tx *store.Tx, fx *effects, run 
 		return nil
 	}
 	if err := store.SetTurn(ctx, tx, t); err != nil {
+		return err
+	}
+	if err := e.noteReply(ctx, tx, fx, t); err != nil {
 		return err
 	}
 	return e.startNextTurn(ctx, tx, fx, *run.ConversationID, now)

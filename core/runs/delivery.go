@@ -36,6 +36,13 @@ func pendingBranches(tasks []store.Task) []pendingBranch {
 	var out []pendingBranch
 	for i := range tasks {
 		root := &tasks[i]
+		if root.Kind == KindDelegation && root.Detached && root.ParentKey != nil {
+			// A spawn's or send's reply (orchestration.md §6.4): the row is its own final work.
+			if Terminal(root.Status) && root.DeliveredWith == nil && root.ResultDeliveredAt == nil {
+				out = append(out, pendingBranch{callKey: *root.ParentKey, root: root, final: root})
+			}
+			continue
+		}
 		if !root.Detached || !isBranchRound(root) || root.Key != root.LineageRoot {
 			continue
 		}
@@ -51,6 +58,13 @@ func pendingBranches(tasks []store.Task) []pendingBranch {
 
 // branchEnvelope renders a branch's result for its reader, keyed by the delegate_task call.
 func branchEnvelope(ctx context.Context, q store.Querier, b pendingBranch) (string, error) {
+	if b.root.Kind == KindDelegation {
+		full, err := store.TaskByID(ctx, q, b.root.ID)
+		if err != nil {
+			return "", err
+		}
+		return deref(full.Output), nil
+	}
 	root, err := store.TaskByID(ctx, q, b.root.ID)
 	if err != nil {
 		return "", err
@@ -94,6 +108,11 @@ func (e *Engine) heldEntries(ctx context.Context, q store.Querier, run *store.Ru
 	var ids []int64
 	for i := range held {
 		final := &held[i]
+		if final.Kind == KindDelegation {
+			entries = append(entries, userText(deref(final.Output)))
+			ids = append(ids, final.ID)
+			continue
+		}
 		root, err := store.TaskByKey(ctx, q, final.RunID, final.LineageRoot)
 		if err != nil {
 			return nil, nil, err
@@ -218,6 +237,9 @@ func (e *Engine) completeTurnEarly(ctx context.Context, tx *store.Tx, fx *effect
 	if err := store.SetTurn(ctx, tx, turn); err != nil {
 		return err
 	}
+	if err := e.noteReply(ctx, tx, fx, turn); err != nil {
+		return err
+	}
 	return e.startNextTurn(ctx, tx, fx, *run.ConversationID, now)
 }
 
@@ -240,7 +262,7 @@ func (e *Engine) deliverToConversation(ctx context.Context, tx *store.Tx, fx *ef
 	if err != nil {
 		return err
 	}
-	turn, err := e.postKernelTurn(ctx, tx, fx, c, text, now)
+	turn, err := e.postKernelTurn(ctx, tx, fx, c, text, replySender(ctx, tx, b), now)
 	if err != nil {
 		return err
 	}
@@ -253,8 +275,10 @@ func (e *Engine) deliverToConversation(ctx context.Context, tx *store.Tx, fx *ef
 // postKernelTurn queues a turn authored {kind: "kernel"} into a conversation the caller has
 // locked: its run freezes the answering agent's profile as it stands, like any turn, and the
 // conversation's queue bound does not apply (a delivery is never refused). It starts at once
-// when the conversation has no running or queued turn.
-func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, c *store.Conversation, text string, now int64) (*store.Turn, error) {
+// when the conversation has no running or queued turn. sender is the child conversation a
+// reply came from ("" for a branch result): the turn's sender_conversation_public_id, so that
+// status can count the replies from it that wait in the queue.
+func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, c *store.Conversation, text, sender string, now int64) (*store.Turn, error) {
 	prof, err := e.acceptProfile(ctx, tx, c, nil)
 	if err != nil {
 		return nil, err
@@ -263,7 +287,36 @@ func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, 
 	if ref == "" {
 		ref = e.models.Default().Ref
 	}
-	mc, err := e.freezeMemory(ctx, tx, c.WorkspacePublicID, c.PublicID, Member{Kind: store.KindAgent, PublicID: c.AnsweringAgentPublicID})
+	in := &turnPost{AuthorKind: OriginKernel, Text: text, Model: ref, AgentID: c.AnsweringAgentID, AgentPublicID: c.AnsweringAgentPublicID,
+		Profile: prof, PublicID: store.NewPublicID()}
+	if sender != "" {
+		in.SenderConversation = &sender
+	}
+	return e.postTurn(ctx, tx, fx, c, in, now)
+}
+
+// turnPost is one turn a kernel path posts into a locked conversation: a delivery, or an agent's
+// spawn brief or send.
+type turnPost struct {
+	PublicID string
+	// AuthorKind is "kernel" or "agent"; AuthorPublicID the agent's id ("" for the kernel).
+	AuthorKind, AuthorPublicID string
+	SenderConversation         *string
+	Text                       string
+	Model                      string
+	// AgentID answers the turn (the conversation's answerer, or a send's selected agent) with
+	// the profile frozen for it.
+	AgentID       int64
+	AgentPublicID string
+	Profile       *AcceptedProfile
+}
+
+// postTurn writes a turn, its run and the run's first round into a conversation the caller has
+// locked, and starts it when nothing else of the conversation is running or queued.
+func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *store.Conversation, in *turnPost, now int64) (*store.Turn, error) {
+	prof := in.Profile
+	ref := in.Model
+	mc, err := e.freezeMemory(ctx, tx, c.WorkspacePublicID, c.PublicID, Member{Kind: store.KindAgent, PublicID: in.AgentPublicID})
 	if err != nil {
 		return nil, err
 	}
@@ -278,9 +331,10 @@ func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, 
 	if err != nil {
 		return nil, err
 	}
-	convID, agentID := c.ID, c.AnsweringAgentPublicID
+	convID, agentID := c.ID, in.AgentPublicID
+	createdBy := in.AuthorPublicID
 	r := &store.Run{PublicID: store.NewPublicID(), WorkspaceID: c.WorkspaceID, WorkspacePublicID: c.WorkspacePublicID,
-		ConversationID: &convID, ConversationPublicID: &c.PublicID, CreatedByKind: OriginKernel, CreatedByPublicID: "",
+		ConversationID: &convID, ConversationPublicID: &c.PublicID, CreatedByKind: in.AuthorKind, CreatedByPublicID: createdBy,
 		AnsweringAgentPublicID: &agentID, Status: RunPending, ApprovalMode: mode, ApprovalRules: string(rules),
 		DefaultRunnerExecutorPublicID: c.DefaultRunnerExecutorPublicID, DeliverableTaskKey: "r1", Revision: 1,
 		MainlineRoundCounter: 1, MemoryContext: mc, CreatedAt: now, UpdatedAt: now}
@@ -291,14 +345,22 @@ func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, 
 	if err != nil {
 		return nil, err
 	}
-	t := &store.Turn{PublicID: store.NewPublicID(), ConversationID: c.ID, Position: pos, AuthorKind: OriginKernel,
-		InputText: text, InputAttachments: "[]", Model: ref, Status: TurnQueued, RunID: r.ID, RunPublicID: r.PublicID, CreatedAt: now}
+	t := &store.Turn{PublicID: in.PublicID, ConversationID: c.ID, Position: pos, AuthorKind: in.AuthorKind,
+		SenderConversationPublicID: in.SenderConversation, InputText: in.Text, InputAttachments: "[]", Model: ref, Status: TurnQueued,
+		RunID: r.ID, RunPublicID: r.PublicID, CreatedAt: now}
+	if in.AuthorPublicID != "" {
+		t.AuthorPublicID = &createdBy
+	}
 	if err := store.InsertTurn(ctx, tx, t); err != nil {
 		return nil, err
 	}
-	round := &store.Task{RunID: r.ID, Key: "r1", Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: OriginKernel,
+	origin := OriginKernel
+	if in.AuthorKind != OriginKernel {
+		origin = OriginAuthor
+	}
+	round := &store.Task{RunID: r.ID, Key: "r1", Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: origin,
 		OnFailure: OnFailureHalt, Lifetime: LifetimeConversation, Wake: WakeAuto, Visibility: VisibilityVisible,
-		LineageRoot: "r1", RoundNumber: 1, Model: &ref, Prompt: &text, Instructions: prof.Instructions,
+		LineageRoot: "r1", RoundNumber: 1, Model: &ref, Prompt: &in.Text, Instructions: prof.Instructions,
 		ToolDefinitions: ptr(string(prof.Frozen.ToolDefinitions)), Environment: ptr(string(prof.Frozen.Environment)),
 		SkillCatalog: ptr(string(prof.Frozen.SkillCatalog)), CreatedAt: now}
 	if err := store.InsertTask(ctx, tx, round); err != nil {

@@ -74,13 +74,14 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	resolver := kmemory.NewResolver(s, runs.ConversationStates{})
 	if k == nil {
 		k = kernel.New(kernel.Options{
-			Memory:    &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: c.Now},
-			Models:    &kernel.Models{Catalog: models},
-			Discovery: &kernel.Discovery{Compiler: comp},
-			Runners:   &kernel.Runners{},
-			Skill:     &kernel.Skill{Store: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: resolver}},
-			Graph:     &kernel.Graph{Compiler: comp, Models: models},
-			Human:     &kernel.Human{},
+			Memory:       &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: c.Now},
+			Models:       &kernel.Models{Catalog: models},
+			Discovery:    &kernel.Discovery{Compiler: comp},
+			Runners:      &kernel.Runners{},
+			Skill:        &kernel.Skill{Store: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: resolver}},
+			Graph:        &kernel.Graph{Compiler: comp, Models: models},
+			Human:        &kernel.Human{},
+			Conversation: &kernel.Conversation{},
 		})
 	}
 	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: resolver,

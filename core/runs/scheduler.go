@@ -225,7 +225,7 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 	if t.DeadlineAt != nil && now >= *t.DeadlineAt {
 		return e.expire(ctx, tx, fx, run, t, now)
 	}
-	out, err := e.runKernel(ctx, tx, run, t, c)
+	out, err := e.runKernel(ctx, tx, fx, run, t, c)
 	if errors.Is(err, errDeadline) {
 		// The handler outlived the row's clock: the expiry rule settles it, in this transaction.
 		t.ClaimedAt, t.ClaimedBy = &now, ptr(claimedByKernel)
@@ -274,7 +274,7 @@ func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, ru
 var errDeadline = errors.New("runs: the kernel tool outlived its deadline")
 
 // runKernel computes a kernel row's outcome in the settling transaction.
-func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, c *store.Claimed) (*KernelOutcome, error) {
+func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, c *store.Claimed) (*KernelOutcome, error) {
 	name := deref(t.ToolName)
 	entry, ok := e.registry.Resolve(name)
 	switch {
@@ -288,7 +288,7 @@ func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, run *store.Run, t 
 		ConversationPublicID: deref(run.ConversationPublicID), MemoryPrincipal: memoryPrincipal(run),
 		MemoryContext: json.RawMessage(run.MemoryContext), TaskKey: t.Key, ToolName: entry.Wire,
 		Canonical: entry.Canonical, ToolAlias: deref(t.ToolAlias), Input: json.RawMessage(deref(t.ToolInput)),
-		Attempt: c.Generation, Tx: tx,
+		Attempt: c.Generation, Tx: tx, Conv: &Conversing{e: e, tx: tx, fx: fx, run: run},
 	}
 	if t.DeclaringTaskKey != nil {
 		call.Round = roundReader(tx, run.ID, *t.DeclaringTaskKey)
@@ -403,7 +403,15 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	observed, err := e.observeWaits(ctx)
-	return n + observed, err
+	if err != nil {
+		return n + observed, err
+	}
+	replies, err := e.observeReplies(ctx)
+	if err != nil {
+		return n + observed + replies, err
+	}
+	released, err := e.releaseScheduled(ctx)
+	return n + observed + replies + released, err
 }
 
 // expire applies the expiry rule to one row under the run's lock, then readiness.

@@ -182,13 +182,14 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	resolver := memory.NewResolver(st, runs.ConversationStates{})
 	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
 	tools := kernel.New(kernel.Options{
-		Memory:    &kernel.Memory{Provider: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: opts.Now},
-		Models:    &kernel.Models{Catalog: models},
-		Discovery: &kernel.Discovery{Compiler: compiler},
-		Runners:   &kernel.Runners{},
-		Skill:     &kernel.Skill{Store: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}},
-		Graph:     &kernel.Graph{Compiler: compiler, Models: models},
-		Human:     &kernel.Human{},
+		Memory:       &kernel.Memory{Provider: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: opts.Now},
+		Models:       &kernel.Models{Catalog: models},
+		Discovery:    &kernel.Discovery{Compiler: compiler},
+		Runners:      &kernel.Runners{},
+		Skill:        &kernel.Skill{Store: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}},
+		Graph:        &kernel.Graph{Compiler: compiler, Models: models},
+		Human:        &kernel.Human{},
+		Conversation: &kernel.Conversation{},
 	})
 	cfg := runs.Config{}
 	if s.Kernel != nil {

@@ -6,7 +6,8 @@ import (
 )
 
 // HeldDeliveries lists the held results of a conversation (runs.md §3.8): the final rounds of
-// conversation-lifetime detached branches, in the conversation's runs other than exceptRunID,
+// conversation-lifetime detached branches and the settled replies of spawns and sends
+// (delegation rows), in the conversation's runs other than exceptRunID,
 // that have settled and that no request or kernel-authored turn has carried, oldest settlement
 // first. A branch round that continued is never final: a newer round of its lineage exists.
 func HeldDeliveries(ctx context.Context, q Querier, conversationID, exceptRunID int64) ([]Task, error) {
@@ -16,11 +17,12 @@ func HeldDeliveries(ctx context.Context, q Querier, conversationID, exceptRunID 
 	}
 	var ts []Task
 	err := q.Select(ctx, &ts, `SELECT `+strings.Join(cols, ", ")+` FROM tasks t JOIN runs r ON r.id = t.run_id
-WHERE r.conversation_id = ? AND r.id <> ? AND t.kind = 'model_task' AND t.mainline = ? AND t.detached = ?
-  AND t.lifetime = 'conversation' AND t.delivered_with IS NULL
+WHERE r.conversation_id = ? AND r.id <> ? AND t.mainline = ? AND t.detached = ?
+  AND t.lifetime = 'conversation' AND t.delivered_with IS NULL AND t.result_delivered_at IS NULL
   AND t.status IN ('completed', 'failed', 'canceled', 'timed_out', 'uncertain', 'skipped')
+  AND (t.kind = 'delegation_task' OR (t.kind = 'model_task'
   AND NOT EXISTS (SELECT 1 FROM tasks n WHERE n.run_id = t.run_id AND n.lineage_root = t.lineage_root
-    AND n.kind = 'model_task' AND n.round_number > t.round_number)
+    AND n.kind = 'model_task' AND n.round_number > t.round_number)))
 ORDER BY t.completed_at, t.id`, conversationID, exceptRunID, false, true)
 	return ts, err
 }
