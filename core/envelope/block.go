@@ -285,11 +285,4 @@ func IsUploadID(s string) bool {
 // nonNegativeInteger decodes a size: an integer literal (no fraction, exponent or sign) that
 // fits an int64. Sizes are advisory, so a stricter form costs a runner nothing and keeps the
 // stored value exact.
-func nonNegativeInteger(raw json.RawMessage) (int64, bool) {
-	lit := strings.TrimSpace(string(raw))
-	if lit == "" || !jsonwire.ValidNumber([]byte(lit)) || strings.ContainsAny(lit, "-.eE") {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(lit, 10, 64)
-	return n, err == nil
-}
+func nonNegativeInteger(raw json.RawMessage) (int64, bool) { return jsonwire.NonNegativeInteger(raw) }

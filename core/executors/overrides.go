@@ -1,7 +1,6 @@
 package executors
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
@@ -33,7 +33,7 @@ const (
 	WordExecutorRevoked  = "executor_revoked"
 	WordNotEligible      = "not_eligible"
 	WordIncompleteFamily = "incomplete_family"
-	CodeStaleObject      = "stale_object"
+	CodeStaleObject      = refusal.CodeStaleObject
 )
 
 // MemoryWireNames are the six names an override target must announce, in wire spelling.
@@ -196,17 +196,7 @@ func checkOverrideTarget(ctx context.Context, q store.Querier, workspaceID int64
 }
 
 // nonNegativeInteger reads a JSON integer literal of at least zero.
-func nonNegativeInteger(raw json.RawMessage) (int64, bool) {
-	raw = bytes.TrimSpace(raw)
-	if !integerLiteral.Match(raw) || raw[0] == '-' {
-		return 0, false
-	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return 0, false
-	}
-	return n, true
-}
+func nonNegativeInteger(raw json.RawMessage) (int64, bool) { return jsonwire.NonNegativeInteger(raw) }
 
 // MemoryOverrides is the run engine's view of the override rule (runs.MemoryOverrides): the
 // workspace's map, the run's resolved bindings for the pre-dispatch checks, and the target's

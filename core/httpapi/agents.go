@@ -10,6 +10,8 @@ import (
 func (a *API) agentRoutes() {
 	a.handle("POST /agent_api/v1/workspaces/{ws}/agents", routeOpts{}, a.createAgent)
 	a.handle("GET /agent_api/v1/workspaces/{ws}/agents", routeOpts{}, a.listAgents)
+	a.handle("GET /agent_api/v1/workspaces/{ws}/agent_messaging_policy", routeOpts{}, a.getMessagingPolicy)
+	a.handle("PUT /agent_api/v1/workspaces/{ws}/agent_messaging_policy", routeOpts{}, a.putMessagingPolicy)
 }
 
 type agentJSON struct {
@@ -74,5 +76,48 @@ func (a *API) listAgents(w http.ResponseWriter, r *http.Request, c *Call) error 
 	writeJSON(w, http.StatusOK, struct {
 		Agents []agentJSON `json:"agents"`
 	}{out})
+	return nil
+}
+
+// messagingPolicyJSON is the policy door's answer (orchestration.md §5.3).
+type messagingPolicyJSON struct {
+	Policy struct {
+		Agents map[string]string `json:"agents"`
+	} `json:"agent_messaging_policy"`
+	LockVersion int64 `json:"lock_version"`
+}
+
+func writePolicy(w http.ResponseWriter, p *identity.MessagingPolicy) {
+	var out messagingPolicyJSON
+	out.Policy.Agents = p.Agents
+	out.LockVersion = p.LockVersion
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getMessagingPolicy answers the workspace's agent messaging policy (owner standing).
+func (a *API) getMessagingPolicy(w http.ResponseWriter, r *http.Request, c *Call) error {
+	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedOwner)
+	if err != nil {
+		return err
+	}
+	p, err := a.deps.Directory.MessagingPolicy(r.Context(), acc)
+	if err != nil {
+		return err
+	}
+	writePolicy(w, p)
+	return nil
+}
+
+// putMessagingPolicy replaces the workspace's agent messaging policy whole (owner standing).
+func (a *API) putMessagingPolicy(w http.ResponseWriter, r *http.Request, c *Call) error {
+	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedOwner)
+	if err != nil {
+		return err
+	}
+	p, err := a.deps.Directory.PutMessagingPolicy(r.Context(), acc, c.Body)
+	if err != nil {
+		return err
+	}
+	writePolicy(w, p)
 	return nil
 }

@@ -119,4 +119,7 @@ const (
 	CodeNotAgent         = "not_agent"
 	CodeNotAuthorized    = "not_authorized"
 	CodeUnavailable      = "unavailable"
+	// CodeStaleObject: a whole-replacement door's expected_lock_version is not the current one;
+	// the refusal carries current_lock_version.
+	CodeStaleObject = "stale_object"
 )

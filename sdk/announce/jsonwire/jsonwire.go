@@ -409,6 +409,18 @@ func (w *walker) number() ([]byte, error) {
 	return canonicalNumber(lit), nil
 }
 
+// NonNegativeInteger decodes a JSON integer literal of at least zero that fits an int64: no
+// sign, fraction or exponent, surrounding white space allowed. Lock versions and sizes are read
+// this way, so 1.0 or 1e0 is refused rather than rounded.
+func NonNegativeInteger(raw []byte) (int64, bool) {
+	lit := bytes.TrimSpace(raw)
+	if len(lit) == 0 || !ValidNumber(lit) || bytes.ContainsAny(lit, "-.eE") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(lit), 10, 64)
+	return n, err == nil
+}
+
 // ValidNumber checks the JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func ValidNumber(s []byte) bool {
 	i := 0
