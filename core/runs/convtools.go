@@ -651,13 +651,13 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 
 // privateRefusal applies the workspace's agent messaging policy to a new request (orchestration.md
 // §5.3): a private agent accepts new requests only from itself (its own spawned copies
-// included); the sender is the calling run's answering agent. Without a policy reader every
-// agent is public.
+// included); the sender is the calling run's answering agent. An agent absent from the policy
+// is public.
 func (c *Conversing) privateRefusal(ctx context.Context, recipient *store.AgentRow) (*Refused, error) {
-	if c.e.messaging == nil || recipient.PublicID == c.senderAgent() {
+	if recipient.PublicID == c.senderAgent() {
 		return nil, nil
 	}
-	private, err := c.e.messaging(ctx, c.tx, c.run.WorkspaceID, recipient.PublicID)
+	private, err := store.AgentMessagingPrivate(ctx, c.tx, c.run.WorkspaceID, recipient.PublicID)
 	if err != nil || !private {
 		return nil, err
 	}

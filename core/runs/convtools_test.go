@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
@@ -264,4 +265,250 @@ func TestAddressingTree(t *testing.T) {
 			t.Fatalf("parent run %s %q", r.Status, deref(r.Answer))
 		}
 	})
+}
+
+// TestMessagingPolicy: a private agent accepts new spawns and sends only from itself; its own
+// fresh copies are allowed, and other agents stay public.
+func TestMessagingPolicy(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := convHarness(t, s)
+		scout := h.agentID("scout")
+		bot := h.agentID("bot")
+		if err := s.Write(h.ctx, func(tx *store.Tx) error {
+			return store.PutAgentMessagingPolicy(h.ctx, tx, h.actor.WorkspaceID, `{"`+scout+`":"private","`+bot+`":"private"}`, 1)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		first := h.post(conv, script("Policy.", []string{
+			call("spawn", map[string]any{"prompt": childBrief, "agent": "@scout"}),
+			call("spawn", map[string]any{"prompt": childBrief, "label": "mine"}),
+			call("spawn", map[string]any{"prompt": childBrief, "agent": bot, "label": "mine2"}),
+		}, []string{call("send", map[string]any{"to": "mine", "message": "more", "agent": "@scout"})}, []string{"say done"}), "")
+		h.drain()
+		mine := h.childOf(conv, "mine")
+		h.childOf(conv, "mine2")
+		private := "agent_private: @scout accepts new requests only from the agents the workspace's messaging policy allows."
+		h.wantOutputs(first.Run.PublicID, map[string]string{"r2t0": private, "r3t0": private})
+		if ct := h.turns(mine.PublicID); len(ct) != 1 {
+			t.Fatalf("a refused send posted a turn: %+v", ct)
+		}
+	})
+}
+
+// TestSendQueued: a queued send posts the sender's own row (author the agent, the sender
+// conversation), answers its one-line receipt with title and structured_content, and a send to
+// one of the sender's own children brings the reply back as <task_result task="<send call>"
+// conversation="…">; "for @handle" names a selected answerer, whose run answers the turn.
+func TestSendQueued(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := convHarness(t, s)
+		h.post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": childBrief, "label": "kid"})}, []string{"say opened"}), "")
+		h.drain()
+		kid := h.childOf(conv, "kid")
+		// The child holds each reply on a question, so that the sending turn ends first.
+		followUp := "More.\n!mock\nround 1\ncall ask {\"prompt\":\"More?\"}\nround 2\nsay more found"
+		second := h.post(conv, script("Follow up.", []string{call("send", map[string]any{"to": "KID", "message": followUp})},
+			[]string{call("send", map[string]any{"to": kid.PublicID, "message": followUp, "agent": "@scout", "wake": "passive"})},
+			[]string{"say sent"}), "")
+		h.drain()
+		rid := second.Run.PublicID
+		kt := h.turns(kid.PublicID)
+		if len(kt) != 3 {
+			t.Fatalf("child has %d turns, want the brief and two sends", len(kt))
+		}
+		h.wantOutputs(rid, map[string]string{
+			"r2t0": "Sent to " + kid.PublicID + " (queued).",
+			"r3t0": "Sent to " + kid.PublicID + ", for @scout (queued).",
+		})
+		c := h.task(rid, "r2t0")
+		wantSC := `{"conversation_public_id":"` + kid.PublicID + `","input_public_id":"` + kt[1].PublicID + `","delivery":"queued","deliver_at":null}`
+		if deref(c.Title) != "sent to KID" || c.StructuredContent == nil || string(*c.StructuredContent) != wantSC {
+			t.Fatalf("title %q structured_content %v\nwant %s", deref(c.Title), c.StructuredContent, wantSC)
+		}
+		bot := h.agentID("bot")
+		if kt[1].Author.Kind != "agent" || kt[1].Author.PublicID != bot || deref(kt[1].SenderConversationPublicID) != conv || kt[1].Input.Text != followUp {
+			t.Fatalf("sent turn %+v", kt[1])
+		}
+		if r := h.run(kt[2].RunPublicID); deref(r.AnsweringAgentPublicID) != h.agentID("scout") {
+			t.Fatalf("the selected answerer does not answer: %+v", r.AnsweringAgentPublicID)
+		}
+		if r := h.run(rid); r.Status != runs.RunRunning || h.turns(conv)[2].Status != runs.TurnCompleted {
+			t.Fatalf("sending run %s: its turn should be complete, the run open for the replies", r.Status)
+		}
+		for _, tr := range kt[1:] {
+			h.resolve(tr.RunPublicID, "r2t0-ask-1", `{"content":"yes"}`)
+			h.drain()
+		}
+		// The first send's reply is auto mail; the second's is a passive hold, read by the
+		// next turn before its input.
+		env := replyEnvelope("r2t0", kid.PublicID, followUp, "more found")
+		var mail []string
+		for _, tr := range h.turns(conv) {
+			if tr.Author.Kind == "kernel" {
+				mail = append(mail, tr.Input.Text)
+			}
+		}
+		if len(mail) == 0 || mail[len(mail)-1] != env {
+			t.Fatalf("kernel mail %q\nwant the last %q", mail, env)
+		}
+		if r := h.run(rid); r.Status != runs.RunCompleted {
+			t.Fatalf("sending run %s", r.Status)
+		}
+		next := h.post(conv, "Anything?\n!mock\nround 1\nsay ok", "")
+		h.drain()
+		req := readRequest(t, h, next.Run.PublicID, "r1")
+		n := len(req.Entries)
+		if want := replyEnvelope("r3t0", kid.PublicID, followUp, "more found"); req.Entries[n-2].Content[0].Text != want {
+			t.Fatalf("held delivery %q\nwant %q", req.Entries[n-2].Content[0].Text, want)
+		}
+	})
+}
+
+// TestStatusAndCancel: status reports running or idle, the queue, the answerer and the
+// messages from that conversation waiting in the caller's queue; cancel stops the work this run
+// started there (the child's running reply), its reply arrives marked canceled, and a second
+// cancel finds nothing left.
+func TestStatusAndCancel(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := convHarness(t, s)
+		hold := "Hold.\n!mock\nround 1\ncall ask {\"prompt\":\"Go on?\"}\nround 2\nsay held"
+		first := h.post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": hold, "label": "kid"})},
+			[]string{call("status", map[string]any{"to": "kid"})},
+			[]string{call("cancel", map[string]any{"to": "kid"})},
+			[]string{call("cancel", map[string]any{"to": "kid"})},
+			[]string{call("status", map[string]any{"to": conv})},
+			[]string{"say done"}), "")
+		h.drain()
+		kid := h.childOf(conv, "kid")
+		rid := first.Run.PublicID
+		h.wantOutputs(rid, map[string]string{
+			"r3t0": "Conversation " + kid.PublicID + ": running; queue: 0 waiting; answered by @bot.",
+			"r4t0": "Canceled the work this run started in conversation " + kid.PublicID + ".",
+			"r5t0": "Nothing to cancel: this run has no unfinished work in conversation " + kid.PublicID + ".",
+			"r6t0": "Conversation " + conv + ": running; queue: 0 waiting; answered by @bot.",
+		})
+		c := h.task(rid, "r4t0")
+		if want := `{"conversation_public_id":"` + kid.PublicID + `","canceled":true}`; deref(c.Title) != "canceled work in kid" || string(*c.StructuredContent) != want {
+			t.Fatalf("cancel title %q structured_content %s", deref(c.Title), *c.StructuredContent)
+		}
+		st := h.task(rid, "r3t0")
+		if want := `{"conversation_public_id":"` + kid.PublicID + `","state":"running","queued":0,"answered_by":"@bot","waiting_for_you":0}`; deref(st.Title) != "status of kid" || string(*st.StructuredContent) != want {
+			t.Fatalf("status title %q structured_content %s", deref(st.Title), *st.StructuredContent)
+		}
+		kt := h.turns(kid.PublicID)
+		if len(kt) != 1 || kt[0].Status != runs.TurnCanceled {
+			t.Fatalf("child turns %+v", kt)
+		}
+		// The reply the child owed arrives marked canceled, read by the next round.
+		canceled := "<task_result task=\"r2t0\" status=\"canceled\" conversation=\"" + kid.PublicID + "\">\n<prompt>" + hold + "</prompt>\nerror: task_canceled\n</task_result>"
+		if d := h.task(rid, "r2t0-delegation-1"); d.Status != runs.StatusCompleted || deref(d.Output) != canceled {
+			t.Fatalf("delegation %s %q\nwant %q", d.Status, deref(d.Output), canceled)
+		}
+
+		// Messages from a peer conversation wait in the caller's queue while its turn runs.
+		peer, err := h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+h.agentID("bot")+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := h.post(conv, script("Wait.", []string{`call ask {"prompt":"ready?"}`}, []string{call("status", map[string]any{"to": peer.PublicID})}, []string{"say waited"}), "")
+		h.drain()
+		for i := 0; i < 2; i++ {
+			h.post(peer.PublicID, script("Poke.", []string{call("send", map[string]any{"to": conv, "message": "poke"})}, []string{"say poked"}), "")
+			h.drain()
+		}
+		h.resolve(waiting.Run.PublicID, "r2t0-ask-1", `{"content":"yes"}`)
+		h.drain()
+		h.wantOutputs(waiting.Run.PublicID, map[string]string{
+			"r3t0": "Conversation " + peer.PublicID + ": idle; queue: 0 waiting; answered by @bot.\n2 messages from it wait for you, delivered when you end your turn.",
+		})
+	})
+}
+
+// TestWaitedSpawnAndTurnLifetime: a waited spawn's call settles with the child's reply envelope
+// (its paired result); an await that expires first ends only the waiting, with the two-line
+// text and the receipt's structured_content with wait true, and the reply then comes back as
+// mail. A turn-lifetime spawn holds the run's final delivery until the reply arrives.
+func TestWaitedSpawnAndTurnLifetime(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := convHarness(t, s)
+		first := h.post(conv, script("Wait.", []string{call("spawn", map[string]any{"prompt": childBrief, "wait": true})},
+			[]string{"say read: {{last_result}}"}), "")
+		h.drain()
+		var child string
+		for _, c := range mustList(h) {
+			if c.ParentConversationPublicID != nil && *c.ParentConversationPublicID == conv {
+				child = c.PublicID
+			}
+		}
+		env := replyEnvelope("r2t0", child, childBrief, "found it")
+		rid := first.Run.PublicID
+		c := h.task(rid, "r2t0")
+		if c.Status != runs.StatusCompleted || deref(c.Output) != env || deref(c.Title) != "spawned "+child {
+			t.Fatalf("waited spawn %s %q title %q\nwant %q", c.Status, deref(c.Output), deref(c.Title), env)
+		}
+		if r := h.run(rid); deref(r.Answer) != "read: "+env {
+			t.Fatalf("answer %q", deref(r.Answer))
+		}
+		if turns := h.turns(conv); len(turns) != 1 {
+			t.Fatalf("a waited reply was mailed too: %d turns", len(turns))
+		}
+
+		// The await expires before the reply.
+		slow := "Slow.\n!mock\nround 1\ncall ask {\"prompt\":\"Later?\"}\nround 2\nsay late reply"
+		second := h.post(conv, script("Wait long.", []string{call("spawn", map[string]any{"prompt": slow, "label": "slow", "wait": true})},
+			[]string{"say gave up: {{last_result}}"}), "")
+		h.drain()
+		h.clock.Advance(runs.SpawnAwaitClock + time.Second)
+		h.sweep()
+		h.drain()
+		slowConv := h.childOf(conv, "slow")
+		two := "Spawned conversation " + slowConv.PublicID + " (label \"slow\"), answered by @bot.\n(the conversation is still working; its reply will reach you later in a message that is not from the person)"
+		sc := `{"conversation_public_id":"` + slowConv.PublicID + `","label":"slow","answered_by":"@bot","run_public_id":"` + second.Run.PublicID + `","task":"r2t0","wait":true}`
+		c = h.task(second.Run.PublicID, "r2t0")
+		if c.Status != runs.StatusCompleted || deref(c.Output) != two || c.StructuredContent == nil || string(*c.StructuredContent) != sc {
+			t.Fatalf("expired wait %s %q %v", c.Status, deref(c.Output), c.StructuredContent)
+		}
+		if a := h.task(second.Run.PublicID, "r2t0-spawn-1"); a.Status != runs.StatusTimedOut {
+			t.Fatalf("await %s", a.Status)
+		}
+		kt := h.turns(slowConv.PublicID)
+		h.resolve(kt[0].RunPublicID, "r2t0-ask-1", `{"content":"yes"}`)
+		h.drain()
+		late := replyEnvelope("r2t0", slowConv.PublicID, slow, "late reply")
+		pt := h.turns(conv)
+		if last := pt[len(pt)-1]; last.Author.Kind != "kernel" || last.Input.Text != late {
+			t.Fatalf("late reply mail %+v", last)
+		}
+
+		// Turn lifetime: the run's reply is not final before the child's reply arrives.
+		third := h.post(conv, script("Hold the turn.", []string{call("spawn", map[string]any{"prompt": slow, "label": "held", "lifetime": "turn"})},
+			[]string{"say first answer"}, []string{"say synthesis: {{last_result}}"}), "")
+		h.drain()
+		held := h.childOf(conv, "held")
+		if r := h.run(third.Run.PublicID); r.Status != runs.RunRunning {
+			t.Fatalf("turn-lifetime run %s before the reply", r.Status)
+		}
+		if d := h.task(third.Run.PublicID, "r2t0-delegation-1"); d.Status != runs.StatusDispatched || d.Lifetime != runs.LifetimeTurn {
+			t.Fatalf("delegation row %s %s", d.Status, d.Lifetime)
+		}
+		h.resolve(h.turns(held.PublicID)[0].RunPublicID, "r2t0-ask-1", `{"content":"yes"}`)
+		h.drain()
+		heldEnv := replyEnvelope("r2t0", held.PublicID, slow, "late reply")
+		if r := h.run(third.Run.PublicID); r.Status != runs.RunCompleted || deref(r.Answer) != "synthesis: "+heldEnv {
+			t.Fatalf("turn-lifetime run %s answer %q", r.Status, deref(r.Answer))
+		}
+	})
+}
+
+func mustList(h *harness) []*runs.ConversationDoc {
+	h.t.Helper()
+	page, err := h.e.ListConversations(h.ctx, h.actor, "", "", 100)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return page.Conversations
 }

@@ -82,9 +82,6 @@ type Options struct {
 	// Now is the clock every deadline and the expiry rule read; nil means time.Now.
 	Now func() time.Time
 	Log hclog.Logger
-	// MessagingPrivate reports whether the workspace's agent messaging policy marks an agent
-	// private (orchestration.md §5.3); nil treats every agent as public.
-	MessagingPrivate func(ctx context.Context, q store.Querier, workspaceID int64, agentPublicID string) (bool, error)
 	// OnClaim, when set, is called by a worker right after each claim, before any evaluation:
 	// the wake-up benchmark (B8) measures commit-to-start latency with it.
 	OnClaim func(c *store.Claimed)
@@ -108,8 +105,6 @@ type Engine struct {
 	log      hclog.Logger
 	channel  string
 	onClaim  func(c *store.Claimed)
-	// messaging reads the agent messaging policy; nil: every agent is public.
-	messaging func(ctx context.Context, q store.Querier, workspaceID int64, agentPublicID string) (bool, error)
 
 	// kick wakes idle workers; its capacity is the pool size so that every signal finds room
 	// without blocking a committing writer.
@@ -152,7 +147,7 @@ func New(o Options) (*Engine, error) {
 		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel,
 		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
-		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, messaging: o.MessagingPrivate,
+		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim,
 	}, nil
 }
 
