@@ -676,6 +676,9 @@ func (e *Engine) followTurn(ctx context.Context, tx *store.Tx, fx *effects, run 
 	if err := e.noteReply(ctx, tx, fx, t); err != nil {
 		return err
 	}
+	if err := e.requeueSteers(ctx, tx, fx, run, now); err != nil {
+		return err
+	}
 	return e.startNextTurn(ctx, tx, fx, *run.ConversationID, now)
 }
 

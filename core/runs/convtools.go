@@ -1031,25 +1031,9 @@ func (e *Engine) releaseScheduled(ctx context.Context) (int, error) {
 				r.Status = requestWithdrawn
 				return store.SetRequest(ctx, tx, r)
 			}
-			agent, err := store.AgentByID(ctx, tx, r.AnsweringAgentID)
-			if err != nil {
+			if err := e.postRequest(ctx, tx, fx, c, r, now); err != nil {
 				return err
 			}
-			prof, err := e.acceptProfileFor(ctx, tx, c, agent.ID, agent.PublicID, nil)
-			if err != nil {
-				return err
-			}
-			sender, err := store.ConversationByID(ctx, tx, r.SenderConversationID)
-			if err != nil {
-				return err
-			}
-			turn, err := e.postTurn(ctx, tx, fx, c, &turnPost{PublicID: r.PublicID, AuthorKind: store.KindAgent, AuthorPublicID: r.AuthorPublicID,
-				SenderConversation: &sender.PublicID, Text: r.InputText, Model: r.Model, AgentID: agent.ID, AgentPublicID: agent.PublicID,
-				Profile: prof}, now)
-			if err != nil {
-				return err
-			}
-			r.Status, r.TurnID, r.ReleasedAt = requestPosted, &turn.ID, &now
 			n++
 			return store.SetRequest(ctx, tx, r)
 		})
@@ -1061,4 +1045,58 @@ func (e *Engine) releaseScheduled(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// postRequest posts a held request (a scheduled input whose time came, or a steer whose reply
+// ended before any seal carried it) as a turn of its sender into a conversation the caller has
+// locked, taking its queue position now; the queue bound does not apply to an input already
+// accepted.
+func (e *Engine) postRequest(ctx context.Context, tx *store.Tx, fx *effects, c *store.Conversation, r *store.ConversationRequest, now int64) error {
+	agent, err := store.AgentByID(ctx, tx, r.AnsweringAgentID)
+	if err != nil {
+		return err
+	}
+	prof, err := e.acceptProfileFor(ctx, tx, c, agent.ID, agent.PublicID, nil)
+	if err != nil {
+		return err
+	}
+	sender, err := store.ConversationByID(ctx, tx, r.SenderConversationID)
+	if err != nil {
+		return err
+	}
+	turn, err := e.postTurn(ctx, tx, fx, c, &turnPost{PublicID: r.PublicID, AuthorKind: store.KindAgent, AuthorPublicID: r.AuthorPublicID,
+		SenderConversation: &sender.PublicID, Text: r.InputText, Model: r.Model, AgentID: agent.ID, AgentPublicID: agent.PublicID,
+		Profile: prof}, now)
+	if err != nil {
+		return err
+	}
+	r.Status, r.TurnID, r.ReleasedAt = requestPosted, &turn.ID, &now
+	return store.SetRequest(ctx, tx, r)
+}
+
+// requeueSteers falls back to the queue for the steers bound to a run whose turn ended before a
+// seal carried them (orchestration.md §7.2: with nothing running a steer queues): each becomes
+// a queued turn of its sender, so a steer is never lost.
+func (e *Engine) requeueSteers(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, now int64) error {
+	steers, err := store.PendingSteers(ctx, tx, run.ID)
+	if err != nil || len(steers) == 0 || run.ConversationID == nil {
+		return err
+	}
+	c, err := store.LockConversation(ctx, tx, *run.ConversationID)
+	if err != nil {
+		return err
+	}
+	for i := range steers {
+		if c.Status != ConversationActive {
+			steers[i].Status = requestWithdrawn
+			if err := store.SetRequest(ctx, tx, &steers[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := e.postRequest(ctx, tx, fx, c, &steers[i], now); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -512,3 +512,85 @@ func mustList(h *harness) []*runs.ConversationDoc {
 	}
 	return page.Conversations
 }
+
+// TestSteerAndSchedule: a steer joins the reply running there, landing at its next model
+// boundary as a trailing user message and promising no reply; with nothing running it queues.
+// A scheduled send is held, takes its queue position when the sweeper releases it, and a
+// scheduled send to one's own child brings the reply back; a send to oneself is a reminder.
+func TestSteerAndSchedule(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := convHarness(t, s)
+		hold := "Hold.\n!mock\nround 1\ncall ask {\"prompt\":\"Go on?\"}\nround 2\nsay steered by the message"
+		h.post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": hold, "label": "kid"})}, []string{"say opened"}), "")
+		h.drain()
+		first := h.post(conv, script("Steer.", []string{call("send", map[string]any{"to": "kid", "message": "focus on tests", "steer": true})},
+			[]string{"say steered"}), "")
+		h.drain()
+		kid := h.childOf(conv, "kid")
+		rid := first.Run.PublicID
+		h.wantOutputs(rid, map[string]string{"r2t0": "Sent to " + kid.PublicID + " (steering)."})
+		if c := h.task(rid, "r2t0"); !strings.Contains(string(*c.StructuredContent), `"delivery":"steering","deliver_at":null`) {
+			t.Fatalf("steer structured_content %s", *c.StructuredContent)
+		}
+		kt := h.turns(kid.PublicID)
+		if len(kt) != 1 {
+			t.Fatalf("a steer opened a turn: %d turns", len(kt))
+		}
+		h.resolve(kt[0].RunPublicID, "r2t0-ask-1", `{"content":"yes"}`)
+		h.drain()
+		if r := h.run(kt[0].RunPublicID); deref(r.Answer) != "steered by the message" {
+			t.Fatalf("steered answer %q", deref(r.Answer))
+		}
+		req := readRequest(t, h, kt[0].RunPublicID, "r2")
+		if last := req.Entries[len(req.Entries)-1]; last.Role != "user" || last.Content[0].Text != "focus on tests" {
+			t.Fatalf("the steer is not the trailing user message: %+v", last)
+		}
+		if d, err := h.e.ReadTask(h.ctx, h.actor, rid, "r2t0-delegation-1"); err == nil {
+			t.Fatalf("a steer promised a reply: %+v", d)
+		}
+
+		// Nothing running: the steer queues.
+		second := h.post(conv, script("Steer idle.", []string{call("send", map[string]any{"to": "kid", "message": childBrief, "steer": true})},
+			[]string{"say queued"}), "")
+		h.drain()
+		h.wantOutputs(second.Run.PublicID, map[string]string{"r2t0": "Sent to " + kid.PublicID + " (queued)."})
+		if kt = h.turns(kid.PublicID); len(kt) != 2 || kt[1].Input.Text != childBrief {
+			t.Fatalf("the idle steer did not queue: %+v", kt)
+		}
+
+		// Scheduled: held until the sweeper releases it.
+		third := h.post(conv, script("Later.", []string{
+			call("send", map[string]any{"to": "kid", "message": childBrief, "deliver_in": "10m"}),
+			call("send", map[string]any{"to": conv, "message": "Reminder.\n!mock\nround 1\nsay reminded", "deliver_at": "2030-01-15T10:05:00+01:00"}),
+		}, []string{"say scheduled"}), "")
+		h.drain()
+		rid = third.Run.PublicID
+		h.wantOutputs(rid, map[string]string{
+			"r2t0": "Sent to " + kid.PublicID + " (scheduled for 2030-01-15T09:10:00Z).",
+			"r2t1": "Sent to " + conv + " (scheduled for 2030-01-15T09:05:00Z).",
+		})
+		if c := h.task(rid, "r2t0"); !strings.Contains(string(*c.StructuredContent), `"delivery":"scheduled","deliver_at":"2030-01-15T09:10:00Z"`) {
+			t.Fatalf("scheduled structured_content %s", *c.StructuredContent)
+		}
+		if kt = h.turns(kid.PublicID); len(kt) != 2 {
+			t.Fatalf("a scheduled send was posted early: %d turns", len(kt))
+		}
+		h.clock.Advance(10 * time.Minute)
+		h.sweep()
+		h.drain()
+		kt = h.turns(kid.PublicID)
+		if len(kt) != 3 || kt[2].Input.Text != childBrief || kt[2].Status != runs.TurnCompleted {
+			t.Fatalf("released turn %+v", kt)
+		}
+		env := replyEnvelope("r2t0", kid.PublicID, childBrief, "found it")
+		var mail, reminder bool
+		for _, tr := range h.turns(conv) {
+			mail = mail || (tr.Author.Kind == "kernel" && tr.Input.Text == env)
+			reminder = reminder || (tr.Author.Kind == "agent" && strings.HasPrefix(tr.Input.Text, "Reminder.") && tr.Answer != nil && tr.Answer.Text == "reminded")
+		}
+		if !mail || !reminder {
+			t.Fatalf("reply mail %v, reminder %v: %+v", mail, reminder, h.turns(conv))
+		}
+	})
+}

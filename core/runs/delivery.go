@@ -240,6 +240,9 @@ func (e *Engine) completeTurnEarly(ctx context.Context, tx *store.Tx, fx *effect
 	if err := e.noteReply(ctx, tx, fx, turn); err != nil {
 		return err
 	}
+	if err := e.requeueSteers(ctx, tx, fx, run, now); err != nil {
+		return err
+	}
 	return e.startNextTurn(ctx, tx, fx, *run.ConversationID, now)
 }
 

@@ -165,6 +165,9 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 				return err
 			}
 		}
+		if err := store.MarkSteersCarried(ctx, tx, s.steers, t.Key, now); err != nil {
+			return err
+		}
 		return nil
 	})
 	if err != nil {

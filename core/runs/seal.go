@@ -19,6 +19,7 @@ type sealed struct {
 	entries      []model.Entry
 	tools        []model.ToolSchema
 	delivered    []int64 // task ids whose results this request carries for the first time
+	steers       []int64 // conversation requests (steers) this request carries for the first time
 	historyCount int64
 	baseID       int64
 	baseCount    int
@@ -244,6 +245,20 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			}
 		}
 		s.delivered = append(s.delivered, ids...)
+	}
+	if t.Mainline && run.ConversationID != nil {
+		// Steers that landed before this seal, in arrival order, after the unpaired results
+		// (runs.md §5.2 step 6; orchestration.md §7.2).
+		steers, err := store.PendingSteers(ctx, q, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		for i := range steers {
+			if err := add(userText(steers[i].InputText)); err != nil {
+				return nil, err
+			}
+			s.steers = append(s.steers, steers[i].ID)
+		}
 	}
 	s.parts = store.SealedParts{Entries: entryBytes, BaseID: s.baseID, BaseCount: s.baseCount}
 	return s, nil

@@ -208,3 +208,15 @@ FROM agents a JOIN users u ON u.id = a.steward_user_id JOIN workspaces w ON w.id
 	}
 	return &a, nil
 }
+
+// MarkSteersCarried records that a round's request carried these steers: they are posted, with
+// the round's key, and no later seal carries them again.
+func MarkSteersCarried(ctx context.Context, q Querier, ids []int64, roundKey string, now int64) error {
+	for _, id := range ids {
+		if _, err := q.Exec(ctx, `UPDATE conversation_requests SET status = 'posted', delivered_with = ?, released_at = ? WHERE id = ? AND status = 'pending'`,
+			roundKey, now, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
