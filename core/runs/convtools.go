@@ -688,6 +688,21 @@ func (c *Conversing) Cancel(ctx context.Context, target *store.Conversation) (bo
 	return any, nil
 }
 
+// cancelRequestsOf cancels every unfinished request a stopped run made, recursively.
+func (e *Engine) cancelRequestsOf(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, by Member) error {
+	reqs, err := store.RequestsOfRun(ctx, tx, run.ID)
+	if err != nil {
+		return err
+	}
+	seen := map[int64]bool{run.ID: true}
+	for i := range reqs {
+		if _, err := e.cancelRequest(ctx, tx, fx, &reqs[i], by, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // cancelRequest withdraws one request or stops the run answering it, and recursively what that
 // run sent on. seen guards against visiting a run twice.
 func (e *Engine) cancelRequest(ctx context.Context, tx *store.Tx, fx *effects, r *store.ConversationRequest, by Member, seen map[int64]bool) (bool, error) {

@@ -594,3 +594,29 @@ func TestSteerAndSchedule(t *testing.T) {
 		}
 	})
 }
+
+// TestStopCancelsDerivedWork: stopping the originating run suppresses the undelivered reply and
+// cancels the unfinished work derived from its brief.
+func TestStopCancelsDerivedWork(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := convHarness(t, s)
+		hold := "Hold.\n!mock\nround 1\ncall ask {\"prompt\":\"Go on?\"}\nround 2\nsay held"
+		first := h.post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": hold, "label": "kid"})}, []string{"say opened"}), "")
+		h.drain()
+		kid := h.childOf(conv, "kid")
+		if _, err := h.e.StopRun(h.ctx, h.actor, first.Run.PublicID, true); err != nil {
+			t.Fatal(err)
+		}
+		h.drain()
+		if kt := h.turns(kid.PublicID); len(kt) != 1 || kt[0].Status != runs.TurnCanceled {
+			t.Fatalf("child turns %+v", kt)
+		}
+		if d := h.task(first.Run.PublicID, "r2t0-delegation-1"); d.Status != runs.StatusCanceled {
+			t.Fatalf("delegation %s", d.Status)
+		}
+		if pt := h.turns(conv); len(pt) != 1 {
+			t.Fatalf("a suppressed reply was mailed: %d turns", len(pt))
+		}
+	})
+}

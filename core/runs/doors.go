@@ -172,7 +172,14 @@ func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool
 		if r.Status == RunCompleted || r.Status == RunCanceled {
 			return conflict(CodeAlreadyTerminal, "The run is already %s.", r.Status)
 		}
-		if err := e.stopRunTx(ctx, tx, fx, r, Member{Kind: a.Kind, PublicID: a.PublicID}, force, e.nowMS()); err != nil {
+		by := Member{Kind: a.Kind, PublicID: a.PublicID}
+		if err := e.stopRunTx(ctx, tx, fx, r, by, force, e.nowMS()); err != nil {
+			return err
+		}
+		// Stopping the originating run cancels the unfinished work derived from its spawn
+		// briefs and sends (orchestration.md §6.4); their undelivered replies were suppressed
+		// with the run's rows.
+		if err := e.cancelRequestsOf(ctx, tx, fx, r, by); err != nil {
 			return err
 		}
 		if r, err = store.RunByID(ctx, tx, r.ID); err != nil {
