@@ -4,7 +4,8 @@
 // and its pairing law, addressing, the approval gate, readiness and the run lifecycle, the rows
 // the observing kernel tools place (branches, asks, waits) and the calls that settle with them,
 // the delivery of branch results (unpaired results, wake rounds, kernel-authored turns, passive
-// holds), the
+// holds), the conversation tools' rows (child conversations and briefs, sends, steers,
+// scheduled inputs, the reply rows that bring answers back, cancellation), the
 // scheduler (kernel workers over the one tasks queue, the sweeper and its expiry rule, crash
 // recovery, wake-ups) and the transcript a model reads (the sealed request, <task_result>,
 // <tool_use_error>, escaping).
