@@ -33,6 +33,7 @@ var identityRoutes = []string{
 	"GET /agent_api/v1/uploads/{public_id}/bytes",
 	"GET /agent_api/v1/workspaces",
 	"GET /agent_api/v1/workspaces/{ws}",
+	"GET /agent_api/v1/workspaces/{ws}/agent_messaging_policy",
 	"GET /agent_api/v1/workspaces/{ws}/agents",
 	"GET /agent_api/v1/workspaces/{ws}/members",
 	"GET /agent_api/v1/workspaces/{ws}/memory",
@@ -52,6 +53,7 @@ var identityRoutes = []string{
 	"POST /agent_api/v1/workspaces/{ws}/memory/write",
 	"POST /agent_api/v1/workspaces/{ws}/users",
 	"PUT /agent_api/v1/profile/configuration",
+	"PUT /agent_api/v1/workspaces/{ws}/agent_messaging_policy",
 }
 
 func TestRouteTable(t *testing.T) {

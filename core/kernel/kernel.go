@@ -28,6 +28,8 @@ type Options struct {
 	// Graph runs delegate_task and wait; Human runs ask.
 	Graph *Graph
 	Human *Human
+	// History runs session_read and session_search.
+	History *History
 	// Conversation runs spawn, send, status and cancel.
 	Conversation *Conversation
 }
@@ -59,6 +61,10 @@ func New(o Options) *Tools {
 	}
 	if o.Human != nil {
 		t.handlers[CanonicalAsk] = o.Human.Ask
+	}
+	if o.History != nil {
+		t.handlers[CanonicalSessionRead] = o.History.Read
+		t.handlers[CanonicalSessionSearch] = o.History.Search
 	}
 	if o.Conversation != nil {
 		t.handlers[CanonicalSpawn] = o.Conversation.Spawn

@@ -24,10 +24,11 @@ import (
 func TestDispatchTable(t *testing.T) {
 	t.Parallel()
 	tools := kernel.New(kernel.Options{Memory: &kernel.Memory{Provider: memorytest.NewMemStore(), Scopes: fixedScopes{}},
-		Models: &kernel.Models{Catalog: model.MustBuiltin()}, Discovery: &kernel.Discovery{}, Runners: &kernel.Runners{}, Skill: &kernel.Skill{}})
+		Models: &kernel.Models{Catalog: model.MustBuiltin()}, Discovery: &kernel.Discovery{}, Runners: &kernel.Runners{}, Skill: &kernel.Skill{},
+		History: &kernel.History{}})
 	got := tools.Canonicals()
 	sort.Strings(got)
-	want := []string{"nexus.memory.delete", "nexus.memory.edit", "nexus.memory.grep", "nexus.memory.ls", "nexus.memory.read",
+	want := []string{"nexus.conversation.read", "nexus.conversation.search", "nexus.memory.delete", "nexus.memory.edit", "nexus.memory.grep", "nexus.memory.ls", "nexus.memory.read",
 		"nexus.memory.write", "nexus.models.list", "nexus.runners.list", "nexus.skill.load", "nexus.tools.call", "nexus.tools.search"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatal(diff)

@@ -189,6 +189,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		Skill:        &kernel.Skill{Store: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}},
 		Graph:        &kernel.Graph{Compiler: compiler, Models: models},
 		Human:        &kernel.Human{},
+		History:      &kernel.History{},
 		Conversation: &kernel.Conversation{},
 	})
 	cfg := runs.Config{}
