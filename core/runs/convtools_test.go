@@ -620,3 +620,35 @@ func TestStopCancelsDerivedWork(t *testing.T) {
 		}
 	})
 }
+
+// TestSendDoorWords: the input door's refusals are relayed by word with the door's sentence:
+// an archived addressee (conversation_archived) and a full queue (input_queue_full).
+func TestSendDoorWords(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := convHarness(t, s)
+		busy := h.conversation()
+		h.post(busy, "Hold.\n!mock\nround 1\ncall ask {\"prompt\":\"Go on?\"}\nround 2\nsay held", "")
+		h.drain()
+		for i := 0; i < runs.MaxQueuedTurns; i++ {
+			h.post(busy, "Queued.", "")
+		}
+		h.post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": childBrief, "label": "kid"})}, []string{"say opened"}), "")
+		h.drain()
+		kid := h.childOf(conv, "kid")
+		if _, err := h.e.Archive(h.ctx, h.actor, kid.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		p := h.post(conv, script("Doors.", []string{
+			call("send", map[string]any{"to": busy, "message": "one more"}),
+			call("send", map[string]any{"to": "kid", "message": "hello"}),
+			call("send", map[string]any{"to": "kid", "message": "later", "deliver_in": "1h"}),
+		}, []string{"say done"}), "")
+		h.drain()
+		h.wantOutputs(p.Run.PublicID, map[string]string{
+			"r2t0": "input_queue_full: The conversation already has 16 queued turns.",
+			"r2t1": "conversation_archived: The conversation is archived.",
+			"r2t2": "conversation_archived: The conversation is archived.",
+		})
+	})
+}
