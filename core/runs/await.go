@@ -24,8 +24,9 @@ const (
 
 // Wire names of the observing kernel tools as their rows record them.
 const (
-	wireWait = "wait"
-	wireAsk  = "ask"
+	wireWait  = "wait"
+	wireAsk   = "ask"
+	wireSpawn = "spawn"
 )
 
 // The await clocks of runs.md §4.5 and §8.7.
@@ -298,6 +299,20 @@ func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task
 		case err == nil:
 			t = branch
 		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+	}
+	if t.Kind == KindTool && deref(t.ToolName) == wireSpawn && !(Terminal(t.Status) && (t.Status != StatusCompleted || deref(t.IsError))) {
+		// A spawn that opened its child follows the child's reply to the brief, even if the
+		// child later does other work (orchestration.md §3.2).
+		if _, err := store.RequestByCall(ctx, q, runID, t.Key); err == nil {
+			tr, done, err := replyOf(ctx, q, runID, t.Key)
+			if err != nil || !done {
+				return &targetState{}, err
+			}
+			tr.Key = readerKey
+			return &targetState{settled: true, result: *tr}, nil
+		} else if !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // convKernelTools are the kernel tools the conversation tests' agents declare.
-const convKernelTools = `["nexus.conversation.spawn","nexus.conversation.send","nexus.conversation.status","nexus.conversation.cancel","nexus.graph.delegate_task","nexus.human.ask"]`
+const convKernelTools = `["nexus.graph.wait","nexus.conversation.spawn","nexus.conversation.send","nexus.conversation.status","nexus.conversation.cancel","nexus.graph.delegate_task","nexus.human.ask"]`
 
 // convProfile is an agent profile that declares the conversation tools.
 type convProfile struct{ decl runs.Declarations }
@@ -650,5 +650,27 @@ func TestSendDoorWords(t *testing.T) {
 			"r2t1": "conversation_archived: The conversation is archived.",
 			"r2t2": "conversation_archived: The conversation is archived.",
 		})
+	})
+}
+
+// TestWaitOnSpawn: a wait on a spawn call that opened its child observes the child's reply to
+// the brief, with the conversation attribute.
+func TestWaitOnSpawn(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := convHarness(t, s)
+		hold := "Hold.\n!mock\nround 1\ncall ask {\"prompt\":\"Go on?\"}\nround 2\nsay held"
+		p := h.post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": hold, "label": "kid"})},
+			[]string{call("wait", map[string]any{"task": "r2t0"})}, []string{"say waited"}), "")
+		h.drain()
+		kid := h.childOf(conv, "kid")
+		if w := h.task(p.Run.PublicID, "r3t0"); w.Status != runs.StatusRunning {
+			t.Fatalf("wait %s before the reply", w.Status)
+		}
+		h.resolve(h.turns(kid.PublicID)[0].RunPublicID, "r2t0-ask-1", `{"content":"yes"}`)
+		h.drain()
+		if w := h.task(p.Run.PublicID, "r3t0"); w.Status != runs.StatusCompleted || deref(w.Output) != replyEnvelope("r2t0", kid.PublicID, hold, "held") {
+			t.Fatalf("wait %s %q", w.Status, deref(w.Output))
+		}
 	})
 }
