@@ -27,6 +27,19 @@ import (
 // takes the caller's lock: the child's transaction records the sending run in its effects, and
 // a follow-up transaction after the commit advances it (and the sweeper's poll settles any
 // observer a crash left behind).
+//
+// Decisions where the specification is silent or this version differs:
+//   - Every spawn, and every send that owes a reply, places C-delegation-1, the one row that
+//     carries the reply back (see DelegationRow); the specification names it for turn lifetime
+//     only.
+//   - Reply mail is posted as a kernel-authored turn under the parent conversation's answering
+//     agent and its profile as they stand then (the machinery of branch results, runs.md §3.8),
+//     not under a frozen copy of the originating run's request surface.
+//   - A steer whose reply ends before any seal carried it is queued as an ordinary turn of its
+//     sender rather than lost.
+//   - Write standing for an agent is its own conversation, one it answers, or one it created.
+//   - No side conversations exist in this version, so side_conversation cannot occur, and no
+//     door deletes a brief, so delegation_abandoned cannot occur.
 
 // The conversation tools' refusal words (orchestration.md §1.5), each defined once.
 const (
