@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -548,6 +549,18 @@ func TestSteerAndSchedule(t *testing.T) {
 		}
 		if d, err := h.e.ReadTask(h.ctx, h.actor, rid, "r2t0-delegation-1"); err == nil {
 			t.Fatalf("a steer promised a reply: %+v", d)
+		}
+		// The landed steer belongs to the child's turn: the history tools read it as its steers.
+		var kidTurn int64
+		if err := h.s.Reader().Get(h.ctx, &kidTurn, `SELECT id FROM turns WHERE public_id = ?`, kt[0].PublicID); err != nil {
+			t.Fatal(err)
+		}
+		steers, err := store.SteersOfTurns(h.ctx, h.s.Reader(), []int64{kidTurn, kidTurn + 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []store.TurnSteer{{TurnID: kidTurn, Text: "focus on tests"}}; !reflect.DeepEqual(steers, want) {
+			t.Fatalf("steers of the child's turn = %+v, want %+v", steers, want)
 		}
 
 		// Nothing running: the steer queues.

@@ -83,12 +83,19 @@ func readableConversation(ctx context.Context, call *KernelCall, publicID string
 	return c, err
 }
 
-// turnSteers answers the steering texts that landed into each of a set of turns, in arrival
-// order, keyed by turn id. Nothing stores a steer yet, so it answers none; when steering
-// (send with steer: true) stores its accepted texts, they join the history reads here, and both
-// session_read's steers field and session_search's read them through this one function.
+// turnSteers answers the steering texts that landed into each of a set of turns (send with
+// steer: true, carried by a seal of the turn's reply), in arrival order, keyed by turn id; both
+// session_read's steers field and session_search read them through this one function.
 func turnSteers(ctx context.Context, q store.Querier, turnIDs []int64) (map[int64][]string, error) {
-	return map[int64][]string{}, nil
+	rows, err := store.SteersOfTurns(ctx, q, turnIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64][]string, len(rows))
+	for _, r := range rows {
+		out[r.TurnID] = append(out[r.TurnID], r.Text)
+	}
+	return out, nil
 }
 
 // steersText joins a turn's steering texts by a blank line; nil when there are none.

@@ -220,3 +220,26 @@ func MarkSteersCarried(ctx context.Context, q Querier, ids []int64, roundKey str
 	}
 	return nil
 }
+
+// TurnSteer is one steering text that landed into a turn's reply.
+type TurnSteer struct {
+	TurnID int64  `db:"turn_id"`
+	Text   string `db:"input_text"`
+}
+
+// SteersOfTurns lists the steers carried into the replies of these turns (a steer lands in the
+// turn whose run a round carried it with), in arrival order per turn. A steer still waiting for
+// a seal has not landed and is not listed.
+func SteersOfTurns(ctx context.Context, q Querier, turnIDs []int64) ([]TurnSteer, error) {
+	if len(turnIDs) == 0 {
+		return nil, nil
+	}
+	query, args, err := expandIn(`SELECT t.id AS turn_id, r.input_text FROM conversation_requests r JOIN turns t ON t.run_id = r.steer_run_id
+WHERE t.id IN (?) AND r.delivery = 'steering' AND r.delivered_with IS NOT NULL ORDER BY r.id`, turnIDs)
+	if err != nil {
+		return nil, err
+	}
+	var out []TurnSteer
+	err = q.Select(ctx, &out, query, args...)
+	return out, err
+}
