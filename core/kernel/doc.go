@@ -8,7 +8,8 @@
 //
 // It must not decide anything about rows, deadlines, addressing or approval (core/runs does),
 // must not re-implement memory semantics (sdk/memory's Engine does, run here over the kernel's
-// store) or declaration rules (core/declare and core/projection do), and must not know HTTP. A
-// kernel tool with no handler yet fails its task with tool_not_served and a detail naming the
-// tool, never a pretended result.
+// store) or declaration rules (core/declare and core/projection do), and must not know HTTP.
+// Full builds the table the server runs, with a handler for each of the twenty registered
+// tools; a table built by New with fewer families fails a missing tool's task with
+// tool_not_served and a detail naming the tool, never a pretended result.
 package kernel

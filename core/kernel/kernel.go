@@ -3,7 +3,11 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/nexuskernel/nexus/core/declare"
+	kmemory "github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
@@ -97,4 +101,35 @@ func (t *Tools) Run(ctx context.Context, call *runs.KernelCall) (*runs.KernelOut
 			Detail: fmt.Sprintf("the kernel has no executor for %s (%s) in this version", call.ToolName, call.Canonical)}}, nil
 	}
 	return h(ctx, call)
+}
+
+// Services are what the whole kernel tool set runs over.
+type Services struct {
+	// Memory is kernel memory's store, the provider of the memory family and the home of
+	// kernel skills; Resolver resolves a run's frozen memory bindings.
+	Memory   *kmemory.Store
+	Resolver *kmemory.Resolver
+	// Models is the models catalog; Compiler compiles and narrows declarations.
+	Models   *model.Catalog
+	Compiler *declare.Compiler
+	// Now is the clock of memory's written_at stamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Full builds the dispatch table of every family: the table the server runs, with a handler
+// for each of the registry's twenty canonical names (kernel-tools.md §6 test 3 holds it to
+// that, both ways).
+func Full(s Services) *Tools {
+	scopes := MemoryScopes{Resolver: s.Resolver}
+	return New(Options{
+		Memory:       &Memory{Provider: s.Memory, Scopes: scopes, Now: s.Now},
+		Models:       &Models{Catalog: s.Models},
+		Discovery:    &Discovery{Compiler: s.Compiler},
+		Runners:      &Runners{},
+		Skill:        &Skill{Store: s.Memory, Scopes: scopes},
+		Graph:        &Graph{Compiler: s.Compiler, Models: s.Models},
+		Human:        &Human{},
+		History:      &History{},
+		Conversation: &Conversation{},
+	})
 }

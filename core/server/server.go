@@ -181,17 +181,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	// conversation rows; the member doors reach no conversation and need no such states.
 	resolver := memory.NewResolver(st, runs.ConversationStates{})
 	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
-	tools := kernel.New(kernel.Options{
-		Memory:       &kernel.Memory{Provider: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: opts.Now},
-		Models:       &kernel.Models{Catalog: models},
-		Discovery:    &kernel.Discovery{Compiler: compiler},
-		Runners:      &kernel.Runners{},
-		Skill:        &kernel.Skill{Store: kmem, Scopes: kernel.MemoryScopes{Resolver: resolver}},
-		Graph:        &kernel.Graph{Compiler: compiler, Models: models},
-		Human:        &kernel.Human{},
-		History:      &kernel.History{},
-		Conversation: &kernel.Conversation{},
-	})
+	tools := kernel.Full(kernel.Services{Memory: kmem, Resolver: resolver, Models: models, Compiler: compiler, Now: opts.Now})
 	cfg := runs.Config{}
 	if s.Kernel != nil {
 		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval}
