@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +20,25 @@ import (
 var chainKernelTools = []string{
 	"nexus.tools.search", "nexus.tools.call", "nexus.skill.load",
 	"nexus.graph.delegate_task", "nexus.human.ask",
+	"nexus.conversation.spawn", "nexus.conversation.send", "nexus.conversation.read",
 }
 
 // chainBranchBrief is the delegated branch's prompt: it loads a skill and answers.
 const chainBranchBrief = "Read the release notes skill.\n!mock\nround 1\ncall skill {\"name\":\"release-notes\"}\nround 2\nsay notes read"
 
+// The spawned child's brief and the message the parent then sends it: each a script of the
+// child's own turn.
+const (
+	chainChildBrief   = "Draft the notes.\n!mock\nround 1\nsay notes drafted"
+	chainChildMessage = "Polish the notes.\n!mock\nround 1\nsay notes polished"
+)
+
 // TestChainedKernelTools is the scenario that chains the kernel tools over real HTTP with the
 // mock model, on each store: in one conversation turn the model searches for a Runner's deferred
 // tool, calls it through tool_call (a real runner serves it), delegates a waited branch that
-// loads a skill, and asks the person a question that a member answers through the inbox.
+// loads a skill, asks the person a question that a member answers through the inbox, spawns a
+// child conversation (waiting for its first reply) and messages it; in its next turn it reads
+// the child's history with session_read.
 func TestChainedKernelTools(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
@@ -93,7 +104,12 @@ func TestChainedKernelTools(t *testing.T) {
 				line("tool_call", map[string]any{"name": "deploy", "input": map[string]any{"env": "staging"}}),
 				line("delegate_task", map[string]any{"prompt": chainBranchBrief, "wait": true}),
 				line("ask", map[string]any{"prompt": "Ship to production?", "options": []string{"yes", "no"}}),
-				"say shipped: {{last_result}}")
+				line("spawn", map[string]any{"prompt": chainChildBrief, "label": "notes", "wait": true}),
+				line("send", map[string]any{"to": "notes", "message": chainChildMessage}),
+				"say shipped",
+				// A reply that comes back after the turn ended opens a kernel-authored turn, which
+				// counts on from this script.
+				"say mail read")
 			msg, err := admin.PostMessage(ctx, "default", conv.Conversation.PublicID, map[string]any{"text": script}, "")
 			if err != nil {
 				t.Fatal(err)
@@ -108,9 +124,13 @@ func TestChainedKernelTools(t *testing.T) {
 			if res, err := admin.Resolve(ctx, "default", run, "r5t0", json.RawMessage(`{"content":"yes"}`)); err != nil || !res.Applied {
 				t.Fatalf("answer: %v", err)
 			}
+			// The run ends once the reply its send is owed has come back.
 			final := waitRun(t, admin, run, 60*time.Second)
-			if want := `shipped: <answer task="r5t0-ask-1">yes</answer>`; final.Status != "completed" || deref(final.Answer) != want {
-				t.Fatalf("run %s answer %q, want %q", final.Status, deref(final.Answer), want)
+			if final.Status != "completed" || deref(final.Answer) != "shipped" {
+				t.Fatalf("run %s answer %q", final.Status, deref(final.Answer))
+			}
+			if asked := task(t, admin, run, "r5t0").Task; asked.Status != "completed" || deref(asked.Output) != `<answer task="r5t0-ask-1">yes</answer>` {
+				t.Fatalf("ask %s: %q", asked.Status, deref(asked.Output))
 			}
 
 			// tool_search found the deferred tool with its route.
@@ -135,6 +155,53 @@ func TestChainedKernelTools(t *testing.T) {
 			}, "r4t0-r2t0")
 			if skill.Task.Status != "completed" || deref(skill.Task.Output) != "# Release notes\nShort, in the past tense.\n" {
 				t.Fatalf("the branch's skill call %s", skill.Raw)
+			}
+
+			// The waited spawn's result is the child's first reply, which names the child; the send
+			// was queued there.
+			sp := task(t, admin, run, "r6t0").Task
+			m := regexp.MustCompile(`^<task_result task="r6t0" status="completed" conversation="([0-9a-f-]{36})">`).FindStringSubmatch(deref(sp.Output))
+			if m == nil {
+				t.Fatalf("spawn output %q", deref(sp.Output))
+			}
+			child := m[1]
+			if sp.Status != "completed" || deref(sp.Title) != "spawned notes" ||
+				deref(sp.Output) != convReply("r6t0", child, chainChildBrief, "completed", "notes drafted") {
+				t.Fatalf("spawn %s: %q", sp.Status, deref(sp.Output))
+			}
+			if sent := task(t, admin, run, "r7t0").Task; sent.Status != "completed" || deref(sent.Output) != "Sent to "+child+" (queued)." {
+				t.Fatalf("send %s: %q", sent.Status, deref(sent.Output))
+			}
+
+			// Next turn: the model reads the child's history.
+			readScript := mockScript("Read the notes conversation.",
+				line("session_read", map[string]any{"session_id": child}), "say read")
+			next, err := admin.PostMessage(ctx, "default", conv.Conversation.PublicID, map[string]any{"text": readScript}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := waitRun(t, admin, next.Run.PublicID, 60*time.Second); r.Status != "completed" || deref(r.Answer) != "read" {
+				t.Fatalf("reading turn %s %q", r.Status, deref(r.Answer))
+			}
+			read := task(t, admin, next.Run.PublicID, "r2t0").Task
+			var page struct {
+				Conversation struct {
+					PublicID string `json:"public_id"`
+				} `json:"conversation"`
+				Turns []struct {
+					Position int64  `json:"position"`
+					Role     string `json:"role"`
+					Prompt   string `json:"prompt"`
+					Content  string `json:"content"`
+				} `json:"turns"`
+			}
+			if err := json.Unmarshal([]byte(deref(read.Output)), &page); err != nil || read.Status != "completed" || deref(read.Title) != "read conversation "+child {
+				t.Fatalf("session_read %s %q: %v", read.Status, deref(read.Output), err)
+			}
+			if page.Conversation.PublicID != child || len(page.Turns) != 2 ||
+				page.Turns[0].Position != 1 || page.Turns[0].Role != "agent" || page.Turns[0].Prompt != chainChildBrief || page.Turns[0].Content != "notes drafted" ||
+				page.Turns[1].Position != 2 || page.Turns[1].Prompt != chainChildMessage || page.Turns[1].Content != "notes polished" {
+				t.Fatalf("the child's history: %s", deref(read.Output))
 			}
 		})
 	}
