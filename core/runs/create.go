@@ -118,6 +118,12 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 		if a.Kind == "agent" {
 			r.AnsweringAgentPublicID = &a.PublicID
 		}
+		if start {
+			// A run that starts at once is born running (runs.md §4.2): the row startRun would
+			// write a statement later, status running and started_at now, is inserted as such,
+			// and readiness runs once its steps are written.
+			r.Status, r.StartedAt = RunRunning, &now
+		}
 		if err := store.InsertRun(ctx, tx, r); err != nil {
 			return err
 		}
@@ -126,7 +132,7 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 			return err
 		}
 		if start {
-			if err := e.startRun(ctx, tx, fx, r, now); err != nil {
+			if err := e.advance(ctx, tx, fx, r); err != nil {
 				return err
 			}
 		}
