@@ -125,15 +125,16 @@ func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *st
 }
 
 // settleRow settles a row with an error status (skipped, failed, canceled, timed out) and keeps
-// the in-memory trace current.
-func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, status string, te TaskError, now int64) error {
+// the in-memory trace current. pre are columns the caller's transition writes on the row before
+// it settles (ready_at, the approval record), folded into the same statement.
+func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, status string, te TaskError, now int64, pre ...store.Assign) error {
 	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
 	if err != nil {
 		return err
 	}
-	set := []store.Assign{{Col: "status", Val: status}, {Col: "error_key", Val: te.Key},
-		{Col: "error_detail", Val: nullable(te.Detail)}, {Col: "completed_at", Val: now},
-		{Col: "settle_seq", Val: seq}, {Col: "output", Val: ""}}
+	set := append(append(make([]store.Assign, 0, len(pre)+6), pre...), store.Assign{Col: "status", Val: status}, store.Assign{Col: "error_key", Val: te.Key},
+		store.Assign{Col: "error_detail", Val: nullable(te.Detail)}, store.Assign{Col: "completed_at", Val: now},
+		store.Assign{Col: "settle_seq", Val: seq}, store.Assign{Col: "output", Val: ""})
 	if _, err := store.SetTask(ctx, tx, t.ID, nil, set...); err != nil {
 		return err
 	}
@@ -174,43 +175,40 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 			input = json.RawMessage(*full.ToolInput)
 		}
 		d := Evaluate(run.ApprovalMode, rules, t.Origin, deref(t.ToolName), input)
-		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "ready_at", Val: now}); err != nil {
-			return err
-		}
+		// The row's whole transition is one statement: ready_at, then what the gate decided
+		// (the approval record and the settle, the hold, or the park) in the same UPDATE.
+		readyAt := store.Assign{Col: "ready_at", Val: now}
 		switch d.Outcome {
 		case Denied:
-			if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))}); err != nil {
-				return err
-			}
-			return e.settleRow(ctx, tx, run, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: d.Detail}, now)
+			return e.settleRow(ctx, tx, run, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: d.Detail}, now,
+				readyAt, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))})
 		case Held:
 			deadline := now + ApprovalHold.Milliseconds()
-			if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "status", Val: StatusNeedsApproval},
+			if _, err := store.SetTask(ctx, tx, t.ID, nil, readyAt, store.Assign{Col: "status", Val: StatusNeedsApproval},
 				store.Assign{Col: "deadline_at", Val: deadline}); err != nil {
 				return err
 			}
 			t.Status = StatusNeedsApproval
 			return nil
 		}
-		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))}); err != nil {
-			return err
-		}
-		return e.dispatch(ctx, tx, fx, run, t, now)
+		return e.dispatch(ctx, tx, fx, run, t, now, readyAt, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))})
 	}
 	return fmt.Errorf("runs: ready: %s rows are not placed in this version", t.Kind)
 }
 
 // dispatch parks a granted tool row: dispatched for its executor, or running in the kernel's
 // queue; the park clock starts now. A row addressed to an executor that was revoked meanwhile
-// settles failed executor_revoked instead (executor.md §1.2).
-func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+// settles failed executor_revoked instead (executor.md §1.2). pre are columns the caller's
+// transition writes on the row first (ready_at, the approval record), folded into the same
+// statement.
+func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, pre ...store.Assign) error {
 	if t.AddressedExecutorPublicID != nil {
 		revoked, err := executorRevoked(ctx, tx, *t.AddressedExecutorPublicID)
 		if err != nil {
 			return err
 		}
 		if revoked {
-			return e.settleRow(ctx, tx, run, t, StatusFailed, RevokedError(*t.AddressedExecutorPublicID), now)
+			return e.settleRow(ctx, tx, run, t, StatusFailed, RevokedError(*t.AddressedExecutorPublicID), now, pre...)
 		}
 	}
 	timeout := deref(t.TimeoutMS)
@@ -221,8 +219,9 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 	if t.AddressedRole != nil {
 		status = StatusDispatched
 	}
-	if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "status", Val: status},
-		store.Assign{Col: "dispatched_at", Val: now}, store.Assign{Col: "deadline_at", Val: now + timeout}); err != nil {
+	set := append(append(make([]store.Assign, 0, len(pre)+3), pre...), store.Assign{Col: "status", Val: status},
+		store.Assign{Col: "dispatched_at", Val: now}, store.Assign{Col: "deadline_at", Val: now + timeout})
+	if _, err := store.SetTask(ctx, tx, t.ID, nil, set...); err != nil {
 		return err
 	}
 	t.Status = status
