@@ -42,9 +42,21 @@ func live(s string) bool {
 // behind a failed halt predecessor stays held; then the run completes, needs attention, or
 // finishes canceling when it is quiescent.
 func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run) error {
-	tasks, err := store.TraceTasks(ctx, tx, run.ID)
-	if err != nil {
-		return err
+	_, err := e.advanceTrace(ctx, tx, fx, run, nil)
+	return err
+}
+
+// advanceTrace is advance over whole, the run's every row as the caller's transaction just
+// wrote them (all columns, in id order), or, when whole is nil, over the trace it reads. It
+// answers the trace as readiness left it, kept current row by row as every step here does, so
+// that a caller holding the rows reads neither them nor the trace again.
+func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, whole []store.Task) ([]store.Task, error) {
+	tasks := whole
+	if tasks == nil {
+		var err error
+		if tasks, err = store.TraceTasks(ctx, tx, run.ID); err != nil {
+			return nil, err
+		}
 	}
 	byKey := make(map[string]*store.Task, len(tasks))
 	for i := range tasks {
@@ -55,11 +67,11 @@ func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *st
 		for changed := true; changed; {
 			observed, err := e.observe(ctx, tx, run, tasks, byKey, now)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			replied, err := e.observeRequests(ctx, tx, run, tasks, byKey, now)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			changed = observed || replied
 			for i := range tasks {
@@ -93,12 +105,12 @@ func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *st
 						detail = fmt.Sprintf("%s failed (%s)", skipBy.Key, *skipBy.ErrorKey)
 					}
 					if err := e.settleRow(ctx, tx, run, t, StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now); err != nil {
-						return err
+						return nil, err
 					}
 					changed = true
 				case settled && !held:
-					if err := e.ready(ctx, tx, fx, run, t, now); err != nil {
-						return err
+					if err := e.ready(ctx, tx, fx, run, t, whole != nil, now); err != nil {
+						return nil, err
 					}
 					changed = true
 				}
@@ -108,20 +120,22 @@ func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *st
 		// it plants is a new row, so readiness starts over.
 		planted, err := e.deliverLate(ctx, tx, fx, run, tasks, byKey, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if planted {
-			return e.advance(ctx, tx, fx, run)
+			return e.advanceTrace(ctx, tx, fx, run, nil)
 		}
 	}
 	before := run.Status
 	if err := e.runState(ctx, tx, run, tasks, byKey, now); err != nil {
-		return err
+		return nil, err
 	}
 	if run.Status != before {
-		return e.runChanged(ctx, tx, fx, run, now)
+		if err := e.runChanged(ctx, tx, fx, run, now); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return tasks, nil
 }
 
 // settleRow settles a row with an error status (skipped, failed, canceled, timed out) and keeps
@@ -150,8 +164,9 @@ func nullable(s string) *string {
 }
 
 // ready moves a row whose predecessors settled: a model task is queued for the kernel; a tool
-// task crosses the approval gate and is parked for its executor or queued for the kernel.
-func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+// task crosses the approval gate and is parked for its executor or queued for the kernel. whole
+// says t carries every column (the transaction wrote it); a trace row's input is read first.
+func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, whole bool, now int64) error {
 	switch t.Kind {
 	case KindModel:
 		if _, err := store.SetTask(ctx, tx, t.ID, nil,
@@ -162,9 +177,12 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		t.Status = StatusRunning
 		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
 	case KindTool:
-		full, err := store.TaskByID(ctx, tx, t.ID)
-		if err != nil {
-			return err
+		full := t
+		if !whole {
+			var err error
+			if full, err = store.TaskByID(ctx, tx, t.ID); err != nil {
+				return err
+			}
 		}
 		rules, err := storedRules(run.ApprovalRules)
 		if err != nil {

@@ -111,7 +111,7 @@ func (e *Engine) Append(ctx context.Context, a *Actor, runID string, body []byte
 		if Terminal(deliverable.Status) || skipped[prev] {
 			first = ""
 		}
-		keys, err := e.insertSteps(ctx, tx, r, steps, first, now)
+		keys, _, err := e.insertSteps(ctx, tx, r, steps, first, now)
 		if err != nil {
 			return err
 		}

@@ -127,17 +127,19 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 		if err := store.InsertRun(ctx, tx, r); err != nil {
 			return err
 		}
-		keys, err := e.insertSteps(ctx, tx, r, steps, "", now)
+		keys, rows, err := e.insertSteps(ctx, tx, r, steps, "", now)
 		if err != nil {
 			return err
 		}
+		// The rows just written are the run's every row: readiness and the answer's run
+		// document work on them as written rather than reading them back.
 		if start {
-			if err := e.advance(ctx, tx, fx, r); err != nil {
+			if rows, err = e.advanceTrace(ctx, tx, fx, r, rows); err != nil {
 				return err
 			}
 		}
 		created = &Created{Receipt: Receipt{AcceptedTaskKeys: keys, DeliverableTaskKey: r.DeliverableTaskKey, Revision: 1}}
-		doc, err := e.runDoc(ctx, tx, r, false)
+		doc, err := e.runDocOf(ctx, tx, r, rows, false)
 		if err != nil {
 			return err
 		}
@@ -198,9 +200,11 @@ func (e *Engine) eligibleRunner(ctx context.Context, q store.Querier, workspaceI
 }
 
 // insertSteps writes the rows of accepted steps in written order: each waits on the one before
-// it; the first waits on firstAfter, or is a root.
-func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, firstAfter string, now int64) ([]string, error) {
+// it; the first waits on firstAfter, or is a root. It answers their keys and the rows as
+// written, every column, in id order.
+func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, firstAfter string, now int64) ([]string, []store.Task, error) {
 	keys := make([]string, len(steps))
+	rows := make([]store.Task, 0, len(steps))
 	prev := firstAfter
 	for i, s := range steps {
 		t := &store.Task{RunID: r.ID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
@@ -241,15 +245,16 @@ func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, st
 			applyAddress(t, s.address)
 		}
 		if err := store.InsertTask(ctx, tx, t); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := e.bindInputs(ctx, tx, uploads.TargetTaskInput, t.ID, r.WorkspaceID, s.attachments, now); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		keys[i] = s.key
+		rows = append(rows, *t)
 		prev = s.key
 	}
-	return keys, nil
+	return keys, rows, nil
 }
 
 // startRun moves a pending run to running and makes its roots ready (runs.md §4.2).

@@ -243,6 +243,12 @@ func (e *Engine) runDoc(ctx context.Context, q store.Querier, r *store.Run, with
 	if err != nil {
 		return nil, err
 	}
+	return e.runDocOf(ctx, q, r, tasks, withTasks)
+}
+
+// runDocOf is runDoc over tasks, the run's every row in id order, which the caller holds
+// current.
+func (e *Engine) runDocOf(ctx context.Context, q store.Querier, r *store.Run, tasks []store.Task, withTasks bool) (*RunDoc, error) {
 	byKey := make(map[string]*store.Task, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
