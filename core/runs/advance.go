@@ -220,7 +220,7 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 // transition writes on the row first (ready_at, the approval record), folded into the same
 // statement.
 func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, pre ...store.Assign) error {
-	if t.AddressedExecutorPublicID != nil {
+	if t.AddressedExecutorPublicID != nil && !fx.active[*t.AddressedExecutorPublicID] {
 		revoked, err := executorRevoked(ctx, tx, *t.AddressedExecutorPublicID)
 		if err != nil {
 			return err

@@ -83,7 +83,7 @@ func (e *Engine) Append(ctx context.Context, a *Actor, runID string, body []byte
 			existing[trace[i].Key] = true
 		}
 		prev := r.DeliverableTaskKey
-		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: deref(r.DefaultRunnerExecutorPublicID), skills: runSkillFacts(r),
+		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: deref(r.DefaultRunnerExecutorPublicID), skills: runSkillFacts(r), fx: fx,
 			existing: copyKeys(existing)}
 		steps := p.parse(env.Steps, r.Revision+1, prev)
 		if err := p.refusal(""); err != nil {

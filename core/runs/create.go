@@ -96,7 +96,7 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 		if err != nil {
 			return err
 		}
-		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: runner, existing: map[string]bool{},
+		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: runner, existing: map[string]bool{}, fx: fx,
 			skills: &SkillFacts{MemoryContext: mc, WorkspacePublicID: a.WorkspacePublicID, Principal: principal}}
 		steps := p.parse(obj["steps"], 1, "")
 		if err := p.refusal(""); err != nil {

@@ -165,6 +165,23 @@ type effects struct {
 	// observe lists runs whose reply rows observe a turn this transaction ended; each is
 	// advanced in its own transaction after the commit (runs.md §4.11).
 	observe []int64
+	// active are executors this transaction found active (a Runner addressed at acceptance):
+	// dispatch in the same transaction does not read their row again. It is no cache: it lives
+	// and dies with one transaction attempt, and the executor row is not locked either way, so
+	// a revocation committing between the two reads was already one committing just after the
+	// second (its effects settle the rows it sees; a row parked after it expires by its clock).
+	active map[string]bool
+}
+
+// noteActive records that this transaction found the executor active; a nil fx notes nothing.
+func (fx *effects) noteActive(executorPublicID string) {
+	if fx == nil || executorPublicID == "" {
+		return
+	}
+	if fx.active == nil {
+		fx.active = map[string]bool{}
+	}
+	fx.active[executorPublicID] = true
 }
 
 type signalRow struct {

@@ -132,8 +132,10 @@ const (
 // A nil Announcements means nobody announces anything: every non-kernel name is
 // tool_not_served.
 type Announcements interface {
-	// RunnerTool reports whether the Runner is active in the workspace and announces name,
-	// with its display name and the announced profile (timeout_ms included when given).
+	// RunnerTool reports whether the executor is a Runner of the workspace, active, and
+	// announces name, with its display name and the announced profile (timeout_ms included when
+	// given). A true answer is all of these at once: acceptance takes it as the Runner's
+	// eligibility and reads the executor row only to word a refusal.
 	RunnerTool(ctx context.Context, q store.Querier, workspaceID int64, runnerPublicID, name string) (Served, bool, error)
 	// PoolTool lists the active tool providers serving the workspace that announce name.
 	PoolTool(ctx context.Context, q store.Querier, workspaceID int64, name string) ([]Served, error)

@@ -62,6 +62,9 @@ type stepParser struct {
 	skills   *SkillFacts
 	existing map[string]bool
 	errs     []stepError
+	// fx is the transaction's effects, where a Runner found eligible is noted for dispatch;
+	// nil notes nothing.
+	fx *effects
 }
 
 func (p *stepParser) fail(code, path, format string, args ...any) {
@@ -399,25 +402,35 @@ func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
 }
 
 // addressStep resolves a tool step's addressee at acceptance (runs.md §2.3.1): a step nobody
-// serves is refused tool_not_served rather than created failed.
+// serves is refused tool_not_served rather than created failed, and a route to anything but an
+// active Runner of the workspace runner_not_eligible. A Runner that serves the name is eligible
+// by that very answer (Announcements.RunnerTool), so the executor row is read only when it does
+// not, to tell the two refusals apart; the eligible Runner is noted on the transaction, whose
+// dispatch then need not read its row again.
 func (p *stepParser) addressStep(s *step) {
 	res := CallResolution{Declared: true, ToolName: s.name, Input: s.input}
 	if s.route != nil {
-		ex, err := store.ExecutorByPublicID(p.ctx, p.q, s.route.RunnerExecutorPublicID)
-		if err != nil || ex.WorkspaceID != p.actor.WorkspaceID || ex.Kind != store.ExecutorRunner || ex.Status != store.ExecutorActive {
-			p.fail(CodeRunnerNotEligible, s.path+".route", "Runner %s is not an active Runner of this workspace.", s.route.RunnerExecutorPublicID)
-			return
-		}
 		r := *s.route
 		r.ToolName = s.name
 		res.Route = &r
-		s.route = &r
 	}
 	fakeRun := &store.Run{WorkspaceID: p.actor.WorkspaceID}
 	a, err := p.e.address(p.ctx, p.q, fakeRun, res)
 	if err != nil {
 		p.fail(refusal.CodeInternal, s.path, "%s", err.Error())
 		return
+	}
+	if s.route != nil {
+		if a.Failure != nil {
+			ex, err := store.ExecutorByPublicID(p.ctx, p.q, s.route.RunnerExecutorPublicID)
+			if err != nil || ex.WorkspaceID != p.actor.WorkspaceID || ex.Kind != store.ExecutorRunner || ex.Status != store.ExecutorActive {
+				p.fail(CodeRunnerNotEligible, s.path+".route", "Runner %s is not an active Runner of this workspace.", s.route.RunnerExecutorPublicID)
+				return
+			}
+		} else {
+			p.fx.noteActive(a.Executor)
+		}
+		s.route = res.Route
 	}
 	if a.Failure != nil {
 		p.fail(CodeToolNotServed, s.path+".name", "%s", a.Failure.Detail)

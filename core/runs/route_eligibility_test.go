@@ -1,0 +1,79 @@
+package runs_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/nexuskernel/nexus/core/executors"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+)
+
+// TestCreateRouteEligibility pins a routed step's acceptance against the real served-names
+// lookup (runs.md §2.3.1): an active Runner of the workspace that announces the name takes the
+// row dispatched at once; one that does not announce it refuses tool_not_served; a revoked
+// Runner, a tool provider and another workspace's Runner refuse runner_not_eligible at the
+// route, whatever they announce.
+func TestCreateRouteEligibility(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{announcements: executors.Addressing{}})
+		const (
+			active   = "01900000-0000-7000-8000-0000000000a1"
+			revoked  = "01900000-0000-7000-8000-0000000000a2"
+			provider = "01900000-0000-7000-8000-0000000000a3"
+			foreign  = "01900000-0000-7000-8000-0000000000a4"
+		)
+		profile := `{"kind":"read_only","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}`
+		err := s.Write(h.ctx, func(tx *store.Tx) error {
+			var other int64
+			if err := tx.Get(h.ctx, &other, `INSERT INTO workspaces (public_id, handle, name, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+				store.NewPublicID(), "elsewhere", "Elsewhere", 1); err != nil {
+				return err
+			}
+			for _, x := range []struct {
+				id, kind, status string
+				ws               int64
+			}{{active, store.ExecutorRunner, store.ExecutorActive, h.actor.WorkspaceID}, {revoked, store.ExecutorRunner, store.ExecutorRevoked, h.actor.WorkspaceID},
+				{provider, store.ExecutorToolProvider, store.ExecutorActive, h.actor.WorkspaceID}, {foreign, store.ExecutorRunner, store.ExecutorActive, other}} {
+				ex := &store.Executor{PublicID: x.id, WorkspaceID: x.ws, Kind: x.kind, DisplayName: "box", Status: x.status, CreatedAt: 1}
+				if err := store.InsertExecutor(h.ctx, tx, ex); err != nil {
+					return err
+				}
+				if err := store.ReplaceServedTools(h.ctx, tx, ex.ID, []store.ServedTool{{WorkspaceID: x.ws, Name: "fetch", Profile: profile}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := func(runner, name string) string {
+			return `{"steps":[{"tool":{"name":"` + name + `","input":{},"route":{"kind":"runner","runner_executor_public_id":"` + runner + `"}}}],"approval_mode":"bypass"}`
+		}
+		created := h.create(step(active, "fetch"))
+		id := created.Run.PublicID
+		if tk := h.task(id, created.Receipt.DeliverableTaskKey); tk.Status != runs.StatusDispatched || string(tk.AddressedTo) != `{"executor_public_id":"`+active+`","role":"runner"}` {
+			t.Fatalf("served route: %s addressed %s", tk.Status, tk.AddressedTo)
+		}
+		for _, c := range []struct{ name, runner, tool, code, path, message string }{
+			{"not announced", active, "other", runs.CodeToolNotServed, "steps[0].tool.name", "runner " + active + " does not announce other"},
+			{"revoked", revoked, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + revoked + " is not an active Runner of this workspace."},
+			{"tool provider", provider, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + provider + " is not an active Runner of this workspace."},
+			{"another workspace", foreign, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + foreign + " is not an active Runner of this workspace."},
+		} {
+			run := step(c.runner, c.tool)
+			_, err := h.e.CreateRun(h.ctx, h.actor, json.RawMessage(run), []byte(`{"run":`+run+`}`), "")
+			r, ok := refusal.As(err)
+			if !ok {
+				t.Fatalf("%s: got %v, want %s", c.name, err, c.code)
+			}
+			if p, _ := r.Get("path"); r.Code != c.code || r.Kind != refusal.Unprocessable || p != c.path || r.Message != c.message {
+				t.Errorf("%s: got %s (kind %d) at %v: %q", c.name, r.Code, r.Kind, p, r.Message)
+			}
+		}
+	})
+}
