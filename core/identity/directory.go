@@ -118,16 +118,35 @@ func checkNeed(caller *Principal, role string, need Need) error {
 	return nil
 }
 
-// visible finds the workspace ref names if the caller is a member of it.
+// visible finds the workspace ref names if the caller is a member of it. A user's workspace and
+// role are read in one statement; an agent's role needs no read.
 func (d *Directory) visible(ctx context.Context, q store.Querier, caller *Principal, ref string) (*Workspace, error) {
+	id, byID := canonicalID(ref)
+	if !byID && !ValidHandle(ref) {
+		return nil, errNoWorkspace(ref)
+	}
+	if !byID {
+		id = ref
+	}
+	if caller.IsUser() {
+		w, err := store.WorkspaceWithRole(ctx, q, id, byID, caller.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errNoWorkspace(ref)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if w.Role == "" {
+			return nil, errNoWorkspace(ref)
+		}
+		return workspaceOf(&w.Workspace, w.Role), nil
+	}
 	var w *store.Workspace
 	var err error
-	if id, ok := canonicalID(ref); ok {
+	if byID {
 		w, err = store.WorkspaceByPublicID(ctx, q, id)
-	} else if ValidHandle(ref) {
-		w, err = store.WorkspaceByHandle(ctx, q, ref)
 	} else {
-		return nil, errNoWorkspace(ref)
+		w, err = store.WorkspaceByHandle(ctx, q, ref)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errNoWorkspace(ref)

@@ -285,6 +285,11 @@ func TestAccessNeeds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A second workspace only the admin belongs to.
+		lab, err := dir.CreateWorkspace(ctx, admin, &identity.CreateWorkspaceRequest{Handle: "lab", Name: "Lab"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		word := func(err error) string {
 			if err == nil {
 				return ""
@@ -292,6 +297,9 @@ func TestAccessNeeds(t *testing.T) {
 			r, ok := refusal.As(err)
 			if !ok {
 				t.Fatalf("untyped error %v", err)
+			}
+			if r.Code == "not_found" && !strings.HasPrefix(r.Message, "No workspace ") {
+				t.Fatalf("not_found message %q", r.Message)
 			}
 			return r.Code
 		}
@@ -311,10 +319,22 @@ func TestAccessNeeds(t *testing.T) {
 			{"agent where an owner is needed", bot, "default", identity.NeedOwner, "not_user"},
 			{"member where an owner is needed", mia, "default", identity.NeedOwner, "not_authorized"},
 			{"unknown workspace, whatever is needed", bot, "nope", identity.NeedAgent, "not_found"},
+			{"unknown workspace for a user", mia, "nope", identity.NeedMember, "not_found"},
+			{"not a handle", admin, "-x-", identity.NeedMember, "not_found"},
+			{"owner by public id", admin, strings.ToUpper(acc.Workspace.PublicID), identity.NeedOwner, ""},
+			{"agent by public id", bot, acc.Workspace.PublicID, identity.NeedAgent, ""},
+			{"owner of another workspace", admin, "lab", identity.NeedOwner, ""},
+			{"member of another workspace", mia, "lab", identity.NeedMember, "not_found"},
+			{"member of another workspace by public id", mia, lab.PublicID, identity.NeedMember, "not_found"},
+			{"agent of another workspace", bot, "lab", identity.NeedMember, "not_found"},
+			{"unknown public id", admin, "01900000-0000-7000-8000-0000000000ff", identity.NeedMember, "not_found"},
 		} {
-			_, err := dir.Access(ctx, c.caller, c.ref, c.need)
-			if got := word(err); got != c.want {
-				t.Errorf("%s: %q, want %q", c.name, got, c.want)
+			got, err := dir.Access(ctx, c.caller, c.ref, c.need)
+			if w := word(err); w != c.want {
+				t.Errorf("%s: %q, want %q", c.name, w, c.want)
+			}
+			if err == nil && c.caller == admin && got.Workspace.Role != identity.RoleOwner {
+				t.Errorf("%s: role %q", c.name, got.Workspace.Role)
 			}
 		}
 	})

@@ -210,6 +210,24 @@ WHERE m.user_id = ?`, userID)
 	return out, err
 }
 
+// WorkspaceWithRole finds a workspace by handle (or, byPublicID, by its canonical public id)
+// with a user's role in it, in one statement; Role is "" when the user is not a member, and
+// ErrNotFound answers a workspace that does not exist.
+func WorkspaceWithRole(ctx context.Context, q Querier, ref string, byPublicID bool, userID int64) (*WorkspaceRole, error) {
+	col := "w.handle"
+	if byPublicID {
+		col = "w.public_id"
+	}
+	var w WorkspaceRole
+	err := q.Get(ctx, &w, `SELECT w.id, w.public_id, w.handle, w.name, w.created_at, COALESCE(m.role, '') AS role
+FROM workspaces w LEFT JOIN workspace_members m ON m.workspace_id = w.id AND m.user_id = ?
+WHERE `+col+` = ?`, userID, ref)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return &w, nil
+}
+
 // UserRole returns a user's role in a workspace, or ErrNotFound when the user is not a member.
 func UserRole(ctx context.Context, q Querier, workspaceID, userID int64) (string, error) {
 	var role string
