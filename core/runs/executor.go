@@ -109,12 +109,10 @@ var errClaimFence = errors.New("runs: the row left its claim under the caller's 
 // the same transaction. Upload bindings are the caller's, in x.Tx.
 func (x *ExecutorTx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSettlement) error {
 	now := x.e.nowMS()
-	seq, err := store.NextSettleSeq(ctx, x.Tx, run.ID)
-	if err != nil {
-		return err
-	}
+	// The settlement number is computed by the UPDATE itself: nothing here reads it back, and
+	// readiness reads the trace afresh.
 	set := []store.Assign{{Col: "status", Val: s.Status}, {Col: "is_error", Val: s.IsError}, {Col: "output", Val: s.Output},
-		{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: seq}}
+		{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)}}
 	if s.Content != nil {
 		set = append(set, store.Assign{Col: "content", Val: string(s.Content)})
 	}

@@ -149,3 +149,48 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// TestSetTaskNextSettleSeq: a settle number computed inside the UPDATE is the one NextSettleSeq
+// reads before it: 1 for a run's first settle, then one more than the largest so far.
+func TestSetTaskNextSettleSeq(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		r := seedRun(t, s, 3)
+		ctx := context.Background()
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			ts, err := store.TraceTasks(ctx, tx, r.ID)
+			if err != nil {
+				return err
+			}
+			// Another run's settle numbers do not count.
+			other := *r
+			other.PublicID = store.NewPublicID()
+			if err := store.InsertRun(ctx, tx, &other); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE tasks SET run_id = ?, settle_seq = 40 WHERE id = ?`, other.ID, ts[2].ID); err != nil {
+				return err
+			}
+			for i, want := range []int64{1, 2} {
+				before, err := store.NextSettleSeq(ctx, tx, r.ID)
+				if err != nil {
+					return err
+				}
+				if _, err := store.SetTask(ctx, tx, ts[i].ID, nil, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)}); err != nil {
+					return err
+				}
+				got, err := store.TaskByID(ctx, tx, ts[i].ID)
+				if err != nil {
+					return err
+				}
+				if deref(got.SettleSeq) != want || before != want {
+					return fmt.Errorf("settle %d: wrote %d, NextSettleSeq read %d, want %d", i, deref(got.SettleSeq), before, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -242,6 +242,11 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 			b.WriteString(", ")
 		}
 		b.WriteString(a.Col)
+		if run, ok := a.Val.(NextSettleSeqOf); ok {
+			b.WriteString(" = (" + nextSettleSeqSQL + ")")
+			args = append(args, int64(run))
+			continue
+		}
 		b.WriteString(" = ?")
 		args = append(args, a.Val)
 	}
@@ -289,9 +294,18 @@ ORDER BY deadline_at, id LIMIT ?`
 // delivered in settlement order (runs.md §5.2 step 6), which creation order does not give.
 func NextSettleSeq(ctx context.Context, q Querier, runID int64) (int64, error) {
 	var n int64
-	err := q.Get(ctx, &n, `SELECT COALESCE(MAX(settle_seq), 0) + 1 FROM tasks WHERE run_id = ?`, runID)
+	err := q.Get(ctx, &n, nextSettleSeqSQL, runID)
 	return n, err
 }
+
+// nextSettleSeqSQL computes NextSettleSeq for the run bound to its one placeholder.
+const nextSettleSeqSQL = `SELECT COALESCE(MAX(settle_seq), 0) + 1 FROM tasks WHERE run_id = ?`
+
+// NextSettleSeqOf, as an Assign's value, makes SetTask write the run's (this run id's) next
+// settlement sequence number computed inside its own UPDATE: a settle under the run's lock
+// (runs.md §4.11) gets the number NextSettleSeq would have read a statement earlier, in one
+// round trip instead of two. A caller that needs the number afterwards uses NextSettleSeq.
+type NextSettleSeqOf int64
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
