@@ -223,6 +223,10 @@ type TaskGuard struct {
 	Statuses   []string
 	Generation *int64
 	TokenHash  []byte
+	// UnlessRevoked, when set, is an executor's public id: the row changes only while no
+	// executor with that id is revoked. The UPDATE reads the executor row itself, so that a
+	// dispatch checks its addressee in the statement that parks the row rather than one before.
+	UnlessRevoked string
 }
 
 // SetTask updates one task. With a guard, it reports whether the row matched it; a writer that
@@ -262,6 +266,10 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 		if guard.Generation != nil {
 			b.WriteString(` AND claim_generation = ? AND claim_token_hash = ?`)
 			args = append(args, *guard.Generation, guard.TokenHash)
+		}
+		if guard.UnlessRevoked != "" {
+			b.WriteString(` AND NOT EXISTS (SELECT 1 FROM executors WHERE public_id = ? AND status = ?)`)
+			args = append(args, guard.UnlessRevoked, ExecutorRevoked)
 		}
 	}
 	res, err := q.Exec(ctx, b.String(), args...)
