@@ -164,7 +164,8 @@ func nullable(s string) *string {
 
 // ready moves a row whose predecessors settled: a model task is queued for the kernel; a tool
 // task crosses the approval gate and is parked for its executor or queued for the kernel. whole
-// says t carries every column (the transaction wrote it); a trace row's input is read first.
+// says t carries every column (the transaction wrote it); a trace row's input is read first when
+// the run has an approval rule that matches on it.
 func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, whole bool, now int64) error {
 	switch t.Kind {
 	case KindModel:
@@ -176,16 +177,17 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		t.Status = StatusRunning
 		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
 	case KindTool:
-		full := t
-		if !whole {
-			var err error
-			if full, err = store.TaskByID(ctx, tx, t.ID); err != nil {
-				return err
-			}
-		}
 		rules, err := storedRules(run.ApprovalRules)
 		if err != nil {
 			return err
+		}
+		// Only a rule with a path reads the input (matchRule): without one, a trace row's
+		// input is not read.
+		full := t
+		if !whole && readsInput(rules) {
+			if full, err = store.TaskByID(ctx, tx, t.ID); err != nil {
+				return err
+			}
 		}
 		var input json.RawMessage
 		if full.ToolInput != nil {

@@ -126,6 +126,17 @@ func Evaluate(mode string, rules []Rule, origin, toolName string, input json.Raw
 	}
 }
 
+// readsInput reports whether Evaluate can read a call's input under these rules: only a rule
+// with a path looks into it (matchRule).
+func readsInput(rules []Rule) bool {
+	for i := range rules {
+		if rules[i].Path != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func matchRule(r *Rule, toolName string, input json.RawMessage) bool {
 	ok := false
 	for _, g := range strings.Split(r.Tool, "|") {

@@ -322,3 +322,37 @@ kernel {
 		}
 	}
 }
+
+// TestReadinessMatchesRulesOnInput: steps that become ready when a Runner's commit settles
+// their predecessor (readiness over the run's trace, not the creating transaction) are
+// matched against the run's approval rules by their input: a path rule lets a step through
+// whose input does not match and denies the one whose input does (approval_denied with the
+// rule's reason).
+func TestReadinessMatchesRulesOnInput(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			p := newPlane(t, d)
+			r := p.executor("runner", "laptop")
+			p.announce(r, tool("fetch", 0))
+			step := func(key, path string) map[string]any {
+				return toolStep("fetch", r.id, map[string]any{"key": key, "input": map[string]any{"path": path}})
+			}
+			run, err := p.admin.CreateRun(p.ctx, "default", map[string]any{"approval_mode": "rules", "approval_rules": []any{
+				map[string]any{"tool": "fetch", "origin": "author", "path": "path", "match": "secret/*", "verdict": "deny", "reason": "no secrets"},
+				map[string]any{"tool": "*", "origin": "author", "verdict": "allow"}},
+				"steps": []any{step("a", "open/a"), step("b", "open/b"), step("c", "secret/c")}}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := run.Run.PublicID
+			p.commit(r, id, "a", p.claimed(r, id, "a"), &client.Result{Content: "ok"})
+			p.commit(r, id, "b", p.claimed(r, id, "b"), &client.Result{Content: "ok"})
+			tk := p.waitTask(id, "c", "failed")
+			if tk.Task.Error == nil || tk.Task.Error.Key != "approval_denied" || tk.Task.Error.Detail != "no secrets" {
+				t.Fatalf("c: %s", tk.Raw)
+			}
+		})
+	}
+}
