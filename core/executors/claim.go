@@ -222,17 +222,16 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 			}
 		}
 		claimedBy := runs.ClaimedByExecutor(ex.PublicID)
-		got, err := store.Claim(ctx, tx, store.ClaimSpec{
+		c, err := store.ClaimFirst(ctx, tx, store.ClaimSpec{
 			Predicate: `t.id = ? AND t.status = 'dispatched' AND t.claimed_at IS NULL`, Args: []any{t.ID},
-			Limit: 1, Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy,
+			Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy,
 		})
 		if err != nil {
 			return err
 		}
-		if len(got) == 0 {
+		if c == nil {
 			return conflict(CodeAlreadyClaimed, "Task %s is already claimed.", key)
 		}
-		c := got[0]
 		t.ClaimGeneration, t.ClaimTokenHash, t.ClaimedBy, t.ClaimedAt, t.DeadlineAt = c.Generation, c.TokenHash, &claimedBy, &now, &c.DeadlineAt
 		ans = &ClaimAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID),
 			Claim: ClaimDoc{ClaimToken: c.Token, Generation: c.Generation, DeadlineAt: formatMillis(c.DeadlineAt)}}

@@ -148,15 +148,32 @@ func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := Claimed{Token: tok, TokenHash: HashClaimToken(tok)}
-	q := querier{ext: s.writer, d: s.dialect}
+	q := Querier(querier{ext: s.writer, d: s.dialect})
 	if spec.Relaxed {
 		db, err := s.relaxedPool()
 		if err != nil {
 			return nil, err
 		}
-		q.ext = db
+		q = querier{ext: db, d: s.dialect}
 	}
+	return claimFirst(ctx, q, spec, tok)
+}
+
+// ClaimFirst is Claim of at most one row in the caller's transaction, as one statement on
+// both stores: `UPDATE … WHERE id = (SELECT … LIMIT 1 [FOR UPDATE OF t SKIP LOCKED]) RETURNING
+// …`, the same rows, lock and take as Claim's SELECT then UPDATE, one round trip fewer. nil
+// when no row is runnable.
+func ClaimFirst(ctx context.Context, tx *Tx, spec ClaimSpec) (*Claimed, error) {
+	tok, err := NewClaimToken()
+	if err != nil {
+		return nil, err
+	}
+	return claimFirst(ctx, tx, spec, tok)
+}
+
+// claimFirst is the one statement of ClaimOne and ClaimFirst, taking the row with tok.
+func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Claimed, error) {
+	c := Claimed{Token: tok, TokenHash: HashClaimToken(tok)}
 	args := []any{c.TokenHash, spec.ClaimedBy, spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind}
 	args = append(args, spec.Args...)
 	var row struct {
@@ -167,7 +184,11 @@ func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) 
 		Generation int64  `db:"claim_generation"`
 		Deadline   int64  `db:"deadline_at"`
 	}
-	err = q.Get(ctx, &row, `UPDATE tasks SET
+	lock := ``
+	if q.Dialect() == Postgres {
+		lock = ` FOR UPDATE OF t SKIP LOCKED`
+	}
+	err := q.Get(ctx, &row, `UPDATE tasks SET
   claim_generation = claim_generation + 1,
   claim_token_hash = ?,
   claimed_by = ?,
@@ -176,7 +197,7 @@ func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) 
   deadline_at = ? + COALESCE(timeout_ms, ?),
   attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
 WHERE id = (SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE `+spec.Predicate+`
-  ORDER BY t.dispatched_at, t.id LIMIT 1 FOR UPDATE OF t SKIP LOCKED)
+  ORDER BY t.dispatched_at, t.id LIMIT 1`+lock+`)
 RETURNING id, run_id, task_key, kind, claim_generation, deadline_at`, args...)
 	if err != nil {
 		if err = notFound(err); err == ErrNotFound {

@@ -49,6 +49,24 @@ const runnable = `t.status = 'running' AND t.claimed_at IS NULL AND r.status = '
 // generation, a token whose hash is stored, and a clock restarted from the claim.
 func TestClaimExclusive(t *testing.T) {
 	t.Parallel()
+	claimExclusive(t, func(ctx context.Context, tx *store.Tx, spec store.ClaimSpec) ([]store.Claimed, error) {
+		return store.Claim(ctx, tx, spec)
+	})
+}
+
+// TestClaimFirstExclusive is TestClaimExclusive for the one-statement ClaimFirst.
+func TestClaimFirstExclusive(t *testing.T) {
+	t.Parallel()
+	claimExclusive(t, func(ctx context.Context, tx *store.Tx, spec store.ClaimSpec) ([]store.Claimed, error) {
+		c, err := store.ClaimFirst(ctx, tx, spec)
+		if c == nil {
+			return nil, err
+		}
+		return []store.Claimed{*c}, err
+	})
+}
+
+func claimExclusive(t *testing.T, claim func(context.Context, *store.Tx, store.ClaimSpec) ([]store.Claimed, error)) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		const rows, claimers = 40, 8
 		seedRun(t, s, rows)
@@ -64,7 +82,7 @@ func TestClaimExclusive(t *testing.T) {
 					var got []store.Claimed
 					err := s.Write(ctx, func(tx *store.Tx) error {
 						var err error
-						got, err = store.Claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 1, Now: 1000, ClaimedBy: `{"kernel":true}`})
+						got, err = claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 1, Now: 1000, ClaimedBy: `{"kernel":true}`})
 						return err
 					})
 					if err != nil {
