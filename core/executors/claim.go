@@ -171,15 +171,12 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 	var expiredRun, expiredTask int64
 	err := s.store.Write(ctx, func(tx *store.Tx) error {
 		ans = nil
-		run, err := store.RunByPublicID(ctx, tx, ex.WorkspaceID, runID)
+		// The run read without its lock and the row under its own, in one statement.
+		run, t, err := store.LockTaskOfRun(ctx, tx, ex.WorkspaceID, runID, key)
 		if errors.Is(err, store.ErrNotFound) {
-			return notFoundRun(runID)
-		}
-		if err != nil {
-			return err
-		}
-		t, err := store.LockTaskByKey(ctx, tx, run.ID, key)
-		if errors.Is(err, store.ErrNotFound) {
+			if run == nil {
+				return notFoundRun(runID)
+			}
 			return errNoTask(key)
 		}
 		if err != nil {

@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -203,6 +205,48 @@ func TestSetTaskNextSettleSeq(t *testing.T) {
 				}
 				if deref(got.SettleSeq) != want || before != want {
 					return fmt.Errorf("settle %d: wrote %d, NextSettleSeq read %d, want %d", i, deref(got.SettleSeq), before, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestLockTaskOfRun: the one-statement read answers exactly what RunByPublicID and
+// LockTaskByKey answer, and tells an unknown run (or another workspace's) from an unknown key.
+func TestLockTaskOfRun(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		r := seedRun(t, s, 2)
+		ctx := context.Background()
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			wantRun, err := store.RunByPublicID(ctx, tx, r.WorkspaceID, r.PublicID)
+			if err != nil {
+				return err
+			}
+			wantTask, err := store.LockTaskByKey(ctx, tx, r.ID, "k1")
+			if err != nil {
+				return err
+			}
+			run, task, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k1")
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) {
+				return fmt.Errorf("joined read\n%+v\n%+v\nwant\n%+v\n%+v", run, task, wantRun, wantTask)
+			}
+			if run, task, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k9"); !errors.Is(err, store.ErrNotFound) || task != nil || run == nil || run.ID != r.ID {
+				return fmt.Errorf("unknown key: %v %v %v", run, task, err)
+			}
+			for _, c := range []struct {
+				ws  int64
+				run string
+			}{{r.WorkspaceID, store.NewPublicID()}, {r.WorkspaceID + 1, r.PublicID}} {
+				if run, task, err := store.LockTaskOfRun(ctx, tx, c.ws, c.run, "k1"); !errors.Is(err, store.ErrNotFound) || task != nil || run != nil {
+					return fmt.Errorf("unknown run %v: %v %v %v", c, run, task, err)
 				}
 			}
 			return nil

@@ -161,3 +161,56 @@ func LockRunByPublicID(ctx context.Context, tx *Tx, workspaceID int64, publicID 
 	}
 	return &r, nil
 }
+
+// runOfTaskColumns are selectRunSQL's columns named run.<column>, so that one row scans a task
+// and its run side by side (taskAndRun).
+var runOfTaskColumns = func() string {
+	list := strings.TrimPrefix(selectRunSQL[:strings.Index(selectRunSQL, "\nFROM")], "SELECT ")
+	var out []string
+	for _, col := range strings.Split(list, ",") {
+		col = strings.TrimSpace(col)
+		expr, name, ok := strings.Cut(col, " AS ")
+		if !ok {
+			name = strings.TrimPrefix(col, "r.")
+		}
+		out = append(out, expr+` AS "run.`+name+`"`)
+	}
+	return strings.Join(out, ", ")
+}()
+
+// taskAndRun is one row of LockTaskOfRun.
+type taskAndRun struct {
+	Task
+	Run Run `db:"run"`
+}
+
+// LockTaskOfRun is RunByPublicID then LockTaskByKey in one statement: the workspace's run named
+// by public id, read without its lock, and its row by key under the row's lock (PostgreSQL FOR
+// UPDATE OF the task alone). The run's columns are read as the statement starts, before any
+// wait for the row's lock, as the separate read before the lock read them. ErrNotFound with a
+// nil run for an unknown run or another workspace's; ErrNotFound with the run for an unknown key.
+func LockTaskOfRun(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string) (*Run, *Task, error) {
+	cols := make([]string, len(taskColumns))
+	for i, c := range taskColumns {
+		cols[i] = "t." + c
+	}
+	q := `SELECT ` + strings.Join(cols, ", ") + `, ` + runOfTaskColumns + `
+FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
+WHERE r.workspace_id = ? AND r.public_id = ? AND t.task_key = ?`
+	if tx.Dialect() == Postgres {
+		q += ` FOR UPDATE OF t`
+	}
+	var row taskAndRun
+	err := tx.Get(ctx, &row, q, workspaceID, runPublicID, key)
+	if err == nil {
+		return &row.Run, &row.Task, nil
+	}
+	if err = notFound(err); err != ErrNotFound {
+		return nil, nil, err
+	}
+	run, err := RunByPublicID(ctx, tx, workspaceID, runPublicID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, nil, ErrNotFound
+}

@@ -43,9 +43,13 @@ func TestClaimPreconditions(t *testing.T) {
 			_, err = other.c.ClaimWork(p.ctx, run, "r2t0")
 			wantCode(t, err, 409, "not_addressed_here")
 			_, err = r.c.ClaimWork(p.ctx, "01900000-0000-7000-8000-00000000dead", "r2t0")
-			wantCode(t, err, 404, "not_found")
+			if ce := wantCode(t, err, 404, "not_found"); ce.Message != "No run 01900000-0000-7000-8000-00000000dead in this executor's workspace." {
+				t.Fatalf("unknown run: %q", ce.Message)
+			}
 			_, err = r.c.ClaimWork(p.ctx, run, "r9t9")
-			wantCode(t, err, 404, "not_found")
+			if ce := wantCode(t, err, 404, "not_found"); ce.Message != "No task r9t9 in this run." {
+				t.Fatalf("unknown key: %q", ce.Message)
+			}
 			if _, err := p.admin.Approve(p.ctx, "default", run, "r2t0"); err != nil {
 				t.Fatal(err)
 			}
