@@ -50,6 +50,14 @@ func TestClaimPreconditions(t *testing.T) {
 			if ce := wantCode(t, err, 404, "not_found"); ce.Message != "No task r9t9 in this run." {
 				t.Fatalf("unknown key: %q", ce.Message)
 			}
+			_, err = r.c.Commit(p.ctx, "01900000-0000-7000-8000-00000000dead", "r2t0", "nxc_x", &client.Result{Content: "x"})
+			if ce := wantCode(t, err, 404, "not_found"); ce.Message != "No run 01900000-0000-7000-8000-00000000dead in this executor's workspace." {
+				t.Fatalf("commit, unknown run: %q", ce.Message)
+			}
+			_, err = r.c.Commit(p.ctx, run, "r9t9", "nxc_x", &client.Result{Content: "x"})
+			if ce := wantCode(t, err, 404, "not_found"); ce.Message != "No task r9t9 in this run." {
+				t.Fatalf("commit, unknown key: %q", ce.Message)
+			}
 			if _, err := p.admin.Approve(p.ctx, "default", run, "r2t0"); err != nil {
 				t.Fatal(err)
 			}
