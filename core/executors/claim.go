@@ -80,28 +80,24 @@ func (s *Service) lookup(ctx context.Context, q store.Querier, ex *identity.Exec
 	return run, t, nil
 }
 
-// lockRow is lookup under the run's lock and the row's, in that order (runs.md §4.11), both
-// taken by one statement (store.LockRunAndTask): the doors that settle or move a row find it
-// and lock it in the one transaction that changes it.
+// lockRow is lookup under the run's lock and the row's, in that order (runs.md §4.11): the
+// doors that settle or move a row find it and lock it in the one transaction that changes it.
 func lockRow(ctx context.Context, tx *store.Tx, ex *identity.Executor, runID, key string) (*store.Run, *store.Task, error) {
 	if !isUUID(runID) {
 		return nil, nil, notFoundRun(runID)
 	}
+	run, err := store.LockRunByPublicID(ctx, tx, ex.WorkspaceID, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, notFoundRun(runID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	if !validKey(key) {
-		// An invalid key names no row; the run is still looked up first, so that an unknown
-		// run answers as one.
-		if _, err := store.LockRunByPublicID(ctx, tx, ex.WorkspaceID, runID); errors.Is(err, store.ErrNotFound) {
-			return nil, nil, notFoundRun(runID)
-		} else if err != nil {
-			return nil, nil, err
-		}
 		return nil, nil, errNoTask(key)
 	}
-	run, t, err := store.LockRunAndTask(ctx, tx, ex.WorkspaceID, runID, key)
+	t, err := store.LockTaskByKey(ctx, tx, run.ID, key)
 	if errors.Is(err, store.ErrNotFound) {
-		if run == nil {
-			return nil, nil, notFoundRun(runID)
-		}
 		return nil, nil, errNoTask(key)
 	}
 	return run, t, err

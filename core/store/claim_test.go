@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -216,9 +215,8 @@ func TestSetTaskNextSettleSeq(t *testing.T) {
 	})
 }
 
-// TestLockTaskOfRun: the one-statement reads answer exactly what RunByPublicID (or
-// LockRunByPublicID) and LockTaskByKey answer, and tell an unknown run (or another
-// workspace's) from an unknown key.
+// TestLockTaskOfRun: the one-statement read answers exactly what RunByPublicID and
+// LockTaskByKey answer, and tells an unknown run (or another workspace's) from an unknown key.
 func TestLockTaskOfRun(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -233,26 +231,22 @@ func TestLockTaskOfRun(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			for name, read := range map[string]func(context.Context, *store.Tx, int64, string, string) (*store.Run, *store.Task, error){
-				"LockTaskOfRun": store.LockTaskOfRun, "LockRunAndTask": store.LockRunAndTask,
-			} {
-				run, task, err := read(ctx, tx, r.WorkspaceID, r.PublicID, "k1")
-				if err != nil {
-					return err
-				}
-				if !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) {
-					return fmt.Errorf("%s\n%+v\n%+v\nwant\n%+v\n%+v", name, run, task, wantRun, wantTask)
-				}
-				if run, task, err := read(ctx, tx, r.WorkspaceID, r.PublicID, "k9"); !errors.Is(err, store.ErrNotFound) || task != nil || run == nil || run.ID != r.ID {
-					return fmt.Errorf("%s, unknown key: %v %v %v", name, run, task, err)
-				}
-				for _, c := range []struct {
-					ws  int64
-					run string
-				}{{r.WorkspaceID, store.NewPublicID()}, {r.WorkspaceID + 1, r.PublicID}} {
-					if run, task, err := read(ctx, tx, c.ws, c.run, "k1"); !errors.Is(err, store.ErrNotFound) || task != nil || run != nil {
-						return fmt.Errorf("%s, unknown run %v: %v %v %v", name, c, run, task, err)
-					}
+			run, task, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k1")
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) {
+				return fmt.Errorf("joined read\n%+v\n%+v\nwant\n%+v\n%+v", run, task, wantRun, wantTask)
+			}
+			if run, task, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k9"); !errors.Is(err, store.ErrNotFound) || task != nil || run == nil || run.ID != r.ID {
+				return fmt.Errorf("unknown key: %v %v %v", run, task, err)
+			}
+			for _, c := range []struct {
+				ws  int64
+				run string
+			}{{r.WorkspaceID, store.NewPublicID()}, {r.WorkspaceID + 1, r.PublicID}} {
+				if run, task, err := store.LockTaskOfRun(ctx, tx, c.ws, c.run, "k1"); !errors.Is(err, store.ErrNotFound) || task != nil || run != nil {
+					return fmt.Errorf("unknown run %v: %v %v %v", c, run, task, err)
 				}
 			}
 			return nil
@@ -261,60 +255,4 @@ func TestLockTaskOfRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// TestLockRunAndTaskOrder: on PostgreSQL, LockRunAndTask waiting for a run another transaction
-// holds has not locked the task row yet (the lock order of runs.md §4.11), and goes on once the
-// run is released, with both locks.
-func TestLockRunAndTaskOrder(t *testing.T) {
-	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue // SQLite's immediate transaction is the lock
-		}
-		s := storetest.Open(t, d)
-		r := seedRun(t, s, 1)
-		ctx := context.Background()
-		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 2)
-		go func() {
-			done <- s.Write(ctx, func(tx *store.Tx) error {
-				if _, err := store.LockRun(ctx, tx, r.ID); err != nil {
-					return err
-				}
-				close(held)
-				<-release
-				return nil
-			})
-		}()
-		<-held
-		var taskID int64
-		go func() {
-			done <- s.Write(ctx, func(tx *store.Tx) error {
-				_, task, err := store.LockRunAndTask(ctx, tx, r.WorkspaceID, r.PublicID, "k0")
-				if err == nil {
-					taskID = task.ID
-				}
-				return err
-			})
-		}()
-		time.Sleep(200 * time.Millisecond) // the second transaction now waits for the run
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			_, err := tx.Exec(ctx, `SELECT id FROM tasks WHERE run_id = ? FOR UPDATE NOWAIT`, r.ID)
-			return err
-		})
-		close(release)
-		if err != nil {
-			<-done
-			<-done
-			t.Fatalf("the task row was locked before its run: %v", err)
-		}
-		for i := 0; i < 2; i++ {
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
-		if taskID == 0 {
-			t.Fatal("LockRunAndTask read no row")
-		}
-	}
 }

@@ -162,43 +162,20 @@ func LockRunByPublicID(ctx context.Context, tx *Tx, workspaceID int64, publicID 
 	return &r, nil
 }
 
-// runSelectColumns are selectRunSQL's columns, each as its expression and its name.
-var runSelectColumns = func() [][2]string {
+// runOfTaskColumns are selectRunSQL's columns named run.<column>, so that one row scans a task
+// and its run side by side (taskAndRun).
+var runOfTaskColumns = func() string {
 	list := strings.TrimPrefix(selectRunSQL[:strings.Index(selectRunSQL, "\nFROM")], "SELECT ")
-	var out [][2]string
+	var out []string
 	for _, col := range strings.Split(list, ",") {
 		col = strings.TrimSpace(col)
 		expr, name, ok := strings.Cut(col, " AS ")
 		if !ok {
 			name = strings.TrimPrefix(col, "r.")
 		}
-		out = append(out, [2]string{expr, name})
-	}
-	return out
-}()
-
-// runOfTaskColumns selects runSelectColumns from the alias r (prefix "", the run tables
-// themselves) or from a CTE of selectRunSQL's columns (prefix "r."), each named run.<column>, so
-// that one row scans a task and its run side by side (taskAndRun).
-func runOfTaskColumns(fromCTE bool) string {
-	out := make([]string, len(runSelectColumns))
-	for i, c := range runSelectColumns {
-		expr := c[0]
-		if fromCTE {
-			expr = "r." + c[1]
-		}
-		out[i] = expr + ` AS "run.` + c[1] + `"`
+		out = append(out, expr+` AS "run.`+name+`"`)
 	}
 	return strings.Join(out, ", ")
-}
-
-// taskOfRunColumns are the task columns of a join, from the alias t.
-var taskOfRunColumns = func() string {
-	cols := make([]string, len(taskColumns))
-	for i, c := range taskColumns {
-		cols[i] = "t." + c
-	}
-	return strings.Join(cols, ", ")
 }()
 
 // taskAndRun is one row of LockTaskOfRun.
@@ -213,7 +190,11 @@ type taskAndRun struct {
 // wait for the row's lock, as the separate read before the lock read them. ErrNotFound with a
 // nil run for an unknown run or another workspace's; ErrNotFound with the run for an unknown key.
 func LockTaskOfRun(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string) (*Run, *Task, error) {
-	q := `SELECT ` + taskOfRunColumns + `, ` + runOfTaskColumns(false) + `
+	cols := make([]string, len(taskColumns))
+	for i, c := range taskColumns {
+		cols[i] = "t." + c
+	}
+	q := `SELECT ` + strings.Join(cols, ", ") + `, ` + runOfTaskColumns + `
 FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
 WHERE r.workspace_id = ? AND r.public_id = ? AND t.task_key = ?`
 	if tx.Dialect() == Postgres {
@@ -228,35 +209,6 @@ WHERE r.workspace_id = ? AND r.public_id = ? AND t.task_key = ?`
 		return nil, nil, err
 	}
 	run, err := RunByPublicID(ctx, tx, workspaceID, runPublicID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return run, nil, ErrNotFound
-}
-
-// LockRunAndTask is LockRunByPublicID then LockTaskByKey in one statement: the run's lock, then
-// its row's (runs.md §4.11), each row read under its lock. On PostgreSQL the run is selected FOR
-// UPDATE in a materialized CTE and the row FOR UPDATE OF t over the join with it: a joined row
-// exists only once the CTE has produced, and so locked, its run, so the run's lock is always
-// taken before the row's, as the two statements took them. On SQLite the immediate transaction
-// is the lock and the statement is LockTaskOfRun's. Not-found answers are LockTaskOfRun's, the
-// run then read under its lock.
-func LockRunAndTask(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string) (*Run, *Task, error) {
-	if tx.Dialect() != Postgres {
-		return LockTaskOfRun(ctx, tx, workspaceID, runPublicID, key)
-	}
-	q := `WITH r AS MATERIALIZED (` + selectRunSQL + ` WHERE r.workspace_id = ? AND r.public_id = ? FOR UPDATE OF r)
-SELECT ` + taskOfRunColumns + `, ` + runOfTaskColumns(true) + `
-FROM r JOIN tasks t ON t.run_id = r.id WHERE t.task_key = ? FOR UPDATE OF t`
-	var row taskAndRun
-	err := tx.Get(ctx, &row, q, workspaceID, runPublicID, key)
-	if err == nil {
-		return &row.Run, &row.Task, nil
-	}
-	if err = notFound(err); err != ErrNotFound {
-		return nil, nil, err
-	}
-	run, err := LockRunByPublicID(ctx, tx, workspaceID, runPublicID)
 	if err != nil {
 		return nil, nil, err
 	}
