@@ -26,7 +26,7 @@ type benchPlane struct {
 	st     *store.Store
 }
 
-func newBenchPlane(b *testing.B, d store.Dialect) *benchPlane {
+func newBenchPlane(b testing.TB, d store.Dialect) *benchPlane {
 	b.Helper()
 	srv := testserver.Start(b, testserver.Options{Dialect: d})
 	id, tok := newRunner(b, srv, "bench")

@@ -224,11 +224,12 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 		q := u.Query()
 		// lib/pq passes unknown connection parameters to the server as run-time settings.
 		q.Set("synchronous_commit", "off")
-		// Binary parameters let lib/pq send a parameterized statement in one round trip instead
-		// of preparing it first; a claim is one statement, so this halves its round trips.
+		// As the main pool's (withBinaryParameters): byte slices travel as binary, and a text
+		// that runs unprepared still takes one round trip. The pool keeps its statements
+		// prepared like the main one.
 		q.Set("binary_parameters", "yes")
 		u.RawQuery = q.Encode()
-		db, err := sqlx.Open("postgres", u.String())
+		db, err := openPostgresDB(u.String())
 		if err != nil {
 			s.relaxedErr = fmt.Errorf("store: relaxed pool: %w", err)
 			return

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,7 +12,7 @@ import (
 )
 
 func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	db, err := sqlx.Open("postgres", withBinaryParameters(rawURL))
+	db, err := openPostgresDB(withBinaryParameters(rawURL))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", Redact(rawURL), err)
 	}
@@ -43,11 +44,11 @@ func IsUniqueViolation(err error) bool {
 	return isSQLiteUnique(err) || isPostgresUnique(err)
 }
 
-// withBinaryParameters asks lib/pq to send parameterized statements in one round trip (parse,
-// bind and execute together) instead of preparing each one first: every repository query is
-// parameterized, so this halves the round trips of a transaction. Byte slices then travel as
-// binary, which is what every bytea column of the store holds. A URL that sets the parameter
-// itself keeps its own value.
+// withBinaryParameters asks lib/pq to send an unprepared parameterized statement in one round
+// trip (parse, bind and execute together) instead of preparing it first. Most statements run
+// prepared from the connection's cache (stmtcache.go); this keeps the rest, a text whose cached
+// copy is busy, at one round trip too. Byte slices then travel as binary, which is what every
+// bytea column of the store holds. A URL that sets the parameter itself keeps its own value.
 func withBinaryParameters(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -59,4 +60,13 @@ func withBinaryParameters(rawURL string) string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// openPostgresDB opens a pool whose connections keep their statements prepared.
+func openPostgresDB(dsn string) (*sqlx.DB, error) {
+	connector, err := newPostgresConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sqlx.NewDb(sql.OpenDB(connector), "postgres"), nil
 }

@@ -6,25 +6,44 @@ import (
 	"errors"
 	"reflect"
 
+	"github.com/lib/pq"
 	"modernc.org/sqlite"
 )
 
-// sqliteStmtCacheSize bounds the prepared statements one SQLite connection keeps. The server
-// sends a few hundred distinct statement texts; a query built with a variable IN list adds one
-// text per list length, so the bound keeps such texts from growing the cache without end while
-// every fixed statement stays prepared.
-const sqliteStmtCacheSize = 512
+// stmtCacheSize bounds the prepared statements one connection keeps. The server sends a few
+// hundred distinct statement texts; a query built with a variable IN list adds one text per list
+// length, so the bound keeps such texts from growing the cache without end while every fixed
+// statement stays prepared.
+const stmtCacheSize = 512
 
-// stmtCacheConnector opens SQLite connections that keep their statements prepared. SQLite spends
-// most of a short statement's time parsing and planning it; modernc's driver prepares the text
-// afresh on every Query and Exec that carries arguments, which was a quarter of the CPU of
-// creating a run. A prepared statement is reused by text, on its own connection only.
+// stmtCacheConnector opens connections that keep their statements prepared, by text, each on its
+// own connection.
+//
+//   - SQLite spends most of a short statement's time parsing and planning it; modernc's driver
+//     prepares the text afresh on every Query and Exec that carries arguments, which was a
+//     quarter of the CPU of creating a run.
+//   - PostgreSQL: lib/pq sends a statement with arguments as an unnamed one, which the server
+//     parses and plans on every execution (about 0.2 ms for the task row's INSERT, more than the
+//     round trip itself). A named statement is parsed once per connection and bound and executed
+//     in one round trip after that. A statement the server no longer knows (a pooler that
+//     discarded it) or whose plan a schema change invalidated is dropped from the cache on its
+//     error, so the next use prepares it again. A proxy in front of PostgreSQL must therefore
+//     keep named statements per server connection (PgBouncer: session pooling, or
+//     max_prepared_statements in transaction pooling).
 type stmtCacheConnector struct {
 	base driver.Connector
 }
 
 func newSQLiteConnector(dsn string) (driver.Connector, error) {
 	base, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return stmtCacheConnector{base: base}, nil
+}
+
+func newPostgresConnector(dsn string) (driver.Connector, error) {
+	base, err := pq.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +60,8 @@ func (c stmtCacheConnector) Connect(ctx context.Context) (driver.Conn, error) {
 
 func (c stmtCacheConnector) Driver() driver.Driver { return c.base.Driver() }
 
-// sqliteConn is what the driver's connections implement; the wrapper forwards all of it.
-type sqliteConn interface {
+// cacheableConn is what both drivers' connections implement; the wrapper forwards all of it.
+type cacheableConn interface {
 	driver.Conn
 	driver.ConnBeginTx
 	driver.ConnPrepareContext
@@ -56,7 +75,7 @@ type sqliteConn interface {
 // stmtCacheConn is one connection with its prepared statements. database/sql uses a connection
 // from one goroutine at a time, so the cache needs no lock.
 type stmtCacheConn struct {
-	sqliteConn
+	cacheableConn
 	stmts map[string]*cachedStmt
 }
 
@@ -73,16 +92,25 @@ type cachedStmt struct {
 }
 
 func newStmtCacheConn(conn driver.Conn) (driver.Conn, error) {
-	c, ok := conn.(sqliteConn)
+	c, ok := conn.(cacheableConn)
 	if !ok {
 		_ = conn.Close()
-		return nil, errors.New("store: the SQLite driver's connection lacks a context interface")
+		return nil, errors.New("store: the driver's connection lacks a context interface")
 	}
-	return &stmtCacheConn{sqliteConn: c, stmts: map[string]*cachedStmt{}}, nil
+	return &stmtCacheConn{cacheableConn: c, stmts: map[string]*cachedStmt{}}, nil
 }
 
 // Unwrap returns the driver's connection, as the driver asks of a wrapper.
-func (c *stmtCacheConn) Unwrap() driver.Conn { return c.sqliteConn }
+func (c *stmtCacheConn) Unwrap() driver.Conn { return c.cacheableConn }
+
+// CheckNamedValue forwards to the driver's own argument conversion (lib/pq turns slices into
+// arrays there); a driver without one gets database/sql's default.
+func (c *stmtCacheConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := c.cacheableConn.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
 
 // prepared returns the cached statement of query, preparing it on first use, or nil when the
 // text runs unprepared: a statement without arguments (scripts, pragmas, BEGIN) or one whose
@@ -97,7 +125,7 @@ func (c *stmtCacheConn) prepared(ctx context.Context, query string, args []drive
 		}
 		return cs, nil
 	}
-	s, err := c.sqliteConn.PrepareContext(ctx, query)
+	s, err := c.cacheableConn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +138,7 @@ func (c *stmtCacheConn) prepared(ctx context.Context, query string, args []drive
 		_ = s.Close()
 		return nil, nil
 	}
-	if len(c.stmts) >= sqliteStmtCacheSize {
+	if len(c.stmts) >= stmtCacheSize {
 		c.evict()
 	}
 	cs := &cachedStmt{stmt: st}
@@ -135,9 +163,25 @@ func (c *stmtCacheConn) ExecContext(ctx context.Context, query string, args []dr
 		return nil, err
 	}
 	if cs == nil {
-		return c.sqliteConn.ExecContext(ctx, query, args)
+		return c.cacheableConn.ExecContext(ctx, query, args)
 	}
-	return cs.stmt.ExecContext(ctx, args)
+	res, err := cs.stmt.ExecContext(ctx, args)
+	c.dropIfStale(query, err)
+	return res, err
+}
+
+// dropIfStale forgets a PostgreSQL statement the server no longer knows (26000) or whose cached
+// plan a schema change invalidated (0A000), so that the next use of the text prepares it anew.
+// The failed execution's error is the caller's, as an unprepared one's would be.
+func (c *stmtCacheConn) dropIfStale(query string, err error) {
+	var pe *pq.Error
+	if !errors.As(err, &pe) || (pe.Code != "26000" && pe.Code != "0A000") {
+		return
+	}
+	if cs, ok := c.stmts[query]; ok && !cs.busy {
+		_ = cs.stmt.Close()
+		delete(c.stmts, query)
+	}
 }
 
 func (c *stmtCacheConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -146,10 +190,11 @@ func (c *stmtCacheConn) QueryContext(ctx context.Context, query string, args []d
 		return nil, err
 	}
 	if cs == nil {
-		return c.sqliteConn.QueryContext(ctx, query, args)
+		return c.cacheableConn.QueryContext(ctx, query, args)
 	}
 	rows, err := cs.stmt.QueryContext(ctx, args)
 	if err != nil {
+		c.dropIfStale(query, err)
 		return nil, err
 	}
 	cs.busy = true
@@ -163,7 +208,7 @@ func (c *stmtCacheConn) Close() error {
 		err = errors.Join(err, cs.stmt.Close())
 		delete(c.stmts, q)
 	}
-	return errors.Join(err, c.sqliteConn.Close())
+	return errors.Join(err, c.cacheableConn.Close())
 }
 
 // cachedRows releases its statement when closed. It forwards the column-type interfaces of the

@@ -125,7 +125,7 @@ func TestStmtCacheBound(t *testing.T) {
 	if v != "v3" || cachedCount(t, s) != 2 {
 		t.Fatalf("argument-free text: v=%q cached=%d, want v3 and 2", v, cachedCount(t, s))
 	}
-	for i := 0; i < sqliteStmtCacheSize+50; i++ {
+	for i := 0; i < stmtCacheSize+50; i++ {
 		q := fmt.Sprintf(`SELECT v FROM kv WHERE k = ? AND %d = %d`, i, i)
 		if err := s.Write(ctx, func(tx *Tx) error { return tx.Get(ctx, &v, q, 1) }); err != nil {
 			t.Fatal(err)
@@ -134,8 +134,8 @@ func TestStmtCacheBound(t *testing.T) {
 			t.Fatalf("text %d read %q", i, v)
 		}
 	}
-	if n := cachedCount(t, s); n != sqliteStmtCacheSize {
-		t.Fatalf("cached %d statements, want the bound %d", n, sqliteStmtCacheSize)
+	if n := cachedCount(t, s); n != stmtCacheSize {
+		t.Fatalf("cached %d statements, want the bound %d", n, stmtCacheSize)
 	}
 	// A prepared statement whose execution fails stays usable.
 	err := s.Write(ctx, func(tx *Tx) error {
