@@ -268,12 +268,6 @@ func (h *Hub) deliver(executorPublicIDs []string, ev Event) {
 	}
 }
 
-// publishTimeout bounds the NOTIFY of a fire-and-forget publish (WorkAvailable, WorkCanceled),
-// which runs after the writer's commit on its goroutine: a NOTIFY takes well under a
-// millisecond, and a writer must not wait longer than this on a hint whose loss costs latency,
-// never work (the inbox stays authoritative).
-const publishTimeout = 5 * time.Second
-
 // Publish delivers ev to the addressed executors' streams on this instance at once, then tells
 // the other instances through NOTIFY (PostgreSQL). Call it after the transaction that changed
 // the rows committed: a hint must never announce work that a rollback took back. An error
@@ -308,10 +302,22 @@ func (h *Hub) WorkCanceled(runPublicID, taskKey string, executorPublicIDs []stri
 	h.publishLogged(executorPublicIDs, Event{Type: EventWorkCanceled, RunPublicID: runPublicID, TaskKey: taskKey, Reason: reason})
 }
 
+// publishLogged is the fire-and-forget Publish of the run engine's signals, which run after its
+// commit on the committing request's goroutine: the streams of this instance get the event at
+// once, and the NOTIFY for the other instances is queued (store.NotifyLater) rather than waited
+// for, so that the request answers without another round trip. A NOTIFY that cannot be sent is
+// logged; its loss costs latency, never work (the inbox stays authoritative).
 func (h *Hub) publishLogged(ids []string, ev Event) {
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-	defer cancel()
-	if err := h.Publish(ctx, ids, ev); err != nil {
-		h.log.Warn("notifying other instances of executor work failed", "event", ev.Type, "run", ev.RunPublicID, "task", ev.TaskKey, "error", err)
+	if len(ids) == 0 {
+		return
+	}
+	h.deliver(ids, ev)
+	if h.store.Dialect() != store.Postgres {
+		return
+	}
+	for _, p := range h.payloads(ids, ev) {
+		h.store.NotifyLater(h.channel, p, func(err error) {
+			h.log.Warn("notifying other instances of executor work failed", "event", ev.Type, "run", ev.RunPublicID, "task", ev.TaskKey, "error", err)
+		})
 	}
 }

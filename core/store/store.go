@@ -51,6 +51,9 @@ type Store struct {
 	relaxedOnce sync.Once
 	relaxed     *sqlx.DB
 	relaxedErr  error
+	// notify sends NotifyLater's payloads, started on first use.
+	notifyOnce sync.Once
+	notify     *notifier
 }
 
 // Options tune Open.
@@ -117,8 +120,9 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 // String names the store for logs.
 func (s *Store) String() string { return string(s.dialect) + " " + s.redacted }
 
-// Close closes both pools.
+// Close sends the notifications still queued (NotifyLater), then closes both pools.
 func (s *Store) Close() error {
+	s.closeNotifier()
 	err := s.writer.Close()
 	if s.reader != s.writer {
 		err = errors.Join(err, s.reader.Close())
