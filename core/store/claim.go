@@ -216,7 +216,7 @@ const relaxedPoolSize = 4
 // relaxedPool opens the pool whose sessions run with synchronous_commit = off.
 func (s *Store) relaxedPool() (*sqlx.DB, error) {
 	s.relaxedOnce.Do(func() {
-		u, err := url.Parse(s.dsn)
+		u, err := url.Parse(withSessionDefaults(s.dsn))
 		if err != nil {
 			s.relaxedErr = fmt.Errorf("store: relaxed pool: %w", err)
 			return
@@ -224,10 +224,6 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 		q := u.Query()
 		// lib/pq passes unknown connection parameters to the server as run-time settings.
 		q.Set("synchronous_commit", "off")
-		// As the main pool's (withBinaryParameters): byte slices travel as binary, and a text
-		// that runs unprepared still takes one round trip. The pool keeps its statements
-		// prepared like the main one.
-		q.Set("binary_parameters", "yes")
 		u.RawQuery = q.Encode()
 		db, err := openPostgresDB(u.String())
 		if err != nil {
