@@ -172,7 +172,7 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 	err := s.store.Write(ctx, func(tx *store.Tx) error {
 		ans = nil
 		// The run read without its lock and the row under its own, in one statement.
-		run, t, err := store.LockTaskOfRun(ctx, tx, ex.WorkspaceID, runID, key)
+		run, t, creatorIn, err := store.LockTaskOfRun(ctx, tx, ex.WorkspaceID, runID, key)
 		if errors.Is(err, store.ErrNotFound) {
 			if run == nil {
 				return notFoundRun(runID)
@@ -209,14 +209,8 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 				return conflict(CodeNotEligible, "This executor no longer announces %s.", deref(t.ToolName))
 			}
 		}
-		if k := run.CreatedByKind; k == store.KindUser || k == store.KindAgent {
-			ok, err := store.InWorkspace(ctx, tx, run.WorkspaceID, k, run.CreatedByPublicID)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return conflict(CodeNotAuthorized, "The run's creator no longer belongs to this workspace.")
-			}
+		if !creatorIn {
+			return conflict(CodeNotAuthorized, "The run's creator no longer belongs to this workspace.")
 		}
 		claimedBy := runs.ClaimedByExecutor(ex.PublicID)
 		c, err := store.ClaimFirst(ctx, tx, store.ClaimSpec{

@@ -216,7 +216,9 @@ func TestSetTaskNextSettleSeq(t *testing.T) {
 }
 
 // TestLockTaskOfRun: the one-statement read answers exactly what RunByPublicID and
-// LockTaskByKey answer, and tells an unknown run (or another workspace's) from an unknown key.
+// LockTaskByKey answer, tells an unknown run (or another workspace's) from an unknown key, and
+// reports whether the run's creator still belongs to the workspace: a user while a member, an
+// agent until removed, the kernel always.
 func TestLockTaskOfRun(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -231,21 +233,66 @@ func TestLockTaskOfRun(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			run, task, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k1")
+			run, task, in, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k1")
 			if err != nil {
 				return err
 			}
 			if !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) {
 				return fmt.Errorf("joined read\n%+v\n%+v\nwant\n%+v\n%+v", run, task, wantRun, wantTask)
 			}
-			if run, task, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k9"); !errors.Is(err, store.ErrNotFound) || task != nil || run == nil || run.ID != r.ID {
+			if in {
+				return fmt.Errorf("a user who is no member stands as the run's creator")
+			}
+			// creatorIn answers whether the creator stands, read again after each change.
+			creatorIn := func(want bool, what string) error {
+				if _, _, in, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k1"); err != nil || in != want {
+					return fmt.Errorf("%s: creator stands %v (%v), want %v", what, in, err, want)
+				}
+				return nil
+			}
+			u := &store.User{PublicID: r.CreatedByPublicID, Handle: "u" + r.PublicID[:8], DisplayName: "U"}
+			if err := store.InsertUser(ctx, tx, u); err != nil {
+				return err
+			}
+			if err := creatorIn(false, "a user of another workspace"); err != nil {
+				return err
+			}
+			if err := store.InsertMembership(ctx, tx, r.WorkspaceID, u.ID, store.RoleMember, 0); err != nil {
+				return err
+			}
+			if err := creatorIn(true, "a member"); err != nil {
+				return err
+			}
+			agent := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: r.WorkspaceID, Handle: "a" + r.PublicID[:8], DisplayName: "A", StewardUserID: u.ID}
+			if err := store.InsertAgent(ctx, tx, agent); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE runs SET created_by_kind = 'agent', created_by_public_id = ? WHERE id = ?`, agent.PublicID, r.ID); err != nil {
+				return err
+			}
+			if err := creatorIn(true, "an agent"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE agents SET removed_at = 1 WHERE id = ?`, agent.ID); err != nil {
+				return err
+			}
+			if err := creatorIn(false, "a removed agent"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE runs SET created_by_kind = 'kernel' WHERE id = ?`, r.ID); err != nil {
+				return err
+			}
+			if err := creatorIn(true, "the kernel"); err != nil {
+				return err
+			}
+			if run, task, _, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k9"); !errors.Is(err, store.ErrNotFound) || task != nil || run == nil || run.ID != r.ID {
 				return fmt.Errorf("unknown key: %v %v %v", run, task, err)
 			}
 			for _, c := range []struct {
 				ws  int64
 				run string
 			}{{r.WorkspaceID, store.NewPublicID()}, {r.WorkspaceID + 1, r.PublicID}} {
-				if run, task, err := store.LockTaskOfRun(ctx, tx, c.ws, c.run, "k1"); !errors.Is(err, store.ErrNotFound) || task != nil || run != nil {
+				if run, task, _, err := store.LockTaskOfRun(ctx, tx, c.ws, c.run, "k1"); !errors.Is(err, store.ErrNotFound) || task != nil || run != nil {
 					return fmt.Errorf("unknown run %v: %v %v %v", c, run, task, err)
 				}
 			}

@@ -109,25 +109,6 @@ FROM executors e JOIN workspaces w ON w.id = e.workspace_id WHERE e.id = ?`, id)
 	return &e, nil
 }
 
-// InWorkspace reports whether a member (a user by its workspace membership, an agent that was
-// not removed) still belongs to the workspace: the standing a run's creator needs for its
-// work to be claimed (executor.md §3.3 row 7).
-func InWorkspace(ctx context.Context, q Querier, workspaceID int64, kind, publicID string) (bool, error) {
-	var n int64
-	var err error
-	switch kind {
-	case KindUser:
-		err = q.Get(ctx, &n, `SELECT COUNT(*) FROM workspace_members m JOIN users u ON u.id = m.user_id
-WHERE m.workspace_id = ? AND u.public_id = ?`, workspaceID, publicID)
-	case KindAgent:
-		err = q.Get(ctx, &n, `SELECT COUNT(*) FROM agents WHERE workspace_id = ? AND public_id = ? AND removed_at IS NULL`,
-			workspaceID, publicID)
-	default:
-		return false, nil
-	}
-	return n > 0, err
-}
-
 // SettledChildren lists the internal ids of a row's settled children (rows it placed, parent_key
 // naming it): the operations whose bound results its final commit may link.
 func SettledChildren(ctx context.Context, q Querier, runID int64, parentKey string) ([]int64, error) {
@@ -182,6 +163,27 @@ var runOfTaskColumns = func() string {
 type taskAndRun struct {
 	Task
 	Run Run `db:"run"`
+	// CreatorIn is LockTaskOfRun's creatorIn.
+	CreatorIn bool `db:"creator_in_workspace"`
+}
+
+// creatorInWorkspaceSQL reports, over a run `r`, whether its creator (a user by its workspace
+// membership, an agent that was not removed) still belongs to the run's workspace: the standing
+// a run's creator needs for its work to be claimed (executor.md §3.3 row 7). A creator of
+// another kind (the kernel) always stands. PostgreSQL stores the members' public ids as uuid
+// and the run's creator as text: the run's side is cast, so that the lookups stay on their
+// indexes; only a user's or an agent's id, always a UUID, reaches the cast.
+func creatorInWorkspaceSQL(d Dialect) string {
+	id := `r.created_by_public_id`
+	if d == Postgres {
+		id = `CAST(r.created_by_public_id AS uuid)`
+	}
+	return `CASE r.created_by_kind
+  WHEN '` + KindUser + `' THEN EXISTS (SELECT 1 FROM workspace_members m JOIN users u ON u.id = m.user_id
+    WHERE m.workspace_id = r.workspace_id AND u.public_id = ` + id + `)
+  WHEN '` + KindAgent + `' THEN EXISTS (SELECT 1 FROM agents a
+    WHERE a.workspace_id = r.workspace_id AND a.public_id = ` + id + ` AND a.removed_at IS NULL)
+  ELSE TRUE END AS creator_in_workspace`
 }
 
 // LockTaskOfRun is RunByPublicID then LockTaskByKey in one statement: the workspace's run named
@@ -189,28 +191,30 @@ type taskAndRun struct {
 // UPDATE OF the task alone). The run's columns are read as the statement starts, before any
 // wait for the row's lock, as the separate read before the lock read them. ErrNotFound with a
 // nil run for an unknown run or another workspace's; ErrNotFound with the run for an unknown key.
-func LockTaskOfRun(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string) (*Run, *Task, error) {
+// creatorIn is whether the run's creator still belongs to its workspace (creatorInWorkspaceSQL),
+// read by the same statement rather than by one more round trip.
+func LockTaskOfRun(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string) (run *Run, task *Task, creatorIn bool, err error) {
 	cols := make([]string, len(taskColumns))
 	for i, c := range taskColumns {
 		cols[i] = "t." + c
 	}
-	q := `SELECT ` + strings.Join(cols, ", ") + `, ` + runOfTaskColumns + `
+	q := `SELECT ` + strings.Join(cols, ", ") + `, ` + runOfTaskColumns + `, ` + creatorInWorkspaceSQL(tx.Dialect()) + `
 FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
 WHERE r.workspace_id = ? AND r.public_id = ? AND t.task_key = ?`
 	if tx.Dialect() == Postgres {
 		q += ` FOR UPDATE OF t`
 	}
 	var row taskAndRun
-	err := tx.Get(ctx, &row, q, workspaceID, runPublicID, key)
+	err = tx.Get(ctx, &row, q, workspaceID, runPublicID, key)
 	if err == nil {
-		return &row.Run, &row.Task, nil
+		return &row.Run, &row.Task, row.CreatorIn, nil
 	}
 	if err = notFound(err); err != ErrNotFound {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	run, err := RunByPublicID(ctx, tx, workspaceID, runPublicID)
+	run, err = RunByPublicID(ctx, tx, workspaceID, runPublicID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return run, nil, ErrNotFound
+	return run, nil, false, ErrNotFound
 }
