@@ -21,13 +21,13 @@ type Client struct {
 // Option adjusts a Client.
 type Option func(*Client)
 
-// WithHTTPClient replaces http.DefaultClient.
+// WithHTTPClient replaces the default HTTP client (defaultHTTP).
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
 
 // New returns a client of the server at baseURL (for example http://127.0.0.1:7400) that sends
 // token as its bearer credential.
 func New(baseURL, token string, opts ...Option) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: http.DefaultClient}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: defaultHTTP}
 	for _, o := range opts {
 		o(c)
 	}
