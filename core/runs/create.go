@@ -124,10 +124,7 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 			// and readiness runs once its steps are written.
 			r.Status, r.StartedAt = RunRunning, &now
 		}
-		if err := store.InsertRun(ctx, tx, r); err != nil {
-			return err
-		}
-		keys, rows, err := e.insertSteps(ctx, tx, r, steps, "", now)
+		keys, rows, err := e.insertRunWithSteps(ctx, tx, r, steps, now)
 		if err != nil {
 			return err
 		}
@@ -199,15 +196,53 @@ func (e *Engine) eligibleRunner(ctx context.Context, q store.Querier, workspaceI
 	return err == nil && ex.WorkspaceID == workspaceID && ex.Kind == store.ExecutorRunner && ex.Status == store.ExecutorActive
 }
 
-// insertSteps writes the rows of accepted steps in written order: each waits on the one before
-// it; the first waits on firstAfter, or is a root. It answers their keys and the rows as
+// insertSteps writes the rows of accepted steps of run r in written order: each waits on the one
+// before it; the first waits on firstAfter, or is a root. It answers their keys and the rows as
 // written, every column, in id order.
 func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, firstAfter string, now int64) ([]string, []store.Task, error) {
+	keys, rows := stepRows(r.ID, steps, firstAfter, now)
+	for i := range rows {
+		if err := store.InsertTask(ctx, tx, &rows[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := e.bindStepInputs(ctx, tx, r, steps, rows, now); err != nil {
+		return nil, nil, err
+	}
+	return keys, rows, nil
+}
+
+// insertRunWithSteps writes a new run and the rows of its steps (as insertSteps, roots first)
+// together: on PostgreSQL the run and its first rows are one statement.
+func (e *Engine) insertRunWithSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, now int64) ([]string, []store.Task, error) {
+	keys, rows := stepRows(0, steps, "", now)
+	if err := store.InsertRunWithTasks(ctx, tx, r, rows); err != nil {
+		return nil, nil, err
+	}
+	if err := e.bindStepInputs(ctx, tx, r, steps, rows, now); err != nil {
+		return nil, nil, err
+	}
+	return keys, rows, nil
+}
+
+// bindStepInputs binds the uploads the steps attach to their written rows.
+func (e *Engine) bindStepInputs(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, rows []store.Task, now int64) error {
+	for i, s := range steps {
+		if err := e.bindInputs(ctx, tx, uploads.TargetTaskInput, rows[i].ID, r.WorkspaceID, s.attachments, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stepRows builds the unwritten rows of accepted steps of run runID (see insertSteps) and
+// answers their keys.
+func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]string, []store.Task) {
 	keys := make([]string, len(steps))
 	rows := make([]store.Task, 0, len(steps))
 	prev := firstAfter
 	for i, s := range steps {
-		t := &store.Task{RunID: r.ID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
+		t := &store.Task{RunID: runID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
 			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.visible, LineageRoot: s.key, CreatedAt: now}
 		if prev != "" {
 			t.AfterKeys = jsonText([]string{prev})
@@ -244,17 +279,11 @@ func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, st
 			}
 			applyAddress(t, s.address)
 		}
-		if err := store.InsertTask(ctx, tx, t); err != nil {
-			return nil, nil, err
-		}
-		if err := e.bindInputs(ctx, tx, uploads.TargetTaskInput, t.ID, r.WorkspaceID, s.attachments, now); err != nil {
-			return nil, nil, err
-		}
 		keys[i] = s.key
 		rows = append(rows, *t)
 		prev = s.key
 	}
-	return keys, rows, nil
+	return keys, rows
 }
 
 // startRun moves a pending run to running and makes its roots ready (runs.md §4.2).

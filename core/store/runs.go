@@ -53,13 +53,83 @@ var runColumnSet = func() map[string]bool {
 
 // InsertRun stores r and sets its ID.
 func InsertRun(ctx context.Context, q Querier, r *Run) error {
-	err := q.Get(ctx, &r.ID, `INSERT INTO runs (`+strings.Join(runColumns, ", ")+`) VALUES (`+placeholders(len(runColumns))+`) RETURNING id`,
-		r.PublicID, r.WorkspaceID, r.ConversationID, r.CreatedByKind, r.CreatedByPublicID,
-		r.AnsweringAgentPublicID, r.Status, r.ApprovalMode, r.ApprovalRules, r.DefaultRunnerExecutorPublicID,
-		r.DeliverableTaskKey, r.Revision, r.MainlineRoundCounter, r.MemoryContext, r.Answer, r.StopRequestedAt,
-		r.StopByKind, r.StopByPublicID, r.StopForce, r.CreatedAt, r.StartedAt, r.CompletedAt, r.UpdatedAt)
+	err := q.Get(ctx, &r.ID, insertRunSQL, r.values()...)
 	if err != nil {
 		return fmt.Errorf("store: insert run: %w", err)
+	}
+	return nil
+}
+
+var insertRunSQL = `INSERT INTO runs (` + strings.Join(runColumns, ", ") + `) VALUES (` + placeholders(len(runColumns)) + `) RETURNING id`
+
+// values lists r's columns in runColumns order.
+func (r *Run) values() []any {
+	return []any{r.PublicID, r.WorkspaceID, r.ConversationID, r.CreatedByKind, r.CreatedByPublicID,
+		r.AnsweringAgentPublicID, r.Status, r.ApprovalMode, r.ApprovalRules, r.DefaultRunnerExecutorPublicID,
+		r.DeliverableTaskKey, r.Revision, r.MainlineRoundCounter, r.MemoryContext, r.Answer, r.StopRequestedAt,
+		r.StopByKind, r.StopByPublicID, r.StopForce, r.CreatedAt, r.StartedAt, r.CompletedAt, r.UpdatedAt}
+}
+
+// maxTasksWithRun bounds the task rows InsertRunWithTasks writes in the run's own statement:
+// a row binds one argument per task column, and a bounded set of statement texts stays in the
+// connections' statement caches (one text per row count). Further rows go in statements of
+// their own.
+const maxTasksWithRun = 16
+
+// InsertRunWithTasks stores a new run and its first task rows, setting the run's ID and each
+// task's RunID and ID. On PostgreSQL the run and up to maxTasksWithRun rows are one statement
+// (the run's INSERT as a common table expression whose id the rows take), a round trip instead
+// of one per row; SQLite, in process, inserts them one by one.
+func InsertRunWithTasks(ctx context.Context, tx *Tx, r *Run, tasks []Task) error {
+	first := tasks[:min(len(tasks), maxTasksWithRun)]
+	if tx.Dialect() != Postgres || len(first) == 0 {
+		if err := InsertRun(ctx, tx, r); err != nil {
+			return err
+		}
+		return insertTasksOf(ctx, tx, r.ID, tasks)
+	}
+	cols := taskColumns[1:] // run_id, then the rest
+	row := `((SELECT id FROM r), ` + placeholders(len(cols)-1) + `)`
+	q := `WITH r AS (` + insertRunSQL + `)
+INSERT INTO tasks (` + strings.Join(cols, ", ") + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+`, `, len(first)), `, `) + `
+RETURNING id, run_id, task_key`
+	args := r.values()
+	for i := range first {
+		args = append(args, first[i].values()[1:]...)
+	}
+	var ids []struct {
+		ID    int64  `db:"id"`
+		RunID int64  `db:"run_id"`
+		Key   string `db:"task_key"`
+	}
+	if err := tx.Select(ctx, &ids, q, args...); err != nil {
+		return fmt.Errorf("store: insert run with its tasks: %w", err)
+	}
+	if len(ids) != len(first) {
+		return fmt.Errorf("store: insert run with its tasks: %d rows written of %d", len(ids), len(first))
+	}
+	byKey := make(map[string]int64, len(ids))
+	for _, id := range ids {
+		byKey[id.Key] = id.ID
+		r.ID = id.RunID
+	}
+	for i := range first {
+		id, ok := byKey[first[i].Key]
+		if !ok {
+			return fmt.Errorf("store: insert run with its tasks: no id for task %s", first[i].Key)
+		}
+		first[i].ID, first[i].RunID = id, r.ID
+	}
+	return insertTasksOf(ctx, tx, r.ID, tasks[len(first):])
+}
+
+// insertTasksOf inserts task rows of run runID one by one.
+func insertTasksOf(ctx context.Context, tx *Tx, runID int64, tasks []Task) error {
+	for i := range tasks {
+		tasks[i].RunID = runID
+		if err := InsertTask(ctx, tx, &tasks[i]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
