@@ -7,4 +7,9 @@
 // stored as integer Unix milliseconds in both dialects, which keeps one query text per statement
 // and gives the millisecond precision the API serves. Internal row ids never leave the server;
 // public ids are UUIDv7 strings minted in Go.
+//
+// Both dialects' connections keep the statements they run prepared, by text (stmtcache.go): a
+// statement is parsed once per connection and then costs one round trip per execution. Signals
+// about committed changes go out through PostgreSQL NOTIFY, inside a transaction (Notify) or
+// queued after it (NotifyLater, which batches and never makes its caller wait).
 package store
