@@ -42,9 +42,11 @@ type notifier struct {
 // NotifyLater queues payload on channel and returns at once; one goroutine per store sends
 // what is queued, in order, several payloads per statement. It is for hints about changes
 // already committed (executor wake-ups) whose sender must not wait a round trip for them: the
-// caller's answer goes out while the NOTIFY is on its way. A hint that cannot be sent (queue
-// full, store closed, statement failed) is reported through failed, which may be nil and runs
-// on the sending goroutine. On SQLite it does nothing.
+// caller's answer goes out while the NOTIFY is on its way. Identical payloads on one channel
+// that go out in the same statement arrive once (PostgreSQL folds a transaction's duplicate
+// notifications), which suits hints. A hint that cannot be sent is reported through failed,
+// which may be nil: at once on the caller's goroutine when the queue is full or the store
+// closed, on the sending goroutine when its statement fails. On SQLite it does nothing.
 func (s *Store) NotifyLater(channel, payload string, failed func(error)) {
 	if s.dialect != Postgres {
 		return
