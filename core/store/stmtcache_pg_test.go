@@ -98,3 +98,31 @@ func TestStmtCacheDriverConversion(t *testing.T) {
 		}
 	}
 }
+
+// A statement the server forgot (a pooler's DISCARD, here DEALLOCATE ALL on the connection)
+// fails once with 26000 and is prepared anew on its next use.
+func TestStmtCacheForgottenStatement(t *testing.T) {
+	for _, d := range storetest.Dialects() {
+		if d != store.Postgres {
+			continue // SQLite statements live in the process
+		}
+		s := openOneConn(t, d)
+		ctx := context.Background()
+		const q = `SELECT v FROM kv WHERE k = ?`
+		var v string
+		if err := s.Reader().Get(ctx, &v, q, 1); err != nil || v != "v1" {
+			t.Fatalf("first read: %q %v", v, err)
+		}
+		if _, err := s.Reader().Exec(ctx, `DEALLOCATE ALL`); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Reader().Get(ctx, &v, q, 1)
+		var pe *pq.Error
+		if !errors.As(err, &pe) || pe.Code != "26000" {
+			t.Fatalf("read after DEALLOCATE ALL: %v, want 26000", err)
+		}
+		if err := s.Reader().Get(ctx, &v, q, 3); err != nil || v != "v3" {
+			t.Fatalf("read after the statement was prepared anew: %q %v", v, err)
+		}
+	}
+}
