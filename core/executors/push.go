@@ -273,6 +273,12 @@ func (h *Hub) deliver(executorPublicIDs []string, ev Event) {
 // the rows committed: a hint must never announce work that a rollback took back. An error
 // means the other instances were not told; this instance's streams already were.
 func (h *Hub) Publish(ctx context.Context, executorPublicIDs []string, ev Event) error {
+	return h.fanOut(executorPublicIDs, ev, func(payload string) error { return h.store.NotifyNow(ctx, h.channel, payload) })
+}
+
+// fanOut delivers ev to this instance's streams of the addressed executors, then hands each
+// NOTIFY payload for the other instances (PostgreSQL) to notify, joining its errors.
+func (h *Hub) fanOut(executorPublicIDs []string, ev Event, notify func(payload string) error) error {
 	if len(executorPublicIDs) == 0 {
 		return nil
 	}
@@ -282,7 +288,7 @@ func (h *Hub) Publish(ctx context.Context, executorPublicIDs []string, ev Event)
 	}
 	var errs []error
 	for _, p := range h.payloads(executorPublicIDs, ev) {
-		if err := h.store.NotifyNow(ctx, h.channel, p); err != nil {
+		if err := notify(p); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -308,16 +314,11 @@ func (h *Hub) WorkCanceled(runPublicID, taskKey string, executorPublicIDs []stri
 // for, so that the request answers without another round trip. A NOTIFY that cannot be sent is
 // logged; its loss costs latency, never work (the inbox stays authoritative).
 func (h *Hub) publishLogged(ids []string, ev Event) {
-	if len(ids) == 0 {
-		return
+	lost := func(err error) {
+		h.log.Warn("notifying other instances of executor work failed", "event", ev.Type, "run", ev.RunPublicID, "task", ev.TaskKey, "error", err)
 	}
-	h.deliver(ids, ev)
-	if h.store.Dialect() != store.Postgres {
-		return
-	}
-	for _, p := range h.payloads(ids, ev) {
-		h.store.NotifyLater(h.channel, p, func(err error) {
-			h.log.Warn("notifying other instances of executor work failed", "event", ev.Type, "run", ev.RunPublicID, "task", ev.TaskKey, "error", err)
-		})
-	}
+	_ = h.fanOut(ids, ev, func(payload string) error {
+		h.store.NotifyLater(h.channel, payload, lost)
+		return nil
+	})
 }

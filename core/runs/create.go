@@ -200,23 +200,29 @@ func (e *Engine) eligibleRunner(ctx context.Context, q store.Querier, workspaceI
 // before it; the first waits on firstAfter, or is a root. It answers their keys and the rows as
 // written, every column, in id order.
 func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, firstAfter string, now int64) ([]string, []store.Task, error) {
-	keys, rows := stepRows(r.ID, steps, firstAfter, now)
-	for i := range rows {
-		if err := store.InsertTask(ctx, tx, &rows[i]); err != nil {
-			return nil, nil, err
+	return e.writeSteps(ctx, tx, r, steps, firstAfter, now, func(rows []store.Task) error {
+		for i := range rows {
+			if err := store.InsertTask(ctx, tx, &rows[i]); err != nil {
+				return err
+			}
 		}
-	}
-	if err := e.bindStepInputs(ctx, tx, r, steps, rows, now); err != nil {
-		return nil, nil, err
-	}
-	return keys, rows, nil
+		return nil
+	})
 }
 
 // insertRunWithSteps writes a new run and the rows of its steps (as insertSteps, roots first)
 // together: on PostgreSQL the run and its first rows are one statement.
 func (e *Engine) insertRunWithSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, now int64) ([]string, []store.Task, error) {
-	keys, rows := stepRows(0, steps, "", now)
-	if err := store.InsertRunWithTasks(ctx, tx, r, rows); err != nil {
+	return e.writeSteps(ctx, tx, r, steps, "", now, func(rows []store.Task) error {
+		return store.InsertRunWithTasks(ctx, tx, r, rows)
+	})
+}
+
+// writeSteps builds the steps' rows, writes them with insert (which sets their ids), then binds
+// the uploads the steps attach to the written rows.
+func (e *Engine) writeSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, firstAfter string, now int64, insert func([]store.Task) error) ([]string, []store.Task, error) {
+	keys, rows := stepRows(r.ID, steps, firstAfter, now)
+	if err := insert(rows); err != nil {
 		return nil, nil, err
 	}
 	if err := e.bindStepInputs(ctx, tx, r, steps, rows, now); err != nil {
