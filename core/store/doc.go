@@ -11,5 +11,14 @@
 // Both dialects' connections keep the statements they run prepared, by text (stmtcache.go): a
 // statement is parsed once per connection and then costs one round trip per execution. Signals
 // about committed changes go out through PostgreSQL NOTIFY, inside a transaction (Notify) or
-// queued after it (NotifyLater, which batches and never makes its caller wait).
+// queued after it (NotifyLater, which batches and never makes its caller wait); each channel an
+// instance listens on has one connection, shared by its subscriptions.
+//
+// A planned write (plan.go, Store.Plan) is a transaction sent as one autocommit statement on
+// PostgreSQL: the caller's code runs against a Tx that sends plain reads on their own, records a
+// new run and its rows with the updates made to them and the notifications to send, and collects
+// guards (facts taken from a cache, such as RunnerServing's served-tools entries) that the
+// statement checks before it writes. What a plan cannot hold (any other write, a locking read)
+// makes it answer ErrPlanUnsupported, and a failed guard ErrPlanStale, both before anything is
+// written; the caller then runs the same code as a transaction.
 package store

@@ -46,6 +46,12 @@ func Notify(ctx context.Context, tx *Tx, channel, payload string) error {
 	if tx.Dialect() != Postgres {
 		return nil
 	}
+	if tx.Planning() {
+		// A planned write's statement sends it (plan.go).
+		tx.plan.channels = append(tx.plan.channels, channel)
+		tx.plan.payloads = append(tx.plan.payloads, payload)
+		return nil
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_notify(?, ?)`, channel, payload); err != nil {
 		return fmt.Errorf("store: notify %s: %w", channel, err)
 	}
@@ -64,14 +70,88 @@ type SubscriptionHandler interface {
 	Lost()
 }
 
-// Subscribe listens on a notification channel (PostgreSQL) on a dedicated connection that
-// reconnects by itself, and returns once the channel is being listened to; stop ends it. On
-// SQLite there is nobody else to hear from: h.Live is called at once and stop does nothing.
+// Subscribe listens on a notification channel (PostgreSQL) and returns once the channel is
+// being listened to; stop ends this subscription. Every subscription of a store to one channel
+// shares one dedicated connection that reconnects by itself (sharedListener): PostgreSQL
+// delivers each notification once per listening connection, and the run engine and the push hub
+// both listen on the wake-up channel. On SQLite there is nobody else to hear from: h.Live is
+// called at once and stop does nothing.
 func (s *Store) Subscribe(ctx context.Context, channel string, h SubscriptionHandler) (stop func(), err error) {
 	if s.dialect != Postgres {
 		h.Live()
 		return func() {}, nil
 	}
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	l := s.listeners[channel]
+	if l == nil {
+		if l, err = s.listen(ctx, channel); err != nil {
+			return nil, err
+		}
+		if s.listeners == nil {
+			s.listeners = map[string]*sharedListener{}
+		}
+		s.listeners[channel] = l
+	}
+	sub := &subscriber{h: h}
+	l.mu.Lock()
+	l.subs = append(l.subs, sub)
+	if l.live {
+		h.Live()
+	}
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.listenMu.Lock()
+			l.mu.Lock()
+			for i, x := range l.subs {
+				if x == sub {
+					l.subs = append(l.subs[:i], l.subs[i+1:]...)
+					break
+				}
+			}
+			last := len(l.subs) == 0
+			l.mu.Unlock()
+			if last {
+				delete(s.listeners, channel)
+			}
+			s.listenMu.Unlock()
+			if last {
+				l.close()
+			}
+		})
+	}, nil
+}
+
+// sharedListener is a store's listening connection on one channel and the subscriptions it
+// serves. Its goroutine calls the handlers one at a time, under mu, so that no handler is ever
+// called concurrently with itself (SubscriptionHandler).
+type sharedListener struct {
+	mu    sync.Mutex
+	subs  []*subscriber
+	live  bool
+	close func()
+}
+
+type subscriber struct{ h SubscriptionHandler }
+
+// each calls f on every subscription's handler; a non-nil live first records whether the
+// connection is listening, for subscriptions that join later.
+func (l *sharedListener) each(live *bool, f func(SubscriptionHandler)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if live != nil {
+		l.live = *live
+	}
+	for _, sub := range l.subs {
+		f(sub.h)
+	}
+}
+
+// listen opens a listening connection on channel and starts its goroutine; it returns once the
+// channel is being listened to.
+func (s *Store) listen(ctx context.Context, channel string) (*sharedListener, error) {
 	events := make(chan pq.ListenerEventType, 16)
 	quit := make(chan struct{})
 	l := pq.NewListener(s.dsn, listenerMinReconnect, listenerMaxReconnect, func(ev pq.ListenerEventType, _ error) {
@@ -95,7 +175,8 @@ func (s *Store) Subscribe(ctx context.Context, channel string, h SubscriptionHan
 		_ = l.Close()
 		return nil, fmt.Errorf("store: listen %s: %w", channel, ctx.Err())
 	}
-	h.Live()
+	shared := &sharedListener{live: true}
+	yes, no := true, false
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -108,9 +189,9 @@ func (s *Store) Subscribe(ctx context.Context, channel string, h SubscriptionHan
 				return
 			case ev := <-events:
 				if ev == pq.ListenerEventDisconnected {
-					h.Lost()
+					shared.each(&no, SubscriptionHandler.Lost)
 				} else {
-					h.Live()
+					shared.each(&yes, SubscriptionHandler.Live)
 				}
 			case n, ok := <-l.Notify:
 				if !ok {
@@ -118,23 +199,21 @@ func (s *Store) Subscribe(ctx context.Context, channel string, h SubscriptionHan
 				}
 				if n == nil {
 					// The listener reconnected and may have missed notifications meanwhile.
-					h.Live()
+					shared.each(&yes, SubscriptionHandler.Live)
 					continue
 				}
-				h.Notified(n.Extra)
+				shared.each(nil, func(h SubscriptionHandler) { h.Notified(n.Extra) })
 			case <-ping.C:
 				go func() { _ = l.Ping() }()
 			}
 		}
 	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(quit)
-			_ = l.Close()
-			wg.Wait()
-		})
-	}, nil
+	shared.close = func() {
+		close(quit)
+		_ = l.Close()
+		wg.Wait()
+	}
+	return shared, nil
 }
 
 // NotifyNow sends payload on channel at once, outside any transaction: for a signal about

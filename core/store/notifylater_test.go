@@ -18,7 +18,7 @@ func (h heard) Live()             {}
 func (h heard) Lost()             {}
 
 // NotifyLater's payloads arrive on each channel in the order they were queued, across batches, and
-// Close sends what is still queued before it returns. (Each subscription listens on a connection
+// Close sends what is still queued before it returns. (Each channel is listened to on a connection
 // of its own, so only the order within a channel is observable.)
 func TestNotifyLaterOrderAndFlush(t *testing.T) {
 	for _, d := range storetest.Dialects() {

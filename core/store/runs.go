@@ -81,6 +81,9 @@ const maxTasksWithRun = 16
 // (the run's INSERT as a common table expression whose id the rows take), a round trip instead
 // of one per row; SQLite, in process, inserts them one by one.
 func InsertRunWithTasks(ctx context.Context, tx *Tx, r *Run, tasks []Task) error {
+	if tx.Planning() {
+		return tx.plan.insert(r, tasks)
+	}
 	first := tasks[:min(len(tasks), maxTasksWithRun)]
 	if tx.Dialect() != Postgres || len(first) == 0 {
 		if err := InsertRun(ctx, tx, r); err != nil {

@@ -54,6 +54,13 @@ type Store struct {
 	// notify sends NotifyLater's payloads, started on first use.
 	notifyOnce sync.Once
 	notify     *notifier
+	// plans counts planned writes (PlanStats); serving caches the Runners' served tools that
+	// planned writes address (RunnerServing).
+	plans   planCounters
+	serving servingCache
+	// listeners are the listening connections, one per channel, that Subscribe shares.
+	listenMu  sync.Mutex
+	listeners map[string]*sharedListener
 }
 
 // Options tune Open.
@@ -154,6 +161,9 @@ func (s *Store) DB() *sql.DB { return s.writer.DB }
 type Tx struct {
 	querier
 	tx *sqlx.Tx
+	st *Store
+	// plan, when set, makes this Tx a planned write (plan.go) rather than a transaction.
+	plan *plan
 }
 
 // Write runs fn in one write transaction and commits when fn returns nil. On SQLite the
@@ -164,7 +174,7 @@ func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{querier: querier{ext: sqlTx, d: s.dialect}, tx: sqlTx}
+	tx := &Tx{querier: querier{ext: sqlTx, d: s.dialect}, tx: sqlTx, st: s}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()

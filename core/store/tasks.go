@@ -235,6 +235,9 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 	if len(set) == 0 {
 		return true, nil
 	}
+	if tx, ok := q.(*Tx); ok && tx.Planning() {
+		return tx.plan.setTask(id, guard, set)
+	}
 	var b strings.Builder
 	b.WriteString(`UPDATE tasks SET `)
 	args := make([]any, 0, len(set)+4)
