@@ -34,11 +34,14 @@ var edgeKeys = []string{"compaction_policy", "deliverable", "tasks", "tools"}
 // Idempotency-Key ("" for none), body the whole request body for the idempotency comparison.
 func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, body []byte, key string) (*Created, error) {
 	scope := fmt.Sprintf("runs:%d:%s:%s", a.WorkspaceID, a.Kind, a.PublicID)
-	canon, err := canonjson.Canonicalize(body)
-	if err != nil {
-		canon = body
-	}
+	// The canonical body is only compared with an idempotency record: without a key, nothing
+	// reads it.
+	var canon []byte
 	if key != "" {
+		var err error
+		if canon, err = canonjson.Canonicalize(body); err != nil {
+			canon = body
+		}
 		if c, found, err := e.replayCreate(ctx, a, scope, key, canon); found || err != nil {
 			return c, err
 		}
@@ -80,7 +83,13 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 		}
 	}
 	var created *Created
-	err = e.write(ctx, func(tx *store.Tx, fx *effects) error {
+	write := e.write
+	if key == "" {
+		// Without a key, a new run is a candidate for one statement (writePlanned); with one,
+		// the idempotency record is a second write, and the run is a transaction.
+		write = e.writePlanned
+	}
+	err = write(ctx, func(tx *store.Tx, fx *effects) error {
 		runner := ""
 		if v, ok := obj["default_runner_executor_public_id"]; ok && !isNull(v) {
 			id, ok := str(v)

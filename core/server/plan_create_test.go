@@ -1,0 +1,184 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+	"github.com/nexuskernel/nexus/internal/testserver"
+	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/client"
+)
+
+// storedRun reads a run and its rows back with the columns that differ between two creates of
+// the same body (ids, public id, clocks) normalized: dispatch and deadline become the park
+// budget they imply, and the approval record loses its decision time.
+func storedRun(t *testing.T, st *store.Store, publicID string) (store.Run, []store.Task) {
+	t.Helper()
+	ctx := context.Background()
+	var run store.Run
+	var tasks []store.Task
+	err := st.Write(ctx, func(tx *store.Tx) error {
+		var id int64
+		if err := tx.Get(ctx, &id, `SELECT id FROM runs WHERE public_id = ?`, publicID); err != nil {
+			return err
+		}
+		r, err := store.RunByID(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		run = *r
+		trace, err := store.TraceTasks(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		for _, tr := range trace {
+			full, err := store.TaskByID(ctx, tx, tr.ID)
+			if err != nil {
+				return err
+			}
+			tasks = append(tasks, *full)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.ID, run.PublicID, run.CreatedAt, run.StartedAt, run.UpdatedAt = 0, "", 0, nil, 0
+	for i := range tasks {
+		tk := &tasks[i]
+		if tk.DispatchedAt != nil && tk.DeadlineAt != nil {
+			budget := *tk.DeadlineAt - *tk.DispatchedAt
+			tk.DeadlineAt = &budget
+		}
+		if tk.Approval != nil {
+			a := *tk.Approval
+			if i := indexOf(a, `"decided_at"`); i >= 0 {
+				a = a[:i]
+			}
+			tk.Approval = &a
+		}
+		tk.ID, tk.RunID, tk.CreatedAt, tk.ReadyAt, tk.DispatchedAt = 0, 0, 0, nil, nil
+	}
+	return run, tasks
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+// A new run dispatched to a Runner is written by one planned statement on PostgreSQL, and what
+// it stores is what the transaction stores for the same body (a create with an Idempotency-Key
+// is a transaction): the run, its row parked for the Runner, the approval record, the park
+// clock. When the Runner re-announces with another budget, the served-tools entry the plan used
+// is stale: the create falls back to the transaction and stores the new budget. When the Runner
+// is revoked, the planned create and the transaction refuse alike.
+func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := context.Background()
+			srv := testserver.Start(t, testserver.Options{Dialect: d})
+			st := srv.Server().Store()
+			id, tok := newRunner(t, srv, "plan")
+			runner, admin := srv.ClientWith(tok), srv.Client()
+			announceBudget := func(ms int64) {
+				t.Helper()
+				destructive := false
+				if _, err := runner.Announce(ctx, announce.Announcement{Tools: []announce.Tool{{Name: "work", TimeoutMS: &ms,
+					EffectProfile: &announce.AnnouncedProfile{Kind: "read_only", Destructive: &destructive, EffectScope: "closed", Idempotency: "intrinsic", Reconciliation: "none"}}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			announceBudget(30_000)
+			body := map[string]any{"approval_mode": "bypass", "steps": []any{
+				map[string]any{"tool": map[string]any{"name": "work", "input": map[string]any{"n": 1}, "route": map[string]any{"kind": "runner", "runner_executor_public_id": id}}},
+				map[string]any{"tool": map[string]any{"name": "work", "input": map[string]any{"n": 2}, "route": map[string]any{"kind": "runner", "runner_executor_public_id": id}}},
+			}}
+			keys := 0
+			create := func(keyed bool) (store.Run, []store.Task, store.PlanStats) {
+				t.Helper()
+				before := st.PlanStats()
+				key := ""
+				if keyed {
+					keys++
+					key = fmt.Sprintf("plan-%d", keys)
+				}
+				created, err := admin.CreateRun(ctx, "default", body, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := st.PlanStats()
+				run, tasks := storedRun(t, st, created.Run.PublicID)
+				return run, tasks, store.PlanStats{Written: after.Written - before.Written, Unsupported: after.Unsupported - before.Unsupported, Stale: after.Stale - before.Stale}
+			}
+			same := func(what string, r1 store.Run, t1 []store.Task, r2 store.Run, t2 []store.Task) {
+				t.Helper()
+				if !reflect.DeepEqual(r1, r2) {
+					t.Fatalf("%s: runs differ\n%+v\n%+v", what, r1, r2)
+				}
+				if len(t1) != 2 || len(t2) != 2 {
+					t.Fatalf("%s: %d and %d rows", what, len(t1), len(t2))
+				}
+				for i := range t1 {
+					if !reflect.DeepEqual(t1[i], t2[i]) {
+						t.Fatalf("%s: row %d differs\n%+v\n%+v", what, i, t1[i], t2[i])
+					}
+				}
+			}
+			wantPlans := func(what string, got store.PlanStats, written, stale int64) {
+				t.Helper()
+				if d != store.Postgres {
+					written, stale = 0, 0 // SQLite never plans
+				}
+				if got.Written != written || got.Stale != stale || got.Unsupported != 0 {
+					t.Fatalf("%s: plans %+v; want %d written, %d stale", what, got, written, stale)
+				}
+			}
+
+			planned, plannedRows, stats := create(false)
+			wantPlans("first create", stats, 1, 0)
+			viaTx, txRows, stats := create(true)
+			wantPlans("keyed create", stats, 0, 0)
+			same("planned vs transaction", planned, plannedRows, viaTx, txRows)
+			if plannedRows[0].Status != "dispatched" || plannedRows[1].Status != "waiting" || *plannedRows[0].DeadlineAt != 30_000 {
+				t.Fatalf("rows %s/%s, budget %v", plannedRows[0].Status, plannedRows[1].Status, *plannedRows[0].DeadlineAt)
+			}
+
+			// Another budget: the cached entry is stale, the fallback stores the new one.
+			announceBudget(45_000)
+			stale, staleRows, stats := create(false)
+			wantPlans("create after a re-announcement", stats, 0, 1)
+			fresh, freshRows, _ := create(true)
+			same("stale fallback vs transaction", stale, staleRows, fresh, freshRows)
+			if *staleRows[0].DeadlineAt != 45_000 {
+				t.Fatalf("the fallback parked the row for %d ms; want the new 45000", *staleRows[0].DeadlineAt)
+			}
+			_, _, stats = create(false)
+			wantPlans("create after the fallback refreshed the cache", stats, 1, 0)
+
+			// Revoked: the plan on the cached entry is stale and both paths refuse alike.
+			if _, err := admin.RevokeExecutor(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			before := st.PlanStats()
+			_, errPlanned := admin.CreateRun(ctx, "default", body, "")
+			after := st.PlanStats()
+			_, errTx := admin.CreateRun(ctx, "default", body, "revoked")
+			var e1, e2 *client.Error
+			if !errors.As(errPlanned, &e1) || !errors.As(errTx, &e2) || e1.Status != e2.Status || e1.Code != e2.Code {
+				t.Fatalf("a create addressing a revoked Runner: planned %v, transaction %v", errPlanned, errTx)
+			}
+			wantPlans("create addressing a revoked Runner", store.PlanStats{Written: after.Written - before.Written, Stale: after.Stale - before.Stale}, 0, 1)
+		})
+	}
+}
