@@ -231,10 +231,7 @@ func (e *Engine) write(ctx context.Context, fn func(tx *store.Tx, fx *effects) e
 	if err != nil {
 		return err
 	}
-	e.deliver(fx)
-	if len(fx.observe) > 0 {
-		e.advanceObservers(ctx, fx.observe)
-	}
+	e.afterCommit(ctx, fx)
 	return nil
 }
 
@@ -265,11 +262,17 @@ func (e *Engine) writePlanned(ctx context.Context, fn func(tx *store.Tx, fx *eff
 	if err != nil {
 		return err
 	}
+	e.afterCommit(ctx, fx)
+	return nil
+}
+
+// afterCommit carries out a committed write's effects: signals and wake-ups, then the runs
+// whose reply rows observe a turn the write ended, each advanced in its own transaction.
+func (e *Engine) afterCommit(ctx context.Context, fx *effects) {
 	e.deliver(fx)
 	if len(fx.observe) > 0 {
 		e.advanceObservers(ctx, fx.observe)
 	}
-	return nil
 }
 
 func (e *Engine) deliver(fx *effects) {
