@@ -54,13 +54,21 @@ func (p *benchPlane) template(b testing.TB, steps map[string]any) (*store.Run, [
 	if err != nil {
 		b.Fatal(err)
 	}
+	return readRun(b, p.st, created.Run.PublicID)
+}
+
+// readRun reads a run and its rows back, every column, in id order.
+func readRun(tb testing.TB, st *store.Store, publicID string) (*store.Run, []store.Task) {
+	tb.Helper()
+	ctx := context.Background()
 	var run *store.Run
 	var tasks []store.Task
-	err = p.st.Write(ctx, func(tx *store.Tx) error {
+	err := st.Write(ctx, func(tx *store.Tx) error {
 		var id int64
-		if err := tx.Get(ctx, &id, `SELECT id FROM runs WHERE public_id = ?`, created.Run.PublicID); err != nil {
+		if err := tx.Get(ctx, &id, `SELECT id FROM runs WHERE public_id = ?`, publicID); err != nil {
 			return err
 		}
+		var err error
 		if run, err = store.RunByID(ctx, tx, id); err != nil {
 			return err
 		}
@@ -78,7 +86,7 @@ func (p *benchPlane) template(b testing.TB, steps map[string]any) (*store.Run, [
 		return nil
 	})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return run, tasks
 }

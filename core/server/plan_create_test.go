@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -19,35 +21,8 @@ import (
 // budget they imply, and the approval record loses its decision time.
 func storedRun(t *testing.T, st *store.Store, publicID string) (store.Run, []store.Task) {
 	t.Helper()
-	ctx := context.Background()
-	var run store.Run
-	var tasks []store.Task
-	err := st.Write(ctx, func(tx *store.Tx) error {
-		var id int64
-		if err := tx.Get(ctx, &id, `SELECT id FROM runs WHERE public_id = ?`, publicID); err != nil {
-			return err
-		}
-		r, err := store.RunByID(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		run = *r
-		trace, err := store.TraceTasks(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		for _, tr := range trace {
-			full, err := store.TaskByID(ctx, tx, tr.ID)
-			if err != nil {
-				return err
-			}
-			tasks = append(tasks, *full)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, tasks := readRun(t, st, publicID)
+	run := *r
 	run.ID, run.PublicID, run.CreatedAt, run.StartedAt, run.UpdatedAt = 0, "", 0, nil, 0
 	for i := range tasks {
 		tk := &tasks[i]
@@ -57,7 +32,7 @@ func storedRun(t *testing.T, st *store.Store, publicID string) (store.Run, []sto
 		}
 		if tk.Approval != nil {
 			a := *tk.Approval
-			if i := indexOf(a, `"decided_at"`); i >= 0 {
+			if i := strings.Index(a, `"decided_at"`); i >= 0 {
 				a = a[:i]
 			}
 			tk.Approval = &a
@@ -67,21 +42,13 @@ func storedRun(t *testing.T, st *store.Store, publicID string) (store.Run, []sto
 	return run, tasks
 }
 
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
-}
-
 // A new run dispatched to a Runner is written by one planned statement on PostgreSQL, and what
 // it stores is what the transaction stores for the same body (a create with an Idempotency-Key
 // is a transaction): the run, its row parked for the Runner, the approval record, the park
 // clock. When the Runner re-announces with another budget, the served-tools entry the plan used
 // is stale: the create falls back to the transaction and stores the new budget. When the Runner
-// is revoked, the planned create and the transaction refuse alike.
+// is revoked, the planned create and the transaction refuse alike. A model step is planned too,
+// and runs to the end.
 func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
@@ -154,6 +121,29 @@ func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
 				t.Fatalf("rows %s/%s, budget %v", plannedRows[0].Status, plannedRows[1].Status, *plannedRows[0].DeadlineAt)
 			}
 
+			// A model step queues for the kernel: planned too (its wake-up rides in the
+			// statement), and the kernel runs it to the end.
+			before := st.PlanStats()
+			m, err := admin.CreateRun(ctx, "default", map[string]any{"approval_mode": "bypass", "steps": []any{
+				map[string]any{"model": map[string]any{"model": "mock/scripted", "prompt": "Answer.\n!mock\nround 1\nsay done"}}}}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := st.PlanStats()
+			wantPlans("model step", store.PlanStats{Written: after.Written - before.Written, Stale: after.Stale - before.Stale, Unsupported: after.Unsupported - before.Unsupported}, 1, 0)
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				got, err := admin.Run(ctx, "default", m.Run.PublicID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Run.Status == "completed" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the planned model run is still %s: %s", got.Run.Status, got.Raw)
+				}
+			}
+
 			// Another budget: the cached entry is stale, the fallback stores the new one.
 			announceBudget(45_000)
 			stale, staleRows, stats := create(false)
@@ -170,9 +160,9 @@ func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
 			if _, err := admin.RevokeExecutor(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			before := st.PlanStats()
+			before = st.PlanStats()
 			_, errPlanned := admin.CreateRun(ctx, "default", body, "")
-			after := st.PlanStats()
+			after = st.PlanStats()
 			_, errTx := admin.CreateRun(ctx, "default", body, "revoked")
 			var e1, e2 *client.Error
 			if !errors.As(errPlanned, &e1) || !errors.As(errTx, &e2) || e1.Status != e2.Status || e1.Code != e2.Code {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,17 +201,13 @@ func (p *plan) insert(r *Run, tasks []Task) error {
 // setTask applies SetTask to a recorded row in memory. The guard's status and claim conditions
 // are the row's own, known here; its revocation condition joins the plan's guards.
 func (p *plan) setTask(id int64, guard *TaskGuard, set []Assign) (bool, error) {
-	var t *Task
-	for i := range p.tasks {
-		if p.tasks[i].ID == id {
-			t = &p.tasks[i]
-		}
-	}
-	if t == nil {
+	i := -id - 2 // insert's numbering
+	if i < 0 || i >= int64(len(p.tasks)) {
 		return false, p.refuse("an update of task %d, not written by the plan", id)
 	}
+	t := &p.tasks[i]
 	if guard != nil {
-		if len(guard.Statuses) > 0 && !contains(guard.Statuses, t.Status) {
+		if len(guard.Statuses) > 0 && !slices.Contains(guard.Statuses, t.Status) {
 			return false, nil
 		}
 		if guard.Generation != nil {
@@ -222,38 +219,26 @@ func (p *plan) setTask(id int64, guard *TaskGuard, set []Assign) (bool, error) {
 		}
 	}
 	for _, a := range set {
-		if err := assignTask(t, a); err != nil {
-			if errors.Is(err, ErrPlanUnsupported) {
-				p.refused = err
-			}
+		if err := p.assign(t, a); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 var taskFields = reflectx.NewMapper("db").TypeMap(reflect.TypeOf(Task{}))
 
-// assignTask sets the field of t that column a.Col scans into to a.Val, as the row would read
-// back after an UPDATE: nil clears a pointer; a value sets a field of its type, or a fresh
-// pointer to a copy for a pointer field.
-func assignTask(t *Task, a Assign) error {
+// assign sets the field of t that column a.Col scans into to a.Val, as the row would read back
+// after an UPDATE: nil clears a pointer; a value sets a field of its type, or a fresh pointer to
+// a copy for a pointer field.
+func (p *plan) assign(t *Task, a Assign) error {
 	fi := taskFields.GetByPath(a.Col)
 	if fi == nil || !taskColumnSet[a.Col] || a.Col == "id" {
 		return fmt.Errorf("store: SetTask: unknown column %q", a.Col)
 	}
 	f := reflectx.FieldByIndexes(reflect.ValueOf(t).Elem(), fi.Index)
 	if _, ok := a.Val.(NextSettleSeqOf); ok {
-		return fmt.Errorf("%w: a settle sequence on a new row", ErrPlanUnsupported)
+		return p.refuse("a settle sequence on a new row")
 	}
 	v := reflect.ValueOf(a.Val)
 	switch {
@@ -268,7 +253,7 @@ func assignTask(t *Task, a Assign) error {
 	}
 	if f.Kind() == reflect.Pointer {
 		if v.Type() != f.Type().Elem() {
-			return fmt.Errorf("%w: a %s for column %q", ErrPlanUnsupported, v.Type(), a.Col)
+			return p.refuse("a %s for column %q", v.Type(), a.Col)
 		}
 		p := reflect.New(v.Type())
 		p.Elem().Set(v)
@@ -276,7 +261,7 @@ func assignTask(t *Task, a Assign) error {
 		return nil
 	}
 	if v.Type() != f.Type() {
-		return fmt.Errorf("%w: a %s for column %q", ErrPlanUnsupported, v.Type(), a.Col)
+		return p.refuse("a %s for column %q", v.Type(), a.Col)
 	}
 	f.Set(v)
 	return nil
@@ -304,13 +289,10 @@ func (p *plan) write(ctx context.Context, tx *Tx) error {
 		b.WriteString(`(` + g.cond + `)`)
 		args = append(args, g.args...)
 	}
-	b.WriteString(`),
-r AS (INSERT INTO runs (` + strings.Join(runColumns, ", ") + `) SELECT ` + placeholders(len(runColumns)) + ` FROM g RETURNING id)`)
+	b.WriteString(planRunSQL)
 	args = append(args, p.run.values()...)
-	cols := strings.Join(taskColumns[1:], ", ")
 	for i := range p.tasks {
-		fmt.Fprintf(&b, `,
-t%d AS (INSERT INTO tasks (%s) SELECT r.id, %s FROM r RETURNING id, task_key)`, i, cols, placeholders(len(taskColumns)-2))
+		fmt.Fprintf(&b, planTaskSQL, i)
 		args = append(args, p.tasks[i].values()[1:]...)
 	}
 	if len(p.channels) > 0 {
@@ -332,31 +314,21 @@ SELECT r.id AS run_id, t.id, t.task_key FROM r CROSS JOIN (`)
 	if len(p.channels) > 0 {
 		b.WriteString(` CROSS JOIN (SELECT count(*) FROM n) AS sent`)
 	}
-	var ids []struct {
-		RunID int64  `db:"run_id"`
-		ID    int64  `db:"id"`
-		Key   string `db:"task_key"`
-	}
+	var ids []insertedRow
 	if err := tx.querier.Select(ctx, &ids, b.String(), args...); err != nil {
 		return fmt.Errorf("store: planned insert of a run and its tasks: %w", err)
 	}
 	if len(ids) == 0 {
 		return ErrPlanStale
 	}
-	if len(ids) != len(p.tasks) {
-		return fmt.Errorf("store: planned insert of a run and its tasks: %d rows written of %d", len(ids), len(p.tasks))
-	}
-	byKey := make(map[string]int64, len(ids))
-	for _, id := range ids {
-		byKey[id.Key] = id.ID
-		p.run.ID = id.RunID
-	}
-	for i := range p.tasks {
-		id, ok := byKey[p.tasks[i].Key]
-		if !ok {
-			return fmt.Errorf("store: planned insert of a run and its tasks: no id for task %s", p.tasks[i].Key)
-		}
-		p.tasks[i].ID, p.tasks[i].RunID = id, p.run.ID
-	}
-	return nil
+	return setInsertedIDs("planned insert of a run and its tasks", p.run, p.tasks, ids)
 }
+
+// The plan statement's fixed parts: the run's INSERT gated by g, and one row's INSERT (with its
+// CTE's number to fill in) taking the run's id.
+var (
+	planRunSQL = `),
+r AS (INSERT INTO runs (` + strings.Join(runColumns, ", ") + `) SELECT ` + placeholders(len(runColumns)) + ` FROM g RETURNING id)`
+	planTaskSQL = `,
+t%d AS (INSERT INTO tasks (` + strings.Join(taskColumns[1:], ", ") + `) SELECT r.id, ` + placeholders(len(taskColumns)-2) + ` FROM r RETURNING id, task_key)`
+)

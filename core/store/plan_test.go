@@ -54,6 +54,18 @@ func (f *planFixture) run(n int) (*store.Run, []store.Task) {
 	return r, tasks
 }
 
+// subscribed listens on ch for the rest of the test and answers what it hears.
+func subscribed(t *testing.T, s *store.Store, ch string) heard {
+	t.Helper()
+	got := make(heard, 4)
+	stop, err := s.Subscribe(context.Background(), ch, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return got
+}
+
 // runExists reports whether a run with this public id was written.
 func (f *planFixture) runExists(t *testing.T, publicID string) bool {
 	t.Helper()
@@ -81,15 +93,10 @@ func TestPlanWritesRunRowsAndNotification(t *testing.T) {
 			return
 		}
 		ch := s.Channel("plan_test")
-		got := make(heard, 4)
-		stop, err := s.Subscribe(ctx, ch, got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
+		got := subscribed(t, s, ch)
 		r, tasks := f.run(3)
 		approval := `{"origin":"author"}`
-		err = s.Plan(ctx, func(tx *store.Tx) error {
+		err := s.Plan(ctx, func(tx *store.Tx) error {
 			if !tx.Planning() {
 				return errors.New("the plan's Tx does not say it plans")
 			}
@@ -162,12 +169,7 @@ func TestPlanStaleWritesNothing(t *testing.T) {
 		ctx := context.Background()
 		f := newPlanFixture(t, s)
 		ch := s.Channel("plan_stale")
-		got := make(heard, 4)
-		stop, err := s.Subscribe(ctx, ch, got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
+		got := subscribed(t, s, ch)
 		plan := func(guard bool) (*store.Run, error) {
 			r, tasks := f.run(2)
 			return r, s.Plan(ctx, func(tx *store.Tx) error {

@@ -100,30 +100,42 @@ RETURNING id, run_id, task_key`
 	for i := range first {
 		args = append(args, first[i].values()[1:]...)
 	}
-	var ids []struct {
-		ID    int64  `db:"id"`
-		RunID int64  `db:"run_id"`
-		Key   string `db:"task_key"`
-	}
+	var ids []insertedRow
 	if err := tx.Select(ctx, &ids, q, args...); err != nil {
 		return fmt.Errorf("store: insert run with its tasks: %w", err)
 	}
-	if len(ids) != len(first) {
-		return fmt.Errorf("store: insert run with its tasks: %d rows written of %d", len(ids), len(first))
+	if err := setInsertedIDs("insert run with its tasks", r, first, ids); err != nil {
+		return err
+	}
+	return insertTasksOf(ctx, tx, r.ID, tasks[len(first):])
+}
+
+// insertedRow is what a statement inserting a run and its rows returns per row.
+type insertedRow struct {
+	ID    int64  `db:"id"`
+	RunID int64  `db:"run_id"`
+	Key   string `db:"task_key"`
+}
+
+// setInsertedIDs gives r and each of tasks the ids the statement (what, for errors) returned,
+// matched by task key.
+func setInsertedIDs(what string, r *Run, tasks []Task, ids []insertedRow) error {
+	if len(ids) != len(tasks) {
+		return fmt.Errorf("store: %s: %d rows written of %d", what, len(ids), len(tasks))
 	}
 	byKey := make(map[string]int64, len(ids))
 	for _, id := range ids {
 		byKey[id.Key] = id.ID
 		r.ID = id.RunID
 	}
-	for i := range first {
-		id, ok := byKey[first[i].Key]
+	for i := range tasks {
+		id, ok := byKey[tasks[i].Key]
 		if !ok {
-			return fmt.Errorf("store: insert run with its tasks: no id for task %s", first[i].Key)
+			return fmt.Errorf("store: %s: no id for task %s", what, tasks[i].Key)
 		}
-		first[i].ID, first[i].RunID = id, r.ID
+		tasks[i].ID, tasks[i].RunID = id, r.ID
 	}
-	return insertTasksOf(ctx, tx, r.ID, tasks[len(first):])
+	return nil
 }
 
 // insertTasksOf inserts task rows of run runID one by one.

@@ -122,15 +122,12 @@ type servingCache struct {
 	m  map[servingKey]Serving
 }
 
+// get and put copy the entry, so that no caller shares its budget pointer with the cache.
 func (c *servingCache) get(k servingKey) (Serving, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.m[k]
-	if ok && s.TimeoutMS != nil {
-		t := *s.TimeoutMS
-		s.TimeoutMS = &t
-	}
-	return s, ok
+	return s.clone(), ok
 }
 
 func (c *servingCache) put(k servingKey, s Serving) {
@@ -139,11 +136,15 @@ func (c *servingCache) put(k servingKey, s Serving) {
 	if c.m == nil || len(c.m) >= maxServingCache {
 		c.m = make(map[servingKey]Serving)
 	}
+	c.m[k] = s.clone()
+}
+
+func (s Serving) clone() Serving {
 	if s.TimeoutMS != nil {
 		t := *s.TimeoutMS
 		s.TimeoutMS = &t
 	}
-	c.m[k] = s
+	return s
 }
 
 func (c *servingCache) drop(k servingKey) {
