@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
 )
 
 // The run routes (runs.md §2.3-2.10): thin, the engine decides.
@@ -64,8 +66,37 @@ func (a *API) actor(r *http.Request, c *Call) (*runs.Actor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runs.Actor{Kind: c.Member.Kind, ID: c.Member.ID, PublicID: c.Member.PublicID, Role: acc.Workspace.Role,
-		WorkspaceID: acc.Workspace.ID, WorkspacePublicID: acc.Workspace.PublicID}, nil
+	return actorOf(acc), nil
+}
+
+func actorOf(acc *identity.Access) *runs.Actor {
+	return &runs.Actor{Kind: acc.Caller.Kind, ID: acc.Caller.ID, PublicID: acc.Caller.PublicID, Role: acc.Workspace.Role,
+		WorkspaceID: acc.Workspace.ID, WorkspacePublicID: acc.Workspace.PublicID}
+}
+
+// rememberedActor is actor for a create without an Idempotency-Key, which confirms the
+// caller's standing in its own write: on PostgreSQL the workspace read is remembered from the
+// caller's last request (identity.Directory.RememberedAccess), and the run's statement checks it.
+func (a *API) rememberedActor(r *http.Request, c *Call) (*runs.Actor, *identity.Access, error) {
+	if _, keyed := r.Header["Idempotency-Key"]; keyed {
+		act, err := a.actor(r, c)
+		return act, nil, err
+	}
+	acc, err := a.deps.Directory.RememberedAccess(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember)
+	if err != nil {
+		return nil, nil, err
+	}
+	act := actorOf(acc)
+	if acc.Remembered() {
+		act.Confirm = func(ctx context.Context, tx *store.Tx) (*runs.Actor, error) {
+			fresh, err := acc.Confirm(ctx, tx)
+			if err != nil {
+				return nil, err
+			}
+			return actorOf(fresh), nil
+		}
+	}
+	return act, acc, nil
 }
 
 // idempotencyKey reads Idempotency-Key: 1..36 bytes of printable ASCII (runs.md §0.4).
@@ -102,10 +133,22 @@ func pageLimit(r *http.Request, def, max int) (int, error) {
 }
 
 func (a *API) createRun(w http.ResponseWriter, r *http.Request, c *Call) error {
-	act, err := a.actor(r, c)
+	act, acc, err := a.rememberedActor(r, c)
 	if err != nil {
 		return err
 	}
+	err = a.createRunAs(w, r, c, act)
+	if err != nil && acc != nil && acc.Remembered() {
+		// A refusal answered on a remembered standing is given only once the standing is read
+		// afresh: a caller who lost it is told not_found, as before any other word.
+		if _, aerr := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember); aerr != nil {
+			return aerr
+		}
+	}
+	return err
+}
+
+func (a *API) createRunAs(w http.ResponseWriter, r *http.Request, c *Call, act *runs.Actor) error {
 	var body struct {
 		Run json.RawMessage `json:"run"`
 	}

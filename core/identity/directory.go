@@ -26,6 +26,8 @@ type Directory struct {
 	auth    *Authenticator
 	now     func() time.Time
 	revoked RevocationEffects
+	// remembered serves RememberedAccess.
+	remembered rememberedAccess
 }
 
 // RevocationEffects is what revoking an executor does to work, beyond its tokens
@@ -85,6 +87,8 @@ const (
 type Access struct {
 	Caller    *Principal
 	Workspace Workspace
+	// confirm is set on an Access answered from memory (RememberedAccess).
+	confirm *confirmation
 }
 
 // Access resolves ref (a workspace public id, or a handle: a UUID-form value is a public id) to
@@ -121,12 +125,9 @@ func checkNeed(caller *Principal, role string, need Need) error {
 // visible finds the workspace ref names if the caller is a member of it. A user's workspace and
 // role are read in one statement; an agent's role needs no read.
 func (d *Directory) visible(ctx context.Context, q store.Querier, caller *Principal, ref string) (*Workspace, error) {
-	id, byID := canonicalID(ref)
+	id, byID := workspaceRef(ref)
 	if !byID && !ValidHandle(ref) {
 		return nil, errNoWorkspace(ref)
-	}
-	if !byID {
-		id = ref
 	}
 	if caller.IsUser() {
 		w, err := store.WorkspaceWithRole(ctx, q, id, byID, caller.ID)

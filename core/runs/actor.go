@@ -20,6 +20,19 @@ type Actor struct {
 	Role              string
 	WorkspaceID       int64
 	WorkspacePublicID string
+	// Confirm, when set, says that the standing above was remembered rather than read: a write
+	// that stands on it calls Confirm in its transaction first, and goes on as the Actor it
+	// answers (identity.Access.Confirm). CreateRun honours it
+	// on a create without an idempotency key; a keyed create takes an Actor that was read.
+	Confirm func(ctx context.Context, tx *store.Tx) (*Actor, error)
+}
+
+// confirmed is the Actor a write stands on (Actor.Confirm).
+func (a *Actor) confirmed(ctx context.Context, tx *store.Tx) (*Actor, error) {
+	if a.Confirm == nil {
+		return a, nil
+	}
+	return a.Confirm(ctx, tx)
 }
 
 func (a *Actor) member() Member { return Member{Kind: a.Kind, PublicID: a.PublicID} }

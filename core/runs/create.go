@@ -90,6 +90,10 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 		write = e.writePlanned
 	}
 	err = write(ctx, func(tx *store.Tx, fx *effects) error {
+		a, err := a.confirmed(ctx, tx)
+		if err != nil {
+			return err
+		}
 		runner := ""
 		if v, ok := obj["default_runner_executor_public_id"]; ok && !isNull(v) {
 			id, ok := str(v)

@@ -172,3 +172,96 @@ func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
 		})
 	}
 }
+
+// A create without an Idempotency-Key stands on the caller's workspace standing as remembered
+// from the caller's last create, and its statement checks it (PostgreSQL): a member removed since
+// is refused not_found and nothing is written, even when the body has a fault of its own; a
+// member whose role changed is served by the transaction, which reads the standing afresh and
+// refreshes what is remembered. SQLite reads the standing on every request and answers alike.
+func TestCreateStandsOnRememberedStanding(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := context.Background()
+			srv := testserver.Start(t, testserver.Options{Dialect: d})
+			st := srv.Server().Store()
+			admin := srv.Client()
+			mia, err := admin.CreateUser(ctx, "default", &client.CreateUserRequest{Handle: "mia", DisplayName: "Mia", Role: "member"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			member := srv.ClientWith(mia.Token)
+			body := map[string]any{"approval_mode": "bypass", "start": false, "steps": []any{
+				map[string]any{"model": map[string]any{"model": "mock/scripted", "prompt": "Answer."}}}}
+			bad := map[string]any{"approval_mode": "sometimes", "steps": body["steps"]}
+			runs := func() int {
+				t.Helper()
+				var n int
+				if err := st.Reader().Get(ctx, &n, `SELECT count(*) FROM runs`); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			// create creates as Mia and answers the refusal's code ("" when created) and the
+			// planned writes it took.
+			create := func(run map[string]any) (string, store.PlanStats) {
+				t.Helper()
+				before := st.PlanStats()
+				_, err := member.CreateRun(ctx, "default", run, "")
+				after := st.PlanStats()
+				stats := store.PlanStats{Written: after.Written - before.Written, Unsupported: after.Unsupported - before.Unsupported, Stale: after.Stale - before.Stale}
+				if err == nil {
+					return "", stats
+				}
+				var e *client.Error
+				if !errors.As(err, &e) {
+					t.Fatal(err)
+				}
+				return fmt.Sprintf("%d %s", e.Status, e.Code), stats
+			}
+			want := func(what, code, wantCode string, got store.PlanStats, written, stale int64) {
+				t.Helper()
+				if d != store.Postgres {
+					written, stale = 0, 0 // SQLite never plans
+				}
+				if code != wantCode || got.Written != written || got.Stale != stale || got.Unsupported != 0 {
+					t.Fatalf("%s: %q with plans %+v; want %q with %d written, %d stale", what, code, got, wantCode, written, stale)
+				}
+			}
+
+			code, stats := create(body)
+			want("first create", code, "", stats, 1, 0)
+			code, stats = create(body)
+			want("create on the remembered standing", code, "", stats, 1, 0)
+			code, stats = create(bad)
+			want("a member's faulty body", code, "422 invalid_approval_mode", stats, 0, 0)
+
+			// Another role: the remembered standing is stale, the transaction serves the create.
+			if err := admin.RemoveMember(ctx, "default", mia.User.PublicID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := admin.AddMember(ctx, "default", &client.AddMemberRequest{UserPublicID: mia.User.PublicID, Role: "owner"}); err != nil {
+				t.Fatal(err)
+			}
+			code, stats = create(body)
+			want("create after a role change", code, "", stats, 0, 1)
+			code, stats = create(body)
+			want("create on the refreshed standing", code, "", stats, 1, 0)
+
+			// Removed: refused not_found before any other word, and nothing is written.
+			if err := admin.RemoveMember(ctx, "default", mia.User.PublicID); err != nil {
+				t.Fatal(err)
+			}
+			n := runs()
+			code, stats = create(bad)
+			want("a removed member's faulty body", code, "404 not_found", stats, 0, 0)
+			code, stats = create(body)
+			want("a removed member's create", code, "404 not_found", stats, 0, 1)
+			code, stats = create(body)
+			want("a removed member's next create", code, "404 not_found", stats, 0, 0)
+			if got := runs(); got != n {
+				t.Fatalf("a removed member's creates wrote %d runs", got-n)
+			}
+		})
+	}
+}
