@@ -59,8 +59,15 @@ func (h *Hub) notifyRevokedIn(ctx context.Context, tx *store.Tx, executorID int6
 type subscription struct{ h *Hub }
 
 // Notified delivers another instance's executor events to the streams held here. Kernel
-// wake-ups and this instance's own notifications (already delivered) are ignored.
+// wake-ups and this instance's own notifications (already delivered) are ignored, and so is
+// everything while no stream is held here: there is nobody to deliver to or to close.
 func (s subscription) Notified(payload string) {
+	s.h.mu.Lock()
+	none := len(s.h.streams) == 0
+	s.h.mu.Unlock()
+	if none {
+		return
+	}
 	var n notification
 	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.Kind != notifyKindExecutor || n.Origin == s.h.origin {
 		return

@@ -199,13 +199,18 @@ func (e *Engine) wakeKernel(ctx context.Context, tx *store.Tx, fx *effects, runP
 	if fx.kernel > 1 {
 		return nil
 	}
+	return store.Notify(ctx, tx, e.channel, kernelWake(runPublicID, key))
+}
+
+// kernelWake is a kernel wake-up's payload (runs.md §4.10), compact JSON.
+func kernelWake(runPublicID, key string) string {
 	payload, _ := json.Marshal(struct {
 		Kind      string   `json:"kind"`
 		Run       string   `json:"run_public_id"`
 		Key       string   `json:"task_key"`
 		Executors []string `json:"executor_public_ids"`
 	}{"kernel", runPublicID, key, []string{}})
-	return store.Notify(ctx, tx, e.channel, string(payload))
+	return string(payload)
 }
 
 // pgDeadlock is SQLSTATE 40P01: a transaction chosen as a deadlock victim, retried (§4.11).

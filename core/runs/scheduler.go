@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nexuskernel/nexus/core/envelope"
@@ -75,6 +76,12 @@ func (e *Engine) Stop() {
 type wakeHandler struct{ e *Engine }
 
 func (h wakeHandler) Notified(payload string) {
+	// Most notifications on the channel are executor wake-ups. A kernel wake-up is compact JSON
+	// (kernelWake), in which this text cannot occur inside a string value: what lacks it is not
+	// one and needs no decoding.
+	if !strings.Contains(payload, `"kind":"kernel"`) {
+		return
+	}
 	var p struct {
 		Kind string `json:"kind"`
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/internal/testserver"
@@ -28,7 +30,7 @@ type benchPlane struct {
 
 func newBenchPlane(b testing.TB, d store.Dialect) *benchPlane {
 	b.Helper()
-	srv := testserver.Start(b, testserver.Options{Dialect: d})
+	srv := testserver.Start(b, testserver.Options{Dialect: d, LogLevel: hclog.Info})
 	id, tok := newRunner(b, srv, "bench")
 	r := srv.ClientWith(tok)
 	destructive := false

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/internal/testserver"
@@ -50,8 +52,8 @@ func BenchmarkPush(b *testing.B) {
 		}
 		b.Run(string(d), func(b *testing.B) {
 			ctx := context.Background()
-			one := testserver.Start(b, testserver.Options{Dialect: d})
-			two := testserver.Start(b, testserver.Options{Peer: one})
+			one := testserver.Start(b, testserver.Options{Dialect: d, LogLevel: hclog.Info})
+			two := testserver.Start(b, testserver.Options{Peer: one, LogLevel: hclog.Info})
 			id, tok := newRunner(b, one, "bench")
 			local, err := one.ClientWith(tok).Events(ctx)
 			if err != nil {

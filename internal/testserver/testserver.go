@@ -67,6 +67,10 @@ type Options struct {
 	// PluginTimings shortens the in-process server's plugin supervisor clocks (backoff, breaker,
 	// inbox poll); zero fields take plugins.md §9's values.
 	PluginTimings plugins.Timings
+	// LogLevel is the in-process server's log level. Zero means debug, whose lines a failing test
+	// prints; a benchmark takes the operator's default, info, so that it does not measure a debug
+	// line per request.
+	LogLevel hclog.Level
 }
 
 // Clock is a settable clock for Options.Now: it runs with real time, shifted by Advance.
@@ -232,7 +236,11 @@ func (in *Instance) startInProcess() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: hclog.Debug, Output: lockedWriter{in}})
+	level := in.opts.LogLevel
+	if level == hclog.NoLevel {
+		level = hclog.Debug
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: level, Output: lockedWriter{in}})
 	getenv := func(k string) string { return in.opts.Env[k] }
 	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }, Now: in.opts.Now,
 		PluginTimings: in.opts.PluginTimings})
