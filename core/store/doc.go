@@ -11,8 +11,10 @@
 // Both dialects' connections keep the statements they run prepared, by text (stmtcache.go): a
 // statement is parsed once per connection and then costs one round trip per execution. Signals
 // about committed changes go out through PostgreSQL NOTIFY, inside a transaction (Notify) or
-// queued after it (NotifyLater, which batches and never makes its caller wait); each channel an
-// instance listens on has one connection, shared by its subscriptions.
+// queued after it (NotifyLater, which batches and never makes its caller wait). An instance
+// listens on all its channels through one connection, shared by its subscriptions: PostgreSQL
+// wakes every listening backend of the database on each NOTIFY, whatever its channel, so each
+// further listening connection would cost the server CPU on every notification.
 //
 // A planned write (plan.go, Store.Plan) is a transaction sent as one autocommit statement on
 // PostgreSQL: the caller's code runs against a Tx that sends plain reads on their own, records a

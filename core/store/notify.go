@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,7 +61,8 @@ func Notify(ctx context.Context, tx *Tx, channel, payload string) error {
 }
 
 // SubscriptionHandler receives what a subscription hears. Its methods are called from one
-// goroutine, never concurrently with each other.
+// goroutine, never concurrently with each other, and must not subscribe to the store or stop a
+// subscription.
 type SubscriptionHandler interface {
 	// Notified receives one payload.
 	Notified(payload string)
@@ -71,51 +74,65 @@ type SubscriptionHandler interface {
 }
 
 // Subscribe listens on a notification channel (PostgreSQL) and returns once the channel is
-// being listened to; stop ends this subscription. Every subscription of a store to one channel
-// shares one dedicated connection that reconnects by itself (sharedListener): PostgreSQL
-// delivers each notification once per listening connection, and the run engine and the push hub
-// both listen on the wake-up channel. On SQLite there is nobody else to hear from: h.Live is
-// called at once and stop does nothing.
+// being listened to; stop ends this subscription. All of a store's subscriptions, to every
+// channel, share one dedicated connection that reconnects by itself (sharedListener): PostgreSQL
+// (through version 17) signals every backend listening in the database on each NOTIFY, whatever
+// its channel, and each one wakes to read the notification queue: every further listening
+// connection costs the server some 50 µs of CPU per NOTIFY (measured). On SQLite there is
+// nobody else to hear from: h.Live is called at once and stop does nothing.
 func (s *Store) Subscribe(ctx context.Context, channel string, h SubscriptionHandler) (stop func(), err error) {
 	if s.dialect != Postgres {
 		h.Live()
 		return func() {}, nil
 	}
 	s.listenMu.Lock()
-	defer s.listenMu.Unlock()
-	l := s.listeners[channel]
-	if l == nil {
-		if l, err = s.listen(ctx, channel); err != nil {
-			return nil, err
+	if s.listener == nil {
+		s.listener = s.openListener()
+	}
+	l := s.listener
+	c := l.channels[channel]
+	if c == nil {
+		c = &listenedChannel{listening: make(chan struct{})}
+		l.mu.Lock()
+		l.channels[channel] = c
+		l.mu.Unlock()
+		go s.listen(l, channel, c)
+	}
+	c.waiting++
+	s.listenMu.Unlock()
+
+	select {
+	case <-c.listening:
+		err = c.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.listenMu.Lock()
+	c.waiting--
+	if err != nil {
+		last := s.release(l, channel, c)
+		s.listenMu.Unlock()
+		if last {
+			l.close()
 		}
-		if s.listeners == nil {
-			s.listeners = map[string]*sharedListener{}
-		}
-		s.listeners[channel] = l
+		return nil, fmt.Errorf("store: listen %s: %w", channel, err)
 	}
 	sub := &subscriber{h: h}
 	l.mu.Lock()
-	l.subs = append(l.subs, sub)
+	c.subs = append(c.subs, sub)
 	if l.live {
 		h.Live()
 	}
 	l.mu.Unlock()
+	s.listenMu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.listenMu.Lock()
 			l.mu.Lock()
-			for i, x := range l.subs {
-				if x == sub {
-					l.subs = append(l.subs[:i], l.subs[i+1:]...)
-					break
-				}
-			}
-			last := len(l.subs) == 0
+			c.subs = slices.DeleteFunc(c.subs, func(x *subscriber) bool { return x == sub })
 			l.mu.Unlock()
-			if last {
-				delete(s.listeners, channel)
-			}
+			last := s.release(l, channel, c)
 			s.listenMu.Unlock()
 			if last {
 				l.close()
@@ -124,37 +141,104 @@ func (s *Store) Subscribe(ctx context.Context, channel string, h SubscriptionHan
 	}, nil
 }
 
-// sharedListener is a store's listening connection on one channel and the subscriptions it
-// serves. Its goroutine calls the handlers one at a time, under mu, so that no handler is ever
-// called concurrently with itself (SubscriptionHandler).
+// sharedListener is a store's listening connection and the subscriptions it serves, by channel.
+// Its goroutine calls the handlers one at a time, under mu, so that no handler is ever called
+// concurrently with itself (SubscriptionHandler). Store.listenMu guards which channels it
+// listens to; changes to channels and their subs are made under mu as well, for the goroutine.
 type sharedListener struct {
-	mu    sync.Mutex
-	subs  []*subscriber
-	live  bool
-	close func()
+	conn     *pq.Listener
+	mu       sync.Mutex
+	channels map[string]*listenedChannel
+	live     bool
+	close    func()
+}
+
+// listenedChannel is one channel of a sharedListener. Its first Subscribe starts Listen, which
+// closes listening once it returns, with its error in err; waiting counts the Subscribe calls
+// still waiting for it. Until listening is closed the channel stays in the map, so that Listen
+// is never called twice for it, even when every caller waiting for it has given up.
+type listenedChannel struct {
+	subs      []*subscriber
+	listening chan struct{}
+	err       error
+	waiting   int
 }
 
 type subscriber struct{ h SubscriptionHandler }
 
-// each calls f on every subscription's handler; a non-nil live first records whether the
-// connection is listening, for subscriptions that join later.
-func (l *sharedListener) each(live *bool, f func(SubscriptionHandler)) {
+// each records whether the connection is listening, for subscriptions that join later, and calls
+// f on every subscription's handler, on every channel.
+func (l *sharedListener) each(live bool, f func(SubscriptionHandler)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if live != nil {
-		l.live = *live
-	}
-	for _, sub := range l.subs {
-		f(sub.h)
+	l.live = live
+	for _, c := range l.channels {
+		for _, sub := range c.subs {
+			f(sub.h)
+		}
 	}
 }
 
-// listen opens a listening connection on channel and starts its goroutine; it returns once the
-// channel is being listened to.
-func (s *Store) listen(ctx context.Context, channel string) (*sharedListener, error) {
+// notified hands a notification to the subscriptions of its channel.
+func (l *sharedListener) notified(n *pq.Notification) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.channels[n.Channel]; c != nil {
+		for _, sub := range c.subs {
+			sub.h.Notified(n.Extra)
+		}
+	}
+}
+
+// listen runs Listen for a channel's first Subscribe and records the outcome; when nobody waits
+// for it any more (their ctx ended first), release undoes it.
+func (s *Store) listen(l *sharedListener, channel string, c *listenedChannel) {
+	err := l.conn.Listen(channel)
+	if errors.Is(err, pq.ErrChannelAlreadyOpen) {
+		err = nil // an Unlisten the server refused left it listened to
+	}
+	s.listenMu.Lock()
+	c.err = err
+	close(c.listening)
+	last := s.release(l, channel, c)
+	s.listenMu.Unlock()
+	if last {
+		l.close()
+	}
+}
+
+// release forgets channel once nobody subscribes to it or waits for it and its Listen has
+// returned, unlistening it. When that leaves the connection without a channel, it detaches the
+// connection from the store and reports it, for the caller to close once it has released
+// listenMu, which it holds.
+func (s *Store) release(l *sharedListener, channel string, c *listenedChannel) (last bool) {
+	if len(c.subs) > 0 || c.waiting > 0 {
+		return false
+	}
+	select {
+	case <-c.listening:
+	default:
+		return false // listen releases it when Listen returns
+	}
+	l.mu.Lock()
+	delete(l.channels, channel)
+	last = len(l.channels) == 0
+	l.mu.Unlock()
+	if last {
+		s.listener = nil
+	} else if c.err == nil {
+		_ = l.conn.Unlisten(channel)
+	}
+	return last
+}
+
+// openListener opens the store's listening connection, on no channel yet, and starts the
+// goroutine that hands out what it hears. It starts live: no subscription joins before the
+// connection first comes up, since Listen waits for it.
+func (s *Store) openListener() *sharedListener {
 	events := make(chan pq.ListenerEventType, 16)
 	quit := make(chan struct{})
-	l := pq.NewListener(s.dsn, listenerMinReconnect, listenerMaxReconnect, func(ev pq.ListenerEventType, _ error) {
+	conn := pq.NewListener(s.dsn, listenerMinReconnect, listenerMaxReconnect, func(ev pq.ListenerEventType, _ error) {
 		switch ev {
 		case pq.ListenerEventDisconnected, pq.ListenerEventReconnected:
 			select {
@@ -163,20 +247,7 @@ func (s *Store) listen(ctx context.Context, channel string) (*sharedListener, er
 			}
 		}
 	})
-	listened := make(chan error, 1)
-	go func() { listened <- l.Listen(channel) }()
-	select {
-	case err := <-listened:
-		if err != nil {
-			_ = l.Close()
-			return nil, fmt.Errorf("store: listen %s: %w", channel, err)
-		}
-	case <-ctx.Done():
-		_ = l.Close()
-		return nil, fmt.Errorf("store: listen %s: %w", channel, ctx.Err())
-	}
-	shared := &sharedListener{live: true}
-	yes, no := true, false
+	l := &sharedListener{conn: conn, channels: map[string]*listenedChannel{}, live: true}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -189,31 +260,31 @@ func (s *Store) listen(ctx context.Context, channel string) (*sharedListener, er
 				return
 			case ev := <-events:
 				if ev == pq.ListenerEventDisconnected {
-					shared.each(&no, SubscriptionHandler.Lost)
+					l.each(false, SubscriptionHandler.Lost)
 				} else {
-					shared.each(&yes, SubscriptionHandler.Live)
+					l.each(true, SubscriptionHandler.Live)
 				}
-			case n, ok := <-l.Notify:
+			case n, ok := <-conn.Notify:
 				if !ok {
 					return
 				}
 				if n == nil {
 					// The listener reconnected and may have missed notifications meanwhile.
-					shared.each(&yes, SubscriptionHandler.Live)
+					l.each(true, SubscriptionHandler.Live)
 					continue
 				}
-				shared.each(nil, func(h SubscriptionHandler) { h.Notified(n.Extra) })
+				l.notified(n)
 			case <-ping.C:
-				go func() { _ = l.Ping() }()
+				go func() { _ = conn.Ping() }()
 			}
 		}
 	}()
-	shared.close = func() {
+	l.close = func() {
 		close(quit)
-		_ = l.Close()
+		_ = conn.Close()
 		wg.Wait()
 	}
-	return shared, nil
+	return l
 }
 
 // NotifyNow sends payload on channel at once, outside any transaction: for a signal about

@@ -18,8 +18,8 @@ func (h heard) Live()             {}
 func (h heard) Lost()             {}
 
 // NotifyLater's payloads arrive on each channel in the order they were queued, across batches, and
-// Close sends what is still queued before it returns. (Each channel is listened to on a connection
-// of its own, so only the order within a channel is observable.)
+// Close sends what is still queued before it returns. (Only the order within a channel is
+// promised.)
 func TestNotifyLaterOrderAndFlush(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		if d != store.Postgres {

@@ -58,9 +58,10 @@ type Store struct {
 	// planned writes address (RunnerServing).
 	plans   planCounters
 	serving servingCache
-	// listeners are the listening connections, one per channel, that Subscribe shares.
-	listenMu  sync.Mutex
-	listeners map[string]*sharedListener
+	// listener is the listening connection that every subscription, to any channel, shares
+	// (Subscribe); nil while nothing is subscribed.
+	listenMu sync.Mutex
+	listener *sharedListener
 }
 
 // Options tune Open.
