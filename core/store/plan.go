@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/jmoiron/sqlx/reflectx"
 	"github.com/lib/pq"
 )
@@ -277,8 +279,60 @@ func (p *plan) write(ctx context.Context, tx *Tx) error {
 		}
 		return nil
 	}
-	var b strings.Builder
 	var args []any
+	for _, g := range p.guards {
+		args = append(args, g.args...)
+	}
+	args = append(args, p.run.values()...)
+	for i := range p.tasks {
+		args = append(args, p.tasks[i].values()[1:]...)
+	}
+	if len(p.channels) > 0 {
+		args = append(args, pq.Array(p.channels), pq.Array(p.payloads))
+	}
+	var ids []insertedRow
+	if err := sqlx.SelectContext(ctx, tx.querier.ext, &ids, p.statement(), args...); err != nil {
+		return fmt.Errorf("store: planned insert of a run and its tasks: %w", err)
+	}
+	if len(ids) == 0 {
+		return ErrPlanStale
+	}
+	return setInsertedIDs("planned insert of a run and its tasks", p.run, p.tasks, ids)
+}
+
+// statement is the plan's statement, in PostgreSQL's form: its text depends only on the plan's
+// shape (planShape), and is built once per shape.
+func (p *plan) statement() string {
+	h := maphash.Hash{}
+	h.SetSeed(planSeed)
+	for _, g := range p.guards {
+		_, _ = h.WriteString(g.cond)
+		_ = h.WriteByte(0)
+	}
+	shape := planShape{guards: h.Sum64(), tasks: len(p.tasks), notify: len(p.channels) > 0}
+	planTexts.mu.RLock()
+	t, ok := planTexts.m[shape]
+	planTexts.mu.RUnlock()
+	if ok && t.sameGuards(p.guards) {
+		return t.text
+	}
+	t = planText{text: sqlx.Rebind(sqlx.DOLLAR, p.build())}
+	for _, g := range p.guards {
+		t.conds = append(t.conds, g.cond)
+	}
+	planTexts.mu.Lock()
+	if planTexts.m == nil || len(planTexts.m) >= maxPlanTexts {
+		planTexts.m = make(map[planShape]planText)
+	}
+	planTexts.m[shape] = t
+	planTexts.mu.Unlock()
+	return t.text
+}
+
+// build writes the plan's statement with ? placeholders: the guards, the run's INSERT gated by
+// them, one INSERT per row taking the run's id, the notifications, and the ids it answers.
+func (p *plan) build() string {
+	var b strings.Builder
 	b.WriteString(`WITH g AS (SELECT 1 AS ok`)
 	for i, g := range p.guards {
 		if i == 0 {
@@ -287,20 +341,16 @@ func (p *plan) write(ctx context.Context, tx *Tx) error {
 			b.WriteString(` AND `)
 		}
 		b.WriteString(`(` + g.cond + `)`)
-		args = append(args, g.args...)
 	}
 	b.WriteString(planRunSQL)
-	args = append(args, p.run.values()...)
 	for i := range p.tasks {
 		fmt.Fprintf(&b, planTaskSQL, i)
-		args = append(args, p.tasks[i].values()[1:]...)
 	}
 	if len(p.channels) > 0 {
 		// As NotifyLater's statement: the ordinality orders the payloads. Reading from r, the
 		// notifications go out only with the rows.
 		b.WriteString(`,
 n AS (SELECT pg_notify(u.c, u.p) FROM r CROSS JOIN unnest(?::text[], ?::text[]) WITH ORDINALITY AS u(c, p, o) ORDER BY u.o)`)
-		args = append(args, pq.Array(p.channels), pq.Array(p.payloads))
 	}
 	b.WriteString(`
 SELECT r.id AS run_id, t.id, t.task_key FROM r CROSS JOIN (`)
@@ -314,15 +364,48 @@ SELECT r.id AS run_id, t.id, t.task_key FROM r CROSS JOIN (`)
 	if len(p.channels) > 0 {
 		b.WriteString(` CROSS JOIN (SELECT count(*) FROM n) AS sent`)
 	}
-	var ids []insertedRow
-	if err := tx.querier.Select(ctx, &ids, b.String(), args...); err != nil {
-		return fmt.Errorf("store: planned insert of a run and its tasks: %w", err)
-	}
-	if len(ids) == 0 {
-		return ErrPlanStale
-	}
-	return setInsertedIDs("planned insert of a run and its tasks", p.run, p.tasks, ids)
+	return b.String()
 }
+
+// planShape is what a plan's statement text depends on: its guards' conditions (hashed, in
+// order), its number of rows, and whether it notifies.
+type planShape struct {
+	guards uint64
+	tasks  int
+	notify bool
+}
+
+// planText is a shape's statement, with the conditions it was built from: a hash collision
+// costs a rebuild, never another statement.
+type planText struct {
+	conds []string
+	text  string
+}
+
+func (t planText) sameGuards(gs []planGuard) bool {
+	if len(t.conds) != len(gs) {
+		return false
+	}
+	for i, g := range gs {
+		if t.conds[i] != g.cond {
+			return false
+		}
+	}
+	return true
+}
+
+// maxPlanTexts bounds the statements remembered by shape: a plan holds at most maxTasksWithRun rows
+// and a guard per Runner tool it addresses, and the shapes a server meets number far fewer than
+// this; a full memory is emptied.
+const maxPlanTexts = 1024
+
+var (
+	planSeed  = maphash.MakeSeed()
+	planTexts struct {
+		mu sync.RWMutex
+		m  map[planShape]planText
+	}
+)
 
 // The plan statement's fixed parts: the run's INSERT gated by g, and one row's INSERT (with its
 // CTE's number to fill in) taking the run's id.

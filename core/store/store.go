@@ -203,9 +203,41 @@ func (q querier) Dialect() Dialect { return q.d }
 
 func (q querier) rebind(query string) string {
 	if q.d == Postgres {
-		return sqlx.Rebind(sqlx.DOLLAR, query)
+		return dollars.of(query)
 	}
 	return query
+}
+
+// maxRebound bounds the memory of PostgreSQL query texts: the store's fixed queries number a few
+// hundred, and one built per call (a batch insert, an IN list, a planned write) adds one entry
+// per shape; a full memory is emptied rather than tracked for recency, since refilling costs
+// one rewrite per query.
+const maxRebound = 4096
+
+// dollars remembers each query's PostgreSQL form ($n placeholders for ?), so that a query is
+// rewritten once rather than on every call: a planned write's statement runs to kilobytes.
+var dollars reboundMemo
+
+type reboundMemo struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+func (r *reboundMemo) of(query string) string {
+	r.mu.RLock()
+	out, ok := r.m[query]
+	r.mu.RUnlock()
+	if ok {
+		return out
+	}
+	out = sqlx.Rebind(sqlx.DOLLAR, query)
+	r.mu.Lock()
+	if r.m == nil || len(r.m) >= maxRebound {
+		r.m = make(map[string]string)
+	}
+	r.m[query] = out
+	r.mu.Unlock()
+	return out
 }
 
 func (q querier) Get(ctx context.Context, dest any, query string, args ...any) error {
