@@ -22,5 +22,8 @@
 // guards (facts taken from a cache, such as RunnerServing's served-tools entries) that the
 // statement checks before it writes. What a plan cannot hold (any other write, a locking read)
 // makes it answer ErrPlanUnsupported, and a failed guard ErrPlanStale, both before anything is
-// written; the caller then runs the same code as a transaction.
+// written; the caller then runs the same code as a transaction. A store has one planned statement
+// in flight at a time: plans sent meanwhile queue and go out together in the next one, each as
+// a chain of its own with its own guards (planGroup), so that concurrent writes share the cost
+// of a statement and its commit.
 package store

@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,10 @@ import (
 // caller runs the same code as a transaction. The statement writes the run and its rows only
 // when every guard holds; when one does not, it writes nothing and the plan answers
 // ErrPlanStale, and the caller runs the transaction, which reads what changed afresh.
+//
+// Plans of concurrent callers share statements (sendPlan, planGroup): one plan that finds no
+// statement in flight goes out alone at once; the plans sent while one is in flight queue, and
+// the next statement carries them together, each as a chain of its own that its own guards gate.
 
 // ErrPlanUnsupported reports that a planned write did something a plan cannot hold; nothing was
 // written.
@@ -69,16 +74,18 @@ type planGuard struct {
 }
 
 // PlanStats counts planned writes since the store opened: Written were sent as one statement;
-// Unsupported and Stale fell back to a transaction.
+// Unsupported and Stale fell back to a transaction; Grouped were sent in a statement that
+// carried other plans too (planGroup), whatever their outcome.
 type PlanStats struct {
-	Written, Unsupported, Stale int64
+	Written, Unsupported, Stale, Grouped int64
 }
 
 type planCounters struct{ written, unsupported, stale atomic.Int64 }
 
 // PlanStats reports the store's planned-write counts.
 func (s *Store) PlanStats() PlanStats {
-	return PlanStats{Written: s.plans.written.Load(), Unsupported: s.plans.unsupported.Load(), Stale: s.plans.stale.Load()}
+	return PlanStats{Written: s.plans.written.Load(), Unsupported: s.plans.unsupported.Load(), Stale: s.plans.stale.Load(),
+		Grouped: s.planGroup.grouped.Load()}
 }
 
 // Plan runs fn as a planned write (see the comment at the top of this file) and sends what it
@@ -96,7 +103,7 @@ func (s *Store) Plan(ctx context.Context, fn func(tx *Tx) error) error {
 	case tx.plan.refused != nil:
 		err = tx.plan.refused
 	case err == nil:
-		err = tx.plan.write(ctx, tx)
+		err = s.sendPlan(ctx, tx.plan)
 	}
 	switch {
 	case errors.Is(err, ErrPlanUnsupported):
@@ -269,149 +276,302 @@ func (p *plan) assign(t *Task, a Assign) error {
 	return nil
 }
 
-// write sends the plan's statement: the guards, then the run, then each row, in one statement
-// whose rows the guards gate; it sets the run's and the rows' ids. A plan that recorded no
-// insert wrote nothing and sends nothing.
-func (p *plan) write(ctx context.Context, tx *Tx) error {
+// sendPlan sends a plan that recorded fn's writes. A plan that wrote nothing has nothing to send.
+// The others go out through the store's plan group (planGroup): on their own when a statement
+// slot is free, else together with the plans that queued meanwhile.
+func (s *Store) sendPlan(ctx context.Context, p *plan) error {
 	if p.run == nil {
 		if len(p.guards) > 0 || len(p.channels) > 0 {
 			return p.refuse("guards or notifications without a write")
 		}
 		return nil
 	}
-	var args []any
-	for _, g := range p.guards {
-		args = append(args, g.args...)
+	g := &s.planGroup
+	g.mu.Lock()
+	if g.sending < planStatementsInFlight {
+		g.sending++
+		g.mu.Unlock()
+		err := s.writePlans(ctx, []*plan{p})[0]
+		g.next(s)
+		return err
 	}
-	args = append(args, p.run.values()...)
-	for i := range p.tasks {
-		args = append(args, p.tasks[i].values()[1:]...)
-	}
-	if len(p.channels) > 0 {
-		args = append(args, pq.Array(p.channels), pq.Array(p.payloads))
-	}
-	var ids []insertedRow
-	if err := sqlx.SelectContext(ctx, tx.querier.ext, &ids, p.statement(), args...); err != nil {
-		return fmt.Errorf("store: planned insert of a run and its tasks: %w", err)
-	}
-	if len(ids) == 0 {
-		return ErrPlanStale
-	}
-	return setInsertedIDs("planned insert of a run and its tasks", p.run, p.tasks, ids)
+	q := &queuedPlan{p: p, done: make(chan error, 1)}
+	g.queue = append(g.queue, q)
+	g.mu.Unlock()
+	// A queued plan is written by the statement of its group whatever its caller does meanwhile:
+	// the caller waits for the answer, so that it never reports as failed a run that was written.
+	return <-q.done
 }
 
-// statement is the plan's statement, in PostgreSQL's form: its text depends only on the plan's
-// shape (planShape), and is built once per shape.
-func (p *plan) statement() string {
+// planStatementsInFlight bounds the planned statements a store has in flight at once. A plan
+// that finds the slot busy waits for the next statement, which carries the plans queued
+// meanwhile: on PostgreSQL a statement's own cost (its round trip, its execution start and its
+// commit) is about half of a small insert's, so a statement of several plans costs each much
+// less. Measured on 2 cores (B6), one statement in flight serves 4 concurrent creators about 35%
+// more creates per second than no grouping, and 16 of them about 60% more; two in flight split
+// the groups and gain little at 4. A create alone never waits.
+const planStatementsInFlight = 1
+
+// maxPlansPerStatement bounds the plans one statement carries: eight plans of maxTasksWithRun
+// rows take some 6,000 parameters, a tenth of PostgreSQL's 65,535, and a larger group saves
+// little more per plan than it costs to plan the statement.
+const maxPlansPerStatement = 8
+
+// planGroup is a store's plans queued for a statement, and how many of its statements are in
+// flight.
+type planGroup struct {
+	mu      sync.Mutex
+	queue   []*queuedPlan
+	sending int
+	// grouped counts the plans that were sent in a statement with others (PlanStats.Grouped).
+	grouped atomic.Int64
+}
+
+type queuedPlan struct {
+	p    *plan
+	done chan error
+}
+
+// next hands the slot of a statement that finished to the plans queued meanwhile, which a
+// goroutine of their own sends as one statement, or gives the slot back.
+func (g *planGroup) next(s *Store) {
+	g.mu.Lock()
+	if len(g.queue) == 0 {
+		g.sending--
+		g.mu.Unlock()
+		return
+	}
+	// A statement carries a power of two of plans, so that a load meets few statement texts,
+	// each prepared and planned once per connection rather than once per group size.
+	n := 1
+	for n*2 <= min(len(g.queue), maxPlansPerStatement) {
+		n *= 2
+	}
+	batch := slices.Clone(g.queue[:n])
+	g.queue = slices.Delete(g.queue, 0, n)
+	g.mu.Unlock()
+	go func() {
+		plans := make([]*plan, len(batch))
+		for i, q := range batch {
+			plans[i] = q.p
+		}
+		if len(plans) > 1 {
+			g.grouped.Add(int64(len(plans)))
+		}
+		// The statement belongs to no one request: it runs to its end whatever its callers do.
+		for i, err := range s.writePlans(context.Background(), plans) {
+			batch[i].done <- err
+		}
+		g.next(s)
+	}()
+}
+
+// writePlans sends plans as one statement and answers each plan's outcome: nil (its run and
+// rows were written, with their ids set), ErrPlanStale (a guard of its own failed: its part
+// wrote nothing, the others' stand), or the statement's error. One plan's fault (a notification
+// PostgreSQL refuses, say) fails the whole statement, so a group that fails is sent again plan
+// by plan, for each plan's own answer.
+func (s *Store) writePlans(ctx context.Context, plans []*plan) []error {
+	errs := make([]error, len(plans))
+	var args []any
+	for _, p := range plans {
+		for _, g := range p.guards {
+			args = append(args, g.args...)
+		}
+		args = append(args, p.run.values()...)
+		for i := range p.tasks {
+			args = append(args, p.tasks[i].values()[1:]...)
+		}
+		if len(p.channels) > 0 {
+			args = append(args, pq.Array(p.channels), pq.Array(p.payloads))
+		}
+	}
+	var ids []insertedRow
+	if err := sqlx.SelectContext(ctx, s.writer, &ids, planStatement(plans), args...); err != nil {
+		if len(plans) > 1 {
+			for i, p := range plans {
+				errs[i] = s.writePlans(ctx, []*plan{p})[0]
+			}
+			return errs
+		}
+		errs[0] = fmt.Errorf("store: planned insert of a run and its tasks: %w", err)
+		return errs
+	}
+	byPlan := make([][]insertedRow, len(plans))
+	for _, id := range ids {
+		if id.Plan < 0 || id.Plan >= len(plans) {
+			return failAll(errs, fmt.Errorf("store: planned insert answered plan %d of %d", id.Plan, len(plans)))
+		}
+		byPlan[id.Plan] = append(byPlan[id.Plan], id)
+	}
+	for i, p := range plans {
+		if len(byPlan[i]) == 0 {
+			errs[i] = ErrPlanStale
+			continue
+		}
+		errs[i] = setInsertedIDs("planned insert of a run and its tasks", p.run, p.tasks, byPlan[i])
+	}
+	return errs
+}
+
+func failAll(errs []error, err error) []error {
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// planStatement is the statement of plans, in PostgreSQL's form. Its text depends only on the
+// plans' shapes (their guards' conditions, numbers of rows, and whether they notify), and is
+// built once per sequence of shapes.
+func planStatement(plans []*plan) string {
 	h := maphash.Hash{}
 	h.SetSeed(planSeed)
-	for _, g := range p.guards {
-		_, _ = h.WriteString(g.cond)
-		_ = h.WriteByte(0)
+	for _, p := range plans {
+		for _, g := range p.guards {
+			_, _ = h.WriteString(g.cond)
+			_ = h.WriteByte(0)
+		}
+		_ = h.WriteByte(1)
+		_, _ = h.WriteString(strconv.Itoa(len(p.tasks)))
+		if len(p.channels) > 0 {
+			_ = h.WriteByte(2)
+		}
+		_ = h.WriteByte(3)
 	}
-	shape := planShape{guards: h.Sum64(), tasks: len(p.tasks), notify: len(p.channels) > 0}
+	key := h.Sum64()
 	planTexts.mu.RLock()
-	t, ok := planTexts.m[shape]
+	t, ok := planTexts.m[key]
 	planTexts.mu.RUnlock()
-	if ok && t.sameGuards(p.guards) {
+	if ok && t.fits(plans) {
 		return t.text
 	}
-	t = planText{text: sqlx.Rebind(sqlx.DOLLAR, p.build())}
-	for _, g := range p.guards {
-		t.conds = append(t.conds, g.cond)
+	t = planText{text: sqlx.Rebind(sqlx.DOLLAR, buildPlans(plans))}
+	for _, p := range plans {
+		t.shapes = append(t.shapes, shapeOf(p))
 	}
 	planTexts.mu.Lock()
 	if planTexts.m == nil || len(planTexts.m) >= maxPlanTexts {
-		planTexts.m = make(map[planShape]planText)
+		planTexts.m = make(map[uint64]planText)
 	}
-	planTexts.m[shape] = t
+	planTexts.m[key] = t
 	planTexts.mu.Unlock()
 	return t.text
 }
 
-// build writes the plan's statement with ? placeholders: the guards, the run's INSERT gated by
-// them, one INSERT per row taking the run's id, the notifications, and the ids it answers.
-func (p *plan) build() string {
+// buildPlans writes the statement of plans with ? placeholders. Plan k is a chain of its own:
+// gk holds a row when every guard of the plan holds, rk inserts the run from it, tk_i insert the
+// rows taking the run's id, nk sends the notifications once the run was inserted; the answer is
+// each written row's plan, run id, id and key. A plan whose guard fails writes nothing and is
+// absent from the answer; the chains of the others do not depend on it.
+func buildPlans(plans []*plan) string {
 	var b strings.Builder
-	b.WriteString(`WITH g AS (SELECT 1 AS ok`)
-	for i, g := range p.guards {
-		if i == 0 {
-			b.WriteString(` WHERE `)
-		} else {
-			b.WriteString(` AND `)
+	b.WriteString(`WITH `)
+	for k, p := range plans {
+		if k > 0 {
+			b.WriteString(`,
+`)
 		}
-		b.WriteString(`(` + g.cond + `)`)
-	}
-	b.WriteString(planRunSQL)
-	for i := range p.tasks {
-		fmt.Fprintf(&b, planTaskSQL, i)
-	}
-	if len(p.channels) > 0 {
-		// As NotifyLater's statement: the ordinality orders the payloads. Reading from r, the
-		// notifications go out only with the rows.
-		b.WriteString(`,
-n AS (SELECT pg_notify(u.c, u.p) FROM r CROSS JOIN unnest(?::text[], ?::text[]) WITH ORDINALITY AS u(c, p, o) ORDER BY u.o)`)
-	}
-	b.WriteString(`
-SELECT r.id AS run_id, t.id, t.task_key FROM r CROSS JOIN (`)
-	for i := range p.tasks {
-		if i > 0 {
-			b.WriteString(` UNION ALL `)
+		fmt.Fprintf(&b, `g%d AS (SELECT 1 AS ok`, k)
+		for i, g := range p.guards {
+			if i == 0 {
+				b.WriteString(` WHERE `)
+			} else {
+				b.WriteString(` AND `)
+			}
+			b.WriteString(`(` + g.cond + `)`)
 		}
-		fmt.Fprintf(&b, `SELECT id, task_key FROM t%d`, i)
+		fmt.Fprintf(&b, `),
+r%d AS (INSERT INTO runs (%s) SELECT %s FROM g%d RETURNING id)`, k, planRunColumns, planRunValues, k)
+		for i := range p.tasks {
+			fmt.Fprintf(&b, `,
+t%d_%d AS (INSERT INTO tasks (%s) SELECT r%d.id, %s FROM r%d RETURNING id, task_key)`, k, i, planTaskColumns, k, planTaskValues, k)
+		}
+		if len(p.channels) > 0 {
+			// As NotifyLater's statement: the ordinality orders the payloads. Reading from rk,
+			// the notifications go out only with the plan's rows.
+			fmt.Fprintf(&b, `,
+n%d AS (SELECT pg_notify(u.c, u.p) FROM r%d CROSS JOIN unnest(?::text[], ?::text[]) WITH ORDINALITY AS u(c, p, o) ORDER BY u.o)`, k, k)
+		}
 	}
-	b.WriteString(`) t`)
-	if len(p.channels) > 0 {
-		b.WriteString(` CROSS JOIN (SELECT count(*) FROM n) AS sent`)
+	for k, p := range plans {
+		if k > 0 {
+			b.WriteString(`
+UNION ALL`)
+		}
+		fmt.Fprintf(&b, `
+SELECT %d AS plan, r%d.id AS run_id, t.id, t.task_key FROM r%d CROSS JOIN (`, k, k, k)
+		for i := range p.tasks {
+			if i > 0 {
+				b.WriteString(` UNION ALL `)
+			}
+			fmt.Fprintf(&b, `SELECT id, task_key FROM t%d_%d`, k, i)
+		}
+		b.WriteString(`) t`)
+		if len(p.channels) > 0 {
+			fmt.Fprintf(&b, ` CROSS JOIN (SELECT count(*) FROM n%d) AS sent%d`, k, k)
+		}
 	}
 	return b.String()
 }
 
-// planShape is what a plan's statement text depends on: its guards' conditions (hashed, in
-// order), its number of rows, and whether it notifies.
+// planShape is what a plan's part of a statement depends on.
 type planShape struct {
-	guards uint64
+	conds  []string
 	tasks  int
 	notify bool
 }
 
-// planText is a shape's statement, with the conditions it was built from: a hash collision
-// costs a rebuild, never another statement.
-type planText struct {
-	conds []string
-	text  string
+func shapeOf(p *plan) planShape {
+	sh := planShape{tasks: len(p.tasks), notify: len(p.channels) > 0}
+	for _, g := range p.guards {
+		sh.conds = append(sh.conds, g.cond)
+	}
+	return sh
 }
 
-func (t planText) sameGuards(gs []planGuard) bool {
-	if len(t.conds) != len(gs) {
+// planText is a statement with the shapes it was built for: a hash collision costs a rebuild,
+// never another statement.
+type planText struct {
+	shapes []planShape
+	text   string
+}
+
+func (t planText) fits(plans []*plan) bool {
+	if len(t.shapes) != len(plans) {
 		return false
 	}
-	for i, g := range gs {
-		if t.conds[i] != g.cond {
+	for i, p := range plans {
+		sh := t.shapes[i]
+		if sh.tasks != len(p.tasks) || sh.notify != (len(p.channels) > 0) || len(sh.conds) != len(p.guards) {
 			return false
+		}
+		for j, g := range p.guards {
+			if sh.conds[j] != g.cond {
+				return false
+			}
 		}
 	}
 	return true
 }
 
-// maxPlanTexts bounds the statements remembered by shape: a plan holds at most maxTasksWithRun rows
-// and a guard per Runner tool it addresses, and the shapes a server meets number far fewer than
-// this; a full memory is emptied.
+// maxPlanTexts bounds the statements remembered by shape: the sequences of plan shapes a server
+// meets number far fewer than this; a full memory is emptied.
 const maxPlanTexts = 1024
 
 var (
 	planSeed  = maphash.MakeSeed()
 	planTexts struct {
 		mu sync.RWMutex
-		m  map[planShape]planText
+		m  map[uint64]planText
 	}
 )
 
-// The plan statement's fixed parts: the run's INSERT gated by g, and one row's INSERT (with its
-// CTE's number to fill in) taking the run's id.
+// The plan statement's fixed parts: the run's columns and placeholders, and a row's, but for its
+// run id, which the row takes from its plan's run.
 var (
-	planRunSQL = `),
-r AS (INSERT INTO runs (` + strings.Join(runColumns, ", ") + `) SELECT ` + placeholders(len(runColumns)) + ` FROM g RETURNING id)`
-	planTaskSQL = `,
-t%d AS (INSERT INTO tasks (` + strings.Join(taskColumns[1:], ", ") + `) SELECT r.id, ` + placeholders(len(taskColumns)-2) + ` FROM r RETURNING id, task_key)`
+	planRunColumns  = strings.Join(runColumns, ", ")
+	planRunValues   = placeholders(len(runColumns))
+	planTaskColumns = strings.Join(taskColumns[1:], ", ")
+	planTaskValues  = placeholders(len(taskColumns) - 2)
 )

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -320,6 +322,179 @@ func TestPlanUnsupportedWritesNothing(t *testing.T) {
 		})
 		if err != nil || !f.runExists(t, r.PublicID) {
 			t.Fatalf("the same work as a transaction: %v", err)
+		}
+	}
+}
+
+// Plans that queue while a statement is in flight go out together, as one statement of one
+// chain per plan: a plan whose own guard fails writes nothing and notifies nothing, and the
+// others stand, each with its own ids. A group PostgreSQL refuses as a whole (here, one plan's
+// notification is too long for it) is sent again plan by plan, so that only the faulty plan
+// fails.
+func TestPlansQueuedTogether(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		if d != store.Postgres {
+			continue // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+		}
+		s := storetest.Open(t, d)
+		ctx := context.Background()
+		f := newPlanFixture(t, s)
+		ch := s.Channel("plan_group")
+		got := subscribed(t, s, ch)
+		type outcome struct {
+			run   *store.Run
+			tasks []store.Task
+			err   error
+		}
+		// group sends one plan per payload, all queued behind a held slot; a payload "stale"
+		// adds a guard that fails.
+		group := func(payloads ...string) []outcome {
+			t.Helper()
+			queued, release := store.HoldPlanSlots(s)
+			out := make([]outcome, len(payloads))
+			done := make(chan struct{})
+			for i, p := range payloads {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					r, tasks := f.run(i + 1)
+					err := s.Plan(ctx, func(tx *store.Tx) error {
+						if p == "stale" {
+							tx.Require(`EXISTS (SELECT 1 FROM workspaces WHERE id = ? AND handle = ?)`, f.ws.ID, "renamed")
+						}
+						if _, err := store.RunnerServing(ctx, tx, f.ws.ID, f.runner.PublicID, "work"); err != nil {
+							return err
+						}
+						if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
+							return err
+						}
+						return store.Notify(ctx, tx, ch, p)
+					})
+					out[i] = outcome{r, tasks, err}
+				}()
+			}
+			for deadline := time.Now().Add(10 * time.Second); queued() < len(payloads); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d plans queued", queued(), len(payloads))
+				}
+			}
+			release()
+			for range payloads {
+				<-done
+			}
+			return out
+		}
+		written := func(o outcome) {
+			t.Helper()
+			if o.err != nil || o.run.ID <= 0 || !f.runExists(t, o.run.PublicID) {
+				t.Fatalf("plan of %d rows: %v, run %d", len(o.tasks), o.err, o.run.ID)
+			}
+			for _, tk := range o.tasks {
+				back, err := store.TaskByKey(ctx, s.Reader(), o.run.ID, tk.Key)
+				if err != nil || back.ID != tk.ID || tk.RunID != o.run.ID {
+					t.Fatalf("row %s of run %d: id %d, read back %+v %v", tk.Key, o.run.ID, tk.ID, back, err)
+				}
+			}
+		}
+		heard := func(want ...string) {
+			t.Helper()
+			var all []string
+			for range want {
+				select {
+				case p := <-got:
+					all = append(all, p)
+				case <-time.After(10 * time.Second):
+					t.Fatalf("heard %q; want %q", all, want)
+				}
+			}
+			slices.Sort(all)
+			slices.Sort(want)
+			if !slices.Equal(all, want) {
+				t.Fatalf("heard %q; want %q", all, want)
+			}
+		}
+
+		before := s.PlanStats()
+		out := group("a", "stale", "b", "c")
+		for i, o := range out {
+			if i == 1 {
+				if !errors.Is(o.err, store.ErrPlanStale) || f.runExists(t, o.run.PublicID) {
+					t.Fatalf("the stale plan of the group: %v", o.err)
+				}
+				continue
+			}
+			written(o)
+		}
+		heard("a", "b", "c")
+		after := s.PlanStats()
+		if after.Written-before.Written != 3 || after.Stale-before.Stale != 1 || after.Grouped-before.Grouped != 4 {
+			t.Fatalf("stats %+v, then %+v; want 3 written, 1 stale, 4 grouped", before, after)
+		}
+
+		before = s.PlanStats()
+		out = group("d", strings.Repeat("x", 9000))
+		written(out[0])
+		if out[1].err == nil || errors.Is(out[1].err, store.ErrPlanStale) || errors.Is(out[1].err, store.ErrPlanUnsupported) || f.runExists(t, out[1].run.PublicID) {
+			t.Fatalf("the plan PostgreSQL refuses: %v", out[1].err)
+		}
+		heard("d")
+		select {
+		case p := <-got:
+			t.Fatalf("heard %.20q from the refused plan", p)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if after := s.PlanStats(); after.Written-before.Written != 1 || after.Grouped-before.Grouped != 2 {
+			t.Fatalf("stats %+v, then %+v; want 1 written, 2 grouped", before, after)
+		}
+	}
+}
+
+// Plans sent from many goroutines at once, grouped as they queue, each land whole: every run
+// with its own rows, each row with its run's id.
+func TestPlansConcurrent(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		if d != store.Postgres {
+			continue // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+		}
+		s := storetest.Open(t, d)
+		ctx := context.Background()
+		f := newPlanFixture(t, s)
+		const goroutines, each = 16, 10
+		errs := make(chan error, goroutines)
+		for g := 0; g < goroutines; g++ {
+			go func() {
+				for i := 0; i < each; i++ {
+					r, tasks := f.run(1 + (g+i)%3)
+					err := s.Plan(ctx, func(tx *store.Tx) error { return store.InsertRunWithTasks(ctx, tx, r, tasks) })
+					if err == nil {
+						for _, tk := range tasks {
+							back, rerr := store.TaskByKey(ctx, s.Reader(), r.ID, tk.Key)
+							if rerr != nil || back.ID != tk.ID || back.RunID != r.ID {
+								err = fmt.Errorf("run %d row %s: id %d, read back %+v %v", r.ID, tk.Key, tk.ID, back, rerr)
+								break
+							}
+						}
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for g := 0; g < goroutines; g++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		var runs int
+		if err := s.Reader().Get(ctx, &runs, `SELECT count(*) FROM runs WHERE workspace_id = ?`, f.ws.ID); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.PlanStats(); runs != goroutines*each || st.Written != goroutines*each {
+			t.Fatalf("%d runs, stats %+v; want %d", runs, st, goroutines*each)
 		}
 	}
 }

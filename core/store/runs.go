@@ -112,6 +112,8 @@ RETURNING id, run_id, task_key`
 
 // insertedRow is what a statement inserting a run and its rows returns per row.
 type insertedRow struct {
+	// Plan is the row's plan in a statement of several (writePlans).
+	Plan  int    `db:"plan"`
 	ID    int64  `db:"id"`
 	RunID int64  `db:"run_id"`
 	Key   string `db:"task_key"`

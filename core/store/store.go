@@ -58,6 +58,8 @@ type Store struct {
 	// planned writes address (RunnerServing).
 	plans   planCounters
 	serving servingCache
+	// planGroup queues planned writes for a statement slot (sendPlan).
+	planGroup planGroup
 	// listener is the listening connection that every subscription, to any channel, shares
 	// (Subscribe); nil while nothing is subscribed.
 	listenMu sync.Mutex
