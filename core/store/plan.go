@@ -291,9 +291,8 @@ func (s *Store) sendPlan(ctx context.Context, p *plan) error {
 	if g.sending < planStatementsInFlight {
 		g.sending++
 		g.mu.Unlock()
-		err := s.writePlans(ctx, []*plan{p})[0]
-		g.next(s)
-		return err
+		defer g.next(s) // the slot passes on however the statement ends
+		return s.writePlans(ctx, []*plan{p})[0]
 	}
 	q := &queuedPlan{p: p, done: make(chan error, 1)}
 	g.queue = append(g.queue, q)
@@ -358,11 +357,11 @@ func (g *planGroup) next(s *Store) {
 		if len(plans) > 1 {
 			g.grouped.Add(int64(len(plans)))
 		}
+		defer g.next(s)
 		// The statement belongs to no one request: it runs to its end whatever its callers do.
 		for i, err := range s.writePlans(context.Background(), plans) {
 			batch[i].done <- err
 		}
-		g.next(s)
 	}()
 }
 
