@@ -55,7 +55,9 @@ func NewDirectory(s *store.Store, auth *Authenticator, opts DirectoryOptions) *D
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Directory{store: s, auth: auth, now: opts.Now, revoked: opts.Revocation}
+	d := &Directory{store: s, auth: auth, now: opts.Now, revoked: opts.Revocation}
+	d.remembered.Max = maxRememberedAccess
+	return d
 }
 
 // Workspace is a workspace as one caller sees it.

@@ -2,9 +2,9 @@ package identity
 
 import (
 	"context"
-	"sync"
 
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/internal/memo"
 )
 
 // maxRememberedAccess bounds the directory's memory of workspace reads: an entry is about two
@@ -25,15 +25,15 @@ func (d *Directory) RememberedAccess(ctx context.Context, caller *Principal, ref
 		return d.Access(ctx, caller, ref, need)
 	}
 	key := rememberKey{caller.Kind, caller.ID, ref}
-	if w, ok := d.remembered.get(key); ok && checkNeed(caller, w.Role, need) == nil {
+	if w, ok := d.remembered.Get(key); ok && checkNeed(caller, w.Role, need) == nil {
 		return &Access{Caller: caller, Workspace: w, confirm: &confirmation{d: d, ref: ref, need: need}}, nil
 	}
 	acc, err := d.Access(ctx, caller, ref, need)
 	if err != nil {
-		d.remembered.drop(key)
+		d.remembered.Delete(key)
 		return nil, err
 	}
-	d.remembered.put(key, acc.Workspace)
+	d.remembered.Put(key, acc.Workspace)
 	return acc, nil
 }
 
@@ -64,10 +64,10 @@ func (acc *Access) Confirm(ctx context.Context, tx *store.Tx) (*Access, error) {
 		err = checkNeed(acc.Caller, w.Role, c.need)
 	}
 	if err != nil {
-		c.d.remembered.drop(key)
+		c.d.remembered.Delete(key)
 		return nil, err
 	}
-	c.d.remembered.put(key, *w)
+	c.d.remembered.Put(key, *w)
 	return &Access{Caller: acc.Caller, Workspace: *w}, nil
 }
 
@@ -95,29 +95,4 @@ type rememberKey struct {
 
 // rememberedAccess is the directory's memory of workspace reads, for RememberedAccess. It needs
 // no invalidation: every write that stands on an entry checks it.
-type rememberedAccess struct {
-	mu sync.Mutex
-	m  map[rememberKey]Workspace
-}
-
-func (r *rememberedAccess) get(k rememberKey) (Workspace, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w, ok := r.m[k]
-	return w, ok
-}
-
-func (r *rememberedAccess) put(k rememberKey, w Workspace) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil || len(r.m) >= maxRememberedAccess {
-		r.m = make(map[rememberKey]Workspace)
-	}
-	r.m[k] = w
-}
-
-func (r *rememberedAccess) drop(k rememberKey) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.m, k)
-}
+type rememberedAccess = memo.Map[rememberKey, Workspace]

@@ -16,6 +16,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/jmoiron/sqlx/reflectx"
 	"github.com/lib/pq"
+
+	"github.com/nexuskernel/nexus/internal/memo"
 )
 
 // A planned write (Store.Plan) is a write transaction sent as one statement. On PostgreSQL a
@@ -164,14 +166,15 @@ func (p *plan) read(query string) error {
 	return nil
 }
 
-// plainReads memoizes plainRead per statement text (a bounded set: the program's own texts).
-var plainReads sync.Map
+// plainReads memoizes plainRead per statement text, bounded as the PostgreSQL forms are
+// (maxRebound): the program's own texts, and one per shape of those built per call.
+var plainReads = memo.Map[string, bool]{Max: maxRebound}
 
 // plainRead reports whether query only reads and locks nothing: a SELECT without a locking
 // clause, an advisory lock, a sequence or a notification.
 func plainRead(query string) bool {
-	if v, ok := plainReads.Load(query); ok {
-		return v.(bool)
+	if ok, known := plainReads.Get(query); known {
+		return ok
 	}
 	u := strings.ToUpper(query)
 	ok := strings.HasPrefix(strings.TrimSpace(u), "SELECT")
@@ -180,7 +183,7 @@ func plainRead(query string) bool {
 			ok = false
 		}
 	}
-	plainReads.Store(query, ok)
+	plainReads.Put(query, ok)
 	return ok
 }
 
@@ -439,9 +442,7 @@ func planStatement(plans []*plan) string {
 		_ = h.WriteByte(3)
 	}
 	key := h.Sum64()
-	planTexts.mu.RLock()
-	t, ok := planTexts.m[key]
-	planTexts.mu.RUnlock()
+	t, ok := planTexts.Get(key)
 	if ok && t.fits(plans) {
 		return t.text
 	}
@@ -449,12 +450,7 @@ func planStatement(plans []*plan) string {
 	for _, p := range plans {
 		t.shapes = append(t.shapes, shapeOf(p))
 	}
-	planTexts.mu.Lock()
-	if planTexts.m == nil || len(planTexts.m) >= maxPlanTexts {
-		planTexts.m = make(map[uint64]planText)
-	}
-	planTexts.m[key] = t
-	planTexts.mu.Unlock()
+	planTexts.Put(key, t)
 	return t.text
 }
 
@@ -560,10 +556,7 @@ const maxPlanTexts = 1024
 
 var (
 	planSeed  = maphash.MakeSeed()
-	planTexts struct {
-		mu sync.RWMutex
-		m  map[uint64]planText
-	}
+	planTexts = memo.Map[uint64, planText]{Max: maxPlanTexts}
 )
 
 // The plan statement's fixed parts: the run's columns and placeholders, and a row's, but for its

@@ -27,7 +27,9 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, err
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: read current schema: %w", Redact(rawURL), err)
 	}
-	return &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL), dsn: rawURL, channelSuffix: channelSuffixOf(schema)}, nil
+	s := &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL), dsn: rawURL, channelSuffix: channelSuffixOf(schema)}
+	s.serving.m.Max = maxServingCache
+	return s, nil
 }
 
 // pgUniqueViolation is SQLSTATE 23505.

@@ -5,7 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
-	"sync"
+
+	"github.com/nexuskernel/nexus/internal/memo"
 )
 
 // ServedTool is one name an executor currently announces, as addressing reads it.
@@ -116,28 +117,21 @@ type servingKey struct {
 }
 
 // servingCache remembers what RunnerServing last read per (workspace, Runner, name), for
-// planned writes. It needs no invalidation: a planned write checks every entry it uses.
+// planned writes (PostgreSQL; on SQLite its bound is zero and it remembers nothing). It needs no
+// invalidation: a planned write checks every entry it uses.
 type servingCache struct {
-	mu sync.Mutex
-	m  map[servingKey]Serving
+	m memo.Map[servingKey, Serving]
 }
 
 // get and put copy the entry, so that no caller shares its budget pointer with the cache.
 func (c *servingCache) get(k servingKey) (Serving, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.m[k]
+	s, ok := c.m.Get(k)
 	return s.clone(), ok
 }
 
-func (c *servingCache) put(k servingKey, s Serving) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxServingCache {
-		c.m = make(map[servingKey]Serving)
-	}
-	c.m[k] = s.clone()
-}
+func (c *servingCache) put(k servingKey, s Serving) { c.m.Put(k, s.clone()) }
+
+func (c *servingCache) drop(k servingKey) { c.m.Delete(k) }
 
 func (s Serving) clone() Serving {
 	if s.TimeoutMS != nil {
@@ -145,12 +139,6 @@ func (s Serving) clone() Serving {
 		s.TimeoutMS = &t
 	}
 	return s
-}
-
-func (c *servingCache) drop(k servingKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
 }
 
 // PoolServing lists the active tool providers of the workspace that currently announce name,

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/nexuskernel/nexus/internal/memo"
 )
 
 // Dialect names the SQL engine behind a Store.
@@ -205,7 +207,7 @@ func (q querier) Dialect() Dialect { return q.d }
 
 func (q querier) rebind(query string) string {
 	if q.d == Postgres {
-		return dollars.of(query)
+		return dollarsOf(query)
 	}
 	return query
 }
@@ -218,27 +220,14 @@ const maxRebound = 4096
 
 // dollars remembers each query's PostgreSQL form ($n placeholders for ?), so that a query is
 // rewritten once rather than on every call: a planned write's statement runs to kilobytes.
-var dollars reboundMemo
+var dollars = memo.Map[string, string]{Max: maxRebound}
 
-type reboundMemo struct {
-	mu sync.RWMutex
-	m  map[string]string
-}
-
-func (r *reboundMemo) of(query string) string {
-	r.mu.RLock()
-	out, ok := r.m[query]
-	r.mu.RUnlock()
-	if ok {
+func dollarsOf(query string) string {
+	if out, ok := dollars.Get(query); ok {
 		return out
 	}
-	out = sqlx.Rebind(sqlx.DOLLAR, query)
-	r.mu.Lock()
-	if r.m == nil || len(r.m) >= maxRebound {
-		r.m = make(map[string]string)
-	}
-	r.m[query] = out
-	r.mu.Unlock()
+	out := sqlx.Rebind(sqlx.DOLLAR, query)
+	dollars.Put(query, out)
 	return out
 }
 
