@@ -163,74 +163,72 @@ func TestPlanWritesRunRowsAndNotification(t *testing.T) {
 // Runner's profile changed is stale, and a transaction's read refreshes the cache.
 func TestPlanStaleWritesNothing(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue // SQLite never plans (TestPlanWritesRunRowsAndNotification)
-		}
-		s := storetest.Open(t, d)
-		ctx := context.Background()
-		f := newPlanFixture(t, s)
-		ch := s.Channel("plan_stale")
-		got := subscribed(t, s, ch)
-		plan := func(guard bool) (*store.Run, error) {
-			r, tasks := f.run(2)
-			return r, s.Plan(ctx, func(tx *store.Tx) error {
-				if guard {
-					tx.Require(`EXISTS (SELECT 1 FROM workspaces WHERE id = ? AND handle = ?)`, f.ws.ID, "renamed")
-				}
-				if _, err := store.RunnerServing(ctx, tx, f.ws.ID, f.runner.PublicID, "work"); err != nil {
-					return err
-				}
-				if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
-					return err
-				}
-				return store.Notify(ctx, tx, ch, r.PublicID)
-			})
-		}
-		r, err := plan(true)
-		if !errors.Is(err, store.ErrPlanStale) || f.runExists(t, r.PublicID) {
-			t.Fatalf("a failed guard: %v, run written %v", err, f.runExists(t, r.PublicID))
-		}
-		// The cache now holds the Runner's profile; change it behind the cache's back.
-		if _, err := s.DB().ExecContext(ctx, `UPDATE executor_served_tools SET profile = '{"kind":"mutating"}' WHERE executor_id = $1`, f.runner.ID); err != nil {
-			t.Fatal(err)
-		}
-		r, err = plan(false)
-		if !errors.Is(err, store.ErrPlanStale) || f.runExists(t, r.PublicID) {
-			t.Fatalf("a plan on a stale cache entry: %v, run written %v", err, f.runExists(t, r.PublicID))
-		}
-		err = s.Write(ctx, func(tx *store.Tx) error {
-			got, err := store.RunnerServing(ctx, tx, f.ws.ID, f.runner.PublicID, "work")
-			if err == nil && got.Profile != `{"kind":"mutating"}` {
-				err = fmt.Errorf("a transaction read %s", got.Profile)
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+	}
+	ctx := context.Background()
+	f := newPlanFixture(t, s)
+	ch := s.Channel("plan_stale")
+	got := subscribed(t, s, ch)
+	plan := func(guard bool) (*store.Run, error) {
+		r, tasks := f.run(2)
+		return r, s.Plan(ctx, func(tx *store.Tx) error {
+			if guard {
+				tx.Require(`EXISTS (SELECT 1 FROM workspaces WHERE id = ? AND handle = ?)`, f.ws.ID, "renamed")
 			}
-			return err
+			if _, err := store.RunnerServing(ctx, tx, f.ws.ID, f.runner.PublicID, "work"); err != nil {
+				return err
+			}
+			if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
+				return err
+			}
+			return store.Notify(ctx, tx, ch, r.PublicID)
 		})
-		if err != nil {
-			t.Fatal(err)
+	}
+	r, err := plan(true)
+	if !errors.Is(err, store.ErrPlanStale) || f.runExists(t, r.PublicID) {
+		t.Fatalf("a failed guard: %v, run written %v", err, f.runExists(t, r.PublicID))
+	}
+	// The cache now holds the Runner's profile; change it behind the cache's back.
+	if _, err := s.DB().ExecContext(ctx, `UPDATE executor_served_tools SET profile = '{"kind":"mutating"}' WHERE executor_id = $1`, f.runner.ID); err != nil {
+		t.Fatal(err)
+	}
+	r, err = plan(false)
+	if !errors.Is(err, store.ErrPlanStale) || f.runExists(t, r.PublicID) {
+		t.Fatalf("a plan on a stale cache entry: %v, run written %v", err, f.runExists(t, r.PublicID))
+	}
+	err = s.Write(ctx, func(tx *store.Tx) error {
+		got, err := store.RunnerServing(ctx, tx, f.ws.ID, f.runner.PublicID, "work")
+		if err == nil && got.Profile != `{"kind":"mutating"}` {
+			err = fmt.Errorf("a transaction read %s", got.Profile)
 		}
-		r, err = plan(false)
-		if err != nil || !f.runExists(t, r.PublicID) {
-			t.Fatalf("a plan after the transaction refreshed the cache: %v", err)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = plan(false)
+	if err != nil || !f.runExists(t, r.PublicID) {
+		t.Fatalf("a plan after the transaction refreshed the cache: %v", err)
+	}
+	select {
+	case p := <-got:
+		if p != r.PublicID {
+			t.Fatalf("heard %q before the written plan's %q: a stale plan notified", p, r.PublicID)
 		}
-		select {
-		case p := <-got:
-			if p != r.PublicID {
-				t.Fatalf("heard %q before the written plan's %q: a stale plan notified", p, r.PublicID)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the written plan's notification never arrived")
-		}
-		// A revoked Runner fails the cached entry's guard too.
-		if _, err := s.DB().ExecContext(ctx, `UPDATE executors SET status = 'revoked' WHERE id = $1`, f.runner.ID); err != nil {
-			t.Fatal(err)
-		}
-		if r, err = plan(false); !errors.Is(err, store.ErrPlanStale) || f.runExists(t, r.PublicID) {
-			t.Fatalf("a plan addressing a revoked Runner: %v", err)
-		}
-		if st := s.PlanStats(); st.Written != 1 || st.Stale != 3 {
-			t.Fatalf("stats %+v", st)
-		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the written plan's notification never arrived")
+	}
+	// A revoked Runner fails the cached entry's guard too.
+	if _, err := s.DB().ExecContext(ctx, `UPDATE executors SET status = 'revoked' WHERE id = $1`, f.runner.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = plan(false); !errors.Is(err, store.ErrPlanStale) || f.runExists(t, r.PublicID) {
+		t.Fatalf("a plan addressing a revoked Runner: %v", err)
+	}
+	if st := s.PlanStats(); st.Written != 1 || st.Stale != 3 {
+		t.Fatalf("stats %+v", st)
 	}
 }
 
@@ -239,90 +237,88 @@ func TestPlanStaleWritesNothing(t *testing.T) {
 // the plan did not write, a second insert, a run of more rows than one statement takes.
 func TestPlanUnsupportedWritesNothing(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue
-		}
-		s := storetest.Open(t, d)
-		ctx := context.Background()
-		f := newPlanFixture(t, s)
-		cases := map[string]func(tx *store.Tx, r *store.Run, tasks []store.Task) error{
-			"exec": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
-				if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
-					return err
-				}
-				_, err := tx.Exec(ctx, `UPDATE workspaces SET name = 'x' WHERE id = ?`, f.ws.ID)
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	f := newPlanFixture(t, s)
+	cases := map[string]func(tx *store.Tx, r *store.Run, tasks []store.Task) error{
+		"exec": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
+			if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
 				return err
-			},
-			"locking read": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
-				var id int64
-				if err := tx.Get(ctx, &id, `SELECT id FROM workspaces WHERE id = ? FOR UPDATE`, f.ws.ID); err != nil {
-					return err
-				}
-				return store.InsertRunWithTasks(ctx, tx, r, tasks)
-			},
-			"read after insert": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
-				if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
-					return err
-				}
-				_, err := store.TaskByKey(ctx, tx, r.ID, tasks[0].Key)
-				return err
-			},
-			"update of another row": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
-				if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
-					return err
-				}
-				_, err := store.SetTask(ctx, tx, 1, nil, store.Assign{Col: "status", Val: "failed"})
-				return err
-			},
-			"settle sequence": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
-				if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
-					return err
-				}
-				_, err := store.SetTask(ctx, tx, tasks[0].ID, nil, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)})
-				return err
-			},
-			"second insert": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
-				if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
-					return err
-				}
-				r2, t2 := f.run(1)
-				return store.InsertRunWithTasks(ctx, tx, r2, t2)
-			},
-			"too many rows": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
-				_, more := f.run(17)
-				return store.InsertRunWithTasks(ctx, tx, r, more)
-			},
-			"notification without a write": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
-				return store.Notify(ctx, tx, s.Channel("plan_none"), "x")
-			},
-		}
-		for name, fn := range cases {
-			r, tasks := f.run(2)
-			err := s.Plan(ctx, func(tx *store.Tx) error { return fn(tx, r, tasks) })
-			if !errors.Is(err, store.ErrPlanUnsupported) || f.runExists(t, r.PublicID) {
-				t.Errorf("%s: %v, run written %v", name, err, f.runExists(t, r.PublicID))
 			}
-		}
-		if st := s.PlanStats(); st.Unsupported != int64(len(cases)) || st.Written != 0 {
-			t.Fatalf("stats %+v", st)
-		}
-		// A transaction does all of it.
-		r, tasks := f.run(2)
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			if tx.Planning() {
-				return errors.New("a transaction says it plans")
+			_, err := tx.Exec(ctx, `UPDATE workspaces SET name = 'x' WHERE id = ?`, f.ws.ID)
+			return err
+		},
+		"locking read": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
+			var id int64
+			if err := tx.Get(ctx, &id, `SELECT id FROM workspaces WHERE id = ? FOR UPDATE`, f.ws.ID); err != nil {
+				return err
 			}
-			tx.Require(`false`) // does nothing on a transaction
+			return store.InsertRunWithTasks(ctx, tx, r, tasks)
+		},
+		"read after insert": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
 			if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
 				return err
 			}
 			_, err := store.TaskByKey(ctx, tx, r.ID, tasks[0].Key)
 			return err
-		})
-		if err != nil || !f.runExists(t, r.PublicID) {
-			t.Fatalf("the same work as a transaction: %v", err)
+		},
+		"update of another row": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
+			if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
+				return err
+			}
+			_, err := store.SetTask(ctx, tx, 1, nil, store.Assign{Col: "status", Val: "failed"})
+			return err
+		},
+		"settle sequence": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
+			if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
+				return err
+			}
+			_, err := store.SetTask(ctx, tx, tasks[0].ID, nil, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)})
+			return err
+		},
+		"second insert": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
+			if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
+				return err
+			}
+			r2, t2 := f.run(1)
+			return store.InsertRunWithTasks(ctx, tx, r2, t2)
+		},
+		"too many rows": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
+			_, more := f.run(17)
+			return store.InsertRunWithTasks(ctx, tx, r, more)
+		},
+		"notification without a write": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
+			return store.Notify(ctx, tx, s.Channel("plan_none"), "x")
+		},
+	}
+	for name, fn := range cases {
+		r, tasks := f.run(2)
+		err := s.Plan(ctx, func(tx *store.Tx) error { return fn(tx, r, tasks) })
+		if !errors.Is(err, store.ErrPlanUnsupported) || f.runExists(t, r.PublicID) {
+			t.Errorf("%s: %v, run written %v", name, err, f.runExists(t, r.PublicID))
 		}
+	}
+	if st := s.PlanStats(); st.Unsupported != int64(len(cases)) || st.Written != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// A transaction does all of it.
+	r, tasks := f.run(2)
+	err := s.Write(ctx, func(tx *store.Tx) error {
+		if tx.Planning() {
+			return errors.New("a transaction says it plans")
+		}
+		tx.Require(`false`) // does nothing on a transaction
+		if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
+			return err
+		}
+		_, err := store.TaskByKey(ctx, tx, r.ID, tasks[0].Key)
+		return err
+	})
+	if err != nil || !f.runExists(t, r.PublicID) {
+		t.Fatalf("the same work as a transaction: %v", err)
 	}
 }
 
@@ -333,119 +329,117 @@ func TestPlanUnsupportedWritesNothing(t *testing.T) {
 // fails.
 func TestPlansQueuedTogether(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+	}
+	ctx := context.Background()
+	f := newPlanFixture(t, s)
+	ch := s.Channel("plan_group")
+	got := subscribed(t, s, ch)
+	type outcome struct {
+		run   *store.Run
+		tasks []store.Task
+		err   error
+	}
+	// group sends one plan per payload, all queued behind a held slot; a payload "stale"
+	// adds a guard that fails.
+	group := func(payloads ...string) []outcome {
+		t.Helper()
+		queued, release := store.HoldPlanSlots(s)
+		out := make([]outcome, len(payloads))
+		done := make(chan struct{})
+		for i, p := range payloads {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				r, tasks := f.run(i + 1)
+				err := s.Plan(ctx, func(tx *store.Tx) error {
+					if p == "stale" {
+						tx.Require(`EXISTS (SELECT 1 FROM workspaces WHERE id = ? AND handle = ?)`, f.ws.ID, "renamed")
+					}
+					if _, err := store.RunnerServing(ctx, tx, f.ws.ID, f.runner.PublicID, "work"); err != nil {
+						return err
+					}
+					if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
+						return err
+					}
+					return store.Notify(ctx, tx, ch, p)
+				})
+				out[i] = outcome{r, tasks, err}
+			}()
 		}
-		s := storetest.Open(t, d)
-		ctx := context.Background()
-		f := newPlanFixture(t, s)
-		ch := s.Channel("plan_group")
-		got := subscribed(t, s, ch)
-		type outcome struct {
-			run   *store.Run
-			tasks []store.Task
-			err   error
-		}
-		// group sends one plan per payload, all queued behind a held slot; a payload "stale"
-		// adds a guard that fails.
-		group := func(payloads ...string) []outcome {
-			t.Helper()
-			queued, release := store.HoldPlanSlots(s)
-			out := make([]outcome, len(payloads))
-			done := make(chan struct{})
-			for i, p := range payloads {
-				go func() {
-					defer func() { done <- struct{}{} }()
-					r, tasks := f.run(i + 1)
-					err := s.Plan(ctx, func(tx *store.Tx) error {
-						if p == "stale" {
-							tx.Require(`EXISTS (SELECT 1 FROM workspaces WHERE id = ? AND handle = ?)`, f.ws.ID, "renamed")
-						}
-						if _, err := store.RunnerServing(ctx, tx, f.ws.ID, f.runner.PublicID, "work"); err != nil {
-							return err
-						}
-						if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
-							return err
-						}
-						return store.Notify(ctx, tx, ch, p)
-					})
-					out[i] = outcome{r, tasks, err}
-				}()
-			}
-			for deadline := time.Now().Add(10 * time.Second); queued() < len(payloads); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d of %d plans queued", queued(), len(payloads))
-				}
-			}
-			release()
-			for range payloads {
-				<-done
-			}
-			return out
-		}
-		written := func(o outcome) {
-			t.Helper()
-			if o.err != nil || o.run.ID <= 0 || !f.runExists(t, o.run.PublicID) {
-				t.Fatalf("plan of %d rows: %v, run %d", len(o.tasks), o.err, o.run.ID)
-			}
-			for _, tk := range o.tasks {
-				back, err := store.TaskByKey(ctx, s.Reader(), o.run.ID, tk.Key)
-				if err != nil || back.ID != tk.ID || tk.RunID != o.run.ID {
-					t.Fatalf("row %s of run %d: id %d, read back %+v %v", tk.Key, o.run.ID, tk.ID, back, err)
-				}
+		for deadline := time.Now().Add(10 * time.Second); queued() < len(payloads); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d plans queued", queued(), len(payloads))
 			}
 		}
-		heard := func(want ...string) {
-			t.Helper()
-			var all []string
-			for range want {
-				select {
-				case p := <-got:
-					all = append(all, p)
-				case <-time.After(10 * time.Second):
-					t.Fatalf("heard %q; want %q", all, want)
-				}
+		release()
+		for range payloads {
+			<-done
+		}
+		return out
+	}
+	written := func(o outcome) {
+		t.Helper()
+		if o.err != nil || o.run.ID <= 0 || !f.runExists(t, o.run.PublicID) {
+			t.Fatalf("plan of %d rows: %v, run %d", len(o.tasks), o.err, o.run.ID)
+		}
+		for _, tk := range o.tasks {
+			back, err := store.TaskByKey(ctx, s.Reader(), o.run.ID, tk.Key)
+			if err != nil || back.ID != tk.ID || tk.RunID != o.run.ID {
+				t.Fatalf("row %s of run %d: id %d, read back %+v %v", tk.Key, o.run.ID, tk.ID, back, err)
 			}
-			slices.Sort(all)
-			slices.Sort(want)
-			if !slices.Equal(all, want) {
+		}
+	}
+	heard := func(want ...string) {
+		t.Helper()
+		var all []string
+		for range want {
+			select {
+			case p := <-got:
+				all = append(all, p)
+			case <-time.After(10 * time.Second):
 				t.Fatalf("heard %q; want %q", all, want)
 			}
 		}
+		slices.Sort(all)
+		slices.Sort(want)
+		if !slices.Equal(all, want) {
+			t.Fatalf("heard %q; want %q", all, want)
+		}
+	}
 
-		before := s.PlanStats()
-		out := group("a", "stale", "b", "c")
-		for i, o := range out {
-			if i == 1 {
-				if !errors.Is(o.err, store.ErrPlanStale) || f.runExists(t, o.run.PublicID) {
-					t.Fatalf("the stale plan of the group: %v", o.err)
-				}
-				continue
+	before := s.PlanStats()
+	out := group("a", "stale", "b", "c")
+	for i, o := range out {
+		if i == 1 {
+			if !errors.Is(o.err, store.ErrPlanStale) || f.runExists(t, o.run.PublicID) {
+				t.Fatalf("the stale plan of the group: %v", o.err)
 			}
-			written(o)
+			continue
 		}
-		heard("a", "b", "c")
-		after := s.PlanStats()
-		if after.Written-before.Written != 3 || after.Stale-before.Stale != 1 || after.Grouped-before.Grouped != 4 {
-			t.Fatalf("stats %+v, then %+v; want 3 written, 1 stale, 4 grouped", before, after)
-		}
+		written(o)
+	}
+	heard("a", "b", "c")
+	after := s.PlanStats()
+	if after.Written-before.Written != 3 || after.Stale-before.Stale != 1 || after.Grouped-before.Grouped != 4 {
+		t.Fatalf("stats %+v, then %+v; want 3 written, 1 stale, 4 grouped", before, after)
+	}
 
-		before = s.PlanStats()
-		out = group("d", strings.Repeat("x", 9000))
-		written(out[0])
-		if out[1].err == nil || errors.Is(out[1].err, store.ErrPlanStale) || errors.Is(out[1].err, store.ErrPlanUnsupported) || f.runExists(t, out[1].run.PublicID) {
-			t.Fatalf("the plan PostgreSQL refuses: %v", out[1].err)
-		}
-		heard("d")
-		select {
-		case p := <-got:
-			t.Fatalf("heard %.20q from the refused plan", p)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if after := s.PlanStats(); after.Written-before.Written != 1 || after.Grouped-before.Grouped != 2 {
-			t.Fatalf("stats %+v, then %+v; want 1 written, 2 grouped", before, after)
-		}
+	before = s.PlanStats()
+	out = group("d", strings.Repeat("x", 9000))
+	written(out[0])
+	if out[1].err == nil || errors.Is(out[1].err, store.ErrPlanStale) || errors.Is(out[1].err, store.ErrPlanUnsupported) || f.runExists(t, out[1].run.PublicID) {
+		t.Fatalf("the plan PostgreSQL refuses: %v", out[1].err)
+	}
+	heard("d")
+	select {
+	case p := <-got:
+		t.Fatalf("heard %.20q from the refused plan", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if after := s.PlanStats(); after.Written-before.Written != 1 || after.Grouped-before.Grouped != 2 {
+		t.Fatalf("stats %+v, then %+v; want 1 written, 2 grouped", before, after)
 	}
 }
 
@@ -453,48 +447,46 @@ func TestPlansQueuedTogether(t *testing.T) {
 // with its own rows, each row with its run's id.
 func TestPlansConcurrent(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue // SQLite never plans (TestPlanWritesRunRowsAndNotification)
-		}
-		s := storetest.Open(t, d)
-		ctx := context.Background()
-		f := newPlanFixture(t, s)
-		const goroutines, each = 16, 10
-		errs := make(chan error, goroutines)
-		for g := 0; g < goroutines; g++ {
-			go func() {
-				for i := 0; i < each; i++ {
-					r, tasks := f.run(1 + (g+i)%3)
-					err := s.Plan(ctx, func(tx *store.Tx) error { return store.InsertRunWithTasks(ctx, tx, r, tasks) })
-					if err == nil {
-						for _, tk := range tasks {
-							back, rerr := store.TaskByKey(ctx, s.Reader(), r.ID, tk.Key)
-							if rerr != nil || back.ID != tk.ID || back.RunID != r.ID {
-								err = fmt.Errorf("run %d row %s: id %d, read back %+v %v", r.ID, tk.Key, tk.ID, back, rerr)
-								break
-							}
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+	}
+	ctx := context.Background()
+	f := newPlanFixture(t, s)
+	const goroutines, each = 16, 10
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		go func() {
+			for i := 0; i < each; i++ {
+				r, tasks := f.run(1 + (g+i)%3)
+				err := s.Plan(ctx, func(tx *store.Tx) error { return store.InsertRunWithTasks(ctx, tx, r, tasks) })
+				if err == nil {
+					for _, tk := range tasks {
+						back, rerr := store.TaskByKey(ctx, s.Reader(), r.ID, tk.Key)
+						if rerr != nil || back.ID != tk.ID || back.RunID != r.ID {
+							err = fmt.Errorf("run %d row %s: id %d, read back %+v %v", r.ID, tk.Key, tk.ID, back, rerr)
+							break
 						}
 					}
-					if err != nil {
-						errs <- err
-						return
-					}
 				}
-				errs <- nil
-			}()
-		}
-		for g := 0; g < goroutines; g++ {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
+				if err != nil {
+					errs <- err
+					return
+				}
 			}
-		}
-		var runs int
-		if err := s.Reader().Get(ctx, &runs, `SELECT count(*) FROM runs WHERE workspace_id = ?`, f.ws.ID); err != nil {
+			errs <- nil
+		}()
+	}
+	for g := 0; g < goroutines; g++ {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
-		if st := s.PlanStats(); runs != goroutines*each || st.Written != goroutines*each {
-			t.Fatalf("%d runs, stats %+v; want %d", runs, st, goroutines*each)
-		}
+	}
+	var runs int
+	if err := s.Reader().Get(ctx, &runs, `SELECT count(*) FROM runs WHERE workspace_id = ?`, f.ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.PlanStats(); runs != goroutines*each || st.Written != goroutines*each {
+		t.Fatalf("%d runs, stats %+v; want %d", runs, st, goroutines*each)
 	}
 }

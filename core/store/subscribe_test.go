@@ -92,54 +92,52 @@ func wantNoListening(t *testing.T, s *store.Store) {
 // and one that stops leaves the other listening.
 func TestSubscriptionsShareAConnection(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue
-		}
-		s := storetest.Open(t, d)
-		ctx := context.Background()
-		ch := s.Channel("shared")
-		a, b := liveHeard{make(heard, 4), make(chan struct{}, 4)}, liveHeard{make(heard, 4), make(chan struct{}, 4)}
-		stopA, err := s.Subscribe(ctx, ch, a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stopB, err := s.Subscribe(ctx, ch, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stopB()
-		if len(a.live) != 1 || len(b.live) != 1 {
-			t.Fatalf("told live %d and %d times; want once each", len(a.live), len(b.live))
-		}
-		wantListening(t, s, "LISTEN", ch)
-		hear := func(h liveHeard, want string) {
-			t.Helper()
-			select {
-			case p := <-h.heard:
-				if p != want {
-					t.Fatalf("heard %q, want %q", p, want)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%q never arrived", want)
-			}
-		}
-		if err := s.NotifyNow(ctx, ch, "one"); err != nil {
-			t.Fatal(err)
-		}
-		hear(a, "one")
-		hear(b, "one")
-		stopA()
-		stopA() // a second stop is idle
-		if err := s.NotifyNow(ctx, ch, "two"); err != nil {
-			t.Fatal(err)
-		}
-		hear(b, "two")
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	ch := s.Channel("shared")
+	a, b := liveHeard{make(heard, 4), make(chan struct{}, 4)}, liveHeard{make(heard, 4), make(chan struct{}, 4)}
+	stopA, err := s.Subscribe(ctx, ch, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopB, err := s.Subscribe(ctx, ch, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopB()
+	if len(a.live) != 1 || len(b.live) != 1 {
+		t.Fatalf("told live %d and %d times; want once each", len(a.live), len(b.live))
+	}
+	wantListening(t, s, "LISTEN", ch)
+	hear := func(h liveHeard, want string) {
+		t.Helper()
 		select {
-		case p := <-a.heard:
-			t.Fatalf("a stopped subscription heard %q", p)
-		default:
+		case p := <-h.heard:
+			if p != want {
+				t.Fatalf("heard %q, want %q", p, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q never arrived", want)
 		}
+	}
+	if err := s.NotifyNow(ctx, ch, "one"); err != nil {
+		t.Fatal(err)
+	}
+	hear(a, "one")
+	hear(b, "one")
+	stopA()
+	stopA() // a second stop is idle
+	if err := s.NotifyNow(ctx, ch, "two"); err != nil {
+		t.Fatal(err)
+	}
+	hear(b, "two")
+	select {
+	case p := <-a.heard:
+		t.Fatalf("a stopped subscription heard %q", p)
+	default:
 	}
 }
 
@@ -149,156 +147,150 @@ func TestSubscriptionsShareAConnection(t *testing.T) {
 // closes once nothing is subscribed.
 func TestOneListeningConnectionPerStore(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue
-		}
-		s := storetest.Open(t, d)
-		ctx := context.Background()
-		chA, chB := s.Channel("a"), s.Channel("b")
-		a1, a2, b := make(told, 8), make(told, 8), make(told, 8)
-		subscribe := func(ch string, h told) func() {
-			t.Helper()
-			stop, err := s.Subscribe(ctx, ch, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(stop)
-			if len(h) != 1 {
-				t.Fatalf("told %d things on subscribing; want live", len(h))
-			}
-			h.next(t, "(live)")
-			return stop
-		}
-		notify := func(ch, payload string) {
-			t.Helper()
-			if err := s.NotifyNow(ctx, ch, payload); err != nil {
-				t.Fatal(err)
-			}
-		}
-		stopA1, stopA2 := subscribe(chA, a1), subscribe(chA, a2)
-		stopB := subscribe(chB, b)
-		wantListening(t, s, "LISTEN", chB)
-
-		// Sent in this order on one connection, "two" reaching a would arrive before "three",
-		// and "one" reaching b before "two".
-		notify(chA, "one")
-		notify(chB, "two")
-		notify(chA, "three")
-		for _, a := range []told{a1, a2} {
-			a.next(t, "one")
-			a.next(t, "three")
-		}
-		b.next(t, "two")
-
-		stopA1()
-		notify(chA, "four")
-		a2.next(t, "four")
-		stopA2()
-		wantListening(t, s, "UNLISTEN", chA)
-		notify(chA, "five")
-		notify(chB, "six")
-		b.next(t, "six")
-		a1.quiet(t)
-		a2.quiet(t)
-
-		a3 := make(told, 8)
-		stopA3 := subscribe(chA, a3)
-		wantListening(t, s, "LISTEN", chA)
-		notify(chA, "seven")
-		a3.next(t, "seven")
-		b.quiet(t)
-
-		stopB()
-		stopA3()
-		wantNoListening(t, s)
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return
 	}
+	ctx := context.Background()
+	chA, chB := s.Channel("a"), s.Channel("b")
+	a1, a2, b := make(told, 8), make(told, 8), make(told, 8)
+	subscribe := func(ch string, h told) func() {
+		t.Helper()
+		stop, err := s.Subscribe(ctx, ch, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		if len(h) != 1 {
+			t.Fatalf("told %d things on subscribing; want live", len(h))
+		}
+		h.next(t, "(live)")
+		return stop
+	}
+	notify := func(ch, payload string) {
+		t.Helper()
+		if err := s.NotifyNow(ctx, ch, payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopA1, stopA2 := subscribe(chA, a1), subscribe(chA, a2)
+	stopB := subscribe(chB, b)
+	wantListening(t, s, "LISTEN", chB)
+
+	// Sent in this order on one connection, "two" reaching a would arrive before "three",
+	// and "one" reaching b before "two".
+	notify(chA, "one")
+	notify(chB, "two")
+	notify(chA, "three")
+	for _, a := range []told{a1, a2} {
+		a.next(t, "one")
+		a.next(t, "three")
+	}
+	b.next(t, "two")
+
+	stopA1()
+	notify(chA, "four")
+	a2.next(t, "four")
+	stopA2()
+	wantListening(t, s, "UNLISTEN", chA)
+	notify(chA, "five")
+	notify(chB, "six")
+	b.next(t, "six")
+	a1.quiet(t)
+	a2.quiet(t)
+
+	a3 := make(told, 8)
+	stopA3 := subscribe(chA, a3)
+	wantListening(t, s, "LISTEN", chA)
+	notify(chA, "seven")
+	a3.next(t, "seven")
+	b.quiet(t)
+
+	stopB()
+	stopA3()
+	wantNoListening(t, s)
 }
 
 // When the listening connection drops, every subscription of every channel is told it is lost,
 // and live again once the connection is back.
 func TestListeningConnectionLoss(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	chA, chB := s.Channel("a"), s.Channel("b")
+	a, b := make(told, 8), make(told, 8)
+	for ch, h := range map[string]told{chA: a, chB: b} {
+		stop, err := s.Subscribe(ctx, ch, h)
+		if err != nil {
+			t.Fatal(err)
 		}
-		s := storetest.Open(t, d)
-		ctx := context.Background()
-		chA, chB := s.Channel("a"), s.Channel("b")
-		a, b := make(told, 8), make(told, 8)
-		for ch, h := range map[string]told{chA: a, chB: b} {
-			stop, err := s.Subscribe(ctx, ch, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stop()
-			h.next(t, "(live)")
-		}
-		var killed int
-		if err := s.Reader().Get(ctx, &killed, `
+		defer stop()
+		h.next(t, "(live)")
+	}
+	var killed int
+	if err := s.Reader().Get(ctx, &killed, `
 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 WHERE datname = current_database() AND query LIKE 'LISTEN %' AND strpos(query, ?) > 0`, s.Channel("")); err != nil {
-			t.Fatal(err)
-		}
-		if killed != 1 {
-			t.Fatalf("terminated %d listening connections, want 1", killed)
-		}
-		for _, h := range []told{a, b} {
-			// Live twice: pq reports a reconnection both as an event and as a nil notification.
-			h.next(t, "(lost)")
-			h.next(t, "(live)")
-			h.next(t, "(live)")
-		}
-		if err := s.NotifyNow(ctx, chA, "again"); err != nil {
-			t.Fatal(err)
-		}
-		a.next(t, "again")
-		b.quiet(t)
+		t.Fatal(err)
 	}
+	if killed != 1 {
+		t.Fatalf("terminated %d listening connections, want 1", killed)
+	}
+	for _, h := range []told{a, b} {
+		// Live twice: pq reports a reconnection both as an event and as a nil notification.
+		h.next(t, "(lost)")
+		h.next(t, "(live)")
+		h.next(t, "(live)")
+	}
+	if err := s.NotifyNow(ctx, chA, "again"); err != nil {
+		t.Fatal(err)
+	}
+	a.next(t, "again")
+	b.quiet(t)
 }
 
 // A Subscribe whose ctx ends before its channel is listened to fails and leaves nothing behind:
 // the Listen it started is undone once it completes, and the channel can be subscribed to again.
 func TestSubscribeCancelled(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects() {
-		if d != store.Postgres {
-			continue
-		}
-		s := storetest.Open(t, d)
-		ctx := context.Background()
-		chA, chB := s.Channel("cancelled"), s.Channel("other")
-		cancelled, cancel := context.WithCancel(ctx)
-		cancel()
-		stop, err := s.Subscribe(cancelled, chA, make(told, 8))
-		switch {
-		case err == nil:
-			stop() // Listen finished first: a plain subscription
-		case !errors.Is(err, context.Canceled):
-			t.Fatal(err)
-		}
-		// Once another channel is listened to, the connection is up and the abandoned Listen
-		// completes; with the other subscription stopped, nothing may be left listening.
-		b := make(told, 8)
-		stop, err = s.Subscribe(ctx, chB, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.next(t, "(live)")
-		stop()
-		wantNoListening(t, s)
-
-		a := make(told, 8)
-		stop, err = s.Subscribe(ctx, chA, a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
-		a.next(t, "(live)")
-		if err := s.NotifyNow(ctx, chA, "heard"); err != nil {
-			t.Fatal(err)
-		}
-		a.next(t, "heard")
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return
 	}
+	ctx := context.Background()
+	chA, chB := s.Channel("cancelled"), s.Channel("other")
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	stop, err := s.Subscribe(cancelled, chA, make(told, 8))
+	switch {
+	case err == nil:
+		stop() // Listen finished first: a plain subscription
+	case !errors.Is(err, context.Canceled):
+		t.Fatal(err)
+	}
+	// Once another channel is listened to, the connection is up and the abandoned Listen
+	// completes; with the other subscription stopped, nothing may be left listening.
+	b := make(told, 8)
+	stop, err = s.Subscribe(ctx, chB, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.next(t, "(live)")
+	stop()
+	wantNoListening(t, s)
+
+	a := make(told, 8)
+	stop, err = s.Subscribe(ctx, chA, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	a.next(t, "(live)")
+	if err := s.NotifyNow(ctx, chA, "heard"); err != nil {
+		t.Fatal(err)
+	}
+	a.next(t, "heard")
 }

@@ -39,6 +39,17 @@ func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 	}
 }
 
+// Postgres returns a fresh migrated PostgreSQL store, closed when the test ends, and false when
+// this run has no PostgreSQL (PostgresEnv unset): for behaviour only PostgreSQL has, such as
+// planned writes and notifications.
+func Postgres(t testing.TB) (*store.Store, bool) {
+	t.Helper()
+	if PostgresURL() == "" {
+		return nil, false
+	}
+	return Open(t, store.Postgres), true
+}
+
 // Open returns a fresh migrated store of dialect d, closed when the test ends.
 func Open(t testing.TB, d store.Dialect) *store.Store {
 	t.Helper()
