@@ -19,3 +19,16 @@ func HoldPlanSlots(s *Store) (queued func() int, release func()) {
 	}
 	return queued, release
 }
+
+// MaxPendingNotifications is NotifyLater's queue bound.
+const MaxPendingNotifications = maxPendingNotifications
+
+// PendingNotifications is how many of NotifyLater's payloads wait for the sender.
+func PendingNotifications(s *Store) int {
+	if s.notify == nil {
+		return 0
+	}
+	s.notify.mu.Lock()
+	defer s.notify.mu.Unlock()
+	return len(s.notify.pending)
+}
