@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/jmoiron/sqlx/reflectx"
@@ -314,6 +315,12 @@ func (s *Store) sendPlan(ctx context.Context, p *plan) error {
 // the groups and gain little at 4. A create alone never waits.
 const planStatementsInFlight = 1
 
+// planGroupTimeout bounds a group's statement, which no request's context governs: a statement
+// of a few small inserts takes milliseconds, and a database that has not answered in this long
+// is better reported to the plans' callers (nothing is written) than waited for while every
+// create of the instance queues behind it.
+const planGroupTimeout = 30 * time.Second
+
 // maxPlansPerStatement bounds the plans one statement carries: eight plans of maxTasksWithRun
 // rows take some 6,000 parameters, a tenth of PostgreSQL's 65,535, and a larger group saves
 // little more per plan than it costs to plan the statement.
@@ -361,8 +368,11 @@ func (g *planGroup) next(s *Store) {
 			g.grouped.Add(int64(len(plans)))
 		}
 		defer g.next(s)
-		// The statement belongs to no one request: it runs to its end whatever its callers do.
-		for i, err := range s.writePlans(context.Background(), plans) {
+		// The statement belongs to no one request: it runs to its end whatever its callers do,
+		// within planGroupTimeout.
+		ctx, cancel := context.WithTimeout(context.Background(), planGroupTimeout)
+		defer cancel()
+		for i, err := range s.writePlans(ctx, plans) {
 			batch[i].done <- err
 		}
 	}()
