@@ -20,6 +20,18 @@ func (h heard) Notified(p string) { h <- p }
 func (h heard) Live()             {}
 func (h heard) Lost()             {}
 
+// subscribe subscribes h to ch on s for the rest of the test and answers the subscription's
+// stop, which the test may call earlier (a second stop is idle).
+func subscribe(t *testing.T, s *store.Store, ch string, h store.SubscriptionHandler) (stop func()) {
+	t.Helper()
+	stop, err := s.Subscribe(context.Background(), ch, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
 // NotifyLater's payloads arrive on each channel in the order they were queued, across batches, and
 // Close sends what is still queued before it returns. (Only the order within a channel is
 // promised.)
@@ -38,15 +50,11 @@ func TestNotifyLaterOrderAndFlush(t *testing.T) {
 			return s
 		}
 		listener := open()
-		defer listener.Close()
+		t.Cleanup(func() { _ = listener.Close() })
 		a, b := listener.Channel("later_a"), listener.Channel("later_b")
 		got := map[string]heard{a: make(heard, 2000), b: make(heard, 2000)}
 		for ch, h := range got {
-			stop, err := listener.Subscribe(ctx, ch, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stop()
+			subscribe(t, listener, ch, h)
 		}
 		sender := open()
 		const n = 700 // several batches
@@ -141,11 +149,7 @@ func TestNotifyLaterBound(t *testing.T) {
 	listener, sender := open(), open()
 	ch := listener.Channel("later_bound")
 	got := &inOrder{want: 1 + store.MaxPendingNotifications, done: make(chan struct{})}
-	stop, err := listener.Subscribe(ctx, ch, got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	subscribe(t, listener, ch, got)
 
 	held, release, written := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {

@@ -56,15 +56,22 @@ func (f *planFixture) run(n int) (*store.Run, []store.Task) {
 	return r, tasks
 }
 
+// postgresPlanFixture is a plan fixture on a fresh PostgreSQL store, and false when this run has
+// no PostgreSQL: SQLite never plans (TestPlanWritesRunRowsAndNotification).
+func postgresPlanFixture(t *testing.T) (*planFixture, bool) {
+	t.Helper()
+	s, ok := storetest.Postgres(t)
+	if !ok {
+		return nil, false
+	}
+	return newPlanFixture(t, s), true
+}
+
 // subscribed listens on ch for the rest of the test and answers what it hears.
 func subscribed(t *testing.T, s *store.Store, ch string) heard {
 	t.Helper()
 	got := make(heard, 4)
-	stop, err := s.Subscribe(context.Background(), ch, got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	subscribe(t, s, ch, got)
 	return got
 }
 
@@ -163,12 +170,11 @@ func TestPlanWritesRunRowsAndNotification(t *testing.T) {
 // Runner's profile changed is stale, and a transaction's read refreshes the cache.
 func TestPlanStaleWritesNothing(t *testing.T) {
 	t.Parallel()
-	s, ok := storetest.Postgres(t)
+	f, ok := postgresPlanFixture(t)
 	if !ok {
-		return // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+		return
 	}
-	ctx := context.Background()
-	f := newPlanFixture(t, s)
+	s, ctx := f.s, context.Background()
 	ch := s.Channel("plan_stale")
 	got := subscribed(t, s, ch)
 	plan := func(guard bool) (*store.Run, error) {
@@ -237,12 +243,11 @@ func TestPlanStaleWritesNothing(t *testing.T) {
 // the plan did not write, a second insert, a run of more rows than one statement takes.
 func TestPlanUnsupportedWritesNothing(t *testing.T) {
 	t.Parallel()
-	s, ok := storetest.Postgres(t)
+	f, ok := postgresPlanFixture(t)
 	if !ok {
 		return
 	}
-	ctx := context.Background()
-	f := newPlanFixture(t, s)
+	s, ctx := f.s, context.Background()
 	cases := map[string]func(tx *store.Tx, r *store.Run, tasks []store.Task) error{
 		"exec": func(tx *store.Tx, r *store.Run, tasks []store.Task) error {
 			if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
@@ -329,12 +334,11 @@ func TestPlanUnsupportedWritesNothing(t *testing.T) {
 // fails.
 func TestPlansQueuedTogether(t *testing.T) {
 	t.Parallel()
-	s, ok := storetest.Postgres(t)
+	f, ok := postgresPlanFixture(t)
 	if !ok {
-		return // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+		return
 	}
-	ctx := context.Background()
-	f := newPlanFixture(t, s)
+	s, ctx := f.s, context.Background()
 	ch := s.Channel("plan_group")
 	got := subscribed(t, s, ch)
 	type outcome struct {
@@ -447,12 +451,11 @@ func TestPlansQueuedTogether(t *testing.T) {
 // with its own rows, each row with its run's id.
 func TestPlansConcurrent(t *testing.T) {
 	t.Parallel()
-	s, ok := storetest.Postgres(t)
+	f, ok := postgresPlanFixture(t)
 	if !ok {
-		return // SQLite never plans (TestPlanWritesRunRowsAndNotification)
+		return
 	}
-	ctx := context.Background()
-	f := newPlanFixture(t, s)
+	s, ctx := f.s, context.Background()
 	const goroutines, each = 16, 10
 	errs := make(chan error, goroutines)
 	for g := 0; g < goroutines; g++ {

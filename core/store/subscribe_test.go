@@ -99,15 +99,8 @@ func TestSubscriptionsShareAConnection(t *testing.T) {
 	ctx := context.Background()
 	ch := s.Channel("shared")
 	a, b := liveHeard{make(heard, 4), make(chan struct{}, 4)}, liveHeard{make(heard, 4), make(chan struct{}, 4)}
-	stopA, err := s.Subscribe(ctx, ch, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopB, err := s.Subscribe(ctx, ch, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopB()
+	stopA := subscribe(t, s, ch, a)
+	subscribe(t, s, ch, b)
 	if len(a.live) != 1 || len(b.live) != 1 {
 		t.Fatalf("told live %d and %d times; want once each", len(a.live), len(b.live))
 	}
@@ -156,11 +149,7 @@ func TestOneListeningConnectionPerStore(t *testing.T) {
 	a1, a2, b := make(told, 8), make(told, 8), make(told, 8)
 	subscribe := func(ch string, h told) func() {
 		t.Helper()
-		stop, err := s.Subscribe(ctx, ch, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
+		stop := subscribe(t, s, ch, h)
 		if len(h) != 1 {
 			t.Fatalf("told %d things on subscribing; want live", len(h))
 		}
@@ -223,11 +212,7 @@ func TestListeningConnectionLoss(t *testing.T) {
 	chA, chB := s.Channel("a"), s.Channel("b")
 	a, b := make(told, 8), make(told, 8)
 	for ch, h := range map[string]told{chA: a, chB: b} {
-		stop, err := s.Subscribe(ctx, ch, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
+		subscribe(t, s, ch, h)
 		h.next(t, "(live)")
 	}
 	var killed int
@@ -274,20 +259,13 @@ func TestSubscribeCancelled(t *testing.T) {
 	// Once another channel is listened to, the connection is up and the abandoned Listen
 	// completes; with the other subscription stopped, nothing may be left listening.
 	b := make(told, 8)
-	stop, err = s.Subscribe(ctx, chB, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stop = subscribe(t, s, chB, b)
 	b.next(t, "(live)")
 	stop()
 	wantNoListening(t, s)
 
 	a := make(told, 8)
-	stop, err = s.Subscribe(ctx, chA, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	subscribe(t, s, chA, a)
 	a.next(t, "(live)")
 	if err := s.NotifyNow(ctx, chA, "heard"); err != nil {
 		t.Fatal(err)
