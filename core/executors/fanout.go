@@ -91,29 +91,38 @@ func kindOf(event string) string {
 
 // Lost: events published elsewhere may be missed from now on. Every stream is closed, so that
 // its executor reconnects and reads its inbox (executor.md §6.2), which is how a lost hint
-// costs latency and never work.
+// costs latency and never work. A feed stays open and is told that it may have missed both
+// kinds of event: its reader reads the inbox and re-reads the claims it holds.
 func (s subscription) Lost() {
 	s.h.mu.Lock()
 	s.h.lost = true
-	all := s.h.allLocked()
+	all, feeds := s.h.allLocked(), s.h.feedsLocked()
 	s.h.mu.Unlock()
 	for _, st := range all {
 		st.Close()
 	}
+	for _, f := range feeds {
+		f.missed()
+	}
 }
 
 // Live: listening (again). After a loss, the streams opened meanwhile may have missed events
-// too, so they are closed as well.
+// too, so they are closed as well, and every feed is told again: what was published between
+// the loss and now was missed.
 func (s subscription) Live() {
 	s.h.mu.Lock()
 	wasLost := s.h.lost
 	s.h.lost = false
 	var all []*Stream
+	var feeds []*Feed
 	if wasLost {
-		all = s.h.allLocked()
+		all, feeds = s.h.allLocked(), s.h.feedsLocked()
 	}
 	s.h.mu.Unlock()
 	for _, st := range all {
 		st.Close()
+	}
+	for _, f := range feeds {
+		f.missed()
 	}
 }

@@ -57,14 +57,22 @@ type Hub struct {
 	wg            sync.WaitGroup
 }
 
-// executorStreams are one executor's open streams on this instance.
+// executorStreams are one executor's open streams and feeds (feed.go) on this instance.
 type executorStreams struct {
 	id       int64
 	publicID string
 	open     map[*Stream]struct{}
+	feeds    map[*Feed]struct{}
 	// connectedAt is the connected_at this instance last recorded for the executor.
 	connectedAt int64
 }
+
+func newEntry(id int64, publicID string) *executorStreams {
+	return &executorStreams{id: id, publicID: publicID, open: map[*Stream]struct{}{}, feeds: map[*Feed]struct{}{}}
+}
+
+// empty reports whether the executor holds nothing here any more: its presence ends.
+func (e *executorStreams) empty() bool { return len(e.open) == 0 && len(e.feeds) == 0 }
 
 // HubOptions configure a Hub.
 type HubOptions struct {
@@ -130,15 +138,18 @@ func (h *Hub) Close() {
 	h.wg.Wait()
 }
 
-// CloseStreams closes every stream and refuses new ones: a shutting-down server must not wait
-// for streams that never end by themselves.
+// CloseStreams closes every stream and feed and refuses new ones: a shutting-down server must
+// not wait for streams that never end by themselves.
 func (h *Hub) CloseStreams() {
 	h.mu.Lock()
 	h.closed = true
-	all := h.allLocked()
+	all, feeds := h.allLocked(), h.feedsLocked()
 	h.mu.Unlock()
 	for _, s := range all {
 		s.Close()
+	}
+	for _, f := range feeds {
+		f.Close()
 	}
 }
 
@@ -168,7 +179,7 @@ func (s *Stream) Close() {
 		h.mu.Lock()
 		close(s.done)
 		delete(s.entry.open, s)
-		last := len(s.entry.open) == 0
+		last := s.entry.empty()
 		if last && h.streams[s.entry.id] == s.entry {
 			delete(h.streams, s.entry.id)
 			delete(h.byPublic, s.entry.publicID)
@@ -192,7 +203,7 @@ func (h *Hub) Open(ctx context.Context, executorID int64, publicID string) (*Str
 	}
 	e := h.streams[executorID]
 	if e == nil {
-		e = &executorStreams{id: executorID, publicID: publicID, open: map[*Stream]struct{}{}}
+		e = newEntry(executorID, publicID)
 		h.streams[executorID] = e
 		h.byPublic[publicID] = e
 	}
@@ -207,22 +218,30 @@ func (h *Hub) Open(ctx context.Context, executorID int64, publicID string) (*Str
 	return s, nil
 }
 
-// CloseExecutor closes every stream the executor holds on this instance (its revocation).
+// CloseExecutor closes every stream and feed the executor holds on this instance (its
+// revocation). A feed shared with other executors ends for them too; its reader opens another.
 func (h *Hub) CloseExecutor(executorID int64) {
 	h.mu.Lock()
 	var all []*Stream
+	var feeds []*Feed
 	if e := h.streams[executorID]; e != nil {
 		for s := range e.open {
 			all = append(all, s)
+		}
+		for f := range e.feeds {
+			feeds = append(feeds, f)
 		}
 	}
 	h.mu.Unlock()
 	for _, s := range all {
 		s.Close()
 	}
+	for _, f := range feeds {
+		f.Close()
+	}
 }
 
-// Streams counts the streams the executor holds on this instance.
+// Streams counts the event streams (not the feeds) the executor holds on this instance.
 func (h *Hub) Streams(executorID int64) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -242,9 +261,24 @@ func (h *Hub) allLocked() []*Stream {
 	return all
 }
 
-// deliver hands ev to every stream of the addressed executors on this instance. A stream whose
-// buffer is full is closed rather than blocking the publisher or losing the event silently:
-// its executor reconnects and reads its inbox.
+// feedsLocked answers every open feed once, though a feed may serve several executors.
+func (h *Hub) feedsLocked() []*Feed {
+	seen := map[*Feed]struct{}{}
+	var all []*Feed
+	for _, e := range h.streams {
+		for f := range e.feeds {
+			if _, dup := seen[f]; !dup {
+				seen[f] = struct{}{}
+				all = append(all, f)
+			}
+		}
+	}
+	return all
+}
+
+// deliver hands ev to every stream and feed of the addressed executors on this instance. A
+// stream whose buffer is full is closed rather than blocking the publisher or losing the event
+// silently: its executor reconnects and reads its inbox. A feed never falls behind (feed.go).
 func (h *Hub) deliver(executorPublicIDs []string, ev Event) {
 	var overflowed []*Stream
 	h.mu.Lock()
@@ -259,6 +293,9 @@ func (h *Hub) deliver(executorPublicIDs []string, ev Event) {
 			default:
 				overflowed = append(overflowed, s)
 			}
+		}
+		for f := range e.feeds {
+			f.post(ev)
 		}
 	}
 	h.mu.Unlock()
