@@ -24,8 +24,6 @@ const (
 	MaxCaptureBytes = 8 << 20
 	// MaxFailureDetailBytes clips a failure detail as executor.md clips a commit's.
 	MaxFailureDetailBytes = 1024
-	// inboxPage is how many rows one inbox read asks for at most.
-	inboxPage = 64
 	// settleTimeout bounds a commit or an expiry made after the call's own context ended.
 	settleTimeout = 10 * time.Second
 )
@@ -42,85 +40,6 @@ type call struct {
 }
 
 func callKey(runID, taskKey string) string { return runID + "\x00" + taskKey }
-
-// claimLoop claims the executor's rows while the instance is ready (plugins.md §8.4): it wakes
-// on work events, on a timer and when a slot frees, then pages the inbox.
-func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
-	s.mu.Lock()
-	id := s.executorID
-	s.mu.Unlock()
-	events, unsubscribe := s.h.plane.Subscribe(id)
-	defer unsubscribe()
-	poll := time.NewTicker(s.h.timings.InboxPoll)
-	defer poll.Stop()
-	for {
-		freed := s.freed() // taken before fill, so a slot freed during it still wakes the loop
-		s.fill(ctx, id, in)
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			if ev.Kind == EventWorkCanceled {
-				s.cancelCall(ev.RunID, ev.TaskKey)
-			}
-		case <-poll.C:
-		case <-freed:
-		}
-	}
-}
-
-// freed answers a channel closed at the next change of the supervisor: a state change or a
-// call ending, which frees a slot.
-func (s *supervisor) freed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
-}
-
-// fill claims rows while slots are free.
-func (s *supervisor) fill(ctx context.Context, id string, in *instance) {
-	after := ""
-	for ctx.Err() == nil {
-		free := cap(s.slots) - len(s.slots)
-		if free <= 0 || !s.claiming() {
-			return
-		}
-		rows, next, err := s.h.plane.Inbox(ctx, id, after, min(free, inboxPage))
-		if err != nil {
-			if ctx.Err() == nil {
-				s.logger.Warn("inbox read failed", "plugin", s.entry.Name, "error", err)
-			}
-			return
-		}
-		for _, row := range rows {
-			if !s.claiming() || s.running(row.RunID, row.TaskKey) {
-				continue
-			}
-			select {
-			case s.slots <- struct{}{}:
-			default:
-				return
-			}
-			c, err := s.h.plane.Claim(ctx, id, row.RunID, row.TaskKey)
-			if err != nil {
-				<-s.slots
-				if !errors.Is(err, ErrAlreadyClaimed) && !errors.Is(err, ErrNotEligible) && ctx.Err() == nil {
-					s.logger.Warn("claim failed", "plugin", s.entry.Name, "run", row.RunID, "task", row.TaskKey, "error", err)
-				}
-				continue
-			}
-			s.begin(c, in)
-		}
-		if next == "" || len(rows) == 0 {
-			return
-		}
-		after = next
-	}
-}
 
 func (s *supervisor) claiming() bool {
 	s.mu.Lock()

@@ -166,6 +166,7 @@ func (h *Host) replace(ctx context.Context, old *supervisor, e Entry) error {
 	fresh.gen = old.gen
 	fresh.restarts = old.restarts
 	fresh.counts = old.counts
+	fresh.pollFinds = old.pollFinds
 	oldReady := old.state == StateReady
 	fresh.standby = oldReady
 	old.mu.Unlock()

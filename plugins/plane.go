@@ -23,13 +23,17 @@ type ExecutorPlane interface {
 	SetPresence(ctx context.Context, executorID string, online bool) error
 	// Revoke revokes the executor: its dispatched rows fail executor_revoked.
 	Revoke(ctx context.Context, executorID string) error
-	// Subscribe delivers the executor's work events until cancel is called.
-	Subscribe(executorID string) (events <-chan WorkEvent, cancel func())
+	// Subscribe opens the executor's work feed: coalesced news of its events that never falls
+	// behind, open until the host closes it or it ends (WorkFeed).
+	Subscribe(ctx context.Context, executorID string) (WorkFeed, error)
 	// Inbox pages the executor's unclaimed rows after the cursor.
 	Inbox(ctx context.Context, executorID, after string, limit int) (rows []InboxRow, next string, err error)
 	// Claim claims one row: ErrAlreadyClaimed when another claimant won, ErrNotEligible when the
 	// executor may not serve it.
 	Claim(ctx context.Context, executorID, runID, taskKey string) (Claim, error)
+	// ClaimActive re-reads a held claim: false once the row was settled, cancelled or passed
+	// its deadline, or the claim is another's.
+	ClaimActive(ctx context.Context, executorID string, c Claim) (bool, error)
 	// StageCapture stages a file as the executor's own capture and answers its upload id.
 	StageCapture(ctx context.Context, executorID, filename string, data []byte) (uploadID string, err error)
 	// Commit commits the claim's result with the HTTP commit's validation. A grammar refusal is
@@ -74,25 +78,47 @@ type ManagedExecutor struct {
 	Workspaces []string
 }
 
-// WorkEvent is an event on the executor's channel.
-type WorkEvent struct {
-	// Kind is EventWorkAvailable or EventWorkCanceled.
-	Kind    string
+// WorkFeed is the executor's work events as the claim loop needs them: every work_available
+// since the last Take folded into one "read the inbox", each work_canceled kept once up to a
+// bound past which the feed says the cancellations were lost. Publishing never waits for the
+// reader, so a busy claim loop costs nothing but a coalesced wake-up. The feed ends (Done) only
+// when the executor is revoked or the kernel shuts down; the claim loop opens another at once
+// and reads the inbox.
+type WorkFeed interface {
+	// Wake receives a value when news is waiting.
+	Wake() <-chan struct{}
+	// Done is closed when the feed has ended.
+	Done() <-chan struct{}
+	// Take answers the news since the last Take and clears it.
+	Take() WorkNews
+	// Close ends the feed; it is safe to call more than once.
+	Close()
+}
+
+// WorkNews is what a WorkFeed heard since the last Take.
+type WorkNews struct {
+	// Available: work_available arrived, or may have been missed; read the inbox.
+	Available bool
+	// Canceled are the rows work_canceled named, each once.
+	Canceled []WorkRef
+	// CancelsLost: cancellations were dropped or may have been missed; re-read every claim
+	// held (ClaimActive).
+	CancelsLost bool
+}
+
+// WorkRef names a row.
+type WorkRef struct {
 	RunID   string
 	TaskKey string
 }
 
-// Work event kinds.
-const (
-	EventWorkAvailable = "work_available"
-	EventWorkCanceled  = "work_canceled"
-)
-
-// InboxRow is one unclaimed row of the executor's inbox.
+// InboxRow is one row of the executor's inbox.
 type InboxRow struct {
 	RunID    string
 	TaskKey  string
 	ToolName string
+	// Waited is how long the row had been claimable when the inbox was read.
+	Waited time.Duration
 }
 
 // Claim is a held claim and the row it covers.

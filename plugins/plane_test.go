@@ -28,7 +28,13 @@ type recordingPlane struct {
 	presence      map[string][]bool
 	revoked       map[string]bool
 	rows          map[string][]*planeRow
-	subs          map[string][]chan WorkEvent
+	subs          map[string][]*testFeed
+	// deaf drops the wake-ups of pushed rows, as a broken wake-up path would; age is added to
+	// every row's Waited.
+	deaf bool
+	age  time.Duration
+	// subscribes counts Subscribe calls; claimActive counts ClaimActive calls.
+	subscribes, claimActive int
 	staged        map[string]stagedCapture
 	commits       []commitRecord
 	refusedBodies []CommitBody
@@ -39,9 +45,10 @@ type recordingPlane struct {
 }
 
 type planeRow struct {
-	claim   Claim
-	claimed bool
-	settled bool
+	claim    Claim
+	claimed  bool
+	settled  bool
+	pushedAt time.Time
 }
 
 type stagedCapture struct {
@@ -59,7 +66,7 @@ func newPlane() *recordingPlane {
 	return &recordingPlane{
 		ids: map[string]string{}, managed: map[string]ManagedExecutor{}, announcements: map[string][]announce.Announcement{},
 		presence: map[string][]bool{}, revoked: map[string]bool{}, rows: map[string][]*planeRow{},
-		subs: map[string][]chan WorkEvent{}, staged: map[string]stagedCapture{}, changed: make(chan struct{}),
+		subs: map[string][]*testFeed{}, staged: map[string]stagedCapture{}, changed: make(chan struct{}),
 		deadline: 30 * time.Second,
 	}
 }
@@ -129,21 +136,63 @@ func (p *recordingPlane) Revoke(_ context.Context, id string) error {
 	return nil
 }
 
-func (p *recordingPlane) Subscribe(id string) (<-chan WorkEvent, func()) {
+// testFeed is the recording plane's WorkFeed: the hub's folding, without the hub.
+type testFeed struct {
+	mu   sync.Mutex
+	news WorkNews
+	wake chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func newTestFeed() *testFeed {
+	return &testFeed{wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (f *testFeed) Wake() <-chan struct{} { return f.wake }
+func (f *testFeed) Done() <-chan struct{} { return f.done }
+func (f *testFeed) Close()                { f.once.Do(func() { close(f.done) }) }
+
+func (f *testFeed) Take() WorkNews {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.news
+	f.news = WorkNews{}
+	return n
+}
+
+func (f *testFeed) post(edit func(n *WorkNews)) {
+	f.mu.Lock()
+	edit(&f.news)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *recordingPlane) Subscribe(_ context.Context, id string) (WorkFeed, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ch := make(chan WorkEvent, 64)
-	p.subs[id] = append(p.subs[id], ch)
-	return ch, func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for i, c := range p.subs[id] {
-			if c == ch {
-				p.subs[id] = append(p.subs[id][:i], p.subs[id][i+1:]...)
-				break
-			}
+	p.subscribes++
+	f := newTestFeed()
+	p.subs[id] = append(p.subs[id], f)
+	p.notifyLocked()
+	return f, nil
+}
+
+// feedsLocked answers the executor's feeds that are still open.
+func (p *recordingPlane) feedsLocked(id string) []*testFeed {
+	var open []*testFeed
+	for _, f := range p.subs[id] {
+		select {
+		case <-f.done:
+		default:
+			open = append(open, f)
 		}
 	}
+	p.subs[id] = open
+	return open
 }
 
 // push adds a row addressed to the executor and sends work_available.
@@ -153,28 +202,58 @@ func (p *recordingPlane) push(id string, c Claim) {
 	if c.DeadlineAt.IsZero() {
 		c.DeadlineAt = time.Now().Add(p.deadline)
 	}
-	p.rows[id] = append(p.rows[id], &planeRow{claim: c})
-	for _, ch := range p.subs[id] {
-		select {
-		case ch <- WorkEvent{Kind: EventWorkAvailable, RunID: c.RunID, TaskKey: c.TaskKey}:
-		default:
+	p.rows[id] = append(p.rows[id], &planeRow{claim: c, pushedAt: time.Now()})
+	if !p.deaf {
+		for _, f := range p.feedsLocked(id) {
+			f.post(func(n *WorkNews) { n.Available = true })
 		}
 	}
 	p.notifyLocked()
 }
 
-// cancelRow sends work_canceled for a row.
+// cancelRow settles a row and sends work_canceled for it.
 func (p *recordingPlane) cancelRow(id, runID, taskKey string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.settleLocked(id, runID, taskKey)
+	for _, f := range p.feedsLocked(id) {
+		f.post(func(n *WorkNews) { n.Canceled = append(n.Canceled, WorkRef{RunID: runID, TaskKey: taskKey}) })
+	}
+}
+
+// cancelLost settles a row and tells the feeds only that cancellations were lost.
+func (p *recordingPlane) cancelLost(id, runID, taskKey string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settleLocked(id, runID, taskKey)
+	for _, f := range p.feedsLocked(id) {
+		f.post(func(n *WorkNews) { n.CancelsLost = true })
+	}
+}
+
+func (p *recordingPlane) settleLocked(id, runID, taskKey string) {
 	for _, r := range p.rows[id] {
 		if r.claim.RunID == runID && r.claim.TaskKey == taskKey {
 			r.settled = true
 		}
 	}
-	for _, ch := range p.subs[id] {
-		ch <- WorkEvent{Kind: EventWorkCanceled, RunID: runID, TaskKey: taskKey}
+}
+
+// endFeeds ends the executor's open feeds, as a revocation does.
+func (p *recordingPlane) endFeeds(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.feedsLocked(id) {
+		f.Close()
 	}
+}
+
+func (p *recordingPlane) ClaimActive(_ context.Context, id string, c Claim) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.claimActive++
+	r := p.rowLocked(id, c)
+	return r != nil && !r.settled, nil
 }
 
 func (p *recordingPlane) Inbox(_ context.Context, id, after string, limit int) ([]InboxRow, string, error) {
@@ -185,7 +264,7 @@ func (p *recordingPlane) Inbox(_ context.Context, id, after string, limit int) (
 		if r.claimed || r.settled {
 			continue
 		}
-		out = append(out, InboxRow{RunID: r.claim.RunID, TaskKey: r.claim.TaskKey, ToolName: r.claim.ToolName})
+		out = append(out, InboxRow{RunID: r.claim.RunID, TaskKey: r.claim.TaskKey, ToolName: r.claim.ToolName, Waited: time.Since(r.pushedAt) + p.age})
 		if len(out) == limit {
 			break
 		}

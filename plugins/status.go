@@ -35,11 +35,14 @@ type Status struct {
 	Restarts         int          `json:"restarts"`
 	Breaker          BreakerState `json:"breaker"`
 	InFlight         int          `json:"in_flight"`
-	Calls            CallCounts   `json:"calls"`
-	Tools            []string     `json:"tools"`
-	Refusal          *Refusal     `json:"refusal"`
-	LastError        *string      `json:"last_error"`
-	LastStderr       []string     `json:"last_stderr"`
+	// PollFound counts the rows the inbox poll claimed that a wake-up should have announced;
+	// each is also logged at warn. It stays 0 while the wake-up path works.
+	PollFound  int        `json:"poll_found"`
+	Calls      CallCounts `json:"calls"`
+	Tools      []string   `json:"tools"`
+	Refusal    *Refusal   `json:"refusal"`
+	LastError  *string    `json:"last_error"`
+	LastStderr []string   `json:"last_stderr"`
 }
 
 // StatusInfo is the plugin's own Info.
@@ -75,7 +78,7 @@ func (s *supervisor) status() Status {
 	st := Status{
 		Name: s.entry.Name, Kind: string(s.entry.Kind), Enabled: s.entry.Enabled, State: s.state,
 		Command: s.command, SHA256: s.digest, ChecksumPinned: s.entry.SHA256 != "",
-		Generation: s.gen, Restarts: s.restarts, InFlight: len(s.inflight), Calls: s.counts,
+		Generation: s.gen, Restarts: s.restarts, InFlight: len(s.inflight), PollFound: s.pollFinds, Calls: s.counts,
 		Refusal: s.refusal, Tools: []string{}, LastStderr: []string{},
 		Breaker: BreakerState{State: s.breaker.state(now), Failures: len(s.breaker.failures)},
 	}

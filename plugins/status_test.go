@@ -11,7 +11,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// TestStatusJSON: a status serializes with exactly plugins.md §11's keys.
+// TestStatusJSON: a status serializes with exactly plugins.md §11's keys and poll_found, the
+// count of rows the inbox poll found that a wake-up should have announced.
 func TestStatusJSON(t *testing.T) {
 	t.Parallel()
 	th := startHost(t, scenarioEntry(t, "memory-fs", plugin.KindMemory, "memory-inmem"))
@@ -30,12 +31,12 @@ func TestStatusJSON(t *testing.T) {
 	}
 	slices.Sort(keys)
 	want := []string{"breaker", "calls", "checksum_pinned", "command", "enabled", "executor_public_id", "generation", "in_flight",
-		"info", "kind", "last_error", "last_stderr", "name", "pid", "refusal", "restarts", "sha256", "started_at", "state", "tools"}
+		"info", "kind", "last_error", "last_stderr", "name", "pid", "poll_found", "refusal", "restarts", "sha256", "started_at", "state", "tools"}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("status keys (-spec +got):\n%s", diff)
 	}
 	for key, want := range map[string]string{
-		"state": `"ready"`, "kind": `"memory"`, "refusal": `null`, "last_error": `null`, "in_flight": `0`,
+		"state": `"ready"`, "kind": `"memory"`, "refusal": `null`, "last_error": `null`, "in_flight": `0`, "poll_found": `0`,
 		"calls":   `{"completed":0,"errors":0,"failed":0,"replayed":0,"expired":0}`,
 		"breaker": `{"state":"closed","failures":0,"open_until":null}`,
 		"tools":   `["memory_delete","memory_edit","memory_grep","memory_ls","memory_read","memory_write"]`,

@@ -34,6 +34,8 @@ type supervisor struct {
 	digest     string
 	breaker    breaker
 	counts     CallCounts
+	// pollFinds counts the rows the inbox poll claimed that a wake-up should have announced.
+	pollFinds  int
 	inflight   map[string]*call // by run and task key
 	changed    chan struct{}    // closed and replaced on every state change
 	trigger    chan struct{}    // a restart or reload asks for a fresh attempt now

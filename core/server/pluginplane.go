@@ -46,13 +46,11 @@ type managedGroup struct {
 	rows []*identity.Executor
 	// runs remembers which row's workspace holds a run the inbox listed, so a claim does not
 	// search the group.
-	runs     map[string]int
-	presence []*executors.Stream
+	runs map[string]int
+	// presence is the feed that holds the group online (presence is an open subscription,
+	// executor.md §6); nobody reads it, and a feed never falls behind, so it never closes for it.
+	presence *executors.Feed
 }
-
-// pluginEventBuffer is the merged work-event channel's room; a full channel waits, and the
-// inbox stays authoritative, so its size costs latency at most.
-const pluginEventBuffer = 64
 
 var _ plugins.ExecutorPlane = (*pluginPlane)(nil)
 
@@ -190,9 +188,8 @@ func (p *pluginPlane) Announce(ctx context.Context, id string, a announce.Announ
 	return nil
 }
 
-// SetPresence holds one event stream per row while online (presence is an open stream,
-// executor.md §6) and closes them when offline. Their events are drained: the claim loop reads
-// its own subscription.
+// SetPresence holds the group online with a feed of its rows while online, and closes it when
+// offline. The claim loop reads its own feed (Subscribe).
 func (p *pluginPlane) SetPresence(ctx context.Context, id string, online bool) error {
 	g, rows, err := p.group(id)
 	if err != nil {
@@ -202,36 +199,28 @@ func (p *pluginPlane) SetPresence(ctx context.Context, id string, online bool) e
 	old := g.presence
 	g.presence = nil
 	p.mu.Unlock()
-	for _, s := range old {
-		s.Close()
+	if old != nil {
+		old.Close()
 	}
 	if !online {
 		return nil
 	}
-	var opened []*executors.Stream
-	for _, ex := range rows {
-		s, err := p.hub.Open(ctx, ex.ID, ex.PublicID)
-		if err != nil {
-			for _, o := range opened {
-				o.Close()
-			}
-			return err
-		}
-		opened = append(opened, s)
-		go func() {
-			for {
-				select {
-				case <-s.Events():
-				case <-s.Done():
-					return
-				}
-			}
-		}()
+	f, err := p.hub.OpenFeed(ctx, feedMembers(rows))
+	if err != nil {
+		return err
 	}
 	p.mu.Lock()
-	g.presence = opened
+	g.presence = f
 	p.mu.Unlock()
 	return nil
+}
+
+func feedMembers(rows []*identity.Executor) []executors.FeedMember {
+	out := make([]executors.FeedMember, len(rows))
+	for i, ex := range rows {
+		out[i] = executors.FeedMember{ID: ex.ID, PublicID: ex.PublicID}
+	}
+	return out
 }
 
 // Revoke revokes every row of the group: their dispatched rows fail executor_revoked.
@@ -248,52 +237,29 @@ func (p *pluginPlane) Revoke(ctx context.Context, id string) error {
 	return nil
 }
 
-// Subscribe merges the work events of the group's rows.
-func (p *pluginPlane) Subscribe(id string) (<-chan plugins.WorkEvent, func()) {
-	out := make(chan plugins.WorkEvent, pluginEventBuffer)
+// Subscribe opens one feed of the group's rows for the claim loop.
+func (p *pluginPlane) Subscribe(ctx context.Context, id string) (plugins.WorkFeed, error) {
 	_, rows, err := p.group(id)
 	if err != nil {
-		close(out)
-		return out, func() {}
+		return nil, err
 	}
-	stop := make(chan struct{})
-	var streams []*executors.Stream
-	var wg sync.WaitGroup
-	for _, ex := range rows {
-		s, err := p.hub.Open(context.Background(), ex.ID, ex.PublicID)
-		if err != nil {
-			continue
-		}
-		streams = append(streams, s)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case ev := <-s.Events():
-					select {
-					case out <- plugins.WorkEvent{Kind: ev.Type, RunID: ev.RunPublicID, TaskKey: ev.TaskKey}:
-					case <-stop:
-						return
-					}
-				case <-s.Done():
-					return
-				case <-stop:
-					return
-				}
-			}
-		}()
+	f, err := p.hub.OpenFeed(ctx, feedMembers(rows))
+	if err != nil {
+		return nil, err
 	}
-	go func() { wg.Wait(); close(out) }()
-	var once sync.Once
-	return out, func() {
-		once.Do(func() {
-			close(stop)
-			for _, s := range streams {
-				s.Close()
-			}
-		})
+	return workFeed{f}, nil
+}
+
+// workFeed is a hub feed in the host's terms.
+type workFeed struct{ *executors.Feed }
+
+func (f workFeed) Take() plugins.WorkNews {
+	n := f.Feed.Take()
+	out := plugins.WorkNews{Available: n.Available, CancelsLost: n.CancelsLost}
+	for _, r := range n.Canceled {
+		out.Canceled = append(out.Canceled, plugins.WorkRef{RunID: r.RunPublicID, TaskKey: r.TaskKey})
 	}
+	return out
 }
 
 // inboxCursor pages each row's inbox on its own: one cursor per row, "-" once a row is done.
@@ -345,9 +311,10 @@ func (p *pluginPlane) Inbox(ctx context.Context, id, after string, limit int) ([
 		if err != nil {
 			return nil, "", err
 		}
+		now := p.now()
 		p.mu.Lock()
 		for _, t := range page.Tasks {
-			out = append(out, plugins.InboxRow{RunID: t.RunPublicID, TaskKey: t.TaskKey, ToolName: t.ToolName})
+			out = append(out, plugins.InboxRow{RunID: t.RunPublicID, TaskKey: t.TaskKey, ToolName: t.ToolName, Waited: waited(t, now)})
 			if len(g.runs) > 4096 {
 				clear(g.runs)
 			}
@@ -368,7 +335,19 @@ func (p *pluginPlane) Inbox(ctx context.Context, id, after string, limit int) ([
 	return out, base64.RawURLEncoding.EncodeToString(raw), nil
 }
 
-// rowFor answers the group's row whose workspace holds the run: the one the inbox listed it
+// waited is how long the row has been claimable: since it entered dispatched.
+func waited(t *executors.Row, now time.Time) time.Duration {
+	if t.DispatchedAt == nil {
+		return 0
+	}
+	at, err := time.Parse(time.RFC3339Nano, *t.DispatchedAt)
+	if err != nil {
+		return 0
+	}
+	return max(now.Sub(at), 0)
+}
+
+// rowsFor answers the group's row whose workspace holds the run: the one the inbox listed it
 // under, else the first whose lookup finds it.
 func (p *pluginPlane) rowsFor(id, runID string) ([]*identity.Executor, error) {
 	g, rows, err := p.group(id)
@@ -582,6 +561,28 @@ func commitJSON(token string, b plugins.CommitBody) ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// ClaimActive re-reads the claim through the executor door's claim read: a row gone, settled,
+// past its deadline or claimed again is no longer held.
+func (p *pluginPlane) ClaimActive(ctx context.Context, id string, c plugins.Claim) (bool, error) {
+	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
+	if errors.Is(err, plugins.ErrClaimLost) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	st, err := p.svc.ClaimRead(ctx, ex, c.RunID, c.TaskKey, c.Token)
+	switch refusalCode(err) {
+	case "":
+	case executors.CodeNotFound, executors.CodeNotClaimant, executors.CodeNotAddressedHere:
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return st.Claim.Active, nil
+}
+
 // ExpireNow applies the expiry rule to the claim at once.
 func (p *pluginPlane) ExpireNow(ctx context.Context, id string, c plugins.Claim) error {
 	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
@@ -592,16 +593,18 @@ func (p *pluginPlane) ExpireNow(ctx context.Context, id string, c plugins.Claim)
 	return err
 }
 
-// stop closes the presence streams of every group (shutdown).
+// stop closes the presence feeds of every group (shutdown).
 func (p *pluginPlane) stop() {
 	p.mu.Lock()
-	var all []*executors.Stream
+	var all []*executors.Feed
 	for _, g := range p.groups {
-		all = append(all, g.presence...)
+		if g.presence != nil {
+			all = append(all, g.presence)
+		}
 		g.presence = nil
 	}
 	p.mu.Unlock()
-	for _, s := range all {
-		s.Close()
+	for _, f := range all {
+		f.Close()
 	}
 }

@@ -1,0 +1,250 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Bounds of the claim loop.
+const (
+	// inboxPage is how many rows one inbox read asks for at most.
+	inboxPage = 64
+	// feedRetry is how soon the loop tries again to open a work feed the plane refused (the
+	// kernel shutting down, a store error): soon enough that work waits seconds for a wake-up,
+	// not a poll interval; the poll keeps claiming meanwhile.
+	feedRetry = time.Second
+	// wakeupGrace is how long a row may have been claimable when the poll claims it before the
+	// find counts as one a wake-up should have announced: the publisher delivers right after
+	// its commit, so a younger row's wake-up may still be on its way; an older one's is lost.
+	wakeupGrace = 100 * time.Millisecond
+)
+
+// fillCause says why the claim loop reads the inbox, if at all.
+type fillCause int
+
+const (
+	fillNone   fillCause = iota // nothing to read: news of cancellations only
+	fillStart                   // the loop started or its feed was (re)opened
+	fillWoken                   // the feed announced work
+	fillFreed                   // a slot freed or the state changed
+	fillPolled                  // the poll's tick, with nothing else waiting
+)
+
+// claimer is one claim loop's state: the loop of one ready instance (plugins.md §8.4).
+type claimer struct {
+	s    *supervisor
+	id   string
+	in   *instance
+	feed WorkFeed
+	// listed holds the rows the last inbox read listed: a row the poll claims that a read
+	// already saw waited for a slot or a retry, not for a wake-up.
+	listed map[string]bool
+}
+
+// claimLoop claims the executor's rows while the instance is ready: it wakes on the work feed,
+// when a slot frees, and on the poll's timer, the safety net, then pages the inbox. The feed
+// never closes for falling behind (WorkFeed); one that ends is reopened at once and followed
+// by an inbox read, so no row waits for the poll.
+func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
+	s.mu.Lock()
+	id := s.executorID
+	s.mu.Unlock()
+	c := &claimer{s: s, id: id, in: in}
+	c.openFeed(ctx, false)
+	defer func() {
+		if c.feed != nil {
+			c.feed.Close()
+		}
+	}()
+	poll := time.NewTicker(s.h.timings.InboxPoll)
+	defer poll.Stop()
+	var retry *time.Timer
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	cause := fillStart
+	for {
+		freed := s.freed() // taken before fill, so a slot freed during it still wakes the loop
+		if cause != fillNone {
+			c.fill(ctx, cause == fillPolled)
+		}
+		var wake, done <-chan struct{}
+		var retried <-chan time.Time
+		if c.feed != nil {
+			wake, done = c.feed.Wake(), c.feed.Done()
+		} else {
+			if retry == nil {
+				retry = time.NewTimer(feedRetry)
+			}
+			retried = retry.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+			cause = c.news(ctx)
+		case <-done:
+			c.feed.Close()
+			c.feed = nil
+			cause = fillNone
+			if c.openFeed(ctx, true) {
+				cause = fillStart
+			}
+		case <-retried:
+			retry = nil
+			cause = fillNone
+			if c.openFeed(ctx, false) {
+				cause = fillStart
+			}
+		case <-freed:
+			cause = fillFreed
+		case <-poll.C:
+			// A wake-up or a freed slot waiting beside the tick goes first: the poll counts
+			// only what nothing else would have found.
+			select {
+			case <-wake:
+				cause = c.news(ctx)
+			case <-freed:
+				cause = fillFreed
+			default:
+				cause = fillPolled
+			}
+		}
+	}
+}
+
+// openFeed subscribes to the executor's work feed and reports whether it is open; reopen says
+// that the previous feed ended.
+func (c *claimer) openFeed(ctx context.Context, reopen bool) bool {
+	f, err := c.s.h.plane.Subscribe(ctx, c.id)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.s.logger.Warn("opening the work feed failed; retrying", "plugin", c.s.entry.Name, "retry", feedRetry, "error", err)
+		}
+		return false
+	}
+	if reopen {
+		c.s.logger.Info("work feed ended; reopened it and reading the inbox", "plugin", c.s.entry.Name)
+	}
+	c.feed = f
+	return true
+}
+
+// news acts on the feed's news: cancels the calls of cancelled rows, re-reads every held claim
+// when cancellations were lost, and answers whether to read the inbox.
+func (c *claimer) news(ctx context.Context) fillCause {
+	n := c.feed.Take()
+	for _, r := range n.Canceled {
+		c.s.cancelCall(r.RunID, r.TaskKey)
+	}
+	if n.CancelsLost {
+		c.recheck(ctx)
+	}
+	if n.Available {
+		return fillWoken
+	}
+	return fillNone
+}
+
+// recheck re-reads the claim of every call in flight and cancels those no longer held: the
+// feed lost cancellations, and any of them may have been one of these.
+func (c *claimer) recheck(ctx context.Context) {
+	c.s.mu.Lock()
+	calls := make([]*call, 0, len(c.s.inflight))
+	for _, cl := range c.s.inflight {
+		calls = append(calls, cl)
+	}
+	c.s.mu.Unlock()
+	for _, cl := range calls {
+		if cl.ctx.Err() != nil {
+			continue
+		}
+		active, err := c.s.h.plane.ClaimActive(ctx, c.id, cl.claim)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				c.s.logger.Warn("re-reading a claim failed", "plugin", c.s.entry.Name, "run", cl.claim.RunID, "task", cl.claim.TaskKey, "error", err)
+			}
+		case !active:
+			cl.cancel()
+		}
+	}
+}
+
+// fill claims rows while slots are free. polled says the poll's tick asked for it: a row it
+// claims that a wake-up should have announced is counted and logged (pollFound).
+func (c *claimer) fill(ctx context.Context, polled bool) {
+	s := c.s
+	after := ""
+	var listed map[string]bool
+	defer func() {
+		if listed != nil {
+			c.listed = listed
+		}
+	}()
+	for ctx.Err() == nil {
+		free := cap(s.slots) - len(s.slots)
+		if free <= 0 || !s.claiming() {
+			return
+		}
+		rows, next, err := s.h.plane.Inbox(ctx, c.id, after, min(free, inboxPage))
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logger.Warn("inbox read failed", "plugin", s.entry.Name, "error", err)
+			}
+			return
+		}
+		if listed == nil {
+			listed = map[string]bool{}
+		}
+		for _, row := range rows {
+			key := callKey(row.RunID, row.TaskKey)
+			listed[key] = true
+			if !s.claiming() || s.running(row.RunID, row.TaskKey) {
+				continue
+			}
+			select {
+			case s.slots <- struct{}{}:
+			default:
+				return
+			}
+			cl, err := s.h.plane.Claim(ctx, c.id, row.RunID, row.TaskKey)
+			if err != nil {
+				<-s.slots
+				if !errors.Is(err, ErrAlreadyClaimed) && !errors.Is(err, ErrNotEligible) && ctx.Err() == nil {
+					s.logger.Warn("claim failed", "plugin", s.entry.Name, "run", row.RunID, "task", row.TaskKey, "error", err)
+				}
+				continue
+			}
+			if polled && row.Waited >= wakeupGrace && !c.listed[key] {
+				s.pollFound(row)
+			}
+			s.begin(cl, c.in)
+		}
+		if next == "" || len(rows) == 0 {
+			return
+		}
+		after = next
+	}
+}
+
+// pollFound counts and logs a row the poll claimed that no wake-up announced: the wake-up path
+// failed, and the poll's interval is what the row waited for.
+func (s *supervisor) pollFound(row InboxRow) {
+	s.mu.Lock()
+	s.pollFinds++
+	s.mu.Unlock()
+	s.logger.Warn("the inbox poll found work no wake-up announced", "plugin", s.entry.Name, "executor", s.executorID,
+		"run", row.RunID, "task", row.TaskKey, "tool", row.ToolName, "waited_ms", row.Waited.Milliseconds())
+}
+
+// freed answers a channel closed at the next change of the supervisor: a state change or a
+// call ending, which frees a slot.
+func (s *supervisor) freed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
