@@ -35,13 +35,13 @@ type recordingPlane struct {
 	age  time.Duration
 	// subscribes counts Subscribe calls; claimActive counts ClaimActive calls.
 	subscribes, claimActive int
-	staged        map[string]stagedCapture
-	commits       []commitRecord
-	refusedBodies []CommitBody
-	expired       []Claim
-	changed       chan struct{}
-	deadline      time.Duration
-	nextID        int
+	staged                  map[string]stagedCapture
+	commits                 []commitRecord
+	refusedBodies           []CommitBody
+	expired                 []Claim
+	changed                 chan struct{}
+	deadline                time.Duration
+	nextID                  int
 }
 
 type planeRow struct {
