@@ -178,6 +178,7 @@ func (c *claimer) recheck(ctx context.Context) {
 // claims that a wake-up should have announced is counted and logged (pollFound).
 func (c *claimer) fill(ctx context.Context, polled bool) {
 	s := c.s
+	start := time.Now()
 	after := ""
 	var listed map[string]bool
 	defer func() {
@@ -219,7 +220,9 @@ func (c *claimer) fill(ctx context.Context, polled bool) {
 				}
 				continue
 			}
-			if polled && row.Waited >= wakeupGrace && !c.listed[key] {
+			// Claimable since before the tick by the grace, and unseen by the last read: a
+			// wake-up should have brought the loop here.
+			if polled && row.Waited-time.Since(start) >= wakeupGrace && !c.listed[key] {
 				s.pollFound(row)
 			}
 			s.begin(cl, c.in)

@@ -54,8 +54,14 @@ type testHost struct {
 // startHost runs the entries on a recording plane and shuts the host down when t ends.
 func startHost(t testing.TB, entries ...Entry) *testHost {
 	t.Helper()
-	plane, logs := newPlane(), &logSink{}
-	h, err := New(Config{Catalog: &Catalog{Entries: entries}, Plane: plane, Logger: logs.logger(), DataDir: t.TempDir(), Timings: fastTimings})
+	return startHostWith(t, newPlane(), fastTimings, entries...)
+}
+
+// startHostWith is startHost on a given plane with given timings.
+func startHostWith(t testing.TB, plane *recordingPlane, timings Timings, entries ...Entry) *testHost {
+	t.Helper()
+	logs := &logSink{}
+	h, err := New(Config{Catalog: &Catalog{Entries: entries}, Plane: plane, Logger: logs.logger(), DataDir: t.TempDir(), Timings: timings})
 	if err != nil {
 		t.Fatal(err)
 	}

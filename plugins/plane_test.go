@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -33,8 +34,12 @@ type recordingPlane struct {
 	// every row's Waited.
 	deaf bool
 	age  time.Duration
+	// failClaims fails the next claims of a task key with a transient error, so many times.
+	failClaims map[string]int
 	// subscribes counts Subscribe calls; claimActive counts ClaimActive calls.
 	subscribes, claimActive int
+	// inboxReads counts Inbox calls.
+	inboxReads int
 	staged                  map[string]stagedCapture
 	commits                 []commitRecord
 	refusedBodies           []CommitBody
@@ -259,6 +264,8 @@ func (p *recordingPlane) ClaimActive(_ context.Context, id string, c Claim) (boo
 func (p *recordingPlane) Inbox(_ context.Context, id, after string, limit int) ([]InboxRow, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.inboxReads++
+	p.notifyLocked()
 	var out []InboxRow
 	for _, r := range p.rows[id] {
 		if r.claimed || r.settled {
@@ -275,6 +282,10 @@ func (p *recordingPlane) Inbox(_ context.Context, id, after string, limit int) (
 func (p *recordingPlane) Claim(_ context.Context, id, runID, taskKey string) (Claim, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.failClaims[taskKey] > 0 {
+		p.failClaims[taskKey]--
+		return Claim{}, errors.New("the store is briefly unavailable")
+	}
 	for _, r := range p.rows[id] {
 		if r.claim.RunID == runID && r.claim.TaskKey == taskKey {
 			if r.claimed || r.settled {

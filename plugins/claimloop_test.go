@@ -1,0 +1,146 @@
+package plugins
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/plugin"
+)
+
+// slowPoll is a poll no test waits for: what these tests see claimed, a wake-up claimed.
+func slowPoll() Timings {
+	t := fastTimings
+	t.InboxPoll = time.Hour
+	return t
+}
+
+// firstRead waits for the claim loop's first inbox read, which finds whatever was parked before
+// it started: what is pushed after it needs a wake-up or the poll.
+func firstRead(t testing.TB, plane *recordingPlane) {
+	t.Helper()
+	plane.await(t, 10*time.Second, "the claim loop's first inbox read", func() bool { return plane.inboxReads > 0 })
+}
+
+// TestPollFoundCounts: rows whose wake-ups are lost are claimed by the poll, counted in
+// poll_found and logged at warn; rows announced by a wake-up are not counted, and neither is a
+// row the previous inbox read already saw.
+func TestPollFoundCounts(t *testing.T) {
+	t.Parallel()
+	plane := newPlane()
+	th := startHostWith(t, plane, fastTimings, scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
+	th.waitState(t, "mem", StateReady, 10*time.Second)
+	id := th.executor(t, "mem")
+	firstRead(t, plane)
+	plane.mu.Lock()
+	plane.deaf, plane.age = true, time.Hour
+	plane.mu.Unlock()
+	plane.push(id, memoryClaim("lost", "memory_write", `{"path":"workspace/a.md","content":"a"}`))
+	plane.await(t, 10*time.Second, "the poll's claim", func() bool { return len(plane.commits) == 1 })
+	if st := th.status(t, "mem"); st.PollFound != 1 {
+		t.Fatalf("poll_found %d after one lost wake-up", st.PollFound)
+	}
+	if log := th.logs.String(); !strings.Contains(log, "the inbox poll found work no wake-up announced") ||
+		!strings.Contains(log, "task=lost") || !strings.Contains(log, "[WARN]") {
+		t.Fatalf("no warning for the find:\n%s", log)
+	}
+	plane.mu.Lock()
+	plane.deaf, plane.age = false, 0
+	plane.mu.Unlock()
+	for _, task := range []string{"a", "b", "c"} {
+		plane.push(id, memoryClaim(task, "memory_read", `{"path":"workspace/a.md"}`))
+	}
+	plane.await(t, 10*time.Second, "the announced claims", func() bool { return len(plane.commits) == 4 })
+	if st := th.status(t, "mem"); st.PollFound != 1 {
+		t.Fatalf("poll_found %d after announced rows", st.PollFound)
+	}
+}
+
+// TestPollFoundSkipsRowsAlreadyListed: a row the last inbox read listed but failed to claim
+// waited for a retry, not for a wake-up, when the poll claims it: it is not counted.
+func TestPollFoundSkipsRowsAlreadyListed(t *testing.T) {
+	t.Parallel()
+	plane := newPlane()
+	th := startHostWith(t, plane, fastTimings, scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
+	th.waitState(t, "mem", StateReady, 10*time.Second)
+	id := th.executor(t, "mem")
+	firstRead(t, plane)
+	plane.mu.Lock()
+	plane.age = time.Hour // every row looks long parked: only the listing tells them apart
+	plane.failClaims = map[string]int{"retried": 1}
+	plane.mu.Unlock()
+	plane.push(id, memoryClaim("retried", "memory_write", `{"path":"workspace/r.md","content":"r"}`))
+	plane.await(t, 10*time.Second, "the retried claim's commit", func() bool { return len(plane.commits) == 1 })
+	if st := th.status(t, "mem"); st.PollFound != 0 {
+		t.Fatalf("poll_found %d for a row whose claim the poll retried", st.PollFound)
+	}
+	if !strings.Contains(th.logs.String(), "claim failed") {
+		t.Fatalf("the injected failure was not met:\n%s", th.logs.String())
+	}
+}
+
+// TestEndedFeedIsReopened: a feed that ends is reopened at once and followed by an inbox read,
+// so a row parked without a wake-up is claimed long before the poll.
+func TestEndedFeedIsReopened(t *testing.T) {
+	t.Parallel()
+	plane := newPlane()
+	th := startHostWith(t, plane, slowPoll(), scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
+	th.waitState(t, "mem", StateReady, 10*time.Second)
+	id := th.executor(t, "mem")
+	firstRead(t, plane)
+	plane.mu.Lock()
+	plane.deaf = true
+	plane.mu.Unlock()
+	plane.push(id, memoryClaim("parked", "memory_write", `{"path":"workspace/p.md","content":"p"}`))
+	time.Sleep(50 * time.Millisecond)
+	if len(plane.commitsFor("parked")) != 0 {
+		t.Fatal("a row without a wake-up was claimed before the feed ended")
+	}
+	plane.endFeeds(id)
+	plane.await(t, 10*time.Second, "the parked row's claim after the reopen", func() bool { return len(plane.commits) == 1 })
+	plane.mu.Lock()
+	subs, open := plane.subscribes, len(plane.feedsLocked(id))
+	plane.mu.Unlock()
+	if subs != 2 || open != 1 {
+		t.Fatalf("%d subscriptions, %d open, want 2 and 1", subs, open)
+	}
+	if !strings.Contains(th.logs.String(), "work feed ended; reopened it and reading the inbox") {
+		t.Fatalf("no log line for the reopen:\n%s", th.logs.String())
+	}
+	plane.mu.Lock()
+	plane.deaf = false
+	plane.mu.Unlock()
+	plane.push(id, memoryClaim("next", "memory_read", `{"path":"workspace/p.md"}`))
+	plane.await(t, 10*time.Second, "a claim on the reopened feed", func() bool { return len(plane.commits) == 2 })
+}
+
+// TestLostCancellationsRecheckClaims: when the feed reports cancellations lost, the host
+// re-reads every claim in flight and cancels the calls whose rows are no longer held, and only
+// those.
+func TestLostCancellationsRecheckClaims(t *testing.T) {
+	t.Parallel()
+	plane := newPlane()
+	e := scenarioEntry(t, "slow", plugin.KindToolProvider, "slow")
+	th := startHostWith(t, plane, slowPoll(), e)
+	st := th.waitState(t, "slow", StateReady, 10*time.Second)
+	id := th.executor(t, "slow")
+	setBlock(t, e, true)
+	plane.push(id, toolClaim("gone", "slow_pure", `{}`, &announce.EffectPure))
+	plane.push(id, toolClaim("kept", "slow_pure", `{}`, &announce.EffectPure))
+	plane.await(t, 10*time.Second, "both calls in flight", func() bool { return th.sups["slow"].inflightCount() == 2 })
+	waitStarted(t, e, *st.PID, 10*time.Second)
+	plane.cancelLost(id, "run-1", "gone")
+	plane.await(t, 10*time.Second, "the cancelled call to end", func() bool { return th.sups["slow"].inflightCount() == 1 })
+	plane.mu.Lock()
+	reads := plane.claimActive
+	plane.mu.Unlock()
+	if reads != 2 {
+		t.Fatalf("%d claim reads, want one per call in flight", reads)
+	}
+	setBlock(t, e, false)
+	plane.await(t, 10*time.Second, "the kept call's commit", func() bool { return len(plane.commits) == 1 })
+	if len(plane.commitsFor("kept")) != 1 || len(plane.commitsFor("gone")) != 0 {
+		t.Fatalf("commits %+v", plane.commits)
+	}
+}
