@@ -39,14 +39,14 @@ type recordingPlane struct {
 	// subscribes counts Subscribe calls; claimActive counts ClaimActive calls.
 	subscribes, claimActive int
 	// inboxReads counts Inbox calls.
-	inboxReads int
-	staged                  map[string]stagedCapture
-	commits                 []commitRecord
-	refusedBodies           []CommitBody
-	expired                 []Claim
-	changed                 chan struct{}
-	deadline                time.Duration
-	nextID                  int
+	inboxReads    int
+	staged        map[string]stagedCapture
+	commits       []commitRecord
+	refusedBodies []CommitBody
+	expired       []Claim
+	changed       chan struct{}
+	deadline      time.Duration
+	nextID        int
 }
 
 type planeRow struct {
