@@ -14,9 +14,9 @@ const (
 	// kernel shutting down, a store error): soon enough that work waits seconds for a wake-up,
 	// not a poll interval; the poll keeps claiming meanwhile.
 	feedRetry = time.Second
-	// wakeupGrace is how long a row may have been claimable when the poll claims it before the
-	// find counts as one a wake-up should have announced: the publisher delivers right after
-	// its commit, so a younger row's wake-up may still be on its way; an older one's is lost.
+	// wakeupGrace is how long a row must have been claimable before the poll's fill began for
+	// the poll's claim of it to count as one a wake-up should have announced: the publisher
+	// delivers right after its commit, so a younger row's wake-up may still be on its way.
 	wakeupGrace = 100 * time.Millisecond
 )
 
@@ -181,9 +181,18 @@ func (c *claimer) fill(ctx context.Context, polled bool) {
 	start := time.Now()
 	after := ""
 	var listed map[string]bool
+	var found []InboxRow
 	defer func() {
 		if listed != nil {
 			c.listed = listed
+		}
+		// A wake-up waiting now was on its way: the row's commit, which its dispatch time
+		// precedes by however long the commit took, ended during this fill, and its wake-up
+		// follows the commit. Only a poll that nothing else would have followed counts.
+		if len(found) > 0 && (c.feed == nil || len(c.feed.Wake()) == 0) {
+			for _, row := range found {
+				s.pollFound(row)
+			}
 		}
 	}()
 	for ctx.Err() == nil {
@@ -223,7 +232,7 @@ func (c *claimer) fill(ctx context.Context, polled bool) {
 			// Claimable since before the tick by the grace, and unseen by the last read: a
 			// wake-up should have brought the loop here.
 			if polled && row.Waited-time.Since(start) >= wakeupGrace && !c.listed[key] {
-				s.pollFound(row)
+				found = append(found, row)
 			}
 			s.begin(cl, c.in)
 		}

@@ -80,6 +80,25 @@ func TestPollFoundSkipsRowsAlreadyListed(t *testing.T) {
 	}
 }
 
+// TestPollFoundSkipsAnnouncedDuringTheFill: a row the poll claims while its wake-up arrives (its
+// commit ended during the poll's inbox read) was announced, late: it is not counted.
+func TestPollFoundSkipsAnnouncedDuringTheFill(t *testing.T) {
+	t.Parallel()
+	plane := newPlane()
+	th := startHostWith(t, plane, fastTimings, scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
+	th.waitState(t, "mem", StateReady, 10*time.Second)
+	id := th.executor(t, "mem")
+	firstRead(t, plane)
+	plane.mu.Lock()
+	plane.deaf, plane.age, plane.wakeOnClaim = true, time.Hour, true
+	plane.mu.Unlock()
+	plane.push(id, memoryClaim("late", "memory_write", `{"path":"workspace/l.md","content":"l"}`))
+	plane.await(t, 10*time.Second, "the poll's claim", func() bool { return len(plane.commits) == 1 })
+	if st := th.status(t, "mem"); st.PollFound != 0 {
+		t.Fatalf("poll_found %d for a row whose wake-up came during the poll's fill", st.PollFound)
+	}
+}
+
 // TestEndedFeedIsReopened: a feed that ends is reopened at once and followed by an inbox read,
 // so a row parked without a wake-up is claimed long before the poll.
 func TestEndedFeedIsReopened(t *testing.T) {

@@ -34,6 +34,9 @@ type recordingPlane struct {
 	// every row's Waited.
 	deaf bool
 	age  time.Duration
+	// wakeOnClaim posts a wake-up to the executor's feeds during each claim, as a commit that
+	// ended while the claim loop read its inbox is followed by its wake-up.
+	wakeOnClaim bool
 	// failClaims fails the next claims of a task key with a transient error, so many times.
 	failClaims map[string]int
 	// subscribes counts Subscribe calls; claimActive counts ClaimActive calls.
@@ -282,6 +285,11 @@ func (p *recordingPlane) Inbox(_ context.Context, id, after string, limit int) (
 func (p *recordingPlane) Claim(_ context.Context, id, runID, taskKey string) (Claim, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.wakeOnClaim {
+		for _, f := range p.feedsLocked(id) {
+			f.post(func(n *WorkNews) { n.Available = true })
+		}
+	}
 	if p.failClaims[taskKey] > 0 {
 		p.failClaims[taskKey]--
 		return Claim{}, errors.New("the store is briefly unavailable")

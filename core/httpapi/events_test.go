@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -297,4 +298,62 @@ func TestShutdownEndsStreams(t *testing.T) {
 	_, resp := openStream(t, srv.URL, tok, nil)
 	wantError(t, resp, 503, "unavailable")
 	_, _ = io.Copy(io.Discard, resp.Body)
+}
+
+// TestSlowStreamIsClosed: a stream whose client stops reading is neither waited for nor skipped
+// silently: once it falls executors.StreamBuffer events behind what its writer and the sockets
+// took, the stream ends after the last frame it sent, the publisher never blocks, and the
+// client reconnects to a fresh stream (ids from 1) and reads its inbox.
+func TestSlowStreamIsClosed(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, store.SQLite)
+	f := newFixture(t, s)
+	srv := httptest.NewServer(f.api)
+	t.Cleanup(srv.Close)
+	id, tok := f.newExecutor(t, f.admin, "default", "runner", "laptop")
+	ex, err := store.ExecutorByPublicID(context.Background(), s.Reader(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := openStream(t, srv.URL, tok, nil)
+	c.next(t, false)
+	c.next(t, false)
+	// The client reads nothing more: its reader's channel fills, then the sockets, then the
+	// hub's buffer. Publish until the hub has closed the stream.
+	published := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for f.push.Streams(ex.ID) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream was still open after %d unread events", published)
+		}
+		for range 1000 {
+			f.push.WorkAvailable("3f0e0000-0000-7000-8000-000000000001", "r2t0", "screenshot", []string{id})
+		}
+		published += 1000
+	}
+	last := ""
+	for frame := range c.frames {
+		if frame != ": ping\n\n" {
+			last = frame
+		}
+	}
+	// The stream may end before its writer sent any of them: the burst outran it at once.
+	lastID := 0
+	if last != "" {
+		if _, err := fmt.Sscanf(last, "id: %d\n", &lastID); err != nil {
+			t.Fatalf("the last frame %q", last)
+		}
+	}
+	if lastID >= published {
+		t.Fatalf("the stream ended at id %d after %d published: nothing was dropped", lastID, published)
+	}
+	again, _ := openStream(t, srv.URL, tok, nil)
+	if got := again.next(t, false); got != "retry: 3000\n\n" {
+		t.Fatalf("the reconnect opened with %q", got)
+	}
+	again.next(t, false)
+	f.push.WorkAvailable("r", "r3t0", "screenshot", []string{id})
+	if got := again.next(t, true); !strings.HasPrefix(got, "id: 1\nevent: work_available\n") {
+		t.Fatalf("the reconnected stream: %q", got)
+	}
 }

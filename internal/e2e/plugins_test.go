@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the memory-postgres store's tables are read back over database/sql
 
@@ -108,6 +109,13 @@ var pluginTimings = plugins.Timings{BackoffBase: 20 * time.Millisecond, BackoffM
 // PostgreSQL configured, memory-postgres, and waits for each to be ready.
 func startPlugins(t *testing.T, d store.Dialect, extra string) *pluginServer {
 	t.Helper()
+	return startPluginsAt(t, d, extra, hclog.Debug)
+}
+
+// startPluginsAt is startPlugins with the server logging at level (a load test keeps its
+// warnings and leaves out a line per request).
+func startPluginsAt(t *testing.T, d store.Dialect, extra string, level hclog.Level) *pluginServer {
+	t.Helper()
 	bins := pluginBinaries(t)
 	ps := &pluginServer{fsRoot: filepath.Join(t.TempDir(), "memory-fs")}
 	config := fmt.Sprintf(`
@@ -140,7 +148,7 @@ plugin "memory-pg" {
 	}
 	config += extra
 	clock := testserver.NewClock()
-	srv := testserver.Start(t, testserver.Options{Dialect: d, Now: clock.Now, Config: config, PluginTimings: pluginTimings})
+	srv := testserver.Start(t, testserver.Options{Dialect: d, Now: clock.Now, Config: config, PluginTimings: pluginTimings, LogLevel: level})
 	ps.plane = &plane{t: t, srv: srv, clock: clock, admin: srv.Client(), ctx: context.Background()}
 	for _, name := range []string{"memory-fs", "tools-example"} {
 		ps.waitPlugin(name, func(s plugins.Status) bool { return s.State == plugins.StateReady })

@@ -1,0 +1,319 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexuskernel/nexus/core/store/storetest"
+	"github.com/nexuskernel/nexus/plugins"
+	"github.com/nexuskernel/nexus/sdk/client"
+)
+
+// loadPhase is how long each phase of TestPluginMemoryUnderLoad keeps its runs going: thirty
+// seconds in every run of the suite, ten times that under `make soak` (NEXUS_SOAK=1).
+func loadPhase() time.Duration {
+	if os.Getenv("NEXUS_SOAK") != "" {
+		return 300 * time.Second
+	}
+	return 30 * time.Second
+}
+
+// loadWorkers is how many runs each plugin under load keeps going at once.
+const loadWorkers = 3
+
+// loadKillEvery is how long each plugin instance serves in the second phase before it is
+// killed: each restarts several times a phase, and a call a kill interrupts is replayed on the
+// next instance long before that one is killed too (three kills during one call would lapse it,
+// which is the replay bound working, not a lost call).
+const loadKillEvery = 4 * time.Second
+
+// loadRunPoll spaces a worker's reads of its run: each read carries the run's trace, and a
+// dozen workers reading it fast would load the server more than their runs do.
+const loadRunPoll = 100 * time.Millisecond
+
+// loadTarget is one memory plugin under load: the workspace whose override names it.
+type loadTarget struct {
+	plugin    string
+	workspace string
+	calls     atomic.Int64
+}
+
+// TestPluginMemoryUnderLoad keeps memory plugins busy with runs that make memory calls, several
+// at once, for a sustained phase and then for another while the plugins are killed now and then.
+// memory-fs serves the default workspace and, with PostgreSQL configured, memory-postgres serves
+// a second one at the same time; the test runs on each store. Every call settles (completed, or
+// uncertain for a memory_edit a kill interrupted), none ends tool_timeout, and the inbox poll,
+// which ticks five times a second here, found nothing a wake-up should have announced.
+//
+// One server per store carries both plugins at once, so that each (store, plugin) pair gets the
+// whole phase while the suite pays for one phase per store, and the stores run in parallel.
+func TestPluginMemoryUnderLoad(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			p := startPluginsAt(t, d, "", hclog.Info)
+			targets := []*loadTarget{{plugin: "memory-fs", workspace: "default"}}
+			p.putOverride(p.executorOf("memory-fs"), 0)
+			if p.pgSchema != "" {
+				targets = append(targets, p.secondWorkspaceFor(t, "memory-pg", "ops"))
+			}
+			phase := loadPhase()
+			p.loadPhase(t, targets, phase, false)
+			p.checkPollFound(t, targets, "after the sustained load")
+			p.loadPhase(t, targets, phase, true)
+			p.checkPollFound(t, targets, "after the load with kills")
+			for _, tg := range targets {
+				t.Logf("%s on %s: %d memory calls settled", tg.plugin, d, tg.calls.Load())
+			}
+		})
+	}
+}
+
+// secondWorkspaceFor creates a workspace, restarts the plugin so that it registers an executor
+// there, and points the workspace's memory override at it.
+func (p *pluginServer) secondWorkspaceFor(t *testing.T, plugin, handle string) *loadTarget {
+	t.Helper()
+	if _, err := p.admin.CreateWorkspace(p.ctx, &client.CreateWorkspaceRequest{Handle: handle, Name: handle}); err != nil {
+		t.Fatal(err)
+	}
+	before := p.statuses()[plugin]
+	if code, _, body := p.raw(http.MethodPost, "/agent_api/v1/plugins/"+plugin+"/restart", p.srv.AdminToken, nil, nil); code != http.StatusOK {
+		t.Fatalf("restart: %d %s", code, body)
+	}
+	p.waitPlugin(plugin, func(s plugins.Status) bool { return s.State == plugins.StateReady && s.Generation > before.Generation })
+	list, err := p.admin.Executors(p.ctx, &client.ListExecutorsRequest{Workspace: handle, Kind: "tool_provider"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, e := range list.Executors {
+		if e.DisplayName == "plugin "+plugin {
+			id = e.PublicID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no executor of %s in %s: %s", plugin, handle, list.Raw)
+	}
+	body := `{"tool_provider_overrides":{"nexus.memory":"` + id + `"},"expected_lock_version":0}`
+	if code, _, out := p.raw(http.MethodPut, "/agent_api/v1/workspaces/"+handle+"/tool_provider_overrides", p.srv.AdminToken, []byte(body), nil); code != http.StatusOK {
+		t.Fatalf("override in %s: %d %s", handle, code, out)
+	}
+	return &loadTarget{plugin: plugin, workspace: handle}
+}
+
+// loadScript is one run of a load worker: eight memory calls over three rounds on the worker's
+// own two documents (an anchor holds at most 64), each read checked against what was written.
+func loadScript(worker, n int) string {
+	a, b := fmt.Sprintf("workspace/load-%d-a.md", worker), fmt.Sprintf("workspace/load-%d-b.md", worker)
+	return fmt.Sprintf(`Load.
+!mock
+round 1
+call memory_write {"path":%q,"content":"run %d"}
+call memory_write {"path":%q,"content":"draft %d"}
+round 2
+call memory_read {"path":%q}
+call memory_edit {"path":%q,"old_text":"draft","new_text":"final"}
+call memory_grep {"pattern":"run %d"}
+round 3
+call memory_ls {}
+call memory_read {"path":%q}
+call memory_write {"path":%q,"content":"done %d"}
+round 4
+say done`, a, n, b, n, a, b, n, b, a, n)
+}
+
+// loadCalls are the memory calls of loadScript by task key, with the text a completed call
+// answers where it is fixed.
+var loadCalls = []string{"r2t0", "r2t1", "r3t0", "r3t1", "r3t2", "r4t0", "r4t1", "r4t2"}
+
+// loadPhase runs loadWorkers workers per target for the phase's length; with kills, a killer
+// SIGKILLs each plugin every loadKillEvery.
+func (p *pluginServer) loadPhase(t *testing.T, targets []*loadTarget, length time.Duration, kills bool) {
+	t.Helper()
+	end := time.Now().Add(length)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for _, tg := range targets {
+		for w := range loadWorkers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 0; time.Now().Before(end); n++ {
+					if err := p.loadRun(tg, w, n, kills); err != nil {
+						errs <- fmt.Errorf("%s worker %d run %d: %w", tg.plugin, w, n, err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	killed := 0
+	if kills {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			killed = p.killer(targets, end)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	if kills && killed == 0 {
+		t.Fatal("no plugin was killed during the phase")
+	}
+	for _, tg := range targets {
+		p.waitPlugin(tg.plugin, func(s plugins.Status) bool { return s.State == plugins.StateReady && s.InFlight == 0 })
+	}
+}
+
+// killer SIGKILLs each target's plugin once it has been ready for loadKillEvery and completed
+// a call on its current instance, until end; it answers the number of kills.
+func (p *pluginServer) killer(targets []*loadTarget, end time.Time) int {
+	type seen struct {
+		pid       int
+		since     time.Time
+		completed int
+	}
+	last := map[string]seen{}
+	killed := 0
+	for time.Now().Before(end) {
+		time.Sleep(100 * time.Millisecond)
+		for _, tg := range targets {
+			st := p.statusOrNil(tg.plugin)
+			if st == nil || st.State != plugins.StateReady || st.PID == nil {
+				continue
+			}
+			s, ok := last[tg.plugin]
+			if !ok || s.pid != *st.PID {
+				last[tg.plugin] = seen{pid: *st.PID, since: time.Now(), completed: st.Calls.Completed}
+				continue
+			}
+			if time.Since(s.since) < loadKillEvery || st.Calls.Completed == s.completed {
+				continue
+			}
+			if killPID(*st.PID) == nil {
+				killed++
+			}
+		}
+	}
+	return killed
+}
+
+// statusOrNil reads one plugin's status without failing the test (a killer goroutine's read).
+func (p *pluginServer) statusOrNil(name string) *plugins.Status {
+	code, _, body := p.raw(http.MethodGet, "/agent_api/v1/plugins/"+name, p.srv.AdminToken, nil, nil)
+	if code != http.StatusOK {
+		return nil
+	}
+	var doc struct {
+		Plugin plugins.Status `json:"plugin"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil
+	}
+	return &doc.Plugin
+}
+
+// loadRun runs one script to its end and checks every memory call: settled, never timed out,
+// and (without kills) completed with the texts the writes imply.
+func (p *pluginServer) loadRun(tg *loadTarget, worker, n int, kills bool) error {
+	ctx := context.Background()
+	created, err := p.admin.CreateRun(ctx, tg.workspace, memoryRun(loadScript(worker, n)), "")
+	if err != nil {
+		return err
+	}
+	id := created.Run.PublicID
+	deadline := time.Now().Add(2 * time.Minute)
+	var run *client.RunResponse
+	for {
+		run, err = p.admin.Run(ctx, tg.workspace, id)
+		if err != nil {
+			return err
+		}
+		if s := run.Run.Status; s == "completed" || s == "needs_attention" || s == "canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("run %s still %s after 2 minutes", id, run.Run.Status)
+		}
+		time.Sleep(loadRunPoll)
+	}
+	byKey := map[string]client.Task{}
+	for _, tk := range run.Run.Tasks {
+		byKey[tk.Key] = tk
+	}
+	uncertain := false
+	for _, key := range loadCalls {
+		tk, ok := byKey[key]
+		if !ok {
+			return fmt.Errorf("run %s (%s) has no task %s: %s", id, run.Run.Status, key, run.Raw)
+		}
+		if tk.Error != nil && tk.Error.Key == "tool_timeout" {
+			return fmt.Errorf("run %s: %s %s ended tool_timeout", id, key, tk.ToolName)
+		}
+		switch {
+		case tk.Status == "completed" && tk.IsError != nil && *tk.IsError:
+			return fmt.Errorf("run %s: %s %s answered an error: %s", id, key, tk.ToolName, run.Raw)
+		case tk.Status == "completed":
+		case kills && tk.Status == "uncertain" && tk.ToolName == "memory_edit" && tk.Error != nil && tk.Error.Key == "tool_uncertain":
+			uncertain = true // a kill interrupted a call that is not replayed
+		default:
+			return fmt.Errorf("run %s: %s %s settled %s (%+v)", id, key, tk.ToolName, tk.Status, tk.Error)
+		}
+	}
+	tg.calls.Add(int64(len(loadCalls)))
+	if run.Run.Status != "completed" && !uncertain {
+		return fmt.Errorf("run %s ended %s: %s", id, run.Run.Status, run.Raw)
+	}
+	if kills {
+		return nil
+	}
+	read, err := p.admin.Task(ctx, tg.workspace, id, "r3t0")
+	if err != nil {
+		return err
+	}
+	if got, want := deref(read.Task.Output), fmt.Sprintf("run %d", n); got != want || read.Task.IsError == nil || *read.Task.IsError {
+		return fmt.Errorf("run %s: read %q, want %q: %s", id, got, want, read.Raw)
+	}
+	read, err = p.admin.Task(ctx, tg.workspace, id, "r4t1")
+	if err != nil {
+		return err
+	}
+	if got, want := deref(read.Task.Output), fmt.Sprintf("final %d", n); got != want {
+		return fmt.Errorf("run %s: read after the edit %q, want %q", id, got, want)
+	}
+	return nil
+}
+
+// checkPollFound asserts that no target's poll found work a wake-up should have announced.
+func (p *pluginServer) checkPollFound(t *testing.T, targets []*loadTarget, when string) {
+	t.Helper()
+	st := p.statuses()
+	for _, tg := range targets {
+		if n := st[tg.plugin].PollFound; n != 0 {
+			t.Errorf("%s %s: poll_found %d", tg.plugin, when, n)
+		}
+	}
+	if logs := p.srv.Logs(); strings.Contains(logs, "the inbox poll found work no wake-up announced") {
+		t.Errorf("%s: the poll's warning was logged", when)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
