@@ -2,6 +2,7 @@ package runs
 
 import (
 	"testing"
+	"time"
 )
 
 // The wake-up handler kicks a worker for a kernel wake-up, whatever its run and key hold, and
@@ -25,5 +26,35 @@ func TestWakeHandlerKicksOnKernelWakeUpsOnly(t *testing.T) {
 		if got := len(e.kick); got != c.kicks {
 			t.Errorf("%s: %d kicks; want %d", c.payload, got, c.kicks)
 		}
+	}
+}
+
+// A run engine whose workers are all busy never makes the committing request wait and never
+// loses the wake-up: kicks past the pool's size coalesce into one waiting token per worker, and
+// each worker, idle again, takes one and looks for work (which finds every row the kicks were
+// for, since it reads the runnable rows, not the kicks).
+func TestKicksCoalesceWhileWorkersAreBusy(t *testing.T) {
+	e := &Engine{kick: make(chan struct{}, 3)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 10000 {
+			e.Kick(5)
+			wakeHandler{e}.Notified(kernelWake("0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "step-1"))
+		}
+		wakeHandler{e}.Live()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("kicking busy workers blocked")
+	}
+	if got := len(e.kick); got != cap(e.kick) {
+		t.Fatalf("%d tokens waiting for %d busy workers", got, cap(e.kick))
+	}
+	<-e.kick // a worker frees up and takes one
+	e.Kick(1)
+	if got := len(e.kick); got != cap(e.kick) {
+		t.Fatalf("%d tokens after a worker took one and a kick came", got)
 	}
 }

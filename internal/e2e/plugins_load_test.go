@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/executors"
+	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/plugins"
 	"github.com/nexuskernel/nexus/sdk/client"
@@ -62,7 +64,7 @@ func TestPluginMemoryUnderLoad(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			p := startPluginsAt(t, d, "", hclog.Info)
+			p := startPluginsAt(t, d, "", hclog.Info, pluginTimings)
 			targets := []*loadTarget{{plugin: "memory-fs", workspace: "default"}}
 			p.putOverride(p.executorOf("memory-fs"), 0)
 			if p.pgSchema != "" {
@@ -315,5 +317,44 @@ func (p *pluginServer) checkPollFound(t *testing.T, targets []*loadTarget, when 
 	}
 	if t.Failed() {
 		t.FailNow()
+	}
+}
+
+// TestPluginFeedFilledOnPurpose floods memory-fs's executor with thousands of wake-ups and
+// cancellations for rows that do not exist, far past any buffer, then runs real memory calls
+// with the inbox poll an hour away: only a wake-up can bring the claim loop to them, so their
+// completing shows the feed survived the flood and still wakes the loop; nothing was found by
+// the poll and the feed never had to be reopened.
+func TestPluginFeedFilledOnPurpose(t *testing.T) {
+	t.Parallel()
+	timings := pluginTimings
+	timings.InboxPoll = time.Hour
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			p := startPluginsAt(t, d, "", hclog.Info, timings)
+			id := p.executorOf("memory-fs")
+			p.putOverride(id, 0)
+			hub := p.srv.Server().Push()
+			const flood = 100 * executors.StreamBuffer
+			for i := range flood {
+				run := store.NewPublicID()
+				hub.WorkAvailable(run, fmt.Sprintf("r%dt0", i), "memory_read", []string{id})
+				hub.WorkCanceled(run, fmt.Sprintf("r%dt0", i), []string{id}, executors.ReasonRunCanceled)
+			}
+			tg := &loadTarget{plugin: "memory-fs", workspace: "default"}
+			for n := range 2 {
+				if err := p.loadRun(tg, 0, n, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := p.statuses()["memory-fs"]
+			if st.PollFound != 0 || st.Calls.Completed < 2*len(loadCalls) {
+				t.Fatalf("after the flood: %+v", st)
+			}
+			if logs := p.srv.Logs(); strings.Contains(logs, "work feed ended") || strings.Contains(logs, "closing an event stream that fell behind") {
+				t.Fatalf("the flood closed a feed or a stream:\n%s", logs)
+			}
+		})
 	}
 }

@@ -109,12 +109,12 @@ var pluginTimings = plugins.Timings{BackoffBase: 20 * time.Millisecond, BackoffM
 // PostgreSQL configured, memory-postgres, and waits for each to be ready.
 func startPlugins(t *testing.T, d store.Dialect, extra string) *pluginServer {
 	t.Helper()
-	return startPluginsAt(t, d, extra, hclog.Debug)
+	return startPluginsAt(t, d, extra, hclog.Debug, pluginTimings)
 }
 
 // startPluginsAt is startPlugins with the server logging at level (a load test keeps its
-// warnings and leaves out a line per request).
-func startPluginsAt(t *testing.T, d store.Dialect, extra string, level hclog.Level) *pluginServer {
+// warnings and leaves out a line per request) and the supervisors on timings.
+func startPluginsAt(t *testing.T, d store.Dialect, extra string, level hclog.Level, timings plugins.Timings) *pluginServer {
 	t.Helper()
 	bins := pluginBinaries(t)
 	ps := &pluginServer{fsRoot: filepath.Join(t.TempDir(), "memory-fs")}
@@ -148,7 +148,7 @@ plugin "memory-pg" {
 	}
 	config += extra
 	clock := testserver.NewClock()
-	srv := testserver.Start(t, testserver.Options{Dialect: d, Now: clock.Now, Config: config, PluginTimings: pluginTimings, LogLevel: level})
+	srv := testserver.Start(t, testserver.Options{Dialect: d, Now: clock.Now, Config: config, PluginTimings: timings, LogLevel: level})
 	ps.plane = &plane{t: t, srv: srv, clock: clock, admin: srv.Client(), ctx: context.Background()}
 	for _, name := range []string{"memory-fs", "tools-example"} {
 		ps.waitPlugin(name, func(s plugins.Status) bool { return s.State == plugins.StateReady })
