@@ -6,6 +6,12 @@
 // stderr into the log, parent-death cleanup), reload and restart, and the status the plugin
 // routes serve.
 //
+// The claim loop wakes on a work feed that never closes for falling behind (WorkFeed: one
+// coalesced "read the inbox", a bounded set of cancellations), reopens a feed that ends, and
+// keeps a 30-second inbox poll as the safety net, counting in poll_found whatever the poll
+// found that a wake-up should have announced (docs/plugins.md, "When a subscriber falls
+// behind").
+//
 // It imports the SDK only. The executor plane it drives is the ExecutorPlane interface declared
 // here and filled by the server over the kernel's executor service, so a plugin's rows go
 // through the same claim, commit and expiry code as an HTTP executor's. It knows no HTTP and

@@ -24,7 +24,8 @@ import (
 // is closed; its reader then opens another (or stops) and reads the inbox.
 //
 // A feed counts as its executors' presence, as an open stream does (presence.go), and not
-// toward MaxStreams, which bounds a client's sockets.
+// toward MaxStreams, which bounds a client's sockets. docs/plugins.md ("When a subscriber falls
+// behind") describes every subscriber's behaviour for operators.
 
 // MaxFeedCancels bounds the cancellations a feed keeps between two takes: a reader that takes
 // its news on every wake-up holds a handful; a thousand covers a stop of many runs at once while

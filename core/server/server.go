@@ -90,6 +90,10 @@ type Options struct {
 	TokenTerminal func() bool
 	// PluginTimings shortens the plugin supervisor's clocks (tests); zero fields take the defaults.
 	PluginTimings plugins.Timings
+	// PluginPlane, when set, wraps the executor plane the plugin host drives, so that a
+	// benchmark can time the host's calls through it (B19 times its claims); nil leaves the
+	// plane as it is.
+	PluginPlane func(plugins.ExecutorPlane) plugins.ExecutorPlane
 	// ExecutableDir replaces the running binary's directory in plugin command discovery (tests
 	// whose binary is not nexus); "" means the directory of os.Executable.
 	ExecutableDir string
@@ -215,7 +219,11 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		Revocation: executors.NewRevocation(hub, engine, log.Named("executors"))})
 	srv.dir = dir
 	srv.pluginPlane = newPluginPlane(st, plane, hub, dir, up, opts.Now)
-	host, err := plugins.New(plugins.Config{Catalog: s.Plugins, Plane: srv.pluginPlane, Logger: log, DataDir: s.DataDir,
+	var hostPlane plugins.ExecutorPlane = srv.pluginPlane
+	if opts.PluginPlane != nil {
+		hostPlane = opts.PluginPlane(hostPlane)
+	}
+	host, err := plugins.New(plugins.Config{Catalog: s.Plugins, Plane: hostPlane, Logger: log, DataDir: s.DataDir,
 		Resolver: pluginResolver(s, opts.ExecutableDir), Timings: opts.PluginTimings})
 	if err != nil {
 		hub.Close()

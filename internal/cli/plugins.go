@@ -39,6 +39,8 @@ the running server (a workspace owner's token); discover and hash only read file
 				problem = strings.TrimSpace(p.Refusal.Code + " " + p.Refusal.Name)
 			case p.LastError != nil:
 				problem = *p.LastError
+			case p.PollFound > 0:
+				problem = fmt.Sprintf("poll_found %d: wake-ups were lost", p.PollFound)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Name, p.Kind, p.State, exec, pid, p.Restarts, p.InFlight, problem)
 		}

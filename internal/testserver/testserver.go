@@ -71,6 +71,8 @@ type Options struct {
 	// prints; a benchmark takes the operator's default, info, so that it does not measure a debug
 	// line per request.
 	LogLevel hclog.Level
+	// PluginPlane wraps the in-process server's plugin executor plane (server.Options).
+	PluginPlane func(plugins.ExecutorPlane) plugins.ExecutorPlane
 }
 
 // Clock is a settable clock for Options.Now: it runs with real time, shifted by Advance.
@@ -243,7 +245,7 @@ func (in *Instance) startInProcess() {
 	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: level, Output: lockedWriter{in}})
 	getenv := func(k string) string { return in.opts.Env[k] }
 	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }, Now: in.opts.Now,
-		PluginTimings: in.opts.PluginTimings})
+		PluginTimings: in.opts.PluginTimings, PluginPlane: in.opts.PluginPlane})
 	if err != nil {
 		t.Fatalf("open server: %v", err)
 	}

@@ -22,8 +22,10 @@ type PluginStatus struct {
 	Generation       int             `json:"generation"`
 	Restarts         int             `json:"restarts"`
 	InFlight         int             `json:"in_flight"`
-	Tools            []string        `json:"tools"`
-	Refusal          *struct {
+	// PollFound counts the rows the inbox poll claimed that a wake-up should have announced.
+	PollFound int      `json:"poll_found"`
+	Tools     []string `json:"tools"`
+	Refusal   *struct {
 		Code    string `json:"code"`
 		Name    string `json:"name,omitempty"`
 		Path    string `json:"path,omitempty"`
