@@ -39,6 +39,12 @@ const loadWorkers = 3
 // which is the replay bound working, not a lost call).
 const loadKillEvery = 4 * time.Second
 
+// loadMemoryTimeout is the memory plugins' call budget under load, four times the default: on a
+// shared machine a store can be slow enough for a call to outlast thirty seconds in claim and
+// commit, which is not what this test looks for. A lost wake-up shows in poll_found, since the
+// poll here ticks every 200 ms.
+const loadMemoryTimeout = 2 * time.Minute
+
 // loadRunPoll spaces a worker's reads of its run: each read carries the run's trace, and a
 // dozen workers reading it fast would load the server more than their runs do.
 const loadRunPoll = 100 * time.Millisecond
@@ -64,7 +70,7 @@ func TestPluginMemoryUnderLoad(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			p := startPluginsAt(t, d, "", hclog.Info, pluginTimings)
+			p := startPluginsWith(t, d, "", pluginStart{level: hclog.Info, timings: pluginTimings, memoryTimeoutMS: loadMemoryTimeout.Milliseconds()})
 			targets := []*loadTarget{{plugin: "memory-fs", workspace: "default"}}
 			p.putOverride(p.executorOf("memory-fs"), 0)
 			if p.pgSchema != "" {
@@ -241,7 +247,7 @@ func (p *pluginServer) loadRun(tg *loadTarget, worker, n int, kills bool) error 
 		return err
 	}
 	id := created.Run.PublicID
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(4 * loadMemoryTimeout)
 	var run *client.RunResponse
 	for {
 		run, err = p.admin.Run(ctx, tg.workspace, id)
@@ -252,7 +258,7 @@ func (p *pluginServer) loadRun(tg *loadTarget, worker, n int, kills bool) error 
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("run %s still %s after 2 minutes", id, run.Run.Status)
+			return fmt.Errorf("run %s still %s after %v", id, run.Run.Status, 4*loadMemoryTimeout)
 		}
 		time.Sleep(loadRunPoll)
 	}
@@ -332,7 +338,7 @@ func TestPluginFeedFilledOnPurpose(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			p := startPluginsAt(t, d, "", hclog.Info, timings)
+			p := startPluginsWith(t, d, "", pluginStart{level: hclog.Info, timings: timings})
 			id := p.executorOf("memory-fs")
 			p.putOverride(id, 0)
 			hub := p.srv.Server().Push()

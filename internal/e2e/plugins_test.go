@@ -109,13 +109,27 @@ var pluginTimings = plugins.Timings{BackoffBase: 20 * time.Millisecond, BackoffM
 // PostgreSQL configured, memory-postgres, and waits for each to be ready.
 func startPlugins(t *testing.T, d store.Dialect, extra string) *pluginServer {
 	t.Helper()
-	return startPluginsAt(t, d, extra, hclog.Debug, pluginTimings)
+	return startPluginsWith(t, d, extra, pluginStart{level: hclog.Debug, timings: pluginTimings})
 }
 
-// startPluginsAt is startPlugins with the server logging at level (a load test keeps its
-// warnings and leaves out a line per request) and the supervisors on timings.
-func startPluginsAt(t *testing.T, d store.Dialect, extra string, level hclog.Level, timings plugins.Timings) *pluginServer {
+// pluginStart adjusts startPluginsWith.
+type pluginStart struct {
+	// level is the server's log level (a load test keeps its warnings and leaves out a line
+	// per request).
+	level hclog.Level
+	// timings are the supervisors' clocks.
+	timings plugins.Timings
+	// memoryTimeoutMS, when set, is the memory plugins' timeout_ms.
+	memoryTimeoutMS int64
+}
+
+// startPluginsWith is startPlugins with o.
+func startPluginsWith(t *testing.T, d store.Dialect, extra string, o pluginStart) *pluginServer {
 	t.Helper()
+	memTimeout := ""
+	if o.memoryTimeoutMS > 0 {
+		memTimeout = fmt.Sprintf("\n  timeout_ms = %d", o.memoryTimeoutMS)
+	}
 	bins := pluginBinaries(t)
 	ps := &pluginServer{fsRoot: filepath.Join(t.TempDir(), "memory-fs")}
 	config := fmt.Sprintf(`
@@ -127,7 +141,7 @@ plugin_dirs = [%q]
 plugin "memory-fs" {
   kind    = "memory"
   command = "nexus-memory-fs"
-  config  = { root = %q, fsync = false }
+  config  = { root = %q, fsync = false }%s
 }
 
 plugin "tools-example" {
@@ -135,20 +149,20 @@ plugin "tools-example" {
   command    = "nexus-tools-example"
   workspaces = ["default"]
 }
-`, bins, ps.fsRoot)
+`, bins, ps.fsRoot, memTimeout)
 	if url := storetest.PostgresURL(); url != "" {
 		ps.pgSchema = pgSchema(t, url)
 		config += fmt.Sprintf(`
 plugin "memory-pg" {
   kind    = "memory"
   command = "nexus-memory-postgres"
-  config  = { dsn = %q, schema = %q, max_open_conns = 2 }
+  config  = { dsn = %q, schema = %q, max_open_conns = 2 }%s
 }
-`, url, ps.pgSchema)
+`, url, ps.pgSchema, memTimeout)
 	}
 	config += extra
 	clock := testserver.NewClock()
-	srv := testserver.Start(t, testserver.Options{Dialect: d, Now: clock.Now, Config: config, PluginTimings: timings, LogLevel: level})
+	srv := testserver.Start(t, testserver.Options{Dialect: d, Now: clock.Now, Config: config, PluginTimings: o.timings, LogLevel: o.level})
 	ps.plane = &plane{t: t, srv: srv, clock: clock, admin: srv.Client(), ctx: context.Background()}
 	for _, name := range []string{"memory-fs", "tools-example"} {
 		ps.waitPlugin(name, func(s plugins.Status) bool { return s.State == plugins.StateReady })
