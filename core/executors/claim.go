@@ -121,6 +121,22 @@ func addressedHere(ex *identity.Executor, t *store.Task) error {
 	return nil
 }
 
+// claimedElsewhere is the first check after lookup on the claim read, extend and commit: a row
+// whose current (or, once settled, last) claim another executor holds answers 404 not_found,
+// word for word as a key that names nothing, whatever token is sent. A claim is its claimant's
+// alone: a second member of a tool-provider pool holding the claimant's token learns nothing of
+// the row, not even that it exists. The kernel's own claims name no executor; their rows answer
+// not_addressed_here as before.
+func claimedElsewhere(ex *identity.Executor, t *store.Task) error {
+	if t.ClaimedBy == nil {
+		return nil
+	}
+	if by := runs.ClaimantOf(*t.ClaimedBy); by != "" && by != ex.PublicID {
+		return errNoTask(t.Key)
+	}
+	return nil
+}
+
 func isPoolRow(t *store.Task) bool {
 	return t.AddressedRole != nil && *t.AddressedRole == RoleToolProvider && t.AddressedExecutorPublicID == nil
 }
@@ -237,8 +253,8 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 	return ans, err
 }
 
-// ClaimRead tells a claimant whether its claim still stands (executor.md §3.4): 404 not_found,
-// not_addressed_here, 400 parameter_missing without a token, not_claimant for a token that is
+// ClaimRead tells a claimant whether its claim still stands (executor.md §3.4): 404 not_found
+// (also for a row another executor claimed), not_addressed_here, 400 parameter_missing without a token, not_claimant for a token that is
 // not the row's current (or, once settled, last) one. It never renews anything.
 func (s *Service) ClaimRead(ctx context.Context, ex *identity.Executor, runID, key, token string) (*ClaimState, error) {
 	if err := s.claimReads.allow(ex.ID); err != nil {
@@ -246,6 +262,9 @@ func (s *Service) ClaimRead(ctx context.Context, ex *identity.Executor, runID, k
 	}
 	_, t, err := s.lookup(ctx, s.store.Reader(), ex, runID, key)
 	if err != nil {
+		return nil, err
+	}
+	if err := claimedElsewhere(ex, t); err != nil {
 		return nil, err
 	}
 	if err := addressedHere(ex, t); err != nil {
@@ -321,7 +340,7 @@ func frozenTimeout(t *store.Task) int64 {
 }
 
 // Extend moves a claimed row's deadline to now + timeout_ms (executor.md §3.5), its checks in
-// order: 404 not_found, not_addressed_here, 400 parameter_missing, 422 invalid_timeout_ms,
+// order: 404 not_found (also for a row another executor claimed), not_addressed_here, 400 parameter_missing, 422 invalid_timeout_ms,
 // not_extendable (the expiry rule applied first to a row past its deadline), not_claimant,
 // extension_too_long (over an hour, or over the timeout_ms frozen in the row's profile). The
 // row's timeout_ms and the token are unchanged.
@@ -332,6 +351,9 @@ func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key 
 		ans, refused = nil, nil
 		run, t, err := lockRow(ctx, x.Tx, ex, runID, key)
 		if err != nil {
+			return err
+		}
+		if err := claimedElsewhere(ex, t); err != nil {
 			return err
 		}
 		if err := addressedHere(ex, t); err != nil {

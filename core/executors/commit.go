@@ -42,7 +42,8 @@ func commitToken(body []byte) (string, error) {
 	return tok, nil
 }
 
-// Commit answers the row once (executor.md §3.6), its checks in order: 404 not_found;
+// Commit answers the row once (executor.md §3.6), its checks in order: 404 not_found (also for
+// a row another executor claimed, whatever token is sent);
 // not_addressed_here (before any token: a kernel tool row answers it whatever is sent); 400
 // parameter_invalid and parameter_missing for the body; task_not_running before dispatch; an
 // idle 200 for a settled row and its last claim's token; stale_claim; an idle 200 when the
@@ -57,6 +58,9 @@ func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key 
 		ans, refused = nil, nil
 		run, t, err := lockRow(ctx, x.Tx, ex, runID, key)
 		if err != nil {
+			return err
+		}
+		if err := claimedElsewhere(ex, t); err != nil {
 			return err
 		}
 		if err := addressedHere(ex, t); err != nil {
