@@ -293,29 +293,31 @@ type extendBody struct {
 	tooLong   bool
 }
 
+// ExtendRequest is the extend door's request type: the only keys its body may carry.
+type ExtendRequest struct {
+	ClaimToken json.RawMessage `json:"claim_token"`
+	TimeoutMS  json.RawMessage `json:"timeout_ms"`
+}
+
 // parseExtend applies rows 3 and 4 of the extend checks (and the body shape before them).
-func parseExtend(body []byte) (*extendBody, error) {
-	var obj map[string]json.RawMessage
-	if len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
-			return nil, refusal.New(refusal.BadRequest, CodeParameterInvalid, "The request body must be a JSON object.")
-		}
+func parseExtend(decode runs.BodyDecoder) (*extendBody, error) {
+	var req ExtendRequest
+	if err := decode(&req); err != nil {
+		return nil, err
 	}
 	out := &extendBody{}
-	rawTok, hasTok := obj["claim_token"]
-	rawTimeout, hasTimeout := obj["timeout_ms"]
-	if hasTok {
-		if err := json.Unmarshal(rawTok, &out.token); err != nil {
+	if req.ClaimToken != nil {
+		if err := json.Unmarshal(req.ClaimToken, &out.token); err != nil {
 			return nil, refusal.New(refusal.BadRequest, CodeParameterInvalid, "claim_token is a string.").With("path", "claim_token")
 		}
 	}
 	if out.token == "" {
 		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "claim_token is required.").With("path", "claim_token")
 	}
-	if !hasTimeout {
+	if req.TimeoutMS == nil {
 		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "timeout_ms is required.").With("path", "timeout_ms")
 	}
-	lit := string(bytes.TrimSpace(rawTimeout))
+	lit := string(bytes.TrimSpace(req.TimeoutMS))
 	invalid := refusal.New(refusal.Unprocessable, CodeInvalidTimeoutMS, "timeout_ms is an integer of at least 1.").With("path", "timeout_ms")
 	if !integerLiteral.MatchString(lit) || lit == "0" || lit[0] == '-' {
 		return nil, invalid
@@ -344,7 +346,7 @@ func frozenTimeout(t *store.Task) int64 {
 // not_extendable (the expiry rule applied first to a row past its deadline), not_claimant,
 // extension_too_long (over an hour, or over the timeout_ms frozen in the row's profile). The
 // row's timeout_ms and the token are unchanged.
-func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key string, body []byte) (*ClaimAnswer, error) {
+func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key string, decode runs.BodyDecoder) (*ClaimAnswer, error) {
 	var ans *ClaimAnswer
 	var refused error
 	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
@@ -359,7 +361,7 @@ func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key 
 		if err := addressedHere(ex, t); err != nil {
 			return err
 		}
-		req, err := parseExtend(body)
+		req, err := parseExtend(decode)
 		if err != nil {
 			return err
 		}
