@@ -230,12 +230,25 @@ func TestBodyBound(t *testing.T) {
 	})
 	// Over the bound: 413 before authentication (no token sent).
 	wantError(t, f.do(t, "POST", "/agent_api/v1/echo", "", strings.NewReader(strings.Repeat("x", 17)), nil), 413, "content_too_large")
-	// Without a Content-Length the bound is found while reading.
-	req := httptest.NewRequest("POST", "/agent_api/v1/echo", io.MultiReader(strings.NewReader(strings.Repeat("y", 40))))
-	req.ContentLength = -1
-	rec := httptest.NewRecorder()
-	f.api.ServeHTTP(rec, req)
-	wantError(t, rec.Result(), 413, "content_too_large")
+	// Without a Content-Length the bound is found while reading, which only a caller with a
+	// token gets to: the anonymous one is 401 with no byte of its body read.
+	for _, c := range []struct {
+		token  string
+		status int
+		code   string
+	}{{"", 401, "unauthorized"}, {f.admin, 413, "content_too_large"}} {
+		req := httptest.NewRequest("POST", "/agent_api/v1/echo", io.MultiReader(strings.NewReader(strings.Repeat("y", 40))))
+		req.ContentLength = -1
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		rec := httptest.NewRecorder()
+		f.api.ServeHTTP(rec, req)
+		wantError(t, rec.Result(), c.status, c.code)
+		if rec.Result().Header.Get("Connection") != "close" {
+			t.Errorf("token %q: an answer before the body is read keeps the connection", c.token)
+		}
+	}
 	// At the bound: authenticated, then handled.
 	resp := f.do(t, "POST", "/agent_api/v1/echo", f.admin, strings.NewReader(strings.Repeat("z", 16)), nil)
 	if resp.StatusCode != 204 || string(saw) != strings.Repeat("z", 16) {

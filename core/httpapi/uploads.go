@@ -6,6 +6,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -122,7 +123,9 @@ func (a *API) ingestUpload(w http.ResponseWriter, r *http.Request, creator uploa
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return errNotMultipart
 	}
-	body := http.MaxBytesReader(w, r.Body, uploadBodyLimit)
+	stall := newStallReader(w, r.Body, a.deps.Timeouts)
+	defer stall.done()
+	body := http.MaxBytesReader(w, io.NopCloser(stall), uploadBodyLimit)
 	mr := multipart.NewReader(body, params["boundary"])
 	unknown, sawUnknown := "", false
 	for {
@@ -168,11 +171,15 @@ func errUnknownPart(name string) error {
 }
 
 // uploadReadFailure maps a failure to read the body: over the body bound is 413 (nothing was
-// kept), anything else a broken body.
+// kept), a sender that stalled 408 (the connection is closed), anything else a broken body.
 func uploadReadFailure(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return refusal.Newf(refusal.TooLarge, refusal.CodeContentTooLarge, "The upload exceeds %d bytes; nothing was kept.", uploads.MaxBytes)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return refusal.Newf(refusal.RequestTimeout, refusal.CodeRequestTimeout,
+			"The upload stalled or took too long; nothing was kept, and the connection is closed.")
 	}
 	return errBrokenBody
 }
