@@ -174,6 +174,9 @@ type Call struct {
 	Executor *identity.Executor
 	// Body is the whole request body, already bounded; nil when the request had none.
 	Body []byte
+	// NoFault marks a 5xx answer that is no server fault (a readiness probe answering not
+	// ready while plugins start): it is logged at debug like any answer, not as an error.
+	NoFault bool
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *Call) error
@@ -368,7 +371,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rec, log, id, fmt.Errorf("panic: %v", p))
 			}
 		}
-		a.logRequest(log, r, rec.status, start)
+		a.logRequest(log, r, rec.status, start, c.NoFault)
 	}()
 	if _, pattern := a.mux.Handler(r); pattern == "" {
 		a.unrouted(rec, r, c)
@@ -392,13 +395,13 @@ func (a *API) unrouted(w http.ResponseWriter, r *http.Request, c *Call) {
 	writeError(w, c.Log, c.RequestID, refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No route %s %s.", r.Method, r.URL.Path))
 }
 
-func (a *API) logRequest(log hclog.Logger, r *http.Request, status int, start time.Time) {
+func (a *API) logRequest(log hclog.Logger, r *http.Request, status int, start time.Time, noFault bool) {
 	if status == 0 {
 		status = http.StatusOK
 	}
 	d := a.deps.Now().Sub(start)
 	switch {
-	case status >= 500:
+	case status >= 500 && !noFault:
 		log.Error("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d)
 	case log.IsDebug():
 		log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
@@ -339,5 +342,31 @@ func TestHealth(t *testing.T) {
 	b, _ = io.ReadAll(resp.Body)
 	if resp.StatusCode != 503 || string(b) != `{"status":"not_ready","reasons":["store: down"]}`+"\n" {
 		t.Fatalf("readyz not ready: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestNotReadyIsNoFault: /readyz answering not ready is logged at debug, never as a server
+// fault; a real 5xx still is.
+func TestNotReadyIsNoFault(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	var logs bytes.Buffer
+	f.api.deps.Log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+	f.api.deps.Ready = func(context.Context) []string { return []string{"plugins: starting"} }
+	if resp := f.do(t, "GET", "/readyz", "", nil, nil); resp.StatusCode != 503 {
+		t.Fatalf("readyz: %d", resp.StatusCode)
+	}
+	if !strings.Contains(logs.String(), "[DEBUG] request:") || strings.Contains(logs.String(), "[ERROR]") {
+		t.Fatalf("a not-ready probe logged %q", logs.String())
+	}
+	logs.Reset()
+	f.api.handle("GET /agent_api/v1/fault", routeOpts{}, func(http.ResponseWriter, *http.Request, *Call) error {
+		return errors.New("broken")
+	})
+	if resp := f.do(t, "GET", "/agent_api/v1/fault", f.admin, nil, nil); resp.StatusCode != 500 {
+		t.Fatalf("fault: %d", resp.StatusCode)
+	}
+	if !strings.Contains(logs.String(), "[ERROR] request:") {
+		t.Fatalf("a server fault logged %q", logs.String())
 	}
 }
