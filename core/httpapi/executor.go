@@ -63,7 +63,7 @@ type announcementRequest struct {
 	Documents   json.RawMessage `json:"documents"`
 }
 
-// wordAnnouncement is the announcement door's field word (executor.md §2.4).
+// wordAnnouncement is the announcement door's field word (docs/api.md, "Request bodies: exact fields").
 var wordAnnouncement = fieldWord{kind: refusal.Unprocessable, code: announce.CodeInvalidAnnouncement}
 
 func (a *API) putAnnouncement(w http.ResponseWriter, r *http.Request, c *Call) error {

@@ -48,7 +48,7 @@ type assemblyRequest struct {
 	DefaultRunner json.RawMessage `json:"default_runner_executor_public_id"`
 }
 
-// configurationKeys are the fields of a configuration object (declarations.md §11.1); any
+// configurationKeys are the fields of a configuration object (docs/api.md); any
 // other is refused validation_failed with the word invalid, the word of a shape outside the
 // grammar.
 type configurationKeys struct {
