@@ -252,13 +252,18 @@ func (a *API) authenticate(r *http.Request, c *Call, pl plane) error {
 }
 
 // closeAfter asks the server to close the connection once this answer is written, and to read
-// nothing more of it: net/http would otherwise read the rest of an unread body (up to 256 KiB,
-// with no deadline) before it answers or reuses the connection, which a sender that stalls
-// would hold forever.
+// at most CloseLinger more of it: net/http would otherwise read the rest of an unread body (up
+// to 256 KiB, with no deadline) before it answers or reuses the connection, which a sender that
+// stalls would hold forever. The linger lets a body already on its way drain, so that a client
+// that sent all of it reads its answer rather than a reset connection.
 func closeAfter(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(CloseLinger))
 }
+
+// CloseLinger bounds what is read of an unread body after an early answer: half a second, as
+// long as net/http itself lingers before it closes a connection with a body left unread.
+const CloseLinger = 500 * time.Millisecond
 
 // trackedBody notes whether a request's body was read to its end.
 type trackedBody struct {
@@ -355,12 +360,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := a.deps.Log.With("request_id", id)
 	c := &Call{RequestID: id, Log: log}
 	rec := &statusRecorder{ResponseWriter: w}
-	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-		// Whatever answers a request whose body is not read to its end closes the
-		// connection (closeAfter): refusals before the body, a handler that stops early.
-		rec.body = &trackedBody{ReadCloser: r.Body}
-		r.Body = rec.body
-	}
+
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -373,11 +373,20 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		a.logRequest(log, r, rec.status, start, c.NoFault)
 	}()
+	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		// Whatever answers a request whose body is not read to its end closes the
+		// connection (closeAfter): refusals before the body, a handler that stops early. The
+		// tracker wraps the handlers' copy of the request only: net/http keeps its own body,
+		// whose early close it recognises.
+		rec.body = &trackedBody{ReadCloser: r.Body}
+		r.Body = rec.body
+	}
 	if _, pattern := a.mux.Handler(r); pattern == "" {
 		a.unrouted(rec, r, c)
 		return
 	}
-	a.mux.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+	a.mux.ServeHTTP(rec, r)
 }
 
 // unrouted answers a request no pattern matches: 405 with Allow when the path exists under
