@@ -17,7 +17,7 @@ func openFeed(t testing.TB, h *Hub, es ...executorRow) *Feed {
 	t.Helper()
 	var members []FeedMember
 	for _, e := range es {
-		members = append(members, FeedMember{ID: e.ID, PublicID: e.PublicID})
+		members = append(members, FeedMember(e))
 	}
 	f, err := h.OpenFeed(context.Background(), members)
 	if err != nil {
