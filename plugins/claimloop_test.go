@@ -23,16 +23,24 @@ func firstRead(t testing.TB, plane *recordingPlane) {
 	plane.await(t, 10*time.Second, "the claim loop's first inbox read", func() bool { return plane.inboxReads > 0 })
 }
 
+// memoryHost runs the memory-inmem scenario as "mem" on timings and waits for its claim loop's
+// first inbox read; it answers the host, its plane and the executor.
+func memoryHost(t testing.TB, timings Timings) (*testHost, *recordingPlane, string) {
+	t.Helper()
+	plane := newPlane()
+	th := startHostWith(t, plane, timings, scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
+	th.waitState(t, "mem", StateReady, 10*time.Second)
+	id := th.executor(t, "mem")
+	firstRead(t, plane)
+	return th, plane, id
+}
+
 // TestPollFoundCounts: rows whose wake-ups are lost are claimed by the poll, counted in
 // poll_found and logged at warn; rows announced by a wake-up are not counted, and neither is a
 // row the previous inbox read already saw.
 func TestPollFoundCounts(t *testing.T) {
 	t.Parallel()
-	plane := newPlane()
-	th := startHostWith(t, plane, fastTimings, scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
-	th.waitState(t, "mem", StateReady, 10*time.Second)
-	id := th.executor(t, "mem")
-	firstRead(t, plane)
+	th, plane, id := memoryHost(t, fastTimings)
 	plane.mu.Lock()
 	plane.deaf, plane.age = true, time.Hour
 	plane.mu.Unlock()
@@ -61,11 +69,7 @@ func TestPollFoundCounts(t *testing.T) {
 // waited for a retry, not for a wake-up, when the poll claims it: it is not counted.
 func TestPollFoundSkipsRowsAlreadyListed(t *testing.T) {
 	t.Parallel()
-	plane := newPlane()
-	th := startHostWith(t, plane, fastTimings, scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
-	th.waitState(t, "mem", StateReady, 10*time.Second)
-	id := th.executor(t, "mem")
-	firstRead(t, plane)
+	th, plane, id := memoryHost(t, fastTimings)
 	plane.mu.Lock()
 	plane.age = time.Hour // every row looks long parked: only the listing tells them apart
 	plane.failClaims = map[string]int{"retried": 1}
@@ -84,11 +88,7 @@ func TestPollFoundSkipsRowsAlreadyListed(t *testing.T) {
 // commit ended during the poll's inbox read) was announced, late: it is not counted.
 func TestPollFoundSkipsAnnouncedDuringTheFill(t *testing.T) {
 	t.Parallel()
-	plane := newPlane()
-	th := startHostWith(t, plane, fastTimings, scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
-	th.waitState(t, "mem", StateReady, 10*time.Second)
-	id := th.executor(t, "mem")
-	firstRead(t, plane)
+	th, plane, id := memoryHost(t, fastTimings)
 	plane.mu.Lock()
 	plane.deaf, plane.age, plane.wakeOnClaim = true, time.Hour, true
 	plane.mu.Unlock()
@@ -103,11 +103,7 @@ func TestPollFoundSkipsAnnouncedDuringTheFill(t *testing.T) {
 // so a row parked without a wake-up is claimed long before the poll.
 func TestEndedFeedIsReopened(t *testing.T) {
 	t.Parallel()
-	plane := newPlane()
-	th := startHostWith(t, plane, slowPoll(), scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem"))
-	th.waitState(t, "mem", StateReady, 10*time.Second)
-	id := th.executor(t, "mem")
-	firstRead(t, plane)
+	th, plane, id := memoryHost(t, slowPoll())
 	plane.mu.Lock()
 	plane.deaf = true
 	plane.mu.Unlock()

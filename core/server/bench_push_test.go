@@ -34,6 +34,42 @@ func (s signal) Notified(p string) { s <- p }
 func (s signal) Live()             {}
 func (s signal) Lost()             {}
 
+// bareNotify answers B8's floor: one bare NOTIFY, the size of an executor wake-up for
+// executorID, from a pool connection of one store heard by the LISTEN connection of another,
+// on the database at url; the stores close when b ends.
+func bareNotify(b *testing.B, url, executorID string) func() (time.Duration, error) {
+	b.Helper()
+	ctx := context.Background()
+	sender, err := store.Open(ctx, url, store.Options{MaxReaders: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sender.Close() })
+	listener, err := store.Open(ctx, url, store.Options{MaxReaders: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = listener.Close() })
+	heard := make(signal, 1)
+	channel := listener.Channel("bench_notify")
+	stop, err := listener.Subscribe(ctx, channel, heard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(stop)
+	// A payload the size of a real executor wake-up.
+	payload := fmt.Sprintf(`{"kind":"executor","run_public_id":%q,"task_key":"r2t0","executor_public_ids":[%q],"event":"work_available","tool_name":"screenshot","origin":"0123456789abcdef"}`,
+		store.NewPublicID(), executorID)
+	return func() (time.Duration, error) {
+		start := time.Now()
+		if err := sender.NotifyNow(ctx, channel, payload); err != nil {
+			return 0, err
+		}
+		<-heard
+		return time.Since(start), nil
+	}
+}
+
 // BenchmarkPush is B8's push part, on PostgreSQL with two instances sharing one schema, each
 // op one round trip measured end to end:
 //
@@ -67,27 +103,7 @@ func BenchmarkPush(b *testing.B) {
 			defer remote.Close()
 			hub := one.Server().Push()
 
-			sender, err := store.Open(ctx, one.DatabaseURL, store.Options{MaxReaders: 2})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer sender.Close()
-			listener, err := store.Open(ctx, one.DatabaseURL, store.Options{MaxReaders: 2})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer listener.Close()
-			heard := make(signal, 1)
-			channel := listener.Channel("bench_notify")
-			stop, err := listener.Subscribe(ctx, channel, heard)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer stop()
-			// A payload the size of a real executor wake-up.
-			payload := fmt.Sprintf(`{"kind":"executor","run_public_id":%q,"task_key":"r2t0","executor_public_ids":[%q],"event":"work_available","tool_name":"screenshot","origin":"0123456789abcdef"}`,
-				store.NewPublicID(), id)
-
+			notify := bareNotify(b, one.DatabaseURL, id)
 			results := map[string]latencies{}
 			// op runs one round trip and returns its latency; what it does after (draining the
 			// other stream) is not counted.
@@ -105,14 +121,7 @@ func BenchmarkPush(b *testing.B) {
 					b.ReportMetric(float64(l.quantile(0.5).Microseconds()), "p50-µs")
 				})
 			}
-			run("notify", func(int) (time.Duration, error) {
-				start := time.Now()
-				if err := sender.NotifyNow(ctx, channel, payload); err != nil {
-					return 0, err
-				}
-				<-heard
-				return time.Since(start), nil
-			})
+			run("notify", func(int) (time.Duration, error) { return notify() })
 			await := func(s *client.EventStream, key string) error {
 				ev, err := s.Next()
 				if err != nil {
