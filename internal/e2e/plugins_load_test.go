@@ -120,30 +120,35 @@ func (p *pluginServer) secondWorkspaceFor(t *testing.T, plugin, handle string) *
 	return &loadTarget{plugin: plugin, workspace: handle}
 }
 
-// loadScript is one run of a load worker: eight memory calls over three rounds on the worker's
-// own two documents (an anchor holds at most 64), each read checked against what was written.
+// loadScript is one run of a load worker: fourteen memory calls over three rounds, six at once
+// in the last two, on the worker's own two documents (an anchor holds at most 64).
 func loadScript(worker, n int) string {
 	a, b := fmt.Sprintf("workspace/load-%d-a.md", worker), fmt.Sprintf("workspace/load-%d-b.md", worker)
 	return fmt.Sprintf(`Load.
 !mock
 round 1
-call memory_write {"path":%q,"content":"run %d"}
-call memory_write {"path":%q,"content":"draft %d"}
+call memory_write {"path":%[1]q,"content":"run %[3]d"}
+call memory_write {"path":%[2]q,"content":"draft %[3]d"}
 round 2
-call memory_read {"path":%q}
-call memory_edit {"path":%q,"old_text":"draft","new_text":"final"}
-call memory_grep {"pattern":"run %d"}
+call memory_read {"path":%[1]q}
+call memory_edit {"path":%[2]q,"old_text":"draft","new_text":"final"}
+call memory_grep {"pattern":"run %[3]d"}
+call memory_ls {}
+call memory_read {"path":%[1]q}
+call memory_ls {}
 round 3
 call memory_ls {}
-call memory_read {"path":%q}
-call memory_write {"path":%q,"content":"done %d"}
+call memory_read {"path":%[2]q}
+call memory_write {"path":%[1]q,"content":"done %[3]d"}
+call memory_grep {"pattern":"final"}
+call memory_read {"path":%[2]q}
+call memory_ls {}
 round 4
-say done`, a, n, b, n, a, b, n, b, a, n)
+say done`, a, b, n)
 }
 
-// loadCalls are the memory calls of loadScript by task key, with the text a completed call
-// answers where it is fixed.
-var loadCalls = []string{"r2t0", "r2t1", "r3t0", "r3t1", "r3t2", "r4t0", "r4t1", "r4t2"}
+// loadCalls are the memory calls of loadScript by task key.
+var loadCalls = []string{"r2t0", "r2t1", "r3t0", "r3t1", "r3t2", "r3t3", "r3t4", "r3t5", "r4t0", "r4t1", "r4t2", "r4t3", "r4t4", "r4t5"}
 
 // loadPhase runs loadWorkers workers per target for the phase's length; with kills, a killer
 // SIGKILLs each plugin every loadKillEvery.
