@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -210,37 +211,65 @@ func (c *claimer) fill(ctx context.Context, polled bool) {
 		if listed == nil {
 			listed = map[string]bool{}
 		}
-		for _, row := range rows {
-			key := callKey(row.RunID, row.TaskKey)
-			listed[key] = true
-			if !s.claiming() || s.running(row.RunID, row.TaskKey) {
-				continue
-			}
-			select {
-			case s.slots <- struct{}{}:
-			default:
-				return
-			}
-			cl, err := s.h.plane.Claim(ctx, c.id, row.RunID, row.TaskKey)
-			if err != nil {
-				<-s.slots
-				if !errors.Is(err, ErrAlreadyClaimed) && !errors.Is(err, ErrNotEligible) && ctx.Err() == nil {
-					s.logger.Warn("claim failed", "plugin", s.entry.Name, "run", row.RunID, "task", row.TaskKey, "error", err)
-				}
-				continue
-			}
-			// Claimable since before the tick by the grace, and unseen by the last read: a
-			// wake-up should have brought the loop here.
-			if polled && row.Waited-time.Since(start) >= wakeupGrace && !c.listed[key] {
-				found = append(found, row)
-			}
-			s.begin(cl, c.in)
+		full, polledFinds := c.claimPage(ctx, rows, listed, polled, start)
+		found = append(found, polledFinds...)
+		if full {
+			return
 		}
 		if next == "" || len(rows) == 0 {
 			return
 		}
 		after = next
 	}
+}
+
+// claimPage claims a page's rows while slots are free, all at once: each claim is a durable
+// write of its own, and a burst of rows need not wait for one another's. It answers whether the
+// slots ran out and, for the poll, the rows a wake-up should have announced (fill).
+func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[string]bool, polled bool, start time.Time) (bool, []InboxRow) {
+	s := c.s
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var found []InboxRow
+	full := false
+	for _, row := range rows {
+		key := callKey(row.RunID, row.TaskKey)
+		listed[key] = true
+		if !s.claiming() || s.running(row.RunID, row.TaskKey) {
+			continue
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			full = true
+		}
+		if full {
+			break
+		}
+		// Claimable since before the tick by the grace, and unseen by the last read: a wake-up
+		// should have brought the loop here.
+		missed := polled && row.Waited-time.Since(start) >= wakeupGrace && !c.listed[key]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := s.h.plane.Claim(ctx, c.id, row.RunID, row.TaskKey)
+			if err != nil {
+				<-s.slots
+				if !errors.Is(err, ErrAlreadyClaimed) && !errors.Is(err, ErrNotEligible) && ctx.Err() == nil {
+					s.logger.Warn("claim failed", "plugin", s.entry.Name, "run", row.RunID, "task", row.TaskKey, "error", err)
+				}
+				return
+			}
+			if missed {
+				mu.Lock()
+				found = append(found, row)
+				mu.Unlock()
+			}
+			s.begin(cl, c.in)
+		}()
+	}
+	wg.Wait()
+	return full, found
 }
 
 // pollFound counts and logs a row the poll claimed that no wake-up announced: the wake-up path
