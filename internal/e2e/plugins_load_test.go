@@ -56,8 +56,9 @@ type loadTarget struct {
 	calls     atomic.Int64
 }
 
-// TestPluginMemoryUnderLoad keeps memory plugins busy with runs that make memory calls, several
-// at once, for a sustained phase and then for another while the plugins are killed now and then.
+// TestPluginMemoryUnderLoad floods the plugins' feeds on purpose (flood), then keeps memory
+// plugins busy with runs that make memory calls, several at once, for a sustained phase and then
+// for another while the plugins are killed now and then.
 // memory-fs serves the default workspace and, with PostgreSQL configured, memory-postgres serves
 // a second one at the same time; the test runs on each store. Every call settles (completed, or
 // uncertain for a memory_edit a kill interrupted), none ends tool_timeout, and the inbox poll,
@@ -76,6 +77,7 @@ func TestPluginMemoryUnderLoad(t *testing.T) {
 			if p.pgSchema != "" {
 				targets = append(targets, p.secondWorkspaceFor(t, "memory-pg", "ops"))
 			}
+			p.flood(t, targets)
 			phase := loadPhase()
 			p.loadPhase(t, targets, phase, false)
 			p.checkPollFound(t, targets, "after the sustained load")
@@ -86,6 +88,30 @@ func TestPluginMemoryUnderLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flood fills each target's feed on purpose before the load: thousands of wake-ups and
+// cancellations for rows that do not exist, far past any buffer, in one burst. A feed that closed
+// for it would leave the calls that follow to the poll, which poll_found would count; the load
+// phase asserts it stays 0, and nothing may log a feed reopened or a stream closed for falling
+// behind.
+func (p *pluginServer) flood(t *testing.T, targets []*loadTarget) {
+	t.Helper()
+	hub := p.srv.Server().Push()
+	st := p.statuses()
+	for _, tg := range targets {
+		ids := []string{*st[tg.plugin].ExecutorPublicID}
+		for i := range 100 * executors.StreamBuffer {
+			run := store.NewPublicID()
+			hub.WorkAvailable(run, fmt.Sprintf("r%dt0", i), "memory_read", ids)
+			hub.WorkCanceled(run, fmt.Sprintf("r%dt0", i), ids, executors.ReasonRunCanceled)
+		}
+	}
+	t.Cleanup(func() {
+		if logs := p.srv.Logs(); strings.Contains(logs, "work feed ended") || strings.Contains(logs, "closing an event stream that fell behind") {
+			t.Errorf("the flood closed a feed or a stream:\n%s", logs)
+		}
+	})
 }
 
 // secondWorkspaceFor creates a workspace, restarts the plugin so that it registers an executor
@@ -328,44 +354,5 @@ func (p *pluginServer) checkPollFound(t *testing.T, targets []*loadTarget, when 
 	}
 	if t.Failed() {
 		t.FailNow()
-	}
-}
-
-// TestPluginFeedFilledOnPurpose floods memory-fs's executor with thousands of wake-ups and
-// cancellations for rows that do not exist, far past any buffer, then runs real memory calls
-// with the inbox poll an hour away: only a wake-up can bring the claim loop to them, so their
-// completing shows the feed survived the flood and still wakes the loop; nothing was found by
-// the poll and the feed never had to be reopened.
-func TestPluginFeedFilledOnPurpose(t *testing.T) {
-	t.Parallel()
-	timings := pluginTimings
-	timings.InboxPoll = time.Hour
-	for _, d := range storetest.Dialects() {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			p := startPluginsWith(t, d, "", pluginStart{level: hclog.Info, timings: timings})
-			id := p.executorOf("memory-fs")
-			p.putOverride(id, 0)
-			hub := p.srv.Server().Push()
-			const flood = 100 * executors.StreamBuffer
-			for i := range flood {
-				run := store.NewPublicID()
-				hub.WorkAvailable(run, fmt.Sprintf("r%dt0", i), "memory_read", []string{id})
-				hub.WorkCanceled(run, fmt.Sprintf("r%dt0", i), []string{id}, executors.ReasonRunCanceled)
-			}
-			tg := &loadTarget{plugin: "memory-fs", workspace: "default"}
-			for n := range 2 {
-				if err := p.loadRun(tg, 0, n, false); err != nil {
-					t.Fatal(err)
-				}
-			}
-			st := p.statuses()["memory-fs"]
-			if st.PollFound != 0 || st.Calls.Completed < 2*len(loadCalls) {
-				t.Fatalf("after the flood: %+v", st)
-			}
-			if logs := p.srv.Logs(); strings.Contains(logs, "work feed ended") || strings.Contains(logs, "closing an event stream that fell behind") {
-				t.Fatalf("the flood closed a feed or a stream:\n%s", logs)
-			}
-		})
 	}
 }
