@@ -192,7 +192,7 @@ func FileLayer(path string) (Layer, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &fs); diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
 	}
-	models, rest, diags := model.DecodeConfig(fs.Remain)
+	models, rest, diags := model.DecodeConfig(fs.Remain, os.Getenv)
 	if diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
 	}
