@@ -197,7 +197,7 @@ func TestCatalogValidation(t *testing.T) {
 			`model "oa/gpt": a model of an openai provider needs capabilities.context_window and capabilities.max_output_tokens`},
 		{"native deferral on openai", Config{Providers: []ProviderConfig{{Name: "oa", Type: "openai", ToolDeferral: "native"}}},
 			`model_provider "oa": tool_deferral "native" is for anthropic providers only`},
-{"unknown type", Config{Providers: []ProviderConfig{{Name: "x", Type: "llama"}}}, `model_provider "x": unknown type "llama"; this version ships "mock", "openai" and "anthropic"`},
+		{"unknown type", Config{Providers: []ProviderConfig{{Name: "x", Type: "llama"}}}, `model_provider "x": unknown type "llama"; this version ships "mock", "openai" and "anthropic"`},
 		{"empty type", Config{Providers: []ProviderConfig{{Name: "x", Type: ""}}}, `model_provider "x": unknown type ""`},
 		{"provider name grammar", Config{Providers: []ProviderConfig{{Name: "Mock", Type: "mock"}}}, `model_provider "Mock": the name must match`},
 		{"provider twice", Config{Providers: []ProviderConfig{{Name: "mock", Type: "mock"}, {Name: "mock", Type: "mock"}}}, `model_provider "mock" is declared twice`},

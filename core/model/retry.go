@@ -112,17 +112,44 @@ func (r *retrying) Name() string { return r.next.Name() }
 // Unwrap returns the decorated provider.
 func (r *retrying) Unwrap() Provider { return r.next }
 
+// attemptKey carries the HTTP attempt number to the adapter's log line.
+type attemptKey struct{}
+
+// AttemptOf is the attempt number the retry decorator put in ctx (1 when there is none).
+func AttemptOf(ctx context.Context) int {
+	if n, ok := ctx.Value(attemptKey{}).(int); ok {
+		return n
+	}
+	return 1
+}
+
+// Preparer is a provider that builds its request body once per model call (Prepare) and sends it
+// in every attempt (Send), so that retries resend the same bytes without reading attachments
+// again. Complete is Prepare then Send.
+type Preparer interface {
+	Prepare(ctx context.Context, req *Request) (any, error)
+	Send(ctx context.Context, req *Request, prepared any) (*Response, error)
+}
+
 func (r *retrying) Complete(ctx context.Context, req *Request) (*Response, error) {
-	resp, err := r.next.Complete(ctx, req)
+	send := r.next.Complete
+	if pr, ok := r.next.(Preparer); ok {
+		prepared, err := pr.Prepare(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		send = func(ctx context.Context, req *Request) (*Response, error) { return pr.Send(ctx, req, prepared) }
+	}
+	resp, err := send(ctx, req)
 	var me *Error
 	if err == nil || !errors.As(err, &me) || !me.Retryable {
 		return resp, err
 	}
-	return r.retry(ctx, req, me)
+	return r.retry(ctx, req, me, send)
 }
 
 // retry is the slow path, entered after a first attempt failed retryably.
-func (r *retrying) retry(ctx context.Context, req *Request, last *Error) (*Response, error) {
+func (r *retrying) retry(ctx context.Context, req *Request, last *Error, send func(context.Context, *Request) (*Response, error)) (*Response, error) {
 	start := r.clock.Now()
 	for attempt := 1; ; attempt++ {
 		if ctx.Err() != nil {
@@ -147,7 +174,7 @@ func (r *retrying) retry(ctx context.Context, req *Request, last *Error) (*Respo
 		if err := r.clock.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
-		resp, err := r.next.Complete(ctx, req)
+		resp, err := send(context.WithValue(ctx, attemptKey{}, attempt+1), req)
 		var me *Error
 		if err == nil || !errors.As(err, &me) || !me.Retryable {
 			return resp, err
@@ -184,7 +211,9 @@ func (r *retrying) giveUp(last *Error, why string, attempts int, start time.Time
 	return &out
 }
 
-func seconds(d time.Duration) string { return fmt.Sprintf("%d s", int64(d.Round(time.Second)/time.Second)) }
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%d s", int64(d.Round(time.Second)/time.Second))
+}
 
 // ClipDetail cuts s to at most n bytes on a UTF-8 boundary.
 func ClipDetail(s string, n int) string {

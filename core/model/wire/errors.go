@@ -44,7 +44,9 @@ func (s Scrubber) Scrub(text string) string {
 }
 
 // Detail is an error detail ready for a task: scrubbed and clipped to 512 bytes.
-func (s Scrubber) Detail(text string) string { return model.ClipDetail(s.Scrub(text), model.MaxDetailBytes) }
+func (s Scrubber) Detail(text string) string {
+	return model.ClipDetail(s.Scrub(text), model.MaxDetailBytes)
+}
 
 // HTTPDetail writes "HTTP STATUS TYPE[/CODE]: MESSAGE (request ID)"; parts without a value are
 // left out.

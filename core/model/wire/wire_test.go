@@ -23,7 +23,9 @@ func calls(ids ...string) model.Entry {
 	return e
 }
 
-func result(id string) model.Entry { return model.Entry{Role: model.RoleTool, ToolCallID: id, Name: "read_file"} }
+func result(id string) model.Entry {
+	return model.Entry{Role: model.RoleTool, ToolCallID: id, Name: "read_file"}
+}
 
 func TestWireIDs(t *testing.T) {
 	t.Parallel()
@@ -230,7 +232,9 @@ func TestRedirectRule(t *testing.T) {
 		http.Redirect(w, r, other.URL+"/v1/chat", http.StatusTemporaryRedirect)
 	})
 	mux.HandleFunc("/found", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/here", http.StatusFound) })
-	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/here", http.StatusPermanentRedirect) })
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/here", http.StatusPermanentRedirect)
+	})
 	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		_, _ = w.Write(b)
