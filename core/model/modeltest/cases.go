@@ -295,3 +295,29 @@ func rewrite(t *testing.T, file string, a *txtar.Archive, got map[string]string)
 		t.Fatal(err)
 	}
 }
+
+// FixtureStreams are the SSE bodies of a directory's case files, directives removed: seeds for
+// the stream fuzzers and inputs of the chunking tests.
+func FixtureStreams(t testing.TB, dir string) [][]byte {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	var out [][]byte
+	for _, f := range files {
+		a, err := txtar.ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range a.Files {
+			if strings.HasSuffix(s.Name, ".sse") {
+				_, body, _ := strings.Cut(string(s.Data), "\n\n")
+				var kept []string
+				for _, l := range strings.Split(body, "\n") {
+					if !strings.HasPrefix(l, "!") {
+						kept = append(kept, l)
+					}
+				}
+				out = append(out, []byte(strings.Join(kept, "\n")))
+			}
+		}
+	}
+	return out
+}

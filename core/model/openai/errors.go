@@ -119,7 +119,7 @@ func (p *Provider) httpError(req *model.Request, status int, h http.Header, body
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		message = wire.CredentialsRefused
 	}
-	e := p.scrub.Finish(c, status, h, wire.HTTPDetail(status, f.Type, f.code(), message, h.Get("x-request-id")), h.Get("x-request-id"), p.now())
+	e := p.Scrub.Finish(c, status, h, wire.HTTPDetail(status, f.Type, f.code(), message, h.Get("x-request-id")), h.Get("x-request-id"), p.Now())
 	e.RefusedUpload = up
 	return e
 }
@@ -146,5 +146,5 @@ func (p *Provider) streamError(data []byte, requestID string) *model.Error {
 	if requestID != "" {
 		detail += " (request " + requestID + ")"
 	}
-	return &model.Error{Key: c.Key, Retryable: c.Retryable, Detail: p.scrub.Detail(detail), Status: http.StatusOK, RequestID: requestID}
+	return &model.Error{Key: c.Key, Retryable: c.Retryable, Detail: p.Scrub.Detail(detail), Status: http.StatusOK, RequestID: requestID}
 }

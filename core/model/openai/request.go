@@ -30,7 +30,7 @@ func (p *Provider) Body(ctx context.Context, req *model.Request) ([]byte, error)
 }
 
 func (p *Provider) encode(ctx context.Context, req *model.Request) (*Encoded, error) {
-	m := p.models[req.Ref]
+	m := p.Models[req.Ref]
 	for _, t := range req.Tools {
 		if !wire.ValidToolName(t.Name) {
 			return nil, wire.ToolNameError(t.Name)
@@ -149,15 +149,15 @@ func (p *Provider) encode(ctx context.Context, req *model.Request) (*Encoded, er
 			b.Raw(`"auto"`)
 		}
 	}
-	b.Key(p.cfg.MaxTokensField)
+	b.Key(p.Cfg.MaxTokensField)
 	b.Raw(strconv.Itoa(req.MaxOutputTokens))
 	if req.Reasoning != nil && req.Reasoning.Effort != "" {
 		b.Raw(`,"reasoning_effort":`)
 		b.String(req.Reasoning.Effort)
 	}
-	if p.cfg.Streams() {
+	if p.Cfg.Streams() {
 		b.Raw(`,"stream":true`)
-		if *p.cfg.StreamUsage {
+		if *p.Cfg.StreamUsage {
 			b.Raw(`,"stream_options":{"include_usage":true}`)
 		}
 	}

@@ -3,42 +3,17 @@ package openai
 import (
 	"bytes"
 
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/tools/txtar"
 
+	"github.com/nexuskernel/nexus/core/model/modeltest"
 	"github.com/nexuskernel/nexus/core/model/wire"
 )
 
-// fixtureStreams are the SSE bodies of the case files.
-func fixtureStreams(t testing.TB) [][]byte {
-	files, _ := filepath.Glob("testdata/cases/*.txtar")
-	var out [][]byte
-	for _, f := range files {
-		a, err := txtar.ParseFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range a.Files {
-			if strings.HasSuffix(s.Name, ".sse") {
-				_, body, _ := strings.Cut(string(s.Data), "\n\n")
-				var kept []string
-				for _, l := range strings.Split(body, "\n") {
-					if !strings.HasPrefix(l, "!") {
-						kept = append(kept, l)
-					}
-				}
-				out = append(out, []byte(strings.Join(kept, "\n")))
-			}
-		}
-	}
-	return out
-}
+func fixtureStreams(t testing.TB) [][]byte { return modeltest.FixtureStreams(t, "testdata/cases") }
 
 // TestStreamFoldIgnoresChunking: a fixture stream read a byte at a time folds to what it folds
 // to in one piece.
