@@ -40,7 +40,7 @@ type Task struct {
 	Finish          *string `db:"finish"`
 	AnswerCalls     *string `db:"answer_calls"`
 	// AnswerContent is the answer's ordered content when it holds provider blocks (internal).
-	AnswerContent *string `db:"answer_content"`
+	AnswerContent   *string `db:"answer_content"`
 	Usage           *string `db:"usage"`
 	Attempts        int64   `db:"attempts"`
 	RequestBytes    *int64  `db:"request_bytes"`
