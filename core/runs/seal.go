@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/canonjson"
@@ -45,13 +44,11 @@ func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 // new entries, byte for byte, so the stored entries are shared.
 func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*sealed, error) {
 	s := &sealed{}
-	for _, raw := range ts.Offered() {
-		var sc model.ToolSchema
-		if err := json.Unmarshal(raw, &sc); err != nil {
-			return nil, fmt.Errorf("runs: offered tool: %w", err)
-		}
-		s.tools = append(s.tools, sc)
+	tools, err := requestOptions{Tools: ts.Offered(target(m)).Tools}.schemas()
+	if err != nil {
+		return nil, err
 	}
+	s.tools = tools
 	var entryBytes [][]byte
 	add := func(en model.Entry) error {
 		b, err := encodeEntry(en)
@@ -178,10 +175,8 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		var calls []answerCall
 		_ = json.Unmarshal([]byte(deref(prev.AnswerCalls)), &calls)
-		asst := model.Entry{Role: model.RoleAssistant, Content: []model.Part{}}
-		if txt := deref(prev.Output); txt != "" {
-			asst.Content = []model.Part{{Type: model.PartText, Text: txt}}
-		}
+		// A lineage keeps its model: the previous round's provider blocks always go back.
+		asst := model.Entry{Role: model.RoleAssistant, Content: answerParts(prev, m.Ref)}
 		for _, c := range calls {
 			asst.ToolCalls = append(asst.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -319,30 +314,17 @@ func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store
 	return tr.Render(), id, nil
 }
 
-// sealAt writes the envelope around the entries: {"request":{"model","sealed_at","entries":[
-// …],"request_options":{"tools","tool_choice"?,"max_output_tokens"}}}.
-func (s *sealed) seal(ref string, sealedAt int64, tools []json.RawMessage, maxOutput int64) {
+// seal writes the envelope around the entries: {"request":{"model","sealed_at","entries":[
+// …],"request_options":{…}}}.
+func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
 	var pre strings.Builder
 	pre.WriteString(`{"request":{"model":`)
 	pre.Write(canonjson.AppendString(nil, ref))
 	pre.WriteString(`,"sealed_at":`)
 	pre.Write(canonjson.AppendString(nil, formatMillis(sealedAt)))
 	pre.WriteString(`,"entries":[`)
-	var suf strings.Builder
-	suf.WriteString(`],"request_options":{"tools":[`)
-	for i, t := range tools {
-		if i > 0 {
-			suf.WriteByte(',')
-		}
-		suf.Write(t)
-	}
-	suf.WriteString(`]`)
-	if len(tools) > 0 {
-		suf.WriteString(`,"tool_choice":"auto"`)
-	}
-	suf.WriteString(`,"max_output_tokens":` + strconv.FormatInt(maxOutput, 10) + `}}}`)
 	s.parts.Prefix = []byte(pre.String())
-	s.parts.Suffix = []byte(suf.String())
+	s.parts.Suffix = append(append([]byte(optionsPrefix), opts.encode()...), "}}"...)
 }
 
 // turnSegment is one earlier turn as history carries it: its own entries and its answer.
@@ -386,6 +368,15 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 			if err := json.Unmarshal(b, &en); err != nil {
 				return nil, err
 			}
+			// Provider blocks go back only to the model that produced them.
+			if deref(last.Model) != m.Ref {
+				if kept, dropped := withoutProviderBlocks(en); dropped {
+					en = kept
+					if b, err = encodeEntry(en); err != nil {
+						return nil, err
+					}
+				}
+			}
 			// Attachments ride re-rendered for this round's model (§5.7.3, §5.9).
 			re, changed, err := e.rerenderMedia(ctx, q, en, m)
 			if err != nil {
@@ -400,11 +391,10 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 			seg.entries = append(seg.entries, en)
 			seg.bytes = append(seg.bytes, b)
 		}
-		if last.Status == StatusCompleted && last.AnswerCalls == nil {
-			en := model.Entry{Role: model.RoleAssistant, Content: []model.Part{}}
-			if txt := deref(last.Output); txt != "" {
-				en.Content = []model.Part{{Type: model.PartText, Text: txt}}
-			}
+		// A refused final answer contributes no assistant entry: the provider requires the
+		// refused turn removed before the conversation continues.
+		if last.Status == StatusCompleted && last.AnswerCalls == nil && deref(last.Finish) != string(model.FinishRefused) {
+			en := model.Entry{Role: model.RoleAssistant, Content: answerParts(last, m.Ref)}
 			b, err := encodeEntry(en)
 			if err != nil {
 				return nil, err
@@ -415,4 +405,46 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 		out = append(out, seg)
 	}
 	return out, nil
+}
+
+// answerParts is the content of a round's assistant entry: its stored answer content (text and
+// provider blocks, in the answer's order) when it has one, else its output as one text part.
+// Provider blocks are kept only when the request goes to the model ref that produced them.
+func answerParts(round *store.Task, ref string) []model.Part {
+	if round.AnswerContent != nil {
+		var parts []model.Part
+		if err := json.Unmarshal([]byte(*round.AnswerContent), &parts); err == nil {
+			out := []model.Part{}
+			for _, p := range parts {
+				if p.Type == model.PartProviderBlock && deref(round.Model) != ref {
+					continue
+				}
+				out = append(out, p)
+			}
+			return out
+		}
+	}
+	if txt := deref(round.Output); txt != "" {
+		return []model.Part{{Type: model.PartText, Text: txt}}
+	}
+	return []model.Part{}
+}
+
+// withoutProviderBlocks drops an assistant entry's provider blocks (history re-rendered for
+// another model); dropped is false when it had none.
+func withoutProviderBlocks(en model.Entry) (model.Entry, bool) {
+	if en.Role != model.RoleAssistant {
+		return en, false
+	}
+	kept := make([]model.Part, 0, len(en.Content))
+	for _, p := range en.Content {
+		if p.Type != model.PartProviderBlock {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == len(en.Content) {
+		return en, false
+	}
+	en.Content = kept
+	return en, true
 }
