@@ -170,4 +170,4 @@ func (f *frozenSet) Offered(t projection.Target) Offer {
 	f.offers[t] = o
 	return o
 }
-func (f *frozenSet) SkillsBlock() string        { return f.skills }
+func (f *frozenSet) SkillsBlock() string { return f.skills }

@@ -42,7 +42,7 @@ func (emptyToolset) ResolveCall(name string, input json.RawMessage) (CallResolut
 	return CallResolution{ToolName: name, Input: input}, nil
 }
 func (emptyToolset) Offered(projection.Target) Offer { return Offer{} }
-func (emptyToolset) SkillsBlock() string        { return "" }
+func (emptyToolset) SkillsBlock() string             { return "" }
 func (emptyToolset) FrozenSkill(string, string) (declare.SkillEntry, bool) {
 	return declare.SkillEntry{}, false
 }
