@@ -44,6 +44,7 @@ func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 // new entries, byte for byte, so the stored entries are shared.
 func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*sealed, error) {
 	s := &sealed{}
+	gate := e.newGate(q, m)
 	tools, err := requestOptions{Tools: ts.Offered(target(m)).Tools}.schemas()
 	if err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		var hist []turnSegment
 		if run.ConversationID != nil && t.Mainline {
 			var err error
-			if hist, err = e.history(ctx, q, run, m); err != nil {
+			if hist, err = e.history(ctx, q, run, m, gate); err != nil {
 				return nil, err
 			}
 		}
@@ -113,7 +114,11 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			if err := json.Unmarshal([]byte(*t.Attachments), &atts); err != nil {
 				return nil, fmt.Errorf("runs: stored attachments of %s: %w", t.Key, err)
 			}
-			parts = append(parts, inputParts(atts, m)...)
+			input, err := e.inputParts(ctx, gate, atts)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, input...)
 		}
 		if err := add(model.Entry{Role: model.RoleUser, Content: parts}); err != nil {
 			return nil, err
@@ -127,6 +132,10 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 				budget -= *m.MaxOutputTokens
 			}
 		}
+		reported, haveReported, err := reportedEstimate(hist, s.entries[histAt:], m)
+		if err != nil {
+			return nil, err
+		}
 		for {
 			var hEntries []model.Entry
 			var hBytes [][]byte
@@ -138,6 +147,11 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			est, err := model.EstimateTokens(all, s.tools)
 			if err != nil {
 				return nil, err
+			}
+			if haveReported {
+				// The first try keeps every turn: the provider's own count of the previous
+				// round stands for everything up to its answer.
+				est, haveReported = reported, false
 			}
 			if budget < 0 || est <= budget {
 				s.entries = all
@@ -173,6 +187,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			s.entries = append(s.entries, en)
 			entryBytes = append(entryBytes, b)
 		}
+		gate.count(s.entries)
 		var calls []answerCall
 		_ = json.Unmarshal([]byte(deref(prev.AnswerCalls)), &calls)
 		// A lineage keeps its model: the previous round's provider blocks always go back.
@@ -215,7 +230,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		// The round's media links ride in one user message after its last result (§5.7.2).
 		var media []model.Part
 		for _, c := range calls {
-			parts, err := e.resultMedia(ctx, q, byKey[c.TaskKey], m)
+			parts, err := e.resultMedia(ctx, q, gate, byKey[c.TaskKey])
 			if err != nil {
 				return nil, err
 			}
@@ -331,12 +346,51 @@ func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
 type turnSegment struct {
 	entries []model.Entry
 	bytes   [][]byte
+	round   *store.Task // the turn's last sealed mainline round
+}
+
+// attachmentTokenAllowance is what an attachment part counts in the reported estimate: about
+// one large image, which bytes ÷ 4 of its descriptor ignores.
+const attachmentTokenAllowance = 1600
+
+// reportedEstimate is the budget estimate that uses reported usage: when the previous mainline
+// round of the conversation (the last history turn's last round) ran on the same model and its
+// provider reported usage, the new request is that round's input and output tokens, plus the
+// bytes ÷ 4 estimate of the entries written after its answer, plus an allowance per attachment
+// part among them. ok is false when the rule does not apply (the estimate of bytes ÷ 4 then
+// stands): bytes ÷ 4 undercounts many scripts and ignores images, and an undercount would come
+// back as provider_context_overflow on every turn.
+func reportedEstimate(hist []turnSegment, after []model.Entry, m model.Model) (int64, bool, error) {
+	if len(hist) == 0 {
+		return 0, false, nil
+	}
+	r := hist[len(hist)-1].round
+	if r == nil || deref(r.Model) != m.Ref || r.Usage == nil {
+		return 0, false, nil
+	}
+	var u usageWire
+	if err := json.Unmarshal([]byte(*r.Usage), &u); err != nil || u.Estimated || u.InputTokens <= 0 {
+		return 0, false, nil
+	}
+	n, err := model.EstimateBytes(after, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	est := u.InputTokens + u.OutputTokens + (n-2+3)/4 // the entries' bytes without the empty tools array
+	for _, en := range after {
+		for _, p := range en.Content {
+			if p.Type == model.PartAttachment {
+				est += attachmentTokenAllowance
+			}
+		}
+	}
+	return est, true, nil
 }
 
 // history is the earlier turns of a conversation-hosted run's conversation, oldest first
 // (runs.md §5.9): for each settled turn, the entries its mainline's last sealed round added
 // after its own history, then its final answer as an assistant entry when it has one.
-func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model) ([]turnSegment, error) {
+func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model, gate *mediaGate) ([]turnSegment, error) {
 	me, err := store.TurnOfRun(ctx, q, run.ID)
 	if err != nil {
 		return nil, err
@@ -361,7 +415,7 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 		if err != nil {
 			return nil, err
 		}
-		var seg turnSegment
+		seg := turnSegment{round: last}
 		skip := int(deref(last.HistoryEntries))
 		for _, b := range parts.Entries[min(skip, len(parts.Entries)):] {
 			var en model.Entry
@@ -378,7 +432,7 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 				}
 			}
 			// Attachments ride re-rendered for this round's model (§5.7.3, §5.9).
-			re, changed, err := e.rerenderMedia(ctx, q, en, m)
+			re, changed, err := e.rerenderMedia(ctx, q, gate, en)
 			if err != nil {
 				return nil, err
 			}
