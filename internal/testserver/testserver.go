@@ -221,7 +221,7 @@ func (in *Instance) startInProcess() {
 	t := in.t
 	var layers []server.Layer
 	if in.configPath != "" {
-		l, err := server.FileLayer(in.configPath)
+		l, err := server.FileLayerEnv(in.configPath, func(k string) string { return in.opts.Env[k] })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func (in *Instance) startInProcess() {
 	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: level, Output: lockedWriter{in}})
 	getenv := func(k string) string { return in.opts.Env[k] }
 	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }, Now: in.opts.Now,
-		PluginTimings: in.opts.PluginTimings})
+		PluginTimings: in.opts.PluginTimings, Version: "test"})
 	if err != nil {
 		t.Fatalf("open server: %v", err)
 	}
