@@ -68,7 +68,9 @@ FUZZ_TARGETS := \
 	./core/profiles:FuzzProfileReadBack:20000 \
 	./core/runs:FuzzCheckCall:5000 \
 	./core/runs:FuzzEscape:20000 \
-	./core/kernel:FuzzToolSearch:7000
+	./core/kernel:FuzzToolSearch:7000 \
+	./core/model/openai:FuzzStream:8000 \
+	./core/model/anthropic:FuzzStream:15000
 
 # FUZZ_FOR, when set, replaces every target's input count with one -fuzztime (a duration or Nx).
 FUZZ_FOR ?=
@@ -91,7 +93,8 @@ soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
 ## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 in
-## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL)
+## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
+## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 

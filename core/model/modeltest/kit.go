@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/nexuskernel/nexus/core/model"
@@ -193,4 +195,49 @@ func jsonEncoder(w io.Writer) *json.Encoder {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc
+}
+
+// SideBySide runs each operation once per iteration, rotating which goes first, so that every
+// side of a comparison sees the same machine load; it reports each side's mean time and the
+// ratio of the first to each other one (benchmarks state their goals as such ratios).
+func SideBySide(b *testing.B, names []string, ops ...func()) []time.Duration {
+	spent := make([]time.Duration, len(ops))
+	n := 0
+	for ; b.Loop(); n++ {
+		for k := range ops {
+			j := (n + k) % len(ops)
+			start := time.Now()
+			ops[j]()
+			spent[j] += time.Since(start)
+		}
+	}
+	mean := make([]time.Duration, len(ops))
+	for j, name := range names {
+		mean[j] = spent[j] / time.Duration(max(n, 1))
+		b.ReportMetric(float64(spent[j].Nanoseconds())/float64(max(n, 1)), name+"-ns/op")
+		if j > 0 {
+			b.ReportMetric(float64(spent[0])/float64(spent[j]), "ratio-vs-"+name)
+		}
+	}
+	return mean
+}
+
+// ScanEvents is the baseline of the stream benchmarks: bufio.Scanner over the lines, each
+// "data: " line's JSON handed to decode ([DONE] excepted); it returns how many were decoded.
+func ScanEvents(b *testing.B, r io.Reader, decode func([]byte) error) int {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	n := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok || string(data) == "[DONE]" {
+			continue
+		}
+		if err := decode(data); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	return n
 }

@@ -22,6 +22,9 @@ func ObjectArguments(arguments string) (raw string, compact []byte, object bool)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
 		return "{}", emptyObject, false
 	}
+	if bytes.IndexAny(trimmed, " \t\r\n") < 0 {
+		return arguments, trimmed, true
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, trimmed); err != nil {
 		return "{}", emptyObject, false

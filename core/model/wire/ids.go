@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"github.com/nexuskernel/nexus/core/model"
@@ -19,14 +18,24 @@ const (
 	MaxToolNameLen = 64
 )
 
-var (
-	idChars   = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	nameChars = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
+// wireChars reports whether s is 1..max characters of A-Z a-z 0-9 _ -, the alphabet of both
+// wires' names and ids.
+func wireChars(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidToolName reports whether an offered tool's name fits both wires' rule: 1-64 characters of
 // A-Z a-z 0-9 _ -.
-func ValidToolName(name string) bool { return nameChars.MatchString(name) }
+func ValidToolName(name string) bool { return wireChars(name, MaxToolNameLen) }
 
 // ToolNameError is the detail of model_capability_unavailable for an offered name outside the rule.
 func ToolNameError(name string) *model.Error {
@@ -58,7 +67,7 @@ func WireIDs(entries []model.Entry, maxLen int) (IDs, error) {
 			pending, pendingIDs = e.ToolCalls, nil
 			for j, c := range e.ToolCalls {
 				id := c.ID
-				if len(id) > maxLen || !idChars.MatchString(id) || used[id] {
+				if !wireChars(id, maxLen) || used[id] {
 					id = replacementID(c.ID, i, j)
 				}
 				used[id] = true

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/nexuskernel/nexus/core/canonjson"
 )
@@ -21,15 +22,25 @@ func (b *Body) Raw(s string) { b.B = append(b.B, s...) }
 func (b *Body) Bytes(p []byte) { b.B = append(b.B, p...) }
 
 // Compact appends JSON written elsewhere (a stored schema, a recorded block) compacted, keys in
-// their own order.
+// their own order; JSON without any whitespace byte is already compact and is appended as it is
+// once it proves valid.
 func (b *Body) Compact(p []byte) error {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, p); err != nil {
+	if bytes.IndexAny(p, " \t\r\n") < 0 {
+		if !json.Valid(p) {
+			return errInvalid
+		}
+		b.B = append(b.B, p...)
+		return nil
+	}
+	buf := bytes.NewBuffer(b.B)
+	if err := json.Compact(buf, p); err != nil {
 		return err
 	}
-	b.B = append(b.B, buf.Bytes()...)
+	b.B = buf.Bytes()
 	return nil
 }
+
+var errInvalid = errors.New("wire: not JSON")
 
 // Key appends ,"name": (or "name": right after an opening brace).
 func (b *Body) Key(name string) {

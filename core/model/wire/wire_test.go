@@ -109,7 +109,7 @@ func TestWireIDsProperty(t *testing.T) {
 			seen := map[string]bool{}
 			for i, e := range entries {
 				for j, id := range got.Calls[i] {
-					if len(id) == 0 || len(id) > max || !idChars.MatchString(id) || seen[id] {
+					if !regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`).MatchString(id) || len(id) > max || seen[id] {
 						t.Fatalf("entry %d call %d: id %q", i, j, id)
 					}
 					seen[id] = true
