@@ -17,7 +17,7 @@ type Provider interface {
 	Complete(ctx context.Context, req *Request) (*Response, error)
 }
 
-// Request is a sealed request as a provider receives it (docs/api.md, the sealed request).
+// Request is a sealed request as a provider receives it (docs/providers.md, what a provider receives).
 type Request struct {
 	Ref             string       // "mock/scripted"
 	Model           string       // the catalog entry's id: the model id the provider knows
@@ -167,7 +167,7 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Key + ": " + e.Detail }
 
-// The error keys of model calls (docs/api.md, task error keys).
+// The error keys of model calls (docs/providers.md, error keys).
 const (
 	KeyProviderError              = "provider_error"
 	KeyProviderOverloaded         = "provider_overloaded"

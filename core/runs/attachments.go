@@ -81,7 +81,7 @@ func mediaType(contentType string) string {
 }
 
 // The endings of an attachment index line that say why the upload is not an attachment part
-// (docs/api.md, what the model reads).
+// (docs/providers.md, media limits).
 const (
 	endUnreadable = ": not readable by this model"
 	endTooLarge   = ": too large for this model"
@@ -169,7 +169,7 @@ func (g *mediaGate) admit(ctx context.Context, id, mediaType string, size int64)
 	return "", nil
 }
 
-// inputParts renders a turn's or step's attachments for the request's model (docs/api.md): an
+// inputParts renders a turn's or step's attachments for the request's model (docs/providers.md, media limits): an
 // admitted media upload is an attachment part; anything else is an index line, media with the
 // ending that says why.
 func (e *Engine) inputParts(ctx context.Context, g *mediaGate, atts []Attachment) ([]model.Part, error) {
