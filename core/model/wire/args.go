@@ -22,7 +22,7 @@ func ObjectArguments(arguments string) (raw string, compact []byte, object bool)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
 		return "{}", emptyObject, false
 	}
-	if bytes.IndexAny(trimmed, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(trimmed, " \t\r\n") {
 		return arguments, trimmed, true
 	}
 	var buf bytes.Buffer

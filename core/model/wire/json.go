@@ -25,7 +25,7 @@ func (b *Body) Bytes(p []byte) { b.B = append(b.B, p...) }
 // their own order; JSON without any whitespace byte is already compact and is appended as it is
 // once it proves valid.
 func (b *Body) Compact(p []byte) error {
-	if bytes.IndexAny(p, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(p, " \t\r\n") {
 		if !json.Valid(p) {
 			return errInvalid
 		}
