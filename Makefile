@@ -12,7 +12,7 @@ LDFLAGS   := -X github.com/nexuskernel/nexus/internal/cli.Version=$(VERSION)
 # count budget sets no deadline.
 FUZZTIME ?= 5m
 
-.PHONY: all build plugins run test test-unit test-e2e test-postgres fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
+.PHONY: all build plugins run test test-unit test-e2e test-postgres test-live fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
 
 all: build
 
@@ -54,6 +54,12 @@ test-postgres:
 	@test -n "$$NEXUS_TEST_POSTGRES_URL" || { echo "set NEXUS_TEST_POSTGRES_URL"; exit 1; }
 	@$(PG_LINE)
 	$(GO) test -race -count=1 ./...
+
+## test-live: the model adapters against real servers named by NEXUS_TEST_OPENAI_BASE_URL (with
+## NEXUS_TEST_OPENAI_MODEL) and NEXUS_TEST_ANTHROPIC_BASE_URL (with NEXUS_TEST_ANTHROPIC_MODEL and
+## NEXUS_TEST_ANTHROPIC_API_KEY); docs/providers.md lists the variables
+test-live:
+	$(GO) test -count=1 -run TestLive -v ./core/model/openai ./core/model/anthropic
 
 # The fuzz targets, as package:FuzzName:inputs triples; `make fuzz` and `make test` both run them.
 # The input counts are each about three seconds of fuzzing on a 2-core machine (targets differ in

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -45,16 +46,22 @@ type scenario struct {
 	srv   *testserver.Instance
 	admin *client.Client
 	ctx   context.Context
-	conv  string
-	agent string
+	conv   string
+	agent  string
+	runner string
 }
 
-// newScenario starts the server; profile is the agent's configuration.
-func newScenario(t *testing.T, d store.Dialect, config string, profile func(runner string) client.ProfileConfiguration) *scenario {
+// newScenario starts the server with a Runner serving deploy, an agent whose configuration
+// profile gives and its conversation; the owner's client goes through transport when one is
+// given.
+func newScenario(t *testing.T, d store.Dialect, config string, transport http.RoundTripper, profile func(runner string) client.ProfileConfiguration) *scenario {
 	t.Helper()
 	srv := testserver.Start(t, testserver.Options{Dialect: d, Config: config + "\nkernel {\n  sweep_interval = \"50ms\"\n}\n",
 		Env: map[string]string{"NEXUS_TEST_KEY": providerKey}})
 	s := &scenario{t: t, srv: srv, admin: srv.Client()}
+	if transport != nil {
+		s.admin = client.New(srv.URL, srv.AdminToken, client.WithHTTPClient(&http.Client{Transport: transport}))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.ctx = ctx
 	ex, err := s.admin.CreateExecutor(ctx, &client.CreateExecutorRequest{Kind: "runner", DisplayName: "Workstation", WorkspacePublicID: "default"})
@@ -66,7 +73,13 @@ func newScenario(t *testing.T, d store.Dialect, config string, profile func(runn
 		EffectProfile: announce.Announced(announce.EffectReadOnly)}
 	rn := &runner.Runner{Client: srv.ClientWith(ex.Token), Environment: json.RawMessage(`{"os":"linux"}`), Poll: 100 * time.Millisecond,
 		Tools: []runner.Tool{{Announce: deploy, Handle: func(_ context.Context, c *runner.Call) (*client.Result, error) {
-			return &client.Result{Content: "deployed"}, nil
+			var in struct {
+				Env string `json:"env"`
+			}
+			if err := json.Unmarshal(c.Input, &in); err != nil {
+				return nil, err
+			}
+			return &client.Result{Content: "deployed to " + in.Env}, nil
 		}}}}
 	if err := rn.Announce(ctx); err != nil {
 		t.Fatal(err)
@@ -89,7 +102,7 @@ func newScenario(t *testing.T, d store.Dialect, config string, profile func(runn
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.conv, s.agent = conv.Conversation.PublicID, agent.Agent.PublicID
+	s.conv, s.agent, s.runner = conv.Conversation.PublicID, agent.Agent.PublicID, ex.Executor.PublicID
 	return s
 }
 
@@ -179,7 +192,7 @@ func TestProviderThinkingAndNativeSearch(t *testing.T) {
 				providerModel("fake-anthropic/m", "    reasoning = true\n", "  reasoning {\n    thinking      = \"enabled\"\n    budget_tokens = 1024\n  }\n") +
 				providerBlock("fake-native", "anthropic", native.URL, "  tool_deferral = \"native\"\n") + providerModel("fake-native/m", "", "") +
 				providerBlock("fake-openai", "openai", oa.URL+"/v1", "") + providerModel("fake-openai/m", "", "")
-			s := newScenario(t, d, config, func(r string) client.ProfileConfiguration {
+			s := newScenario(t, d, config, nil, func(r string) client.ProfileConfiguration {
 				return client.ProfileConfiguration{RunnerExecutorPublicIDs: []string{r}}
 			})
 
@@ -243,7 +256,7 @@ func TestProviderMediaLimitsAndRefusalMemory(t *testing.T) {
 				anthropicBlocks("end_turn", map[string]any{"type": "text", "text": "one image"}),
 				jsonReply(400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"messages.2.content.1.pdf.source.base64.data: the PDF has too many pages"}}`),
 				anthropicBlocks("end_turn", map[string]any{"type": "text", "text": "read without it"}))
-			s := newScenario(t, d, `default_model = "fake-anthropic/m"`+"\n"+providerBlock("fake-anthropic", "anthropic", an.URL, "")+providerModel("fake-anthropic/m", "", ""),
+			s := newScenario(t, d, `default_model = "fake-anthropic/m"`+"\n"+providerBlock("fake-anthropic", "anthropic", an.URL, "")+providerModel("fake-anthropic/m", "", ""), nil,
 				func(string) client.ProfileConfiguration { return client.ProfileConfiguration{} })
 			big := append(append([]byte{}, pngBytes...), bytes.Repeat([]byte{9}, 4_000_000)...)
 			bigUp, err := s.admin.CreateUpload(s.ctx, "big.png", bytes.NewReader(big))
@@ -326,7 +339,7 @@ func TestProviderIDsAcrossProvidersAndRefusal(t *testing.T) {
 			}
 			config := `default_model = "mock/scripted"` + "\n" + `model_provider "mock" { type = "mock" }` + "\n" +
 				providerModel("mock/scripted", "", "") + providerBlock("fake-openai", "openai", oa.URL+"/v1", "") + providerModel("fake-openai/m", "", "")
-			s := newScenario(t, d, config, func(string) client.ProfileConfiguration { return client.ProfileConfiguration{} })
+			s := newScenario(t, d, config, nil, func(string) client.ProfileConfiguration { return client.ProfileConfiguration{} })
 			long := strings.Repeat("x", 60)
 			script := "Go.\n!mock\nround 1\ncall read_file#a.b/c {\"path\":\"a\"}\ncall read_file#" + long + " {\"path\":\"b\"}\n" +
 				"call read_file#dup {\"path\":\"c\"}\ncall read_file#dup {\"path\":\n round 2\nsay mock done"

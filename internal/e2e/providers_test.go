@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -16,10 +15,7 @@ import (
 	"github.com/nexuskernel/nexus/core/model/modeltest"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
-	"github.com/nexuskernel/nexus/internal/testserver"
-	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/client"
-	"github.com/nexuskernel/nexus/sdk/runner"
 )
 
 // providerKey is the distinctive credential of the provider runs: it must appear in no log
@@ -191,9 +187,6 @@ model %q {
     currency              = "USD"
   }
 }
-kernel {
-  sweep_interval = "50ms"
-}
 `, kit.model, kit.typ, kit.typ, base, kit.model, kit.typ)
 }
 
@@ -311,11 +304,11 @@ func providerRun(t *testing.T, d store.Dialect, kit wireKit, validate func([]byt
 		}
 		return ""
 	}
-	srv := testserver.Start(t, testserver.Options{Dialect: d, Config: providerConfig(kit, fake.URL), Env: map[string]string{"NEXUS_TEST_KEY": providerKey}})
 	rec := &recorder{}
-	admin := client.New(srv.URL, srv.AdminToken, client.WithHTTPClient(&http.Client{Transport: rec}))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	s := newScenario(t, d, providerConfig(kit, fake.URL), rec, func(r string) client.ProfileConfiguration {
+		return client.ProfileConfiguration{KernelTools: []string{"nexus.tools.search", "nexus.tools.call", "nexus.human.ask"}, RunnerExecutorPublicIDs: []string{r}}
+	})
+	srv, admin, ctx := s.srv, s.admin, s.ctx
 
 	// The catalog served is the configured one.
 	models, err := admin.Models(ctx, "", 0, 0)
@@ -323,51 +316,11 @@ func providerRun(t *testing.T, d store.Dialect, kit wireKit, validate func([]byt
 		strings.Contains(string(models), "fake-model-id") {
 		t.Fatalf("models %s %v", models, err)
 	}
-
-	ex, err := admin.CreateExecutor(ctx, &client.CreateExecutorRequest{Kind: "runner", DisplayName: "Workstation", WorkspacePublicID: "default"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deploy := announce.Tool{Name: "deploy", Description: ptrTo("Deploy the current build to an environment."),
-		InputSchema:   json.RawMessage(`{"type":"object","properties":{"env":{"type":"string"}},"required":["env"]}`),
-		EffectProfile: announce.Announced(announce.EffectReadOnly)}
-	rn := &runner.Runner{Client: srv.ClientWith(ex.Token), Environment: json.RawMessage(`{"os":"linux"}`), Poll: 100 * time.Millisecond,
-		Tools: []runner.Tool{{Announce: deploy, Handle: func(_ context.Context, c *runner.Call) (*client.Result, error) {
-			var in struct {
-				Env string `json:"env"`
-			}
-			if err := json.Unmarshal(c.Input, &in); err != nil {
-				return nil, err
-			}
-			return &client.Result{Content: "deployed to " + in.Env}, nil
-		}}}}
-	if err := rn.Announce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- rn.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-served })
-
-	agent, err := admin.CreateAgent(ctx, "default", &client.CreateAgentRequest{Handle: "lead", DisplayName: "Lead"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mode := "bypass"
-	if _, err := srv.ClientWith(agent.Token).PutProfileConfiguration(ctx, &client.ProfileConfigurationRequest{Configuration: client.ProfileConfiguration{
-		KernelTools: []string{"nexus.tools.search", "nexus.tools.call", "nexus.human.ask"}, RunnerExecutorPublicIDs: []string{ex.Executor.PublicID}, ApprovalMode: &mode,
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	conv, err := admin.CreateConversation(ctx, "default", map[string]any{"answering_agent_public_id": agent.Agent.PublicID,
-		"default_runner_executor_public_id": ex.Executor.PublicID})
-	if err != nil {
-		t.Fatal(err)
-	}
 	up, err := admin.CreateUpload(ctx, "shot.png", bytes.NewReader(pngBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := admin.PostMessage(ctx, "default", conv.Conversation.PublicID, map[string]any{"text": "Ship the release.", "attachments": []string{up.Upload.PublicID}}, "")
+	msg, err := admin.PostMessage(ctx, "default", s.conv, map[string]any{"text": "Ship the release.", "attachments": []string{up.Upload.PublicID}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +378,7 @@ func providerRun(t *testing.T, d store.Dialect, kit wireKit, validate func([]byt
 	}
 
 	// The next turn does not fit the provider's window.
-	msg2, err := admin.PostMessage(ctx, "default", conv.Conversation.PublicID, map[string]any{"text": "And production?"}, "")
+	msg2, err := admin.PostMessage(ctx, "default", s.conv, map[string]any{"text": "And production?"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

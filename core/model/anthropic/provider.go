@@ -13,23 +13,13 @@ import (
 // Complete sends one model call: the body is built once and sent (docs/providers.md). Under the
 // retry decorator, Prepare and Send are called instead, so retries resend the same bytes.
 func (p *Provider) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
-	prepared, err := p.Prepare(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return p.Send(ctx, req, prepared)
+	return wire.Complete(ctx, p, req)
 }
 
 // Prepare builds the request body once per model call.
 func (p *Provider) Prepare(ctx context.Context, req *model.Request) (any, error) {
 	e, err := p.encode(ctx, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, err
-	}
-	return e, nil
+	return wire.Prepared(ctx, e, err)
 }
 
 // Send performs one attempt with a prepared body.

@@ -1,49 +1,31 @@
 package anthropic
 
 import (
-	"bytes"
-
-	"reflect"
+	"io"
 	"testing"
-	"testing/iotest"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/model/modeltest"
-	"github.com/nexuskernel/nexus/core/model/wire"
 )
 
-func fixtureStreams(t testing.TB) [][]byte { return modeltest.FixtureStreams(t, "testdata/cases") }
+func foldBody(body io.Reader) (any, int64, error) {
+	a, read, err := readStream(body, hclog.NewNullLogger())
+	if a == nil {
+		return (*answer)(nil), read, err
+	}
+	return a, read, err
+}
 
 // TestStreamFoldIgnoresChunking: a fixture stream read a byte at a time folds to what it folds
 // to in one piece.
 func TestStreamFoldIgnoresChunking(t *testing.T) {
 	t.Parallel()
-	log := hclog.NewNullLogger()
-	for i, body := range fixtureStreams(t) {
-		whole, _, err1 := readStream(bytes.NewReader(body), log)
-		bytewise, _, err2 := readStream(iotest.OneByteReader(bytes.NewReader(body)), log)
-		if (err1 == nil) != (err2 == nil) || !reflect.DeepEqual(whole, bytewise) {
-			t.Errorf("stream %d folds differently byte by byte: %v %v", i, err1, err2)
-		}
-	}
+	modeltest.FoldIgnoresChunking(t, "testdata/cases", foldBody)
 }
 
 // FuzzStream: the stream fold never panics and never reads past the body bound.
 func FuzzStream(f *testing.F) {
-	for _, b := range fixtureStreams(f) {
-		f.Add(b)
-	}
-	f.Add([]byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3}\n\n"))
-	log := hclog.NewNullLogger()
-	f.Fuzz(func(t *testing.T, body []byte) {
-		m, read, err := readStream(bytes.NewReader(body), log)
-		if read > wire.MaxBodyBytes {
-			t.Fatalf("read %d bytes", read)
-		}
-		if err == nil && m == nil {
-			t.Fatal("no answer and no error")
-		}
-		_, _ = decodeMessage(body, log)
-	})
+	modeltest.FuzzFold(f, "testdata/cases", []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3}\n\n"), foldBody,
+		func(body []byte) { _, _ = decodeMessage(body, hclog.NewNullLogger()) })
 }

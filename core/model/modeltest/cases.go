@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
+	"reflect"
+	"testing/iotest"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -321,3 +324,41 @@ func FixtureStreams(t testing.TB, dir string) [][]byte {
 	}
 	return out
 }
+
+// Fold reads a streamed body into an answer, as an adapter's stream reader does.
+type Fold func(body io.Reader) (answer any, read int64, err error)
+
+// FoldIgnoresChunking checks that every fixture stream of dir, read a byte at a time, folds to
+// what it folds to in one piece.
+func FoldIgnoresChunking(t *testing.T, dir string, fold Fold) {
+	for i, body := range FixtureStreams(t, dir) {
+		whole, _, err1 := fold(bytes.NewReader(body))
+		bytewise, _, err2 := fold(iotest.OneByteReader(bytes.NewReader(body)))
+		if (err1 == nil) != (err2 == nil) || !reflect.DeepEqual(whole, bytewise) {
+			t.Errorf("stream %d folds differently byte by byte: %v %v", i, err1, err2)
+		}
+	}
+}
+
+// FuzzFold fuzzes a stream fold seeded with dir's fixture streams and extra: it never panics,
+// never reads past the body bound, and answers or fails; decode, the adapter's non-streamed
+// reader, gets the same bytes.
+func FuzzFold(f *testing.F, dir string, extra []byte, fold Fold, decode func([]byte)) {
+	for _, b := range FixtureStreams(f, dir) {
+		f.Add(b)
+	}
+	f.Add(extra)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		a, read, err := fold(bytes.NewReader(body))
+		if read > maxBody {
+			t.Fatalf("read %d bytes", read)
+		}
+		if err == nil && reflect.ValueOf(a).IsNil() {
+			t.Fatal("no answer and no error")
+		}
+		decode(body)
+	})
+}
+
+// maxBody is the adapters' response bound (wire.MaxBodyBytes), which the kit may not import.
+const maxBody = 16 << 20

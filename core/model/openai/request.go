@@ -31,14 +31,8 @@ func (p *Provider) Body(ctx context.Context, req *model.Request) ([]byte, error)
 
 func (p *Provider) encode(ctx context.Context, req *model.Request) (*Encoded, error) {
 	m := p.Models[req.Ref]
-	for _, t := range req.Tools {
-		if !wire.ValidToolName(t.Name) {
-			return nil, wire.ToolNameError(t.Name)
-		}
-		if t.Strict != nil && *t.Strict && !m.StrictTools {
-			return nil, &model.Error{Key: model.KeyModelCapabilityUnavailable,
-				Detail: fmt.Sprintf("tool %q asks for strict tool use, which this model does not support", t.Name)}
-		}
+	if err := wire.CheckTools(req, m); err != nil {
+		return nil, err
 	}
 	ids, err := wire.WireIDs(req.Entries, wire.MaxOpenAIIDLen)
 	if err != nil {

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -102,4 +104,58 @@ func (b *Base) Extra(h http.Header) {
 // LogFields label an attempt's log line.
 func (b *Base) LogFields(req *model.Request) []any {
 	return []any{"provider", b.Cfg.Name, "ref", req.Ref, "run", req.Run, "task", req.TaskKey}
+}
+
+// Sender is an adapter that builds its body once (Prepare) and sends it per attempt (Send).
+type Sender interface {
+	Prepare(ctx context.Context, req *model.Request) (any, error)
+	Send(ctx context.Context, req *model.Request, prepared any) (*model.Response, error)
+}
+
+// Complete is one model call without the retry decorator: Prepare, then Send.
+func Complete(ctx context.Context, s Sender, req *model.Request) (*model.Response, error) {
+	prepared, err := s.Prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.Send(ctx, req, prepared)
+}
+
+// Prepared is what an adapter's Prepare returns for its encoder's result: a failure while ctx
+// is cancelled (an attachment read cut short) is the cancellation.
+func Prepared(ctx context.Context, encoded any, err error) (any, error) {
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return encoded, nil
+}
+
+// AdapterOf is the catalog's builder of an adapter whose endpoint is path under base_url; wrap
+// makes the adapter's provider of its Base.
+func AdapterOf(path string, opts Options, wrap func(Base) model.Provider) model.Adapter {
+	return func(p model.ProviderConfig, models []model.Model) (model.Provider, error) {
+		b, err := NewBase(p, models, opts, path)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(b), nil
+	}
+}
+
+// CheckTools refuses, before anything is sent, an offered tool whose name breaks the wire rule or
+// whose strict schema the model would not honour.
+func CheckTools(req *model.Request, m model.Model) error {
+	for _, t := range req.Tools {
+		if !ValidToolName(t.Name) {
+			return ToolNameError(t.Name)
+		}
+		if t.Strict != nil && *t.Strict && !m.StrictTools {
+			return &model.Error{Key: model.KeyModelCapabilityUnavailable,
+				Detail: fmt.Sprintf("tool %q asks for strict tool use, which this model does not support", t.Name)}
+		}
+	}
+	return nil
 }
