@@ -244,7 +244,8 @@ func TestProviderThinkingAndNativeSearch(t *testing.T) {
 var pdfBytes = []byte("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
 
 // TestProviderMediaLimitsAndRefusalMemory: an image over the anthropic byte limit is sealed as an
-// index line and absent from the wire while a small one is sent; a PDF the provider refuses by
+// index line and absent from the wire while a small one is sent, and a second small one over the
+// model's images_max of 1 is an index line too; a PDF the provider refuses by
 // its location fails the round provider_media_refused, and the member's next message is sealed
 // with it as "refused by this model" and completes.
 func TestProviderMediaLimitsAndRefusalMemory(t *testing.T) {
@@ -256,7 +257,8 @@ func TestProviderMediaLimitsAndRefusalMemory(t *testing.T) {
 				anthropicBlocks("end_turn", map[string]any{"type": "text", "text": "one image"}),
 				jsonReply(400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"messages.2.content.1.pdf.source.base64.data: the PDF has too many pages"}}`),
 				anthropicBlocks("end_turn", map[string]any{"type": "text", "text": "read without it"}))
-			s := newScenario(t, d, `default_model = "fake-anthropic/m"`+"\n"+providerBlock("fake-anthropic", "anthropic", an.URL, "")+providerModel("fake-anthropic/m", "", ""), nil,
+			s := newScenario(t, d, `default_model = "fake-anthropic/m"`+"\n"+providerBlock("fake-anthropic", "anthropic", an.URL, "")+
+				providerModel("fake-anthropic/m", "", "  media {\n    images_max = 1\n  }\n"), nil,
 				func(string) client.ProfileConfiguration { return client.ProfileConfiguration{} })
 			big := append(append([]byte{}, pngBytes...), bytes.Repeat([]byte{9}, 4_000_000)...)
 			bigUp, err := s.admin.CreateUpload(s.ctx, "big.png", bytes.NewReader(big))
@@ -267,9 +269,15 @@ func TestProviderMediaLimitsAndRefusalMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run1 := s.turn(map[string]any{"text": "Look.", "attachments": []string{bigUp.Upload.PublicID, small.Upload.PublicID}}, "completed")
+			second, err := s.admin.CreateUpload(s.ctx, "second.png", bytes.NewReader(pngBytes))
+			if err != nil {
+				t.Fatal(err)
+			}
+			run1 := s.turn(map[string]any{"text": "Look.", "attachments": []string{bigUp.Upload.PublicID, small.Upload.PublicID, second.Upload.PublicID}}, "completed")
 			line := fmt.Sprintf("[attachment big.png image/png %d bytes nexus://uploads/%s: too large for this model]", len(big), bigUp.Upload.PublicID)
-			if r1 := s.sealed(run1, "r1"); !strings.Contains(r1, line) || !strings.Contains(r1, `"type":"attachment","upload_public_id":"`+small.Upload.PublicID+`"`) {
+			over := fmt.Sprintf("[attachment second.png image/png %d bytes nexus://uploads/%s: over this request's attachment limit]", len(pngBytes), second.Upload.PublicID)
+			if r1 := s.sealed(run1, "r1"); !strings.Contains(r1, line) || !strings.Contains(r1, over) ||
+				!strings.Contains(r1, `"type":"attachment","upload_public_id":"`+small.Upload.PublicID+`"`) {
 				t.Errorf("sealed r1 %s", r1)
 			}
 			if b := string(an.Requests()[0].Body); strings.Count(b, `"type":"image"`) != 1 || len(b) > 100_000 {
