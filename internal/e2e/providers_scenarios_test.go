@@ -42,10 +42,10 @@ func providerBlock(name, typ, url, extra string) string {
 
 // scenario is a server with fake providers, an agent and its conversation.
 type scenario struct {
-	t     *testing.T
-	srv   *testserver.Instance
-	admin *client.Client
-	ctx   context.Context
+	t      *testing.T
+	srv    *testserver.Instance
+	admin  *client.Client
+	ctx    context.Context
 	conv   string
 	agent  string
 	runner string
