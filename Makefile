@@ -12,7 +12,7 @@ LDFLAGS   := -X github.com/nexuskernel/nexus/internal/cli.Version=$(VERSION)
 # count budget sets no deadline.
 FUZZTIME ?= 5m
 
-.PHONY: all build plugins run test test-unit test-e2e test-postgres fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
+.PHONY: all build plugins run test test-unit test-e2e test-postgres test-live fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
 
 all: build
 
@@ -60,6 +60,12 @@ test-postgres:
 	@$(PG_LINE)
 	$(GO) test -race -count=1 ./...
 
+## test-live: the model adapters against real servers named by NEXUS_TEST_OPENAI_BASE_URL (with
+## NEXUS_TEST_OPENAI_MODEL) and NEXUS_TEST_ANTHROPIC_BASE_URL (with NEXUS_TEST_ANTHROPIC_MODEL and
+## NEXUS_TEST_ANTHROPIC_API_KEY); docs/providers.md lists the variables
+test-live:
+	$(GO) test -count=1 -run TestLive -v ./core/model/openai ./core/model/anthropic
+
 # The fuzz targets, as package:FuzzName:inputs triples; `make fuzz` and `make test` both run them.
 # The input counts are each about three seconds of fuzzing on a 2-core machine (targets differ in
 # speed by a factor of a thousand: FuzzCompile compiles whole declaration sets).
@@ -81,7 +87,9 @@ FUZZ_TARGETS := \
 	./core/profiles:FuzzProfileReadBack:20000 \
 	./core/runs:FuzzCheckCall:5000 \
 	./core/runs:FuzzEscape:20000 \
-	./core/kernel:FuzzToolSearch:7000
+	./core/kernel:FuzzToolSearch:7000 \
+	./core/model/openai:FuzzStream:8000 \
+	./core/model/anthropic:FuzzStream:15000
 
 # FUZZ_FOR, when set, replaces every target's input count with one -fuzztime (a duration or Nx).
 FUZZ_FOR ?=
@@ -105,7 +113,8 @@ soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
 ## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 in
-## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL)
+## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
+## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 

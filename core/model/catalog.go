@@ -27,14 +27,6 @@ var (
 	ErrModelCapabilityUnavailable = refusal.New(refusal.Unprocessable, CodeModelCapabilityUnavailable, "The model lacks a capability the work needs.")
 )
 
-// Provider types. This version ships only the mock; the real adapters' types are reserved so a
-// configuration written for a later version fails with a clear message instead of "unknown".
-const (
-	ProviderTypeMock = "mock"
-)
-
-var reservedProviderTypes = []string{"openai", "anthropic"}
-
 // The built-in catalog (runs.md §6.2), used when no model block is configured.
 const (
 	BuiltinProvider      = "mock"
@@ -59,8 +51,10 @@ var (
 // state it (served as null).
 type Capabilities struct {
 	Tools, Vision, PDF, Reasoning bool
-	ContextWindow                 *int64
-	MaxOutputTokens               *int64
+	// StrictTools: the model honours strict: true tool schemas. Not served by models_list.
+	StrictTools     bool
+	ContextWindow   *int64
+	MaxOutputTokens *int64
 }
 
 // Pricing is a model's price per million tokens. Prices are non-negative decimals written as
@@ -69,17 +63,52 @@ type Capabilities struct {
 type Pricing struct {
 	InputPerMTok  string
 	OutputPerMTok string
-	Currency      string // ISO 4217 code
+	// CachedInputPerMTok and CacheWritePerMTok price tokens read from and written to a prompt
+	// cache; "" means input_per_mtok. Not served by models_list.
+	CachedInputPerMTok string
+	CacheWritePerMTok  string
+	Currency           string // ISO 4217 code
 }
 
 // Model is one catalog entry.
 type Model struct {
 	Ref         string // "mock/scripted"
 	Provider    string // "mock": the model_provider block it runs on
-	Name        string // "scripted": the model id inside the provider
+	Name        string // "scripted": the name part of the ref
 	DisplayName string
 	Capabilities
 	Pricing *Pricing // nil: no price configured, no cost computed
+
+	// ID is the model id sent on the wire; "" means Name. The operator facts below are not
+	// served by models_list.
+	ID string
+	// ReasoningDefault is the model's one reasoning setting (its reasoning block), which every
+	// request to it records; nil when it has none.
+	ReasoningDefault *Reasoning
+	// Media lowers (or raises) the type's media limits; nil fields take the type's defaults.
+	Media *MediaLimits
+	// ExtraBody is merged into the top level of every wire request body, keys in byte order.
+	ExtraBody []ExtraField
+
+	// ProviderType is the type of the model's provider block, filled when the catalog is built.
+	ProviderType string
+	// NativeSearch is the tool search variant of the provider's native deferral, "" in kernel
+	// mode; filled when the catalog is built.
+	NativeSearch string
+}
+
+// ExtraField is one extra_body key and its JSON value.
+type ExtraField struct {
+	Key   string
+	Value []byte
+}
+
+// WireID is the model id the provider knows.
+func (m Model) WireID() string {
+	if m.ID != "" {
+		return m.ID
+	}
+	return m.Name
 }
 
 // AcceptsMedia reports whether the model reads an attachment of this detected media type
@@ -108,13 +137,16 @@ func (m Model) clone() Model {
 		p := *m.Pricing
 		c.Pricing = &p
 	}
+	if m.ReasoningDefault != nil {
+		r := *m.ReasoningDefault
+		c.ReasoningDefault = &r
+	}
+	if m.Media != nil {
+		l := *m.Media
+		c.Media = &l
+	}
+	c.ExtraBody = slices.Clone(m.ExtraBody)
 	return c
-}
-
-// ProviderConfig is one model_provider block.
-type ProviderConfig struct {
-	Name string
-	Type string
 }
 
 // Config is the models catalog as configured: what DecodeConfig reads from nexus.hcl, or what a
@@ -152,23 +184,37 @@ type Catalog struct {
 	byRef        map[string]int
 	defaultModel string
 	providers    map[string]Provider
+	configs      map[string]ProviderConfig // resolved
 }
 
+// Adapter builds the provider instance of one model_provider block of its type, given the
+// resolved block and the block's models (sorted by ref). core/server supplies one per real
+// provider type, so that this package never imports the adapters.
+type Adapter func(p ProviderConfig, models []Model) (Provider, error)
+
 // configError is one configuration problem; which names the item it belongs to so that the HCL
-// reader can point at the block.
+// reader can point at the block, and attr the attribute when one is at fault.
 type configError struct {
 	which string // "provider", "model" or "default"
 	index int
+	attr  string
 	msg   string
 }
 
-// NewCatalog validates a configuration and builds the catalog and its providers. A nil
-// configuration (no catalog blocks in the file) is the built-in catalog.
-func NewCatalog(cfg *Config) (*Catalog, error) {
+// NewCatalog validates a configuration and builds the catalog with the mock's providers only; a
+// real provider type needs NewCatalogWith. A nil configuration (no catalog blocks in the file) is
+// the built-in catalog.
+func NewCatalog(cfg *Config) (*Catalog, error) { return NewCatalogWith(cfg, nil) }
+
+// NewCatalogWith is NewCatalog with the adapters of the real provider types, keyed by type.
+func NewCatalogWith(cfg *Config, adapters map[string]Adapter) (*Catalog, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
 	c, problems := build(*cfg)
+	if len(problems) == 0 {
+		problems = c.instantiate(adapters)
+	}
 	if len(problems) > 0 {
 		errs := make([]error, len(problems))
 		for i, p := range problems {
@@ -191,14 +237,14 @@ func MustBuiltin() *Catalog {
 func build(cfg Config) (*Catalog, []configError) {
 	var problems []configError
 	add := func(which string, i int, format string, args ...any) {
-		problems = append(problems, configError{which, i, fmt.Sprintf(format, args...)})
+		problems = append(problems, configError{which, i, "", fmt.Sprintf(format, args...)})
 	}
 
 	providers := map[string]ProviderConfig{}
 	refused := map[string]bool{} // providers already reported, so their models are not reported again
 	for i, p := range cfg.Providers {
-		if msg := checkProvider(p); msg != "" {
-			add("provider", i, "%s", msg)
+		if attr, msg := checkProvider(p); msg != "" {
+			problems = append(problems, configError{"provider", i, attr, msg})
 			refused[p.Name] = true
 			continue
 		}
@@ -231,11 +277,18 @@ func build(cfg Config) (*Catalog, []configError) {
 			add("model", i, "%s", msg)
 			continue
 		}
-		if _, ok := providers[m.Provider]; !ok {
+		pc, ok := providers[m.Provider]
+		if !ok {
 			if refused[m.Provider] {
 				continue
 			}
 			add("model", i, "model %q: its provider %q has no model_provider block", m.Ref, m.Provider)
+			continue
+		}
+		m.ProviderType = pc.Type
+		m.NativeSearch = pc.Resolved().NativeSearch()
+		if attr, msg := checkModelForType(m); msg != "" {
+			problems = append(problems, configError{"model", i, attr, msg})
 			continue
 		}
 		if _, dup := c.byRef[m.Ref]; dup {
@@ -268,27 +321,47 @@ func build(cfg Config) (*Catalog, []configError) {
 	for i, m := range c.models {
 		c.byRef[m.Ref] = i
 	}
+	c.configs = map[string]ProviderConfig{}
 	for name, p := range providers {
-		switch p.Type {
-		case ProviderTypeMock:
-			c.providers[name] = NewMock(name)
-		}
+		c.configs[name] = p.Resolved()
 	}
 	return c, nil
 }
 
-func checkProvider(p ProviderConfig) string {
-	if !providerPattern.MatchString(p.Name) {
-		return fmt.Sprintf("model_provider %q: the name must match [a-z0-9][a-z0-9_.-]* (the provider part of a model ref)", p.Name)
+// instantiate builds each provider block's instance: the mock here, the real types through
+// their adapters.
+func (c *Catalog) instantiate(adapters map[string]Adapter) []configError {
+	var problems []configError
+	names := make([]string, 0, len(c.configs))
+	for name := range c.configs {
+		names = append(names, name)
 	}
-	switch {
-	case p.Type == ProviderTypeMock:
-		return ""
-	case slices.Contains(reservedProviderTypes, p.Type):
-		return fmt.Sprintf("model_provider %q: type %q is reserved for a later version; this version ships only %q", p.Name, p.Type, ProviderTypeMock)
-	default:
-		return fmt.Sprintf("model_provider %q: unknown type %q; this version ships only %q", p.Name, p.Type, ProviderTypeMock)
+	slices.Sort(names)
+	for _, name := range names {
+		p := c.configs[name]
+		if p.Type == ProviderTypeMock {
+			c.providers[name] = NewMock(name)
+			continue
+		}
+		build, ok := adapters[p.Type]
+		if !ok {
+			problems = append(problems, configError{which: "provider", msg: fmt.Sprintf("model_provider %q: no adapter for type %q is built into this program", name, p.Type)})
+			continue
+		}
+		var models []Model
+		for _, m := range c.models {
+			if m.Provider == name {
+				models = append(models, m.clone())
+			}
+		}
+		inst, err := build(p, models)
+		if err != nil {
+			problems = append(problems, configError{which: "provider", msg: fmt.Sprintf("model_provider %q: %v", name, err)})
+			continue
+		}
+		c.providers[name] = inst
 	}
+	return problems
 }
 
 // checkModel checks one model on its own. DisplayName is already defaulted.
@@ -314,7 +387,11 @@ func checkModel(m Model) string {
 		return fmt.Sprintf("model %q: max_output_tokens (%d) must be less than context_window (%d)", m.Ref, *m.MaxOutputTokens, *m.ContextWindow)
 	}
 	if p := m.Pricing; p != nil {
-		for _, v := range []struct{ name, value string }{{"input_per_mtok", p.InputPerMTok}, {"output_per_mtok", p.OutputPerMTok}} {
+		for _, v := range []struct{ name, value string }{{"input_per_mtok", p.InputPerMTok}, {"output_per_mtok", p.OutputPerMTok},
+			{"cached_input_per_mtok", p.CachedInputPerMTok}, {"cache_write_per_mtok", p.CacheWritePerMTok}} {
+			if v.value == "" && (v.name == "cached_input_per_mtok" || v.name == "cache_write_per_mtok") {
+				continue
+			}
 			if _, err := parsePrice(v.value); err != nil {
 				return fmt.Sprintf("model %q: pricing %s %s", m.Ref, v.name, err)
 			}
@@ -393,5 +470,11 @@ func (c *Catalog) Check(ref string, withTools bool) (Model, error) {
 // Provider returns the provider instance of a model_provider block (or the built-in mock).
 func (c *Catalog) Provider(name string) (Provider, bool) {
 	p, ok := c.providers[name]
+	return p, ok
+}
+
+// ProviderConfig returns the resolved model_provider block of this name.
+func (c *Catalog) ProviderConfig(name string) (ProviderConfig, bool) {
+	p, ok := c.configs[name]
 	return p, ok
 }

@@ -27,6 +27,9 @@ func TestBuiltinCatalog(t *testing.T) {
 			Capabilities: Capabilities{Tools: true, ContextWindow: size(200000), MaxOutputTokens: size(8192)},
 			Pricing:      zeroUSD},
 	}
+	for i := range want {
+		want[i].ProviderType = ProviderTypeMock
+	}
 	if diff := cmp.Diff(want, c.Models()); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
@@ -80,7 +83,7 @@ func TestResolveAndCheckWords(t *testing.T) {
 	}
 
 	// A model without tools: fine without tools, model_capability_unavailable with them.
-	noTools, err := NewCatalog(&Config{Providers: []ProviderConfig{{"mock", "mock"}},
+	noTools, err := NewCatalog(&Config{Providers: []ProviderConfig{{Name: "mock", Type: "mock"}},
 		Models: []Model{{Ref: "mock/plain", Provider: "mock", Name: "plain"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +130,7 @@ func TestAcceptsMedia(t *testing.T) {
 
 func TestCatalogDefaults(t *testing.T) {
 	t.Parallel()
-	mock := []ProviderConfig{{"mock", "mock"}}
+	mock := []ProviderConfig{{Name: "mock", Type: "mock"}}
 	c, err := NewCatalog(&Config{Providers: mock, Models: []Model{
 		{Ref: "mock/zeta", Provider: "mock", Name: "zeta"},
 		{Ref: "mock/alpha", DisplayName: "Alpha"},
@@ -149,7 +152,7 @@ func TestCatalogDefaults(t *testing.T) {
 		t.Errorf("display name defaults to the ref, got %q", ms[1].DisplayName)
 	}
 	// The built-in catalog with a default_model of its own, and next to a declared provider.
-	c, err = NewCatalog(&Config{DefaultModel: "mock/text-only", Providers: []ProviderConfig{{"lab", "mock"}}})
+	c, err = NewCatalog(&Config{DefaultModel: "mock/text-only", Providers: []ProviderConfig{{Name: "lab", Type: "mock"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +169,7 @@ func TestCatalogDefaults(t *testing.T) {
 
 func TestCatalogValidation(t *testing.T) {
 	t.Parallel()
-	mock := []ProviderConfig{{"mock", "mock"}}
+	mock := []ProviderConfig{{Name: "mock", Type: "mock"}}
 	m := func(ref string) Model {
 		p, n, _ := strings.Cut(ref, "/")
 		return Model{Ref: ref, Provider: p, Name: n}
@@ -186,14 +189,18 @@ func TestCatalogValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"reserved openai", Config{Providers: []ProviderConfig{{"oa", "openai"}}},
-			`model_provider "oa": type "openai" is reserved for a later version; this version ships only "mock"`},
-		{"reserved anthropic", Config{Providers: []ProviderConfig{{"an", "anthropic"}}},
-			`model_provider "an": type "anthropic" is reserved for a later version; this version ships only "mock"`},
-		{"unknown type", Config{Providers: []ProviderConfig{{"x", "llama"}}}, `model_provider "x": unknown type "llama"; this version ships only "mock"`},
-		{"empty type", Config{Providers: []ProviderConfig{{"x", ""}}}, `model_provider "x": unknown type ""`},
-		{"provider name grammar", Config{Providers: []ProviderConfig{{"Mock", "mock"}}}, `model_provider "Mock": the name must match`},
-		{"provider twice", Config{Providers: []ProviderConfig{{"mock", "mock"}, {"mock", "mock"}}}, `model_provider "mock" is declared twice`},
+		{"reserved openai-responses", Config{Providers: []ProviderConfig{{Name: "oa", Type: "openai-responses"}}},
+			`model_provider "oa": type "openai-responses" is reserved for a later version; this version ships "mock", "openai" and "anthropic"`},
+		{"openai without its adapter", Config{Providers: []ProviderConfig{{Name: "oa", Type: "openai"}}},
+			`model_provider "oa": no adapter for type "openai" is built into this program`},
+		{"openai model without sizes", Config{Providers: []ProviderConfig{{Name: "oa", Type: "openai"}}, Models: []Model{{Ref: "oa/gpt", Provider: "oa", Name: "gpt"}}},
+			`model "oa/gpt": a model of an openai provider needs capabilities.context_window and capabilities.max_output_tokens`},
+		{"native deferral on openai", Config{Providers: []ProviderConfig{{Name: "oa", Type: "openai", ToolDeferral: "native"}}},
+			`model_provider "oa": tool_deferral "native" is for anthropic providers only`},
+		{"unknown type", Config{Providers: []ProviderConfig{{Name: "x", Type: "llama"}}}, `model_provider "x": unknown type "llama"; this version ships "mock", "openai" and "anthropic"`},
+		{"empty type", Config{Providers: []ProviderConfig{{Name: "x", Type: ""}}}, `model_provider "x": unknown type ""`},
+		{"provider name grammar", Config{Providers: []ProviderConfig{{Name: "Mock", Type: "mock"}}}, `model_provider "Mock": the name must match`},
+		{"provider twice", Config{Providers: []ProviderConfig{{Name: "mock", Type: "mock"}, {Name: "mock", Type: "mock"}}}, `model_provider "mock" is declared twice`},
 		{"ref without slash", Config{Providers: mock, Models: []Model{{Ref: "mock", Provider: "mock"}}}, `model "mock": a ref is provider/model`},
 		{"ref with capital provider", Config{Providers: mock, Models: []Model{m("Mock/x")}}, `model "Mock/x": a ref is provider/model`},
 		{"ref with two slashes", Config{Providers: mock, Models: []Model{m("mock/a/b")}}, `model "mock/a/b": a ref is provider/model`},
@@ -229,7 +236,7 @@ func TestCatalogValidation(t *testing.T) {
 func TestCatalogReportsEveryProblemOnce(t *testing.T) {
 	t.Parallel()
 	_, err := NewCatalog(&Config{
-		Providers: []ProviderConfig{{"oa", "openai"}, {"mock", "mock"}},
+		Providers: []ProviderConfig{{Name: "oa", Type: "openai-responses"}, {Name: "mock", Type: "mock"}},
 		Models:    []Model{{Ref: "oa/gpt", Provider: "oa", Name: "gpt"}, {Ref: "mock/a", Provider: "mock", Name: "a", DisplayName: " "}},
 	})
 	if err == nil {
@@ -237,7 +244,7 @@ func TestCatalogReportsEveryProblemOnce(t *testing.T) {
 	}
 	lines := strings.Split(err.Error(), "\n")
 	want := []string{
-		`model_provider "oa": type "openai" is reserved for a later version; this version ships only "mock"`,
+		`model_provider "oa": type "openai-responses" is reserved for a later version; this version ships "mock", "openai" and "anthropic"`,
 		`model "mock/a": display_name is empty`,
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {

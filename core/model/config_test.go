@@ -47,11 +47,11 @@ model "mock/scripted" {
 
 func TestDecodeConfigSpecExample(t *testing.T) {
 	t.Parallel()
-	cfg, rest, diags := DecodeConfig(parseHCL(t, specExample))
+	cfg, rest, diags := DecodeConfig(parseHCL(t, specExample), nil)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	want := &Config{DefaultModel: "mock/scripted", Providers: []ProviderConfig{{"mock", "mock"}},
+	want := &Config{DefaultModel: "mock/scripted", Providers: []ProviderConfig{{Name: "mock", Type: "mock"}},
 		Models: []Model{BuiltinModels()[0]}}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
@@ -88,11 +88,11 @@ model "lab/big.v2:latest" {
 model "lab/bare" {}
 plugin "x" {}
 `
-	cfg, rest, diags := DecodeConfig(parseHCL(t, src))
+	cfg, rest, diags := DecodeConfig(parseHCL(t, src), nil)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	want := &Config{Providers: []ProviderConfig{{"lab", "mock"}}, Models: []Model{
+	want := &Config{Providers: []ProviderConfig{{Name: "lab", Type: "mock"}}, Models: []Model{
 		{Ref: "lab/big.v2:latest", Provider: "lab", Name: "big.v2:latest", DisplayName: "Big",
 			Capabilities: Capabilities{Reasoning: true, ContextWindow: size(1000)},
 			Pricing:      &Pricing{InputPerMTok: "0.3", OutputPerMTok: "15", Currency: "EUR"}},
@@ -123,12 +123,12 @@ plugin "x" {}
 
 func TestDecodeConfigNothingIsBuiltin(t *testing.T) {
 	t.Parallel()
-	cfg, _, diags := DecodeConfig(parseHCL(t, `listen = "x"`))
+	cfg, _, diags := DecodeConfig(parseHCL(t, `listen = "x"`), nil)
 	if diags.HasErrors() || cfg != nil {
 		t.Errorf("got %+v %v, want nil (the built-in catalog)", cfg, diags)
 	}
 	// Providers alone keep the built-in models.
-	cfg, _, diags = DecodeConfig(parseHCL(t, `model_provider "lab" { type = "mock" }`))
+	cfg, _, diags = DecodeConfig(parseHCL(t, `model_provider "lab" { type = "mock" }`), nil)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -156,7 +156,7 @@ model "m/x" {
     currency        = "USD"
   }
 }`
-		cfg, _, diags := DecodeConfig(parseHCL(t, src))
+		cfg, _, diags := DecodeConfig(parseHCL(t, src), nil)
 		if diags.HasErrors() {
 			t.Errorf("%s: %v", in, diags)
 			continue
@@ -173,9 +173,9 @@ func TestDecodeConfigErrorsPointAtTheBlock(t *testing.T) {
 		name, src string
 		want      []string
 	}{
-		{"reserved type", "\nmodel_provider \"oa\" {\n  type = \"openai\"\n}\n",
-			[]string{"nexus.hcl:2,", `model_provider "oa": type "openai" is reserved for a later version; this version ships only "mock"`}},
-		{"unknown type", "model_provider \"x\" {\n  type = \"gemini\"\n}\n", []string{"nexus.hcl:1,", `unknown type "gemini"`}},
+		{"reserved type", "\nmodel_provider \"oa\" {\n  type = \"openai-responses\"\n}\n",
+			[]string{"nexus.hcl:3,", `model_provider "oa": type "openai-responses" is reserved for a later version; this version ships "mock", "openai" and "anthropic"`}},
+		{"unknown type", "model_provider \"x\" {\n  type = \"gemini\"\n}\n", []string{"nexus.hcl:2,", `unknown type "gemini"`}},
 		{"missing type", "model_provider \"x\" {\n}\n", []string{"nexus.hcl:1,", `Missing required argument`, `"type"`}},
 		{"provider attribute of a later version", "model_provider \"mock\" {\n  type = \"mock\"\n  api_key = \"k\"\n}\n",
 			[]string{"nexus.hcl:3,", `api_key`}},
@@ -206,7 +206,7 @@ func TestDecodeConfigErrorsPointAtTheBlock(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, _, diags := DecodeConfig(parseHCL(t, c.src))
+			cfg, _, diags := DecodeConfig(parseHCL(t, c.src), nil)
 			if !diags.HasErrors() {
 				t.Fatalf("accepted: %+v", cfg)
 			}

@@ -17,9 +17,14 @@ type Cost struct {
 	Currency string `json:"currency"`
 }
 
-// Cost prices a usage: (input × input_per_mtok + output × output_per_mtok) ÷ 1,000,000, computed
-// exactly on the configured decimals and rounded half away from zero to 6 places
-// (providers.md §6, which the real adapters extend with cache prices).
+// Cost prices a usage (docs/providers.md, usage and cost):
+//
+//	uncached = input - cached - cache_write   (0 if negative)
+//	amount   = (uncached × input_per_mtok + cached × cached_input_per_mtok
+//	            + cache_write × cache_write_per_mtok + output × output_per_mtok) ÷ 1,000,000
+//
+// computed exactly on the configured decimals and rounded half away from zero to 6 places. The
+// cache prices default to input_per_mtok.
 func (p Pricing) Cost(u Usage) (Cost, error) {
 	in, err := parsePrice(p.InputPerMTok)
 	if err != nil {
@@ -29,7 +34,21 @@ func (p Pricing) Cost(u Usage) (Cost, error) {
 	if err != nil {
 		return Cost{}, fmt.Errorf("model: output_per_mtok %w", err)
 	}
-	total := new(big.Rat).Mul(in, new(big.Rat).SetInt64(u.InputTokens))
+	cached, write := in, in
+	if p.CachedInputPerMTok != "" {
+		if cached, err = parsePrice(p.CachedInputPerMTok); err != nil {
+			return Cost{}, fmt.Errorf("model: cached_input_per_mtok %w", err)
+		}
+	}
+	if p.CacheWritePerMTok != "" {
+		if write, err = parsePrice(p.CacheWritePerMTok); err != nil {
+			return Cost{}, fmt.Errorf("model: cache_write_per_mtok %w", err)
+		}
+	}
+	uncached := max(u.InputTokens-u.CachedInputTokens-u.CacheWriteInputTokens, 0)
+	total := new(big.Rat).Mul(in, new(big.Rat).SetInt64(uncached))
+	total.Add(total, new(big.Rat).Mul(cached, new(big.Rat).SetInt64(u.CachedInputTokens)))
+	total.Add(total, new(big.Rat).Mul(write, new(big.Rat).SetInt64(u.CacheWriteInputTokens)))
 	total.Add(total, new(big.Rat).Mul(out, new(big.Rat).SetInt64(u.OutputTokens)))
 	// Six places of (total ÷ 10^6) are total itself in millionths, so the amount in millionths is
 	// total rounded to an integer.

@@ -45,7 +45,7 @@ func listCatalog(t *testing.T) *Catalog {
 		return Model{Ref: ref, Provider: p, Name: n, DisplayName: display, Capabilities: Capabilities{Tools: true}}
 	}
 	c, err := NewCatalog(&Config{
-		Providers: []ProviderConfig{{"mock", "mock"}, {"lab", "mock"}, {"zoo", "mock"}},
+		Providers: []ProviderConfig{{Name: "mock", Type: "mock"}, {Name: "lab", Type: "mock"}, {Name: "zoo", Type: "mock"}},
 		Models: []Model{
 			mk("zoo/Tiger", "Striped <cat> & co"), mk("mock/scripted", "Mock (scripted)"), mk("lab/b", "Bee"),
 			mk("lab/a", "Ant"), mk("mock/fast", "Mock fast"), mk("lab/c", "Cat Deluxe"),
@@ -145,7 +145,7 @@ func TestListJSONShape(t *testing.T) {
 		t.Errorf("empty page %s", empty)
 	}
 	// Prices are served as the numbers configured.
-	priced, err := NewCatalog(&Config{Providers: []ProviderConfig{{"m", "mock"}}, Models: []Model{{Ref: "m/x", Provider: "m", Name: "x",
+	priced, err := NewCatalog(&Config{Providers: []ProviderConfig{{Name: "m", Type: "mock"}}, Models: []Model{{Ref: "m/x", Provider: "m", Name: "x",
 		Pricing: &Pricing{InputPerMTok: "0.3", OutputPerMTok: "15", Currency: "EUR"}}}})
 	if err != nil {
 		t.Fatal(err)

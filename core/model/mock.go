@@ -133,16 +133,27 @@ func (m *Mock) withEstimate(resp *Response, req *Request, scripted *Usage) (*Res
 		resp.Usage = *scripted
 		return resp, nil
 	}
-	in, err := EstimateTokens(req.Entries, req.Tools)
+	u, err := EstimateUsage(req, resp)
 	if err != nil {
 		return nil, fmt.Errorf("mock: estimating the request: %w", err)
+	}
+	resp.Usage = u
+	return resp, nil
+}
+
+// EstimateUsage is the estimate of a call's usage where no provider reported one: input the
+// request's size estimate, output ceil((bytes of text + bytes of every call's name and
+// arguments) ÷ 4). The real adapters mark it Estimated; the mock reports it as its own.
+func EstimateUsage(req *Request, resp *Response) (Usage, error) {
+	in, err := EstimateTokens(req.Entries, req.Tools)
+	if err != nil {
+		return Usage{}, err
 	}
 	out := int64(len(resp.Text))
 	for _, c := range resp.ToolCalls {
 		out += int64(len(c.Name) + len(c.Arguments))
 	}
-	resp.Usage = Usage{InputTokens: in, OutputTokens: ceilDiv(out, bytesPerToken)}
-	return resp, nil
+	return Usage{InputTokens: in, OutputTokens: ceilDiv(out, bytesPerToken)}, nil
 }
 
 func sleepContext(ctx context.Context, d time.Duration) error {

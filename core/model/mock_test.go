@@ -377,14 +377,14 @@ func TestMockUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Text != "counted" || resp.Usage != (Usage{12, 34}) {
+	if resp.Text != "counted" || resp.Usage != (Usage{InputTokens: 12, OutputTokens: 34}) {
 		t.Errorf("usage directive: %+v", resp)
 	}
 	// Echoes and script errors report the estimate too.
 	for _, e := range [][]Entry{{user("plain")}, {user("!mock\nbogus")}, {user("!mock\nround 2\nsay x")}} {
 		r := complete(t, e...)
 		est, _ := EstimateTokens(e, nil)
-		if r.Usage != (Usage{est, ceilDiv(int64(len(r.Text)), 4)}) {
+		if r.Usage != (Usage{InputTokens: est, OutputTokens: ceilDiv(int64(len(r.Text)), 4)}) {
 			t.Errorf("%q: usage %+v", r.Text, r.Usage)
 		}
 	}

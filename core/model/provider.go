@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"time"
 )
 
 // Provider sends one sealed request to a model and returns its answer.
@@ -16,16 +17,37 @@ type Provider interface {
 	Complete(ctx context.Context, req *Request) (*Response, error)
 }
 
-// Request is a sealed request as a provider receives it (runs.md §5.1).
+// Request is a sealed request as a provider receives it (docs/providers.md, what a provider receives).
 type Request struct {
 	Ref             string       // "mock/scripted"
-	Model           string       // "scripted": the model id inside the provider
-	Entries         []Entry      // §5.1, in order
+	Model           string       // the catalog entry's id: the model id the provider knows
+	Entries         []Entry      // in order
 	Tools           []ToolSchema // request_options.tools as offered
-	ToolChoice      string       // "auto" or "" (no tools)
+	ToolChoice      string       // "auto", "none" (placeholders only) or "" (no tools)
 	MaxOutputTokens int
 	Media           MediaReader // opens attachment bytes by upload public id
+	// Reasoning is request_options.reasoning; nil when the model has none.
+	Reasoning *Reasoning
+	// ToolSearch is request_options.tool_search's variant ("bm25", "regex") when native
+	// deferral applies to this request, else "".
+	ToolSearch string
+	// Run and TaskKey label the adapter's log lines; they are never sent.
+	Run, TaskKey string
 }
+
+// Reasoning is a model's one reasoning setting, recorded in request_options.reasoning.
+type Reasoning struct {
+	Thinking     string // "", "enabled", "adaptive", "disabled"
+	BudgetTokens int
+	Effort       string
+}
+
+// Thinking values of a reasoning block.
+const (
+	ThinkingEnabled  = "enabled"
+	ThinkingAdaptive = "adaptive"
+	ThinkingDisabled = "disabled"
+)
 
 // Entry is one message of a sealed request. Its JSON form (MarshalJSON) is the entry grammar of
 // runs.md §5.1.
@@ -48,7 +70,7 @@ const (
 
 // Part is one content part of an entry.
 type Part struct {
-	Type           string // "text" | "attachment"
+	Type           string // "text" | "attachment" | "provider_block"
 	Text           string
 	UploadPublicID string
 	MediaType      string
@@ -56,12 +78,17 @@ type Part struct {
 	ByteSize       int64
 	SHA256         string
 	SourceTask     string
+	// Format is a provider_block's adapter family ("anthropic"); Block is the provider's block,
+	// byte for byte as recorded. Only the adapter of that family reads it.
+	Format string
+	Block  json.RawMessage
 }
 
 // Part types.
 const (
-	PartText       = "text"
-	PartAttachment = "attachment"
+	PartText          = "text"
+	PartAttachment    = "attachment"
+	PartProviderBlock = "provider_block"
 )
 
 // ToolCall is one call of an answer. Arguments is the raw text the model produced.
@@ -77,6 +104,9 @@ type ToolSchema struct {
 	Description string
 	Parameters  json.RawMessage
 	Strict      *bool
+	// DeferLoading marks an entry the provider keeps out of the model's context until its own
+	// tool search loads it (native deferral only).
+	DeferLoading bool
 }
 
 // Finish is how a provider said an answer ended.
@@ -105,29 +135,62 @@ type Response struct {
 	ToolCalls []ToolCall
 	Finish    Finish
 	Usage     Usage
+	// Content is the answer's ordered text and provider_block parts; nil means one text part
+	// holding Text when Text is not empty (the mock's case).
+	Content []Part
 }
 
 // Usage is what a call consumed, in tokens.
-type Usage struct{ InputTokens, OutputTokens int64 }
+type Usage struct {
+	InputTokens, OutputTokens int64 // input includes cached and cache-written tokens
+	CachedInputTokens         int64 // read from a prompt cache
+	CacheWriteInputTokens     int64 // written to a prompt cache
+	Estimated                 bool  // the provider reported nothing: the counts are the estimate
+}
 
-// Error is a provider failure with a stable key (provider_error,
-// provider_overloaded, provider_model_unavailable, context_overflow, model_refused, …).
+// Error is a provider failure with a stable key (provider_error, provider_overloaded,
+// provider_http_error, provider_model_unavailable, provider_context_overflow,
+// provider_media_refused, model_refused, model_capability_unavailable, …).
 type Error struct {
 	Key       string
 	Detail    string
 	Retryable bool
+	// RetryAfter is the wait the provider asked for; 0 when it said nothing.
+	RetryAfter time.Duration
+	// Status is the HTTP status; 0 for transport failures.
+	Status int
+	// RequestID is the provider's request id, for logs and the detail.
+	RequestID string
+	// RefusedUpload is, for provider_media_refused, the upload the provider named.
+	RefusedUpload string
 }
 
 func (e *Error) Error() string { return e.Key + ": " + e.Detail }
 
-// The error keys of model calls (runs.md §8.6).
+// The error keys of model calls (docs/providers.md, error keys).
 const (
-	KeyProviderError            = "provider_error"
-	KeyProviderOverloaded       = "provider_overloaded"
-	KeyProviderModelUnavailable = "provider_model_unavailable"
-	KeyContextOverflow          = "context_overflow"
-	KeyModelRefused             = "model_refused"
+	KeyProviderError              = "provider_error"
+	KeyProviderOverloaded         = "provider_overloaded"
+	KeyProviderHTTPError          = "provider_http_error"
+	KeyProviderModelUnavailable   = "provider_model_unavailable"
+	KeyProviderContextOverflow    = "provider_context_overflow"
+	KeyProviderMediaRefused       = "provider_media_refused"
+	KeyContextOverflow            = "context_overflow"
+	KeyModelRefused               = "model_refused"
+	KeyModelCapabilityUnavailable = CodeModelCapabilityUnavailable
 )
+
+// AnswerContent is the answer's ordered content: Content, or one text part holding Text when
+// Content is nil and Text is not empty.
+func (r *Response) AnswerContent() []Part {
+	if r.Content != nil {
+		return r.Content
+	}
+	if r.Text != "" {
+		return []Part{{Type: PartText, Text: r.Text}}
+	}
+	return nil
+}
 
 // MediaReader opens the bytes of an attachment part.
 type MediaReader interface {

@@ -92,8 +92,20 @@ func (p Part) appendJSON(b []byte) ([]byte, error) {
 			b = append(b, `,"source_task":`...)
 			b = canonjson.AppendString(b, p.SourceTask)
 		}
+	case PartProviderBlock:
+		if !json.Valid(p.Block) {
+			return nil, fmt.Errorf("model: a provider_block part holds no valid block")
+		}
+		b = append(b, `{"type":"provider_block","format":`...)
+		b = canonjson.AppendString(b, p.Format)
+		b = append(b, `,"block":`...)
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, p.Block); err != nil {
+			return nil, err
+		}
+		b = append(b, buf.Bytes()...)
 	default:
-		return nil, fmt.Errorf("model: part type %q is not text or attachment", p.Type)
+		return nil, fmt.Errorf("model: part type %q is not text, attachment or provider_block", p.Type)
 	}
 	return append(b, '}'), nil
 }
@@ -135,7 +147,11 @@ func (s ToolSchema) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"strict":`...)
 		b = strconv.AppendBool(b, *s.Strict)
 	}
-	return append(b, "}}"...), nil
+	b = append(b, "}}"...)
+	if s.DeferLoading {
+		b = append(b[:len(b)-1], `,"defer_loading":true}`...)
+	}
+	return b, nil
 }
 
 // entryWire is the decoding shape of every role; which fields a role may carry is checked after.
@@ -184,14 +200,16 @@ func (e *Entry) UnmarshalJSON(data []byte) error {
 }
 
 type partWire struct {
-	Type           string  `json:"type"`
-	Text           *string `json:"text"`
-	UploadPublicID *string `json:"upload_public_id"`
-	MediaType      *string `json:"media_type"`
-	Name           *string `json:"name"`
-	ByteSize       *int64  `json:"byte_size"`
-	SHA256         *string `json:"sha256"`
-	SourceTask     *string `json:"source_task"`
+	Type           string          `json:"type"`
+	Text           *string         `json:"text"`
+	UploadPublicID *string         `json:"upload_public_id"`
+	MediaType      *string         `json:"media_type"`
+	Name           *string         `json:"name"`
+	ByteSize       *int64          `json:"byte_size"`
+	SHA256         *string         `json:"sha256"`
+	SourceTask     *string         `json:"source_task"`
+	Format         *string         `json:"format"`
+	Block          json.RawMessage `json:"block"`
 }
 
 // UnmarshalJSON reads a text part or an attachment part.
@@ -201,7 +219,16 @@ func (p *Part) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("model: part: %w", err)
 	}
 	attachment := w.UploadPublicID != nil || w.MediaType != nil || w.Name != nil || w.ByteSize != nil || w.SHA256 != nil || w.SourceTask != nil
+	block := w.Format != nil || w.Block != nil
+	if w.Type != PartProviderBlock && block {
+		return fmt.Errorf("model: only a provider_block part holds format and block")
+	}
 	switch w.Type {
+	case PartProviderBlock:
+		if w.Text != nil || attachment || w.Format == nil || len(w.Block) == 0 {
+			return fmt.Errorf("model: a provider_block part holds format and block and nothing else")
+		}
+		*p = Part{Type: PartProviderBlock, Format: *w.Format, Block: append(json.RawMessage(nil), w.Block...)}
 	case PartText:
 		if w.Text == nil || attachment {
 			return fmt.Errorf("model: a text part holds text and nothing else")
@@ -217,7 +244,7 @@ func (p *Part) UnmarshalJSON(data []byte) error {
 			p.SourceTask = *w.SourceTask
 		}
 	default:
-		return fmt.Errorf("model: part type %q is not text or attachment", w.Type)
+		return fmt.Errorf("model: part type %q is not text, attachment or provider_block", w.Type)
 	}
 	return nil
 }
@@ -251,8 +278,9 @@ type functionWire struct {
 // included) or flat ({type, name, description, parameters, strict}).
 func (s *ToolSchema) UnmarshalJSON(data []byte) error {
 	var w struct {
-		Type     string        `json:"type"`
-		Function *functionWire `json:"function"`
+		Type         string        `json:"type"`
+		Function     *functionWire `json:"function"`
+		DeferLoading *bool         `json:"defer_loading"`
 		functionWire
 	}
 	if err := strictDecode(data, &w); err != nil {
@@ -274,7 +302,7 @@ func (s *ToolSchema) UnmarshalJSON(data []byte) error {
 	if f.Name == "" {
 		return fmt.Errorf("model: tool schema without a name")
 	}
-	out := ToolSchema{Name: f.Name, Strict: f.Strict}
+	out := ToolSchema{Name: f.Name, Strict: f.Strict, DeferLoading: w.DeferLoading != nil && *w.DeferLoading}
 	if f.Description != nil {
 		out.Description = *f.Description
 	}

@@ -13,6 +13,17 @@ type Projection struct {
 	Callables []string
 	// Entries are the offered entries as stored.
 	Entries []declare.Entry
+	// ToolSearch is the variant of the provider's own tool search when native deferral applies
+	// to this projection ("bm25", "regex"), else "".
+	ToolSearch string
+}
+
+// Target is what projection needs to know of the provider a request goes to: its type and,
+// for a provider with native deferral, the variant of its tool search ("" in kernel mode). The
+// round driver supplies it; projection knows no provider package.
+type Target struct {
+	ProviderType string
+	NativeSearch string
 }
 
 // Project computes the projection of a frozen set (after narrowing) with its frozen skill
@@ -20,6 +31,14 @@ type Projection struct {
 // declared eagerly; a skill callable whose catalog has no entry for it is left out; everything
 // else is offered in the set's order. The set is not changed.
 func Project(set *declare.Set, catalog declare.SkillCatalog) Projection {
+	return ProjectFor(set, catalog, Target{})
+}
+
+// ProjectFor is Project for a provider. The declared pair always wins; without it, a provider
+// with native deferral is sent every entry, the deferred ones flagged "defer_loading": true as
+// their last top-level key, and ToolSearch names its search tool, when at least one offered
+// entry is deferred. Otherwise it is Project.
+func ProjectFor(set *declare.Set, catalog declare.SkillCatalog, target Target) Projection {
 	entries := set.Entries()
 	hideDeferred := eager(entries, declare.CanonicalToolSearch) && eager(entries, declare.CanonicalToolCall)
 	cataloged := make(map[string]bool, len(catalog))
@@ -37,6 +56,14 @@ func Project(set *declare.Set, catalog declare.SkillCatalog) Projection {
 		p.Tools = append(p.Tools, ProjectEntry(e))
 		p.Callables = append(p.Callables, e.Callable)
 		p.Entries = append(p.Entries, e)
+	}
+	if !hideDeferred && target.NativeSearch != "" {
+		for i, e := range p.Entries {
+			if e.DeferLoading {
+				p.Tools[i] = p.Tools[i].Set("defer_loading", jsonv.Bool(true))
+				p.ToolSearch = target.NativeSearch
+			}
+		}
 	}
 	return p
 }

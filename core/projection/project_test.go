@@ -85,3 +85,38 @@ func FuzzProject(f *testing.F) {
 		}
 	})
 }
+
+func TestProjectForNativeDeferral(t *testing.T) {
+	t.Parallel()
+	c := fixture(t)
+	compile := func(src string) *declare.Set {
+		s, err := c.Compile([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	deferred := `[{"type":"function","function":{"name":"build_logs","parameters":{"type":"object"}},"defer_loading":true},
+{"type":"function","function":{"name":"read_file"}}]`
+	native := Target{ProviderType: "anthropic", NativeSearch: "bm25"}
+	p := ProjectFor(compile(deferred), nil, native)
+	if p.ToolSearch != "bm25" || len(p.Tools) != 2 {
+		t.Fatalf("native, no pair: %+v", p)
+	}
+	if got := string(p.Tools[0].Encode()); got != `{"type":"function","function":{"name":"build_logs","parameters":{"type":"object"},"strict":false},"defer_loading":true}` {
+		t.Errorf("deferred entry %s", got)
+	}
+	if got := string(p.Tools[1].Encode()); strings.Contains(got, "defer_loading") {
+		t.Errorf("eager entry flagged: %s", got)
+	}
+	if k := ProjectFor(compile(deferred), nil, Target{ProviderType: "anthropic"}); k.ToolSearch != "" || strings.Contains(string(k.Tools[0].Encode()), "defer_loading") {
+		t.Errorf("kernel mode: %+v", k)
+	}
+	pair := `[{"type":"function","function":{"name":"tool_search","description":"Search this turn's deferred tools and skills; run a match with tool_call.","parameters":{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":20}},"required":["query"]}}},{"type":"function","function":{"name":"tool_call","description":"Run one tool found with tool_search, by its exact name.","parameters":{"type":"object","properties":{"name":{"type":"string"},"input":{"type":"object"}},"required":["name","input"]}}},{"type":"function","function":{"name":"build_logs"},"defer_loading":true}]`
+	if p := ProjectFor(compile(pair), nil, native); p.ToolSearch != "" || len(p.Tools) != 2 {
+		t.Errorf("the declared pair wins: %+v", p)
+	}
+	if p := ProjectFor(compile(`[{"type":"function","function":{"name":"read_file"}}]`), nil, native); p.ToolSearch != "" {
+		t.Errorf("nothing deferred: %+v", p)
+	}
+}

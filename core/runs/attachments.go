@@ -80,26 +80,118 @@ func mediaType(contentType string) string {
 	return t
 }
 
-// inputParts renders a turn's or step's attachments for the request's model (runs.md §5.7.3):
-// an accepted media upload is an attachment part; anything else is an index line, with
-// ": not readable by this model" for media the model does not accept.
-func inputParts(atts []Attachment, m model.Model) []model.Part {
+// The endings of an attachment index line that say why the upload is not an attachment part
+// (docs/providers.md, media limits).
+const (
+	endUnreadable = ": not readable by this model"
+	endTooLarge   = ": too large for this model"
+	endRefused    = ": refused by this model"
+	endOverLimit  = ": over this request's attachment limit"
+)
+
+// mediaGate decides, in request order, whether each media upload of a request becomes an
+// attachment part: the model must accept its kind, its size and an image's edges must fit the
+// model's limits, the provider must not have refused it for this model before, and it must keep
+// the request within the model's image, PDF and byte counts. Counting in request order keeps
+// earlier entries byte-identical as a lineage grows.
+type mediaGate struct {
+	e      *Engine
+	q      store.Querier
+	m      model.Model
+	limits model.Limits
+	images int64
+	pdfs   int64
+	bytes  int64
+}
+
+func (e *Engine) newGate(q store.Querier, m model.Model) *mediaGate {
+	return &mediaGate{e: e, q: q, m: m, limits: m.MediaLimitsOf()}
+}
+
+// count takes the attachment parts already in a request (a continuation's earlier entries).
+func (g *mediaGate) count(entries []model.Entry) {
+	for _, en := range entries {
+		for _, p := range en.Content {
+			if p.Type == model.PartAttachment {
+				g.take(p.MediaType, p.ByteSize)
+			}
+		}
+	}
+}
+
+func (g *mediaGate) take(mediaType string, size int64) {
+	if mediaType == "application/pdf" {
+		g.pdfs++
+	} else {
+		g.images++
+	}
+	g.bytes += size
+}
+
+// admit decides one upload; it returns "" when it becomes a part (and counts it), else the
+// index line's ending.
+func (g *mediaGate) admit(ctx context.Context, id, mediaType string, size int64) (string, error) {
+	if !g.m.AcceptsMedia(mediaType) {
+		return endUnreadable, nil
+	}
+	l := g.limits
+	pdf := mediaType == "application/pdf"
+	if (pdf && l.PDFMaxBytes > 0 && size > l.PDFMaxBytes) || (!pdf && l.ImageMaxBytes > 0 && size > l.ImageMaxBytes) {
+		return endTooLarge, nil
+	}
+	if !pdf && l.ImageMaxEdge > 0 && g.e.uploads != nil {
+		found, err := g.e.uploads.Lookup(ctx, g.q, []string{id})
+		if err != nil {
+			return "", err
+		}
+		if u, ok := found[strings.ToLower(id)]; ok {
+			w, h, err := g.e.uploads.ImageSize(ctx, g.q, u)
+			if err != nil {
+				return "", err
+			}
+			if w > l.ImageMaxEdge || h > l.ImageMaxEdge {
+				return endTooLarge, nil
+			}
+		}
+	}
+	refused, err := store.MediaRefusals(ctx, g.q, g.m.Ref, []string{strings.ToLower(id)})
+	if err != nil {
+		return "", err
+	}
+	if refused[strings.ToLower(id)] {
+		return endRefused, nil
+	}
+	if (pdf && l.PDFsMax > 0 && g.pdfs+1 > l.PDFsMax) || (!pdf && l.ImagesMax > 0 && g.images+1 > l.ImagesMax) ||
+		(l.AttachmentsMaxBytes > 0 && g.bytes+size > l.AttachmentsMaxBytes) {
+		return endOverLimit, nil
+	}
+	g.take(mediaType, size)
+	return "", nil
+}
+
+// inputParts renders a turn's or step's attachments for the request's model (docs/providers.md, media limits): an
+// admitted media upload is an attachment part; anything else is an index line, media with the
+// ending that says why.
+func (e *Engine) inputParts(ctx context.Context, g *mediaGate, atts []Attachment) ([]model.Part, error) {
 	parts := make([]model.Part, 0, len(atts))
 	for _, a := range atts {
 		mt := mediaType(a.ContentType)
 		media := envelope.IsMediaType(a.ContentType)
-		if media && m.AcceptsMedia(mt) {
-			parts = append(parts, model.Part{Type: model.PartAttachment, UploadPublicID: a.PublicID, MediaType: mt,
-				Name: a.Filename, ByteSize: a.ByteSize, SHA256: a.SHA256})
-			continue
-		}
-		line := fmt.Sprintf("[attachment %s %s %d bytes %s", a.Filename, mt, a.ByteSize, a.URI)
+		why := ""
 		if media {
-			line += ": not readable by this model"
+			var err error
+			if why, err = g.admit(ctx, a.PublicID, mt, a.ByteSize); err != nil {
+				return nil, err
+			}
+			if why == "" {
+				parts = append(parts, model.Part{Type: model.PartAttachment, UploadPublicID: a.PublicID, MediaType: mt,
+					Name: a.Filename, ByteSize: a.ByteSize, SHA256: a.SHA256})
+				continue
+			}
 		}
-		parts = append(parts, model.Part{Type: model.PartText, Text: line + "]"})
+		parts = append(parts, model.Part{Type: model.PartText, Text: fmt.Sprintf("[attachment %s %s %d bytes %s%s]", a.Filename, mt, a.ByteSize, a.URI, why)})
 	}
-	return parts
+	return parts, nil
 }
 
 // mediaReader opens attachment bytes for a provider through the upload store.
@@ -131,7 +223,7 @@ func (m mediaReader) Open(ctx context.Context, uploadPublicID string) (io.ReadCl
 // BYTES the upload's detected type and stored size, never the link's. Non-media links are part
 // of the result's text and add nothing here. Only completed results carry media: a call that
 // failed pairs with its <tool_use_error>, whatever it stored.
-func (e *Engine) resultMedia(ctx context.Context, q store.Querier, row *store.Task, m model.Model) ([]model.Part, error) {
+func (e *Engine) resultMedia(ctx context.Context, q store.Querier, g *mediaGate, row *store.Task) ([]model.Part, error) {
 	if row == nil || row.Status != StatusCompleted || row.Content == nil || e.uploads == nil {
 		return nil, nil
 	}
@@ -159,20 +251,24 @@ func (e *Engine) resultMedia(ctx context.Context, q store.Querier, row *store.Ta
 			continue
 		}
 		mt := u.MediaType()
-		if m.AcceptsMedia(mt) {
+		why, err := g.admit(ctx, u.PublicID, mt, u.ByteSize)
+		if err != nil {
+			return nil, err
+		}
+		if why == "" {
 			parts = append(parts, model.Part{Type: model.PartAttachment, UploadPublicID: u.PublicID, MediaType: mt,
 				Name: b.Name, ByteSize: u.ByteSize, SHA256: u.SHA256, SourceTask: row.Key})
 			continue
 		}
 		parts = append(parts, model.Part{Type: model.PartText,
-			Text: fmt.Sprintf("[attachment %s %s %d bytes %s from %s: not readable by this model]", b.Name, mt, u.ByteSize, u.URI(), row.Key)})
+			Text: fmt.Sprintf("[attachment %s %s %d bytes %s from %s%s]", b.Name, mt, u.ByteSize, u.URI(), row.Key, why)})
 	}
 	return parts, nil
 }
 
 // indexLine reads an attachment index line of either shape (§5.7.2, §5.7.3): name, type, size,
 // upload id, the source task of a result's media, and whether it says the model cannot read it.
-var indexLine = regexp.MustCompile(`^\[attachment (.+) (\S+) (\d+) bytes nexus://uploads/([0-9a-f-]{36})( from ([A-Za-z0-9][A-Za-z0-9_-]{0,63}))?(: not readable by this model)?\]$`)
+var indexLine = regexp.MustCompile(`^\[attachment (.+) (\S+) (\d+) bytes nexus://uploads/([0-9a-f-]{36})( from ([A-Za-z0-9][A-Za-z0-9_-]{0,63}))?(: not readable by this model|: too large for this model|: refused by this model|: over this request's attachment limit)?\]$`)
 
 // rerenderMedia renders a user entry's attachments again for another model (runs.md §5.7.3,
 // §5.9): history carries earlier turns' attachments, and the same upload may be an attachment
@@ -180,7 +276,7 @@ var indexLine = regexp.MustCompile(`^\[attachment (.+) (\S+) (\d+) bytes nexus:/
 // accept becomes its index line; the index line of media it does accept becomes the part again,
 // from the upload's stored facts. Other parts, and entries of other roles, are left as they
 // are; changed is false when nothing differs, so that an unchanged model keeps the bytes.
-func (e *Engine) rerenderMedia(ctx context.Context, q store.Querier, en model.Entry, m model.Model) (model.Entry, bool, error) {
+func (e *Engine) rerenderMedia(ctx context.Context, q store.Querier, g *mediaGate, en model.Entry) (model.Entry, bool, error) {
 	if en.Role != model.RoleUser {
 		return en, false, nil
 	}
@@ -189,28 +285,46 @@ func (e *Engine) rerenderMedia(ctx context.Context, q store.Querier, en model.En
 	for i, p := range en.Content {
 		parts[i] = p
 		switch {
-		case p.Type == model.PartAttachment && !m.AcceptsMedia(p.MediaType):
+		case p.Type == model.PartAttachment:
+			why, err := g.admit(ctx, p.UploadPublicID, p.MediaType, p.ByteSize)
+			if err != nil {
+				return en, false, err
+			}
+			if why == "" {
+				continue
+			}
 			line := fmt.Sprintf("[attachment %s %s %d bytes %s%s", p.Name, p.MediaType, p.ByteSize, envelope.UploadURIPrefix, p.UploadPublicID)
 			if p.SourceTask != "" {
 				line += " from " + p.SourceTask
 			}
-			parts[i] = model.Part{Type: model.PartText, Text: line + ": not readable by this model]"}
+			parts[i] = model.Part{Type: model.PartText, Text: line + why + "]"}
 			changed = true
 		case p.Type == model.PartText && e.uploads != nil && strings.HasPrefix(p.Text, "[attachment "):
-			g := indexLine.FindStringSubmatch(p.Text)
-			if g == nil || g[7] == "" || !m.AcceptsMedia(g[2]) {
+			g0 := indexLine.FindStringSubmatch(p.Text)
+			if g0 == nil || g0[7] == "" || !g.m.AcceptsMedia(g0[2]) {
 				continue
 			}
-			found, err := e.uploads.Lookup(ctx, q, []string{g[4]})
+			found, err := e.uploads.Lookup(ctx, q, []string{g0[4]})
 			if err != nil {
 				return en, false, err
 			}
-			u, ok := found[g[4]]
-			if !ok || !u.IsMedia() || u.MediaType() != g[2] {
+			u, ok := found[g0[4]]
+			if !ok || !u.IsMedia() || u.MediaType() != g0[2] {
 				continue
 			}
-			parts[i] = model.Part{Type: model.PartAttachment, UploadPublicID: u.PublicID, MediaType: u.MediaType(), Name: g[1],
-				ByteSize: u.ByteSize, SHA256: u.SHA256, SourceTask: g[6]}
+			why, err := g.admit(ctx, u.PublicID, u.MediaType(), u.ByteSize)
+			if err != nil {
+				return en, false, err
+			}
+			if why != "" {
+				if why != g0[7] {
+					parts[i] = model.Part{Type: model.PartText, Text: strings.TrimSuffix(strings.TrimSuffix(p.Text, "]"), g0[7]) + why + "]"}
+					changed = true
+				}
+				continue
+			}
+			parts[i] = model.Part{Type: model.PartAttachment, UploadPublicID: u.PublicID, MediaType: u.MediaType(), Name: g0[1],
+				ByteSize: u.ByteSize, SHA256: u.SHA256, SourceTask: g0[6]}
 			changed = true
 		}
 	}

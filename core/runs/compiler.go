@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/profiles"
@@ -100,14 +101,20 @@ func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (Toolset, error) {
 		}
 	}
 	p := projection.Project(set, cat)
-	ts := &frozenSet{set: set, catalog: cat}
-	for _, v := range p.Tools {
-		ts.offered = append(ts.offered, json.RawMessage(v.Encode()))
-	}
+	ts := &frozenSet{set: set, catalog: cat, offers: map[projection.Target]Offer{}}
+	ts.offers[projection.Target{}] = offerOf(p)
 	if block, ok := projection.SkillsBlock(set, p, cat); ok {
 		ts.skills = block
 	}
 	return ts, nil
+}
+
+func offerOf(p projection.Projection) Offer {
+	o := Offer{ToolSearch: p.ToolSearch}
+	for _, v := range p.Tools {
+		o.Tools = append(o.Tools, json.RawMessage(v.Encode()))
+	}
+	return o
 }
 
 // KernelName reports a registered kernel name in either spelling, and its wire name.
@@ -122,7 +129,8 @@ func (c *Compiler) KernelName(name string) (string, bool) {
 type frozenSet struct {
 	set     *declare.Set
 	catalog declare.SkillCatalog
-	offered []json.RawMessage
+	mu      sync.Mutex
+	offers  map[projection.Target]Offer // by target; kernel deferral is the zero target
 	skills  string
 }
 
@@ -147,5 +155,19 @@ func (f *frozenSet) ResolveCall(name string, input json.RawMessage) (CallResolut
 	return out, nil
 }
 
-func (f *frozenSet) Offered() []json.RawMessage { return f.offered }
-func (f *frozenSet) SkillsBlock() string        { return f.skills }
+// Offered projects the set for a provider; only native deferral changes what is offered, so
+// every kernel-mode target shares the zero target's projection.
+func (f *frozenSet) Offered(t projection.Target) Offer {
+	if t.NativeSearch == "" {
+		t = projection.Target{}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if o, ok := f.offers[t]; ok {
+		return o
+	}
+	o := offerOf(projection.ProjectFor(f.set, f.catalog, t))
+	f.offers[t] = o
+	return o
+}
+func (f *frozenSet) SkillsBlock() string { return f.skills }

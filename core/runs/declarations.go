@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -56,13 +57,21 @@ type FrozenDeclaration struct {
 	HasTools bool
 }
 
+// Offer is what a round offers a provider: request_options.tools and, in native deferral,
+// request_options.tool_search's variant.
+type Offer struct {
+	Tools      []json.RawMessage
+	ToolSearch string
+}
+
 // Toolset is one round's frozen declaration.
 type Toolset interface {
 	// ResolveCall resolves a call by name (alias lookup included). Declared is false when the
 	// name is no callable of the set. input is a JSON object.
 	ResolveCall(name string, input json.RawMessage) (CallResolution, error)
-	// Offered is request_options.tools: the projected schemas, in order.
-	Offered() []json.RawMessage
+	// Offered is request_options.tools for a provider: the projected schemas, in order, and the
+	// variant of the provider's own tool search when native deferral applies.
+	Offered(target projection.Target) Offer
 	// SkillsBlock is the skills block text, "" when none is rendered.
 	SkillsBlock() string
 	// FrozenSkill finds a skill of the frozen skill catalog under a callable.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -40,8 +41,8 @@ type emptyToolset struct{}
 func (emptyToolset) ResolveCall(name string, input json.RawMessage) (CallResolution, error) {
 	return CallResolution{ToolName: name, Input: input}, nil
 }
-func (emptyToolset) Offered() []json.RawMessage { return nil }
-func (emptyToolset) SkillsBlock() string        { return "" }
+func (emptyToolset) Offered(projection.Target) Offer { return Offer{} }
+func (emptyToolset) SkillsBlock() string             { return "" }
 func (emptyToolset) FrozenSkill(string, string) (declare.SkillEntry, bool) {
 	return declare.SkillEntry{}, false
 }
@@ -98,19 +99,23 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 		te := TaskError{Key: KeyProviderError, Detail: perr.Error()}
 		if errors.As(perr, &me) {
 			te = TaskError{Key: me.Key, Detail: me.Detail}
+			if me.Key == model.KeyProviderMediaRefused && me.RefusedUpload != "" {
+				// The refusal is remembered in the settling transaction: every later seal for
+				// this model renders the upload as an index line.
+				return e.failModel(ctx, c, te, func(tx *store.Tx) error {
+					return store.InsertMediaRefusal(ctx, tx, strings.ToLower(me.RefusedUpload), m.Ref, e.nowMS())
+				})
+			}
 		}
 		return e.failModel(ctx, c, te)
 	}
 	return e.settleModel(ctx, c, m, ts, resp)
 }
 
-// sealRound seals the round once; a later attempt replays the stored request unchanged.
+// sealRound seals the round once; a later attempt replays the stored request unchanged, its
+// request_options included.
 func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*model.Request, error) {
-	maxOut := int64(0)
-	if m.MaxOutputTokens != nil {
-		maxOut = *m.MaxOutputTokens
-	}
-	req := &model.Request{Ref: m.Ref, Model: m.Name, MaxOutputTokens: int(maxOut)}
+	req := &model.Request{Ref: m.Ref, Model: m.WireID(), Run: run.PublicID, TaskKey: t.Key}
 	if e.uploads != nil {
 		req.Media = mediaReader{svc: e.uploads, q: e.store.Reader()}
 	}
@@ -126,19 +131,14 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 			}
 			req.Entries = append(req.Entries, en)
 		}
-		for _, raw := range ts.Offered() {
-			var sc model.ToolSchema
-			if err := json.Unmarshal(raw, &sc); err != nil {
-				return nil, err
-			}
-			req.Tools = append(req.Tools, sc)
+		opts, err := parseOptions(parts.Suffix)
+		if err != nil {
+			return nil, err
 		}
-		if len(req.Tools) > 0 {
-			req.ToolChoice = "auto"
-		}
-		return req, nil
+		return withOptions(req, opts)
 	}
 	var s *sealed
+	var opts requestOptions
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		var err error
 		s, err = e.assemble(ctx, tx, run, t, ts, m)
@@ -146,7 +146,8 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 			return err
 		}
 		now := e.nowMS()
-		s.seal(m.Ref, now, ts.Offered(), maxOut)
+		opts = optionsFor(ts.Offered(target(m)), s.entries, m)
+		s.seal(m.Ref, now, opts)
 		id, size, err := store.InsertSealed(ctx, tx, t.ID, c.Generation, s.parts, now)
 		if err != nil {
 			return err
@@ -174,19 +175,30 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		return nil, err
 	}
 	req.Entries = s.entries
-	req.Tools = s.tools
-	if len(req.Tools) > 0 {
-		req.ToolChoice = "auto"
+	return withOptions(req, opts)
+}
+
+// withOptions completes a provider request from its request_options.
+func withOptions(req *model.Request, o requestOptions) (*model.Request, error) {
+	tools, err := o.schemas()
+	if err != nil {
+		return nil, err
 	}
+	req.Tools, req.ToolChoice, req.MaxOutputTokens, req.Reasoning, req.ToolSearch = tools, o.ToolChoice, int(o.MaxOutput), o.Reasoning, o.ToolSearch
 	return req, nil
 }
 
 // failModel settles a claimed round failed (a provider error, an unknown model).
-func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError) error {
+func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, also ...func(*store.Tx) error) error {
 	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		run, err := store.LockRun(ctx, tx, c.RunID)
 		if err != nil {
 			return err
+		}
+		for _, f := range also {
+			if err := f(tx); err != nil {
+				return err
+			}
 		}
 		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
 		if err != nil {
@@ -203,10 +215,23 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError) 
 	})
 }
 
+// usageWire is a model task's usage: the mock's keeps its shape; a real provider's always
+// carries the cache counts, and estimated only when the provider reported nothing.
 type usageWire struct {
-	InputTokens  int64       `json:"input_tokens"`
-	OutputTokens int64       `json:"output_tokens"`
-	Cost         *model.Cost `json:"cost,omitempty"`
+	InputTokens           int64       `json:"input_tokens"`
+	OutputTokens          int64       `json:"output_tokens"`
+	CachedInputTokens     *int64      `json:"cached_input_tokens,omitempty"`
+	CacheWriteInputTokens *int64      `json:"cache_write_input_tokens,omitempty"`
+	Estimated             bool        `json:"estimated,omitempty"`
+	Cost                  *model.Cost `json:"cost,omitempty"`
+}
+
+func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
+	w := usageWire{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: u.Estimated, Cost: cost}
+	if m.ProviderType == model.ProviderTypeOpenAI || m.ProviderType == model.ProviderTypeAnthropic {
+		w.CachedInputTokens, w.CacheWriteInputTokens = &u.CachedInputTokens, &u.CacheWriteInputTokens
+	}
+	return w
 }
 
 // settleModel stores the answer and expands it (runs.md §3.2) in the transaction that settles
@@ -234,14 +259,22 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, m model.Mode
 			}
 		}
 		set := []store.Assign{{Col: "output", Val: resp.Text}, {Col: "finish", Val: string(finish)},
-			{Col: "usage", Val: jsonText(usageWire{resp.Usage.InputTokens, resp.Usage.OutputTokens, cost})},
+			{Col: "usage", Val: jsonText(usageOf(m, resp.Usage, cost))},
 			{Col: "is_error", Val: false}, {Col: "completed_at", Val: now}}
+		if content := resp.AnswerContent(); hasProviderBlock(content) {
+			b, err := json.Marshal(content)
+			if err != nil {
+				return err
+			}
+			set = append(set, store.Assign{Col: "answer_content", Val: string(b)})
+		}
 		if resp.Text != "" && strings.TrimSpace(resp.Text) != "" {
 			set = append(set, store.Assign{Col: "content", Val: *jsonText([]map[string]string{{"type": "text", "text": resp.Text}})})
 		}
 		status := StatusCompleted
 		var expandErr *TaskError
-		expand := len(resp.ToolCalls) > 0 && run.Status == RunRunning
+		// A refused answer carries no calls, whatever the provider held when it stopped.
+		expand := len(resp.ToolCalls) > 0 && run.Status == RunRunning && finish != model.FinishRefused
 		if expand {
 			switch {
 			case len(resp.ToolCalls) > MaxCallsPerAnswer:
@@ -446,4 +479,13 @@ func (e *Engine) bornFailed(ctx context.Context, tx *store.Tx, row *store.Task, 
 	row.CompletedAt = &now
 	row.SettleSeq = &seq
 	return store.InsertTask(ctx, tx, row)
+}
+
+func hasProviderBlock(parts []model.Part) bool {
+	for _, p := range parts {
+		if p.Type == model.PartProviderBlock {
+			return true
+		}
+	}
+	return false
 }

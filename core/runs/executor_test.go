@@ -39,13 +39,13 @@ func TestIndexLineGrammar(t *testing.T) {
 	// "not readable" tail to act on.
 	e := &Engine{}
 	en := model.Entry{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: "[attachment notes.txt text/plain 5 bytes nexus://uploads/" + id + "]"}}}
-	if _, changed, err := e.rerenderMedia(context.Background(), nil, en, model.Model{}); changed || err != nil {
+	if _, changed, err := e.rerenderMedia(context.Background(), nil, e.newGate(nil, model.Model{}), en); changed || err != nil {
 		t.Fatalf("changed %v %v", changed, err)
 	}
 	// An attachment part for a model that reads no images becomes its index line.
 	part := model.Entry{Role: model.RoleUser, Content: []model.Part{{Type: model.PartAttachment, UploadPublicID: id, MediaType: "image/png",
 		Name: "page.png", ByteSize: 7, SHA256: "x", SourceTask: "r2t0"}}}
-	got, changed, err := e.rerenderMedia(context.Background(), nil, part, model.Model{})
+	got, changed, err := e.rerenderMedia(context.Background(), nil, e.newGate(nil, model.Model{}), part)
 	want := "[attachment page.png image/png 7 bytes nexus://uploads/" + id + " from r2t0: not readable by this model]"
 	if err != nil || !changed || got.Content[0].Type != model.PartText || got.Content[0].Text != want {
 		t.Fatalf("%+v %v %v", got, changed, err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/canonjson"
@@ -45,13 +44,12 @@ func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 // new entries, byte for byte, so the stored entries are shared.
 func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*sealed, error) {
 	s := &sealed{}
-	for _, raw := range ts.Offered() {
-		var sc model.ToolSchema
-		if err := json.Unmarshal(raw, &sc); err != nil {
-			return nil, fmt.Errorf("runs: offered tool: %w", err)
-		}
-		s.tools = append(s.tools, sc)
+	gate := e.newGate(q, m)
+	tools, err := requestOptions{Tools: ts.Offered(target(m)).Tools}.schemas()
+	if err != nil {
+		return nil, err
 	}
+	s.tools = tools
 	var entryBytes [][]byte
 	add := func(en model.Entry) error {
 		b, err := encodeEntry(en)
@@ -72,7 +70,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		var hist []turnSegment
 		if run.ConversationID != nil && t.Mainline {
 			var err error
-			if hist, err = e.history(ctx, q, run, m); err != nil {
+			if hist, err = e.history(ctx, q, run, m, gate); err != nil {
 				return nil, err
 			}
 		}
@@ -116,7 +114,11 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			if err := json.Unmarshal([]byte(*t.Attachments), &atts); err != nil {
 				return nil, fmt.Errorf("runs: stored attachments of %s: %w", t.Key, err)
 			}
-			parts = append(parts, inputParts(atts, m)...)
+			input, err := e.inputParts(ctx, gate, atts)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, input...)
 		}
 		if err := add(model.Entry{Role: model.RoleUser, Content: parts}); err != nil {
 			return nil, err
@@ -130,6 +132,10 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 				budget -= *m.MaxOutputTokens
 			}
 		}
+		reported, haveReported, err := reportedEstimate(hist, s.entries[histAt:], m)
+		if err != nil {
+			return nil, err
+		}
 		for {
 			var hEntries []model.Entry
 			var hBytes [][]byte
@@ -141,6 +147,11 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			est, err := model.EstimateTokens(all, s.tools)
 			if err != nil {
 				return nil, err
+			}
+			if haveReported {
+				// The first try keeps every turn: the provider's own count of the previous
+				// round stands for everything up to its answer.
+				est, haveReported = reported, false
 			}
 			if budget < 0 || est <= budget {
 				s.entries = all
@@ -176,12 +187,11 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			s.entries = append(s.entries, en)
 			entryBytes = append(entryBytes, b)
 		}
+		gate.count(s.entries)
 		var calls []answerCall
 		_ = json.Unmarshal([]byte(deref(prev.AnswerCalls)), &calls)
-		asst := model.Entry{Role: model.RoleAssistant, Content: []model.Part{}}
-		if txt := deref(prev.Output); txt != "" {
-			asst.Content = []model.Part{{Type: model.PartText, Text: txt}}
-		}
+		// A lineage keeps its model: the previous round's provider blocks always go back.
+		asst := model.Entry{Role: model.RoleAssistant, Content: answerParts(prev, m.Ref)}
 		for _, c := range calls {
 			asst.ToolCalls = append(asst.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -220,7 +230,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		// The round's media links ride in one user message after its last result (§5.7.2).
 		var media []model.Part
 		for _, c := range calls {
-			parts, err := e.resultMedia(ctx, q, byKey[c.TaskKey], m)
+			parts, err := e.resultMedia(ctx, q, gate, byKey[c.TaskKey])
 			if err != nil {
 				return nil, err
 			}
@@ -319,42 +329,68 @@ func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store
 	return tr.Render(), id, nil
 }
 
-// sealAt writes the envelope around the entries: {"request":{"model","sealed_at","entries":[
-// …],"request_options":{"tools","tool_choice"?,"max_output_tokens"}}}.
-func (s *sealed) seal(ref string, sealedAt int64, tools []json.RawMessage, maxOutput int64) {
+// seal writes the envelope around the entries: {"request":{"model","sealed_at","entries":[
+// …],"request_options":{…}}}.
+func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
 	var pre strings.Builder
 	pre.WriteString(`{"request":{"model":`)
 	pre.Write(canonjson.AppendString(nil, ref))
 	pre.WriteString(`,"sealed_at":`)
 	pre.Write(canonjson.AppendString(nil, formatMillis(sealedAt)))
 	pre.WriteString(`,"entries":[`)
-	var suf strings.Builder
-	suf.WriteString(`],"request_options":{"tools":[`)
-	for i, t := range tools {
-		if i > 0 {
-			suf.WriteByte(',')
-		}
-		suf.Write(t)
-	}
-	suf.WriteString(`]`)
-	if len(tools) > 0 {
-		suf.WriteString(`,"tool_choice":"auto"`)
-	}
-	suf.WriteString(`,"max_output_tokens":` + strconv.FormatInt(maxOutput, 10) + `}}}`)
 	s.parts.Prefix = []byte(pre.String())
-	s.parts.Suffix = []byte(suf.String())
+	s.parts.Suffix = append(append([]byte(optionsPrefix), opts.encode()...), "}}"...)
 }
 
 // turnSegment is one earlier turn as history carries it: its own entries and its answer.
 type turnSegment struct {
 	entries []model.Entry
 	bytes   [][]byte
+	round   *store.Task // the turn's last sealed mainline round
+}
+
+// attachmentTokenAllowance is what an attachment part counts in the reported estimate: about
+// one large image, which bytes ÷ 4 of its descriptor ignores.
+const attachmentTokenAllowance = 1600
+
+// reportedEstimate is the budget estimate that uses reported usage: when the previous mainline
+// round of the conversation (the last history turn's last round) ran on the same model and its
+// provider reported usage, the new request is that round's input and output tokens, plus the
+// bytes ÷ 4 estimate of the entries written after its answer, plus an allowance per attachment
+// part among them. ok is false when the rule does not apply (the estimate of bytes ÷ 4 then
+// stands): bytes ÷ 4 undercounts many scripts and ignores images, and an undercount would come
+// back as provider_context_overflow on every turn.
+func reportedEstimate(hist []turnSegment, after []model.Entry, m model.Model) (int64, bool, error) {
+	if len(hist) == 0 {
+		return 0, false, nil
+	}
+	r := hist[len(hist)-1].round
+	if r == nil || deref(r.Model) != m.Ref || r.Usage == nil {
+		return 0, false, nil
+	}
+	var u usageWire
+	if err := json.Unmarshal([]byte(*r.Usage), &u); err != nil || u.Estimated || u.InputTokens <= 0 {
+		return 0, false, nil
+	}
+	n, err := model.EstimateBytes(after, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	est := u.InputTokens + u.OutputTokens + (n-2+3)/4 // the entries' bytes without the empty tools array
+	for _, en := range after {
+		for _, p := range en.Content {
+			if p.Type == model.PartAttachment {
+				est += attachmentTokenAllowance
+			}
+		}
+	}
+	return est, true, nil
 }
 
 // history is the earlier turns of a conversation-hosted run's conversation, oldest first
 // (runs.md §5.9): for each settled turn, the entries its mainline's last sealed round added
 // after its own history, then its final answer as an assistant entry when it has one.
-func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model) ([]turnSegment, error) {
+func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model, gate *mediaGate) ([]turnSegment, error) {
 	me, err := store.TurnOfRun(ctx, q, run.ID)
 	if err != nil {
 		return nil, err
@@ -379,15 +415,24 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 		if err != nil {
 			return nil, err
 		}
-		var seg turnSegment
+		seg := turnSegment{round: last}
 		skip := int(deref(last.HistoryEntries))
 		for _, b := range parts.Entries[min(skip, len(parts.Entries)):] {
 			var en model.Entry
 			if err := json.Unmarshal(b, &en); err != nil {
 				return nil, err
 			}
+			// Provider blocks go back only to the model that produced them.
+			if deref(last.Model) != m.Ref {
+				if kept, dropped := withoutProviderBlocks(en); dropped {
+					en = kept
+					if b, err = encodeEntry(en); err != nil {
+						return nil, err
+					}
+				}
+			}
 			// Attachments ride re-rendered for this round's model (§5.7.3, §5.9).
-			re, changed, err := e.rerenderMedia(ctx, q, en, m)
+			re, changed, err := e.rerenderMedia(ctx, q, gate, en)
 			if err != nil {
 				return nil, err
 			}
@@ -400,11 +445,10 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 			seg.entries = append(seg.entries, en)
 			seg.bytes = append(seg.bytes, b)
 		}
-		if last.Status == StatusCompleted && last.AnswerCalls == nil {
-			en := model.Entry{Role: model.RoleAssistant, Content: []model.Part{}}
-			if txt := deref(last.Output); txt != "" {
-				en.Content = []model.Part{{Type: model.PartText, Text: txt}}
-			}
+		// A refused final answer contributes no assistant entry: the provider requires the
+		// refused turn removed before the conversation continues.
+		if last.Status == StatusCompleted && last.AnswerCalls == nil && deref(last.Finish) != string(model.FinishRefused) {
+			en := model.Entry{Role: model.RoleAssistant, Content: answerParts(last, m.Ref)}
 			b, err := encodeEntry(en)
 			if err != nil {
 				return nil, err
@@ -415,4 +459,46 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 		out = append(out, seg)
 	}
 	return out, nil
+}
+
+// answerParts is the content of a round's assistant entry: its stored answer content (text and
+// provider blocks, in the answer's order) when it has one, else its output as one text part.
+// Provider blocks are kept only when the request goes to the model ref that produced them.
+func answerParts(round *store.Task, ref string) []model.Part {
+	if round.AnswerContent != nil {
+		var parts []model.Part
+		if err := json.Unmarshal([]byte(*round.AnswerContent), &parts); err == nil {
+			out := []model.Part{}
+			for _, p := range parts {
+				if p.Type == model.PartProviderBlock && deref(round.Model) != ref {
+					continue
+				}
+				out = append(out, p)
+			}
+			return out
+		}
+	}
+	if txt := deref(round.Output); txt != "" {
+		return []model.Part{{Type: model.PartText, Text: txt}}
+	}
+	return []model.Part{}
+}
+
+// withoutProviderBlocks drops an assistant entry's provider blocks (history re-rendered for
+// another model); dropped is false when it had none.
+func withoutProviderBlocks(en model.Entry) (model.Entry, bool) {
+	if en.Role != model.RoleAssistant {
+		return en, false
+	}
+	kept := make([]model.Part, 0, len(en.Content))
+	for _, p := range en.Content {
+		if p.Type != model.PartProviderBlock {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == len(en.Content) {
+		return en, false
+	}
+	en.Content = kept
+	return en, true
 }

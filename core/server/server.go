@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,9 @@ import (
 	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/model/anthropic"
+	"github.com/nexuskernel/nexus/core/model/openai"
+	"github.com/nexuskernel/nexus/core/model/wire"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -99,6 +103,8 @@ type Options struct {
 	// ExecutableDir replaces the running binary's directory in plugin command discovery (tests
 	// whose binary is not nexus); "" means the directory of os.Executable.
 	ExecutableDir string
+	// Version is the program version the model providers send in their User-Agent.
+	Version string
 	// ReadHeaderTimeout replaces ReadHeaderTimeout, and BodyTimeouts the body read bounds
 	// (tests shorten them); zero takes the defaults.
 	ReadHeaderTimeout time.Duration
@@ -174,7 +180,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		return nil, err
 	}
 	srv.stopListening = stopListening
-	models, err := model.NewCatalog(s.Models)
+	models, err := model.NewCatalogWith(s.Models, modelAdapters(log.Named("model"), opts))
 	if err != nil {
 		stopListening()
 		return nil, err
@@ -425,5 +431,26 @@ func (s *Server) reclaimUploads(ctx context.Context) {
 				break
 			}
 		}
+	}
+}
+
+// modelAdapters builds the real provider types, each instance under the retry decorator, whose
+// clock is the server's (the engine's deadlines are read on it) and whose waits are real.
+func modelAdapters(log hclog.Logger, opts Options) map[string]model.Adapter {
+	wopts := wire.Options{Log: log, Now: opts.Now, Version: opts.Version}
+	clock := model.SystemClock{NowFunc: opts.Now}
+	wrap := func(build model.Adapter) model.Adapter {
+		return func(p model.ProviderConfig, models []model.Model) (model.Provider, error) {
+			inst, err := build(p, models)
+			if err != nil {
+				return nil, err
+			}
+			seed := uint64(opts.Now().UnixNano())
+			return model.WithRetry(inst, clock, rand.New(rand.NewPCG(seed, seed>>1)), model.RetryLog(log)), nil
+		}
+	}
+	return map[string]model.Adapter{
+		model.ProviderTypeOpenAI:    wrap(openai.Adapter(wopts)),
+		model.ProviderTypeAnthropic: wrap(anthropic.Adapter(wopts)),
 	}
 }

@@ -177,9 +177,13 @@ type fileSettings struct {
 	Remain      hcl.Body `hcl:",remain"`
 }
 
-// FileLayer reads an HCL settings file. A relative data_dir or plugin directory in the file is
-// taken relative to the file's own directory, so a file means the same wherever it is run from.
-func FileLayer(path string) (Layer, error) {
+// FileLayer reads an HCL settings file with the process environment for env("NAME").
+func FileLayer(path string) (Layer, error) { return FileLayerEnv(path, os.Getenv) }
+
+// FileLayerEnv reads an HCL settings file; env("NAME") (a model provider's credentials) reads
+// through getenv. A relative data_dir or plugin directory in the file is taken relative to the
+// file's own directory, so a file means the same wherever it is run from.
+func FileLayerEnv(path string, getenv func(string) string) (Layer, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return Layer{}, fmt.Errorf("config: %w", err)
@@ -192,7 +196,7 @@ func FileLayer(path string) (Layer, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &fs); diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
 	}
-	models, rest, diags := model.DecodeConfig(fs.Remain)
+	models, rest, diags := model.DecodeConfig(fs.Remain, getenv)
 	if diags.HasErrors() {
 		return Layer{}, fmt.Errorf("config: %s", diagText(diags))
 	}

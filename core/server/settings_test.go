@@ -218,7 +218,7 @@ func TestFileLayerRefusesUnknownsBesideTheCatalog(t *testing.T) {
 	}{
 		{"unknown attribute", "model_provider \"mock\" {\n  type = \"mock\"\n}\nlisen = \"x\"\n", []string{"lisen", "nexus.hcl:4"}},
 		{"unknown block", "default_model = \"mock/scripted\"\nplugins \"x\" {\n}\n", []string{"plugins", "nexus.hcl:2"}},
-		{"catalog error", "model_provider \"oa\" {\n  type = \"openai\"\n}\n", []string{"nexus.hcl:1", `type "openai" is reserved`}},
+		{"catalog error", "model_provider \"oa\" {\n  type = \"openai-responses\"\n}\n", []string{"nexus.hcl:2", `type "openai-responses" is reserved`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -39,6 +39,8 @@ type Task struct {
 	Environment     *string `db:"environment"`
 	Finish          *string `db:"finish"`
 	AnswerCalls     *string `db:"answer_calls"`
+	// AnswerContent is the answer's ordered content when it holds provider blocks (internal).
+	AnswerContent   *string `db:"answer_content"`
 	Usage           *string `db:"usage"`
 	Attempts        int64   `db:"attempts"`
 	RequestBytes    *int64  `db:"request_bytes"`
@@ -105,7 +107,7 @@ var taskColumns = []string{
 	"awaiting_child", "lowered", "model_defaults", "scope", "await_kind", "options", "multi", "addressed_member",
 	"wait_spec", "resolved_by", "approval", "is_error", "output", "content", "structured_content", "title",
 	"metadata", "error_key", "error_detail", "delivered_with", "settle_seq", "created_at", "ready_at",
-	"dispatched_at", "started_at", "completed_at", "result_delivered_at",
+	"dispatched_at", "started_at", "completed_at", "result_delivered_at", "answer_content",
 }
 
 var taskColumnSet = func() map[string]bool {
@@ -128,7 +130,7 @@ func (t *Task) values() []any {
 		t.AwaitingChild, t.Lowered, t.ModelDefaults, t.Scope, t.AwaitKind, t.Options, t.Multi, t.AddressedMember,
 		t.WaitSpec, t.ResolvedBy, t.Approval, t.IsError, t.Output, t.Content, t.StructuredContent, t.Title,
 		t.Metadata, t.ErrorKey, t.ErrorDetail, t.DeliveredWith, t.SettleSeq, t.CreatedAt, t.ReadyAt,
-		t.DispatchedAt, t.StartedAt, t.CompletedAt, t.ResultDeliveredAt,
+		t.DispatchedAt, t.StartedAt, t.CompletedAt, t.ResultDeliveredAt, t.AnswerContent,
 	}
 }
 

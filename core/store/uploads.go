@@ -40,12 +40,16 @@ type Upload struct {
 	SHA256            sql.NullString `db:"sha256"`
 	CreatedAt         int64          `db:"created_at"`
 	CompletedAt       sql.NullInt64  `db:"completed_at"`
+	// ImageWidth and ImageHeight are an image's dimensions once read from its header.
+	ImageWidth  sql.NullInt64 `db:"image_width"`
+	ImageHeight sql.NullInt64 `db:"image_height"`
 	// Bound reports whether any row binds the upload (read, not stored).
 	Bound bool `db:"bound"`
 }
 
 const uploadColumns = `u.id, u.public_id, u.creator_kind, u.creator_user_id, u.creator_agent_id, u.creator_executor_id,
        u.creator_public_id, u.filename, u.content_type, u.byte_size, u.sha256, u.created_at, u.completed_at,
+       u.image_width, u.image_height,
        EXISTS (SELECT 1 FROM upload_bindings b WHERE b.upload_id = u.id) AS bound`
 
 // InsertUpload stores u (Bound is ignored) and sets its ID.
@@ -268,4 +272,38 @@ func expandIn(query string, args ...any) (string, []any, error) {
 		return "", nil, fmt.Errorf("store: expand IN: %w", err)
 	}
 	return q, a, nil
+}
+
+// SetImageSize keeps an image upload's dimensions, read once from its header.
+func SetImageSize(ctx context.Context, q Querier, uploadID, width, height int64) error {
+	_, err := q.Exec(ctx, `UPDATE uploads SET image_width = ?, image_height = ? WHERE id = ?`, width, height, uploadID)
+	return err
+}
+
+// InsertMediaRefusal remembers that a provider refused an upload for a model; remembering it
+// twice changes nothing.
+func InsertMediaRefusal(ctx context.Context, q Querier, uploadPublicID, modelRef string, at int64) error {
+	_, err := q.Exec(ctx, `INSERT INTO media_refusals (upload_public_id, model_ref, created_at) VALUES (?, ?, ?)
+ON CONFLICT (upload_public_id, model_ref) DO NOTHING`, uploadPublicID, modelRef, at)
+	return err
+}
+
+// MediaRefusals are the uploads among publicIDs a provider refused for the model.
+func MediaRefusals(ctx context.Context, q Querier, modelRef string, publicIDs []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(publicIDs) == 0 {
+		return out, nil
+	}
+	query, args, err := expandIn(`SELECT upload_public_id FROM media_refusals WHERE model_ref = ? AND upload_public_id IN (?)`, modelRef, publicIDs)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	if err := q.Select(ctx, &ids, query, args...); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
 }

@@ -57,6 +57,8 @@ type Upload struct {
 	Bound bool
 	// CreatedAt is Unix ms.
 	CreatedAt int64
+	// ImageWidth and ImageHeight are an image's dimensions once read (ImageSize); 0 before.
+	ImageWidth, ImageHeight int64
 }
 
 // URI is the one URI the kernel resolves for the upload: nexus://uploads/<public_id>.
@@ -97,6 +99,7 @@ func uploadOf(r *store.Upload) *Upload {
 	return &Upload{
 		ID: r.ID, PublicID: r.PublicID, Filename: r.Filename, ContentType: r.ContentType.String,
 		ByteSize: r.ByteSize, SHA256: r.SHA256.String, Bound: r.Bound, CreatedAt: r.CreatedAt,
+		ImageWidth: r.ImageWidth.Int64, ImageHeight: r.ImageHeight.Int64,
 		Creator: Creator{Kind: r.CreatorKind, ID: id, PublicID: r.CreatorPublicID},
 	}
 }

@@ -119,12 +119,18 @@ func TestDependencyDirection(t *testing.T) {
 	}
 }
 
+// modelClient reports the model provider adapters and what they share: HTTP clients of the model
+// providers, which serve no route.
+func modelClient(path string) bool {
+	return under(path, "core/model/wire") || under(path, "core/model/openai") || under(path, "core/model/anthropic") || under(path, "core/model/modeltest")
+}
+
 // TestOnlyHTTPAPIKnowsHTTP keeps net/http out of the services: core/httpapi routes and writes,
 // core/server listens, and nothing else in core speaks HTTP.
 func TestOnlyHTTPAPIKnowsHTTP(t *testing.T) {
 	t.Parallel()
 	for path, p := range listPackages(t) {
-		if !under(path, "core") || under(path, "core/httpapi") || under(path, "core/server") {
+		if !under(path, "core") || under(path, "core/httpapi") || under(path, "core/server") || modelClient(path) {
 			continue
 		}
 		for _, imp := range p.Imports {

@@ -142,6 +142,15 @@ func TestServeSubprocess(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "delegate_task") || !strings.Contains(out, "nexus.graph.delegate_task") || strings.Count(out, "\n") != 21 {
 				t.Fatalf("tools: exit %d, stderr %s, out:\n%s", code, errs, out)
 			}
+			out, errs, code = inProcess(t, map[string]string{EnvAddr: "http://" + addr, EnvToken: strings.TrimSpace(string(tok))}, "models")
+			if code != 0 || !strings.Contains(out, "REF") || !strings.Contains(out, "mock/scripted") || !strings.Contains(out, "mock/text-only") ||
+				!strings.Contains(out, "200000") || !strings.Contains(out, "0/0 USD") {
+				t.Fatalf("models: exit %d, stderr %s, out:\n%s", code, errs, out)
+			}
+			out, errs, code = inProcess(t, nil, "models", "--json", "--limit", "1", "--server", addr, "--data-dir", dataDir)
+			if code != 0 || !strings.HasPrefix(out, `{"models":[{"ref":"mock/scripted"`) || !strings.Contains(out, `"next_offset":1`) {
+				t.Fatalf("models --json: exit %d, stderr %s, out %s", code, errs, out)
+			}
 			_, errs, code = inProcess(t, nil, "tools", "--server", addr, "--token", "nxm_"+strings.Repeat("x", 40))
 			if code != 1 || !strings.Contains(errs, "unauthorized (401)") {
 				t.Fatalf("tools with an unknown token: exit %d, stderr %s", code, errs)

@@ -80,6 +80,7 @@ func newRoot(e *env) *cobra.Command {
 		newMigrate(e, g),
 		newToken(e, g),
 		newTools(e, g),
+		newModels(e, g),
 		newWorkspace(e, g),
 		newAgent(e, g),
 		newUser(e, g),
@@ -117,7 +118,7 @@ func (e *env) settings(cmd *cobra.Command, g *globals, f *serverFlags) (server.S
 	}
 	var file server.Layer
 	if path != "" {
-		l, err := server.FileLayer(path)
+		l, err := server.FileLayerEnv(path, e.getenv)
 		if err != nil {
 			return server.Settings{}, err
 		}

@@ -41,7 +41,7 @@ drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain 
 			defer ln.Close()
 			ctx, stop := e.signalContext()
 			defer stop()
-			srv, err := server.Open(ctx, s, log, server.Options{Getenv: e.getenv})
+			srv, err := server.Open(ctx, s, log, server.Options{Getenv: e.getenv, Version: Version})
 			if err != nil {
 				if errors.Is(err, store.ErrSchemaTooNew) {
 					return fmt.Errorf("%w; run a build at least as new as the one that migrated this database", err)

@@ -223,7 +223,7 @@ func (in *Instance) startInProcess() {
 	t := in.t
 	var layers []server.Layer
 	if in.configPath != "" {
-		l, err := server.FileLayer(in.configPath)
+		l, err := server.FileLayerEnv(in.configPath, func(k string) string { return in.opts.Env[k] })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func (in *Instance) startInProcess() {
 	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: level, Output: lockedWriter{in}})
 	getenv := func(k string) string { return in.opts.Env[k] }
 	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }, Now: in.opts.Now,
-		PluginTimings: in.opts.PluginTimings, PluginPlane: in.opts.PluginPlane})
+		PluginTimings: in.opts.PluginTimings, PluginPlane: in.opts.PluginPlane, Version: "test"})
 	if err != nil {
 		t.Fatalf("open server: %v", err)
 	}

@@ -1,0 +1,31 @@
+package anthropic
+
+import (
+	"io"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexuskernel/nexus/core/model/modeltest"
+)
+
+func foldBody(body io.Reader) (any, int64, error) {
+	a, read, err := readStream(body, hclog.NewNullLogger())
+	if a == nil {
+		return (*answer)(nil), read, err
+	}
+	return a, read, err
+}
+
+// TestStreamFoldIgnoresChunking: a fixture stream read a byte at a time folds to what it folds
+// to in one piece.
+func TestStreamFoldIgnoresChunking(t *testing.T) {
+	t.Parallel()
+	modeltest.FoldIgnoresChunking(t, "testdata/cases", foldBody)
+}
+
+// FuzzStream: the stream fold never panics and never reads past the body bound.
+func FuzzStream(f *testing.F) {
+	modeltest.FuzzFold(f, "testdata/cases", []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3}\n\n"), foldBody,
+		func(body []byte) { _, _ = decodeMessage(body, hclog.NewNullLogger()) })
+}
