@@ -108,6 +108,13 @@ func TestCreateRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatalf("tools on a tools model: %v", err)
 		}
+		// A model step without a model, or with a null one, runs on the deployment's default.
+		for _, step := range []string{`{"model":{"prompt":"x"}}`, `{"model":{"model":null,"prompt":"x"}}`} {
+			c := h.create(wrap(step))
+			if tk := h.task(c.Run.PublicID, c.Receipt.DeliverableTaskKey); tk.Model == nil || *tk.Model != "mock/scripted" {
+				t.Fatalf("%s: model %v, want the default mock/scripted", step, tk.Model)
+			}
+		}
 	})
 }
 
