@@ -91,6 +91,30 @@ func resolveMember(ctx context.Context, c *client.Client, ws, ref, kind string) 
 	return "", fmt.Errorf("both a user and an agent are called %q in workspace %s: pass a public id", ref, ws)
 }
 
+// resolveUser finds a user by public id, or by handle among the members of the caller's
+// workspaces: user handles are global, but the API reads users only through workspaces.
+func resolveUser(ctx context.Context, c *client.Client, ref string) (string, error) {
+	if identity.IsUUID(ref) {
+		return ref, nil
+	}
+	ws, err := c.Workspaces(ctx)
+	if err != nil {
+		return "", apiError(err)
+	}
+	for _, w := range ws.Workspaces {
+		ms, err := c.Members(ctx, w.PublicID)
+		if err != nil {
+			return "", apiError(err)
+		}
+		for _, m := range ms.Members {
+			if m.Kind == "user" && m.Handle == ref {
+				return m.PublicID, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no user %q in any of your workspaces: pass the user's public id", ref)
+}
+
 // table writes aligned columns.
 func table(w io.Writer, header string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
