@@ -112,6 +112,10 @@ func (a *API) routes() {
 	a.pluginRoutes()
 }
 
+// Routes lists the pattern of every route the API serves ("POST /agent_api/v1/…"), in the
+// order they were registered: the tests that keep docs/api.md complete read it.
+func (a *API) Routes() []string { return append([]string(nil), a.patterns...) }
+
 // plane is who may call a route.
 type plane int
 
