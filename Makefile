@@ -34,10 +34,17 @@ CONFIG ?= examples/nexus.hcl
 run: build
 	$(BIN)/nexus serve --data-dir $(DATA_DIR) --config "$(CONFIG)" $(RUN_ARGS)
 
+# PG_LINE says, once, whether the suite's PostgreSQL half runs and on which database: the host,
+# port and database name of NEXUS_TEST_POSTGRES_URL, never its user or password.
+PG_LINE = if [ -n "$$NEXUS_TEST_POSTGRES_URL" ]; then \
+	echo "PostgreSQL half: runs on $$(printf '%s' "$$NEXUS_TEST_POSTGRES_URL" | sed -E 's|^[A-Za-z]+://([^@/?]*@)?([^/?]*)/?([^?]*).*$$|\2/\3|')"; \
+	else echo "PostgreSQL half: skipped (NEXUS_TEST_POSTGRES_URL is not set; SQLite only)"; fi
+
 ## test: the whole suite with the race detector, then a short run of every fuzz target
 test: test-unit fuzz-short
 
 test-unit:
+	@$(PG_LINE)
 	$(GO) test -race -count=1 ./...
 
 ## test-e2e: the end-to-end suite against the plugin binaries `make plugins` put in bin/ (without
@@ -51,6 +58,7 @@ test-e2e: plugins
 ## tests may create schemas in
 test-postgres:
 	@test -n "$$NEXUS_TEST_POSTGRES_URL" || { echo "set NEXUS_TEST_POSTGRES_URL"; exit 1; }
+	@$(PG_LINE)
 	$(GO) test -race -count=1 ./...
 
 # The fuzz targets, as package:FuzzName:inputs triples; `make fuzz` and `make test` both run them.

@@ -23,7 +23,7 @@ const (
 const resultTypeComplete = "complete"
 
 // Top-level keys of the result part of a body. Any other key (claim_token included) is the
-// door's or ignored.
+// door's: Validate ignores it, and the doors refuse every key they do not know.
 const (
 	keyContent           = "content"
 	keyStructuredContent = "structured_content"
@@ -36,6 +36,19 @@ const (
 )
 
 var resultKeys = []string{keyContent, keyStructuredContent, keyResultType, keyIsError, keyOutcome, keyTitle, keyMetadata}
+
+// Keys are the result's top-level keys as a request type: a door embeds it beside its own keys
+// (the commit's claim_token) so that its one strict body decoding refuses any other key.
+// Validate judges the values; a test holds these tags equal to the keys it reads.
+type Keys struct {
+	Content           json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage `json:"structured_content"`
+	ResultType        json.RawMessage `json:"result_type"`
+	IsError           json.RawMessage `json:"is_error"`
+	Outcome           json.RawMessage `json:"outcome"`
+	Title             json.RawMessage `json:"title"`
+	Metadata          json.RawMessage `json:"metadata"`
+}
 
 // Result is a validated result, normalised to what is stored.
 type Result struct {

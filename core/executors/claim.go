@@ -121,6 +121,22 @@ func addressedHere(ex *identity.Executor, t *store.Task) error {
 	return nil
 }
 
+// claimedElsewhere is the first check after lookup on the claim read, extend and commit: a row
+// whose current (or, once settled, last) claim another executor holds answers 404 not_found,
+// word for word as a key that names nothing, whatever token is sent. A claim is its claimant's
+// alone: a second member of a tool-provider pool holding the claimant's token learns nothing of
+// the row, not even that it exists. The kernel's own claims name no executor; their rows answer
+// not_addressed_here as before.
+func claimedElsewhere(ex *identity.Executor, t *store.Task) error {
+	if t.ClaimedBy == nil {
+		return nil
+	}
+	if by := runs.ClaimantOf(*t.ClaimedBy); by != "" && by != ex.PublicID {
+		return errNoTask(t.Key)
+	}
+	return nil
+}
+
 func isPoolRow(t *store.Task) bool {
 	return t.AddressedRole != nil && *t.AddressedRole == RoleToolProvider && t.AddressedExecutorPublicID == nil
 }
@@ -237,8 +253,8 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 	return ans, err
 }
 
-// ClaimRead tells a claimant whether its claim still stands (executor.md §3.4): 404 not_found,
-// not_addressed_here, 400 parameter_missing without a token, not_claimant for a token that is
+// ClaimRead tells a claimant whether its claim still stands (executor.md §3.4): 404 not_found
+// (also for a row another executor claimed), not_addressed_here, 400 parameter_missing without a token, not_claimant for a token that is
 // not the row's current (or, once settled, last) one. It never renews anything.
 func (s *Service) ClaimRead(ctx context.Context, ex *identity.Executor, runID, key, token string) (*ClaimState, error) {
 	if err := s.claimReads.allow(ex.ID); err != nil {
@@ -246,6 +262,9 @@ func (s *Service) ClaimRead(ctx context.Context, ex *identity.Executor, runID, k
 	}
 	_, t, err := s.lookup(ctx, s.store.Reader(), ex, runID, key)
 	if err != nil {
+		return nil, err
+	}
+	if err := claimedElsewhere(ex, t); err != nil {
 		return nil, err
 	}
 	if err := addressedHere(ex, t); err != nil {
@@ -274,29 +293,31 @@ type extendBody struct {
 	tooLong   bool
 }
 
+// ExtendRequest is the extend door's request type: the only keys its body may carry.
+type ExtendRequest struct {
+	ClaimToken json.RawMessage `json:"claim_token"`
+	TimeoutMS  json.RawMessage `json:"timeout_ms"`
+}
+
 // parseExtend applies rows 3 and 4 of the extend checks (and the body shape before them).
-func parseExtend(body []byte) (*extendBody, error) {
-	var obj map[string]json.RawMessage
-	if len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
-			return nil, refusal.New(refusal.BadRequest, CodeParameterInvalid, "The request body must be a JSON object.")
-		}
+func parseExtend(decode runs.BodyDecoder) (*extendBody, error) {
+	var req ExtendRequest
+	if err := decode(&req); err != nil {
+		return nil, err
 	}
 	out := &extendBody{}
-	rawTok, hasTok := obj["claim_token"]
-	rawTimeout, hasTimeout := obj["timeout_ms"]
-	if hasTok {
-		if err := json.Unmarshal(rawTok, &out.token); err != nil {
+	if req.ClaimToken != nil {
+		if err := json.Unmarshal(req.ClaimToken, &out.token); err != nil {
 			return nil, refusal.New(refusal.BadRequest, CodeParameterInvalid, "claim_token is a string.").With("path", "claim_token")
 		}
 	}
 	if out.token == "" {
 		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "claim_token is required.").With("path", "claim_token")
 	}
-	if !hasTimeout {
+	if req.TimeoutMS == nil {
 		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "timeout_ms is required.").With("path", "timeout_ms")
 	}
-	lit := string(bytes.TrimSpace(rawTimeout))
+	lit := string(bytes.TrimSpace(req.TimeoutMS))
 	invalid := refusal.New(refusal.Unprocessable, CodeInvalidTimeoutMS, "timeout_ms is an integer of at least 1.").With("path", "timeout_ms")
 	if !integerLiteral.MatchString(lit) || lit == "0" || lit[0] == '-' {
 		return nil, invalid
@@ -321,11 +342,11 @@ func frozenTimeout(t *store.Task) int64 {
 }
 
 // Extend moves a claimed row's deadline to now + timeout_ms (executor.md §3.5), its checks in
-// order: 404 not_found, not_addressed_here, 400 parameter_missing, 422 invalid_timeout_ms,
+// order: 404 not_found (also for a row another executor claimed), not_addressed_here, 400 parameter_missing, 422 invalid_timeout_ms,
 // not_extendable (the expiry rule applied first to a row past its deadline), not_claimant,
 // extension_too_long (over an hour, or over the timeout_ms frozen in the row's profile). The
 // row's timeout_ms and the token are unchanged.
-func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key string, body []byte) (*ClaimAnswer, error) {
+func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key string, decode runs.BodyDecoder) (*ClaimAnswer, error) {
 	var ans *ClaimAnswer
 	var refused error
 	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
@@ -334,10 +355,13 @@ func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key 
 		if err != nil {
 			return err
 		}
+		if err := claimedElsewhere(ex, t); err != nil {
+			return err
+		}
 		if err := addressedHere(ex, t); err != nil {
 			return err
 		}
-		req, err := parseExtend(body)
+		req, err := parseExtend(decode)
 		if err != nil {
 			return err
 		}

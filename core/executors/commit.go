@@ -1,7 +1,6 @@
 package executors
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -21,18 +20,23 @@ type CommitAnswer struct {
 	Applied bool `json:"applied"`
 }
 
-// commitToken applies rows 3 and 4 of the commit checks: the body is one JSON object and carries
-// a non-empty claim_token.
-func commitToken(body []byte) (string, error) {
-	var obj map[string]json.RawMessage
-	if len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
-			return "", refusal.New(refusal.BadRequest, CodeParameterInvalid, "The request body must be a JSON object.")
-		}
+// CommitRequest is the commit door's request type: the claim token beside the result's own
+// keys, and no other key.
+type CommitRequest struct {
+	ClaimToken json.RawMessage `json:"claim_token"`
+	envelope.Keys
+}
+
+// commitToken applies rows 3 and 4 of the commit checks: the body is one JSON object of the
+// door's keys and carries a non-empty claim_token.
+func commitToken(decode runs.BodyDecoder) (string, error) {
+	var req CommitRequest
+	if err := decode(&req); err != nil {
+		return "", err
 	}
 	var tok string
-	if raw, ok := obj["claim_token"]; ok {
-		if err := json.Unmarshal(raw, &tok); err != nil {
+	if req.ClaimToken != nil {
+		if err := json.Unmarshal(req.ClaimToken, &tok); err != nil {
 			return "", refusal.New(refusal.BadRequest, CodeParameterInvalid, "claim_token is a string.").With("path", "claim_token")
 		}
 	}
@@ -42,15 +46,17 @@ func commitToken(body []byte) (string, error) {
 	return tok, nil
 }
 
-// Commit answers the row once (executor.md §3.6), its checks in order: 404 not_found;
+// Commit answers the row once (executor.md §3.6), its checks in order: 404 not_found (also for
+// a row another executor claimed, whatever token is sent);
 // not_addressed_here (before any token: a kernel tool row answers it whatever is sent); 400
-// parameter_invalid and parameter_missing for the body; task_not_running before dispatch; an
+// parameter_invalid and parameter_missing for the body (decode judges its shape and keys: the
+// claim token and the result's keys are all it may carry); task_not_running before dispatch; an
 // idle 200 for a settled row and its last claim's token; stale_claim; an idle 200 when the
 // deadline passed (the expiry rule settles the row and the content is discarded); the envelope's
 // grammar refusals, after which the park stands; result_unstorable, which closes the park as
 // failed at once; otherwise the row settles with the stored result, its links' uploads are bound
 // to it, and its dependents are re-evaluated, all in one transaction.
-func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key string, body []byte) (*CommitAnswer, error) {
+func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key string, body []byte, decode runs.BodyDecoder) (*CommitAnswer, error) {
 	var ans *CommitAnswer
 	var refused error
 	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
@@ -59,10 +65,13 @@ func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key 
 		if err != nil {
 			return err
 		}
+		if err := claimedElsewhere(ex, t); err != nil {
+			return err
+		}
 		if err := addressedHere(ex, t); err != nil {
 			return err
 		}
-		token, err := commitToken(body)
+		token, err := commitToken(decode)
 		if err != nil {
 			return err
 		}

@@ -116,7 +116,7 @@ func TestParseExtend(t *testing.T) {
 		{`[]`, CodeParameterInvalid, 0, false},
 		{`{`, CodeParameterInvalid, 0, false},
 	} {
-		got, err := parseExtend([]byte(c.body))
+		got, err := parseExtend(runs.PlainDecoder([]byte(c.body)))
 		if c.code != "" {
 			if r, ok := refusal.As(err); !ok || r.Code != c.code {
 				t.Fatalf("%s: %v, want %s", c.body, err, c.code)
@@ -135,7 +135,7 @@ func TestCommitToken(t *testing.T) {
 		`{"claim_token":"nxc_a"}`: "", `{}`: CodeParameterMissing, ``: CodeParameterMissing, `{"claim_token":""}`: CodeParameterMissing,
 		`{"claim_token":null}`: CodeParameterMissing, `{"claim_token":1}`: CodeParameterInvalid, `"x"`: CodeParameterInvalid, `nope`: CodeParameterInvalid,
 	} {
-		tok, err := commitToken([]byte(body))
+		tok, err := commitToken(runs.PlainDecoder([]byte(body)))
 		if code == "" {
 			if err != nil || tok != "nxc_a" {
 				t.Fatalf("%s: %q %v", body, tok, err)

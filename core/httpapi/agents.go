@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/nexuskernel/nexus/core/identity"
@@ -40,11 +41,7 @@ func (a *API) createAgent(w http.ResponseWriter, r *http.Request, c *Call) error
 			StewardUserPublicID *string `json:"steward_user_public_id"`
 		} `json:"agent"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
-		return err
-	}
-	if err := requireRoot(present, "agent", body.Agent == nil); err != nil {
+	if err := decodeRequired(c, wordValidation, "agent", nil, &body); err != nil {
 		return err
 	}
 	res, err := a.deps.Directory.CreateAgent(r.Context(), acc, &identity.CreateAgentRequest{
@@ -114,10 +111,27 @@ func (a *API) putMessagingPolicy(w http.ResponseWriter, r *http.Request, c *Call
 	if err != nil {
 		return err
 	}
+	var req messagingPolicyRequest
+	if _, err := decodeBody(c, wordParameter, &req); err != nil {
+		return err
+	}
+	if _, err := decodeObjectAt(req.Policy, "agent_messaging_policy", wordParameter, &struct {
+		Agents json.RawMessage `json:"agents"`
+	}{}); err != nil {
+		return err
+	}
 	p, err := a.deps.Directory.PutMessagingPolicy(r.Context(), acc, c.Body)
 	if err != nil {
 		return err
 	}
 	writePolicy(w, p)
 	return nil
+}
+
+// messagingPolicyRequest is the policy door's request type; the agents map's keys are agent
+// public ids, judged by the door.
+type messagingPolicyRequest struct {
+	// Policy is judged by the door: an object of the one key agents.
+	Policy              json.RawMessage `json:"agent_messaging_policy"`
+	ExpectedLockVersion json.RawMessage `json:"expected_lock_version"`
 }

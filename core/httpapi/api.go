@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -57,6 +58,14 @@ type Deps struct {
 	Profiles *profiles.Service
 	// Plugins serves the plugin routes; nil leaves them unserved.
 	Plugins PluginAdmin
+	// Timeouts are the body read bounds; zero fields take BodyReadTimeout, UploadStallTimeout
+	// and UploadReadTimeout (tests shorten them).
+	Timeouts Timeouts
+}
+
+// Timeouts bound reading request bodies (docs/api.md, "Slow bodies").
+type Timeouts struct {
+	Body, UploadStall, Upload time.Duration
 }
 
 // API is the HTTP handler of the whole server.
@@ -78,6 +87,15 @@ func New(d Deps) (*API, error) {
 	}
 	if d.Ready == nil {
 		d.Ready = func(context.Context) []string { return nil }
+	}
+	if d.Timeouts.Body <= 0 {
+		d.Timeouts.Body = BodyReadTimeout
+	}
+	if d.Timeouts.UploadStall <= 0 {
+		d.Timeouts.UploadStall = UploadStallTimeout
+	}
+	if d.Timeouts.Upload <= 0 {
+		d.Timeouts.Upload = UploadReadTimeout
 	}
 	if d.Auth == nil || d.Directory == nil {
 		return nil, errors.New("httpapi: Deps.Auth and Deps.Directory are required")
@@ -160,6 +178,9 @@ type Call struct {
 	Executor *identity.Executor
 	// Body is the whole request body, already bounded; nil when the request had none.
 	Body []byte
+	// NoFault marks a 5xx answer that is no server fault (a readiness probe answering not
+	// ready while plugins start): it is logged at debug like any answer, not as an error.
+	NoFault bool
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *Call) error
@@ -185,34 +206,29 @@ func (a *API) handle(pattern string, opts routeOpts, h handlerFunc) {
 	a.patterns = append(a.patterns, pattern)
 	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c := r.Context().Value(callKey{}).(*Call)
-		if readsBody && opts.stream {
-			if r.ContentLength > limit {
-				writeError(w, c.Log, c.RequestID, errTooLarge(limit))
-				return
-			}
-		} else if readsBody {
-			body, err := readBody(w, r, limit)
+		// The order every door keeps (docs/api.md, "Slow bodies"): the bound a declared
+		// Content-Length breaks (413), the token from the headers (401), then the body, read
+		// within its time bound (408). No byte of a body is read for a caller without a token,
+		// and an answer given before the body was read closes the connection, so that nobody
+		// holds one open by sending a body slowly or not at all. A 401 always closes it.
+		if readsBody && r.ContentLength > limit {
+			writeError(w, c.Log, c.RequestID, errTooLarge(limit))
+			return
+		}
+		if err := a.authenticate(r, c, pl); err != nil {
+			// A caller without a token keeps no connection: it holds one no longer than the
+			// server's header bound.
+			closeAfter(w)
+			writeError(w, c.Log, c.RequestID, err)
+			return
+		}
+		if readsBody && !opts.stream {
+			body, err := readBody(w, r, limit, a.deps.Timeouts.Body)
 			if err != nil {
 				writeError(w, c.Log, c.RequestID, err)
 				return
 			}
 			c.Body = body
-		}
-		switch pl {
-		case planeMember:
-			p, err := a.deps.Auth.Member(r.Context(), identity.BearerToken(r.Header.Get("Authorization")))
-			if err != nil {
-				writeError(w, c.Log, c.RequestID, err)
-				return
-			}
-			c.Member = p
-		case planeExecutor:
-			e, err := a.deps.Auth.Executor(r.Context(), identity.BearerToken(r.Header.Get("Authorization")))
-			if err != nil {
-				writeError(w, c.Log, c.RequestID, err)
-				return
-			}
-			c.Executor = e
 		}
 		if err := h(w, r, c); err != nil {
 			writeError(w, c.Log, c.RequestID, err)
@@ -220,20 +236,91 @@ func (a *API) handle(pattern string, opts routeOpts, h handlerFunc) {
 	})
 }
 
+// authenticate resolves the caller of a route of plane pl from the request's headers alone.
+func (a *API) authenticate(r *http.Request, c *Call, pl plane) error {
+	switch pl {
+	case planeMember:
+		p, err := a.deps.Auth.Member(r.Context(), identity.BearerToken(r.Header.Get("Authorization")))
+		if err != nil {
+			return err
+		}
+		c.Member = p
+	case planeExecutor:
+		e, err := a.deps.Auth.Executor(r.Context(), identity.BearerToken(r.Header.Get("Authorization")))
+		if err != nil {
+			return err
+		}
+		c.Executor = e
+	}
+	return nil
+}
+
+// closeAfter asks the server to close the connection once this answer is written, and to read
+// at most CloseLinger more of it: net/http would otherwise read the rest of an unread body (up
+// to 256 KiB, with no deadline) before it answers or reuses the connection, which a sender that
+// stalls would hold forever. The linger lets a body already on its way drain, so that a client
+// that sent all of it reads its answer rather than a reset connection.
+func closeAfter(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(CloseLinger))
+}
+
+// CloseLinger bounds what is read of an unread body after an early answer: half a second, as
+// long as net/http itself lingers before it closes a connection with a body left unread.
+const CloseLinger = 500 * time.Millisecond
+
+// trackedBody notes whether a request's body was read to its end.
+type trackedBody struct {
+	io.ReadCloser
+	ended bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.ended = true
+	}
+	return n, err
+}
+
+// BodyReadTimeout bounds reading a JSON request body once its headers and token are accepted:
+// the largest body a door takes (2 MiB) arrives in well under a second on any working link and
+// in about 16 s at 1 Mbit/s, so 30 s refuses only a sender that stalls or trickles.
+const BodyReadTimeout = 30 * time.Second
+
+// UploadStallTimeout bounds the wait for the next bytes of an upload body, and UploadReadTimeout
+// its whole read: an upload may be 100 MiB, which takes minutes on a slow link (14 min at
+// 1 Mbit/s), so the whole bound is larger than any JSON body's; a sender that stops sending
+// is refused within the stall bound all the same.
+const (
+	UploadStallTimeout = 30 * time.Second
+	UploadReadTimeout  = 20 * time.Minute
+)
+
 // errTooLarge is the body-bound refusal, answered before any other check.
 func errTooLarge(limit int64) error {
 	return refusal.Newf(refusal.TooLarge, refusal.CodeContentTooLarge, "The request body exceeds %d bytes.", limit)
 }
 
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, errTooLarge(limit)
-	}
+// errBodyTimeout is the refusal of a body that did not arrive within its bound.
+func errBodyTimeout(bound time.Duration) error {
+	return refusal.Newf(refusal.RequestTimeout, refusal.CodeRequestTimeout,
+		"The request body did not arrive within %s; the connection is closed.", bound)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, bound time.Duration) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	// A writer that cannot set deadlines (a test's recorder) reads without one.
+	_ = rc.SetReadDeadline(time.Now().Add(bound))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, errTooLarge(limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errBodyTimeout(bound)
 		}
 		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body could not be read.")
 	}
@@ -242,6 +329,31 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	}
 	return body, nil
 }
+
+// stallReader reads an upload body within the stall bound of each read and the upload bound
+// of the first.
+type stallReader struct {
+	rc    *http.ResponseController
+	r     io.Reader
+	stall time.Duration
+	end   time.Time
+}
+
+func newStallReader(w http.ResponseWriter, r io.Reader, t Timeouts) *stallReader {
+	return &stallReader{rc: http.NewResponseController(w), r: r, stall: t.UploadStall, end: time.Now().Add(t.Upload)}
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	next := time.Now().Add(s.stall)
+	if next.After(s.end) {
+		next = s.end
+	}
+	_ = s.rc.SetReadDeadline(next)
+	return s.r.Read(p)
+}
+
+// done clears the read deadline once the body is read.
+func (s *stallReader) done() { _ = s.rc.SetReadDeadline(time.Time{}) }
 
 // ServeHTTP assigns the request id, recovers panics, answers unknown routes and methods before
 // any authentication, and logs the request.
@@ -252,6 +364,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := a.deps.Log.With("request_id", id)
 	c := &Call{RequestID: id, Log: log}
 	rec := &statusRecorder{ResponseWriter: w}
+
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -262,13 +375,22 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rec, log, id, fmt.Errorf("panic: %v", p))
 			}
 		}
-		a.logRequest(log, r, rec.status, start)
+		a.logRequest(log, r, rec.status, start, c.NoFault)
 	}()
+	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		// Whatever answers a request whose body is not read to its end closes the
+		// connection (closeAfter): refusals before the body, a handler that stops early. The
+		// tracker wraps the handlers' copy of the request only: net/http keeps its own body,
+		// whose early close it recognises.
+		rec.body = &trackedBody{ReadCloser: r.Body}
+		r.Body = rec.body
+	}
 	if _, pattern := a.mux.Handler(r); pattern == "" {
 		a.unrouted(rec, r, c)
 		return
 	}
-	a.mux.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+	a.mux.ServeHTTP(rec, r)
 }
 
 // unrouted answers a request no pattern matches: 405 with Allow when the path exists under
@@ -286,13 +408,13 @@ func (a *API) unrouted(w http.ResponseWriter, r *http.Request, c *Call) {
 	writeError(w, c.Log, c.RequestID, refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No route %s %s.", r.Method, r.URL.Path))
 }
 
-func (a *API) logRequest(log hclog.Logger, r *http.Request, status int, start time.Time) {
+func (a *API) logRequest(log hclog.Logger, r *http.Request, status int, start time.Time, noFault bool) {
 	if status == 0 {
 		status = http.StatusOK
 	}
 	d := a.deps.Now().Sub(start)
 	switch {
-	case status >= 500:
+	case status >= 500 && !noFault:
 		log.Error("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d)
 	case log.IsDebug():
 		log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d)
@@ -326,11 +448,14 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	// body tracks the request's body when it has one.
+	body *trackedBody
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
 	if !s.wrote {
 		s.status, s.wrote = code, true
+		s.closeOnUnread()
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
@@ -338,8 +463,17 @@ func (s *statusRecorder) WriteHeader(code int) {
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if !s.wrote {
 		s.status, s.wrote = http.StatusOK, true
+		s.closeOnUnread()
 	}
 	return s.ResponseWriter.Write(b)
+}
+
+// closeOnUnread closes the connection after an answer written before the body was read to its
+// end.
+func (s *statusRecorder) closeOnUnread() {
+	if s.body != nil && !s.body.ended {
+		closeAfter(s.ResponseWriter)
+	}
 }
 
 func (s *statusRecorder) Flush() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
@@ -230,12 +233,25 @@ func TestBodyBound(t *testing.T) {
 	})
 	// Over the bound: 413 before authentication (no token sent).
 	wantError(t, f.do(t, "POST", "/agent_api/v1/echo", "", strings.NewReader(strings.Repeat("x", 17)), nil), 413, "content_too_large")
-	// Without a Content-Length the bound is found while reading.
-	req := httptest.NewRequest("POST", "/agent_api/v1/echo", io.MultiReader(strings.NewReader(strings.Repeat("y", 40))))
-	req.ContentLength = -1
-	rec := httptest.NewRecorder()
-	f.api.ServeHTTP(rec, req)
-	wantError(t, rec.Result(), 413, "content_too_large")
+	// Without a Content-Length the bound is found while reading, which only a caller with a
+	// token gets to: the anonymous one is 401 with no byte of its body read.
+	for _, c := range []struct {
+		token  string
+		status int
+		code   string
+	}{{"", 401, "unauthorized"}, {f.admin, 413, "content_too_large"}} {
+		req := httptest.NewRequest("POST", "/agent_api/v1/echo", io.MultiReader(strings.NewReader(strings.Repeat("y", 40))))
+		req.ContentLength = -1
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		rec := httptest.NewRecorder()
+		f.api.ServeHTTP(rec, req)
+		wantError(t, rec.Result(), c.status, c.code)
+		if rec.Result().Header.Get("Connection") != "close" {
+			t.Errorf("token %q: an answer before the body is read keeps the connection", c.token)
+		}
+	}
 	// At the bound: authenticated, then handled.
 	resp := f.do(t, "POST", "/agent_api/v1/echo", f.admin, strings.NewReader(strings.Repeat("z", 16)), nil)
 	if resp.StatusCode != 204 || string(saw) != strings.Repeat("z", 16) {
@@ -326,5 +342,31 @@ func TestHealth(t *testing.T) {
 	b, _ = io.ReadAll(resp.Body)
 	if resp.StatusCode != 503 || string(b) != `{"status":"not_ready","reasons":["store: down"]}`+"\n" {
 		t.Fatalf("readyz not ready: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestNotReadyIsNoFault: /readyz answering not ready is logged at debug, never as a server
+// fault; a real 5xx still is.
+func TestNotReadyIsNoFault(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, storetest.Open(t, store.SQLite))
+	var logs bytes.Buffer
+	f.api.deps.Log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+	f.api.deps.Ready = func(context.Context) []string { return []string{"plugins: starting"} }
+	if resp := f.do(t, "GET", "/readyz", "", nil, nil); resp.StatusCode != 503 {
+		t.Fatalf("readyz: %d", resp.StatusCode)
+	}
+	if !strings.Contains(logs.String(), "[DEBUG] request:") || strings.Contains(logs.String(), "[ERROR]") {
+		t.Fatalf("a not-ready probe logged %q", logs.String())
+	}
+	logs.Reset()
+	f.api.handle("GET /agent_api/v1/fault", routeOpts{}, func(http.ResponseWriter, *http.Request, *Call) error {
+		return errors.New("broken")
+	})
+	if resp := f.do(t, "GET", "/agent_api/v1/fault", f.admin, nil, nil); resp.StatusCode != 500 {
+		t.Fatalf("fault: %d", resp.StatusCode)
+	}
+	if !strings.Contains(logs.String(), "[ERROR] request:") {
+		t.Fatalf("a server fault logged %q", logs.String())
 	}
 }

@@ -4,52 +4,303 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
-// errNotObject is the answer to a non-empty body that is not a JSON object (runs.md §0.3).
+// errNotObject is the answer to a body that is valid JSON but not an object (docs/api.md).
 var errNotObject = refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
 
-// decodeBody decodes the call's body into dst. An empty body is an absent one: present is false
-// and dst is untouched. A body that is not one JSON object is 400 parameter_invalid. Unknown keys
-// are kept for dst's own rules: decodeBody does not refuse them.
-func decodeBody(c *Call, dst any) (present bool, err error) {
+// fieldWord is how a door refuses a field it does not know: with the word its other field
+// refusals use, so that a client reads one vocabulary per door (docs/api.md, "Exact body
+// fields").
+type fieldWord struct {
+	kind refusal.Kind
+	code string
+	// word, when set, is carried as the refusal's word (a door whose validation_failed
+	// refusals name a finer word).
+	word string
+}
+
+var (
+	// wordParameter is the word of doors whose field refusals are 400 parameter_invalid.
+	wordParameter = fieldWord{kind: refusal.BadRequest, code: refusal.CodeParameterInvalid}
+	// wordValidation is the word of doors whose field refusals are 422 validation_failed.
+	wordValidation = fieldWord{kind: refusal.Unprocessable, code: refusal.CodeValidationFailed}
+)
+
+// decodeBody is the one strict decoding of a JSON request body, which every door that reads a
+// body calls before anything acts. dst is a pointer to the door's request struct; its json
+// tags are the only keys the body may carry, at every level of nested structs (and of slices
+// of them). Fields of another type (json.RawMessage, maps, scalars) are the values their own
+// rules judge.
+//
+// An empty body is an absent one: present is false and dst is untouched. Otherwise, in order:
+// a body that is not JSON is 400 parameter_invalid naming the byte offset where it stops being
+// JSON; one that is JSON but not an object 400 parameter_invalid; a key the request does not
+// know is refused with the door's word and the key's path (keys match exactly, case included:
+// encoding/json alone would take "Expires_At" for "expires_at"); a value of the wrong type for
+// a typed field is 422 validation_failed at its path.
+func decodeBody(c *Call, word fieldWord, dst any) (present bool, err error) {
+	return decodeExact(c.Body, word, dst)
+}
+
+// decodeRequired is decodeBody for a body whose root key is required: after the body's shape,
+// and before its keys, a body without root (or with a null one) is refused missing, or 400
+// parameter_missing at root when missing is nil. A client that forgot the wrapper hears of the
+// wrapper, not of the fields it put at the top.
+func decodeRequired(c *Call, word fieldWord, root string, missing error, dst any) error {
+	if missing == nil {
+		missing = requireRoot(false, root, true)
+	}
 	if len(bytes.TrimSpace(c.Body)) == 0 {
+		return missing
+	}
+	members, err := jsonwire.SplitObject(c.Body)
+	if err != nil {
+		return malformed(c.Body, err)
+	}
+	if v, ok := members.Get(root); !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return missing
+	}
+	return decodeMembers(c.Body, members, "", word, dst)
+}
+
+// decoder is decodeBody as a function of dst alone, for a service that decodes the body at its
+// own place in its checks (after the row's lookup, say) into a request type of its own.
+func decoder(c *Call, word fieldWord) func(dst any) error {
+	return func(dst any) error {
+		_, err := decodeExact(c.Body, word, dst)
+		return err
+	}
+}
+
+func decodeExact(body []byte, word fieldWord, dst any) (bool, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return false, nil
 	}
-	if err := checkObject(c.Body); err != nil {
-		return true, err
+	members, err := jsonwire.SplitObject(body)
+	if err != nil {
+		return true, malformed(body, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(c.Body))
+	return true, decodeMembers(body, members, "", word, dst)
+}
+
+// decodeObjectAt is decodeBody for a value inside a body that a door holds as raw JSON (the
+// memory doors' "memory", say) and decodes once it has judged its type: when raw is an object,
+// its keys are checked against dst at path and it is decoded into dst, and isObject is true; a
+// value of any other type is left to the door, untouched.
+func decodeObjectAt(raw json.RawMessage, path string, word fieldWord, dst any) (isObject bool, err error) {
+	if first(raw) != '{' {
+		return false, nil
+	}
+	members, err := jsonwire.SplitObject(raw)
+	if err != nil {
+		return false, nil
+	}
+	return true, decodeMembers(raw, members, path, word, dst)
+}
+
+// decodeMembers checks an object's keys against dst at path, then decodes it into dst.
+func decodeMembers(raw []byte, members jsonwire.Members, path string, word fieldWord, dst any) error {
+	if err := schemaOf(reflect.TypeOf(dst)).checkMembers(members, path, word); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return true, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "%s has the wrong type.", te.Field).With("path", te.Field)
+			at := te.Field
+			if path != "" {
+				at = path + "." + at
+			}
+			return refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "%s has the wrong type.", at).With("path", at)
 		}
-		return true, errNotObject
-	}
-	return true, nil
-}
-
-// checkObject reports whether raw is exactly one JSON object with nothing after it.
-func checkObject(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return errNotObject
-	}
-	dec = json.NewDecoder(bytes.NewReader(raw))
-	var v json.RawMessage
-	if err := dec.Decode(&v); err != nil {
-		return errNotObject
-	}
-	if _, err := dec.Token(); err != io.EOF {
 		return errNotObject
 	}
 	return nil
+}
+
+// malformed turns a failed split of the body into its refusal: valid JSON that is not an object,
+// or the byte offset where the body stops being JSON.
+func malformed(body []byte, err error) error {
+	if c := first(body); c != '{' && c != 0 {
+		_, serr := jsonwire.Scan(body)
+		if serr == nil {
+			return errNotObject
+		}
+		err = serr
+	}
+	var se *jsonwire.SyntaxError
+	if errors.As(err, &se) {
+		return refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid,
+			"The request body is not valid JSON: it breaks off or goes wrong at byte %d.", se.Offset)
+	}
+	return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body is not valid JSON.")
+}
+
+// schema is the key set a request type allows: an object's fields by key (a nil schema for a
+// value judged elsewhere), or an array's element.
+type schema struct {
+	// keys lists the object's keys in declaration order, for the refusal's sentence; fields
+	// maps each to the schema of its value. Both are nil for a non-object.
+	keys   []string
+	fields map[string]*schema
+	// elem is the element schema of an array of objects.
+	elem *schema
+}
+
+var (
+	schemas   sync.Map // reflect.Type -> *schema
+	unmarshal = reflect.TypeFor[json.Unmarshaler]()
+)
+
+// schemaOf derives (once per type) the keys a request type allows. A type that decodes itself
+// (json.RawMessage, any json.Unmarshaler), a map, an interface or a scalar allows anything:
+// its own rules judge it.
+func schemaOf(t reflect.Type) *schema {
+	if s, ok := schemas.Load(t); ok {
+		return s.(*schema)
+	}
+	s := buildSchema(t)
+	schemas.Store(t, s)
+	return s
+}
+
+func buildSchema(t reflect.Type) *schema {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(unmarshal) || reflect.PointerTo(t).Implements(unmarshal) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		s := &schema{fields: map[string]*schema{}}
+		addFields(s, t)
+		return s
+	case reflect.Slice, reflect.Array:
+		if el := buildSchema(t.Elem()); el != nil {
+			return &schema{elem: el}
+		}
+	}
+	return nil
+}
+
+// addFields adds a struct's keys as encoding/json names them, embedded structs flattened.
+func addFields(s *schema, t reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				addFields(s, ft)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, dup := s.fields[name]; !dup {
+			s.keys = append(s.keys, name)
+		}
+		s.fields[name] = buildSchema(f.Type)
+	}
+}
+
+// check walks a value against the schema: an object's keys, an array's elements. A value of
+// another JSON type than the schema expects is left to the decoder's type check.
+func (s *schema) check(raw json.RawMessage, path string, word fieldWord) error {
+	if s == nil {
+		return nil
+	}
+	switch first(raw) {
+	case '{':
+		if s.fields == nil {
+			return nil
+		}
+		members, err := jsonwire.SplitObject(raw)
+		if err != nil {
+			return nil
+		}
+		return s.checkMembers(members, path, word)
+	case '[':
+		if s.elem == nil {
+			return nil
+		}
+		items, err := jsonwire.SplitArray(raw)
+		if err != nil {
+			return nil
+		}
+		for i, it := range items {
+			if err := s.elem.check(it, fmt.Sprintf("%s[%d]", path, i), word); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkMembers refuses the first key, in document order, that the object's schema lacks, and
+// walks the values of the keys it has.
+func (s *schema) checkMembers(members jsonwire.Members, path string, word fieldWord) error {
+	if s == nil || s.fields == nil {
+		return nil
+	}
+	for _, m := range members {
+		p := m.Key
+		if path != "" {
+			p = path + "." + m.Key
+		}
+		sub, known := s.fields[m.Key]
+		if !known {
+			return s.unknown(p, word)
+		}
+		if err := sub.check(m.Raw, p, word); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *schema) unknown(path string, word fieldWord) error {
+	known := "none"
+	if len(s.keys) > 0 {
+		known = strings.Join(s.keys, ", ")
+	}
+	r := refusal.Newf(word.kind, word.code, "%s is not a field of this request (the fields here: %s).", path, known).With("path", path)
+	if word.word != "" {
+		r = r.With("word", word.word)
+	}
+	return r
+}
+
+func first(raw []byte) byte {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
 }
 
 // requireRoot is the check for a body whose root key is required: absent (or null) is 400
@@ -60,3 +311,6 @@ func requireRoot(present bool, root string, isNil bool) error {
 	}
 	return nil
 }
+
+// noFields is the request type of a door that takes no fields: its body is empty or {}.
+type noFields struct{}

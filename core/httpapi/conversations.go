@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -32,11 +31,7 @@ func (a *API) createConversation(w http.ResponseWriter, r *http.Request, c *Call
 	var body struct {
 		Conversation json.RawMessage `json:"conversation"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
-		return err
-	}
-	if err := requireRoot(present, "conversation", body.Conversation == nil || bytes.Equal(body.Conversation, []byte("null"))); err != nil {
+	if err := decodeRequired(c, wordValidation, "conversation", nil, &body); err != nil {
 		return err
 	}
 	doc, err := a.deps.Runs.CreateConversation(r.Context(), act, body.Conversation)
@@ -111,11 +106,7 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request, c *Call) error
 	var body struct {
 		Message json.RawMessage `json:"message"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
-		return err
-	}
-	if err := requireRoot(present, "message", body.Message == nil || bytes.Equal(body.Message, []byte("null"))); err != nil {
+	if err := decodeRequired(c, wordValidation, "message", nil, &body); err != nil {
 		return err
 	}
 	key, err := idempotencyKey(r)
@@ -139,7 +130,7 @@ func (a *API) archive(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	if _, err := decodeBody(c, &struct{}{}); err != nil {
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
 	doc, err := a.deps.Runs.Archive(r.Context(), act, r.PathValue("conversation"))

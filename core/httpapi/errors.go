@@ -35,6 +35,8 @@ func statusOf(k refusal.Kind) int {
 		return http.StatusRequestedRangeNotSatisfiable
 	case refusal.TooManyRequests:
 		return http.StatusTooManyRequests
+	case refusal.RequestTimeout:
+		return http.StatusRequestTimeout
 	default:
 		return http.StatusInternalServerError
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/executors"
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // The executor plane's own doors (executor.md §1.3, §2, §3): identity, the announcement, the
@@ -53,7 +55,21 @@ func (a *API) writeAnnouncement(w http.ResponseWriter, c *Call, an *executors.An
 	}{executorWire(c.Executor), announcementWire(an)})
 }
 
+// announcementRequest is the announcement's request type at the door: its entries' own keys are
+// the announcement validator's (sdk/announce), which refuses them by name too.
+type announcementRequest struct {
+	Tools       json.RawMessage `json:"tools"`
+	Environment json.RawMessage `json:"environment"`
+	Documents   json.RawMessage `json:"documents"`
+}
+
+// wordAnnouncement is the announcement door's field word (docs/api.md, "Request bodies: exact fields").
+var wordAnnouncement = fieldWord{kind: refusal.Unprocessable, code: announce.CodeInvalidAnnouncement}
+
 func (a *API) putAnnouncement(w http.ResponseWriter, r *http.Request, c *Call) error {
+	if _, err := decodeBody(c, wordAnnouncement, &announcementRequest{}); err != nil {
+		return err
+	}
 	an, err := a.deps.Executors.Announce(r.Context(), c.Executor, c.Body)
 	if err != nil {
 		return err
@@ -101,6 +117,10 @@ func retryLater(w http.ResponseWriter, err error) error {
 }
 
 func (a *API) claimRow(w http.ResponseWriter, r *http.Request, c *Call) error {
+	// The claim takes no fields: its body is empty or {}.
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
+		return err
+	}
 	ans, err := a.deps.Executors.Claim(r.Context(), c.Executor, r.PathValue("run_public_id"), r.PathValue("task_key"))
 	if err != nil {
 		return retryLater(w, err)
@@ -122,7 +142,7 @@ func (a *API) readClaim(w http.ResponseWriter, r *http.Request, c *Call) error {
 }
 
 func (a *API) extendClaim(w http.ResponseWriter, r *http.Request, c *Call) error {
-	ans, err := a.deps.Executors.Extend(r.Context(), c.Executor, r.PathValue("run_public_id"), r.PathValue("task_key"), c.Body)
+	ans, err := a.deps.Executors.Extend(r.Context(), c.Executor, r.PathValue("run_public_id"), r.PathValue("task_key"), decoder(c, wordParameter))
 	if err != nil {
 		return err
 	}
@@ -131,7 +151,7 @@ func (a *API) extendClaim(w http.ResponseWriter, r *http.Request, c *Call) error
 }
 
 func (a *API) commitRow(w http.ResponseWriter, r *http.Request, c *Call) error {
-	ans, err := a.deps.Executors.Commit(r.Context(), c.Executor, r.PathValue("run_public_id"), r.PathValue("task_key"), c.Body)
+	ans, err := a.deps.Executors.Commit(r.Context(), c.Executor, r.PathValue("run_public_id"), r.PathValue("task_key"), c.Body, decoder(c, wordParameter))
 	if err != nil {
 		return err
 	}

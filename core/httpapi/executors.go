@@ -107,11 +107,7 @@ func (a *API) createExecutor(w http.ResponseWriter, r *http.Request, c *Call) er
 			WorkspacePublicID *string `json:"workspace_public_id"`
 		} `json:"executor"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
-		return err
-	}
-	if err := requireRoot(present, "executor", body.Executor == nil); err != nil {
+	if err := decodeRequired(c, wordValidation, "executor", nil, &body); err != nil {
 		return err
 	}
 	res, err := a.deps.Directory.CreateExecutor(r.Context(), c.Member, &identity.CreateExecutorRequest{
@@ -162,6 +158,11 @@ func (a *API) getExecutor(w http.ResponseWriter, r *http.Request, c *Call) error
 }
 
 func (a *API) rotateExecutorToken(w http.ResponseWriter, r *http.Request, c *Call) error {
+	// The rotation takes no fields: its body is empty or {}, and anything else is refused
+	// before the old token stops working.
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
+		return err
+	}
 	res, err := a.deps.Directory.RotateExecutorToken(r.Context(), c.Member, r.PathValue("public_id"))
 	if err != nil {
 		return err
@@ -171,6 +172,9 @@ func (a *API) rotateExecutorToken(w http.ResponseWriter, r *http.Request, c *Cal
 }
 
 func (a *API) revokeExecutor(w http.ResponseWriter, r *http.Request, c *Call) error {
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
+		return err
+	}
 	v, err := a.deps.Directory.RevokeExecutor(r.Context(), c.Member, r.PathValue("public_id"))
 	if err != nil {
 		return err

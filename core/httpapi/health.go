@@ -15,10 +15,14 @@ func (a *API) healthz(w http.ResponseWriter, _ *http.Request, _ *Call) error {
 	return nil
 }
 
-func (a *API) readyz(w http.ResponseWriter, r *http.Request, _ *Call) error {
+// readyz answers 200 ready or 503 not_ready with the reasons. Not ready is an answer, not a
+// server fault (plugins starting at every start and reload, a store that does not answer yet):
+// the request is logged at debug.
+func (a *API) readyz(w http.ResponseWriter, r *http.Request, c *Call) error {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if reasons := a.deps.Ready(ctx); len(reasons) > 0 {
+		c.NoFault = true
 		writeJSON(w, http.StatusServiceUnavailable, struct {
 			Status  string   `json:"status"`
 			Reasons []string `json:"reasons"`

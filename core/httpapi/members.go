@@ -57,11 +57,7 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request, c *Call) error {
 			Role         string `json:"role"`
 		} `json:"member"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
-		return err
-	}
-	if err := requireRoot(present, "member", body.Member == nil); err != nil {
+	if err := decodeRequired(c, wordValidation, "member", nil, &body); err != nil {
 		return err
 	}
 	m, err := a.deps.Directory.AddMember(r.Context(), acc, &identity.AddMemberRequest{UserPublicID: body.Member.UserPublicID, Role: body.Member.Role})
@@ -77,6 +73,9 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request, c *Call) error {
 func (a *API) removeMember(w http.ResponseWriter, r *http.Request, c *Call) error {
 	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedOwner)
 	if err != nil {
+		return err
+	}
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
 	if err := a.deps.Directory.RemoveMember(r.Context(), acc, r.PathValue("public_id")); err != nil {
@@ -106,11 +105,7 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request, c *Call) error 
 			Role        string `json:"role"`
 		} `json:"user"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
-		return err
-	}
-	if err := requireRoot(present, "user", body.User == nil); err != nil {
+	if err := decodeRequired(c, wordValidation, "user", nil, &body); err != nil {
 		return err
 	}
 	res, err := a.deps.Directory.CreateUser(r.Context(), acc, &identity.CreateUserRequest{

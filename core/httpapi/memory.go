@@ -39,24 +39,21 @@ func (a *API) memoryCaller(r *http.Request, c *Call) (memory.Caller, error) {
 }
 
 // decodeMemory reads a door body {"memory": {…}} into dst: an absent or null memory is 400
-// parameter_missing, one that is not an object 400 parameter_invalid. Field rules are the
-// doors' own.
+// parameter_missing, one that is not an object 400 parameter_invalid, and a key that neither the
+// body nor dst knows 400 parameter_invalid at its path. Field rules are the doors' own.
 func decodeMemory(c *Call, dst any) error {
 	var body struct {
 		Memory json.RawMessage `json:"memory"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
+	if err := decodeRequired(c, wordParameter, "memory", nil, &body); err != nil {
 		return err
 	}
 	raw := bytes.TrimSpace(body.Memory)
-	if err := requireRoot(present, "memory", len(raw) == 0 || bytes.Equal(raw, []byte("null"))); err != nil {
+	isObject, err := decodeObjectAt(raw, "memory", wordParameter, dst)
+	if err != nil {
 		return err
 	}
-	if raw[0] != '{' {
-		return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "memory must be a JSON object.").With("path", "memory")
-	}
-	if err := json.Unmarshal(raw, dst); err != nil {
+	if !isObject {
 		return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "memory must be a JSON object.").With("path", "memory")
 	}
 	return nil

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -90,6 +91,9 @@ func (a *API) reloadPlugins(w http.ResponseWriter, r *http.Request, c *Call) err
 	if err := a.deploymentOwner(r, c); err != nil {
 		return err
 	}
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
+		return err
+	}
 	rep, err := a.deps.Plugins.Reload(r.Context())
 	if err != nil {
 		return err
@@ -103,6 +107,9 @@ func (a *API) reloadPlugins(w http.ResponseWriter, r *http.Request, c *Call) err
 
 func (a *API) restartPlugin(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err := a.deploymentOwner(r, c); err != nil {
+		return err
+	}
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
 	name := r.PathValue("name")
@@ -141,10 +148,20 @@ func (a *API) putOverrides(w http.ResponseWriter, r *http.Request, c *Call) erro
 	if err != nil {
 		return err
 	}
+	if _, err := decodeBody(c, wordValidation, &overridesRequest{}); err != nil {
+		return err
+	}
 	doc, err := a.deps.Executors.PutToolProviderOverrides(r.Context(), acc.Workspace.ID, c.Body)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, doc)
 	return nil
+}
+
+// overridesRequest is the override door's request type; the map's own keys are the door's
+// (only nexus.memory, word not_overridable).
+type overridesRequest struct {
+	Overrides           json.RawMessage `json:"tool_provider_overrides"`
+	ExpectedLockVersion json.RawMessage `json:"expected_lock_version"`
 }

@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
+	"encoding/json"
 	"net/http"
 
 	"github.com/nexuskernel/nexus/core/declare"
@@ -36,20 +36,53 @@ func callingAgent(c *Call) (profiles.Agent, error) {
 	return profiles.Agent{ID: c.Member.ID, WorkspaceID: c.Member.WorkspaceID}, nil
 }
 
-// bodyObject decodes the call's body as an ordered JSON object. An empty body is an absent one
-// (present false); anything but one JSON object is 400 parameter_invalid.
-func bodyObject(c *Call) (v jsonv.Value, present bool, err error) {
-	if len(bytes.TrimSpace(c.Body)) == 0 {
-		return jsonv.Value{}, false, nil
-	}
-	if err := checkObject(c.Body); err != nil {
-		return jsonv.Value{}, true, err
+// configurationRequest is the PUT body's root; assemblyRequest the assembly's. Both keep the
+// configuration raw: its fields are checked by configurationKeys, its values by the profile
+// service.
+type configurationRequest struct {
+	Configuration json.RawMessage `json:"configuration"`
+}
+
+type assemblyRequest struct {
+	Configuration json.RawMessage `json:"configuration"`
+	DefaultRunner json.RawMessage `json:"default_runner_executor_public_id"`
+}
+
+// configurationKeys are the fields of a configuration object (docs/api.md); any
+// other is refused validation_failed with the word invalid, the word of a shape outside the
+// grammar.
+type configurationKeys struct {
+	ToolDefinitions         json.RawMessage `json:"tool_definitions"`
+	KernelTools             json.RawMessage `json:"kernel_tools"`
+	RunnerExecutorPublicIDs json.RawMessage `json:"runner_executor_public_ids"`
+	RunnerToolNames         json.RawMessage `json:"runner_tool_names"`
+	ApprovalMode            json.RawMessage `json:"approval_mode"`
+	ApprovalRules           json.RawMessage `json:"approval_rules"`
+	DefaultModel            json.RawMessage `json:"default_model"`
+	Instructions            json.RawMessage `json:"instructions"`
+}
+
+// wordConfiguration is the configuration's field word.
+var wordConfiguration = fieldWord{kind: refusal.Unprocessable, code: refusal.CodeValidationFailed, word: declare.WordInvalid}
+
+// bodyObject decodes the call's body as an ordered JSON object, after the one strict decoding
+// into req has judged its shape and root keys. An empty body is an absent one (present false).
+func bodyObject(c *Call, req any) (v jsonv.Value, present bool, err error) {
+	present, err = decodeBody(c, wordParameter, req)
+	if err != nil || !present {
+		return jsonv.Value{}, present, err
 	}
 	v, err = jsonv.Decode(c.Body)
 	if err != nil || !v.IsObject() {
 		return jsonv.Value{}, true, errNotObject
 	}
 	return v, true, nil
+}
+
+// checkConfigurationKeys refuses a configuration field the door does not know.
+func checkConfigurationKeys(raw json.RawMessage) error {
+	_, err := decodeObjectAt(raw, keyConfiguration, wordConfiguration, &configurationKeys{})
+	return err
 }
 
 // member reads one member of the body root. A root that repeats the key is malformed: 400
@@ -91,12 +124,13 @@ func (a *API) putProfile(w http.ResponseWriter, r *http.Request, c *Call) error 
 	if err != nil {
 		return err
 	}
-	root, present, err := bodyObject(c)
-	if err != nil {
+	var req configurationRequest
+	if err := decodeRequired(c, wordParameter, keyConfiguration, errConfigurationMissing(), &req); err != nil {
 		return err
 	}
-	if !present {
-		return errConfigurationMissing()
+	root, err := jsonv.Decode(c.Body)
+	if err != nil || !root.IsObject() {
+		return errNotObject
 	}
 	cfg, ok, err := member(root, keyConfiguration)
 	if err != nil {
@@ -104,6 +138,9 @@ func (a *API) putProfile(w http.ResponseWriter, r *http.Request, c *Call) error 
 	}
 	if !ok || !cfg.IsObject() {
 		return errConfigurationMissing()
+	}
+	if err := checkConfigurationKeys(req.Configuration); err != nil {
+		return err
 	}
 	out, err := a.deps.Profiles.PutConfiguration(r.Context(), agent, cfg)
 	if err != nil {
@@ -129,7 +166,8 @@ func (a *API) assembleTools(w http.ResponseWriter, r *http.Request, c *Call) err
 	if err != nil {
 		return err
 	}
-	root, present, err := bodyObject(c)
+	var body assemblyRequest
+	root, present, err := bodyObject(c, &body)
 	if err != nil {
 		return err
 	}
@@ -161,6 +199,9 @@ func (a *API) assembleTools(w http.ResponseWriter, r *http.Request, c *Call) err
 	if ok {
 		if !cfg.IsObject() {
 			return errConfigurationMissing()
+		}
+		if err := checkConfigurationKeys(body.Configuration); err != nil {
+			return err
 		}
 		req.Configuration = &cfg
 	}

@@ -152,11 +152,7 @@ func (a *API) createRunAs(w http.ResponseWriter, r *http.Request, c *Call, act *
 	var body struct {
 		Run json.RawMessage `json:"run"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
-		return err
-	}
-	if err := requireRoot(present, "run", body.Run == nil || bytes.Equal(body.Run, []byte("null"))); err != nil {
+	if err := decodeRequired(c, wordValidation, "run", nil, &body); err != nil {
 		return err
 	}
 	key, err := idempotencyKey(r)
@@ -211,7 +207,7 @@ func (a *API) startRun(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	if _, err := decodeBody(c, &struct{}{}); err != nil {
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
 	doc, err := a.deps.Runs.StartRun(r.Context(), act, r.PathValue("run"))
@@ -230,7 +226,7 @@ func (a *API) stopRun(w http.ResponseWriter, r *http.Request, c *Call) error {
 	var body struct {
 		Force json.RawMessage `json:"force"`
 	}
-	if _, err := decodeBody(c, &body); err != nil {
+	if _, err := decodeBody(c, wordParameter, &body); err != nil {
 		return err
 	}
 	force := true
@@ -256,7 +252,7 @@ func (a *API) appendSteps(w http.ResponseWriter, r *http.Request, c *Call) error
 	if err != nil {
 		return err
 	}
-	res, err := a.deps.Runs.Append(r.Context(), act, r.PathValue("run"), c.Body, key)
+	res, err := a.deps.Runs.Append(r.Context(), act, r.PathValue("run"), c.Body, key, decoder(c, wordParameter))
 	if err != nil {
 		return err
 	}
@@ -300,7 +296,7 @@ func (a *API) resolve(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.deps.Runs.Resolve(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), c.Body)
+	res, err := a.deps.Runs.Resolve(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), c.Body, decoder(c, wordParameter))
 	if err != nil {
 		return err
 	}
@@ -313,7 +309,7 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	if _, err := decodeBody(c, &struct{}{}); err != nil {
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
 	doc, err := a.deps.Runs.Decide(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), false, "")
@@ -332,7 +328,7 @@ func (a *API) deny(w http.ResponseWriter, r *http.Request, c *Call) error {
 	var body struct {
 		Reason json.RawMessage `json:"reason"`
 	}
-	if _, err := decodeBody(c, &body); err != nil {
+	if _, err := decodeBody(c, wordParameter, &body); err != nil {
 		return err
 	}
 	reason := ""
@@ -354,7 +350,7 @@ func (a *API) cancelBranch(w http.ResponseWriter, r *http.Request, c *Call) erro
 	if err != nil {
 		return err
 	}
-	if _, err := decodeBody(c, &struct{}{}); err != nil {
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
 	doc, err := a.deps.Runs.CancelBranch(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))

@@ -35,7 +35,7 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request, c *Call) error
 			ExpiresAt *string `json:"expires_at"`
 		} `json:"token"`
 	}
-	if _, err := decodeBody(c, &body); err != nil {
+	if _, err := decodeBody(c, wordValidation, &body); err != nil {
 		return err
 	}
 	req := &identity.CreateTokenRequest{}
@@ -76,6 +76,9 @@ func (a *API) listTokens(w http.ResponseWriter, r *http.Request, c *Call) error 
 }
 
 func (a *API) revokeCurrentToken(w http.ResponseWriter, r *http.Request, c *Call) error {
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
+		return err
+	}
 	if err := a.deps.Directory.RevokeCurrentToken(r.Context(), c.Member); err != nil {
 		return err
 	}
@@ -84,6 +87,9 @@ func (a *API) revokeCurrentToken(w http.ResponseWriter, r *http.Request, c *Call
 }
 
 func (a *API) revokeToken(w http.ResponseWriter, r *http.Request, c *Call) error {
+	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
+		return err
+	}
 	if err := a.deps.Directory.RevokeToken(r.Context(), c.Member, r.PathValue("public_id")); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -113,14 +114,20 @@ var (
 )
 
 // ingestUpload streams the file part of a multipart body into the store (executor.md §5.1).
-// Parts before it are skipped, parts after it are not read.
+// The file part is the one field an upload carries: when a part of another name comes before
+// it, the upload is refused 400 parameter_invalid at that name before anything is stored, like
+// an unknown key of a JSON body (a body with no file part at all is parameter_missing, as
+// before); the body ends with the file part, and nothing after it is read.
 func (a *API) ingestUpload(w http.ResponseWriter, r *http.Request, creator uploads.Creator) error {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return errNotMultipart
 	}
-	body := http.MaxBytesReader(w, r.Body, uploadBodyLimit)
+	stall := newStallReader(w, r.Body, a.deps.Timeouts)
+	defer stall.done()
+	body := http.MaxBytesReader(w, io.NopCloser(stall), uploadBodyLimit)
 	mr := multipart.NewReader(body, params["boundary"])
+	unknown, sawUnknown := "", false
 	for {
 		// A raw part keeps the bytes as sent (no quoted-printable decoding): the file is stored
 		// exactly as the client framed it.
@@ -133,10 +140,16 @@ func (a *API) ingestUpload(w http.ResponseWriter, r *http.Request, creator uploa
 		}
 		name, filename, isFile := formPart(part)
 		if name != "file" {
+			if !sawUnknown {
+				unknown, sawUnknown = name, true
+			}
 			continue
 		}
 		if !isFile {
 			return errNotAFile
+		}
+		if sawUnknown {
+			return errUnknownPart(unknown)
 		}
 		u, err := a.deps.Uploads.Ingest(r.Context(), creator, filename, part)
 		if err != nil {
@@ -151,12 +164,22 @@ func (a *API) ingestUpload(w http.ResponseWriter, r *http.Request, creator uploa
 	}
 }
 
+// errUnknownPart refuses a form part other than the file part, by name.
+func errUnknownPart(name string) error {
+	return refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid,
+		"%q is not a field of an upload: its one part is the file part, named file.", name).With("path", name)
+}
+
 // uploadReadFailure maps a failure to read the body: over the body bound is 413 (nothing was
-// kept), anything else a broken body.
+// kept), a sender that stalled 408 (the connection is closed), anything else a broken body.
 func uploadReadFailure(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return refusal.Newf(refusal.TooLarge, refusal.CodeContentTooLarge, "The upload exceeds %d bytes; nothing was kept.", uploads.MaxBytes)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return refusal.Newf(refusal.RequestTimeout, refusal.CodeRequestTimeout,
+			"The upload stalled or took too long; nothing was kept, and the connection is closed.")
 	}
 	return errBrokenBody
 }

@@ -200,12 +200,17 @@ func TestUploadRefusals(t *testing.T) {
 			rec := httptest.NewRecorder()
 			f.api.ServeHTTP(rec, req)
 			wantError(t, rec.Result(), 413, "content_too_large")
-			// Parts before the file part are skipped; the file's declared type is never used.
+			// The file part is an upload's one field: a part of another name before it is
+			// refused by name, and nothing is kept.
 			ct, body := multipartBody(t, formPartSpec{"note", nil, []byte("x")}, formPartSpec{"file", strp("x.png"), []byte("plain")})
-			resp := post(route, tok, ct, body)
-			if resp.StatusCode != 201 {
+			if e := wantError(t, post(route, tok, ct, body), 400, "parameter_invalid"); e["path"] != "note" {
+				t.Errorf("%s with a leading field: path %v", route, e["path"])
+			}
+			// A part after the file part is not read.
+			ct, body = multipartBody(t, formPartSpec{"file", strp("x.png"), []byte("plain")}, formPartSpec{"note", nil, []byte("x")})
+			if resp := post(route, tok, ct, body); resp.StatusCode != 201 {
 				b, _ := io.ReadAll(resp.Body)
-				t.Fatalf("%s with a leading field: %d %s", route, resp.StatusCode, b)
+				t.Fatalf("%s with a trailing field: %d %s", route, resp.StatusCode, b)
 			}
 		}
 		if u, c := uploadCounts(t, s); u != 4 || c != 4 {

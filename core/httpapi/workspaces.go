@@ -60,11 +60,7 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request, c *Call) e
 			Name   string `json:"name"`
 		} `json:"workspace"`
 	}
-	present, err := decodeBody(c, &body)
-	if err != nil {
-		return err
-	}
-	if err := requireRoot(present, "workspace", body.Workspace == nil); err != nil {
+	if err := decodeRequired(c, wordValidation, "workspace", nil, &body); err != nil {
 		return err
 	}
 	ws, err := a.deps.Directory.CreateWorkspace(r.Context(), c.Member, &identity.CreateWorkspaceRequest{

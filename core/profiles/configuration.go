@@ -156,7 +156,7 @@ func (s *Service) sources(cfg jsonv.Value) (*declare.Set, declare.Imports, error
 }
 
 // validate checks a whole configuration object in the door's field order (§11.1) and returns
-// the first refusal. Unknown fields are ignored.
+// the first refusal. Unknown fields are ignored here: the door refuses them before.
 func (s *Service) validate(cfg jsonv.Value) (*proposal, error) {
 	tools, im, err := s.sources(cfg)
 	if err != nil {

@@ -66,7 +66,8 @@ func (s *Service) Configuration(ctx context.Context, agent Agent) (*Configuratio
 }
 
 // PutConfiguration replaces the agent's profile whole with cfg, the request's configuration
-// object: a field it omits is cleared, unknown fields are ignored. The fields are validated in
+// object: a field it omits is cleared, unknown fields are ignored (the door refuses them before
+// it calls). The fields are validated in
 // the door's order and the first failure is returned as a *declare.Refusal (the caller's door
 // writes it) with nothing stored. Replacements of one agent are serialized; each one that is
 // stored gets the next revision. It returns the stored profile's read-back.

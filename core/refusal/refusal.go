@@ -34,6 +34,9 @@ const (
 	// TooManyRequests is a caller over a rate or concurrency limit (429); the door says when
 	// to retry.
 	TooManyRequests
+	// RequestTimeout is a request body that did not arrive within its door's bound (408); the
+	// connection is closed after the answer.
+	RequestTimeout
 )
 
 // Field is one extra key of a refusal body.
@@ -110,6 +113,7 @@ const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeContentTooLarge  = "content_too_large"
+	CodeRequestTimeout   = "request_timeout"
 	CodeUnauthorized     = "unauthorized"
 	CodeInternal         = "internal_error"
 	CodeParameterInvalid = "parameter_invalid"

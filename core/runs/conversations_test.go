@@ -160,7 +160,7 @@ func TestConversationQueue(t *testing.T) {
 		if _, err := h.e.StartRun(h.ctx, h.actor, b.Run.PublicID); !isCode(err, runs.CodeConversationHosted) {
 			t.Fatalf("start a hosted run: %v", err)
 		}
-		if _, err := h.e.Append(h.ctx, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), ""); !isCode(err, runs.CodeConversationHosted) {
+		if _, err := h.e.Append(h.ctx, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "", nil); !isCode(err, runs.CodeConversationHosted) {
 			t.Fatalf("append to a hosted run: %v", err)
 		}
 		if _, err := h.e.Archive(h.ctx, h.actor, conv); !isCode(err, runs.CodeConversationBusy) {

@@ -145,9 +145,9 @@ func TestDoorConflicts(t *testing.T) {
 		expect("malformed run id", err, refusal.CodeNotFound)
 		_, err = h.e.Decide(h.ctx, h.actor, id, "s1-model-1", false, "")
 		expect("approve a pending run", err, runs.CodeNotAdjudicable)
-		_, err = h.e.Resolve(h.ctx, h.actor, id, "s1-model-1", []byte(`{"content":"x"}`))
+		_, err = h.e.Resolve(h.ctx, h.actor, id, "s1-model-1", []byte(`{"content":"x"}`), nil)
 		expect("resolve a model task", err, runs.CodeAwaitNotResolvable)
-		_, err = h.e.Resolve(h.ctx, h.actor, id, "s1-model-1", []byte(`[1]`))
+		_, err = h.e.Resolve(h.ctx, h.actor, id, "s1-model-1", []byte(`[1]`), nil)
 		expect("resolve with a non-object body", err, refusal.CodeParameterInvalid)
 		_, err = h.e.CancelBranch(h.ctx, h.actor, id, "s1-model-1")
 		expect("cancel a mainline round", err, runs.CodeNotABranch)
@@ -162,7 +162,7 @@ func TestDoorConflicts(t *testing.T) {
 		}
 		_, err = h.e.Decide(h.ctx, h.actor, id, "s1-model-1", false, "")
 		expect("approve a completed run", err, runs.CodeNotAdjudicable)
-		_, err = h.e.Append(h.ctx, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "")
+		_, err = h.e.Append(h.ctx, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "", nil)
 		expect("append to a completed run", err, runs.CodeRunNotAppendable)
 		_, err = h.e.StopRun(h.ctx, h.actor, id, true)
 		expect("stop a completed run", err, runs.CodeAlreadyTerminal)
@@ -170,29 +170,29 @@ func TestDoorConflicts(t *testing.T) {
 		// Append: the body and conflict words, in order.
 		live := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay one","key":"first"}}],"approval_mode":"bypass"}`)
 		lid := live.Run.PublicID
-		_, err = h.e.Append(h.ctx, h.actor, lid, nil, "")
+		_, err = h.e.Append(h.ctx, h.actor, lid, nil, "", nil)
 		expect("append without a body", err, refusal.CodeParameterMissing)
-		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"tool":{"name":"memory_read"}}]}`), "")
+		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"tool":{"name":"memory_read"}}]}`), "", nil)
 		expect("append a kernel tool", err, runs.CodeReservedToolName)
-		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}],"expected_revision":7}`), "")
+		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}],"expected_revision":7}`), "", nil)
 		expect("stale revision", err, runs.CodeStaleRevision)
 		r, _ := refusal.As(err)
 		if v, _ := r.Get("current_revision"); v != int64(1) {
 			t.Errorf("current_revision %v", v)
 		}
-		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"first"}}]}`), "")
+		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"first"}}]}`), "", nil)
 		expect("duplicate key in the run", err, runs.CodeDuplicateTaskKey)
-		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"k"}},{"model":{"model":"mock/scripted","prompt":"x","key":"k"}}]}`), "")
+		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"k"}},{"model":{"model":"mock/scripted","prompt":"x","key":"k"}}]}`), "", nil)
 		expect("duplicate key in the envelope", err, runs.CodeDuplicateTaskKey)
-		got, err := h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1")
+		got, err := h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1", nil)
 		if err != nil || got.Receipt.Revision != 2 || got.Receipt.DeliverableTaskKey != "s2-model-1" || got.Replayed {
 			t.Fatalf("append: %+v %v", got, err)
 		}
-		again, err := h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1")
+		again, err := h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1", nil)
 		if err != nil || !again.Replayed || again.Receipt.DeliverableTaskKey != "s2-model-1" {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
-		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"other"}}]}`), "k1")
+		_, err = h.e.Append(h.ctx, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"other"}}]}`), "k1", nil)
 		expect("same key, other body", err, runs.CodeIdempotencyEnvelopeMismatch)
 		h.drain()
 		rd := h.run(lid)

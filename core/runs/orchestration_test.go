@@ -340,7 +340,7 @@ func (h *harness) member(handle string) *runs.Actor {
 
 func (h *harness) resolve(run, key, body string) *runs.Resolution {
 	h.t.Helper()
-	res, err := h.e.Resolve(h.ctx, h.actor, run, key, []byte(body))
+	res, err := h.e.Resolve(h.ctx, h.actor, run, key, []byte(body), nil)
 	if err != nil {
 		h.t.Fatalf("resolve %s: %v", key, err)
 	}
@@ -596,7 +596,7 @@ func TestResolutionDoor(t *testing.T) {
 			{"unstorable", h.actor, id, "r2t0", `{"content":"a\u0000b"}`, "result_unstorable", refusal.Unprocessable, "content"},
 		}
 		for _, c := range cases {
-			_, err := h.e.Resolve(h.ctx, c.actor, c.run, c.key, []byte(c.body))
+			_, err := h.e.Resolve(h.ctx, c.actor, c.run, c.key, []byte(c.body), nil)
 			r, ok := refusal.As(err)
 			if !ok || r.Code != c.code || r.Kind != c.kind {
 				t.Errorf("%s: %v, want %s", c.name, err, c.code)

@@ -3,13 +3,11 @@ package runs
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
-	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
 )
@@ -23,14 +21,14 @@ type Resolution struct {
 
 // Resolve is the resolution door (runs.md §2.7), the only door that answers an ask. Checks, in
 // this order: 404 not_found (run, then key); 403 not_authorized; 400 parameter_invalid (a body
-// that is not a JSON object); 409 await_not_resolvable (anything but an ask await, reached by
+// that is not a JSON object; decode also refuses a key beside the envelope's own); 409 await_not_resolvable (anything but an ask await, reached by
 // its own key or its call's); a settled await answers applied: false; an await whose deadline
 // passed is first settled by the expiry rule, then answers applied: false; the result
 // envelope's grammar (422, the park stands); result_unstorable (422, the park stands too: the
 // resolver is a person at an interactive door). A fresh answer settles the await completed
 // (failed, await_failed, when outcome is failed), binds the uploads it links, and settles the
 // ask call in the same transaction.
-func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body []byte) (*Resolution, error) {
+func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body []byte, decode BodyDecoder) (*Resolution, error) {
 	var res *Resolution
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		res = nil
@@ -54,9 +52,11 @@ func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body 
 		if len(bytes.TrimSpace(body)) == 0 {
 			body = []byte("{}")
 		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(body, &obj) != nil || obj == nil {
-			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
+		if decode == nil {
+			decode = PlainDecoder(body)
+		}
+		if err := decode(&envelope.Keys{}); err != nil {
+			return err
 		}
 		await, err := askAwaitOf(ctx, tx, r.ID, t)
 		if err != nil {

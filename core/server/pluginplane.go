@@ -14,6 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
 	"github.com/nexuskernel/nexus/plugins"
@@ -535,7 +536,7 @@ func (p *pluginPlane) Commit(ctx context.Context, id string, c plugins.Claim, bo
 	if err != nil {
 		return err
 	}
-	ans, err := p.svc.Commit(ctx, ex, c.RunID, c.TaskKey, raw)
+	ans, err := p.svc.Commit(ctx, ex, c.RunID, c.TaskKey, raw, runs.PlainDecoder(raw))
 	if err != nil {
 		var r *refusal.Error
 		if errors.As(err, &r) {

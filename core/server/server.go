@@ -63,6 +63,8 @@ type Server struct {
 	api      *httpapi.API
 	now      func() time.Time
 	drain    time.Duration
+	// headerTimeout bounds reading a request's headers (ReadHeaderTimeout).
+	headerTimeout time.Duration
 	// stopListening ends the token-invalidation subscription.
 	stopListening func()
 	engine        *runs.Engine
@@ -93,7 +95,19 @@ type Options struct {
 	// ExecutableDir replaces the running binary's directory in plugin command discovery (tests
 	// whose binary is not nexus); "" means the directory of os.Executable.
 	ExecutableDir string
+	// ReadHeaderTimeout replaces ReadHeaderTimeout, and BodyTimeouts the body read bounds
+	// (tests shorten them); zero takes the defaults.
+	ReadHeaderTimeout time.Duration
+	BodyTimeouts      httpapi.Timeouts
 }
+
+// ReadHeaderTimeout bounds reading a request's line and headers: a client that has not sent
+// them within it, anonymous or not, is disconnected. Ten seconds is ages for a few hundred
+// bytes on any link and short enough that idle sockets cannot pile up.
+const ReadHeaderTimeout = 10 * time.Second
+
+// IdleTimeout closes a kept-alive connection that sends no next request.
+const IdleTimeout = 2 * time.Minute
 
 // Open opens and migrates the store, bootstraps an empty deployment, and builds the API.
 func Open(ctx context.Context, s Settings, log hclog.Logger, opts Options) (*Server, error) {
@@ -144,7 +158,10 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		}
 	}
 	reg := registry.New()
-	srv := &Server{settings: s, log: log, store: st, now: opts.Now, drain: opts.DrainTimeout}
+	srv := &Server{settings: s, log: log, store: st, now: opts.Now, drain: opts.DrainTimeout, headerTimeout: opts.ReadHeaderTimeout}
+	if srv.headerTimeout <= 0 {
+		srv.headerTimeout = ReadHeaderTimeout
+	}
 	auth := identity.NewAuthenticator(st, opts.Now, identity.WithLogger(log.Named("auth")))
 	// Instances sharing a PostgreSQL store hear each other's token revocations; until this
 	// returns the token cache serves nothing.
@@ -242,6 +259,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		Now:         opts.Now,
 		Profiles:    profileService,
 		Plugins:     pluginAdmin{srv},
+		Timeouts:    opts.BodyTimeouts,
 	})
 	if err != nil {
 		hub.Close()
@@ -330,9 +348,10 @@ func (s *Server) notReady(ctx context.Context) []string {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler: s.api,
-		// ReadHeaderTimeout bounds slow-header clients; bodies and streams keep their own bounds.
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		// The headers have their own bound; each body is read within its door's bound once the
+		// token is accepted (httpapi), and event streams never end by a deadline.
+		ReadHeaderTimeout: s.headerTimeout,
+		IdleTimeout:       IdleTimeout,
 		ErrorLog:          s.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}

@@ -300,6 +300,11 @@ func TestCleanFilename(t *testing.T) {
 		{"  spaced  ", "  spaced  "},
 		{long, strings.Repeat("a", 254)},
 		{strings.Repeat("b", 300), strings.Repeat("b", 255)},
+		// Bidirectional controls go, every one of them; the emoji joiner stays.
+		{"invoice\u202Etxt.exe", "invoicetxt.exe"},
+		{"\u202A\u202B\u202C\u202D\u202Ea\u2066\u2067\u2068\u2069b\u200E\u200F\u061Cc", "abc"},
+		{"\u202E", "upload"},
+		{"family \U0001F468\u200D\U0001F469\u200D\U0001F467.png", "family \U0001F468\u200D\U0001F469\u200D\U0001F467.png"},
 	}
 	for _, c := range cases {
 		if got := CleanFilename(c.in); got != c.want {

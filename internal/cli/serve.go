@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/server"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -21,7 +22,7 @@ func newServe(e *env, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the server",
-		Long: `Run the server: open (and migrate) the store, bootstrap an empty deployment, and serve the
+		Long: `Run the server: bind the listen address, open (and migrate) the store, bootstrap an empty deployment, and serve the
 agent API until SIGINT or SIGTERM; SIGHUP reloads the plugin catalog from the configuration file. On a signal the server stops accepting connections and
 drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain timed out.`,
 		Args: cobra.NoArgs,
@@ -31,6 +32,13 @@ drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain 
 				return err
 			}
 			log := server.NewLogger(s, e.stderr)
+			// The port first: a server that cannot listen stops before it migrates, bootstraps
+			// or writes anything into its data directory.
+			ln, err := net.Listen("tcp", s.Listen)
+			if err != nil {
+				return err
+			}
+			defer ln.Close()
 			ctx, stop := e.signalContext()
 			defer stop()
 			srv, err := server.Open(ctx, s, log, server.Options{Getenv: e.getenv})
@@ -44,10 +52,6 @@ drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain 
 			// SIGHUP reloads the plugin catalog in place (plugins.md §10).
 			stopHUP := reloadOnHangup(ctx, srv, log)
 			defer stopHUP()
-			ln, err := net.Listen("tcp", s.Listen)
-			if err != nil {
-				return err
-			}
 			if err := srv.Serve(ctx, ln); err != nil {
 				if errors.Is(err, server.ErrDrainTimeout) {
 					return &exitError{code: 1, err: err}
@@ -68,7 +72,8 @@ func openStore(ctx context.Context, s server.Settings) (*store.Store, error) {
 }
 
 // reloadOnHangup reloads the server's plugin catalog on each SIGHUP until ctx ends or the
-// returned function is called.
+// returned function is called. The reload logs itself, once: the plugin host its report, the
+// server a configuration it refused; only another failure is logged here.
 func reloadOnHangup(ctx context.Context, srv *server.Server, log hclog.Logger) func() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
@@ -77,12 +82,11 @@ func reloadOnHangup(ctx context.Context, srv *server.Server, log hclog.Logger) f
 		for {
 			select {
 			case <-ch:
-				rep, err := srv.Reload(ctx)
-				if err != nil {
-					log.Error("reload failed", "error", err)
-					continue
+				if _, err := srv.Reload(ctx); err != nil {
+					if _, refused := refusal.As(err); !refused {
+						log.Error("reload failed", "error", err)
+					}
 				}
-				log.Info("reloaded the plugin catalog", "added", rep.Added, "removed", rep.Removed, "changed", rep.Changed)
 			case <-ctx.Done():
 				return
 			case <-done:

@@ -17,7 +17,8 @@ const racers = 24
 // TestRacingRunners: many runners race for one pool row over HTTP, on each store. Exactly one
 // claim wins, the others answer already_claimed; then every racer commits at once, the winner's
 // token in half of them (a retrying winner) and a made-up one in the rest: exactly one commit
-// applies, the winner's repeats are idle, and the others are stale_claim.
+// applies, the winner's repeats are idle, the winner's made-up ones are stale_claim, and every
+// other pool member's is not_found (a claim answers its claimant only).
 func TestRacingRunners(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
@@ -63,7 +64,14 @@ func TestRacingRunners(t *testing.T) {
 					t.Fatalf("round %d: %d claims won", round, len(tokens))
 				}
 				winner := providers[winners[0]%len(providers)]
-				var applied, idle, stale int
+				// A wrong token from the claimant is stale_claim; any token from another pool
+				// member is not_found: the claim is the claimant's alone.
+				var applied, idle, stale, notFound, wantStale int
+				for i := 1; i < racers; i += 2 {
+					if providers[i%len(providers)] == winner {
+						wantStale++
+					}
+				}
 				start = make(chan struct{})
 				for i := 0; i < racers; i++ {
 					wg.Add(1)
@@ -85,6 +93,8 @@ func TestRacingRunners(t *testing.T) {
 							idle++
 						case errors.As(err, &ce) && ce.Status == 409 && ce.Code == "stale_claim":
 							stale++
+						case errors.As(err, &ce) && ce.Status == 404 && ce.Code == "not_found":
+							notFound++
 						default:
 							t.Errorf("racer %d: %v", i, err)
 						}
@@ -92,8 +102,8 @@ func TestRacingRunners(t *testing.T) {
 				}
 				close(start)
 				wg.Wait()
-				if applied != 1 || idle != racers/2-1 || stale != racers/2 {
-					t.Fatalf("round %d: applied %d, idle %d, stale %d", round, applied, idle, stale)
+				if applied != 1 || idle != racers/2-1 || stale != wantStale || notFound != racers/2-wantStale {
+					t.Fatalf("round %d: applied %d, idle %d, stale %d, not found %d", round, applied, idle, stale, notFound)
 				}
 				p.waitRunStatus(run, "completed")
 			}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/sdk/announce"
@@ -181,8 +182,35 @@ func TestPools(t *testing.T) {
 				t.Fatalf("the claimant's inbox %v", keys)
 			}
 			qEv.quiet(t) // another member's claim is not a cancel
-			p.commit(pe, run, "r2t0", cl.Claim.ClaimToken, &client.Result{Content: "found"})
+			// The claim is its claimant's alone: another member presenting the claimant's own
+			// token learns nothing of the row, on read, extend and commit alike.
+			tok := cl.Claim.ClaimToken
+			before := p.task(run, "r2t0")
+			notFound := func(what string, err error) {
+				t.Helper()
+				if ce := wantCode(t, err, 404, "not_found"); ce.Message != "No task r2t0 in this run." {
+					t.Fatalf("%s: %q", what, ce.Message)
+				}
+			}
+			_, err = q.c.ClaimStatus(p.ctx, run, "r2t0", tok)
+			notFound("claim read", err)
+			_, err = q.c.ExtendClaim(p.ctx, run, "r2t0", tok, time.Minute)
+			notFound("extend", err)
+			_, err = q.c.Commit(p.ctx, run, "r2t0", tok, &client.Result{Content: "stolen"})
+			notFound("commit", err)
+			if after := p.task(run, "r2t0"); after.Task.Status != "dispatched" || *after.Task.DeadlineAt != *before.Task.DeadlineAt {
+				t.Fatalf("another member moved the row: %s", after.Raw)
+			}
+			p.commit(pe, run, "r2t0", tok, &client.Result{Content: "found"})
 			p.waitRunStatus(run, "completed")
+			// Settled, the row still answers its claimant only.
+			_, err = q.c.Commit(p.ctx, run, "r2t0", tok, &client.Result{Content: "stolen"})
+			notFound("commit after settling", err)
+			_, err = q.c.ClaimStatus(p.ctx, run, "r2t0", tok)
+			notFound("claim read after settling", err)
+			if res := p.commit(pe, run, "r2t0", tok, &client.Result{Content: "again"}); res.Applied {
+				t.Fatalf("the claimant's repeat applied: %s", res.Raw)
+			}
 
 			p.announce(q, tool("other", 0))
 			run2 := p.modelRun("mock/scripted", script, []any{plain("lookup")}, nil, "bypass", nil)

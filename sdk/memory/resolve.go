@@ -59,8 +59,9 @@ func patternRefusal(code, pattern string) *refusal {
 }
 
 // text is the refusal's content: "<code>: <detail>", or the code alone when the detail is
-// empty. The detail keeps its first clip characters, and each C0 control character in it
-// becomes U+FFFD so a refusal is always one printable line.
+// empty. The detail keeps its first clip characters, and each C0 control character and each
+// bidirectional control in it becomes U+FFFD, so a refusal is always one printable line that
+// reads as it is stored.
 func (r *refusal) text() string {
 	detail := clipDetail(r.detail, r.clip)
 	if detail == "" {
@@ -77,7 +78,7 @@ func clipDetail(detail string, limit int) string {
 			break
 		}
 		count++
-		if c < 0x20 {
+		if c < 0x20 || IsBidiControl(c) {
 			c = utf8.RuneError
 		}
 		b.WriteRune(c)

@@ -24,9 +24,25 @@ type Facts struct {
 	Unstorable bool
 }
 
-// ErrSyntax is every syntax error: the input is not exactly one JSON value of the expected
-// kind.
+// ErrSyntax matches every syntax error (each a *SyntaxError): the input is not exactly one JSON
+// value of the expected kind.
 var ErrSyntax = errors.New("not one JSON value")
+
+// SyntaxError is the error of every walk that fails: where the input stops being what was
+// expected. errors.Is(err, ErrSyntax) holds for it.
+type SyntaxError struct {
+	// Offset is the byte offset, from the start of the input, at which the walk stopped.
+	Offset int
+}
+
+func (e *SyntaxError) Error() string {
+	return "not one JSON value: syntax error at byte " + strconv.Itoa(e.Offset)
+}
+
+// Is makes errors.Is(err, ErrSyntax) true for a *SyntaxError.
+func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
+
+func (w *walker) syntaxError() error { return &SyntaxError{Offset: w.pos} }
 
 // Canonical re-encodes one JSON value with object keys sorted by byte order, no
 // insignificant whitespace, no HTML escaping, minimal string escapes and numbers in their
@@ -42,7 +58,7 @@ func Canonical(raw []byte) ([]byte, Facts, error) {
 	}
 	w.skipSpace()
 	if w.pos != len(w.src) {
-		return nil, w.facts, ErrSyntax
+		return nil, w.facts, w.syntaxError()
 	}
 	return out, w.facts, nil
 }
@@ -73,11 +89,11 @@ func (w *walker) skipSpace() {
 
 func (w *walker) value(depth int) ([]byte, error) {
 	if w.pos >= len(w.src) {
-		return nil, ErrSyntax
+		return nil, w.syntaxError()
 	}
 	switch c := w.src[w.pos]; {
 	case (c == '{' || c == '[') && depth >= MaxDepth:
-		return nil, ErrSyntax
+		return nil, w.syntaxError()
 	case c == '{':
 		return w.object(depth)
 	case c == '[':
@@ -101,7 +117,7 @@ func (w *walker) value(depth int) ([]byte, error) {
 
 func (w *walker) literal(word string) ([]byte, error) {
 	if !bytes.HasPrefix(w.src[w.pos:], []byte(word)) {
-		return nil, ErrSyntax
+		return nil, w.syntaxError()
 	}
 	w.pos += len(word)
 	if !w.emit {
@@ -130,7 +146,7 @@ func (w *walker) object(depth int) ([]byte, error) {
 	for {
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		key, err := w.str(true)
 		if err != nil {
@@ -138,7 +154,7 @@ func (w *walker) object(depth int) ([]byte, error) {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		w.pos++
 		w.skipSpace()
@@ -161,14 +177,14 @@ func (w *walker) object(depth int) ([]byte, error) {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		if w.src[w.pos] == ',' {
 			w.pos++
 			continue
 		}
 		if w.src[w.pos] != '}' {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		w.pos++
 		break
@@ -248,14 +264,14 @@ func (w *walker) array(depth int) ([]byte, error) {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		if w.src[w.pos] == ',' {
 			w.pos++
 			continue
 		}
 		if w.src[w.pos] != ']' {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		w.pos++
 		return append(out, ']'), nil
@@ -284,7 +300,7 @@ func (w *walker) str(keep bool) (string, error) {
 		}
 		w.pos = run
 		if w.pos >= len(w.src) {
-			return "", ErrSyntax
+			return "", w.syntaxError()
 		}
 		c := w.src[w.pos]
 		switch {
@@ -310,7 +326,7 @@ func (w *walker) str(keep bool) (string, error) {
 				b = utf8.AppendRune(b, r)
 			}
 		case c < 0x20:
-			return "", ErrSyntax
+			return "", w.syntaxError()
 		default:
 			r, size := utf8.DecodeRune(w.src[w.pos:])
 			if r == utf8.RuneError && size == 1 {
@@ -333,7 +349,7 @@ func (w *walker) str(keep bool) (string, error) {
 // escape reads one backslash escape, joining a surrogate pair into one rune.
 func (w *walker) escape() (rune, error) {
 	if w.pos+1 >= len(w.src) {
-		return 0, ErrSyntax
+		return 0, w.syntaxError()
 	}
 	c := w.src[w.pos+1]
 	w.pos += 2
@@ -352,11 +368,11 @@ func (w *walker) escape() (rune, error) {
 		return '\t', nil
 	case 'u':
 	default:
-		return 0, ErrSyntax
+		return 0, w.syntaxError()
 	}
 	r, ok := w.hex4()
 	if !ok {
-		return 0, ErrSyntax
+		return 0, w.syntaxError()
 	}
 	switch {
 	case r == 0:
@@ -401,7 +417,7 @@ func (w *walker) number() ([]byte, error) {
 	}
 	lit := w.src[start:w.pos]
 	if !ValidNumber(lit) {
-		return nil, ErrSyntax
+		return nil, w.syntaxError()
 	}
 	if !w.emit {
 		return nil, nil
@@ -525,7 +541,7 @@ func Scan(raw []byte) (Facts, error) {
 	}
 	w.skipSpace()
 	if w.pos != len(w.src) {
-		return w.facts, ErrSyntax
+		return w.facts, w.syntaxError()
 	}
 	return w.facts, nil
 }
@@ -567,7 +583,7 @@ func SplitObject(raw []byte) (Members, error) {
 	w := walker{src: raw}
 	w.skipSpace()
 	if w.pos >= len(w.src) || w.src[w.pos] != '{' {
-		return nil, ErrSyntax
+		return nil, w.syntaxError()
 	}
 	w.pos++
 	var out Members
@@ -579,7 +595,7 @@ func SplitObject(raw []byte) (Members, error) {
 	for {
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		key, err := w.str(true)
 		if err != nil {
@@ -587,7 +603,7 @@ func SplitObject(raw []byte) (Members, error) {
 		}
 		w.skipSpace()
 		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		w.pos++
 		w.skipSpace()
@@ -598,14 +614,14 @@ func SplitObject(raw []byte) (Members, error) {
 		out = append(out, Member{key, raw[start:w.pos]})
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		if w.src[w.pos] == ',' {
 			w.pos++
 			continue
 		}
 		if w.src[w.pos] != '}' {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		w.pos++
 		return out, w.end()
@@ -617,7 +633,7 @@ func SplitArray(raw []byte) ([]json.RawMessage, error) {
 	w := walker{src: raw}
 	w.skipSpace()
 	if w.pos >= len(w.src) || w.src[w.pos] != '[' {
-		return nil, ErrSyntax
+		return nil, w.syntaxError()
 	}
 	w.pos++
 	out := []json.RawMessage{}
@@ -635,14 +651,14 @@ func SplitArray(raw []byte) ([]json.RawMessage, error) {
 		out = append(out, raw[start:w.pos])
 		w.skipSpace()
 		if w.pos >= len(w.src) {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		if w.src[w.pos] == ',' {
 			w.pos++
 			continue
 		}
 		if w.src[w.pos] != ']' {
-			return nil, ErrSyntax
+			return nil, w.syntaxError()
 		}
 		w.pos++
 		return out, w.end()
@@ -667,7 +683,7 @@ func DecodeString(raw []byte) (string, bool) {
 func (w *walker) end() error {
 	w.skipSpace()
 	if w.pos != len(w.src) {
-		return ErrSyntax
+		return w.syntaxError()
 	}
 	return nil
 }

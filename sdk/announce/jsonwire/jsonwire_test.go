@@ -2,6 +2,7 @@ package jsonwire
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -121,5 +122,36 @@ func TestCanonicalJSONManyKeys(t *testing.T) {
 	var m map[string]int
 	if err := json.Unmarshal(out, &m); err != nil || len(m) != 40 || m["kaa"] != 2 {
 		t.Errorf("got %d keys, kaa=%d: %v", len(m), m["kaa"], err)
+	}
+}
+
+// TestSyntaxOffset: every failed walk says where the input stopped being JSON, and matches
+// ErrSyntax.
+func TestSyntaxOffset(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in     string
+		offset int
+	}{
+		{`{"a":1,}`, 7},
+		{`{"a" 1}`, 5},
+		{`{"a":tru}`, 5},
+		{`{"a":1} x`, 8},
+		{`[1,`, 3},
+		{`{"a":"\x"}`, 8},
+		{``, 0},
+	} {
+		_, err := Scan([]byte(c.in))
+		var se *SyntaxError
+		if !errors.As(err, &se) || !errors.Is(err, ErrSyntax) {
+			t.Errorf("%q: %v is not a syntax error", c.in, err)
+			continue
+		}
+		if se.Offset != c.offset {
+			t.Errorf("%q: offset %d, want %d", c.in, se.Offset, c.offset)
+		}
+	}
+	if _, err := SplitObject([]byte(`{"a":[1,2}`)); err == nil || err.(*SyntaxError).Offset != 9 {
+		t.Errorf("SplitObject: %v", err)
 	}
 }

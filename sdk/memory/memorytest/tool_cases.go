@@ -31,6 +31,7 @@ func toolCases() []toolCase {
 		{"T18", "not_found", t18NotFound},
 		{"T19", "pattern_refusals", t19Pattern},
 		{"T20", "integer_inputs", t20Integers},
+		{"T21", "bidi_controls", t21BidiControls},
 	}
 }
 
@@ -265,6 +266,24 @@ func t10PathInvalid(t *testing.T, h *harness) {
 	h.expect(memory.ToolRead, `{"path":"team/a//b"}`, refusedText("memory_path_invalid: team/a//b"))
 	h.expect(memory.ToolWrite, obj("path", "workspace/"+name255, "content", "x"), done("Wrote workspace/"+name255+" (1 bytes).", "wrote workspace/"+name255))
 	h.expect(memory.ToolLs, `{}`, done("workspace/"+name255+"  1 bytes  2030-01-15T09:00:00Z", "1 memory documents"))
+}
+
+// t21BidiControls: a path holding a bidirectional control is memory_path_invalid on every verb
+// that names a document, whichever provider stores it, and the refusal's detail shows each such
+// control as U+FFFD; the emoji joiner U+200D is an ordinary character.
+func t21BidiControls(t *testing.T, h *harness) {
+	for _, c := range []rune{0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069, 0x200E, 0x200F, 0x061C} {
+		path := "workspace/invoice" + string(c) + "gpj.exe"
+		want := refusedText("memory_path_invalid: workspace/invoice\uFFFDgpj.exe")
+		h.expect(memory.ToolWrite, obj("path", path, "content", "x"), want)
+		h.expect(memory.ToolRead, obj("path", path), want)
+		h.expect(memory.ToolEdit, obj("path", path, "old_text", "x", "new_text", "y"), want)
+		h.expect(memory.ToolDelete, obj("path", path), want)
+	}
+	h.expect(memory.ToolLs, `{}`, done("No memory documents.", "memory is empty"))
+	joined := "workspace/family \U0001F468\u200D\U0001F469.md"
+	h.expect(memory.ToolWrite, obj("path", joined, "content", "x"), done("Wrote "+joined+" (1 bytes).", "wrote "+joined))
+	h.expect(memory.ToolRead, obj("path", joined), done("x", "read "+joined))
 }
 
 func clipChars(s string, n int) string {
