@@ -11,7 +11,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// TestStatusJSON: a status serializes with exactly plugins.md §11's keys.
+// TestStatusJSON: a status serializes with exactly the keys (docs/api.md#plugins).
 func TestStatusJSON(t *testing.T) {
 	t.Parallel()
 	th := startHost(t, scenarioEntry(t, "memory-fs", plugin.KindMemory, "memory-inmem"))

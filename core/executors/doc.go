@@ -1,16 +1,16 @@
-// Package executors owns the executor plane's business logic (executor.md): the announcement door
-// (whole-or-nothing through sdk/announce, the one validator, with the served-names table that
-// addressing reads), the Announcements seam that routes Runner and pool rows (Addressing), the
-// inbox, claim, claim read, extend and commit with every precondition in its specified order, the
-// per-executor rate limits, revocation's effects on work, and the push hub, which holds the
-// executors' event streams on this instance, fans work_available and work_canceled out to them and
-// to every other instance through PostgreSQL NOTIFY, closes an executor's streams when it is
-// revoked, and records the stream presence member discovery shows. Events are hints: the hub
-// queues nothing for a disconnected executor and replays nothing, because the inbox stays
-// authoritative. It also keeps a workspace's tool provider override map (memory.md §8: the
-// door with its lock fence and refusal words, and the MemoryOverrides seam the run engine reads
-// at a memory row's birth), and applies the expiry rule at once for a plugin host that lost a
-// non-replayable call (ExpireClaim).
+// Package executors owns the executor plane's business logic (docs/api.md#the-executor-plane): the
+// announcement door (whole-or-nothing through sdk/announce, the one validator, with the
+// served-names table that addressing reads), the Announcements seam that routes Runner and pool
+// rows (Addressing), the inbox, claim, claim read, extend and commit with every precondition in its
+// specified order, the per-executor rate limits, revocation's effects on work, and the push hub,
+// which holds the executors' event streams on this instance, fans work_available and work_canceled
+// out to them and to every other instance through PostgreSQL NOTIFY, closes an executor's streams
+// when it is revoked, and records the stream presence member discovery shows. Events are hints: the
+// hub queues nothing for a disconnected executor and replays nothing, because the inbox stays
+// authoritative. It also keeps a workspace's tool provider override map
+// (docs/api.md#the-memory-override: the door with its lock fence and refusal words, and the
+// MemoryOverrides seam the run engine reads at a memory row's birth), and applies the expiry rule
+// at once for a plugin host that lost a non-replayable call (ExpireClaim).
 //
 // It must not know HTTP: core/httpapi routes the doors and writes the Server-Sent Events frames
 // from the streams this package hands out. It never settles a row by itself: every change goes

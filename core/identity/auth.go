@@ -72,7 +72,7 @@ var (
 )
 
 // PresenceWriteInterval is how often at most an executor's last_seen_at is written
-// (executor.md §1.4): presence is display only, and SQLite has one writer, so polling must not
+// (docs/api.md#executors): presence is display only, and SQLite has one writer, so polling must not
 // turn every request into a write.
 const PresenceWriteInterval = 10 * time.Second
 

@@ -256,8 +256,8 @@ func TestMintMemberToken(t *testing.T) {
 	})
 }
 
-// TestAccessNeeds checks the kind and role words of identity.md §3 through Directory.Access, in
-// its order: visibility, kind, role.
+// TestAccessNeeds checks the kind and role words of docs/api.md#planes-and-tokens through
+// Directory.Access, in its order: visibility, kind, role.
 func TestAccessNeeds(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

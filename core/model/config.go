@@ -8,7 +8,8 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 )
 
-// The configuration blocks of the models catalog in nexus.hcl (runs.md §6.2):
+// The configuration blocks of the models catalog in nexus.hcl
+// (docs/operations.md#the-models-catalog):
 //
 //	default_model = "mock/scripted"
 //	model_provider "mock" { type = "mock" }

@@ -5,7 +5,7 @@ import (
 	"math/big"
 )
 
-// costPlaces is how many decimal places a cost amount has (runs.md §1.5.3).
+// costPlaces is how many decimal places a cost amount has (docs/api.md#runs).
 const costPlaces = 6
 
 // tokensPerMTok is the unit prices are quoted in: per million tokens.
@@ -19,7 +19,7 @@ type Cost struct {
 
 // Cost prices a usage: (input × input_per_mtok + output × output_per_mtok) ÷ 1,000,000, computed
 // exactly on the configured decimals and rounded half away from zero to 6 places
-// (providers.md §6, which the real adapters extend with cache prices).
+// (docs/providers.md, which the real adapters extend with cache prices).
 func (p Pricing) Cost(u Usage) (Cost, error) {
 	in, err := parsePrice(p.InputPerMTok)
 	if err != nil {

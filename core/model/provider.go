@@ -16,11 +16,12 @@ type Provider interface {
 	Complete(ctx context.Context, req *Request) (*Response, error)
 }
 
-// Request is a sealed request as a provider receives it (runs.md §5.1).
+// Request is a sealed request as a provider receives it
+// (docs/development.md#how-the-kernel-runs-work).
 type Request struct {
 	Ref             string       // "mock/scripted"
 	Model           string       // "scripted": the model id inside the provider
-	Entries         []Entry      // §5.1, in order
+	Entries         []Entry      // docs/development.md#how-the-kernel-runs-work, in order
 	Tools           []ToolSchema // request_options.tools as offered
 	ToolChoice      string       // "auto" or "" (no tools)
 	MaxOutputTokens int
@@ -28,7 +29,7 @@ type Request struct {
 }
 
 // Entry is one message of a sealed request. Its JSON form (MarshalJSON) is the entry grammar of
-// runs.md §5.1.
+// docs/development.md#how-the-kernel-runs-work.
 type Entry struct {
 	Role       string     // "system" | "user" | "assistant" | "tool"
 	Content    []Part     // text parts; user entries also attachment parts
@@ -82,7 +83,7 @@ type ToolSchema struct {
 // Finish is how a provider said an answer ended.
 type Finish string
 
-// The finish reasons of runs.md §1.5.3.
+// The finish reasons of docs/api.md#runs.
 const (
 	FinishStop      Finish = "stop"
 	FinishToolCalls Finish = "tool_calls"
@@ -120,7 +121,7 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Key + ": " + e.Detail }
 
-// The error keys of model calls (runs.md §8.6).
+// The error keys of model calls (docs/api.md#task-error-keys).
 const (
 	KeyProviderError            = "provider_error"
 	KeyProviderOverloaded       = "provider_overloaded"

@@ -11,7 +11,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// TestCreateRefusals pins every word of the create door (runs.md §2.3, §2.3.1, §8.5) with its
+// TestCreateRefusals pins every word of the create door (docs/api.md#runs) with its
 // status kind and path; nothing is created by a refused envelope.
 func TestCreateRefusals(t *testing.T) {
 	t.Parallel()

@@ -12,7 +12,7 @@ import (
 )
 
 // TestCreateRouteEligibility pins a routed step's acceptance against the real served-names
-// lookup (runs.md §2.3.1): an active Runner of the workspace that announces the name takes the
+// lookup (docs/api.md#runs): an active Runner of the workspace that announces the name takes the
 // row dispatched at once; one that does not announce it refuses tool_not_served; a revoked
 // Runner, a tool provider and another workspace's Runner refuse runner_not_eligible at the
 // route, whatever they announce.

@@ -51,7 +51,7 @@ type step struct {
 	defaults  []byte
 }
 
-// stepParser accumulates every failure of one envelope (runs.md §2.3.2).
+// stepParser accumulates every failure of one envelope (docs/api.md#runs).
 type stepParser struct {
 	e      *Engine
 	ctx    context.Context
@@ -268,7 +268,7 @@ func (p *stepParser) declare(path string, body map[string]json.RawMessage) (*Fro
 		return &FrozenDeclaration{ToolDefinitions: []byte("[]"), Environment: []byte("null"), SkillCatalog: []byte("[]")}, false
 	}
 	if in.Tools != nil {
-		// runs.md §2.3.1: a step that writes tools writes at least one; "no tools" is the
+		// docs/api.md#runs: a step that writes tools writes at least one; "no tools" is the
 		// absence of the field.
 		var items []json.RawMessage
 		if json.Unmarshal(in.Tools, &items) == nil && items != nil && len(items) == 0 {
@@ -417,7 +417,7 @@ func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
 	s.route = &Route{Kind: "runner", RunnerExecutorPublicID: id}
 }
 
-// addressStep resolves a tool step's addressee at acceptance (runs.md §2.3.1): a step nobody
+// addressStep resolves a tool step's addressee at acceptance (docs/api.md#runs): a step nobody
 // serves is refused tool_not_served rather than created failed, and a route to anything but an
 // active Runner of the workspace runner_not_eligible. A Runner that serves the name is eligible
 // by that very answer (Announcements.RunnerTool), so the executor row is read only when it does

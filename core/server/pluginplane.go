@@ -22,12 +22,12 @@ import (
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// pluginPlane is the plugin host's executor plane (plugins.md §8): every call goes through the
-// executor service, the push hub and the directory, the code HTTP executors reach, so a plugin's
-// rows are claimed, committed and expired exactly like theirs.
+// pluginPlane is the plugin host's executor plane (docs/development.md#the-plugin-host): every call
+// goes through the executor service, the push hub and the directory, the code HTTP executors reach,
+// so a plugin's rows are claimed, committed and expired exactly like theirs.
 //
-// A plugin's managed executor is one executor row per workspace it serves (an executor belongs
-// to one workspace, identity.md §1); the host knows the group by the public id of its first row
+// A plugin's managed executor is one executor row per workspace it serves (an executor belongs to
+// one workspace, docs/api.md#identity); the host knows the group by the public id of its first row
 // (the home row), and every call fans out over the group's rows.
 type pluginPlane struct {
 	store   *store.Store
@@ -192,8 +192,8 @@ func (p *pluginPlane) Announce(ctx context.Context, id string, a announce.Announ
 }
 
 // SetPresence holds one event stream per row while online (presence is an open stream,
-// executor.md §6) and closes them when offline. Their events are drained: the claim loop reads
-// its own subscription.
+// docs/development.md#the-plugin-host) and closes them when offline.
+// Their events are drained: the claim loop reads its own subscription.
 func (p *pluginPlane) SetPresence(ctx context.Context, id string, online bool) error {
 	g, rows, err := p.group(id)
 	if err != nil {
@@ -456,7 +456,8 @@ func claimOf(ans *executors.ClaimAnswer, now time.Time) (plugins.Claim, error) {
 	return c, nil
 }
 
-// scopesOf reads an overridden memory row's scope (memory.md §2.2) as memory.Scope values.
+// scopesOf reads an overridden memory row's scope (docs/agent-tools.md#memory-and-skills) as
+// memory.Scope values.
 func scopesOf(raw json.RawMessage, workspaceID string) ([]memsdk.Scope, error) {
 	var doc struct {
 		Bindings []struct {
@@ -517,7 +518,8 @@ func (p *pluginPlane) StageCapture(ctx context.Context, id, filename string, dat
 	return u.PublicID, nil
 }
 
-// commitCodes are the refusals the host turns into a failed outcome (plugins.md §8.4 item 4).
+// commitCodes are the refusals the host turns into a failed outcome
+// (docs/development.md#the-plugin-host).
 var commitCodes = map[string]bool{
 	"invalid_content": true, "unsupported_content_kind": true, "too_many_content_blocks": true,
 	"unknown_result_upload": true, "invalid_metadata": true, "metadata_too_large": true,
@@ -577,7 +579,7 @@ func commitJSON(token string, b plugins.CommitBody) ([]byte, error) {
 		m["metadata"] = b.Metadata
 	}
 	if b.FailureDetail != "" && len(b.Content) == 0 {
-		// The door reads a failed outcome's detail from its text (executor.md §3.6).
+		// The door reads a failed outcome's detail from its text (docs/api.md#the-executor-plane).
 		m["content"] = b.FailureDetail
 	}
 	return json.Marshal(m)
