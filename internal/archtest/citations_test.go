@@ -15,7 +15,7 @@ import (
 // state the rule they rely on: a reader of the repository has nothing else. These are the
 // marks of a citation of something outside it.
 var (
-	// sectionSign is a section citation in the style of a specification ("runs.md §6.4").
+	// sectionSign marks a citation of a numbered section of some other document.
 	sectionSign = "\u00a7"
 	// mdName is a Markdown file name, with the path written before it.
 	mdName = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./#-])((?:\.\./)*[A-Za-z0-9_-]+(?:/[A-Za-z0-9_.-]+)*\.md)\b(#[a-z0-9_-]+)?`)

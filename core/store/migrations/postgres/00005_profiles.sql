@@ -1,5 +1,6 @@
--- +goose Up An agent's standing configuration (docs/api.md#agent-profiles). tool_definitions is the
--- stored render of the explicit declaration (rendered, sorted, compact:
+-- +goose Up
+-- An agent's standing configuration (docs/api.md#agent-profiles). tool_definitions is the stored
+-- render of the explicit declaration (rendered, sorted, compact:
 -- docs/development.md#the-declaration-compiler), kept as text, never jsonb, which would reorder its
 -- keys; the import fields are JSON arrays (runner_tool_names NULL means "all"). revision counts
 -- replacements, so accepted work can name the profile it froze.

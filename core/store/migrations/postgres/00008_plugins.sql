@@ -1,7 +1,8 @@
--- +goose Up A plugin's managed executor (docs/plugins.md#what-the-host-checks): managed_by is its
--- catalog name, one row per workspace it serves, found again by (workspace, catalog name) so its
--- public id is stable across restarts, reloads and upgrades. managed_eligible is 0 while the
--- catalog's workspaces exclude the row's workspace (docs/api.md#the-memory-override not_eligible).
+-- +goose Up
+-- A plugin's managed executor (docs/plugins.md#what-the-host-checks): managed_by is its catalog
+-- name, one row per workspace it serves, found again by (workspace, catalog name) so its public id
+-- is stable across restarts, reloads and upgrades. managed_eligible is 0 while the catalog's
+-- workspaces exclude the row's workspace (docs/api.md#the-memory-override not_eligible).
 ALTER TABLE executors ADD COLUMN managed_by TEXT;
 ALTER TABLE executors ADD COLUMN managed_eligible INTEGER NOT NULL DEFAULT 1;
 CREATE UNIQUE INDEX executors_managed ON executors (workspace_id, managed_by) WHERE managed_by IS NOT NULL;

@@ -1,4 +1,5 @@
--- +goose Up The names each executor currently announces, one row per served name, replaced with the
+-- +goose Up
+-- The names each executor currently announces, one row per served name, replaced with the
 -- announcement in the same transaction (docs/api.md#the-executor-plane). Addressing reads it at
 -- every birth (docs/development.md#how-the-kernel-runs-work): a Runner route is one primary-key
 -- lookup and a tool provider pool one indexed scan, instead of decoding every announcement of the

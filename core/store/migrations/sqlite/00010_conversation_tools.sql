@@ -1,4 +1,5 @@
--- +goose Up One row per input a spawn or send call addressed to a conversation
+-- +goose Up
+-- One row per input a spawn or send call addressed to a conversation
 -- (docs/agent-tools.md#delegation-and-conversations): keyed by the call that made it (run_id,
 -- call_key), so a re-evaluated call posts nothing twice and answers its first receipt; receipt_key
 -- is the receipt's stable name, send:<run public id>:<call key> (spawn:… for a brief). public_id is
