@@ -259,19 +259,12 @@ func TestREADME(t *testing.T) {
 	if len(all) == 0 || isShell(all[0].lang) || !regexp.MustCompile(`(?m)^make run\b`).MatchString(all[0].text) {
 		t.Fatal("README.md's first block must be the set-up, not run by this test, starting the server with make run")
 	}
-	var script strings.Builder
-	script.WriteString("set -euo pipefail\n")
-	n := 0
 	for _, b := range all {
-		if !isShell(b.lang) {
-			continue
-		}
-		if makeSetup.MatchString(b.text) {
+		if isShell(b.lang) && makeSetup.MatchString(b.text) {
 			t.Fatalf("README.md line %d: a shell block runs make test or make run; the test runs the set-up itself", b.line)
 		}
-		n++
-		fmt.Fprintf(&script, "echo '### README.md block at line %d' >&2\n%s", b.line, b.text)
 	}
+	script, n := shellScript(all)
 	if n == 0 {
 		t.Fatal("README.md has no shell block")
 	}
@@ -290,20 +283,69 @@ func TestREADME(t *testing.T) {
 			server := start(t, dir, environ(env), "make", "run")
 			waitReady(t, server, addr, buildTimeout)
 
-			out, err := runScript(dir, script.String(), environ(map[string]string{"NEXUS_ADDR": "http://" + addr}))
+			out, err := runScript(dir, script, environ(map[string]string{"NEXUS_ADDR": "http://" + addr}))
 			if err != nil {
-				failed := "the first block"
-				if i := strings.LastIndex(string(out), "### README.md block at line "); i >= 0 {
-					failed = strings.SplitN(string(out[i+4:]), "\n", 2)[0]
-				}
-				t.Fatalf("%s failed: %v\n%s\n--- server ---\n%s", failed, err, out, server.output())
+				t.Fatalf("%s failed: %v\n%s\n--- server ---\n%s", failedBlock(out), err, out, server.output())
 			}
-			if got := strings.Count(string(out), "### README.md block at line "); got != n {
+			if got := strings.Count(string(out), blockMark); got != n {
 				t.Fatalf("ran %d of %d blocks\n%s", got, n, out)
 			}
 			server.stop(t)
 			waitGone(t, addr)
 		})
+	}
+}
+
+// blockMark opens each block's output, so that a failure names its block.
+const blockMark = "### README.md block at line "
+
+// shellScript joins the sh, bash and shell blocks into one bash script that stops at the first
+// command that fails, each block announced on standard error; it answers the script and how many
+// blocks it holds.
+func shellScript(all []block) (string, int) {
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	n := 0
+	for _, b := range all {
+		if !isShell(b.lang) {
+			continue
+		}
+		n++
+		fmt.Fprintf(&script, "echo '%s%d' >&2\n%s", blockMark, b.line, b.text)
+	}
+	return script.String(), n
+}
+
+// failedBlock names the block a failed script's output stopped in.
+func failedBlock(out []byte) string {
+	i := strings.LastIndex(string(out), blockMark)
+	if i < 0 {
+		return "the first block"
+	}
+	return strings.SplitN(string(out[i+len("### "):]), "\n", 2)[0]
+}
+
+// TestScriptStopsAtAFailingBlock: a block whose command fails fails the script, which names that
+// block and runs none after it; text and hcl fences are not run.
+func TestScriptStopsAtAFailingBlock(t *testing.T) {
+	md := "# R\n\n```text\nexit 1\n```\n\n```sh\necho one\n```\n\n```bash\nfalse | cat\necho two\n```\n\n```shell\necho three\n```\n"
+	script, n := shellScript(blocks(t, md))
+	if n != 3 {
+		t.Fatalf("%d shell blocks, want 3", n)
+	}
+	out, err := runScript(t.TempDir(), script, environ(nil))
+	if err == nil {
+		t.Fatalf("a failing block passed:\n%s", out)
+	}
+	if got := failedBlock(out); got != "README.md block at line 11" {
+		t.Fatalf("the failure names %q:\n%s", got, out)
+	}
+	if strings.Contains(string(out), "two") || strings.Contains(string(out), "three") || !strings.Contains(string(out), "one") {
+		t.Fatalf("the script ran past the failing command, or not up to it:\n%s", out)
+	}
+	ok, _ := shellScript(blocks(t, "```sh\necho fine\n```\n"))
+	if out, err := runScript(t.TempDir(), ok, environ(nil)); err != nil {
+		t.Fatalf("a passing block failed: %v\n%s", err, out)
 	}
 }
 
