@@ -32,15 +32,11 @@ func newConversation(e *env, g *globals) *cobra.Command {
 		Short: "Create a conversation answered by an agent of the workspace",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, err := e.connect(cmd, g, f)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, err := e.resolveWorkspace(ctx, cmd, c, f)
-			if err != nil {
-				return err
-			}
 			conv := map[string]any{}
 			if agent != "" {
 				id, err := resolveMember(ctx, c, ws, agent, "agent")
@@ -106,15 +102,11 @@ approvals to decide, as "nexus run watch" does). --no-wait prints the turn and r
 			default:
 				return usageErrorf("pass the message as TEXT or --file FILE")
 			}
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, err := e.connect(cmd, g, f)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, err := e.resolveWorkspace(ctx, cmd, c, f)
-			if err != nil {
-				return err
-			}
 			msg := map[string]any{"text": text}
 			if model != "" {
 				msg["model"] = model
@@ -146,15 +138,11 @@ approvals to decide, as "nexus run watch" does). --no-wait prints the turn and r
 		Short: "Print a conversation's turns, oldest first: each message and its answer",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, err := e.connect(cmd, g, f)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, err := e.resolveWorkspace(ctx, cmd, c, f)
-			if err != nil {
-				return err
-			}
 			res, err := c.History(ctx, ws, args[0], 0, limit)
 			if err != nil {
 				return apiError(err)

@@ -92,15 +92,11 @@ func newAsk(e *env, g *globals) *cobra.Command {
 answer (the model reads an error). A second answer changes nothing and says so.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, _, err := e.findRun(ctx, cmd, c, f, args[0])
-			if err != nil {
-				return err
-			}
 			body := map[string]any{"content": args[2]}
 			if structured != "" {
 				if !json.Valid([]byte(structured)) {
@@ -145,15 +141,11 @@ func newDecision(e *env, g *globals, approve bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, _, err := e.findRun(ctx, cmd, c, f, args[0])
-			if err != nil {
-				return err
-			}
 			var res *client.TaskResponse
 			if approve {
 				res, err = c.Approve(ctx, ws, args[0], args[1])

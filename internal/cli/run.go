@@ -52,15 +52,11 @@ does and prints its answer; otherwise the run's id and status are printed (--qui
 			if err := rf.check(cmd); err != nil {
 				return err
 			}
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, err := e.connect(cmd, g, f)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, err := e.resolveWorkspace(ctx, cmd, c, f)
-			if err != nil {
-				return err
-			}
 			run, err := e.runObject(ctx, c, ws, rf)
 			if err != nil {
 				return err
@@ -108,12 +104,7 @@ does and prints its answer; otherwise the run's id and status are printed (--qui
 		Short: "Show a run: its status, answer, what it waits for, and its tasks",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client(cmd, g, &f.clientFlags)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			ws, res, err := e.findRun(ctx, cmd, c, f, args[0])
+			_, ws, res, err := e.connectRun(cmd, g, f, args[0])
 			if err != nil {
 				return err
 			}
@@ -134,15 +125,11 @@ approvals are printed with the command that answers each; run watch again afterw
 attention or is canceled (both exit 1). --json prints the run's body instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, _, err := e.findRun(ctx, cmd, c, f, args[0])
-			if err != nil {
-				return err
-			}
 			return e.watchAndReport(ctx, c, f, ws, args[0], timeout)
 		},
 	}
@@ -156,15 +143,11 @@ attention or is canceled (both exit 1). --json prints the run's body instead.`,
 		Short: "List a workspace's runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, err := e.connect(cmd, g, f)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, err := e.resolveWorkspace(ctx, cmd, c, f)
-			if err != nil {
-				return err
-			}
 			res, err := c.Runs(ctx, ws, status, "", limit)
 			if err != nil {
 				return apiError(err)
@@ -193,15 +176,11 @@ attention or is canceled (both exit 1). --json prints the run's body instead.`,
 		Short: "Stop a run: cancel its work (--graceful lets claimed work finish)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client(cmd, g, &f.clientFlags)
+			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ws, _, err := e.findRun(ctx, cmd, c, f, args[0])
-			if err != nil {
-				return err
-			}
 			res, err := c.StopRun(ctx, ws, args[0], !graceful)
 			if err != nil {
 				return apiError(err)
