@@ -43,9 +43,14 @@ PG_LINE = if [ -n "$$NEXUS_TEST_POSTGRES_URL" ]; then \
 ## test: the whole suite with the race detector, then a short run of every fuzz target
 test: test-unit fuzz-short
 
+# TEST_TIMEOUT bounds one package's test binary. The suite takes about a quarter of it on an idle
+# 2-core machine; the slack is for a machine busy with other work, where go test's own default
+# (10 minutes) would abort the end-to-end package and lose its report.
+TEST_TIMEOUT ?= 30m
+
 test-unit:
 	@$(PG_LINE)
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-e2e: the end-to-end suite against the plugin binaries `make plugins` put in bin/ (without
 ## NEXUS_PLUGIN_BIN_DIR the suite builds them itself), then README.md and examples/ run in a fresh

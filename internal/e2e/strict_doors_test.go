@@ -39,7 +39,9 @@ func TestEveryDoorRefusesWhatItDoesNotKnow(t *testing.T) {
 			admin := p.srv.AdminToken
 			r := p.executor("runner", "laptop")
 			tp := p.executor("tool_provider", "pool")
-			p.announce(r, tool("screenshot", 120000))
+			// An hour of park budget: the table reads the store back after every request, and a
+			// claim that expired while a loaded machine ran it would change what it reads.
+			p.announce(r, tool("screenshot", 3600000))
 			run := p.modelRun("mock/scripted", oneCall, []any{routed("screenshot", r.id)}, nil, "bypass", nil)
 			p.inboxRow(r, run, "r2t0")
 			tok := p.claim(r, run, "r2t0").Claim.ClaimToken
