@@ -26,9 +26,13 @@ plugins:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/nexus-memory-fs ./cmd/nexus-memory-postgres ./cmd/nexus-tools-example
 
-## run: build, then serve on the embedded default (SQLite in ./nexus-data)
+# CONFIG is the settings file `make run` serves with: the sample, which starts the two plugins
+# built beside bin/nexus. `make run CONFIG=` serves without a settings file.
+CONFIG ?= examples/nexus.hcl
+
+## run: build, then serve on the embedded default (SQLite in ./nexus-data) with CONFIG
 run: build
-	$(BIN)/nexus serve --data-dir $(DATA_DIR) $(RUN_ARGS)
+	$(BIN)/nexus serve --data-dir $(DATA_DIR) --config "$(CONFIG)" $(RUN_ARGS)
 
 # PG_LINE says, once, whether the suite's PostgreSQL half runs and on which database: the host,
 # port and database name of NEXUS_TEST_POSTGRES_URL, never its user or password.
@@ -49,9 +53,11 @@ test-unit:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-e2e: the end-to-end suite against the plugin binaries `make plugins` put in bin/ (without
-## NEXUS_PLUGIN_BIN_DIR the suite builds them itself)
+## NEXUS_PLUGIN_BIN_DIR the suite builds them itself), then README.md and examples/ run in a fresh
+## clone of HEAD (internal/readmetest, build tag e2e: it compiles the module again, in minutes)
 test-e2e: plugins
 	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -race -count=1 ./internal/e2e/...
+	$(GO) test -tags e2e -count=1 -timeout 40m -v ./internal/readmetest/
 
 ## test-postgres: the whole suite on PostgreSQL too; NEXUS_TEST_POSTGRES_URL names a database the
 ## tests may create schemas in
@@ -122,7 +128,9 @@ bench:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./internal/readmetest/
 	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags e2e ./internal/readmetest/
 
 # The plugin protocol's sources and the one protoc that regenerates them. protoc writes its
 # version into every generated header, so regeneration is byte-exact only with this release

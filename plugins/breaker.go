@@ -13,7 +13,7 @@ const (
 )
 
 // breaker counts failures (crashes, failed starts, health kills) and spaces restarts: an
-// exponential backoff, and a circuit that opens after repeated failures (plugins.md §9.2).
+// exponential backoff, and a circuit that opens after repeated failures (docs/plugins.md#crashes).
 type breaker struct {
 	t         Timings
 	failures  []time.Time // within the window

@@ -14,7 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 
-// Bounds of what the host commits for a plugin (plugins.md §8.4).
+// Bounds of what the host commits for a plugin (docs/development.md#the-plugin-host).
 const (
 	// MaxCaptures bounds the captures of one result: a result links a handful of files; more
 	// is a plugin bug, not a use.
@@ -22,7 +22,7 @@ const (
 	// MaxCaptureBytes bounds the captures of one result in total: 8 MiB fits the message bound
 	// with a full result beside it.
 	MaxCaptureBytes = 8 << 20
-	// MaxFailureDetailBytes clips a failure detail as executor.md clips a commit's.
+	// MaxFailureDetailBytes clips a failure detail as docs/api.md#the-executor-plane clips a commit's.
 	MaxFailureDetailBytes = 1024
 	// settleTimeout bounds a commit or an expiry made after the call's own context ended.
 	settleTimeout = 10 * time.Second
@@ -84,8 +84,8 @@ func (s *supervisor) begin(c Claim, in *instance) {
 	}()
 }
 
-// runCall runs a call to its settlement (plugins.md §9.3): committed once, replayed on the next
-// instance after a crash when replayable, expired at once when not, or left to lapse.
+// runCall runs a call to its settlement (docs/plugins.md#crashes): committed once, replayed on the
+// next instance after a crash when replayable, expired at once when not, or left to lapse.
 func (s *supervisor) runCall(c *call, in *instance) {
 	owner := s
 	for attempt := 1; ; attempt++ {
@@ -162,7 +162,7 @@ func (s *supervisor) invoke(c *call, in *instance, attempt int) (CommitBody, err
 	return s.resultBody(c, res)
 }
 
-// failureDetail is the tool_failed detail of a Call error (plugins.md §8.4 step 3).
+// failureDetail is the tool_failed detail of a Call error (docs/development.md#the-plugin-host).
 func (s *supervisor) failureDetail(tool string, err error) string {
 	var failed *toolprovider.FailedError
 	var ce *toolprovider.CallError
@@ -205,8 +205,8 @@ type wireBlock struct {
 	Description string  `json:"description,omitempty"`
 }
 
-// resultBody maps a tool result to the commit (plugins.md §8.4 steps 1–2): linked captures are
-// staged as the executor's own and their links rewritten to the upload.
+// resultBody maps a tool result to the commit (docs/development.md#the-plugin-host): linked
+// captures are staged as the executor's own and their links rewritten to the upload.
 func (s *supervisor) resultBody(c *call, r toolprovider.Result) (CommitBody, error) {
 	total := 0
 	for _, cp := range r.Captures {

@@ -17,7 +17,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// Defaults and bounds of a catalog entry (plugins.md §7.1).
+// Defaults and bounds of a catalog entry (docs/plugins.md#the-plugin-block).
 const (
 	// DefaultMaxConcurrency is the calls in flight per plugin: enough to overlap a store's
 	// latency, few enough that one plugin cannot hog the host.

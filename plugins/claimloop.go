@@ -32,7 +32,7 @@ const (
 	fillPolled                  // the poll's tick, with nothing else waiting
 )
 
-// claimer is one claim loop's state: the loop of one ready instance (plugins.md §8.4).
+// claimer is one claim loop's state: the loop of one ready instance (docs/development.md#the-plugin-host).
 type claimer struct {
 	s    *supervisor
 	id   string

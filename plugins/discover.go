@@ -18,7 +18,7 @@ func dirOf(path string) string {
 	return filepath.Dir(path)
 }
 
-// Resolver resolves catalog commands, never through $PATH (plugins.md §7.2).
+// Resolver resolves catalog commands, never through $PATH (docs/plugins.md#the-plugin-block).
 type Resolver struct {
 	// FlagDirs are the --plugin-dir flags in order.
 	FlagDirs []string

@@ -13,7 +13,8 @@
 // behind").
 //
 // It imports the SDK only. The executor plane it drives is the ExecutorPlane interface declared
-// here and filled by the server over the kernel's executor service, so a plugin's rows go
-// through the same claim, commit and expiry code as an HTTP executor's. It knows no HTTP and
-// writes no model-facing text of its own beyond the failure details plugins.md §8.4 fixes.
+// here and filled by the server over the kernel's executor service, so a plugin's rows go through
+// the same claim, commit and expiry code as an HTTP executor's. It knows no HTTP and writes no
+// model-facing text of its own beyond the failure details docs/development.md#the-plugin-host
+// fixes.
 package plugins

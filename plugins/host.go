@@ -218,10 +218,11 @@ type ReloadReport struct {
 	Unchanged []string `json:"unchanged"`
 }
 
-// Reload applies a new catalog (plugins.md §10): added entries load, removed ones drain, stop
-// and have their executors revoked, changed ones (any attribute, or the executable's digest)
-// start beside the old instance and replace it when they load, and unchanged ones keep running
-// while a refused or open one gets one fresh attempt. Every entry's backoff and breaker reset.
+// Reload applies a new catalog (docs/plugins.md#states-status-reload-and-restart): added entries
+// load, removed ones drain, stop and have their executors revoked, changed ones (any attribute, or
+// the executable's digest) start beside the old instance and replace it when they load, and
+// unchanged ones keep running while a refused or open one gets one fresh attempt. Every entry's
+// backoff and breaker reset.
 func (h *Host) Reload(ctx context.Context, cat *Catalog) (ReloadReport, error) {
 	if cat == nil {
 		cat = &Catalog{}

@@ -24,7 +24,7 @@ import (
 )
 
 // MaxMessageBytes bounds one gRPC message each way: captures up to 8 MiB plus a 1 MB result,
-// with headroom (plugins.md §6).
+// with headroom (docs/development.md#the-plugin-host).
 const MaxMessageBytes = 16 << 20
 
 // inheritedEnv are the host variables a plugin receives; nothing else of the host's
@@ -81,7 +81,8 @@ func (w infoWriter) Write(p []byte) (int, error) {
 }
 
 // launch starts the process and runs the load sequence up to the validated announcement
-// (plugins.md §8.1 steps 2–6). On any failure the process is killed and a *Refusal answered.
+// (docs/plugins.md#what-the-host-checks). On any failure the process is killed and a *Refusal
+// answered.
 func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *Refusal) {
 	e := spec.entry
 	cmd := exec.Command(spec.command, e.Args...)

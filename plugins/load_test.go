@@ -121,7 +121,8 @@ func TestMemoryPluginServesRows(t *testing.T) {
 	}
 }
 
-// TestLoadRefusals: each load-refusal word with its name and its log line (plugins.md §8.2).
+// TestLoadRefusals: each load-refusal word with its name and its log line
+// (docs/plugins.md#what-the-host-checks).
 func TestLoadRefusals(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

@@ -11,7 +11,7 @@ import (
 )
 
 // ExecutorPlane is the part of the kernel the host uses: the same code paths HTTP executors
-// reach (plugins.md §8). The server implements it over the executor service.
+// reach (docs/development.md#the-plugin-host). The server implements it over the executor service.
 type ExecutorPlane interface {
 	// EnsureManaged creates or reuses the plugin's executor (kind tool_provider) by its
 	// registration key and answers its public id, stable across restarts, reloads and upgrades.
@@ -63,10 +63,12 @@ type CommitRefusal struct {
 
 func (r *CommitRefusal) Error() string { return r.Code + ": " + r.Message }
 
-// CodeResultUnstorable closes the park itself (executor.md): the host commits nothing more.
+// CodeResultUnstorable closes the park itself (docs/api.md#the-executor-plane): the host commits
+// nothing more.
 const CodeResultUnstorable = "result_unstorable"
 
-// ManagedExecutor is the executor the host registers for a plugin (plugins.md §8.1 step 7).
+// ManagedExecutor is the executor the host registers for a plugin
+// (docs/plugins.md#what-the-host-checks).
 type ManagedExecutor struct {
 	// RegistrationKey is "plugin:<catalog name>".
 	RegistrationKey string
@@ -134,7 +136,7 @@ type Claim struct {
 	ConversationID string
 	// ToolInput is the row's tool_input, a JSON object.
 	ToolInput json.RawMessage
-	// MemoryBindings is the row's scope for memory wire names (memory.md §2.2).
+	// MemoryBindings is the row's scope for memory wire names (docs/agent-tools.md#memory-and-skills).
 	MemoryBindings []memory.Scope
 	// EffectProfile is the profile frozen on the row; it decides replay after a crash.
 	EffectProfile *announce.EffectProfile
@@ -142,7 +144,8 @@ type Claim struct {
 	DeadlineAt    time.Time
 }
 
-// CommitBody is the result envelope the host commits (executor.md's commit body).
+// CommitBody is the result envelope the host commits (the commit body
+// (docs/api.md#the-executor-plane)).
 type CommitBody struct {
 	// Outcome is OutcomeCompleted or OutcomeFailed.
 	Outcome string `json:"outcome"`

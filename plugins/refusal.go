@@ -4,8 +4,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// Load-refusal words (plugins.md §8.2). They are contracts: operators and the status route
-// read them byte for byte. The announcement words are sdk/announce's own.
+// Load-refusal words (docs/plugins.md#what-the-host-checks). They are contracts: operators and the
+// status route read them byte for byte. The announcement words are sdk/announce's own.
 const (
 	CodeCommandNotFound     = "plugin_command_not_found"
 	CodeChecksumMismatch    = "plugin_checksum_mismatch"

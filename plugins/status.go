@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// State is a supervisor's state (plugins.md §9).
+// State is a supervisor's state (docs/plugins.md#crashes).
 type State string
 
 const (
@@ -18,7 +18,7 @@ const (
 	StateStopped    State = "stopped"
 )
 
-// Status is one plugin as GET /agent_api/v1/plugins shows it (plugins.md §11).
+// Status is one plugin as GET /agent_api/v1/plugins shows it (docs/api.md#plugins).
 type Status struct {
 	Name             string       `json:"name"`
 	Kind             string       `json:"kind"`

@@ -11,7 +11,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// TestStatusJSON: a status serializes with exactly plugins.md §11's keys and poll_found, the
+// TestStatusJSON: a status serializes with exactly the keys docs/api.md#plugins lists and poll_found, the
 // count of rows the inbox poll found that a wake-up should have announced.
 func TestStatusJSON(t *testing.T) {
 	t.Parallel()

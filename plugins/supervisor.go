@@ -189,7 +189,7 @@ func (s *supervisor) wait(d time.Duration) {
 	}
 }
 
-// start runs the load sequence (plugins.md §8.1) and registers the executor.
+// start runs the load sequence (docs/plugins.md#what-the-host-checks) and registers the executor.
 func (s *supervisor) start() (*instance, *Refusal) {
 	e := s.entry
 	path, r := s.h.resolver.Resolve(e)

@@ -2,8 +2,8 @@ package plugins
 
 import "time"
 
-// Timings are the supervisor's clocks (plugins.md §9). Zero fields take the defaults; tests
-// shorten them.
+// Timings are the supervisor's clocks (docs/plugins.md#crashes). Zero fields take the defaults;
+// tests shorten them.
 type Timings struct {
 	// ExitCheck is how often the supervisor checks that the process still runs.
 	ExitCheck time.Duration
@@ -37,7 +37,7 @@ type Timings struct {
 	MaxAttempts int
 }
 
-// DefaultTimings are plugins.md §9's values.
+// DefaultTimings are the values (docs/plugins.md#crashes).
 var DefaultTimings = Timings{
 	ExitCheck:          time.Second,
 	PingTimeout:        2 * time.Second,

@@ -1,8 +1,8 @@
-// Package approval holds the approval rule grammar (runs.md §7.2): the one parser that both the
-// run door (a standalone run's approval_rules) and the agent profile (the rules its
-// conversation-hosted runs freeze) check a rule list with. It answers with the parsed rules or
-// with one problem — where in the list and why — and leaves the refusal word to its caller:
-// 422 invalid_approval_rules at the run door, validation_failed naming the field on the
+// Package approval holds the approval rule grammar (docs/agent-tools.md#the-approval-gate): the one
+// parser that both the run door (a standalone run's approval_rules) and the agent profile (the
+// rules its conversation-hosted runs freeze) check a rule list with. It answers with the parsed
+// rules or with one problem — where in the list and why — and leaves the refusal word to its
+// caller: 422 invalid_approval_rules at the run door, validation_failed naming the field on the
 // profile. Evaluating rules against a row is core/runs' gate.
 //
 // It is pure: it imports only the SDK's JSON walker (sdk/announce/jsonwire) and the standard

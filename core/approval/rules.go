@@ -7,8 +7,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
-// Rule list bounds (runs.md §7.2, §9): every tool row of a run is evaluated against the whole
-// list when it becomes ready, so the list stays small.
+// Rule list bounds (docs/agent-tools.md#the-approval-gate, docs/api.md#runs): every tool row of a
+// run is evaluated against the whole list when it becomes ready, so the list stays small.
 const (
 	// MaxRules is the most rules one list may hold.
 	MaxRules = 256
@@ -30,7 +30,7 @@ const (
 	OriginKernel = "kernel"
 )
 
-// Rule is one approval rule (runs.md §7.2).
+// Rule is one approval rule (docs/agent-tools.md#the-approval-gate).
 type Rule struct {
 	Tool    string  `json:"tool"`
 	Verdict string  `json:"verdict"`

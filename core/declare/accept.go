@@ -17,7 +17,8 @@ type Runner struct {
 	Announcement announce.Announcement
 }
 
-// Acceptance is everything one acceptance reads (§8.2). Nothing is read later.
+// Acceptance is everything one acceptance reads (docs/agent-tools.md#declaring-tools). Nothing is
+// read later.
 type Acceptance struct {
 	// Explicit is the explicit set: a profile's stored render or a compiled step list.
 	Explicit *Set
@@ -37,7 +38,7 @@ type Acceptance struct {
 	KernelSkills []KernelSkill
 }
 
-// Frozen is what acceptance stores on the accepted work (§8.4).
+// Frozen is what acceptance stores on the accepted work (docs/agent-tools.md#declaring-tools).
 type Frozen struct {
 	// ToolDefinitions is the final set: rendered, sorted, alias facts and routes kept.
 	ToolDefinitions *Set
@@ -156,8 +157,9 @@ func containsRunner(ids []string, id string) bool {
 }
 
 // runnerImports turns the selected Runner's model-facing announcements into deferred, routed
-// entries (§8.3). A served name that collides with a callable already in the set, or with any
-// kernel spelling, gets its qualified name; a qualified name that still collides is refused.
+// entries (docs/agent-tools.md#declaring-tools). A served name that collides with a callable
+// already in the set, or with any kernel spelling, gets its qualified name; a qualified name that
+// still collides is refused.
 func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]bool) ([]entry, *Refusal) {
 	var allowed map[string]bool
 	if allow != nil {

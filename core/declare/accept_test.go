@@ -8,7 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestQualifiedName checks §8.3's three examples and the 63-character bound.
+// TestQualifiedName checks the three examples and the 63-character bound
+// (docs/agent-tools.md#declaring-tools).
 func TestQualifiedName(t *testing.T) {
 	t.Parallel()
 	for served, want := range map[string]string{
@@ -60,7 +61,7 @@ func TestQualifiedCollision(t *testing.T) {
 }
 
 // TestAcceptRouteChecksOnlyTheNarrowedSet: a routed tool the narrowing leaves out cannot fail
-// the acceptance (§14.9); one it keeps is checked.
+// the acceptance (docs/development.md#the-declaration-compiler); one it keeps is checked.
 func TestAcceptRouteChecksOnlyTheNarrowedSet(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)
@@ -324,7 +325,8 @@ func TestDeclaresTools(t *testing.T) {
 	}
 }
 
-// TestCheckAuthorable covers the four cases of §8.6 and lawful child work.
+// TestCheckAuthorable covers the four cases of docs/agent-tools.md#declaring-tools and lawful child
+// work.
 func TestCheckAuthorable(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

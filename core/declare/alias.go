@@ -7,8 +7,8 @@ import (
 	"github.com/nexuskernel/nexus/core/registry"
 )
 
-// aliasSpec is a lawful alias's facts, from which it is always rendered (§6.5): never from a
-// previous render's text.
+// aliasSpec is a lawful alias's facts, from which it is always rendered
+// (docs/development.md#the-declaration-compiler): never from a previous render's text.
 type aliasSpec struct {
 	// params are ordered by the kernel position of their maps_to target.
 	params []paramSpec
@@ -29,8 +29,8 @@ type paramSpec struct {
 
 func (p paramSpec) inverted() bool { return p.invert != nil && *p.invert }
 
-// renderAlias writes the stored alias entry of §5.2 under sp, its own texts spelled with the
-// self macro.
+// renderAlias writes the stored alias entry of docs/agent-tools.md#declaring-tools under sp, its
+// own texts spelled with the self macro.
 func (sp *spellings) renderAlias(e *entry) (jsonv.Value, error) {
 	fn, err := sp.aliasFunction(e)
 	if err != nil {
@@ -95,9 +95,10 @@ func (sp *spellings) aliasFunction(e *entry) (jsonv.Value, error) {
 	), nil
 }
 
-// aliasSchema builds the alias's parameter schema from the tool's template (§5.3): omitted
-// parameters dropped, mapped ones renamed in place with an inverted default negated and a
-// description replaced or appended, required renamed in order, everything else as it stands.
+// aliasSchema builds the alias's parameter schema from the tool's template
+// (docs/agent-tools.md#declaring-tools): omitted parameters dropped, mapped ones renamed in place
+// with an inverted default negated and a description replaced or appended, required renamed in
+// order, everything else as it stands.
 func aliasSchema(t *kernelTool, a *aliasSpec) jsonv.Value {
 	byTarget := make(map[string]paramSpec, len(a.params))
 	for _, p := range a.params {

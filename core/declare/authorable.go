@@ -1,7 +1,8 @@
 package declare
 
-// Authoring describes work authored inside an existing execution (§8.6): it inherits the
-// execution's frozen context and may only narrow it by callable name.
+// Authoring describes work authored inside an existing execution
+// (docs/agent-tools.md#declaring-tools): it inherits the execution's frozen context and may only
+// narrow it by callable name.
 type Authoring struct {
 	// ModelAuthored: a model authored the work (a child model operation).
 	ModelAuthored bool

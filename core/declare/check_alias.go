@@ -11,8 +11,8 @@ var (
 	paramSpecKeys = []string{"maps_to", "invert", "description"}
 )
 
-// checkAlias is stage A (§4.1), rows A1 to A14 in order. Within A8 to A13 the params keys are
-// examined in bytewise order, one row at a time across all keys.
+// checkAlias is stage A (docs/agent-tools.md#declaration-refusals), rows A1 to A14 in order. Within
+// A8 to A13 the params keys are examined in bytewise order, one row at a time across all keys.
 func (c *Compiler) checkAlias(i int, v jsonv.Value, sp *spellings) (entry, *Refusal) {
 	// A1: the closed key set and the shapes of type and function.
 	if k, bad := smallestKey(v, aliasKeys...); bad {

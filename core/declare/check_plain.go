@@ -4,7 +4,7 @@ import (
 	"github.com/nexuskernel/nexus/core/declare/jsonv"
 )
 
-// The closed key sets of a function tool (§3.2).
+// The closed key sets of a function tool (docs/agent-tools.md#declaring-tools).
 var (
 	nestedKeys   = []string{"type", "function", "route", "defer_loading", "strict"}
 	functionKeys = []string{"name", "description", "parameters", "strict"}
@@ -92,7 +92,7 @@ func checkFunctionShape(i int, v jsonv.Value) *Refusal {
 	return nil
 }
 
-// checkRoute is P4: the route grammar of §3.3, in its order.
+// checkRoute is P4: the route grammar of docs/agent-tools.md#declaring-tools, in its order.
 func (c *Compiler) checkRoute(i int, rv jsonv.Value) (*Route, *Refusal) {
 	kind, _ := rv.GetString("kind")
 	if !rv.IsObject() || kind != "runner" {

@@ -8,11 +8,11 @@ import (
 	"github.com/nexuskernel/nexus/core/declare/jsonv"
 )
 
-// Compile checks an authored tool list (the raw JSON of tool_definitions or a model step's
-// tools) and returns its stored form: rendered with the set's spellings and sorted by callable
-// (§6.7). Absent, empty and null raw JSON compile to the empty set. A refused list returns a
-// *Refusal naming the first failing check in the order of §4.1; anything else is an internal
-// fault.
+// Compile checks an authored tool list (the raw JSON of tool_definitions or a model step's tools)
+// and returns its stored form: rendered with the set's spellings and sorted by callable
+// (docs/development.md#the-declaration-compiler). Absent, empty and null raw JSON compile to the
+// empty set. A refused list returns a *Refusal naming the first failing check in the order of
+// docs/agent-tools.md#declaration-refusals; anything else is an internal fault.
 func (c *Compiler) Compile(raw []byte) (*Set, error) {
 	values, r := decodeList(raw)
 	if r != nil {
@@ -32,7 +32,8 @@ func (c *Compiler) CompileValue(v jsonv.Value) (*Set, error) {
 	return c.compileValues(v.Items())
 }
 
-// Validate runs the checks of §4.1 without rendering: nil when the list is lawful.
+// Validate runs the checks of docs/agent-tools.md#declaration-refusals without rendering: nil when
+// the list is lawful.
 func (c *Compiler) Validate(raw []byte) error {
 	values, r := decodeList(raw)
 	if r != nil {

@@ -46,7 +46,7 @@ func kernelSetWithAliases(t testing.TB, reg *registry.Registry) []byte {
 }
 
 // TestRealCatalogDeclaresAsItself: with no alias, every plain kernel entry is stored as the
-// catalog's exact definition bytes (§6.4).
+// catalog's exact definition bytes (docs/development.md#the-declaration-compiler).
 func TestRealCatalogDeclaresAsItself(t *testing.T) {
 	t.Parallel()
 	c, reg := realCompiler(t)
@@ -82,7 +82,8 @@ func TestRealCatalogDeclaresAsItself(t *testing.T) {
 }
 
 // TestIdempotence: a stored declaration (the full kernel set plus aliases, the real catalog)
-// re-declares to the same bytes, validates, and renders to itself (§6.5).
+// re-declares to the same bytes, validates, and renders to itself
+// (docs/development.md#the-declaration-compiler).
 func TestIdempotence(t *testing.T) {
 	t.Parallel()
 	c, reg := realCompiler(t)
@@ -215,7 +216,7 @@ func declareD(t testing.TB, x string) []byte {
 }
 
 // TestKernelKeyOrderNormalised: a plain kernel entry written in another key order is stored
-// in the catalog's key order (§14.7).
+// in the catalog's key order (docs/development.md#the-declaration-compiler).
 func TestKernelKeyOrderNormalised(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)

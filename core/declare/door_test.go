@@ -51,8 +51,8 @@ func bigList() string {
 	return `[{"type":"function","name":"big","description":"` + strings.Repeat("x", MaxDeclarationBytes) + `"}]`
 }
 
-// wordCases produce every word of §4.2 and the acceptance words, each through the entry point
-// that reports it.
+// wordCases produce every word of docs/agent-tools.md#declaration-refusals and the acceptance
+// words, each through the entry point that reports it.
 var wordCases = map[string]wordCase{
 	"invalid":                          {WordInvalid, compileList(`[{"type":"function","name":"x","extra":1}]`)},
 	"content_too_large":                {WordContentTooLarge, compileList(bigList())},
@@ -142,8 +142,9 @@ type envelope struct {
 
 func f(k string, v any) refusal.Field { return refusal.Field{Key: k, Value: v} }
 
-// TestDoorEnvelopes writes every word through every door and checks the status kind, code and
-// extra fields, in order (§4.3, §11.2). The message is never asserted.
+// TestDoorEnvelopes writes every word through every door and checks the status kind, code and extra
+// fields, in order (docs/agent-tools.md#declaration-refusals, docs/api.md#agent-profiles). The
+// message is never asserted.
 func TestDoorEnvelopes(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)

@@ -9,8 +9,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// Environment is the frozen Runner context (§8.4), the shape the assembly route answers and
-// runners_list reads.
+// Environment is the frozen Runner context (docs/agent-tools.md#declaring-tools), the shape the
+// assembly route answers and runners_list reads.
 type Environment struct {
 	// DefaultRunnerExecutorPublicID is the selection, lowercase; nil for none.
 	DefaultRunnerExecutorPublicID *string `json:"default_runner_executor_public_id"`
@@ -157,8 +157,9 @@ func isSkill(name, description string) bool {
 	return IsSkillName(name) && description != "" && len(description) <= MaxSkillDescriptionBytes && utf8.ValidString(description)
 }
 
-// IsSkillCallable reports whether an entry is a skill callable (§10.1): it denotes
-// nexus.skill.load, or it is routed to a Runner's own skill tool.
+// IsSkillCallable reports whether an entry is a skill callable
+// (docs/development.md#the-declaration-compiler): it denotes nexus.skill.load, or it is routed to a
+// Runner's own skill tool.
 func IsSkillCallable(e Entry) bool {
 	return e.Canonical == CanonicalSkill || (e.Route != nil && e.Route.ToolName == skillWire)
 }

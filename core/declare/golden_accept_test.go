@@ -8,8 +8,9 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// TestGoldenResolve runs §12.4's call table (testdata/resolve) against the stored result of
-// testdata/resolve/set.json, and checks that the caller's input bytes are never modified.
+// TestGoldenResolve runs the call table of the golden files
+// (testdata/resolve) against the stored result of testdata/resolve/set.json, and checks that the
+// caller's input bytes are never modified.
 func TestGoldenResolve(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)
@@ -51,7 +52,8 @@ func resolutionJSON(t *testing.T, res Resolution) []byte {
 	return jsonv.Object(ms...).Encode()
 }
 
-// TestGoldenNarrow runs §12.5's narrowing rows (testdata/narrow) on S7.
+// TestGoldenNarrow runs the narrowing rows of the golden files
+// (testdata/narrow) on S7.
 func TestGoldenNarrow(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)
@@ -86,9 +88,9 @@ type goldenRunner struct {
 	Announcement announce.Announcement `json:"announcement"`
 }
 
-// TestGoldenAccept runs §12.5's import and acceptance rows (testdata/accept): the explicit
-// list is compiled, the import fields parsed, and the acceptance's frozen set, environment and
-// skill catalog (or its refusal) compared.
+// TestGoldenAccept runs the import and acceptance rows of the golden files
+// (testdata/accept): the explicit list is compiled, the import fields parsed, and the acceptance's
+// frozen set, environment and skill catalog (or its refusal) compared.
 func TestGoldenAccept(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)

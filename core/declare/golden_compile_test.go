@@ -33,9 +33,10 @@ func mustMarshal(s string) []byte {
 	return b
 }
 
-// TestGoldenCompile runs every worked example of the compile table (§12.2) from
-// testdata/golden: <id>.in.json is the authored list, <id>.out.json the stored set or the
-// refusal. Every lawful row also re-compiles its stored bytes to themselves and validates them.
+// TestGoldenCompile runs every worked example of the compile table
+// (docs/development.md#the-declaration-compiler) from testdata/golden: <id>.in.json is the authored
+// list, <id>.out.json the stored set or the refusal. Every lawful row also re-compiles its stored
+// bytes to themselves and validates them.
 func TestGoldenCompile(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)

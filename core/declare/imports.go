@@ -7,17 +7,18 @@ import (
 )
 
 // Imports are the three import fields of a profile, an assembly configuration or a model step
-// (§8.1). A nil list is an absent or null field. For RunnerToolNames that difference matters:
-// nil imports every model-facing tool of the selected Runner, an empty non-nil list none.
-// (encoding/json decodes null to nil and [] to an empty slice, which is this convention.)
+// (docs/agent-tools.md#declaring-tools). A nil list is an absent or null field. For RunnerToolNames
+// that difference matters: nil imports every model-facing tool of the selected Runner, an empty
+// non-nil list none. (encoding/json decodes null to nil and [] to an empty slice, which is this
+// convention.)
 type Imports struct {
 	KernelTools             []string `json:"kernel_tools"`
 	RunnerExecutorPublicIDs []string `json:"runner_executor_public_ids"`
 	RunnerToolNames         []string `json:"runner_tool_names"`
 }
 
-// RunnerImportRequested is §8.2's condition: candidates are declared and runner_tool_names is
-// not [].
+// RunnerImportRequested is the condition (docs/agent-tools.md#declaring-tools): candidates are
+// declared and runner_tool_names is not [].
 func (im Imports) RunnerImportRequested() bool {
 	return len(im.RunnerExecutorPublicIDs) > 0 && (im.RunnerToolNames == nil || len(im.RunnerToolNames) > 0)
 }
@@ -39,7 +40,7 @@ func (im Imports) ReadBack() Imports {
 }
 
 // DeclaresTools reports whether a profile with this explicit set and these imports has tools,
-// which is when its approval_mode is required (§11.1).
+// which is when its approval_mode is required (docs/api.md#agent-profiles).
 func DeclaresTools(explicit *Set, im Imports) bool {
 	return explicit.Len() > 0 || len(im.KernelTools) > 0 || im.RunnerImportRequested()
 }

@@ -2,11 +2,12 @@ package declare
 
 import "strings"
 
-// Narrow keeps the entries of a frozen set whose callables wanted names (§8.5). A nil wanted
-// keeps everything and returns s itself; an empty one keeps nothing; repeats are harmless. The
-// first wanted name that is no callable of s is refused tool_not_declared, with Index and the
-// path of that name. The kept entries are rendered again over the subset, so a plain kernel
-// entry whose text named a narrowed-away alias says the kernel's name again.
+// Narrow keeps the entries of a frozen set whose callables wanted names
+// (docs/agent-tools.md#declaring-tools). A nil wanted keeps everything and returns s itself; an
+// empty one keeps nothing; repeats are harmless. The first wanted name that is no callable of s is
+// refused tool_not_declared, with Index and the path of that name. The kept entries are rendered
+// again over the subset, so a plain kernel entry whose text named a narrowed-away alias says the
+// kernel's name again.
 func (c *Compiler) Narrow(s *Set, wanted []string) (*Set, error) {
 	return c.narrow(s, wanted, false)
 }
@@ -41,8 +42,9 @@ func (c *Compiler) narrow(s *Set, wanted []string, delegation bool) (*Set, error
 	return c.finish(kept)
 }
 
-// ToolNotDeclaredText is the error result delegate_task gives for a tools name the caller did
-// not declare: the caller's callables in declaration order (kernel-tools.md §5.1.3).
+// ToolNotDeclaredText is the error result delegate_task gives for a tools name the caller did not
+// declare: the caller's callables in declaration order
+// (docs/agent-tools.md#delegation-and-conversations).
 func ToolNotDeclaredText(name string, s *Set) string {
 	return `tool_not_declared: "` + name + `" is not one of your tools; yours are: ` + strings.Join(s.Callables(), ", ") + "."
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestCheckOrder pins the order of §4.1: each input fails two adjacent checks, and the earlier
-// must win. Moving a check makes one of these fail.
+// TestCheckOrder pins the order of docs/agent-tools.md#declaration-refusals: each input fails two
+// adjacent checks, and the earlier must win. Moving a check makes one of these fail.
 func TestCheckOrder(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)

@@ -5,9 +5,10 @@ import (
 	"encoding/hex"
 )
 
-// QualifiedName is the callable of an imported Runner tool whose served name collides (§8.3):
-// the first QualifiedPrefixLength characters of the served name, "__", and the first
-// QualifiedHashLength hex digits of SHA-256(lowercase Runner id, NUL, served name).
+// QualifiedName is the callable of an imported Runner tool whose served name collides
+// (docs/agent-tools.md#declaring-tools): the first QualifiedPrefixLength characters of the served
+// name, "__", and the first QualifiedHashLength hex digits of SHA-256(lowercase Runner id, NUL,
+// served name).
 func QualifiedName(runnerID, served string) string {
 	h := sha256.New()
 	h.Write([]byte(lowerID(runnerID)))

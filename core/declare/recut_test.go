@@ -7,9 +7,9 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// TestRecutRoundTrip is §12.8's last row: the SDK's compact entry for S01, compiled by the
-// kernel, is an Agent whose description is the recut text with the set's spellings and whose
-// description fact keeps the macros.
+// TestRecutRoundTrip is the last row (docs/development.md#the-declaration-compiler): the SDK's
+// compact entry for S01, compiled by the kernel, is an Agent whose description is the recut text
+// with the set's spellings and whose description fact keeps the macros.
 func TestRecutRoundTrip(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)

@@ -22,7 +22,8 @@ type Refusal struct {
 	Suffix string
 	// Detail is a human sentence; tests and clients never read it.
 	Detail string
-	// Callable, RunnerID and ToolName are the acceptance facts (§11.2's extra fields).
+	// Callable, RunnerID and ToolName are the acceptance facts (the extra fields
+	// (docs/api.md#agent-profiles)).
 	Callable string
 	RunnerID string
 	ToolName string
@@ -73,7 +74,8 @@ func quote(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// Door is one route that accepts declarations; it decides the refusal envelope (§4.3).
+// Door is one route that accepts declarations; it decides the refusal envelope
+// (docs/agent-tools.md#declaration-refusals).
 type Door struct {
 	kind   doorKind
 	prefix string
@@ -195,7 +197,8 @@ type ErrorItem struct {
 	Path string `json:"path,omitempty"`
 }
 
-// acceptance writes the word as the code with the facts §11.2 lists for it, in its order.
+// acceptance writes the word as the code with the facts docs/api.md#agent-profiles lists for it, in
+// its order.
 func (d Door) acceptance(r *Refusal, code string) *refusal.Error {
 	e := refusal.New(refusal.Unprocessable, code, d.message(r))
 	switch r.Word {

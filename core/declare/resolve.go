@@ -7,7 +7,7 @@ import (
 	"github.com/nexuskernel/nexus/core/declare/jsonv"
 )
 
-// Resolution is what a model's call becomes on its task row (§5.4, §5.5).
+// Resolution is what a model's call becomes on its task row (docs/agent-tools.md#declaring-tools).
 type Resolution struct {
 	// Declared is false when the called name is no callable of the set; the call then fails
 	// with unknown_tool elsewhere, and ToolName and Input are the call's own.
@@ -58,9 +58,11 @@ func (s *Set) ResolveCall(name string, input json.RawMessage) (Resolution, error
 	return res, nil
 }
 
-// mapInput is §5.4 steps 2 to 6: alias and omitted keys removed, each alias parameter present
-// written under its target (a boolean negated when inverted), everything else passed through.
-// A key the input repeats keeps its last value, as the kernel's own argument decoding does.
+// mapInput maps a call's input through its alias (docs/agent-tools.md#declaring-tools): alias and
+// omitted keys removed, each alias
+// parameter present written under its target (a boolean negated when inverted), everything else
+// passed through. A key the input repeats keeps its last value, as the kernel's own argument
+// decoding does.
 func mapInput(a *aliasSpec, in jsonv.Value) jsonv.Value {
 	specOf := func(key string) (paramSpec, bool) {
 		for _, p := range a.params {

@@ -103,9 +103,9 @@ func (s *Set) EncodedSize() int {
 // byte-exact.
 func (s *Set) MarshalJSON() ([]byte, error) { return s.Bytes(), nil }
 
-// Spelling is the set's spelling of a kernel tool (§6.1): its wire name when the set declares
-// it under that name, else the bytewise-smallest alias name. ok is false when no entry of the
-// set denotes the tool; the texts then spell it as its wire name.
+// Spelling is the set's spelling of a kernel tool (docs/development.md#the-declaration-compiler):
+// its wire name when the set declares it under that name, else the bytewise-smallest alias name. ok
+// is false when no entry of the set denotes the tool; the texts then spell it as its wire name.
 func (s *Set) Spelling(canonical string) (name string, ok bool) {
 	for i := 0; i < s.Len(); i++ {
 		e := &s.entries[i]

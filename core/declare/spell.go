@@ -5,9 +5,10 @@ import (
 	"github.com/nexuskernel/nexus/core/registry"
 )
 
-// spellings is a set's spelling of every kernel tool (§6.1): the wire name when the set
-// declares the tool under it (plain, or an identity alias), else the bytewise-smallest alias
-// name, else the wire name.
+// spellings is a set's spelling of every kernel tool
+// (docs/development.md#the-declaration-compiler): the wire name when the set declares the tool
+// under it (plain, or an identity alias), else the bytewise-smallest alias name, else the wire
+// name.
 type spellings struct {
 	c     *Compiler
 	plain map[*kernelTool]bool
@@ -88,9 +89,10 @@ func (sp *spellings) hasAliases() bool {
 	return false
 }
 
-// spell returns the spelling function registry.Render calls. Inside an alias's own texts, self
-// is the alias's tool and selfName its name (the self macro, §6.2). A word that names no tool of
-// this registry is not a macro here, so it is written back as it stood.
+// spell returns the spelling function registry.Render calls. Inside an alias's own texts, self is
+// the alias's tool and selfName its name (the self macro,
+// docs/development.md#the-declaration-compiler). A word that names no tool of this registry is not
+// a macro here, so it is written back as it stood.
 func (sp *spellings) spell(self *kernelTool, selfName string) func(string) string {
 	return func(wire string) string {
 		t := sp.c.byName[wire]
@@ -104,7 +106,8 @@ func (sp *spellings) spell(self *kernelTool, selfName string) func(string) strin
 	}
 }
 
-// plainRender is the set's render of t as a plain kernel entry, without defer_loading (§6.3).
+// plainRender is the set's render of t as a plain kernel entry, without defer_loading
+// (docs/development.md#the-declaration-compiler).
 func (sp *spellings) plainRender(t *kernelTool) (jsonv.Value, error) {
 	if !sp.hasAliases() {
 		return t.catalog, nil

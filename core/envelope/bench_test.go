@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// BenchmarkValidate measures the envelope on the commit door's hot path: the spec's example
-// commit (two blocks, structured content, title, checkpoint), and a result at the 1 MiB bound.
+// BenchmarkValidate measures the envelope on the commit door's hot path: the example commit (two
+// blocks, structured content, title, checkpoint), and a result at the 1 MiB bound.
 func BenchmarkValidate(b *testing.B) {
 	spec, err := os.ReadFile("testdata/golden/spec-commit.json")
 	if err != nil {

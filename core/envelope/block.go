@@ -10,7 +10,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
-// The two block kinds of the content grammar (executor.md §4.2).
+// The two block kinds of the content grammar (docs/api.md#the-result-envelope).
 const (
 	TypeText         = "text"
 	TypeResourceLink = "resource_link"
@@ -53,9 +53,9 @@ func (b Block) UploadID() string {
 // the stored bytes; encoding/json's default escapes <, > and & again.
 func (b Block) MarshalJSON() ([]byte, error) { return b.appendStored(nil), nil }
 
-// appendStored writes the block in its stored key order — type first, then the fields in the
-// order of executor.md §4.2 — with minimal string escapes, so that the stored bytes depend on
-// the values alone, never on the sender's key order or escapes.
+// appendStored writes the block in its stored key order — type first, then the fields in the order
+// of docs/api.md#the-result-envelope — with minimal string escapes, so that the stored bytes depend
+// on the values alone, never on the sender's key order or escapes.
 func (b Block) appendStored(out []byte) []byte {
 	out = append(out, `{"type":`...)
 	out = jsonwire.AppendString(out, b.Type)
@@ -96,8 +96,8 @@ func appendOptionalString(out []byte, key string, v *string) []byte {
 	return jsonwire.AppendString(out, *v)
 }
 
-// canonical is the block's canonical JSON (runs.md §0.2): keys in byte order, nested values
-// canonical too. A non-media link contributes exactly these bytes to the text projection.
+// canonical is the block's canonical JSON (docs/api.md#conventions): keys in byte order, nested
+// values canonical too. A non-media link contributes exactly these bytes to the text projection.
 func (b Block) canonical() []byte {
 	// The stored form has every key once; re-encoding it canonically sorts the keys and
 	// canonicalizes annotations and _meta.
@@ -136,11 +136,11 @@ var (
 	linkKeys = []string{"type", "uri", "name", "mimeType", "size", "title", "description", "annotations", "_meta"}
 )
 
-// parseBlock checks one block against the grammar (executor.md §4.7 row 8): a shape outside
-// it is invalid_content at the offending field, a well-formed block of another type is
-// unsupported_content_kind. Within a block the checks run: an object, no repeated key, a
-// string type, then the kind's fields in the order of linkKeys or textKeys, then the first
-// unknown key in document order.
+// parseBlock checks one block against the grammar (docs/api.md#the-result-envelope): a shape
+// outside it is invalid_content at the offending field, a well-formed block of another type is
+// unsupported_content_kind. Within a block the checks run: an object, no repeated key, a string
+// type, then the kind's fields in the order of linkKeys or textKeys, then the first unknown key in
+// document order.
 func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
 	path := func(field string) string {
 		if field == "" {

@@ -11,7 +11,8 @@ import (
 )
 
 // mediaTypes are the detected upload types that ride as attachments instead of text
-// (runs.md §5.7.1): the images and PDF that vision and PDF-capable models accept.
+// (docs/agent-tools.md#what-a-model-reads): the images and PDF that vision and PDF-capable models
+// accept.
 var mediaTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"}
 
 // IsMediaType reports whether an upload's detected content type is media. The comparison
@@ -28,12 +29,12 @@ func IsMediaType(contentType string) bool {
 // type (never the link's mimeType). The caller reads it from the store.
 type MediaResolver func(uploadID string) bool
 
-// Output is the text projection of stored blocks (executor.md §4.6): what a model reads as
-// the tool result and what a task read serves as output. In block order, a text block
-// contributes its text, a media link nothing (it rides as an attachment, runs.md §5.7), any
-// other link its canonical JSON; the contributions are joined with "\n"; a projection that is
-// only whitespace is "". structured_content, title and metadata never enter it. A nil isMedia
-// treats every link as non-media.
+// Output is the text projection of stored blocks (docs/api.md#the-result-envelope): what a model
+// reads as the tool result and what a task read serves as output. In block order, a text block
+// contributes its text, a media link nothing (it rides as an attachment,
+// docs/agent-tools.md#what-a-model-reads), any other link its canonical JSON; the contributions are
+// joined with "\n"; a projection that is only whitespace is "". structured_content, title and
+// metadata never enter it. A nil isMedia treats every link as non-media.
 func Output(blocks []Block, isMedia MediaResolver) string {
 	var parts []string
 	for _, b := range blocks {
@@ -69,8 +70,8 @@ func MediaLinks(blocks []Block, isMedia MediaResolver) []Block {
 }
 
 // FailureDetail is the error detail of a row an executor settles with outcome failed
-// (executor.md §3.6): the first MaxFailureDetailBytes of the text projection, cut on a UTF-8
-// boundary; ok is false when the projection is blank and the detail is absent.
+// (docs/api.md#the-executor-plane): the first MaxFailureDetailBytes of the text projection, cut on
+// a UTF-8 boundary; ok is false when the projection is blank and the detail is absent.
 func FailureDetail(output string) (detail string, ok bool) {
 	if strings.TrimSpace(output) == "" {
 		return "", false

@@ -19,7 +19,7 @@ func mustValidate(t *testing.T, body string) *Result {
 }
 
 // TestIdentityCase: a bare string and one text block store the same bytes and project the
-// same output (executor.md §4.2, §8 scenario 7).
+// same output (docs/api.md#the-result-envelope, docs/api.md#the-executor-plane).
 func TestIdentityCase(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"ok", " padded ", "line\nbreak", "<&>", "é\u2028", "\t", "", "\"quoted\"", strings.Repeat("x", 5000)} {
@@ -40,7 +40,7 @@ func TestIdentityCase(t *testing.T) {
 
 func TestBlankResults(t *testing.T) {
 	t.Parallel()
-	// Every one of these writes no body and the model reads "" (executor.md §4.6).
+	// Every one of these writes no body and the model reads "" (docs/api.md#the-result-envelope).
 	for _, body := range []string{
 		`{}`, `{"content":null}`, `{"content":""}`, `{"content":" \n\t "}`, `{"content":[]}`,
 		`{"content":[{"type":"text","text":"  "},{"type":"text","text":""}]}`,

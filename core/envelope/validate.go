@@ -53,7 +53,7 @@ type Keys struct {
 // Result is a validated result, normalised to what is stored.
 type Result struct {
 	// Content is the block list as stored; nil when the result is blank, in which case no
-	// body is written and the model reads nothing (executor.md §4.6). A bare string is
+	// body is written and the model reads nothing (docs/api.md#the-result-envelope). A bare string is
 	// stored as one text block.
 	Content []Block
 	// StructuredContent is the structured value exactly as sent (compacted); nil when absent.
@@ -78,10 +78,10 @@ type Result struct {
 // returns it as is, and it is not a refusal.
 type UploadOwnership func(ids []string) (own []string, err error)
 
-// Validate checks the result part of a commit or resolution body (a JSON object; other keys
-// such as claim_token are ignored) and returns the result as it is stored. A refusal is a
-// *refusal.Error of kind Unprocessable with the word of executor.md §4.7 and, where there is
-// one, the offending field as path. Checks run in the specification's order:
+// Validate checks the result part of a commit or resolution body (a JSON object; other keys such as
+// claim_token are ignored) and returns the result as it is stored. A refusal is a *refusal.Error of
+// kind Unprocessable with the word of docs/api.md#the-result-envelope and, where there is one, the
+// offending field as path. Checks run in the documented order:
 //
 //  1. invalid_outcome        outcome not "completed" or "failed"
 //  2. invalid_result_type    result_type present and not "complete" (null included)
@@ -103,7 +103,7 @@ type UploadOwnership func(ids []string) (own []string, err error)
 // links an upload and every earlier check passed; a nil owned owns nothing. On success the
 // caller binds exactly r.Uploads; on any refusal it binds nothing.
 //
-// Decisions where the specification is silent: absent, null and blank content all read as no
+// Decisions the documented grammar leaves open: absent, null and blank content all read as no
 // body; null for outcome or is_error is mistyped (only content, title and metadata list null);
 // a top-level result key given twice is refused with that field's word (invalid_content for
 // content, is_error and structured_content) because two readers of one body could otherwise

@@ -89,7 +89,7 @@ func TestValidateRefusals(t *testing.T) {
 		{"metadata a string", `{"metadata":"x"}`, CodeInvalidMetadata, "metadata"},
 		{"metadata repeats a key", `{"metadata":{"checkpoint":1,"checkpoint":2}}`, CodeInvalidMetadata, "metadata.checkpoint"},
 		{"metadata twice", `{"metadata":{},"metadata":{}}`, CodeInvalidMetadata, "metadata"},
-		// 5. metadata size (executor.md §8 scenario 15: a 70 KiB metadata)
+		// 5. metadata size (docs/api.md#the-executor-plane: a 70 KiB metadata)
 		{"metadata of 70 KiB", `{"metadata":` + bigMetadata + `}`, CodeMetadataTooLarge, "metadata"},
 		// 6. is_error
 		{"is_error a string", `{"is_error":"true"}`, CodeInvalidContent, "is_error"},
@@ -183,7 +183,7 @@ func TestValidateRefusals(t *testing.T) {
 }
 
 // TestValidateOrder pairs each refusal with a later one in the same body: the earlier check
-// decides (executor.md §4.7).
+// decides (docs/api.md#the-result-envelope).
 func TestValidateOrder(t *testing.T) {
 	t.Parallel()
 	fields := []struct {

@@ -6,8 +6,8 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// The refusal words of the envelope (executor.md §4.7), all 422. They are contracts: clients
-// match on them byte for byte.
+// The refusal words of the envelope (docs/api.md#the-result-envelope), all 422. They are contracts:
+// clients match on them byte for byte.
 const (
 	CodeInvalidOutcome         = "invalid_outcome"
 	CodeInvalidResultType      = "invalid_result_type"
@@ -22,8 +22,8 @@ const (
 	CodeResultUnstorable       = "result_unstorable"
 )
 
-// What a tool row that refused result_unstorable settles with (executor.md §4.7): the commit
-// door closes the park as failed with this error and answers with the closed message.
+// What a tool row that refused result_unstorable settles with (docs/api.md#the-result-envelope):
+// the commit door closes the park as failed with this error and answers with the closed message.
 const (
 	UnstorableErrorKey      = "result_unstorable"
 	UnstorableDetail        = "unsupported_text: the result's bytes cannot be stored"

@@ -10,10 +10,11 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// Addressing is the run engine's Announcements seam (runs.md §3.6 rules 1 and 3): it answers,
-// inside the birth transaction, which Runner or tool providers currently announce a served name,
-// with the profiles they announced. It reads the served-names table the announcement door keeps
-// beside each announcement, so that addressing a row is one indexed lookup.
+// Addressing is the run engine's Announcements seam (docs/development.md#how-the-kernel-runs-work
+// rules 1 and 3): it answers, inside the birth transaction, which Runner or tool providers
+// currently announce a served name, with the profiles they announced. It reads the served-names
+// table the announcement door keeps beside each announcement, so that addressing a row is one
+// indexed lookup.
 type Addressing struct{}
 
 var _ runs.Announcements = Addressing{}

@@ -15,9 +15,9 @@ import (
 )
 
 // Announcement is an executor's announcement as the executor plane and member discovery serve it
-// (executor.md §1.4, §2.1): the stored tool entries, the environment, the documents and when it
-// was made. An executor that never announced serves no tools, {} and no documents, with
-// AnnouncedAt nil.
+// (docs/api.md#executors, docs/api.md#the-executor-plane): the stored tool entries, the
+// environment, the documents and when it was made. An executor that never announced serves no
+// tools, {} and no documents, with AnnouncedAt nil.
 type Announcement struct {
 	Tools       []announce.Tool     `json:"tools"`
 	Environment json.RawMessage     `json:"environment"`
@@ -46,11 +46,11 @@ func announcementOf(a *profiles.Announced) *Announcement {
 	return out
 }
 
-// Announce replaces the executor's whole announcement with the body's (executor.md §2). The body
-// is validated whole by sdk/announce, the one validator the plugin host also runs, before
-// anything is stored: a refusal names the first failure and lists every one, and the previous
-// announcement stays exactly as it was. The served-names table that addressing reads is
-// replaced in the same transaction.
+// Announce replaces the executor's whole announcement with the body's
+// (docs/api.md#the-executor-plane). The body is validated whole by sdk/announce, the one validator
+// the plugin host also runs, before anything is stored: a refusal names the first failure and lists
+// every one, and the previous announcement stays exactly as it was. The served-names table that
+// addressing reads is replaced in the same transaction.
 func (s *Service) Announce(ctx context.Context, ex *identity.Executor, body []byte) (*Announcement, error) {
 	a, ref := announce.ParseAnnouncement(body)
 	if ref != nil {
@@ -140,7 +140,7 @@ type problemJSON struct {
 }
 
 // announcementRefusal turns sdk/announce's refusal into the door's: the first failure's word,
-// message, path and name, then every failure in errors (executor.md §2.4).
+// message, path and name, then every failure in errors (docs/api.md#the-executor-plane).
 func announcementRefusal(r *announce.Refusal) error {
 	kind := refusal.Unprocessable
 	switch r.Status() {

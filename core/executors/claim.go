@@ -16,7 +16,8 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// ClaimAnswer is the answer of claim and extend (executor.md §3.3, §3.5): the row and the claim.
+// ClaimAnswer is the answer of claim and extend (docs/api.md#the-executor-plane): the row and the
+// claim.
 type ClaimAnswer struct {
 	Task  *Row     `json:"task"`
 	Claim ClaimDoc `json:"claim"`
@@ -29,7 +30,7 @@ type ClaimDoc struct {
 	DeadlineAt string `json:"deadline_at"`
 }
 
-// ClaimState is the claim read's answer (executor.md §3.4).
+// ClaimState is the claim read's answer (docs/api.md#the-executor-plane).
 type ClaimState struct {
 	Claim ClaimStateDoc `json:"claim"`
 }
@@ -80,8 +81,9 @@ func (s *Service) lookup(ctx context.Context, q store.Querier, ex *identity.Exec
 	return run, t, nil
 }
 
-// lockRow is lookup under the run's lock and the row's, in that order (runs.md §4.11): the
-// doors that settle or move a row find it and lock it in the one transaction that changes it.
+// lockRow is lookup under the run's lock and the row's, in that order
+// (docs/development.md#how-the-kernel-runs-work): the doors that settle or move a row find it and
+// lock it in the one transaction that changes it.
 func lockRow(ctx context.Context, tx *store.Tx, ex *identity.Executor, runID, key string) (*store.Run, *store.Task, error) {
 	if !isUUID(runID) {
 		return nil, nil, notFoundRun(runID)
@@ -167,11 +169,11 @@ func (s *Service) expire(ctx context.Context, runID, taskID int64) error {
 // then settles it in an engine transaction under the run's lock, which a claim does not take.
 var errPastDeadline = errors.New("executors: the row passed its deadline")
 
-// Claim takes the row for the current generation (executor.md §3.3), its checks in order: 404
-// not_found, not_addressed_here, not_claimable_kind, task_not_claimable (the expiry rule applied
-// first to a row past its deadline), already_claimed, not_eligible, not_authorized. On success
-// the generation increments, a fresh nxc_ token is minted (only its SHA-256 is stored) and the
-// clock restarts. The claim locks only the task row, through the shared claim primitive, and
+// Claim takes the row for the current generation (docs/api.md#the-executor-plane), its checks in
+// order: 404 not_found, not_addressed_here, not_claimable_kind, task_not_claimable (the expiry rule
+// applied first to a row past its deadline), already_claimed, not_eligible, not_authorized. On
+// success the generation increments, a fresh nxc_ token is minted (only its SHA-256 is stored) and
+// the clock restarts. The claim locks only the task row, through the shared claim primitive, and
 // commits synchronously: its token leaves the process.
 func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key string) (*ClaimAnswer, error) {
 	if err := s.claims.allow(ex.ID); err != nil {
@@ -253,9 +255,10 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 	return ans, err
 }
 
-// ClaimRead tells a claimant whether its claim still stands (executor.md §3.4): 404 not_found
-// (also for a row another executor claimed), not_addressed_here, 400 parameter_missing without a token, not_claimant for a token that is
-// not the row's current (or, once settled, last) one. It never renews anything.
+// ClaimRead tells a claimant whether its claim still stands (docs/api.md#the-executor-plane): 404
+// not_found (also for a row another executor claimed), not_addressed_here, 400 parameter_missing
+// without a token, not_claimant for a token that is not the row's current (or, once settled, last)
+// one. It never renews anything.
 func (s *Service) ClaimRead(ctx context.Context, ex *identity.Executor, runID, key, token string) (*ClaimState, error) {
 	if err := s.claimReads.allow(ex.ID); err != nil {
 		return nil, err
@@ -341,11 +344,11 @@ func frozenTimeout(t *store.Task) int64 {
 	return p.TimeoutMS
 }
 
-// Extend moves a claimed row's deadline to now + timeout_ms (executor.md §3.5), its checks in
-// order: 404 not_found (also for a row another executor claimed), not_addressed_here, 400 parameter_missing, 422 invalid_timeout_ms,
-// not_extendable (the expiry rule applied first to a row past its deadline), not_claimant,
-// extension_too_long (over an hour, or over the timeout_ms frozen in the row's profile). The
-// row's timeout_ms and the token are unchanged.
+// Extend moves a claimed row's deadline to now + timeout_ms (docs/api.md#the-executor-plane), its
+// checks in order: 404 not_found (also for a row another executor claimed), not_addressed_here, 400
+// parameter_missing, 422 invalid_timeout_ms, not_extendable (the expiry rule applied first to a row
+// past its deadline), not_claimant, extension_too_long (over an hour, or over the timeout_ms frozen
+// in the row's profile). The row's timeout_ms and the token are unchanged.
 func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key string, decode runs.BodyDecoder) (*ClaimAnswer, error) {
 	var ans *ClaimAnswer
 	var refused error

@@ -13,8 +13,8 @@ import (
 	"github.com/nexuskernel/nexus/core/uploads"
 )
 
-// CommitAnswer is the commit's answer (executor.md §3.6): the row as it now stands, and whether
-// this commit settled it (false for an idle repeat, and when the deadline won).
+// CommitAnswer is the commit's answer (docs/api.md#the-executor-plane): the row as it now stands,
+// and whether this commit settled it (false for an idle repeat, and when the deadline won).
 type CommitAnswer struct {
 	Task    *Row `json:"task"`
 	Applied bool `json:"applied"`
@@ -46,16 +46,16 @@ func commitToken(decode runs.BodyDecoder) (string, error) {
 	return tok, nil
 }
 
-// Commit answers the row once (executor.md §3.6), its checks in order: 404 not_found (also for
-// a row another executor claimed, whatever token is sent);
-// not_addressed_here (before any token: a kernel tool row answers it whatever is sent); 400
-// parameter_invalid and parameter_missing for the body (decode judges its shape and keys: the
-// claim token and the result's keys are all it may carry); task_not_running before dispatch; an
-// idle 200 for a settled row and its last claim's token; stale_claim; an idle 200 when the
-// deadline passed (the expiry rule settles the row and the content is discarded); the envelope's
-// grammar refusals, after which the park stands; result_unstorable, which closes the park as
-// failed at once; otherwise the row settles with the stored result, its links' uploads are bound
-// to it, and its dependents are re-evaluated, all in one transaction.
+// Commit answers the row once (docs/api.md#the-executor-plane), its checks in order: 404 not_found
+// (also for a row another executor claimed, whatever token is sent); not_addressed_here (before any
+// token: a kernel tool row answers it whatever is sent); 400 parameter_invalid and
+// parameter_missing for the body (decode judges its shape and keys: the claim token and the
+// result's keys are all it may carry); task_not_running before dispatch; an idle 200 for a settled
+// row and its last claim's token; stale_claim; an idle 200 when the deadline passed (the expiry
+// rule settles the row and the content is discarded); the envelope's grammar refusals, after which
+// the park stands; result_unstorable, which closes the park as failed at once; otherwise the row
+// settles with the stored result, its links' uploads are bound to it, and its dependents are
+// re-evaluated, all in one transaction.
 func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key string, body []byte, decode runs.BodyDecoder) (*CommitAnswer, error) {
 	var ans *CommitAnswer
 	var refused error
@@ -152,9 +152,9 @@ func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key 
 	return ans, nil
 }
 
-// ownership is the commit's envelope.UploadOwnership (executor.md §4.7 row 10): the executor's
-// own complete captures, plus, when the row owns child operations, uploads already bound to
-// those children's settled results. Both lock what they answer until the transaction ends.
+// ownership is the commit's envelope.UploadOwnership (docs/api.md#the-result-envelope): the
+// executor's own complete captures, plus, when the row owns child operations, uploads already bound
+// to those children's settled results. Both lock what they answer until the transaction ends.
 func (s *Service) ownership(ctx context.Context, tx *store.Tx, ex *identity.Executor, run *store.Run, t *store.Task) envelope.UploadOwnership {
 	return func(ids []string) ([]string, error) {
 		own, err := uploads.OwnedCaptures(ctx, tx, ex.ID, ids)

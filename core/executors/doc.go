@@ -1,4 +1,4 @@
-// Package executors owns the executor plane's business logic (executor.md): the announcement door
+// Package executors owns the executor plane's business logic (docs/api.md#the-executor-plane): the announcement door
 // (whole-or-nothing through sdk/announce, the one validator, with the served-names table that
 // addressing reads), the Announcements seam that routes Runner and pool rows (Addressing), the
 // inbox, claim, claim read, extend and commit with every precondition in its specified order, the
@@ -10,7 +10,7 @@
 // authoritative. Besides the HTTP streams, which end when they fall behind, it serves feeds
 // (feed.go) to in-process readers such as the plugin host: they fold what they hear into one
 // wake-up and a bounded set of cancellations and never fall behind (docs/plugins.md, "When a
-// subscriber falls behind"). It also keeps a workspace's tool provider override map (memory.md §8: the
+// subscriber falls behind"). It also keeps a workspace's tool provider override map (docs/api.md#the-memory-override: the
 // door with its lock fence and refusal words, and the MemoryOverrides seam the run engine reads
 // at a memory row's birth), and applies the expiry rule at once for a plugin host that lost a
 // non-replayable call (ExpireClaim).

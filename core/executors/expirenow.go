@@ -7,10 +7,11 @@ import (
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
-// ExpireClaim applies the expiry rule at once to a row the executor holds with token (runs.md
-// §4.9's early application, plugins.md §9.3): a plugin host that knows a non-replayable call it
-// claimed was lost settles it uncertain before the deadline. A row that is no longer live, or
-// whose current claim is not token's, is left alone; the answer is then false.
+// ExpireClaim applies the expiry rule at once to a row the executor holds with token
+// (docs/api.md#runs the early application (docs/development.md#the-plugin-host),
+// docs/plugins.md#crashes): a plugin host that knows a non-replayable call it claimed was lost
+// settles it uncertain before the deadline. A row that is no longer live, or whose current claim is
+// not token's, is left alone; the answer is then false.
 func (s *Service) ExpireClaim(ctx context.Context, ex *identity.Executor, runID, key, token string) (bool, error) {
 	applied := false
 	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {

@@ -11,9 +11,10 @@ import (
 // JSON, well inside PostgreSQL's 8,000-byte payload limit with the event's other fields.
 const notifyBatch = 100
 
-// Notification kinds and events on the wake-up channel. runs.md §4.10 fixes kind and the ids;
-// the event and its fields ride along so that a receiving instance writes the frame without
-// reading the row. "revoked" closes an executor's streams on every instance.
+// Notification kinds and events on the wake-up channel.
+// docs/development.md#how-the-kernel-runs-work fixes kind and the ids; the event and its fields
+// ride along so that a receiving instance writes the frame without reading the row. "revoked"
+// closes an executor's streams on every instance.
 const (
 	notifyKindExecutor = "executor"
 	notifyRevoked      = "revoked"
@@ -90,7 +91,7 @@ func kindOf(event string) string {
 }
 
 // Lost: events published elsewhere may be missed from now on. Every stream is closed, so that
-// its executor reconnects and reads its inbox (executor.md §6.2), which is how a lost hint
+// its executor reconnects and reads its inbox (docs/api.md#the-executor-plane), which is how a lost hint
 // costs latency and never work. A feed stays open and is told that it may have missed both
 // kinds of event: its reader reads the inbox and re-reads the claims it holds.
 func (s subscription) Lost() {

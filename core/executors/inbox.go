@@ -13,8 +13,8 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Row is a tool row as the executor plane serves it (executor.md §3.2): in the inbox, and as
-// the task of claim, extend and commit answers, with the current status and, once settled,
+// Row is a tool row as the executor plane serves it (docs/api.md#the-executor-plane): in the inbox,
+// and as the task of claim, extend and commit answers, with the current status and, once settled,
 // its error. The claim token never appears in it.
 type Row struct {
 	Kind                 string          `json:"kind"`
@@ -94,9 +94,9 @@ func decodeCursor(s string) (*store.InboxCursor, bool) {
 	return &store.InboxCursor{DispatchedAt: at, RunPublicID: parts[1], TaskKey: parts[2]}, true
 }
 
-// Inbox lists the work the executor may take now (executor.md §3.1): dispatched tool rows
-// addressed to it, claimed or not, and, for a tool provider, the dispatched pool rows of names it
-// currently announces that are unclaimed or claimed by it. Reading it changes nothing. after is
+// Inbox lists the work the executor may take now (docs/api.md#the-executor-plane): dispatched tool
+// rows addressed to it, claimed or not, and, for a tool provider, the dispatched pool rows of names
+// it currently announces that are unclaimed or claimed by it. Reading it changes nothing. after is
 // the previous page's cursor ("" for the first page); limit is 1..MaxInboxPage.
 func (s *Service) Inbox(ctx context.Context, ex *identity.Executor, after string, limit int) (*InboxPage, error) {
 	f := store.InboxFilter{WorkspaceID: ex.WorkspaceID, ExecutorPublicID: ex.PublicID, Limit: limit + 1}

@@ -2,7 +2,7 @@ package executors
 
 import "time"
 
-// Limits of the executor plane's work doors (executor.md §7.2).
+// Limits of the executor plane's work doors (docs/api.md#limits).
 const (
 	// DefaultInboxPage and MaxInboxPage bound an inbox page: a runner reads its inbox once per
 	// (re)connect, and 200 rows is more parked work than one executor can start at once.

@@ -17,7 +17,7 @@ import (
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// The override rule's words (memory.md §8.1).
+// The override rule's words (docs/api.md#the-memory-override).
 const (
 	// OverridableFamily is the one family a workspace may hand to a tool provider.
 	OverridableFamily = "nexus.memory"
@@ -53,8 +53,8 @@ func parseOverrides(raw string) (map[string]string, error) {
 	return m, nil
 }
 
-// ToolProviderOverrides answers the workspace's override map and lock version (memory.md §8.1);
-// the caller's owner standing is checked by the route.
+// ToolProviderOverrides answers the workspace's override map and lock version
+// (docs/api.md#the-memory-override); the caller's owner standing is checked by the route.
 func (s *Service) ToolProviderOverrides(ctx context.Context, workspaceID int64) (*OverridesDoc, error) {
 	raw, version, err := store.ToolProviderOverrides(ctx, s.store.Reader(), workspaceID)
 	if err != nil {
@@ -72,10 +72,11 @@ func overrideRefusal(key, word, format string, args ...any) *refusal.Error {
 		With("path", "tool_provider_overrides."+key).With("word", word)
 }
 
-// PutToolProviderOverrides replaces the workspace's override map whole (memory.md §8.1): 400
-// parameter_missing / parameter_invalid for the body, 422 validation_failed (with path and word)
-// for the map, 409 stale_object (with current_lock_version) when expected_lock_version is not the
-// current one. Rows already born keep their address; rows born after the commit read the new map.
+// PutToolProviderOverrides replaces the workspace's override map whole
+// (docs/api.md#the-memory-override): 400 parameter_missing / parameter_invalid for the body, 422
+// validation_failed (with path and word) for the map, 409 stale_object (with current_lock_version)
+// when expected_lock_version is not the current one. Rows already born keep their address; rows
+// born after the commit read the new map.
 func (s *Service) PutToolProviderOverrides(ctx context.Context, workspaceID int64, body []byte) (*OverridesDoc, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
@@ -155,11 +156,12 @@ func (s *Service) PutToolProviderOverrides(ctx context.Context, workspaceID int6
 	return out, nil
 }
 
-// checkOverrideTarget applies the map's executor checks in memory.md §8.1's order.
+// checkOverrideTarget applies the map's executor checks in the order
+// (docs/api.md#the-memory-override).
 func checkOverrideTarget(ctx context.Context, q store.Querier, workspaceID int64, key, id string) error {
 	e, err := store.ExecutorByPublicID(ctx, q, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && e.WorkspaceID != workspaceID) {
-		// Another workspace's executor reads the same as none (identity.md §2).
+		// Another workspace's executor reads the same as none (docs/api.md#identity).
 		return overrideRefusal(key, WordUnknownExecutor, "No executor %s in this workspace.", id)
 	}
 	if err != nil {
@@ -221,7 +223,7 @@ func (MemoryOverrides) Override(ctx context.Context, q store.Querier, workspaceI
 	return id, ok, nil
 }
 
-// Scopes resolves the run's frozen memory bindings now (memory.md §2.2).
+// Scopes resolves the run's frozen memory bindings now (docs/agent-tools.md#memory-and-skills).
 func (o MemoryOverrides) Scopes(ctx context.Context, q store.Querier, run *store.Run) ([]memsdk.Scope, error) {
 	frozen, err := kmemory.ParseContext([]byte(run.MemoryContext))
 	if err != nil {

@@ -8,13 +8,13 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Presence of executors with open streams (executor.md §1.4): an executor reads online while an
-// event stream is open, and connected_at is the opening of its current stream. Both are stored
-// on the executor's row so that every instance's discovery read sees streams held anywhere:
-// opening a stream records connected_at and last_seen_at; while streams stay open the hub keeps
+// Presence of executors with open streams (docs/api.md#executors): an executor reads online while
+// an event stream is open, and connected_at is the opening of its current stream. Both are stored
+// on the executor's row so that every instance's discovery read sees streams held anywhere: opening
+// a stream records connected_at and last_seen_at; while streams stay open the hub keeps
 // last_seen_at inside the online window; closing this instance's last one clears connected_at
-// unless a later opening (here or elsewhere) replaced it. Presence is display only: a failed
-// write is logged, never a reason to refuse a stream.
+// unless a later opening (here or elsewhere) replaced it. Presence is display only: a failed write
+// is logged, never a reason to refuse a stream.
 
 // presenceRefresh is how often the hub records that executors with open streams are still
 // there: the interval at which identity writes last_seen_at at most, well inside the 30-second

@@ -14,7 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Event is one hint on an executor's stream (executor.md §6.1).
+// Event is one hint on an executor's stream (docs/api.md#the-executor-plane).
 type Event struct {
 	// Type is EventWorkAvailable or EventWorkCanceled.
 	Type string
@@ -29,7 +29,7 @@ type Event struct {
 }
 
 // Hub holds this instance's event streams and fans events out to them and, through PostgreSQL
-// NOTIFY, to every other instance sharing the store (runs.md §4.10).
+// NOTIFY, to every other instance sharing the store (docs/development.md#how-the-kernel-runs-work).
 type Hub struct {
 	store   *store.Store
 	channel string
@@ -84,8 +84,9 @@ type HubOptions struct {
 	PingInterval time.Duration
 }
 
-// workChannel is the base name of the wake-up channel every instance listens on (runs.md
-// §4.10); executor wake-ups carry kind "executor", the run engine's own "kernel".
+// workChannel is the base name of the wake-up channel every instance listens on
+// (docs/development.md#how-the-kernel-runs-work); executor wake-ups carry kind "executor", the run
+// engine's own "kernel".
 const workChannel = "nexus_work"
 
 // NewHub returns a hub over s. Start it before serving streams.
@@ -333,8 +334,8 @@ func (h *Hub) fanOut(executorPublicIDs []string, ev Event, notify func(payload s
 }
 
 // WorkAvailable pushes work_available for a row that entered dispatched to its addressees
-// (runs.md §4.10): the run engine's signal after its commit. Failures are logged; the inbox
-// stays authoritative.
+// (docs/development.md#how-the-kernel-runs-work): the run engine's signal after its commit.
+// Failures are logged; the inbox stays authoritative.
 func (h *Hub) WorkAvailable(runPublicID, taskKey, toolName string, executorPublicIDs []string) {
 	h.publishLogged(executorPublicIDs, availableEvent(runPublicID, taskKey, toolName))
 }

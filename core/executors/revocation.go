@@ -12,7 +12,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Revocation is what revoking an executor does beyond its tokens (executor.md §1.2), the
+// Revocation is what revoking an executor does beyond its tokens (docs/api.md#executors), the
 // identity.RevocationEffects the server wires in: inside the revoking transaction, every
 // dispatched row addressed to the executor (claimed or not) and every pool row it had claimed
 // settles failed executor_revoked, with readiness, and the other instances are told to close its

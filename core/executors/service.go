@@ -12,8 +12,8 @@ import (
 )
 
 // Service is the executor plane's work side on one instance: the announcement door, the inbox,
-// claim, claim read, extend and commit (executor.md §2, §3). Every row it changes changes
-// through the run engine's executor entry points, so that readiness, the run lifecycle and
+// claim, claim read, extend and commit (docs/api.md#the-executor-plane). Every row it changes
+// changes through the run engine's executor entry points, so that readiness, the run lifecycle and
 // wake-ups follow exactly as they do for the kernel's own settles.
 type Service struct {
 	store   *store.Store

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// timeLayout is the API's timestamp form (runs.md §0.2).
+// timeLayout is the API's timestamp form (docs/api.md#conventions).
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
 func formatMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeLayout) }
@@ -43,7 +43,7 @@ func rawOr(s *string, fallback string) json.RawMessage {
 
 var (
 	uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-	// keyPattern is the task key grammar (runs.md §1.5.1).
+	// keyPattern is the task key grammar (docs/api.md#runs).
 	keyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 )
 

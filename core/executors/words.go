@@ -8,10 +8,10 @@ import (
 )
 
 // CodeRateLimited is the refusal of a request over an executor's rate or concurrency limit
-// (executor.md §7.1), answered 429 with a Retry-After header.
+// (docs/api.md#the-executor-plane), answered 429 with a Retry-After header.
 const CodeRateLimited = "rate_limited"
 
-// Event words of the stream (executor.md §6.1).
+// Event words of the stream (docs/api.md#the-executor-plane).
 const (
 	EventWorkAvailable = "work_available"
 	EventWorkCanceled  = "work_canceled"
@@ -19,14 +19,15 @@ const (
 	KindToolCall = "tool_call"
 )
 
-// Reasons of work_canceled (executor.md §6.1); clients treat an unknown word as a cancel.
+// Reasons of work_canceled (docs/api.md#the-executor-plane); clients treat an unknown word as a
+// cancel.
 const (
 	ReasonRunCanceled  = "run_canceled"
 	ReasonTaskCanceled = "task_canceled"
 	ReasonExpired      = "expired"
 )
 
-// Stream limits (executor.md §6, §7.2).
+// Stream limits (docs/api.md#the-executor-plane, docs/api.md#limits).
 const (
 	// MaxStreams bounds the event streams one executor holds on an instance: a runner needs
 	// one, a few more cover reconnects that overlap a dying connection, and each costs a
@@ -60,8 +61,9 @@ func RetryAfter() string { return strconv.Itoa(int(StreamRetryAfter / time.Secon
 var errHubClosed = refusal.New(refusal.Unavailable, refusal.CodeUnavailable,
 	"The server is shutting down; reconnect to another instance.")
 
-// The refusal words of the inbox, claim, claim read, extend and commit doors (executor.md §3,
-// §7.1). They are contracts: clients match on them byte for byte.
+// The refusal words of the inbox, claim, claim read, extend and commit doors
+// (docs/api.md#the-executor-plane). They are contracts: clients
+// match on them byte for byte.
 const (
 	CodeNotAddressedHere    = "not_addressed_here"
 	CodeNotClaimableKind    = "not_claimable_kind"
@@ -84,7 +86,8 @@ const (
 	CodeValidationFailed    = "validation_failed"
 )
 
-// Row kinds and addressing roles as the executor plane serves them (executor.md §3.2).
+// Row kinds and addressing roles as the executor plane serves them
+// (docs/api.md#the-executor-plane).
 const (
 	RoleRunner       = "runner"
 	RoleToolProvider = "tool_provider"

@@ -7,7 +7,7 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 )
 
-// The agent routes of a workspace (identity.md §2).
+// The agent routes of a workspace (docs/api.md#identity).
 func (a *API) agentRoutes() {
 	a.handle("POST /agent_api/v1/workspaces/{ws}/agents", routeOpts{}, a.createAgent)
 	a.handle("GET /agent_api/v1/workspaces/{ws}/agents", routeOpts{}, a.listAgents)
@@ -76,7 +76,8 @@ func (a *API) listAgents(w http.ResponseWriter, r *http.Request, c *Call) error 
 	return nil
 }
 
-// messagingPolicyJSON is the policy door's answer (orchestration.md §5.3).
+// messagingPolicyJSON is the policy door's answer
+// (docs/agent-tools.md#delegation-and-conversations).
 type messagingPolicyJSON struct {
 	Policy struct {
 		Agents map[string]string `json:"agents"`

@@ -25,8 +25,8 @@ import (
 )
 
 // DefaultBodyLimit bounds every JSON request body unless a route states another bound
-// (runs.md §0.2): large enough for any declaration or step list the specs allow, small enough that
-// a hostile body costs little before it is refused.
+// (docs/api.md#conventions): large enough for any declaration or step list the specs allow, small
+// enough that a hostile body costs little before it is refused.
 const DefaultBodyLimit = 1 << 20
 
 // Deps are the services the API calls.
@@ -130,6 +130,10 @@ func (a *API) routes() {
 	a.pluginRoutes()
 }
 
+// Routes lists the pattern of every route the API serves ("POST /agent_api/v1/…"), in the
+// order they were registered: the tests that keep docs/api.md complete read it.
+func (a *API) Routes() []string { return append([]string(nil), a.patterns...) }
+
 // plane is who may call a route.
 type plane int
 
@@ -142,9 +146,9 @@ const (
 // apiPrefix is the root of every authenticated route.
 const apiPrefix = "/agent_api/v1"
 
-// planeOf seals the planes by path alone (identity.md §3): the executor's own door is
-// /agent_api/v1/executor and below; every other /agent_api/v1 route is the member plane; only the
-// health routes sit outside both.
+// planeOf seals the planes by path alone (docs/api.md#planes-and-tokens): the executor's own door
+// is /agent_api/v1/executor and below; every other /agent_api/v1 route is the member plane; only
+// the health routes sit outside both.
 func planeOf(path string) plane {
 	switch {
 	case path == apiPrefix+"/executor" || strings.HasPrefix(path, apiPrefix+"/executor/"):
@@ -417,7 +421,8 @@ func (a *API) logRequest(log hclog.Logger, r *http.Request, status int, start ti
 	}
 }
 
-// maxClientRequestID bounds a client-chosen request id that the server keeps (runs.md §0.3).
+// maxClientRequestID bounds a client-chosen request id that the server keeps
+// (docs/api.md#conventions).
 const maxClientRequestID = 64
 
 // requestID keeps a client's X-Request-Id when it is 1..64 safe characters (letters, digits,

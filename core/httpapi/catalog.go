@@ -12,9 +12,9 @@ import (
 )
 
 // catalog holds the kernel tool catalog route's bytes, computed once: the body, its gzip form and
-// the strong ETag over the body (kernel-tools.md §3.1). Both encodings carry the same ETag, the
-// digest of the JSON itself, so a client's If-None-Match works whichever it received; responses
-// vary on Accept-Encoding for caches.
+// the strong ETag over the body (docs/api.md#health-and-the-catalog). Both encodings carry the same
+// ETag, the digest of the JSON itself, so a client's If-None-Match works whichever it received;
+// responses vary on Accept-Encoding for caches.
 type catalog struct {
 	body   []byte
 	gzip   []byte
@@ -71,8 +71,8 @@ func (a *API) tools(w http.ResponseWriter, r *http.Request, _ *Call) error {
 	return nil
 }
 
-// etagMatches applies If-None-Match with the weak comparison of RFC 9110 §13.1.2: `*` matches,
-// and W/"x" matches "x".
+// etagMatches applies If-None-Match with the weak comparison of RFC 9110, section 13.1.2: `*`
+// matches, and W/"x" matches "x".
 func etagMatches(headers []string, etag string) bool {
 	for _, h := range headers {
 		for _, tag := range strings.Split(h, ",") {

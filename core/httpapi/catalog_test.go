@@ -17,7 +17,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// TestCatalogRoute is kernel-tools.md §6 test 11, on every dialect.
+// TestCatalogRoute checks the catalog route (docs/api.md#health-and-the-catalog) on every dialect.
 func TestCatalogRoute(t *testing.T) {
 	t.Parallel()
 	want := registry.New().CatalogBody()
@@ -95,8 +95,8 @@ func TestCatalogGzip(t *testing.T) {
 	}
 }
 
-// TestContractPackMatchesRoute is the HTTP half of kernel-tools.md §6 test 12: the compacted
-// contract file equals the envelope around the served delegate_task entry's raw bytes.
+// TestContractPackMatchesRoute is the HTTP half of docs/agent-tools.md#the-twenty-kernel-tools: the
+// compacted contract file equals the envelope around the served delegate_task entry's raw bytes.
 func TestContractPackMatchesRoute(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, storetest.Open(t, store.SQLite))

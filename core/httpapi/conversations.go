@@ -9,7 +9,7 @@ import (
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
-// The conversation routes (runs.md §2.2): thin, the engine decides.
+// The conversation routes (docs/api.md#conversations): thin, the engine decides.
 func (a *API) conversationRoutes() {
 	if a.deps.Runs == nil {
 		return

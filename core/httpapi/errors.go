@@ -88,7 +88,7 @@ func marshal(v any) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// contentTypeJSON is every JSON route's media type (runs.md §0.1).
+// contentTypeJSON is every JSON route's media type (docs/api.md#conventions).
 const contentTypeJSON = "application/json; charset=utf-8"
 
 func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {

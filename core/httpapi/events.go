@@ -10,8 +10,8 @@ import (
 	"github.com/nexuskernel/nexus/core/executors"
 )
 
-// The executor's event stream (executor.md §6): Server-Sent Events written from a push hub
-// stream. It needs Deps.Push; without it the route is not served.
+// The executor's event stream (docs/api.md#the-executor-plane): Server-Sent Events written from a
+// push hub stream. It needs Deps.Push; without it the route is not served.
 func (a *API) eventRoutes() {
 	if a.deps.Push == nil {
 		return
@@ -24,7 +24,7 @@ func (a *API) eventRoutes() {
 const streamWriteTimeout = 2 * executors.PingInterval
 
 // workAvailableJSON and workCanceledJSON are the data lines, keys in the order of
-// executor.md §6.1.
+// docs/api.md#the-executor-plane.
 type workAvailableJSON struct {
 	Type        string `json:"type"`
 	Kind        string `json:"kind"`
@@ -54,7 +54,7 @@ func eventData(ev executors.Event) []byte {
 // executorEvents serves one stream: the opening frames, one frame per event with a per-stream
 // id counter, a ": ping" comment every ping interval, until the client leaves, the executor is
 // revoked, the stream falls behind, or the server shuts down. Last-Event-ID is accepted and
-// ignored: nothing is replayed (executor.md §6.2).
+// ignored: nothing is replayed (docs/api.md#the-executor-plane).
 func (a *API) executorEvents(w http.ResponseWriter, r *http.Request, c *Call) error {
 	st, err := a.deps.Push.Open(r.Context(), c.Executor.ID, c.Executor.PublicID)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// The executor plane's own doors (executor.md §1.3, §2, §3): identity, the announcement, the
+// The executor plane's own doors (docs/api.md#the-executor-plane): identity, the announcement, the
 // inbox, claim, claim read, extend and commit. The work doors need Deps.Executors; without it
 // only the identity door is served.
 func (a *API) executorPlaneRoutes() {
@@ -24,7 +24,7 @@ func (a *API) executorPlaneRoutes() {
 	a.handle("POST /agent_api/v1/executor/inbox/{run_public_id}/{task_key}/claim", routeOpts{}, a.claimRow)
 	a.handle("GET /agent_api/v1/executor/inbox/{run_public_id}/{task_key}/claim", routeOpts{}, a.readClaim)
 	a.handle("POST /agent_api/v1/executor/inbox/{run_public_id}/{task_key}/extend", routeOpts{}, a.extendClaim)
-	// The commit body holds a whole result with its escaping and metadata (runs.md §0.2).
+	// The commit body holds a whole result with its escaping and metadata (docs/api.md#conventions).
 	a.handle("POST /agent_api/v1/executor/inbox/{run_public_id}/{task_key}/commit", routeOpts{bodyLimit: envelope.MaxBodyBytes}, a.commitRow)
 }
 
@@ -36,7 +36,8 @@ func (a *API) executorIdentity(w http.ResponseWriter, _ *http.Request, c *Call) 
 	return nil
 }
 
-// announcementJSON is the announcement object of the announcement door (executor.md §2.1).
+// announcementJSON is the announcement object of the announcement door
+// (docs/api.md#the-executor-plane).
 type announcementJSON struct {
 	Tools       any             `json:"tools"`
 	Environment json.RawMessage `json:"environment"`
@@ -129,7 +130,7 @@ func (a *API) claimRow(w http.ResponseWriter, r *http.Request, c *Call) error {
 	return nil
 }
 
-// ClaimTokenHeader carries the token of a claim read (executor.md §3.4).
+// ClaimTokenHeader carries the token of a claim read (docs/api.md#the-executor-plane).
 const ClaimTokenHeader = "Claim-Token"
 
 func (a *API) readClaim(w http.ResponseWriter, r *http.Request, c *Call) error {

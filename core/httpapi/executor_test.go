@@ -248,8 +248,8 @@ WHERE run_id = (SELECT id FROM runs WHERE public_id = ?)`, rid, run)
 	})
 }
 
-// TestExecutorPlaneWords pins every word of executor.md §7.1 this package answers to its
-// constant: renaming one breaks this test as well as the scenarios that answer it.
+// TestExecutorPlaneWords pins every word of docs/api.md#the-executor-plane this package answers to
+// its constant: renaming one breaks this test as well as the scenarios that answer it.
 func TestExecutorPlaneWords(t *testing.T) {
 	t.Parallel()
 	got := []string{executors.CodeNotAddressedHere, executors.CodeNotClaimableKind, executors.CodeTaskNotClaimable,

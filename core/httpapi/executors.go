@@ -8,7 +8,7 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 )
 
-// The member plane's executor routes (executor.md §1.2, §1.4): creation, token rotation and
+// The member plane's executor routes (docs/api.md#executors): creation, token rotation and
 // revocation by an owner; discovery by any member.
 func (a *API) executorRoutes() {
 	a.handle("POST /agent_api/v1/executors", routeOpts{}, a.createExecutor)
@@ -26,8 +26,8 @@ type executorJSON struct {
 	DisplayName       string `json:"display_name"`
 	WorkspacePublicID string `json:"workspace_public_id"`
 	CreatedAt         string `json:"created_at"`
-	// ManagedBy is {"plugin": name} on a plugin's managed executor (plugins.md §8.1), absent
-	// on every other.
+	// ManagedBy is {"plugin": name} on a plugin's managed executor
+	// (docs/plugins.md#what-the-host-checks), absent on every other.
 	ManagedBy map[string]string `json:"managed_by,omitempty"`
 }
 
@@ -44,7 +44,7 @@ func executorWire(e *identity.Executor) executorJSON {
 		WorkspacePublicID: e.WorkspacePublicID, CreatedAt: formatTime(e.CreatedAt), ManagedBy: managedBy(e)}
 }
 
-// executorDetailJSON is the discovery object (executor.md §1.4): the executor with its current
+// executorDetailJSON is the discovery object (docs/api.md#executors): the executor with its current
 // announcement (no tools, no documents and {} before its first, announced_at null), presence and
 // last-seen time. connected_at is null while no event stream is open.
 type executorDetailJSON struct {

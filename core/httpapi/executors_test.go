@@ -231,7 +231,7 @@ func TestExecutorDiscovery(t *testing.T) {
 		}
 		f.refused(t, 404, "not_found", "", "GET", "/agent_api/v1/executors?workspace=other", aliceTok, nil)
 
-		// One read: every field of executor.md §1.4.
+		// One read: every field of docs/api.md#executors.
 		m := f.must(t, 200, "GET", "/agent_api/v1/executors/"+b, aliceTok, nil)
 		e := obj(t, m, "executor")
 		keys := make([]string, 0, len(e))

@@ -6,7 +6,7 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 )
 
-// The member and user routes of a workspace (identity.md §2).
+// The member and user routes of a workspace (docs/api.md#identity).
 func (a *API) memberRoutes() {
 	a.handle("GET /agent_api/v1/workspaces/{ws}/members", routeOpts{}, a.listMembers)
 	a.handle("POST /agent_api/v1/workspaces/{ws}/members", routeOpts{}, a.addMember)

@@ -10,8 +10,8 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// The member doors of kernel memory (memory.md §11). They need Deps.Memory; without it they are
-// not served.
+// The member doors of kernel memory (docs/api.md#memory). They need Deps.Memory; without it they
+// are not served.
 func (a *API) memoryRoutes() {
 	if a.deps.Memory == nil {
 		return
@@ -24,8 +24,8 @@ func (a *API) memoryRoutes() {
 	a.handle("POST /agent_api/v1/workspaces/{ws}/memory/delete", routeOpts{}, a.memoryDelete)
 }
 
-// memoryCaller checks the caller's standing in the workspace. Reads need read standing and
-// writes write standing; in a workspace both are membership (runs.md §0.1), so one check serves
+// memoryCaller checks the caller's standing in the workspace. Reads need read standing and writes
+// write standing; in a workspace both are membership (docs/api.md#conventions), so one check serves
 // every door, answering 404 not_found for a workspace the caller is not in.
 func (a *API) memoryCaller(r *http.Request, c *Call) (memory.Caller, error) {
 	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember)

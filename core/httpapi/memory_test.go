@@ -397,7 +397,7 @@ func TestMemoryDoorRefusals(t *testing.T) {
 			{"grep prefix not a string", "POST", G, mem(map[string]any{"pattern": "a", "prefix": 5}), 422, "memory_path_invalid", "memory.prefix"},
 			{"grep prefix unbound", "POST", G, mem(map[string]any{"pattern": "a", "prefix": "conversation/"}), 422, "memory_scope_unavailable", "memory.prefix"},
 
-			// Descriptions and skills: 422, in memory.md §9's order.
+			// Descriptions and skills: 422, in the order (docs/agent-tools.md#memory-and-skills).
 			{"description on a plain document", "POST", W, create("workspace/a.md", "description", "d"), 422, "memory_description_invalid", "memory.description"},
 			{"empty description on a plain document", "POST", W, create("workspace/a.md", "description", ""), 422, "memory_description_invalid", "memory.description"},
 			{"skill name uppercase", "POST", W, skill("workspace/skills/Release", "d"), 422, "skill_name_invalid", "memory.path"},

@@ -22,7 +22,8 @@ type PluginAdmin interface {
 	Reload(ctx context.Context) (plugins.ReloadReport, error)
 }
 
-// The plugin routes (plugins.md §10, §11) and a workspace's override map (memory.md §8.1).
+// The plugin routes (docs/plugins.md#states-status-reload-and-restart, docs/api.md#plugins) and a
+// workspace's override map (docs/api.md#the-memory-override).
 func (a *API) pluginRoutes() {
 	if a.deps.Executors != nil {
 		a.handle("GET /agent_api/v1/workspaces/{ws}/tool_provider_overrides", routeOpts{}, a.getOverrides)

@@ -11,7 +11,7 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// The agent's standing configuration and the read-only tool assembly (declarations.md §11).
+// The agent's standing configuration and the read-only tool assembly (docs/api.md#agent-profiles).
 // Both take an agent's member token: a user is 403 not_agent.
 func (a *API) profileRoutes() {
 	if a.deps.Profiles == nil {

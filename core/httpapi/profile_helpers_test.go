@@ -42,7 +42,8 @@ func (f *fixture) live(t *testing.T) string {
 }
 
 // liveFixtureRegistry serves an API like the fixture's whose profile doors compile against the
-// worked examples' fixture registry (declarations.md §12.1), over a real socket.
+// worked examples' fixture registry (docs/development.md#the-declaration-compiler), over a real
+// socket.
 func (f *fixture) liveFixtureRegistry(t *testing.T) string {
 	t.Helper()
 	api, err := New(Deps{Auth: f.auth, Directory: f.dir, CatalogBody: registry.New().CatalogBody(), Now: f.clock,

@@ -61,13 +61,13 @@ func TestProfileDoorsWhoMayCall(t *testing.T) {
 	})
 }
 
-// emptyConfiguration is the read-back before the first PUT (§11.1).
+// emptyConfiguration is the read-back before the first PUT (docs/api.md#runs).
 const emptyConfiguration = `{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":[],"runner_tool_names":null,` +
 	`"approval_mode":null,"approval_rules":null,"default_model":null,"instructions":null}`
 
-// TestProfileConfigurationExample: §11.1's example request against the fixture registry. The
-// response is a golden file; GET answers the same bytes; and the read-back, stored again,
-// re-declares to the same bytes (idempotence).
+// TestProfileConfigurationExample: the example request against the fixture registry
+// (docs/api.md#runs). The response is a golden file; GET answers the same bytes; and the read-back,
+// stored again, re-declares to the same bytes (idempotence).
 func TestProfileConfigurationExample(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -204,9 +204,9 @@ func liveCompiler(t *testing.T) *declare.Compiler {
 	return c
 }
 
-// grammarCases produce every grammar word of declarations.md §4.2 and the profile's own words,
-// each as a configuration object, with the field and the path (under configuration.) the
-// refusal names.
+// grammarCases produce every grammar word of docs/agent-tools.md#declaration-refusals and the
+// profile's own words, each as a configuration object, with the field and the path (under
+// configuration.) the refusal names.
 func grammarCases(t *testing.T) []struct{ name, cfg, field, word, path string } {
 	return []struct{ name, cfg, field, word, path string }{
 		{"invalid", `{"tool_definitions":[{"type":"function","name":"x","extra":1}]}`, "tool_definitions", "invalid", "tool_definitions[0].extra"},
@@ -230,7 +230,7 @@ func grammarCases(t *testing.T) []struct{ name, cfg, field, word, path string } 
 	}
 }
 
-// profileOnlyCases are the words of the profile's other fields (§11.1's table).
+// profileOnlyCases are the words of the profile's other fields (the table (docs/api.md#runs)).
 var profileOnlyCases = []struct{ name, cfg, field, word, path string }{
 	{"approval_mode required", `{"kernel_tools":["nexus.graph.wait"]}`, "approval_mode", "required", "approval_mode"},
 	{"approval_mode invalid", `{"approval_mode":"sometimes"}`, "approval_mode", "invalid", "approval_mode"},
@@ -299,7 +299,7 @@ func bigSchemaTools(n, schemaBytes int) string {
 	return `{"tools":[` + strings.Join(items, ",") + `]}`
 }
 
-// TestAssemblyDoorRefusals: every status and envelope of §11.2's refusal table.
+// TestAssemblyDoorRefusals: every status and envelope of the refusal table (docs/api.md#runs).
 func TestAssemblyDoorRefusals(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -397,8 +397,9 @@ func TestAssemblyDoorRefusals(t *testing.T) {
 	})
 }
 
-// acceptArchives are declarations.md §12.5's import and acceptance rows, as core/declare's golden
-// files hold them (its testdata/accept): the assembly door must answer what the compiler does.
+// acceptArchives are the import and acceptance rows (docs/development.md#the-declaration-compiler),
+// as core/declare's golden files hold them (its testdata/accept): the assembly door must answer
+// what the compiler does.
 const acceptArchives = "../declare/testdata/accept"
 
 // TestAssemblyWorkedExamples replays every acceptance row without narrowing through the live
@@ -538,11 +539,11 @@ func checkGoldenRefusal(t *testing.T, r reply, golden string) {
 	}
 }
 
-// TestRecutRoundTrip is declarations.md §7.3's round trip against the live catalog: the SDK
-// applies a recut to the served template, the kernel renders the alias with the set's names,
-// and the recut text comes back as function.description (macros rendered) beside the raw text
-// as the description fact; stored on the profile, it reads back and re-declares to the same
-// bytes through the client.
+// TestRecutRoundTrip is the round trip against the live catalog
+// (docs/development.md#the-declaration-compiler): the SDK applies a recut to the served template,
+// the kernel renders the alias with the set's names, and the recut text comes back as
+// function.description (macros rendered) beside the raw text as the description fact; stored on the
+// profile, it reads back and re-declares to the same bytes through the client.
 func TestRecutRoundTrip(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

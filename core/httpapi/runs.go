@@ -14,7 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The run routes (runs.md §2.3-2.10): thin, the engine decides.
+// The run routes (docs/api.md#runs, docs/api.md#the-inbox): thin, the engine decides.
 func (a *API) runRoutes() {
 	if a.deps.Runs == nil {
 		return
@@ -36,10 +36,10 @@ func (a *API) runRoutes() {
 }
 
 // ResolutionBodyLimit is the resolution door's body bound: 2 MiB, so a 1 MiB result fits with
-// its escaping and metadata (runs.md §0.2).
+// its escaping and metadata (docs/api.md#conventions).
 const ResolutionBodyLimit = 2 << 20
 
-// modelsRoutes serves the models catalog to any member (runs.md §6.2).
+// modelsRoutes serves the models catalog to any member (docs/operations.md#the-models-catalog).
 func (a *API) modelsRoutes() {
 	if a.deps.Models == nil {
 		return
@@ -99,7 +99,7 @@ func (a *API) rememberedActor(r *http.Request, c *Call) (*runs.Actor, *identity.
 	return act, acc, nil
 }
 
-// idempotencyKey reads Idempotency-Key: 1..36 bytes of printable ASCII (runs.md §0.4).
+// idempotencyKey reads Idempotency-Key: 1..36 bytes of printable ASCII (docs/api.md#conventions).
 func idempotencyKey(r *http.Request) (string, error) {
 	vs, ok := r.Header["Idempotency-Key"]
 	if !ok {

@@ -191,7 +191,7 @@ func TestModelsListKernelTool(t *testing.T) {
 	})
 }
 
-// TestRunRouteWords pins the member-plane words of runs.md §8.5 that the run routes answer.
+// TestRunRouteWords pins the member-plane words of docs/api.md#runs that the run routes answer.
 func TestRunRouteWords(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

@@ -223,8 +223,8 @@ func mustRaw(t *testing.T, f *fixture, path, token string) []byte {
 	return b.Bytes()
 }
 
-// TestCheckOrder follows identity.md §2's order on every owner route of a workspace: body size,
-// token, visibility, kind, role, body (400, then 422), conflicts.
+// TestCheckOrder follows the order on every owner route of a workspace (docs/api.md#identity): body
+// size, token, visibility, kind, role, body (400, then 422), conflicts.
 func TestCheckOrder(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

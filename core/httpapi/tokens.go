@@ -6,7 +6,8 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 )
 
-// The caller's own member tokens (identity.md §3): mint, list, revoke by id or as current.
+// The caller's own member tokens (docs/api.md#planes-and-tokens): mint, list, revoke by id or as
+// current.
 func (a *API) tokenRoutes() {
 	a.handle("POST /agent_api/v1/tokens", routeOpts{}, a.createToken)
 	a.handle("GET /agent_api/v1/tokens", routeOpts{}, a.listTokens)

@@ -18,11 +18,12 @@ import (
 // framing, the part headers and a few small fields beside the file part.
 const multipartAllowance = 64 << 10
 
-// uploadBodyLimit bounds an upload door's body (runs.md §0.2 defers it to executor.md §5): the
-// file bound itself is counted on the file part's bytes by uploads.Ingest.
+// uploadBodyLimit bounds an upload door's body (docs/api.md#conventions defers it to
+// docs/api.md#uploads): the file bound itself is counted on the file part's bytes by
+// uploads.Ingest.
 const uploadBodyLimit = uploads.MaxBytes + multipartAllowance
 
-// The upload doors (executor.md §5): member uploads and executor captures, their descriptors
+// The upload doors (docs/api.md#uploads): member uploads and executor captures, their descriptors
 // and bytes. They need Deps.Uploads; without it they are not served.
 func (a *API) uploadRoutes() {
 	if a.deps.Uploads == nil {
@@ -59,7 +60,7 @@ func (a *API) uploadRoutes() {
 	})
 }
 
-// uploadJSON is the descriptor (executor.md §5.1).
+// uploadJSON is the descriptor (docs/api.md#uploads).
 type uploadJSON struct {
 	PublicID    string      `json:"public_id"`
 	URI         string      `json:"uri"`
@@ -113,7 +114,7 @@ var (
 		"The upload body broke off or is not well-formed multipart; nothing was kept.")
 )
 
-// ingestUpload streams the file part of a multipart body into the store (executor.md §5.1).
+// ingestUpload streams the file part of a multipart body into the store (docs/api.md#uploads).
 // The file part is the one field an upload carries: when a part of another name comes before
 // it, the upload is refused 400 parameter_invalid at that name before anything is stored, like
 // an unknown key of a JSON body (a body with no file part at all is parameter_missing, as
@@ -195,7 +196,7 @@ func formPart(p *multipart.Part) (name, filename string, isFile bool) {
 	return params["name"], filename, isFile
 }
 
-// serveUploadBytes answers an upload's bytes (executor.md §5.3): proxied from the store chunk
+// serveUploadBytes answers an upload's bytes (docs/api.md#uploads): proxied from the store chunk
 // by chunk, with a strong ETag, If-None-Match, one byte range (If-Range honoured), and the
 // whole body for several ranges or a Range this door does not understand.
 func (a *API) serveUploadBytes(w http.ResponseWriter, r *http.Request, c *Call, u *uploads.Upload) error {
@@ -248,11 +249,11 @@ func (a *API) serveUploadBytes(w http.ResponseWriter, r *http.Request, c *Call, 
 	return nil
 }
 
-// CodeRangeNotSatisfiable is the refusal of a byte range outside the file (executor.md §5.3).
+// CodeRangeNotSatisfiable is the refusal of a byte range outside the file (docs/api.md#uploads).
 const CodeRangeNotSatisfiable = "range_not_satisfiable"
 
-// noneMatchHits reports whether an If-None-Match list names etag, by weak comparison (RFC 9110
-// §13.1.2): W/"x" matches "x", and * matches any.
+// noneMatchHits reports whether an If-None-Match list names etag, by weak comparison (RFC 9110,
+// section 13.1.2): W/"x" matches "x", and * matches any.
 func noneMatchHits(header, etag string) bool {
 	for _, t := range strings.Split(header, ",") {
 		t = strings.TrimSpace(t)
@@ -263,8 +264,8 @@ func noneMatchHits(header, etag string) bool {
 	return false
 }
 
-// ifRangeHolds reports whether a Range may be honoured under If-Range (RFC 9110 §13.1.5): no
-// If-Range, or one whose entity tag matches etag strongly. A date never matches: the upload
+// ifRangeHolds reports whether a Range may be honoured under If-Range (RFC 9110, section 13.1.5):
+// no If-Range, or one whose entity tag matches etag strongly. A date never matches: the upload
 // serves no Last-Modified.
 func ifRangeHolds(header, etag string) bool {
 	header = strings.TrimSpace(header)
@@ -288,7 +289,7 @@ const (
 // bytes=-n. A last position past the end is cut to the end, a suffix longer than the file is the
 // whole file; a first position at or past the end, or a zero suffix, cannot be satisfied. A
 // header that names several ranges, another unit, or is malformed (b < a, not digits) is
-// ignored, as RFC 9110 §14.2 allows, and the whole body is served.
+// ignored, as RFC 9110, section 14.2, allows, and the whole body is served.
 func parseByteRange(header string, size int64) (byteRange, rangeVerdict) {
 	unit, set, ok := strings.Cut(header, "=")
 	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") || strings.Contains(set, ",") {

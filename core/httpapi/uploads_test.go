@@ -105,7 +105,7 @@ func uploadCounts(t *testing.T, s *store.Store) (int64, int64) {
 
 const pngHead = "\x89PNG\r\n\x1a\n"
 
-// TestUploadDescriptor pins the descriptor of executor.md §5.1 key by key, on both planes and
+// TestUploadDescriptor pins the descriptor of docs/api.md#uploads key by key, on both planes and
 // for every creator kind.
 func TestUploadDescriptor(t *testing.T) {
 	t.Parallel()
@@ -217,7 +217,7 @@ func TestUploadRefusals(t *testing.T) {
 			t.Fatalf("%d uploads and %d chunks after the refusals, want the 4 accepted", u, c)
 		}
 
-		// Readers (executor.md §5.3).
+		// Readers (docs/api.md#uploads).
 		for _, c := range []struct {
 			name, route, token, code string
 			status                   int
@@ -274,7 +274,7 @@ func TestUploadRefusals(t *testing.T) {
 	})
 }
 
-// TestUploadBytesHeaders pins every header of executor.md §5.3 on a whole read, a 304 and a
+// TestUploadBytesHeaders pins every header of docs/api.md#uploads on a whole read, a 304 and a
 // HEAD.
 func TestUploadBytesHeaders(t *testing.T) {
 	t.Parallel()

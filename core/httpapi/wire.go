@@ -6,7 +6,8 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// timeLayout is the API's timestamp form: RFC 3339 in UTC with milliseconds (runs.md §0.2).
+// timeLayout is the API's timestamp form: RFC 3339 in UTC with milliseconds
+// (docs/api.md#conventions).
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
 // formatTime renders stored Unix milliseconds.

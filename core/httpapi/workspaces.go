@@ -6,7 +6,7 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 )
 
-// The workspace routes and me (identity.md §2).
+// The workspace routes and me (docs/api.md#identity).
 func (a *API) workspaceRoutes() {
 	a.handle("GET /agent_api/v1/workspaces", routeOpts{}, a.listWorkspaces)
 	a.handle("POST /agent_api/v1/workspaces", routeOpts{}, a.createWorkspace)

@@ -60,8 +60,19 @@ type Executor struct {
 var ErrUnauthorized = refusal.New(refusal.Unauthorized, refusal.CodeUnauthorized,
 	"A valid bearer token for this route is required.")
 
+// ErrExecutorTokenOnMemberRoute and ErrMemberTokenOnExecutorRoute are ErrUnauthorized for a
+// token of the other plane, with a message that says which routes the token opens. The plane is
+// read from the token's prefix alone, before any lookup, so the message tells the caller nothing
+// the token did not already say: not whether it exists, is revoked or has expired.
+var (
+	ErrExecutorTokenOnMemberRoute = refusal.New(refusal.Unauthorized, refusal.CodeUnauthorized,
+		"This is an executor token (nxe_): it opens only /agent_api/v1/executor and the routes below it. This route needs a member token (nxm_).")
+	ErrMemberTokenOnExecutorRoute = refusal.New(refusal.Unauthorized, refusal.CodeUnauthorized,
+		"This is a member token (nxm_): it opens every /agent_api/v1 route except /agent_api/v1/executor and the routes below it, which need an executor token (nxe_).")
+)
+
 // PresenceWriteInterval is how often at most an executor's last_seen_at is written
-// (executor.md §1.4): presence is display only, and SQLite has one writer, so polling must not
+// (docs/api.md#executors): presence is display only, and SQLite has one writer, so polling must not
 // turn every request into a write.
 const PresenceWriteInterval = 10 * time.Second
 
@@ -127,8 +138,10 @@ func NewAuthenticator(s *store.Store, now func() time.Time, opts ...AuthOption) 
 // Member authenticates a member-plane token. A token of the executor plane, like any other
 // token that does not open a member route, is ErrUnauthorized.
 func (a *Authenticator) Member(ctx context.Context, secret string) (*Principal, error) {
-	if p, ok := TokenPlane(secret); !ok || p != MemberPlane {
+	if p, ok := TokenPlane(secret); !ok {
 		return nil, ErrUnauthorized
+	} else if p != MemberPlane {
+		return nil, ErrExecutorTokenOnMemberRoute
 	}
 	hash := HashToken(secret)
 	key := tokenKey(hash)
@@ -174,8 +187,10 @@ func (a *Authenticator) Member(ctx context.Context, secret string) (*Principal, 
 // last_seen_at, written at most once per PresenceWriteInterval by this instance). A member
 // token, or a token of a revoked executor or a rotated-away token, is ErrUnauthorized.
 func (a *Authenticator) Executor(ctx context.Context, secret string) (*Executor, error) {
-	if p, ok := TokenPlane(secret); !ok || p != ExecutorPlane {
+	if p, ok := TokenPlane(secret); !ok {
 		return nil, ErrUnauthorized
+	} else if p != ExecutorPlane {
+		return nil, ErrMemberTokenOnExecutorRoute
 	}
 	hash := HashToken(secret)
 	key := tokenKey(hash)

@@ -15,7 +15,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Names the bootstrap creates on an empty store (identity.md §4).
+// Names the bootstrap creates on an empty store (docs/operations.md#first-start-bootstrap).
 const (
 	BootstrapWorkspaceHandle = "default"
 	BootstrapWorkspaceName   = "Default"

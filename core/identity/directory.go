@@ -20,7 +20,7 @@ const (
 // Directory is the administration of identities: workspaces, their members, agents, executors
 // and tokens. Every method takes the authenticated caller and answers only about workspaces the
 // caller belongs to; anything else is not_found, never forbidden, so that existence does not
-// leak (identity.md §2).
+// leak (docs/api.md#identity).
 type Directory struct {
 	store   *store.Store
 	auth    *Authenticator
@@ -31,7 +31,7 @@ type Directory struct {
 }
 
 // RevocationEffects is what revoking an executor does to work, beyond its tokens
-// (executor.md §1.2): settling the rows addressed to it executor_revoked, in the revoking
+// (docs/api.md#executors): settling the rows addressed to it executor_revoked, in the revoking
 // transaction, and closing its event streams once that committed. The executor plane provides
 // it; until then a revocation stops the executor's tokens and nothing else.
 type RevocationEffects interface {
@@ -93,9 +93,10 @@ type Access struct {
 	confirm *confirmation
 }
 
-// Access resolves ref (a workspace public id, or a handle: a UUID-form value is a public id) to
-// a workspace the caller belongs to and checks the standing need, in identity.md §2's order:
-// visibility (404 not_found), kind (403 not_user), role (403 not_authorized).
+// Access resolves ref (a workspace public id, or a handle: a UUID-form value is a public id) to a
+// workspace the caller belongs to and checks the standing need, in the order
+// (docs/api.md#identity): visibility (404 not_found), kind (403 not_user), role (403
+// not_authorized).
 func (d *Directory) Access(ctx context.Context, caller *Principal, ref string, need Need) (*Access, error) {
 	w, err := d.visible(ctx, d.store.Reader(), caller, ref)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Executor kinds and statuses (executor.md §1.1).
+// Executor kinds and statuses (docs/api.md#executors).
 const (
 	ExecutorRunner       = store.ExecutorRunner
 	ExecutorToolProvider = store.ExecutorToolProvider
@@ -18,7 +18,7 @@ const (
 	ExecutorRevoked      = store.ExecutorRevoked
 )
 
-// Presence words (executor.md §1.4): display only, never a condition for anything.
+// Presence words (docs/api.md#executors): display only, never a condition for anything.
 const (
 	PresenceOnline     = "online"
 	PresenceOffline    = "offline"
@@ -26,7 +26,7 @@ const (
 )
 
 // PresenceOnlineWindow is how long after its last request an executor reads online
-// (executor.md §1.4, §7.2).
+// (docs/api.md#executors, docs/api.md#limits).
 const PresenceOnlineWindow = 30 * time.Second
 
 // ExecutorView is an executor as a member reads it.
@@ -75,11 +75,11 @@ type CreatedExecutor struct {
 	Token    string
 }
 
-// CreateExecutor creates an executor in a workspace the caller owns (executor.md §1.2). The
-// workspace is a body field, so a foreign or unknown one is 422 at executor.workspace_public_id
-// (a body never reveals whether a foreign workspace exists), while one the caller belongs to
-// without owning it is 403 not_authorized, decided before the other fields' 422s as identity.md
-// §2's order puts the role before the body.
+// CreateExecutor creates an executor in a workspace the caller owns (docs/api.md#executors). The
+// workspace is a body field, so a foreign or unknown one is 422 at executor.workspace_public_id (a
+// body never reveals whether a foreign workspace exists), while one the caller belongs to without
+// owning it is 403 not_authorized, decided before the other fields' 422s as docs/api.md#identity
+// the order puts the role before the body (docs/api.md#identity).
 func (d *Directory) CreateExecutor(ctx context.Context, caller *Principal, req *CreateExecutorRequest) (*CreatedExecutor, error) {
 	if !caller.IsUser() {
 		return nil, ErrNotUser

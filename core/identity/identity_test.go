@@ -221,6 +221,13 @@ func TestAuthenticateMember(t *testing.T) {
 				t.Errorf("%s token: got %v, want ErrUnauthorized", name, err)
 			}
 		}
+		// A token of the other plane says which routes it opens; the word stays unauthorized.
+		if _, err := auth.Member(ctx, exec); err != identity.ErrExecutorTokenOnMemberRoute {
+			t.Errorf("executor token on a member route: got %v", err)
+		}
+		if _, err := auth.Executor(ctx, res.Token); err != identity.ErrMemberTokenOnExecutorRoute {
+			t.Errorf("member token on an executor route: got %v", err)
+		}
 		now = t0.Add(time.Hour)
 		if _, err := auth.Member(ctx, expiring); !errors.Is(err, identity.ErrUnauthorized) {
 			t.Errorf("expired token: got %v, want ErrUnauthorized", err)
@@ -249,8 +256,8 @@ func TestMintMemberToken(t *testing.T) {
 	})
 }
 
-// TestAccessNeeds checks the kind and role words of identity.md §3 through Directory.Access, in
-// its order: visibility, kind, role.
+// TestAccessNeeds checks the kind and role words of docs/api.md#planes-and-tokens through
+// Directory.Access, in its order: visibility, kind, role.
 func TestAccessNeeds(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

@@ -6,11 +6,11 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// RevokeManaged revokes a plugin's managed executor on the host's behalf (plugins.md §10: a
-// plugin removed from the catalog), with the same effects as RevokeExecutor: its dispatched work
-// settles executor_revoked in the same transaction and its streams close after. No member
-// standing is checked; only the server's plugin plane calls it. An executor that is not managed,
-// or already revoked, is left as it is.
+// RevokeManaged revokes a plugin's managed executor on the host's behalf
+// (docs/plugins.md#states-status-reload-and-restart: a plugin removed from the catalog), with the
+// same effects as RevokeExecutor: its dispatched work settles executor_revoked in the same
+// transaction and its streams close after. No member standing is checked; only the server's plugin
+// plane calls it. An executor that is not managed, or already revoked, is left as it is.
 func (d *Directory) RevokeManaged(ctx context.Context, publicID string) error {
 	now := d.now()
 	at := store.Millis(now)

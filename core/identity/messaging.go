@@ -12,9 +12,10 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
-// MessagingPolicy is a workspace's agent messaging policy (orchestration.md §5.3): each listed
-// agent's setting, public or private, and the lock version a whole replacement must name.
-// An agent absent from Agents is public.
+// MessagingPolicy is a workspace's agent messaging policy
+// (docs/agent-tools.md#delegation-and-conversations): each listed agent's setting, public or
+// private, and the lock version a whole replacement must name. An agent absent from Agents is
+// public.
 type MessagingPolicy struct {
 	Agents      map[string]string
 	LockVersion int64
@@ -53,15 +54,15 @@ func badRequest(code, path, text string) error {
 	return refusal.New(refusal.BadRequest, code, text).With("path", path)
 }
 
-// PutMessagingPolicy replaces the workspace's agent messaging policy whole (orchestration.md
-// §5.3). Body checks come first, as 400s: the body a JSON object, agent_messaging_policy and its
-// agents present (parameter_missing) and objects (parameter_invalid), expected_lock_version
-// present and a non-negative integer. Then each entry in key order, as 422 validation_failed
-// with the entry's path: the key an agent of this workspace (by public id, not removed), the
-// value public or private. Then, under the workspace's lock with the caller's owner standing
-// checked again, 409 stale_object with current_lock_version when expected_lock_version is not
-// the current one. Keys are stored in canonical (lowercase) form; members of the body other
-// than these two are ignored, as on the other whole-replacement doors.
+// PutMessagingPolicy replaces the workspace's agent messaging policy whole
+// (docs/agent-tools.md#delegation-and-conversations). Body checks come first, as 400s: the body a
+// JSON object, agent_messaging_policy and its agents present (parameter_missing) and objects
+// (parameter_invalid), expected_lock_version present and a non-negative integer. Then each entry in
+// key order, as 422 validation_failed with the entry's path: the key an agent of this workspace (by
+// public id, not removed), the value public or private. Then, under the workspace's lock with the
+// caller's owner standing checked again, 409 stale_object with current_lock_version when
+// expected_lock_version is not the current one. Keys are stored in canonical (lowercase) form;
+// members of the body other than these two are ignored, as on the other whole-replacement doors.
 func (d *Directory) PutMessagingPolicy(ctx context.Context, acc *Access, body []byte) (*MessagingPolicy, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {

@@ -28,7 +28,7 @@ const tokenSecretBytes = 32
 
 // minTokenBodyChars is the shortest body (after the prefix) a well-formed token has: 32
 // base64url characters, the length both minted tokens (43 characters) and operator-chosen
-// bootstrap tokens must reach (identity.md §3).
+// bootstrap tokens must reach (docs/api.md#planes-and-tokens).
 const minTokenBodyChars = 32
 
 // maxTokenChars bounds what the server hashes from an Authorization header; no real token is

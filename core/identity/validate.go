@@ -5,12 +5,12 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of identity.md §1 and of token labels.
+// Limits of docs/api.md#identity and of token labels.
 const (
 	// maxHandleChars is the handle grammar's length: one leading character and up to 62 more
 	// ([a-z0-9][a-z0-9_-]{0,62}), short enough for a path segment and a table column.
 	maxHandleChars = 63
-	// maxDisplayNameChars bounds display names and workspace names (identity.md §1): a line a
+	// maxDisplayNameChars bounds display names and workspace names (docs/api.md#identity): a line a
 	// table or a chat header can show.
 	maxDisplayNameChars = 128
 	// maxTokenLabelChars bounds a token's label, the same one-line rule as a display name: it
@@ -19,7 +19,8 @@ const (
 )
 
 // ValidHandle reports whether s matches the handle grammar [a-z0-9][a-z0-9_-]{0,62} and does not
-// have the form of a UUID (identity.md §1), so that a slot accepting either is never ambiguous.
+// have the form of a UUID (docs/api.md#identity), so that a slot accepting either is never
+// ambiguous.
 func ValidHandle(s string) bool {
 	if len(s) == 0 || len(s) > maxHandleChars {
 		return false

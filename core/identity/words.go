@@ -2,7 +2,7 @@ package identity
 
 import "github.com/nexuskernel/nexus/core/refusal"
 
-// Refusal words of identity.md §2 and executor.md §1.
+// Refusal words of docs/api.md#identity and docs/api.md#executors.
 const (
 	// CodeHandleTaken: a create route's handle is in use (workspace and user handles are global,
 	// agent handles per workspace).
@@ -15,7 +15,7 @@ const (
 	CodeExecutorRevoked = "executor_revoked"
 )
 
-// Refusals of the kind and role checks (identity.md §3).
+// Refusals of the kind and role checks (docs/api.md#planes-and-tokens).
 var (
 	// ErrNotUser: an agent where a user is needed (owner routes need a user).
 	ErrNotUser = refusal.New(refusal.Forbidden, refusal.CodeNotUser,

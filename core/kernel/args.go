@@ -12,17 +12,19 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 )
 
-// Args reads a kernel tool's input the way kernel-tools.md §4.4 orders the checks: unknown keys
-// first (only for a closed schema), then each property in schema order, presence, type, then
-// value rules. Callers read the properties in schema order; the first failure is kept and every
-// later read answers the zero value, so a handler reads all its properties and then asks Err.
-// The sentences are §4.4's, byte for byte.
+// Args reads a kernel tool's input the way docs/agent-tools.md#what-a-model-reads orders the
+// checks: unknown keys first (only for a closed schema), then each property in schema order,
+// presence, type, then value rules. Callers read the properties in schema order; the first failure
+// is kept and every later read answers the zero value, so a handler reads all its properties and
+// then asks Err. The sentences are the invalid_arguments texts of
+// docs/agent-tools.md#what-a-model-reads, byte for byte.
 type Args struct {
 	obj map[string]json.RawMessage
 	err *ArgumentsError
 }
 
-// ArgumentsError is an invalid_arguments refusal with its §4.4 sentence.
+// ArgumentsError is an invalid_arguments refusal with its docs/agent-tools.md#what-a-model-reads
+// sentence.
 type ArgumentsError struct {
 	Sentence string
 }
@@ -80,8 +82,9 @@ func (a *Args) fail(format string, args ...any) {
 	}
 }
 
-// value answers a property's raw value; a JSON null counts as absent (§4.4). A required
-// property that is absent fails "<p> is required.".
+// value answers a property's raw value; a JSON null counts as absent
+// (docs/agent-tools.md#what-a-model-reads). A required property that is absent fails "<p> is
+// required.".
 func (a *Args) value(name string, required bool) (json.RawMessage, bool) {
 	if a.err != nil {
 		return nil, false
@@ -220,8 +223,9 @@ func (a *Args) Object(name string, required bool) (json.RawMessage, bool) {
 	return raw, true
 }
 
-// StringOrNull reads a property where null has a meaning of its own (§4.4's exception): set is
-// false when absent, null is true for an explicit null.
+// StringOrNull reads a property where null has a meaning of its own (the exception
+// (docs/agent-tools.md#what-a-model-reads)): set is false when absent, null is true for an explicit
+// null.
 func (a *Args) StringOrNull(name string) (s string, set, null bool) {
 	if a.err != nil {
 		return "", false, false

@@ -7,9 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestArgumentSentences pins kernel-tools.md §4.4: one case per row of the sentence table, the
-// check order (unknown keys first, the first in byte order; then properties in schema order),
-// null as absent, whole numbers, and the refusal form of §4.3.
+// TestArgumentSentences pins docs/agent-tools.md#what-a-model-reads: one case per row of the
+// sentence table, the check order (unknown keys first, the first in byte order; then properties in
+// schema order), null as absent, whole numbers, and the refusal form of
+// docs/agent-tools.md#what-a-model-reads.
 func TestArgumentSentences(t *testing.T) {
 	t.Parallel()
 	// A schema with one property of every kind, in this order.
@@ -76,7 +77,8 @@ func TestArgumentSentences(t *testing.T) {
 	if _, err := ReadArgs(json.RawMessage(`[1]`), nil, true); err == nil {
 		t.Fatal("an array input read as arguments")
 	}
-	// The example of §4.4: ask called with a question it does not take.
+	// The example of docs/agent-tools.md#what-a-model-reads: ask called with a question it does not
+	// take.
 	a, _ = ReadArgs(json.RawMessage(`{"question":"Deploy now?"}`), []string{"prompt", "options", "multi"}, true)
 	out := argumentsRefused("ask", a.Err())
 	want := &struct {

@@ -11,7 +11,8 @@ import (
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
-// The conversation family's canonical and wire names (kernel-tools.md §5.4–§5.7).
+// The conversation family's canonical and wire names
+// (docs/agent-tools.md#delegation-and-conversations).
 const (
 	CanonicalSpawn  = "nexus.conversation.spawn"
 	CanonicalSend   = "nexus.conversation.send"
@@ -24,7 +25,7 @@ const (
 	wireCancel = "cancel"
 )
 
-// The parameters of each tool, in schema order (kernel-tools.md §5.4.1, §5.5.1, §5.6.1, §5.7.1).
+// The parameters of each tool, in schema order (docs/agent-tools.md#delegation-and-conversations).
 var (
 	spawnParams  = []string{"prompt", "agent", "label", "lifetime", "wake", "wait", "default_runner_executor_public_id", "model"}
 	sendParams   = []string{"to", "agent", "message", "steer", "deliver_in", "deliver_at", "wake", "model"}
@@ -32,7 +33,7 @@ var (
 	cancelParams = []string{"to"}
 )
 
-// Argument grammars of the conversation tools (kernel-tools.md §5.4.3, §5.5.3).
+// Argument grammars of the conversation tools (docs/agent-tools.md#delegation-and-conversations).
 var (
 	labelPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	deliverInPattern = regexp.MustCompile(`^[1-9][0-9]*[smhd]$`)
@@ -41,7 +42,7 @@ var (
 	deliverAtPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$`)
 )
 
-// The argument sentences the conversation tools add to kernel-tools.md §4.4's.
+// The invalid_arguments sentences the conversation tools add to the shared ones.
 const (
 	sentenceLabel          = "label must be 1 to 64 lowercase letters, digits, _ or -, starting with a letter or digit."
 	sentenceDeliverIn      = "deliver_in must be a whole number followed by s, m, h or d, such as 90s."
@@ -50,9 +51,9 @@ const (
 	sentenceScheduleNSteer = "deliver_in and deliver_at cannot be used with steer."
 )
 
-// Conversation runs spawn, send, status and cancel (orchestration.md §5–§9): it checks the
-// arguments and writes the texts; core/runs resolves addressees and writes the rows inside the
-// call's settling transaction.
+// Conversation runs spawn, send, status and cancel
+// (docs/agent-tools.md#delegation-and-conversations): it checks the arguments and writes the texts;
+// core/runs resolves addressees and writes the rows inside the call's settling transaction.
 type Conversation struct{}
 
 // NoConversationDetail is the detail of a conversation tool called on a standalone run.
@@ -60,8 +61,9 @@ func NoConversationDetail(wire string) string {
 	return wire + " needs a conversation; this run has none."
 }
 
-// hosted answers no_conversation on a standalone run (orchestration.md §5.1), or an error when
-// the call has no engine behind it.
+// hosted answers no_conversation on a standalone run
+// (docs/agent-tools.md#delegation-and-conversations), or an error when the call has no engine
+// behind it.
 func hosted(call *runs.KernelCall, wire string) (*runs.KernelOutcome, error) {
 	if call.Conv == nil {
 		return nil, fmt.Errorf("kernel: %s needs the run engine", wire)
@@ -76,15 +78,16 @@ func refusedWith(wire string, rf *runs.Refused) *runs.KernelOutcome {
 	return ErrorResult(wire, rf.Word, rf.Detail)
 }
 
-// SpawnReceipt is a detached spawn's result text (kernel-tools.md §5.4.3).
+// SpawnReceipt is a detached spawn's result text
+// (docs/agent-tools.md#delegation-and-conversations).
 func SpawnReceipt(conversationPublicID, label, answeredBy, callKey, runPublicID string) string {
 	return runs.SpawnedLine(conversationPublicID, label, answeredBy) + ", in the background. Its reply will reach you later as a <task_result task=\"" +
 		callKey + "\" conversation=\"" + conversationPublicID + "\"> message, which is not from the person.\n" + TaskReference(runPublicID, callKey)
 }
 
-// Spawn runs spawn (kernel-tools.md §5.4.3): no_conversation; the argument shapes; then the
-// answerer, the messaging policy, the label, the Runner and the model, in that order; then the
-// child conversation, its brief and the rows that carry the reply back.
+// Spawn runs spawn (docs/agent-tools.md#delegation-and-conversations): no_conversation; the
+// argument shapes; then the answerer, the messaging policy, the label, the Runner and the model, in
+// that order; then the child conversation, its brief and the rows that carry the reply back.
 func (cv *Conversation) Spawn(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	if out, err := hosted(call, wireSpawn); out != nil || err != nil {
 		return out, err
@@ -161,7 +164,7 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// uuidLike is the §4.4 UUID shape.
+// uuidLike is the shape a UUID argument must have: 8-4-4-4-12 hex digits, either case.
 func uuidLike(s string) bool {
 	return uuidPattern.MatchString(s)
 }
@@ -175,7 +178,7 @@ func callingRound(ctx context.Context, call *runs.KernelCall) (*runs.CallingRoun
 	return call.Round(ctx)
 }
 
-// SendReceipt is a send's one-line result (kernel-tools.md §5.5.3).
+// SendReceipt is a send's one-line result (docs/agent-tools.md#delegation-and-conversations).
 func SendReceipt(conversationPublicID, forHandle, delivery string, deliverAt *int64) string {
 	s := "Sent to " + conversationPublicID
 	if forHandle != "" {
@@ -205,10 +208,10 @@ type sendStructured struct {
 	DeliverAt            *string `json:"deliver_at"`
 }
 
-// Send runs send (kernel-tools.md §5.5.3): no_conversation; the argument shapes and their
-// combinations; then to, agent, the messaging policy, model and the input door, in that order.
-// deliver_in is resolved to an absolute time here, at first acceptance; a replayed call answers
-// its first receipt.
+// Send runs send (docs/agent-tools.md#delegation-and-conversations): no_conversation; the argument
+// shapes and their combinations; then to, agent, the messaging policy, model and the input door, in
+// that order. deliver_in is resolved to an absolute time here, at first acceptance; a replayed call
+// answers its first receipt.
 func (cv *Conversation) Send(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	if out, err := hosted(call, wireSend); out != nil || err != nil {
 		return out, err
@@ -292,8 +295,8 @@ func parseDelay(s string) time.Duration {
 	return time.Duration(n) * unit
 }
 
-// StatusText is status's result (kernel-tools.md §5.6.3): the first line always, the second
-// only when messages from that conversation wait in the caller's queue.
+// StatusText is status's result (docs/agent-tools.md#delegation-and-conversations): the first line
+// always, the second only when messages from that conversation wait in the caller's queue.
 func StatusText(st *runs.ConversationState) string {
 	state := "idle"
 	if st.Running {
@@ -312,7 +315,7 @@ func StatusText(st *runs.ConversationState) string {
 // StatusTitle is a status call's title.
 func StatusTitle(to string) string { return "status of " + to }
 
-// Status runs status (kernel-tools.md §5.6.3).
+// Status runs status (docs/agent-tools.md#delegation-and-conversations).
 func (cv *Conversation) Status(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	if out, err := hosted(call, wireStatus); out != nil || err != nil {
 		return out, err
@@ -353,7 +356,8 @@ func (cv *Conversation) Status(ctx context.Context, call *runs.KernelCall) (*run
 	return &runs.KernelOutcome{Result: &runs.KernelResult{Content: StatusText(st), StructuredContent: sc, Title: StatusTitle(to)}}, nil
 }
 
-// CancelText is cancel's result (kernel-tools.md §5.7.3); neither form is an error.
+// CancelText is cancel's result (docs/agent-tools.md#delegation-and-conversations); neither form is
+// an error.
 func CancelText(conversationPublicID string, canceled bool) string {
 	if canceled {
 		return "Canceled the work this run started in conversation " + conversationPublicID + "."
@@ -364,8 +368,8 @@ func CancelText(conversationPublicID string, canceled bool) string {
 // CancelTitle is a cancel call's title.
 func CancelTitle(to string) string { return "canceled work in " + to }
 
-// Cancel runs cancel (kernel-tools.md §5.7.3): the addressee needs write standing, and an
-// ancestor is refused; a second cancel finds nothing left.
+// Cancel runs cancel (docs/agent-tools.md#delegation-and-conversations): the addressee needs write
+// standing, and an ancestor is refused; a second cancel finds nothing left.
 func (cv *Conversation) Cancel(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	if out, err := hosted(call, wireCancel); out != nil || err != nil {
 		return out, err

@@ -10,7 +10,7 @@ import (
 )
 
 // TestConversationTexts pins the conversation tools' result texts and titles byte for byte
-// (kernel-tools.md §5.4.3–§5.7.3); the engine tests pin the refusal sentences.
+// (docs/agent-tools.md#delegation-and-conversations); the engine tests pin the refusal sentences.
 func TestConversationTexts(t *testing.T) {
 	t.Parallel()
 	const conv, run = "0190a5e2-0000-7000-8000-0000000000c1", "0190a5e2-0000-7000-8000-000000000001"

@@ -18,7 +18,7 @@ const (
 	CanonicalToolCall   = declare.CanonicalToolCall
 )
 
-// Discovery's texts (kernel-tools.md §5.16, §5.17).
+// Discovery's texts (docs/agent-tools.md#tool-search-and-deferred-tools).
 const (
 	TitleToolSearch = "tool search"
 	TitleToolCall   = "tool call"
@@ -39,9 +39,9 @@ var (
 // ordinary sets, while a process never holds more than a small share of its memory for them.
 const DefaultIndexCacheBytes = 64 << 20
 
-// Discovery runs tool_search and tool_call over the calling round's frozen declaration and
-// skill catalog (kernel-tools.md §5.16, §5.17). Neither adds a tool or reads a later
-// announcement: both read only what acceptance froze onto the calling round. The search index
+// Discovery runs tool_search and tool_call over the calling round's frozen declaration and skill
+// catalog (docs/agent-tools.md#tool-search-and-deferred-tools). Neither adds a tool or reads a
+// later announcement: both read only what acceptance froze onto the calling round. The search index
 // of a frozen declaration is built once and kept, keyed by the hash of its stored bytes, so a
 // search costs a lookup and the matching, never a rebuild.
 type Discovery struct {

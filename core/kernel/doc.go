@@ -1,10 +1,10 @@
 // Package kernel owns the kernel tool executors: the handlers the kernel's workers run for the
-// tools Nexus itself serves, one file per family (memory, models, discovery with its search
-// index, runners, skill, graph, human, history, conversation), behind one dispatch table keyed
-// by canonical name, with the shared argument checks and result forms of kernel-tools.md §4. It
-// implements core/runs' KernelTools interface; the engine claims and settles the rows, this
-// package only computes each call's outcome, or the rows a call places (tool_call's child) for
-// the engine to write.
+// tools Nexus itself serves, one file per family (memory, models, discovery with its search index,
+// runners, skill, graph, human, history, conversation), behind one dispatch table keyed by
+// canonical name, with the shared argument checks and result forms of
+// docs/agent-tools.md#what-a-model-reads. It implements core/runs' KernelTools interface; the
+// engine claims and settles the rows, this package only computes each call's outcome, or the rows a
+// call places (tool_call's child) for the engine to write.
 //
 // It must not decide anything about rows, deadlines, addressing or approval (core/runs does),
 // must not re-implement memory semantics (sdk/memory's Engine does, run here over the kernel's

@@ -11,8 +11,10 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// TestSpecExamples answers the worked examples of kernel-tools.md §5.16.3 (tool_search) and
-// §5.18.3 (runners_list) from the frozen facts they imply, byte for byte.
+// TestSpecExamples answers the worked examples of
+// docs/agent-tools.md#tool-search-and-deferred-tools (tool_search) and
+// docs/agent-tools.md#the-twenty-kernel-tools (runners_list) from the frozen facts they imply, byte
+// for byte.
 func TestSpecExamples(t *testing.T) {
 	t.Parallel()
 	const aa = "0190a5e2-0000-7000-8000-0000000000aa"

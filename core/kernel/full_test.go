@@ -10,9 +10,9 @@ import (
 	"github.com/nexuskernel/nexus/core/registry"
 )
 
-// TestFullDispatchTable is kernel-tools.md §6 test 3: the dispatch table the server runs has a
-// handler for exactly the registry's canonical names, both ways, so no live tool fails
-// tool_not_served and no handler serves a name the catalog does not publish.
+// TestFullDispatchTable: the dispatch table the server runs has a handler for exactly the
+// registry's canonical names, both ways, so no live tool fails tool_not_served and no handler
+// serves a name the catalog does not publish.
 func TestFullDispatchTable(t *testing.T) {
 	t.Parallel()
 	got := kernel.Full(kernel.Services{}).Canonicals()

@@ -13,7 +13,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The graph family's canonical and wire names (kernel-tools.md §5.1, §5.2).
+// The graph family's canonical and wire names (docs/agent-tools.md#delegation-and-conversations).
 const (
 	CanonicalDelegateTask = "nexus.graph.delegate_task"
 	CanonicalWait         = "nexus.graph.wait"
@@ -22,14 +22,15 @@ const (
 	wireWait         = "wait"
 )
 
-// The graph family's refusal words (orchestration.md §1.5).
+// The graph family's refusal words (docs/agent-tools.md#delegation-and-conversations).
 const (
 	WordModelNotAuthorized = "model_not_authorized"
 	WordWaitTargetNotFound = "wait_target_not_found"
 	WordWaitCycle          = "wait_cycle"
 )
 
-// The enum values of lifetime and wake (kernel-tools.md §5.1.1), in schema order.
+// The enum values of lifetime and wake (docs/agent-tools.md#delegation-and-conversations), in
+// schema order.
 const (
 	lifetimeTurn         = "turn"
 	lifetimeConversation = "conversation"
@@ -37,39 +38,41 @@ const (
 	wakePassive          = "passive"
 )
 
-// wait's clock bounds (kernel-tools.md §5.2.1): the default is one hour, and the authored
-// maximum a week, the schema's own bounds; the effective clamp of 24 hours is the engine's
-// (runs.WaitClamp).
+// wait's clock bounds (docs/agent-tools.md#delegation-and-conversations): the default is one hour,
+// and the authored maximum a week, the schema's own bounds; the effective clamp of 24 hours is the
+// engine's (runs.WaitClamp).
 var (
 	defaultWaitTimeoutMS   = runs.WaitDefault.Milliseconds()
 	maxAuthoredWaitTimeout = runs.WaitAuthoredMax.Milliseconds()
 )
 
-// The parameters of each tool, in schema order (kernel-tools.md §5.1.1, §5.2.1).
+// The parameters of each tool, in schema order (docs/agent-tools.md#delegation-and-conversations).
 var (
 	delegateParams = []string{"prompt", "model", "lifetime", "wake", "wait", "tools"}
 	waitParams     = []string{"task", "run_public_id", "timeout_ms"}
 )
 
 // Graph runs delegate_task and wait: it checks the arguments and writes the texts; core/runs
-// builds and observes the rows (runs.md §3.7.1, §3.7.2).
+// builds and observes the rows (docs/agent-tools.md#delegation-and-conversations).
 type Graph struct {
 	// Compiler narrows the calling round's frozen declaration for a branch.
 	Compiler *declare.Compiler
-	// Models checks an explicit model (kernel-tools.md §4.6).
+	// Models checks an explicit model (docs/agent-tools.md#what-a-model-reads).
 	Models *model.Catalog
 }
 
 // DelegatedTitle is the title of a delegate_task call, detached or waited.
 func DelegatedTitle(callKey string) string { return "delegated task " + callKey }
 
-// DelegateReceipt is a detached delegate_task call's result text (kernel-tools.md §5.1.3).
+// DelegateReceipt is a detached delegate_task call's result text
+// (docs/agent-tools.md#delegation-and-conversations).
 func DelegateReceipt(callKey, runPublicID string) string {
 	return "Task " + callKey + " started in the background. Its result will reach you later as a <task_result task=\"" + callKey +
 		"\"> message, which is not from the person.\n" + TaskReference(runPublicID, callKey)
 }
 
-// TaskReference is the line a later wait uses to find the work (kernel-tools.md §4.5).
+// TaskReference is the line a later wait uses to find the work
+// (docs/agent-tools.md#what-a-model-reads).
 func TaskReference(runPublicID, callKey string) string {
 	return `Task reference: run_public_id="` + runPublicID + `", task="` + callKey + `"`
 }
@@ -81,14 +84,14 @@ type delegateStructured struct {
 }
 
 // ModelNotAuthorizedDetail is the detail of an explicit model the run may not use: the model
-// check's word as the reason (kernel-tools.md §4.6).
+// check's word as the reason (docs/agent-tools.md#what-a-model-reads).
 func ModelNotAuthorizedDetail(ref, reason string) string {
 	return fmt.Sprintf("model %q is not a model you may run here (%s).", ref, reason)
 }
 
-// Delegate runs delegate_task (kernel-tools.md §5.1.3): checks in order (arguments, the
-// tools names, the explicit model), then places one branch with an empty context under the
-// call, detached with a receipt, or waited on.
+// Delegate runs delegate_task (docs/agent-tools.md#delegation-and-conversations): checks in order
+// (arguments, the tools names, the explicit model), then places one branch with an empty context
+// under the call, detached with a receipt, or waited on.
 func (g *Graph) Delegate(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	a, err := ReadArgs(call.Input, delegateParams, true)
 	if err != nil {
@@ -162,7 +165,7 @@ func (g *Graph) Delegate(ctx context.Context, call *runs.KernelCall) (*runs.Kern
 func WaitTitle(task string) string { return "wait for " + task }
 
 // WaitTargetNotFoundDetail is the detail of a target the caller may not observe, in an unknown
-// run, or with an unknown key (kernel-tools.md §5.2.3).
+// run, or with an unknown key (docs/agent-tools.md#delegation-and-conversations).
 func WaitTargetNotFoundDetail(task, runPublicID string) string {
 	return fmt.Sprintf("no task %q in run %s that this run can observe.", task, runPublicID)
 }
@@ -172,9 +175,9 @@ func WaitCycleDetail(task string) string {
 	return fmt.Sprintf("task %q is this call or one of its ancestors, so waiting on it could never end.", task)
 }
 
-// Wait runs wait (kernel-tools.md §5.2.3): the target is resolved and checked; a target whose
-// final work has settled answers at once with its envelope, otherwise one kernel-held await
-// observes it.
+// Wait runs wait (docs/agent-tools.md#delegation-and-conversations): the target is resolved and
+// checked; a target whose final work has settled answers at once with its envelope, otherwise one
+// kernel-held await observes it.
 func (g *Graph) Wait(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	a, err := ReadArgs(call.Input, waitParams, false)
 	if err != nil {

@@ -57,9 +57,10 @@ func (f graphFixture) call(input string) *runs.KernelCall {
 		Input: json.RawMessage(input), Round: func(context.Context) (*runs.CallingRound, error) { return f.round, nil }}
 }
 
-// TestDelegateRefusals pins every error result of delegate_task (kernel-tools.md §5.1.3): the
-// argument sentences in parameter order, tool_not_declared with the caller's callables in
-// declaration order, model_not_authorized with each reason word; all with the refusal form.
+// TestDelegateRefusals pins every error result of delegate_task
+// (docs/agent-tools.md#delegation-and-conversations): the argument sentences in parameter order,
+// tool_not_declared with the caller's callables in declaration order, model_not_authorized with
+// each reason word; all with the refusal form.
 func TestDelegateRefusals(t *testing.T) {
 	t.Parallel()
 	f := newGraphFixture(t)
@@ -182,8 +183,10 @@ func callables(t *testing.T, defs string) []string {
 	return out
 }
 
-// TestWaitAndAskArguments pins wait's and ask's argument refusals (kernel-tools.md §5.2.3,
-// §5.3.3): an open schema ignores unknown keys, a closed one names the first in byte order.
+// TestWaitAndAskArguments pins wait's and ask's argument refusals
+// (docs/agent-tools.md#delegation-and-conversations,
+// docs/agent-tools.md#delegation-and-conversations): an open schema ignores unknown keys, a closed
+// one names the first in byte order.
 func TestWaitAndAskArguments(t *testing.T) {
 	t.Parallel()
 	g := &Graph{}
@@ -223,7 +226,8 @@ func TestWaitAndAskArguments(t *testing.T) {
 	}
 }
 
-// TestGraphTexts pins the texts the graph and human tools write (kernel-tools.md §5.1-5.3).
+// TestGraphTexts pins the texts the graph and human tools write
+// (docs/agent-tools.md#delegation-and-conversations).
 func TestGraphTexts(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ got, want string }{

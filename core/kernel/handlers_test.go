@@ -20,9 +20,9 @@ func roundOf(r *runs.CallingRound) func(context.Context) (*runs.CallingRound, er
 	return func(context.Context) (*runs.CallingRound, error) { return r, nil }
 }
 
-// TestRunnersList pins kernel-tools.md §5.18: the frozen selection and the eligible candidates
-// in declared order with their frozen environments ({} when none), keys in order; null when
-// nothing is selected; any key refused.
+// TestRunnersList pins docs/agent-tools.md#the-twenty-kernel-tools: the frozen selection and the
+// eligible candidates in declared order with their frozen environments ({} when none), keys in
+// order; null when nothing is selected; any key refused.
 func TestRunnersList(t *testing.T) {
 	t.Parallel()
 	env := `{"default_runner_executor_public_id":null,"executors":[{"runner_executor_public_id":"0190a5e2-0000-7000-8000-0000000000cc","display_name":"CI","environment":{"os":"linux"}}],` +
@@ -58,11 +58,11 @@ type scopes []memory.Scope
 
 func (s scopes) Scopes(context.Context, *runs.KernelCall) ([]memory.Scope, error) { return s, nil }
 
-// TestSkillLoad pins kernel-tools.md §5.20's in-process answers: the body sliced as memory_read
-// with the read title; skill_unknown (clipped to 120 characters, the word alone without a
-// string name) for a name outside the callable's frozen catalog or whose document is gone;
-// tool_not_served when the frozen root no longer resolves. The frozen source is read, never the
-// other root; an alias reads its own catalog entries.
+// TestSkillLoad pins the in-process answers (docs/agent-tools.md#memory-and-skills): the body
+// sliced as memory_read with the read title; skill_unknown (clipped to 120 characters, the word
+// alone without a string name) for a name outside the callable's frozen catalog or whose document
+// is gone; tool_not_served when the frozen root no longer resolves. The frozen source is read,
+// never the other root; an alias reads its own catalog entries.
 func TestSkillLoad(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.Store) {

@@ -14,7 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The history tools' canonical and wire names (kernel-tools.md §5.8, §5.9).
+// The history tools' canonical and wire names (docs/agent-tools.md#delegation-and-conversations).
 const (
 	CanonicalSessionRead   = "nexus.conversation.read"
 	CanonicalSessionSearch = "nexus.conversation.search"
@@ -23,7 +23,7 @@ const (
 	wireSessionSearch = "session_search"
 )
 
-// The history tools' refusal words (orchestration.md §1.5).
+// The history tools' refusal words (docs/agent-tools.md#delegation-and-conversations).
 const (
 	WordUnknownConversation = "unknown_conversation"
 	WordTurnNotFound        = "turn_not_found"
@@ -35,13 +35,13 @@ const TitleSessionSearch = "searched history"
 // SessionReadTitle is session_read's title.
 func SessionReadTitle(sessionID string) string { return "read conversation " + sessionID }
 
-// The parameters of each tool, in schema order (kernel-tools.md §5.8.1, §5.9.1).
+// The parameters of each tool, in schema order (docs/agent-tools.md#delegation-and-conversations).
 var (
 	sessionReadParams   = []string{"session_id", "around_turn_id", "after_position", "before_position", "limit", "include_execution"}
 	sessionSearchParams = []string{"query", "archived", "include_auxiliary", "limit", "after"}
 )
 
-// History bounds (kernel-tools.md §5.8.3, §5.9.3).
+// History bounds (docs/agent-tools.md#delegation-and-conversations).
 const (
 	// MaxHistoryTurns bounds a session_read page and DefaultHistoryLimit is its default: a page
 	// is something a model reads in one go, and 50 turns is already a long stretch of talk.
@@ -60,12 +60,13 @@ const (
 	MaxQueryBytes = 1024
 )
 
-// History runs session_read and session_search (orchestration.md §10): it checks the
-// arguments, spends the page's text budget and writes the JSON; core/runs reads the
+// History runs session_read and session_search (docs/agent-tools.md#delegation-and-conversations):
+// it checks the arguments, spends the page's text budget and writes the JSON; core/runs reads the
 // conversations under the run principal's current access.
 type History struct{}
 
-// sessionReadAnswer is session_read's result, keys in the order of kernel-tools.md §5.8.3.
+// sessionReadAnswer is session_read's result, keys in the order of
+// docs/agent-tools.md#delegation-and-conversations.
 type sessionReadAnswer struct {
 	Conversation historyConversation `json:"conversation"`
 	Turns        []turnAnswer        `json:"turns"`
@@ -114,7 +115,7 @@ type readPagination struct {
 	HasNewer       bool   `json:"has_newer"`
 }
 
-// Read runs session_read (kernel-tools.md §5.8.3).
+// Read runs session_read (docs/agent-tools.md#delegation-and-conversations).
 func (History) Read(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	a, err := ReadArgs(call.Input, sessionReadParams, true)
 	if err != nil {
@@ -228,7 +229,8 @@ func sessionReadPage(w *runs.SessionWindow) *sessionReadAnswer {
 	return out
 }
 
-// sessionSearchAnswer is session_search's result, keys in the order of kernel-tools.md §5.9.3.
+// sessionSearchAnswer is session_search's result, keys in the order of
+// docs/agent-tools.md#delegation-and-conversations.
 type sessionSearchAnswer struct {
 	Matches    []matchAnswer    `json:"matches"`
 	Pagination searchPagination `json:"pagination"`
@@ -255,7 +257,7 @@ type searchPagination struct {
 // badCursorSentence is the refusal of an after that no page issued.
 const badCursorSentence = "after is not a cursor from a previous page."
 
-// Search runs session_search (kernel-tools.md §5.9.3).
+// Search runs session_search (docs/agent-tools.md#delegation-and-conversations).
 func (History) Search(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	a, err := ReadArgs(call.Input, sessionSearchParams, true)
 	if err != nil {
@@ -301,7 +303,7 @@ func (History) Search(ctx context.Context, call *runs.KernelCall) (*runs.KernelO
 }
 
 // EncodeSearchCursor is next_after: the unpadded base64url encoding of the JSON array
-// [primary, conversation, field] (kernel-tools.md §5.9.3).
+// [primary, conversation, field] (docs/agent-tools.md#delegation-and-conversations).
 func EncodeSearchCursor(p runs.SearchPosition) string {
 	b, _ := compactJSON([]string{p.Primary, p.Conversation, p.Field})
 	return base64.RawURLEncoding.EncodeToString(b)

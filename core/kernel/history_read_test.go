@@ -13,11 +13,11 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// TestSessionReadRefusals pins every error result of session_read (kernel-tools.md §5.8.3): the
-// argument sentences in parameter order, the cursor rule, unknown_conversation for a
-// conversation that does not exist, is of another workspace, or that the principal may no longer
-// read, and turn_not_found for a turn outside the conversation's history; all with the refusal
-// form and title.
+// TestSessionReadRefusals pins every error result of session_read
+// (docs/agent-tools.md#delegation-and-conversations): the argument sentences in parameter order,
+// the cursor rule, unknown_conversation for a conversation that does not exist, is of another
+// workspace, or that the principal may no longer read, and turn_not_found for a turn outside the
+// conversation's history; all with the refusal form and title.
 func TestSessionReadRefusals(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -88,10 +88,10 @@ func TestSessionReadRefusals(t *testing.T) {
 	})
 }
 
-// TestSessionReadWindows pins the windows (kernel-tools.md §5.8.3): the newest turns without a
-// cursor, before and after a position, around a turn with the newer neighbour winning a tie,
-// ascending order, the pagination cursors and has_older/has_newer, empty pages, archived and
-// child conversations readable, and the exact bytes of one page.
+// TestSessionReadWindows pins the windows (docs/agent-tools.md#delegation-and-conversations): the
+// newest turns without a cursor, before and after a position, around a turn with the newer
+// neighbour winning a tie, ascending order, the pagination cursors and has_older/has_newer, empty
+// pages, archived and child conversations readable, and the exact bytes of one page.
 func TestSessionReadWindows(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -171,9 +171,9 @@ func TestSessionReadWindows(t *testing.T) {
 	})
 }
 
-// TestSessionReadBudget pins the text budget (kernel-tools.md §5.8.3): 12,000 code points per
-// page spent from the window's near edge, each field cut to min(2000, remaining), fields past
-// the budget omitted, truncated on the turn and the page.
+// TestSessionReadBudget pins the text budget (docs/agent-tools.md#delegation-and-conversations):
+// 12,000 code points per page spent from the window's near edge, each field cut to min(2000,
+// remaining), fields past the budget omitted, truncated on the turn and the page.
 func TestSessionReadBudget(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -244,10 +244,11 @@ func runeLen(s *string) int {
 	return len([]rune(*s))
 }
 
-// TestSessionReadExecution pins include_execution (kernel-tools.md §5.8.3): the run's status and
-// its tasks that are not hidden, in creation order, at most 32, with tool_name and title only
-// when the task has them and tasks_omitted counting the rest; unfinished turns are included,
-// with the response committed so far.
+// TestSessionReadExecution pins include_execution
+// (docs/agent-tools.md#delegation-and-conversations): the run's status and its tasks that are not
+// hidden, in creation order, at most 32, with tool_name and title only when the task has them and
+// tasks_omitted counting the rest; unfinished turns are included, with the response committed so
+// far.
 func TestSessionReadExecution(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

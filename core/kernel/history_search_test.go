@@ -13,8 +13,9 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// TestSessionSearchRefusals pins session_search's argument sentences (kernel-tools.md §5.9.3)
-// in parameter order, and the cursor refusal for anything no page issued.
+// TestSessionSearchRefusals pins session_search's argument sentences
+// (docs/agent-tools.md#delegation-and-conversations) in parameter order, and the cursor refusal for
+// anything no page issued.
 func TestSessionSearchRefusals(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -61,10 +62,11 @@ func TestSessionSearchRefusals(t *testing.T) {
 	})
 }
 
-// TestSessionSearchMatching pins matching, order and excerpts (kernel-tools.md §5.9.3): all terms
-// in one field (never across fields), rune-by-rune case folding, titles searched, hits ordered by
-// descending turn (or conversation, for a title) id then field name, the excerpt window formula
-// in code points, and the exact bytes of a page.
+// TestSessionSearchMatching pins matching, order and excerpts
+// (docs/agent-tools.md#delegation-and-conversations): all terms in one field (never across fields),
+// rune-by-rune case folding, titles searched, hits ordered by descending turn (or conversation, for
+// a title) id then field name, the excerpt window formula in code points, and the exact bytes of a
+// page.
 func TestSessionSearchMatching(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -153,9 +155,10 @@ func deref(s *string) string {
 	return *s
 }
 
-// TestSessionSearchScope pins the scope (kernel-tools.md §5.9.3): archived excluded, included or
-// alone; child conversations only with include_auxiliary; other workspaces never; a principal
-// without access finds nothing; unfinished turns searched with the response committed so far.
+// TestSessionSearchScope pins the scope (docs/agent-tools.md#delegation-and-conversations):
+// archived excluded, included or alone; child conversations only with include_auxiliary; other
+// workspaces never; a principal without access finds nothing; unfinished turns searched with the
+// response committed so far.
 func TestSessionSearchScope(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -209,9 +212,9 @@ func TestSessionSearchScope(t *testing.T) {
 
 func ptrTo(s string) *string { return &s }
 
-// TestSessionSearchPaging pins the cursor (kernel-tools.md §5.9.3): next_after is the unpadded
-// base64url of [primary, conversation, field] of the page's last hit, pages of one hit walk the
-// same hits as one page, and the last page answers null.
+// TestSessionSearchPaging pins the cursor (docs/agent-tools.md#delegation-and-conversations):
+// next_after is the unpadded base64url of [primary, conversation, field] of the page's last hit,
+// pages of one hit walk the same hits as one page, and the last page answers null.
 func TestSessionSearchPaging(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

@@ -7,23 +7,26 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// ask's canonical and wire names (kernel-tools.md §5.3).
+// ask's canonical and wire names (docs/agent-tools.md#delegation-and-conversations).
 const (
 	CanonicalAsk = "nexus.human.ask"
 	wireAsk      = "ask"
 )
 
-// askParams are ask's parameters in schema order (kernel-tools.md §5.3.1).
+// askParams are ask's parameters in schema order
+// (docs/agent-tools.md#delegation-and-conversations).
 var askParams = []string{"prompt", "options", "multi"}
 
 // AskTitle is an ask call's title.
 const AskTitle = "question for the person"
 
 // Human runs ask: it checks the arguments; core/runs addresses the question, parks it for a
-// member's answer and pairs the call with the <answer> (runs.md §3.7.3).
+// member's answer and pairs the call with the <answer>
+// (docs/agent-tools.md#delegation-and-conversations).
 type Human struct{}
 
-// Ask runs ask (kernel-tools.md §5.3.3): one await under the call, which the call waits on.
+// Ask runs ask (docs/agent-tools.md#delegation-and-conversations): one await under the call, which
+// the call waits on.
 func (Human) Ask(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
 	a, err := ReadArgs(call.Input, askParams, true)
 	if err != nil {

@@ -116,9 +116,9 @@ type Services struct {
 	Now func() time.Time
 }
 
-// Full builds the dispatch table of every family: the table the server runs, with a handler
-// for each of the registry's twenty canonical names (kernel-tools.md §6 test 3 holds it to
-// that, both ways).
+// Full builds the dispatch table of every family: the table the server runs, with a handler for
+// each of the registry's twenty canonical names (docs/agent-tools.md#the-twenty-kernel-tools holds
+// it to that, both ways).
 func Full(s Services) *Tools {
 	scopes := MemoryScopes{Resolver: s.Resolver}
 	return New(Options{

@@ -16,14 +16,14 @@ var MemoryCanonicals = []string{"nexus.memory.ls", "nexus.memory.read", "nexus.m
 	"nexus.memory.write", "nexus.memory.edit", "nexus.memory.delete"}
 
 // ScopeResolver resolves a run's frozen memory configuration into live bindings
-// (memory.md §2.2); MemoryScopes is the one the server wires.
+// (docs/agent-tools.md#memory-and-skills); MemoryScopes is the one the server wires.
 type ScopeResolver interface {
 	Scopes(ctx context.Context, call *runs.KernelCall) ([]memory.Scope, error)
 }
 
-// Memory runs the six memory tools in-process: sdk/memory's Engine over the kernel's store,
-// with the call's resolved bindings (kernel-tools.md §4.7). The texts, titles and refusal words
-// are the Engine's, so they cannot drift from a plugin's.
+// Memory runs the six memory tools in-process: sdk/memory's Engine over the kernel's store, with
+// the call's resolved bindings (docs/agent-tools.md#memory-and-skills). The texts, titles and
+// refusal words are the Engine's, so they cannot drift from a plugin's.
 type Memory struct {
 	Provider memory.Provider
 	Scopes   ScopeResolver
@@ -38,12 +38,13 @@ func (m *Memory) Run(ctx context.Context, call *runs.KernelCall) (*runs.KernelOu
 		return nil, fmt.Errorf("kernel: memory scopes: %w", err)
 	}
 	if call.Tx != nil {
-		// The mutation commits with the row's result, under the run's lock (memory.md §5.7).
+		// The mutation commits with the row's result, under the run's lock
+		// (docs/agent-tools.md#memory-and-skills).
 		ctx = kmemory.WithTx(ctx, call.Tx)
 	}
 	eng := &memory.Engine{Provider: m.Provider, Now: m.Now}
 	// A row claimed before (attempt 2+) is a replay: a delete that finds its document gone
-	// answers as if it had deleted it (memory.md §5.6).
+	// answers as if it had deleted it (docs/agent-tools.md#memory-and-skills).
 	res, err := eng.Run(ctx, call.ToolName, call.Input, scopes, memory.RunOptions{Replay: call.Attempt > 1})
 	if err != nil {
 		return nil, err

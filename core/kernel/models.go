@@ -10,7 +10,7 @@ import (
 // CanonicalModelsList is models_list's canonical name.
 const CanonicalModelsList = "nexus.models.list"
 
-// Models runs models_list over the live catalog (kernel-tools.md §5.19).
+// Models runs models_list over the live catalog (docs/api.md#models).
 type Models struct {
 	Catalog *model.Catalog
 }

@@ -8,16 +8,16 @@ import (
 )
 
 // WordInvalidArguments is the refusal word of a kernel tool's argument checks
-// (kernel-tools.md §4.4).
+// (docs/agent-tools.md#what-a-model-reads).
 const WordInvalidArguments = "invalid_arguments"
 
 // refusedTitle is the title of a kernel tool's error result: "<wire name> refused"
-// (kernel-tools.md §4.3).
+// (docs/agent-tools.md#what-a-model-reads).
 func refusedTitle(wire string) string { return wire + " refused" }
 
-// ErrorResult is a kernel tool's error result (kernel-tools.md §4.3): content "<word>: <detail>"
-// (the word alone without a detail), is_error, title "<wire> refused", and structured_content
-// {"error":{"key","detail"}} ({"error":{"key"}} without a detail).
+// ErrorResult is a kernel tool's error result (docs/agent-tools.md#what-a-model-reads): content
+// "<word>: <detail>" (the word alone without a detail), is_error, title "<wire> refused", and
+// structured_content {"error":{"key","detail"}} ({"error":{"key"}} without a detail).
 func ErrorResult(wire, word, detail string) *runs.KernelOutcome {
 	text := word
 	if detail != "" {
@@ -33,13 +33,14 @@ func ErrorResult(wire, word, detail string) *runs.KernelOutcome {
 	return &runs.KernelOutcome{Result: &runs.KernelResult{Content: text, StructuredContent: sc, IsError: true, Title: refusedTitle(wire)}}
 }
 
-// argumentsRefused is the invalid_arguments error result of a §4.4 sentence.
+// argumentsRefused is the invalid_arguments error result of a
+// docs/agent-tools.md#what-a-model-reads sentence.
 func argumentsRefused(wire string, e *ArgumentsError) *runs.KernelOutcome {
 	return ErrorResult(wire, WordInvalidArguments, e.Sentence)
 }
 
-// jsonResult is a JSON-answering tool's result (kernel-tools.md §4.2): the object as compact
-// JSON with HTML escaping off and no trailing line feed in content, the same value as
+// jsonResult is a JSON-answering tool's result (docs/agent-tools.md#what-a-model-reads): the object
+// as compact JSON with HTML escaping off and no trailing line feed in content, the same value as
 // structured_content.
 func jsonResult(body []byte, title string) *runs.KernelOutcome {
 	return &runs.KernelOutcome{Result: &runs.KernelResult{Content: string(body), StructuredContent: json.RawMessage(body), Title: title}}

@@ -12,16 +12,16 @@ import (
 // CanonicalRunnersList is runners_list's canonical name.
 const CanonicalRunnersList = "nexus.runners.list"
 
-// TitleRunnersList is runners_list's title (kernel-tools.md §5.18).
+// TitleRunnersList is runners_list's title (docs/agent-tools.md#the-twenty-kernel-tools).
 const TitleRunnersList = "runner environments"
 
-// Runners runs runners_list (kernel-tools.md §5.18): the calling round's frozen environment,
-// its selected Runner and the candidates eligible at acceptance in declared order, each with
-// its environment as announced then. It reads no profile, announcement or connection: a
-// Runner's later changes reach only later acceptance.
+// Runners runs runners_list (docs/agent-tools.md#the-twenty-kernel-tools): the calling round's
+// frozen environment, its selected Runner and the candidates eligible at acceptance in declared
+// order, each with its environment as announced then. It reads no profile, announcement or
+// connection: a Runner's later changes reach only later acceptance.
 type Runners struct{}
 
-// frozenEnvironment is the environment acceptance froze (declarations.md §8.4).
+// frozenEnvironment is the environment acceptance froze (docs/agent-tools.md#declaring-tools).
 type frozenEnvironment struct {
 	Default    *string       `json:"default_runner_executor_public_id"`
 	Candidates []runnerEntry `json:"runner_candidates"`

@@ -15,7 +15,7 @@ import (
 	"github.com/nexuskernel/nexus/core/projection"
 )
 
-// tool_search's limits (kernel-tools.md §5.16).
+// tool_search's limits (docs/agent-tools.md#tool-search-and-deferred-tools).
 const (
 	// DefaultSearchLimit and MaxSearchLimit bound the tools one answer carries: a handful is
 	// what a model reads before choosing, twenty whole schemas already make a long result.
@@ -28,9 +28,10 @@ const (
 )
 
 // SearchIndex is tool_search's search space over one frozen declaration and its skill catalog
-// (kernel-tools.md §5.16.3): every callable entry in the frozen order, the text each is matched
-// by, its result item already encoded, and a trigram index over the texts. It is built once per
-// frozen declaration and only read afterwards, so one index serves concurrent searches.
+// (docs/agent-tools.md#tool-search-and-deferred-tools): every callable entry in the frozen order,
+// the text each is matched by, its result item already encoded, and a trigram index over the texts.
+// It is built once per frozen declaration and only read afterwards, so one index serves concurrent
+// searches.
 type SearchIndex struct {
 	entries []indexEntry
 	byName  map[string]int32
@@ -232,7 +233,7 @@ func numberDelta(v jsonv.Value) int {
 }
 
 // Result framing, and what it adds to the bounded form: the canonical JSON of
-// {content, structured_content} (executor.md §7.2), where content is the result text as a JSON
+// {content, structured_content} (docs/api.md#limits), where content is the result text as a JSON
 // string and structured_content the same object. "false" is the longer of the two truncated
 // values, so a size counted with it never undercounts.
 const (
@@ -252,11 +253,11 @@ type match struct {
 	skills []int32
 }
 
-// Search answers tool_search for the trimmed query q and limit (kernel-tools.md §5.16.3): the
-// exact callable alone when q names one, else the entries matching every term, in frozen
-// order; the first limit matches are the candidates, each added whole while the result stays
-// within the result bound; truncated when a match was left out. It answers the result object's
-// compact JSON.
+// Search answers tool_search for the trimmed query q and limit
+// (docs/agent-tools.md#tool-search-and-deferred-tools): the exact callable alone when q names one,
+// else the entries matching every term, in frozen order; the first limit matches are the
+// candidates, each added whole while the result stays within the result bound; truncated when a
+// match was left out. It answers the result object's compact JSON.
 func (ix *SearchIndex) Search(q string, limit int) []byte {
 	return ix.render(ix.find(q, limit, false), limit)
 }

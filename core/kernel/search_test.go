@@ -114,9 +114,10 @@ func names(t testing.TB, body []byte) (out []string, truncated bool) {
 	return out, a.Truncated
 }
 
-// TestSearchMatching pins kernel-tools.md §5.16.3's matching: an exact callable alone with all
-// its skills, else every term as a case-insensitive substring of the entry's name, description
-// and route, or of one skill's text with its entry's; frozen order; the limit and truncated.
+// TestSearchMatching pins the matching (docs/agent-tools.md#tool-search-and-deferred-tools): an
+// exact callable alone with all its skills, else every term as a case-insensitive substring of the
+// entry's name, description and route, or of one skill's text with its entry's; frozen order; the
+// limit and truncated.
 func TestSearchMatching(t *testing.T) {
 	t.Parallel()
 	ix := newFixture(t).index(t)
@@ -244,10 +245,10 @@ func TestSearchAgreesWithScan(t *testing.T) {
 	}
 }
 
-// TestSearchBound: the result stays within the result bound of executor.md (the canonical JSON
-// of {content, structured_content} at most 1 MiB), schemas whole; a candidate that does not
-// fit is skipped and sets truncated, and is not replaced by a later match; the computed size is
-// exact.
+// TestSearchBound: the result stays within the result bound of docs/api.md#the-executor-plane (the
+// canonical JSON of {content, structured_content} at most 1 MiB), schemas whole; a candidate that
+// does not fit is skipped and sets truncated, and is not replaced by a later match; the computed
+// size is exact.
 func TestSearchBound(t *testing.T) {
 	t.Parallel()
 	c, err := declare.New(registry.New())
@@ -295,8 +296,9 @@ func TestSearchBound(t *testing.T) {
 	if one, trunc := names(t, ix.Search("big", 1)); len(one) != 1 || !trunc {
 		t.Fatalf("limit 1: %v %v", one, trunc)
 	}
-	// A small match past the limit is not added in a skipped candidate's place; within the
-	// limit, a later candidate that fits is added (kernel-tools.md §5.16.3 checks each one).
+	// A small match past the limit is not added in a skipped candidate's place; within the limit, a
+	// later candidate that fits is added (docs/agent-tools.md#tool-search-and-deferred-tools checks
+	// each one).
 	small, err := c.Compile([]byte("[" + strings.Join(tools, ",") + `,{"type":"function","function":{"name":"big_z","description":"small","parameters":{"type":"object"}}}]`))
 	if err != nil {
 		t.Fatal(err)
@@ -386,8 +388,10 @@ func syntheticSet(t testing.TB, n int, seed int64) (*declare.Set, []byte) {
 	return set, raw
 }
 
-// TestDiscoveryArguments pins tool_search's and tool_call's refusals (kernel-tools.md §5.16,
-// §5.17) and what a lawful tool_call answers: the placement of its child.
+// TestDiscoveryArguments pins tool_search's and tool_call's refusals
+// (docs/agent-tools.md#tool-search-and-deferred-tools,
+// docs/agent-tools.md#tool-search-and-deferred-tools) and what a lawful tool_call answers: the
+// placement of its child.
 func TestDiscoveryArguments(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -16,12 +16,13 @@ import (
 // CanonicalSkill is the skill tool's canonical name.
 const CanonicalSkill = declare.CanonicalSkill
 
-// Skill runs the skill tool in-process for its kernel sources (kernel-tools.md §5.20,
-// orchestration.md §13.2): the callable the model used and the skill catalog frozen on the
-// calling round decide the source; the document is read from kernel memory's store under the
-// binding that serves the frozen root, never the other root, a later catalog or the override
-// provider. A Runner-routed skill is addressed to its Runner at birth and never reaches here,
-// except for a name outside its frozen catalog, which answers skill_unknown here.
+// Skill runs the skill tool in-process for its kernel sources
+// (docs/agent-tools.md#memory-and-skills, docs/agent-tools.md#delegation-and-conversations
+// docs/agent-tools.md#the-twenty-kernel-tools): the callable the model used and the skill catalog
+// frozen on the calling round decide the source; the document is read from kernel memory's store
+// under the binding that serves the frozen root, never the other root, a later catalog or the
+// override provider. A Runner-routed skill is addressed to its Runner at birth and never reaches
+// here, except for a name outside its frozen catalog, which answers skill_unknown here.
 type Skill struct {
 	// Store is kernel memory's store: skills are always read there.
 	Store *kmemory.Store

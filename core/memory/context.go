@@ -22,9 +22,9 @@ type Principal struct {
 	PublicID string
 }
 
-// MemoryPrincipal answers a run's memory principal (memory.md §2.1) from the run's creation
-// facts: its answering agent when it has one (a conversation-hosted run, or a standalone run an
-// agent created), else the member who created it (a person's standalone run).
+// MemoryPrincipal answers a run's memory principal (docs/agent-tools.md#memory-and-skills) from the
+// run's creation facts: its answering agent when it has one (a conversation-hosted run, or a
+// standalone run an agent created), else the member who created it (a person's standalone run).
 func MemoryPrincipal(answeringAgentPublicID string, createdBy Principal) Principal {
 	if answeringAgentPublicID != "" {
 		return Principal{Kind: PrincipalAgent, PublicID: answeringAgentPublicID}
@@ -32,9 +32,9 @@ func MemoryPrincipal(answeringAgentPublicID string, createdBy Principal) Princip
 	return createdBy
 }
 
-// Binding is one binding of a frozen memory configuration (memory.md §2): the root a model
-// writes, the kind of anchor it opens and the access it grants. Which anchor is decided on every
-// call, from live rows (Resolver.Resolve).
+// Binding is one binding of a frozen memory configuration (docs/agent-tools.md#memory-and-skills):
+// the root a model writes, the kind of anchor it opens and the access it grants. Which anchor is
+// decided on every call, from live rows (Resolver.Resolve).
 type Binding struct {
 	// Name is the root, grammar [a-z][a-z0-9_-]{0,31}.
 	Name   string           `json:"name"`
@@ -51,16 +51,16 @@ type Context struct {
 	Bindings []Binding `json:"bindings"`
 }
 
-// The wave-1 default roots (memory.md §2).
+// The wave-1 default roots (docs/agent-tools.md#memory-and-skills).
 const (
 	RootConversation = "conversation"
 	RootWorkspace    = "workspace"
 	RootUser         = "user"
 )
 
-// DefaultContext is the wave-1 configuration (memory.md §2.2): a conversation binding for a
-// conversation-hosted run only, the workspace binding always, and a user binding when the
-// memory principal has a controlling person; every one read_write.
+// DefaultContext is the wave-1 configuration (docs/agent-tools.md#memory-and-skills): a
+// conversation binding for a conversation-hosted run only, the workspace binding always, and a user
+// binding when the memory principal has a controlling person; every one read_write.
 func DefaultContext(hasConversation, hasControllingPerson bool) Context {
 	c := Context{Bindings: []Binding{}}
 	if hasConversation {
@@ -131,7 +131,7 @@ func ParseContext(raw []byte) (Context, error) {
 }
 
 // ProjectedBinding is one resolved binding as an executor reads it on an overridden memory row
-// (memory.md §2.2): the anchor named by the one public id its scope uses.
+// (docs/agent-tools.md#memory-and-skills): the anchor named by the one public id its scope uses.
 type ProjectedBinding struct {
 	Name                 string           `json:"name"`
 	Scope                memsdk.ScopeKind `json:"scope"`

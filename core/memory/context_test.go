@@ -11,7 +11,8 @@ import (
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// TestDefaultContext pins the wave-1 frozen configurations (memory.md §2.2) byte for byte.
+// TestDefaultContext pins the wave-1 frozen configurations (docs/agent-tools.md#memory-and-skills)
+// byte for byte.
 func TestDefaultContext(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -89,7 +90,8 @@ func TestParseContext(t *testing.T) {
 	}
 }
 
-// TestProject pins the executor's projection of resolved bindings (memory.md §2.2).
+// TestProject pins the executor's projection of resolved bindings
+// (docs/agent-tools.md#memory-and-skills).
 func TestProject(t *testing.T) {
 	t.Parallel()
 	const (

@@ -13,7 +13,7 @@ import (
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// Doors are the member doors of kernel memory (memory.md §11): how people and their programs
+// Doors are the member doors of kernel memory (docs/api.md#memory): how people and their programs
 // read and write the workspace/ and user/ roots, and author skills. They act on this kernel
 // store alone, whatever the workspace's override, and answer every refusal as a refusal.Error
 // with memory's words. Standing (read or write standing in the workspace) is the caller's to
@@ -115,8 +115,8 @@ type target struct {
 	skill bool
 }
 
-// resolvePath applies the document-path rules (memory.md §3.1–3.2, without the reserved
-// prefix: these doors are where skills are written): not a string or no valid name is
+// resolvePath applies the document-path rules (docs/agent-tools.md#memory-and-skills, without the
+// reserved prefix: these doors are where skills are written): not a string or no valid name is
 // memory_path_invalid, a root the caller does not reach (conversation/ included) is
 // memory_scope_unavailable.
 func resolvePath(raw field, scopes []memsdk.Scope) (target, error) {
@@ -135,10 +135,11 @@ func resolvePath(raw field, scopes []memsdk.Scope) (target, error) {
 	return target{path: path, scope: scope, name: name, skill: memsdk.IsReservedName(name)}, nil
 }
 
-// resolveWrite applies a write's path and description rules in memory.md §9's order: for a
-// path under skills/, skill_name_invalid, skill_scope_unavailable, skill_description_required,
-// memory_description_invalid; for any other, memory_path_invalid, memory_scope_unavailable, and
-// memory_description_invalid for a description sent at all.
+// resolveWrite applies a write's path and description rules in the order
+// (docs/agent-tools.md#memory-and-skills): for a path under skills/, skill_name_invalid,
+// skill_scope_unavailable, skill_description_required, memory_description_invalid; for any other,
+// memory_path_invalid, memory_scope_unavailable, and memory_description_invalid for a description
+// sent at all.
 func resolveWrite(rawPath, rawDesc field, scopes []memsdk.Scope) (target, *string, error) {
 	path, ok := rawPath.str()
 	if !ok {
@@ -214,8 +215,9 @@ func stateRefusal(err error, path string) error {
 	return err
 }
 
-// List answers the documents under a prefix (memory.md §3.3): "" lists both roots, a root or
-// root/ that root, root/x the names of that root starting with x; the order is root, then name.
+// List answers the documents under a prefix (docs/agent-tools.md#memory-and-skills): "" lists both
+// roots, a root or root/ that root, root/x the names of that root starting with x; the order is
+// root, then name.
 func (d *Doors) List(ctx context.Context, c Caller, prefix string) ([]Document, error) {
 	scopes, err := d.scopes(ctx, c)
 	if err != nil {
@@ -424,12 +426,12 @@ type GrepResult struct {
 	Truncated bool
 }
 
-// Grep searches the documents under a prefix line by line with memory_grep's rules (memory.md
-// §5.3): the RE2 pattern, ignore_case, a limit of 1 to 500 (default 100) and the one-second
-// budget across both roots. ignore_case that is not a boolean or a limit outside 1..500 is 400
-// parameter_invalid; then the prefix (memory_path_invalid, memory_scope_unavailable) and the
-// pattern (memory_pattern_invalid) are 422, as is a search over its budget
-// (memory_pattern_too_costly).
+// Grep searches the documents under a prefix line by line with memory_grep's rules
+// (docs/agent-tools.md#memory-and-skills): the RE2 pattern,
+// ignore_case, a limit of 1 to 500 (default 100) and the one-second budget across both roots.
+// ignore_case that is not a boolean or a limit outside 1..500 is 400 parameter_invalid; then the
+// prefix (memory_path_invalid, memory_scope_unavailable) and the pattern (memory_pattern_invalid)
+// are 422, as is a search over its budget (memory_pattern_too_costly).
 func (d *Doors) Grep(ctx context.Context, c Caller, req *GrepRequest) (*GrepResult, error) {
 	ignoreCase := false
 	if f := field(req.IgnoreCase); !f.absent() {

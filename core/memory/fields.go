@@ -69,7 +69,7 @@ func (f field) integer() (int64, bool) {
 	return int64(x), true
 }
 
-// Request field paths, as refusals name them (runs.md §0.3).
+// Request field paths, as refusals name them (docs/api.md#conventions).
 const (
 	pathPath                = "memory.path"
 	pathContent             = "memory.content"
@@ -100,7 +100,7 @@ func invalidParameter(path, format string, args ...any) error {
 }
 
 // expectation reads a conditional write's expected_public_id and expected_lock_version
-// (memory.md §11): both are required; both null expects no document (a create, when
+// (docs/api.md#memory): both are required; both null expects no document (a create, when
 // allowCreate); otherwise both name the document expected. Missing is 400 parameter_missing;
 // half null, a public id that is not a UUID or a lock version that is not a positive integer is
 // 400 parameter_invalid.

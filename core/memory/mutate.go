@@ -15,7 +15,8 @@ import (
 // changed, was deleted or recreated, or (on a create) the path is occupied. Nothing changed.
 var ErrStale = errors.New("memory: stale object")
 
-// Expect is the state a member door's conditional mutation expects at its path (memory.md §11).
+// Expect is the state a member door's conditional mutation expects at its path
+// (docs/api.md#memory).
 type Expect struct {
 	// Absent expects no document: a create.
 	Absent bool

@@ -39,7 +39,7 @@ type ConversationStates interface {
 }
 
 // Resolver turns a run's frozen memory configuration into the bindings of one call, against
-// live rows (memory.md §2.2).
+// live rows (docs/agent-tools.md#memory-and-skills).
 type Resolver struct {
 	db            *store.Store
 	conversations ConversationStates
@@ -58,9 +58,9 @@ func (r *Resolver) querier(q store.Querier) store.Querier {
 	return q
 }
 
-// ControllingPerson answers the public id of the person who controls p (memory.md §2.1): a
-// person controls themself, an agent's steward controls it. An agent that is not stored has
-// none, and answers "".
+// ControllingPerson answers the public id of the person who controls p
+// (docs/agent-tools.md#memory-and-skills): a person controls themself, an agent's steward controls
+// it. An agent that is not stored has none, and answers "".
 func (r *Resolver) ControllingPerson(ctx context.Context, q store.Querier, p Principal) (string, error) {
 	switch p.Kind {
 	case PrincipalUser:

@@ -12,14 +12,15 @@ import (
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// MaxSkillDetailChars clips the name quoted in a skill_unknown result (kernel-tools.md §5.20):
-// the same 120 characters as a memory path, enough to recognise the name on one line.
+// MaxSkillDetailChars clips the name quoted in a skill_unknown result
+// (docs/agent-tools.md#memory-and-skills): the same 120 characters as a memory path, enough to
+// recognise the name on one line.
 const MaxSkillDetailChars = 120
 
 // SkillSource is the root a kernel skill is read from.
 type SkillSource string
 
-// The two roots that hold skills (memory.md §9): never a conversation.
+// The two roots that hold skills (docs/agent-tools.md#memory-and-skills): never a conversation.
 const (
 	SourceWorkspace SkillSource = RootWorkspace
 	SourceUser      SkillSource = RootUser
@@ -28,8 +29,9 @@ const (
 // skillPrefix is the name prefix of every skill document inside its root.
 const skillPrefix = memsdk.SkillsFolder + "/"
 
-// SkillEntry is one kernel entry of a frozen skill catalog, in declarations.md §10.2's shape.
-// Callable is left empty here: acceptance fills it with the skill callable's spelling.
+// SkillEntry is one kernel entry of a frozen skill catalog, in the shape
+// (docs/development.md#the-declaration-compiler). Callable is left empty here: acceptance fills it
+// with the skill callable's spelling.
 type SkillEntry struct {
 	Callable    string      `json:"callable"`
 	Name        string      `json:"name"`
@@ -50,11 +52,11 @@ func isSkillDescription(d string) bool {
 }
 
 // KernelSkillCatalog answers the kernel entries of a skill catalog frozen at acceptance
-// (memory.md §9, declarations.md §10.2): the skill documents under workspace/skills/ and
-// user/skills/ of the resolved bindings named workspace and user, the workspace document winning
-// a name present in both, ordered by skill name in byte order. A document is a skill only if its
-// name is one skill-name segment after skills/ and it carries a description. Missing roots
-// contribute nothing.
+// (docs/agent-tools.md#memory-and-skills, docs/development.md#the-declaration-compiler): the skill
+// documents under workspace/skills/ and user/skills/ of the resolved bindings named workspace and
+// user, the workspace document winning a name present in both, ordered by skill name in byte order.
+// A document is a skill only if its name is one skill-name segment after skills/ and it carries a
+// description. Missing roots contribute nothing.
 func (s *Store) KernelSkillCatalog(ctx context.Context, scopes []memsdk.Scope) ([]SkillEntry, error) {
 	byName := map[string]SkillEntry{}
 	for _, source := range []SkillSource{SourceWorkspace, SourceUser} {
@@ -98,7 +100,7 @@ func SkillSourceScope(scopes []memsdk.Scope, source SkillSource) (memsdk.Scope, 
 }
 
 // SkillNotServedDetail is the error detail of a kernel skill call whose frozen root no longer
-// resolves (orchestration.md §13.2).
+// resolves (docs/agent-tools.md#delegation-and-conversations).
 func SkillNotServedDetail(source SkillSource, name string) string {
 	return fmt.Sprintf("memory root %s no longer serves skill %s", source, name)
 }
@@ -124,12 +126,14 @@ func clipChars(s string, n int) string {
 	return s
 }
 
-// LoadSkill reads a kernel skill for the skill tool (kernel-tools.md §5.20, orchestration.md
-// §13.2) from the binding serving its frozen source (SkillSourceScope): always this store, also
-// when the workspace overrides the memory family. A name outside the skill grammar, or whose
-// document is gone, answers skill_unknown; a found document answers its body sliced exactly as
-// memory_read with no offset or limit, titled read <root>/skills/<name>. The error is non-nil
-// only when the store failed (wrapping memory.ErrUnavailable).
+// LoadSkill reads a kernel skill for the skill tool (docs/agent-tools.md#memory-and-skills,
+// docs/agent-tools.md#delegation-and-conversations
+// docs/agent-tools.md#delegation-and-conversations) from the binding serving its frozen source
+// (SkillSourceScope): always this store, also when the workspace overrides the memory family. A
+// name outside the skill grammar, or whose document is gone, answers skill_unknown; a found
+// document answers its body sliced exactly as memory_read with no offset or limit, titled read
+// <root>/skills/<name>. The error is non-nil only when the store failed (wrapping
+// memory.ErrUnavailable).
 func (s *Store) LoadSkill(ctx context.Context, source memsdk.Scope, name string) (memsdk.Result, error) {
 	if !announce.IsDocumentName(name) {
 		return SkillUnknownResult(name), nil

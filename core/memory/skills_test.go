@@ -41,9 +41,9 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 	return b
 }
 
-// TestKernelSkillCatalog builds declarations.md K01's kernel rows and reads the frozen kernel
-// entries: the workspace's document wins a name in both roots, entries are ordered by name, and
-// documents that are not skills are skipped.
+// TestKernelSkillCatalog builds the kernel skill rows of a golden acceptance and reads the frozen
+// kernel entries: the workspace's document wins a name in both roots, entries are ordered by name,
+// and documents that are not skills are skipped.
 func TestKernelSkillCatalog(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.Store) {
@@ -85,7 +85,8 @@ func TestKernelSkillCatalog(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("catalog (-want +got):\n%s", diff)
 		}
-		// The entry's wire shape is declarations.md §10.2's, the callable filled by acceptance.
+		// The entry has the frozen skill catalog's wire shape, the callable filled
+		// by acceptance.
 		got[0].Callable = "skill"
 		raw, _ := json.Marshal(got[0])
 		if string(raw) != `{"callable":"skill","name":"commit-style","description":"How this team writes commit messages.","source":"workspace"}` {
@@ -110,7 +111,7 @@ func TestKernelSkillCatalog(t *testing.T) {
 	})
 }
 
-// TestLoadSkill pins the skill tool's in-process answers (kernel-tools.md §5.20).
+// TestLoadSkill pins the skill tool's in-process answers (docs/agent-tools.md#memory-and-skills).
 func TestLoadSkill(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.Store) {

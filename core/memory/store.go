@@ -14,8 +14,8 @@ import (
 
 // Store is the kernel's built-in memory store: a memsdk.Provider over the kernel's own database
 // (tables memory_anchors and memory_documents). Every mutation locks its anchor's row first
-// (memory.md §5.7), so mutations of one anchor never interleave and the document cap holds under
-// concurrent creates. It is safe for concurrent use.
+// (docs/agent-tools.md#memory-and-skills), so mutations of one anchor never interleave and the
+// document cap holds under concurrent creates. It is safe for concurrent use.
 //
 // A mutation joins the transaction carried by its context (WithTx) when there is one, so that
 // the run engine commits a memory call and the task's result together, under the run's lock;

@@ -1,8 +1,8 @@
 package memory
 
 // Words of the member doors and the skill load path beyond sdk/memory's vocabulary
-// (memory.md §9, §11; kernel-tools.md §5.20). The memory words the doors share with the tools
-// (memory_path_invalid, memory_full, …) are sdk/memory's Code constants.
+// (docs/agent-tools.md#memory-and-skills, docs/api.md#memory). The memory words the doors share
+// with the tools (memory_path_invalid, memory_full, …) are sdk/memory's Code constants.
 const (
 	// CodeSkillNameInvalid: a skills/ path whose skill name is not one segment of
 	// lowercase words joined by hyphens, at most 64 characters.

@@ -52,7 +52,9 @@ func BenchmarkMockComplete(b *testing.B) {
 	}
 }
 
-// BenchmarkEstimate measures the §5.9 estimate alone on the same requests.
+// BenchmarkEstimate measures the size estimate
+// (docs/development.md#how-the-kernel-runs-work) alone on the
+// same requests.
 func BenchmarkEstimate(b *testing.B) {
 	for _, n := range []int{2, 50} {
 		req := benchRequest(n)

@@ -11,10 +11,10 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// The model check's words (runs.md §6.2, kernel-tools.md §4.6). Run doors answer them as 422 at
-// the request's model path; delegate_task, spawn and send quote them as the reason of
-// model_not_authorized; a model task fails with model_capability_unavailable when its provider
-// cannot honour the request.
+// The model check's words (docs/operations.md#the-models-catalog,
+// docs/agent-tools.md#what-a-model-reads). Run doors answer them as 422 at the request's model
+// path; delegate_task, spawn and send quote them as the reason of model_not_authorized; a model
+// task fails with model_capability_unavailable when its provider cannot honour the request.
 const (
 	CodeUnknownModel               = "unknown_model"
 	CodeModelCapabilityUnavailable = "model_capability_unavailable"
@@ -27,18 +27,18 @@ var (
 	ErrModelCapabilityUnavailable = refusal.New(refusal.Unprocessable, CodeModelCapabilityUnavailable, "The model lacks a capability the work needs.")
 )
 
-// The built-in catalog (runs.md §6.2), used when no model block is configured.
+// The built-in catalog (docs/operations.md#the-models-catalog), used when no model block is configured.
 const (
 	BuiltinProvider      = "mock"
 	DefaultModelRef      = "mock/scripted"
 	TextOnlyModelRef     = "mock/text-only"
 	builtinCurrency      = "USD"
-	builtinContextWindow = 200000 // runs.md §6.2: both built-in models
-	builtinMaxOutput     = 8192   // runs.md §6.2: both built-in models
+	builtinContextWindow = 200000 // docs/operations.md#the-models-catalog: both built-in models
+	builtinMaxOutput     = 8192   // docs/operations.md#the-models-catalog: both built-in models
 )
 
 var (
-	// refPattern is runs.md §6.2's ref grammar: provider/model.
+	// refPattern is the ref grammar (docs/operations.md#the-models-catalog): provider/model.
 	refPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
 	// providerPattern is the provider part of the ref grammar, which a model_provider label
 	// must match so that a model can name it.
@@ -112,7 +112,7 @@ func (m Model) WireID() string {
 }
 
 // AcceptsMedia reports whether the model reads an attachment of this detected media type
-// (runs.md §5.7.1): images with vision, PDF with pdf.
+// (docs/agent-tools.md#what-a-model-reads): images with vision, PDF with pdf.
 func (m Model) AcceptsMedia(mediaType string) bool {
 	switch mediaType {
 	case "image/png", "image/jpeg", "image/gif", "image/webp":
@@ -417,8 +417,8 @@ func parsePrice(s string) (*big.Rat, error) {
 	return r, nil
 }
 
-// ValidRef reports whether ref has the form of a model ref, provider/model (runs.md §6.2),
-// whether or not the catalog holds it.
+// ValidRef reports whether ref has the form of a model ref, provider/model
+// (docs/operations.md#the-models-catalog), whether or not the catalog holds it.
 func ValidRef(ref string) bool { return refPattern.MatchString(ref) }
 
 // Default returns the deployment's default model.

@@ -19,7 +19,7 @@ func parseHCL(t *testing.T, src string) hcl.Body {
 	return f.Body
 }
 
-// specExample is runs.md §6.2's configuration, verbatim.
+// specExample is the configuration (docs/operations.md#the-models-catalog), verbatim.
 const specExample = `
 default_model = "mock/scripted"
 

@@ -5,7 +5,7 @@ import (
 	"math/big"
 )
 
-// costPlaces is how many decimal places a cost amount has (runs.md §1.5.3).
+// costPlaces is how many decimal places a cost amount has (docs/api.md#runs).
 const costPlaces = 6
 
 // tokensPerMTok is the unit prices are quoted in: per million tokens.

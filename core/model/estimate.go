@@ -2,13 +2,15 @@ package model
 
 import "github.com/nexuskernel/nexus/core/canonjson"
 
-// bytesPerToken is the estimate's exchange rate (runs.md §5.9): a rough, provider-neutral
-// average of four bytes of JSON per token, used where no tokenizer is at hand.
+// bytesPerToken is the estimate's exchange rate (docs/development.md#how-the-kernel-runs-work): a
+// rough, provider-neutral average of four bytes of JSON per token, used where no tokenizer is at
+// hand.
 const bytesPerToken = 4
 
 // EstimateBytes is the byte count the size estimate divides: the canonical JSON of the entries
-// array plus the canonical JSON of the tools array (always present, "[]" when none is offered,
-// as request_options.tools always is), each encoded in the §5.1 grammar.
+// array plus the canonical JSON of the tools array (always present, "[]" when none is offered, as
+// request_options.tools always is), each encoded in the
+// docs/development.md#how-the-kernel-runs-work grammar.
 //
 // The entries' encoder already writes canonical strings and numbers and never repeats a key, so
 // their canonical form differs from it only in key order, which does not change the length:
@@ -44,8 +46,9 @@ func EstimateBytes(entries []Entry, tools []ToolSchema) (int64, error) {
 	return int64(entryBytes + len(ct)), nil
 }
 
-// EstimateTokens is the size estimate of runs.md §5.9 and §6.4.3: EstimateBytes ÷ 4, rounded up.
-// The history budget and the mock's input_tokens both use it, so they agree.
+// EstimateTokens is the size estimate of docs/development.md#how-the-kernel-runs-work and
+// docs/mock.md#usage-and-cost: EstimateBytes ÷ 4, rounded up. The history budget and the mock's
+// input_tokens both use it, so they agree.
 func EstimateTokens(entries []Entry, tools []ToolSchema) (int64, error) {
 	n, err := EstimateBytes(entries, tools)
 	if err != nil {

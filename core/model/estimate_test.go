@@ -56,7 +56,7 @@ func TestEstimateOfTheSealedExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := int64(len(ce) + len(ct)); got != want {
-		t.Errorf("EstimateBytes = %d, want %d (the canonical JSON of the specification's own text)", got, want)
+		t.Errorf("EstimateBytes = %d, want %d (the canonical JSON of the example's own text)", got, want)
 	}
 	tokens, _ := EstimateTokens(exampleEntries, exampleTools)
 	if tokens != (got+3)/4 {

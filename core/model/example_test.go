@@ -8,9 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestPairingLawExample plays runs.md §6.4.4: the message text (testdata, with the 200-character
-// id written out) makes round 1 answer five calls that the pairing law will treat five ways, and
-// round 2 answer the last tool entry's text.
+// TestPairingLawExample plays docs/mock.md#examples: the message text (testdata, with the
+// 200-character id written out) makes round 1 answer five calls that the pairing law will treat
+// five ways, and round 2 answer the last tool entry's text.
 func TestPairingLawExample(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("testdata/pairing_law_example.txt")

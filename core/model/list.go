@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Paging of models_list and GET /agent_api/v1/models (kernel-tools.md §5.19).
+// Paging of models_list and GET /agent_api/v1/models (docs/api.md#models).
 const (
 	// DefaultListLimit is the page size when none is asked for.
 	DefaultListLimit = 20
@@ -61,7 +61,7 @@ func (c *Catalog) List(q ListQuery) ListPage {
 	return page
 }
 
-// The JSON shapes, keys in the order kernel-tools.md §5.19 gives them.
+// The JSON shapes, keys in the order docs/api.md#models gives them.
 type listWire struct {
 	Models     []modelWire `json:"models"`
 	Total      int         `json:"total"`

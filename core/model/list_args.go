@@ -13,7 +13,7 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// models_list's words and texts (kernel-tools.md §4.3, §4.4, §5.19).
+// models_list's words and texts (docs/agent-tools.md#what-a-model-reads, docs/api.md#models).
 const (
 	// CodeInvalidArguments is the refusal word of a kernel tool's argument check.
 	CodeInvalidArguments = "invalid_arguments"
@@ -26,17 +26,18 @@ const (
 // listParameters are models_list's properties in schema order.
 var listParameters = []string{"query", "limit", "offset"}
 
-// ArgumentsError is a kernel tool's argument refusal: the sentence of kernel-tools.md §4.4.
+// ArgumentsError is a kernel tool's argument refusal: the sentence of
+// docs/agent-tools.md#what-a-model-reads.
 type ArgumentsError struct {
 	Sentence string
 }
 
 func (e *ArgumentsError) Error() string { return CodeInvalidArguments + ": " + e.Sentence }
 
-// ParseListArguments checks models_list's input the way kernel-tools.md §4.4 orders it: unknown
-// keys first (the first in byte order is named), then query, limit and offset. A refusal is an
-// *ArgumentsError. Input that is not a JSON object (never the case after the pairing law) is a
-// plain error; null or empty input is {}.
+// ParseListArguments checks models_list's input the way docs/agent-tools.md#what-a-model-reads
+// orders it: unknown keys first (the first in byte order is named), then query, limit and offset. A
+// refusal is an *ArgumentsError. Input that is not a JSON object (never the case after the pairing
+// law) is a plain error; null or empty input is {}.
 func ParseListArguments(input json.RawMessage) (ListQuery, error) {
 	q := ListQuery{Limit: DefaultListLimit}
 	trimmed := bytes.TrimSpace(input)
@@ -80,7 +81,7 @@ func ParseListArguments(input json.RawMessage) (ListQuery, error) {
 }
 
 // present returns a property's value unless it is absent or null (a null optional property is
-// absent, kernel-tools.md §4.4).
+// absent, docs/agent-tools.md#what-a-model-reads).
 func present(obj map[string]json.RawMessage, key string) (json.RawMessage, bool) {
 	raw, ok := obj[key]
 	raw = bytes.TrimSpace(raw)
@@ -112,8 +113,8 @@ type errorWire struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// ToolResult is a kernel tool's settled result (kernel-tools.md §4.2): one plain string of
-// content, the structured value, whether it is an error result, and the title.
+// ToolResult is a kernel tool's settled result (docs/agent-tools.md#what-a-model-reads): one plain
+// string of content, the structured value, whether it is an error result, and the title.
 type ToolResult struct {
 	Content           string
 	StructuredContent json.RawMessage

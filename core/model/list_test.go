@@ -14,8 +14,8 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// TestModelsListSpecExample checks kernel-tools.md §5.19's example (limit 1 against the built-in
-// catalog), copied from the specification, byte for byte once compacted.
+// TestModelsListSpecExample checks the page of limit 1 against the built-in catalog
+// (docs/api.md#models), byte for byte once compacted.
 func TestModelsListSpecExample(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("testdata/models_list_limit_1.json")

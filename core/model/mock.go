@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Mock is the provider of type mock (runs.md §6.4): deterministic and offline, driven by a
+// Mock is the provider of type mock (docs/mock.md): deterministic and offline, driven by a
 // script embedded in the request. The same request always gets the same response, byte for byte.
 type Mock struct {
 	name string
@@ -25,7 +25,8 @@ func NewMock(name string) *Mock { return &Mock{name: name, sleep: sleepContext} 
 // Name is the provider key.
 func (m *Mock) Name() string { return m.name }
 
-// The script's markers and the kernel delivery prefix the scan skips (runs.md §6.4.1).
+// The script's markers and the kernel delivery prefix the scan skips
+// (docs/mock.md#where-the-script-is-found).
 const (
 	scriptStart    = "!mock"
 	scriptEnd      = "!end"
@@ -127,7 +128,8 @@ func (m *Mock) play(ctx context.Context, lines []string, round int, req *Request
 	return m.withEstimate(resp, req, usage)
 }
 
-// withEstimate sets the answer's usage: the script's, or the estimate of runs.md §6.4.3.
+// withEstimate sets the answer's usage: the script's, or the estimate of
+// docs/mock.md#usage-and-cost.
 func (m *Mock) withEstimate(resp *Response, req *Request, scripted *Usage) (*Response, error) {
 	if scripted != nil {
 		resp.Usage = *scripted
@@ -250,8 +252,8 @@ func echoText(entries []Entry) string {
 	return echoPrefix + echoNoText
 }
 
-// substitutions builds the replacer of runs.md §6.4.2. A strings.Replacer works in one pass, so
-// substituted text is inserted raw and never substituted again.
+// substitutions builds the replacer of docs/mock.md#the-grammar. A strings.Replacer works in one
+// pass, so substituted text is inserted raw and never substituted again.
 func substitutions(entries []Entry, round int) *strings.Replacer {
 	lastResult := ""
 	var names []string

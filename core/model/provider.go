@@ -50,7 +50,7 @@ const (
 )
 
 // Entry is one message of a sealed request. Its JSON form (MarshalJSON) is the entry grammar of
-// runs.md §5.1.
+// docs/development.md#how-the-kernel-runs-work.
 type Entry struct {
 	Role       string     // "system" | "user" | "assistant" | "tool"
 	Content    []Part     // text parts; user entries also attachment parts
@@ -112,7 +112,7 @@ type ToolSchema struct {
 // Finish is how a provider said an answer ended.
 type Finish string
 
-// The finish reasons of runs.md §1.5.3.
+// The finish reasons of docs/api.md#runs.
 const (
 	FinishStop      Finish = "stop"
 	FinishToolCalls Finish = "tool_calls"

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// Script bounds. The grammar is runs.md §6.4.2; these bound what one script can make the mock
-// hold or wait for.
+// Script bounds. The grammar is docs/mock.md#the-grammar; these bound what one script can make the
+// mock hold or wait for.
 const (
-	// MaxSleepMillis is the longest one sleep directive waits (runs.md §6.4.2: ≤ 60,000).
+	// MaxSleepMillis is the longest one sleep directive waits (docs/mock.md#the-grammar: ≤ 60,000).
 	MaxSleepMillis = 60_000
 	// minBigcallBytes is the size of {"data":""}, the smallest arguments bigcall can pad.
 	minBigcallBytes = 11

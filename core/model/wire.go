@@ -9,11 +9,13 @@ import (
 	"github.com/nexuskernel/nexus/core/canonjson"
 )
 
-// The JSON forms below are runs.md §5.1's: keys in the order the section shows them, strings
-// escaped minimally with no HTML escaping, so that the bytes a sealed request stores and the
-// bytes the size estimate measures come from one encoder.
+// The JSON forms below are those a sealed request stores
+// (docs/development.md#how-the-kernel-runs-work): keys in a fixed order, strings escaped minimally
+// with no HTML escaping, so that the bytes a sealed request stores and the bytes the size estimate
+// measures come from one encoder.
 
-// MarshalJSON encodes the entry in the §5.1 grammar for its role.
+// MarshalJSON encodes the entry in the sealed request's entry grammar for its
+// role.
 func (e Entry) MarshalJSON() ([]byte, error) { return e.appendJSON(nil) }
 
 func (e Entry) appendJSON(b []byte) ([]byte, error) {
@@ -123,9 +125,10 @@ func (c ToolCall) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// MarshalJSON encodes the schema in the nested function form §5.1 shows. Description,
-// parameters and strict are omitted when the schema has none; parameters keep their own key
-// order (compacted, never re-sorted).
+// MarshalJSON encodes the schema in the nested function form
+// docs/development.md#how-the-kernel-runs-work shows. Description, parameters and strict are
+// omitted when the schema has none; parameters keep their own key order (compacted, never
+// re-sorted).
 func (s ToolSchema) MarshalJSON() ([]byte, error) { return s.appendJSON(nil) }
 
 func (s ToolSchema) appendJSON(b []byte) ([]byte, error) {
@@ -164,7 +167,8 @@ type entryWire struct {
 	IsError    *bool       `json:"is_error"`
 }
 
-// UnmarshalJSON reads the §5.1 grammar back, refusing fields that do not belong to the role.
+// UnmarshalJSON reads the sealed request's entry grammar back, refusing
+// fields that do not belong to the role.
 func (e *Entry) UnmarshalJSON(data []byte) error {
 	var w entryWire
 	if err := strictDecode(data, &w); err != nil {
@@ -273,9 +277,9 @@ type functionWire struct {
 	Strict      *bool           `json:"strict"`
 }
 
-// UnmarshalJSON reads a projected tool entry in either projected form of the declaration
-// specification: nested ({type, function: {…}}, an optional top-level strict the author wrote
-// included) or flat ({type, name, description, parameters, strict}).
+// UnmarshalJSON reads a projected tool entry in either form a declaration takes
+// (docs/agent-tools.md#declaring-tools): nested ({type, function: {…}}, an optional top-level
+// strict the author wrote included) or flat ({type, name, description, parameters, strict}).
 func (s *ToolSchema) UnmarshalJSON(data []byte) error {
 	var w struct {
 		Type         string        `json:"type"`

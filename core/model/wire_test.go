@@ -9,7 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// sealedExample is runs.md §5.1's sealed request, copied from the specification.
+// sealedExample is the sealed request (docs/development.md#how-the-kernel-runs-work) of a small
+// round: a fixture whose bytes are pinned.
 func sealedExample(t *testing.T) (entries []json.RawMessage, tools []json.RawMessage) {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/sealed_request_example.json")
@@ -41,7 +42,7 @@ func compact(t *testing.T, raw []byte) string {
 
 var strictFalse = false
 
-// The Go values of the §5.1 example.
+// The Go values of the sealed request example.
 var exampleEntries = []Entry{
 	{Role: RoleSystem, Content: []Part{{Type: PartText, Text: "You are a careful assistant."}}},
 	{Role: RoleUser, Content: []Part{{Type: PartText, Text: "What is on this page?"}}},

@@ -17,8 +17,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// buildBox is §11.2's Runner: read, grep and memory_read with descriptions and schemas, deploy
-// with neither.
+// buildBox is the Runner (docs/api.md#agent-profiles): read, grep and memory_read with descriptions
+// and schemas, deploy with neither.
 const buildBox = `{"tools":[
  {"name":"read","effect_profile":` + profilestest.ReadOnly + `,"description":"Read a file from the runner's workspace.","input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}},
  {"name":"grep","effect_profile":` + profilestest.ReadOnly + `,"description":"Search files on the runner.","input_schema":{"type":"object","properties":{"pattern":{"type":"string"}},"required":["pattern"]}},
@@ -132,8 +132,9 @@ func TestPutAnnouncementValidates(t *testing.T) {
 	})
 }
 
-// TestAccept freezes stored profiles with Runners read from the store: §11.2's example, the
-// selection and route refusals, narrowing, and a snapshot that later changes do not reach.
+// TestAccept freezes stored profiles with Runners read from the store: the example
+// (docs/api.md#agent-profiles), the selection and route refusals, narrowing, and a snapshot that
+// later changes do not reach.
 func TestAccept(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

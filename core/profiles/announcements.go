@@ -61,10 +61,10 @@ func AnnouncementOf(ctx context.Context, q store.Querier, executorID int64) (*An
 	return &Announced{Announcement: a, AnnouncedAt: row.AnnouncedAt}, nil
 }
 
-// Runners reads what acceptance needs of the Runners named by publicIDs in one workspace: for
-// each executor of that workspace among them, its display name, its current announcement
-// (empty when it never announced) and whether it is eligible: an active executor of kind
-// runner (declarations.md §8.2; connection presence is never a condition). Ids are compared
+// Runners reads what acceptance needs of the Runners named by publicIDs in one workspace: for each
+// executor of that workspace among them, its display name, its current announcement (empty when it
+// never announced) and whether it is eligible: an active executor of kind runner
+// (docs/agent-tools.md#declaring-tools; connection presence is never a condition). Ids are compared
 // case-insensitively; repeats, ids that are not UUIDs, unknown ids and ids of other workspaces
 // yield nothing, which acceptance reads as unknown, hence not eligible. The result follows the
 // first occurrence of each id in publicIDs.

@@ -19,7 +19,7 @@ import (
 const benchRunnerTools = 512
 
 // BenchmarkProfile measures, on each store, over the live kernel registry:
-//   - put: a replacement with §11.1's example (validate, compile, one write transaction);
+//   - put: a replacement with a typical profile (validate, compile, one write transaction);
 //   - read-rows: the raw reads acceptance makes (the agent, the profile row, the Runner row with
 //     a 512-tool announcement), the floor for the next one;
 //   - current+accept: the same reads decoded, the stored set compiled, and the profile frozen
@@ -114,7 +114,7 @@ func benchAgent(b *testing.B, s *store.Store) profiles.Agent {
 }
 
 // benchAnnouncement is n model-facing tools with realistic descriptions and schemas; the
-// first is named read, as §11.1's route expects.
+// first is named read, as the route expects (docs/api.md#agent-profiles).
 func benchAnnouncement(n int) string {
 	items := make([]string, n)
 	for i := range items {

@@ -12,9 +12,9 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Configuration is a profile in its read-back form (declarations.md §11.1): what GET answers
+// Configuration is a profile in its read-back form (docs/api.md#agent-profiles): what GET answers
 // and a successful PUT returns. Its JSON encoding is the door's configuration object, keys in
-// the spec's order.
+// the order docs/api.md#agent-profiles lists them.
 type Configuration struct {
 	// ToolDefinitions is the stored render of the explicit declaration: rendered, sorted,
 	// compact; "[]" when none. Imports are never in it.
@@ -155,8 +155,9 @@ func (s *Service) sources(cfg jsonv.Value) (*declare.Set, declare.Imports, error
 	return tools, im, nil
 }
 
-// validate checks a whole configuration object in the door's field order (§11.1) and returns
-// the first refusal. Unknown fields are ignored here: the door refuses them before.
+// validate checks a whole configuration object in the door's field order
+// (docs/api.md#agent-profiles) and returns the first refusal. Unknown fields are ignored here: the
+// door refuses them before.
 func (s *Service) validate(cfg jsonv.Value) (*proposal, error) {
 	tools, im, err := s.sources(cfg)
 	if err != nil {
@@ -200,7 +201,7 @@ func (p *proposal) approvalModeOf(v jsonv.Value, present bool) *declare.Refusal 
 	return nil
 }
 
-// approvalRulesOf: runs.md §7.2's grammar.
+// approvalRulesOf: the grammar (docs/agent-tools.md#the-approval-gate).
 func (p *proposal) approvalRulesOf(v jsonv.Value, present bool) *declare.Refusal {
 	if !present {
 		return nil

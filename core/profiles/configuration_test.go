@@ -14,7 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// example111 is declarations.md §11.1's example request configuration.
+// example111 is the example request configuration (docs/api.md#agent-profiles).
 const example111 = `{
   "tool_definitions": [
     {"type": "function", "function": {"name": "Agent"}, "canonical": "nexus.graph.delegate_task",
@@ -32,7 +32,7 @@ const example111 = `{
   "instructions": "You are a careful build assistant."
 }`
 
-// emptyReadBack is the configuration before the first PUT (§11.1).
+// emptyReadBack is the configuration before the first PUT (docs/api.md#agent-profiles).
 const emptyReadBack = `{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":[],"runner_tool_names":null,` +
 	`"approval_mode":null,"approval_rules":null,"default_model":null,"instructions":null}`
 
@@ -62,8 +62,9 @@ func TestEmptyProfile(t *testing.T) {
 	})
 }
 
-// TestReadBackAndIdempotence: §11.1's example is stored as its render with the import fields,
-// and a declaration read back and stored again re-declares to the same bytes.
+// TestReadBackAndIdempotence: the example is stored as its render with the import fields
+// (docs/api.md#agent-profiles), and a declaration read back and stored again re-declares to the
+// same bytes.
 func TestReadBackAndIdempotence(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

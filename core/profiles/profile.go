@@ -10,9 +10,9 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Profile is an agent's profile as acceptance reads it: everything a conversation turn freezes
-// from its answering agent (runs.md §4, acceptance step 1). It is a snapshot: nothing in it
-// changes when the profile is replaced later.
+// Profile is an agent's profile as acceptance reads it: everything a conversation turn freezes from
+// its answering agent (docs/development.md#how-the-kernel-runs-work, acceptance step 1). It is a
+// snapshot: nothing in it changes when the profile is replaced later.
 type Profile struct {
 	AgentID     int64
 	WorkspaceID int64
@@ -25,8 +25,8 @@ type Profile struct {
 	Imports declare.Imports
 	// ApprovalMode is bypass, ask or rules; nil when unset (see FrozenApprovalMode).
 	ApprovalMode *string
-	// ApprovalRules is the approval rule list as compact JSON (runs.md §7.2's grammar, already
-	// checked); nil when unset.
+	// ApprovalRules is the approval rule list as compact JSON (the grammar
+	// (docs/agent-tools.md#the-approval-gate), already checked); nil when unset.
 	ApprovalRules json.RawMessage
 	// DefaultModel is a provider/model ref that was in the catalog when the profile was
 	// stored; nil when unset. The catalog may have changed since: the caller checks it again.
@@ -88,11 +88,11 @@ type Acceptance struct {
 	KernelSkills []declare.KernelSkill
 }
 
-// Accept freezes the profile onto new work (declarations.md §8.2): kernel imports, the selected
-// Runner's announcements, narrowing, route checks, render and sort, bound, then the environment
-// and the skill catalog. It reads the workspace's Runners and their current announcements
-// through q, and nothing later reads them again. A refusal is a *declare.Refusal that the
-// caller's door turns into its envelope (declare.RunDoor for a run, declare.AssemblyDoor for
+// Accept freezes the profile onto new work (docs/agent-tools.md#declaring-tools): kernel imports,
+// the selected Runner's announcements, narrowing, route checks, render and sort, bound, then the
+// environment and the skill catalog. It reads the workspace's Runners and their current
+// announcements through q, and nothing later reads them again. A refusal is a *declare.Refusal that
+// the caller's door turns into its envelope (declare.RunDoor for a run, declare.AssemblyDoor for
 // the assembly); anything else is a store fault.
 func (s *Service) Accept(ctx context.Context, q store.Querier, p *Profile, in Acceptance) (*declare.Frozen, error) {
 	ids := make([]string, 0, 1+len(p.Imports.RunnerExecutorPublicIDs))
@@ -120,7 +120,7 @@ func (s *Service) Accept(ctx context.Context, q store.Querier, p *Profile, in Ac
 	})
 }
 
-// AssemblyRequest is a tool assembly (declarations.md §11.2).
+// AssemblyRequest is a tool assembly (docs/api.md#agent-profiles).
 type AssemblyRequest struct {
 	// Selection is the selected Runner's public id, "" for null.
 	Selection string

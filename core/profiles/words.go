@@ -5,7 +5,7 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 )
 
-// The profile fields of declarations.md §11.1 that are not declaration sources, in the door's
+// The profile fields of docs/api.md#agent-profiles that are not declaration sources, in the door's
 // validation order after sourceFields.
 const (
 	FieldApprovalMode  = "approval_mode"
@@ -19,7 +19,7 @@ var sourceFields = []string{
 	declare.FieldToolDefinitions, declare.FieldKernelTools, declare.FieldRunnerExecutorPublicIDs, declare.FieldRunnerToolNames,
 }
 
-// The profile door's words besides the declaration words (declarations.md §11.1).
+// The profile door's words besides the declaration words (docs/api.md#agent-profiles).
 const (
 	// WordRequired: approval_mode is missing while the profile declares tools.
 	WordRequired = "required"
@@ -27,7 +27,7 @@ const (
 	WordUnknownModel = model.CodeUnknownModel
 )
 
-// The approval modes (runs.md §7).
+// The approval modes (docs/agent-tools.md#the-approval-gate).
 const (
 	ModeBypass = "bypass"
 	ModeAsk    = "ask"
@@ -36,9 +36,9 @@ const (
 
 // Limits of a profile.
 const (
-	// MaxInstructionsBytes bounds the standing instructions (declarations.md §13): they ride
-	// at the front of every model request the agent answers, so they stay small beside the
-	// 1 MiB declaration bound.
+	// MaxInstructionsBytes bounds the standing instructions
+	// (docs/development.md#the-declaration-compiler): they ride at the front of every model request
+	// the agent answers, so they stay small beside the 1 MiB declaration bound.
 	MaxInstructionsBytes = 64 * 1024
 	// runnerLookupBatch bounds the ids one Runner query names: a candidate list may hold tens
 	// of thousands of ids within its 1 MiB bound, beyond SQLite's 32,766 bound on the

@@ -7,7 +7,8 @@ import (
 
 // Projection is what one request offers, in the frozen set's order.
 type Projection struct {
-	// Tools are the projected schemas (§9.2), what request_options.tools records.
+	// Tools are the projected schemas (docs/development.md#the-declaration-compiler), what
+	// request_options.tools records.
 	Tools []jsonv.Value
 	// Callables are the offered entries' callables, in the same order.
 	Callables []string
@@ -26,10 +27,10 @@ type Target struct {
 	NativeSearch string
 }
 
-// Project computes the projection of a frozen set (after narrowing) with its frozen skill
-// catalog (§9.1): deferred entries are hidden only when both tool_search and tool_call are
-// declared eagerly; a skill callable whose catalog has no entry for it is left out; everything
-// else is offered in the set's order. The set is not changed.
+// Project computes the projection of a frozen set (after narrowing) with its frozen skill catalog
+// (docs/development.md#the-declaration-compiler): deferred entries are hidden only when both
+// tool_search and tool_call are declared eagerly; a skill callable whose catalog has no entry for
+// it is left out; everything else is offered in the set's order. The set is not changed.
 func Project(set *declare.Set, catalog declare.SkillCatalog) Projection {
 	return ProjectFor(set, catalog, Target{})
 }
@@ -78,11 +79,11 @@ func eager(entries []declare.Entry, canonical string) bool {
 	return false
 }
 
-// ProjectEntry is the one-entry projection (§9.2), also used for a tool_search result's
-// definition: a nested entry keeps type and function (and a top-level strict its author
-// wrote; an alias has none), a flat entry drops route and defer_loading, and when neither
-// level has strict, "strict": false is added inside function for a nested entry or last for a
-// flat one.
+// ProjectEntry is the one-entry projection (docs/development.md#the-declaration-compiler), also
+// used for a tool_search result's definition: a nested entry keeps type and function (and a
+// top-level strict its author wrote; an alias has none), a flat entry drops route and
+// defer_loading, and when neither level has strict, "strict": false is added inside function for a
+// nested entry or last for a flat one.
 func ProjectEntry(e declare.Entry) jsonv.Value {
 	v := e.Value
 	fn, nested := v.Get("function")

@@ -49,7 +49,7 @@ type ToolCall struct {
 	Arguments string
 }
 
-// Entry is one entry of a sealed request (runs.md §5.1).
+// Entry is one entry of a sealed request (docs/development.md#how-the-kernel-runs-work).
 type Entry struct {
 	Role    Role
 	Content []Part
@@ -77,8 +77,9 @@ type Request struct {
 // sealedAtLayout is RFC 3339 in UTC with milliseconds, the project's time format on the wire.
 const sealedAtLayout = "2006-01-02T15:04:05.000Z"
 
-// OpeningUserEntry is a lineage's opening user entry (runs.md §5.2 step 4): the skills block
-// part when there is one, then the text part, then one part per attachment.
+// OpeningUserEntry is a lineage's opening user entry
+// (docs/development.md#how-the-kernel-runs-work): the skills block part when there is one, then the
+// text part, then one part per attachment.
 func OpeningUserEntry(skillsBlock, text string, attachments ...Part) Entry {
 	var parts []Part
 	if skillsBlock != "" {

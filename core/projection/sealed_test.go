@@ -14,7 +14,8 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// runsExample is the sealed request of runs.md §5.1, as written there (indented).
+// runsExample is the sealed request of docs/development.md#how-the-kernel-runs-work, as written
+// there (indented).
 const runsExample = `{"request": {
   "model": "mock/scripted",
   "sealed_at": "2025-03-01T09:30:01.050Z",
@@ -65,7 +66,7 @@ func exampleRequest(t *testing.T) *Request {
 	}
 }
 
-// TestSealedRequestMatchesRunsExample: the encoding is runs.md's example, compacted.
+// TestSealedRequestMatchesRunsExample: the encoding is the example (docs/api.md#runs), compacted.
 func TestSealedRequestMatchesRunsExample(t *testing.T) {
 	t.Parallel()
 	var want bytes.Buffer

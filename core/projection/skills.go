@@ -17,11 +17,11 @@ const MaxSkillsBlockBytes = 16384
 // nexus.skill.load. The title is the registry's constant, which the skill tool's texts quote.
 const skillsHeader = registry.SkillsBlockTitle + ". Before you act on a skill listed below, load its full instructions by calling the tool named at the start of its line, for example {{skill}}, with the skill's name."
 
-// SkillsBlock renders the skills block (§10.3–10.5) of a projection: one line per catalog
-// entry of an offered callable, in catalog order, under the header, bounded by
-// MaxSkillsBlockBytes with a tail line counting what was left out. ok is false when no skill
-// callable is offered, and then there is no block. Whether the prompt assembly in use has a
-// skills block at all is the caller's decision.
+// SkillsBlock renders the skills block (docs/development.md#the-declaration-compiler) of a
+// projection: one line per catalog entry of an offered callable, in catalog order, under the
+// header, bounded by MaxSkillsBlockBytes with a tail line counting what was left out. ok is false
+// when no skill callable is offered, and then there is no block. Whether the prompt assembly in use
+// has a skills block at all is the caller's decision.
 func SkillsBlock(set *declare.Set, p Projection, catalog declare.SkillCatalog) (block string, ok bool) {
 	offered := make(map[string]bool, len(p.Callables))
 	for _, e := range p.Entries {

@@ -6,7 +6,7 @@ import (
 )
 
 // CodeModelCapabilityUnavailable is the word a round fails with when its request needs a
-// capability the model lacks (runs.md), here strict tool use on an Anthropic-style model.
+// capability the model lacks (docs/api.md#runs), here strict tool use on an Anthropic-style model.
 const CodeModelCapabilityUnavailable = "model_capability_unavailable"
 
 // functionParts reads name, description, parameters and strict from a projected entry,

@@ -108,7 +108,7 @@ func As(err error) (*Error, bool) {
 	return nil, false
 }
 
-// Words every door shares (runs.md §0.3, identity.md §3).
+// Words every door shares (docs/api.md#conventions, docs/api.md#planes-and-tokens).
 const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"

@@ -19,14 +19,15 @@ var update = flag.Bool("update", false, "rewrite testdata/catalog.golden.json an
 
 const regenerate = "run `make contracts` (go test ./core/registry -run 'TestContractPack|TestGoldenCatalog' -update) and review the diff"
 
-// The digest kernel-tools.md §3.4 gives for its version of the catalog. It changes whenever a
-// template, schema, profile or the order changes there; update it with the golden file.
+// The digest docs/api.md#health-and-the-catalog gives for its version of the catalog. It changes
+// whenever a template, schema, profile or the order changes there; update it with the golden file.
 const (
 	specBodyLength = 44813
 	specBodySHA256 = "9b5754f137c0f6f8a4e5a36252c3d86e31e2d8f613be2c707b21bfae3a2c5997"
 )
 
-// specStatusEntry is kernel-tools.md §3.4's status entry, exactly as the route serves it.
+// specStatusEntry is the status entry (docs/api.md#health-and-the-catalog), exactly as the route
+// serves it.
 const specStatusEntry = `{"canonical_name":"nexus.conversation.status","name":"status","effect_profile":{"kind":"read_only","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"},"definition":{"type":"function","function":{"name":"status","description":"Report the current state of a conversation you opened or are allowed to read: whether an answer\nis being produced there right now, how many messages are queued behind it, and which agent\nanswers there. Replies come to you by themselves, so never call this in a loop to wait; use it\nwhen the current state decides what to send next or whether to cancel.","parameters":{"type":"object","properties":{"to":{"type":"string","description":"Target conversation, by the label you chose in spawn or by its public id."}},"required":["to"],"additionalProperties":false}}},"template":"Report the current state of a conversation you opened or are allowed to read: whether an answer\nis being produced there right now, how many messages are queued behind it, and which agent\nanswers there. Replies come to you by themselves, so never call this in a loop to wait; use it\nwhen the current state decides what to {{send}} next or whether to {{cancel}}."}`
 
 // checkFile compares a checked-in file (path from this package, name from the module root)
@@ -94,19 +95,19 @@ func TestContractPack(t *testing.T) {
 	}
 }
 
-// TestCatalogMatchesSpec: the body is kernel-tools.md's byte for byte.
+// TestCatalogMatchesSpec: the body is the byte for byte (docs/agent-tools.md).
 func TestCatalogMatchesSpec(t *testing.T) {
 	t.Parallel()
 	r := New()
 	body := r.CatalogBody()
 	sum := sha256.Sum256(body)
 	if len(body) != specBodyLength || hex.EncodeToString(sum[:]) != specBodySHA256 {
-		t.Errorf("catalog body is %d bytes with SHA-256 %x; kernel-tools.md §3.4 says %d bytes, %s",
+		t.Errorf("catalog body is %d bytes with SHA-256 %x; the pinned catalog is %d bytes, %s",
 			len(body), sum, specBodyLength, specBodySHA256)
 	}
 	for i, raw := range servedEntries(t, body) {
 		if r.entries[i].Wire == "status" && string(raw) != specStatusEntry {
-			t.Errorf("status entry differs from kernel-tools.md §3.4 (-spec +served):\n%s", cmp.Diff(specStatusEntry, string(raw)))
+			t.Errorf("status entry differs from the pinned entry (-pinned +served):\n%s", cmp.Diff(specStatusEntry, string(raw)))
 		}
 	}
 }
@@ -182,7 +183,7 @@ func TestDeterminism(t *testing.T) {
 		}
 		order = append(order, s)
 	}
-	// kernel-tools.md §1.8.
+	// docs/agent-tools.md#the-twenty-kernel-tools.
 	want := []string{"delegate_task", "wait", "ask", "spawn", "send", "status", "cancel",
 		"session_read", "session_search", "memory_ls", "memory_read", "memory_grep", "memory_write",
 		"memory_edit", "memory_delete", "tool_search", "tool_call", "runners_list", "models_list", "skill"}

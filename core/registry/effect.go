@@ -20,7 +20,7 @@ const (
 	MemoryEdit EffectName = "MEMORY_EDIT"
 )
 
-// EffectNames lists the constants in the order the specification defines them.
+// EffectNames lists the constants in the order the effect profile lists its fields.
 func EffectNames() []EffectName {
 	return []EffectName{ReadOnlyClosed, GraphWrite, MemoryRead, MemoryWrite, MemoryEdit}
 }

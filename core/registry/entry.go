@@ -18,7 +18,7 @@ type Entry struct {
 	Effect     announce.EffectProfile
 	// Template is the description with its tool-name macros unrendered.
 	Template string
-	// Schema is the parameter schema template, compact, in the specification's key order,
+	// Schema is the parameter schema template, compact, in the catalog's key order,
 	// with macros in top-level property descriptions unrendered.
 	Schema json.RawMessage
 }

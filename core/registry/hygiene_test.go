@@ -5,8 +5,7 @@ import (
 	"testing"
 )
 
-// TestTemplateHygiene is kernel-tools.md §6 test 5, over every template and property
-// description the registry holds.
+// TestTemplateHygiene checks every template and property description the registry holds.
 func TestTemplateHygiene(t *testing.T) {
 	t.Parallel()
 	for _, e := range New().Entries() {

@@ -122,7 +122,8 @@ func TestRenderSchema(t *testing.T) {
 	}
 }
 
-// TestMacros is kernel-tools.md §6 test 4.
+// TestMacros checks the tool-name macros of the templates
+// (docs/agent-tools.md#the-twenty-kernel-tools).
 func TestMacros(t *testing.T) {
 	t.Parallel()
 	r := New()

@@ -9,14 +9,15 @@ import (
 )
 
 // strictTools are the tools whose schemas carry additionalProperties: false
-// (kernel-tools.md §6 test 6); the others ignore unknown keys.
+// (docs/agent-tools.md#the-twenty-kernel-tools); the others ignore unknown keys.
 var strictTools = map[string]bool{
 	"delegate_task": true, "ask": true, "spawn": true, "send": true, "status": true,
 	"cancel": true, "session_read": true, "session_search": true, "runners_list": true,
 	"models_list": true,
 }
 
-// Keyword orders of kernel-tools.md §3.3 rule 4; each schema uses a subsequence.
+// Keyword orders of the catalog's schemas (docs/api.md#health-and-the-catalog); each schema uses a
+// subsequence.
 var (
 	schemaKeyOrder   = []string{"type", "properties", "required", "additionalProperties"}
 	propertyKeyOrder = []string{"type", "enum", "items", "minimum", "maximum", "default", "description"}

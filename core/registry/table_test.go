@@ -16,8 +16,8 @@ type pinnedRow struct {
 	Effect    EffectName
 }
 
-// pinnedTable is kernel-tools.md §1.3, literally. A wire name is never computed from its
-// canonical name; this table is the guard.
+// pinnedTable is the registry table (docs/agent-tools.md#the-twenty-kernel-tools), literally. A
+// wire name is never computed from its canonical name; this table is the guard.
 var pinnedTable = []pinnedRow{
 	{1, "nexus.graph.delegate_task", "delegate_task", "reserved", "GRAPH_WRITE"},
 	{2, "nexus.graph.wait", "wait", "reserved", "GRAPH_WRITE"},
@@ -48,7 +48,7 @@ func TestPinnedTable(t *testing.T) {
 		got = append(got, pinnedRow{e.Position, e.Canonical, e.Wire, e.Class, e.EffectName})
 	}
 	if diff := cmp.Diff(pinnedTable, got); diff != "" {
-		t.Errorf("registry table differs from kernel-tools.md §1.3 (-want +got):\n%s", diff)
+		t.Errorf("registry table differs from the pinned table (-want +got):\n%s", diff)
 	}
 
 	var names []pinnedRow
@@ -61,13 +61,13 @@ func TestPinnedTable(t *testing.T) {
 		want[i] = r
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
-		t.Errorf("sdk/announce name table differs from kernel-tools.md §1.3 (-want +got):\n%s", diff)
+		t.Errorf("sdk/announce name table differs from the pinned table (-want +got):\n%s", diff)
 	}
 }
 
 func TestEffectProfiles(t *testing.T) {
 	t.Parallel()
-	// kernel-tools.md §2.3, literally.
+	// docs/agent-tools.md#the-twenty-kernel-tools, literally.
 	constants := map[EffectName]string{
 		ReadOnlyClosed: `{"kind":"read_only","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}`,
 		GraphWrite:     `{"kind":"write","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"lookup"}`,

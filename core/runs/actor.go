@@ -39,9 +39,9 @@ func (a *Actor) member() Member { return Member{Kind: a.Kind, PublicID: a.Public
 
 var errNotAuthorized = refusal.New(refusal.Forbidden, refusal.CodeNotAuthorized, "Write standing on this run is required.")
 
-// writeStanding checks runs.md §0.1's write standing on a run: a workspace owner; the run's
-// creator; for a conversation-hosted run the conversation's creator and its answering agent;
-// the steward user of any agent among them.
+// writeStanding checks the write standing on a run (docs/api.md#conventions): a workspace owner;
+// the run's creator; for a conversation-hosted run the conversation's creator and its answering
+// agent; the steward user of any agent among them.
 func (e *Engine) writeStanding(ctx context.Context, q store.Querier, a *Actor, run *store.Run) error {
 	if a.Role == store.RoleOwner {
 		return nil

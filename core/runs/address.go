@@ -10,7 +10,8 @@ import (
 	memory "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// Address is the addressing decision frozen on a tool row at birth (runs.md §3.6).
+// Address is the addressing decision frozen on a tool row at birth
+// (docs/development.md#how-the-kernel-runs-work).
 type Address struct {
 	// Role is "" (the kernel runs it), "runner" or "tool_provider".
 	Role string
@@ -21,7 +22,7 @@ type Address struct {
 	// Profile is the frozen effect profile; TimeoutMS its announced timeout (0: none).
 	Profile   announce.EffectProfile
 	TimeoutMS int64
-	// Scope is an overridden memory row's binding projection (memory.md §2.2).
+	// Scope is an overridden memory row's binding projection (docs/agent-tools.md#memory-and-skills).
 	Scope json.RawMessage
 	// Failure is set when the row is born failed (tool_not_served, or an overridden memory
 	// row refused before dispatch).
@@ -88,8 +89,9 @@ func notServed(detail string) Address {
 	return Address{Failure: &TaskError{Key: KeyToolNotServed, Detail: detail}}
 }
 
-// addressOverride applies memory.md §8.2 to a memory row of a workspace that hands the family
-// to a provider: the pre-dispatch checks, then the target checks, then the exclusive address.
+// addressOverride applies docs/api.md#the-memory-override to a memory row of a workspace that hands
+// the family to a provider: the pre-dispatch checks, then the target checks, then the exclusive
+// address.
 func (e *Engine) addressOverride(ctx context.Context, q store.Querier, run *store.Run, wire string, input json.RawMessage) (Address, error) {
 	provider, ok, err := e.over.Override(ctx, q, run.WorkspaceID)
 	if err != nil || !ok {
@@ -128,7 +130,7 @@ func (e *Engine) addressOverride(ctx context.Context, q store.Querier, run *stor
 }
 
 // ScopeProjection is an overridden memory row's scope: the resolved bindings, each naming its
-// anchor by the id key of its kind (memory.md §2.2).
+// anchor by the id key of its kind (docs/agent-tools.md#memory-and-skills).
 func ScopeProjection(scopes []memory.Scope) json.RawMessage {
 	type binding struct {
 		Name         string `json:"name"`
@@ -160,8 +162,9 @@ func ScopeProjection(scopes []memory.Scope) json.RawMessage {
 var kindRank = map[announce.Kind]int{announce.KindPure: 0, announce.KindReadOnly: 1, announce.KindWrite: 2}
 var idemRank = map[announce.Idempotency]int{announce.IdempotencyNone: 0, announce.IdempotencyKeyed: 1, announce.IdempotencyIntrinsic: 2}
 
-// PoolProfile is the strictest profile across a pool's members (runs.md §3.6.1) and the
-// smallest announced timeout (0 when none announced one).
+// PoolProfile is the strictest profile across a pool's members
+// (docs/development.md#how-the-kernel-runs-work) and the smallest announced timeout (0 when none
+// announced one).
 func PoolProfile(pool []Served) (announce.EffectProfile, int64) {
 	p := pool[0].Profile
 	var timeout int64

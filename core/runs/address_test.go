@@ -45,9 +45,9 @@ func (f fakeOverrides) Scopes(context.Context, store.Querier, *store.Run) ([]mem
 	return f.scopes, nil
 }
 
-// TestAddressing pins runs.md §3.6's order: an explicit Runner route (never another Runner), a
-// kernel tool (or the workspace's memory override, with its pre-dispatch and target checks),
-// a tool provider pool with the strictest profile, nobody.
+// TestAddressing pins the order (docs/development.md#how-the-kernel-runs-work): an explicit Runner
+// route (never another Runner), a kernel tool (or the workspace's memory override, with its
+// pre-dispatch and target checks), a tool provider pool with the strictest profile, nobody.
 func TestAddressing(t *testing.T) {
 	t.Parallel()
 	runner := "01900000-0000-7000-8000-000000000051"
@@ -116,7 +116,7 @@ func TestAddressing(t *testing.T) {
 	}
 }
 
-// TestPoolProfile pins §3.6.1 field by field.
+// TestPoolProfile pins docs/development.md#how-the-kernel-runs-work field by field.
 func TestPoolProfile(t *testing.T) {
 	t.Parallel()
 	a := announce.EffectProfile{Kind: announce.KindPure, EffectScope: announce.ScopeClosed, Idempotency: announce.IdempotencyIntrinsic, Reconciliation: announce.ReconciliationLookup}

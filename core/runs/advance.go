@@ -18,7 +18,7 @@ func afterOf(t *store.Task) []string {
 }
 
 // failedStatus reports whether a settled status counts as a failure for the failure policy
-// (runs.md §1.5.4): failed, timed out, uncertain, canceled, and skipped (which propagates).
+// (docs/api.md#runs): failed, timed out, uncertain, canceled, and skipped (which propagates).
 func failedStatus(s string) bool {
 	switch s {
 	case StatusFailed, StatusTimedOut, StatusUncertain, StatusCanceled, StatusSkipped:
@@ -35,11 +35,11 @@ func live(s string) bool {
 	return false
 }
 
-// advance is readiness (runs.md §4.2) and the run lifecycle (§8.1), in the caller's
-// transaction under the run's lock: every waiting row whose predecessors all settled becomes
-// ready, a row behind a failed propagate predecessor is skipped (and the skip propagates), a row
-// behind a failed halt predecessor stays held; then the run completes, needs attention, or
-// finishes canceling when it is quiescent.
+// advance is readiness (docs/development.md#how-the-kernel-runs-work) and the run lifecycle
+// (docs/api.md#runs), in the caller's transaction under the run's lock: every waiting row whose
+// predecessors all settled becomes ready, a row behind a failed propagate predecessor is skipped
+// (and the skip propagates), a row behind a failed halt predecessor stays held; then the run
+// completes, needs attention, or finishes canceling when it is quiescent.
 func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run) error {
 	_, err := e.advanceTrace(ctx, tx, fx, run, nil)
 	return err
@@ -115,8 +115,9 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 				}
 			}
 		}
-		// Branch results that outlived the mainline's final round (runs.md §3.8); a wake round
-		// it plants is a new row, so readiness starts over.
+		// Branch results that outlived the mainline's final round
+		// (docs/agent-tools.md#delegation-and-conversations); a wake round it plants is a new row, so
+		// readiness starts over.
 		planted, err := e.deliverLate(ctx, tx, fx, run, tasks, byKey, now)
 		if err != nil {
 			return nil, err
@@ -217,7 +218,7 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 
 // dispatch parks a granted tool row: dispatched for its executor, or running in the kernel's
 // queue; the park clock starts now. A row addressed to an executor that was revoked meanwhile
-// settles failed executor_revoked instead (executor.md §1.2). pre are columns the caller's
+// settles failed executor_revoked instead (docs/api.md#executors). pre are columns the caller's
 // transition writes on the row first (ready_at, the approval record), folded into the same
 // statement.
 func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, pre ...store.Assign) error {
@@ -262,8 +263,8 @@ func RevokedError(executorPublicID string) TaskError {
 	return TaskError{Key: KeyExecutorRevoked, Detail: "executor " + executorPublicID + " was revoked"}
 }
 
-// addressees are the executors a dispatched row's signals go to (executor.md §6.1): its
-// claimant once claimed; else the executor it is addressed to; else the current members of its
+// addressees are the executors a dispatched row's signals go to (docs/api.md#the-executor-plane):
+// its claimant once claimed; else the executor it is addressed to; else the current members of its
 // pool.
 func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run, t *store.Task) ([]string, error) {
 	if t.ClaimedAt != nil {
@@ -319,7 +320,7 @@ func ClaimantOf(claimedBy string) string {
 	return cb.Executor
 }
 
-// Approval is a row's approval record (runs.md §1.5.5).
+// Approval is a row's approval record (docs/agent-tools.md#the-approval-gate).
 type Approval struct {
 	Origin    string  `json:"origin"`
 	DecidedBy *Member `json:"decided_by,omitempty"`

@@ -44,9 +44,9 @@ func PlainDecoder(body []byte) BodyDecoder {
 	}
 }
 
-// Append is the append door (runs.md §2.6), in its check order: not_found, not_authorized, an
-// Idempotency-Key replay, the body (400: decode judges its shape and keys), the step grammar (422), then the conflicts
-// conversation_hosted, stale_revision, run_not_appendable, duplicate_task_key.
+// Append is the append door (docs/api.md#runs), in its check order: not_found, not_authorized, an
+// Idempotency-Key replay, the body (400: decode judges its shape and keys), the step grammar (422),
+// then the conflicts conversation_hosted, stale_revision, run_not_appendable, duplicate_task_key.
 func (e *Engine) Append(ctx context.Context, a *Actor, runID string, body []byte, key string, decode BodyDecoder) (*Appended, error) {
 	q := e.store.Reader()
 	r, err := e.loadRun(ctx, q, a, runID)

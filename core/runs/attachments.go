@@ -18,7 +18,7 @@ import (
 )
 
 // Attachment is an input upload as a turn or a model step keeps it: the upload descriptor's
-// lasting facts (executor.md §5.1).
+// lasting facts (docs/api.md#uploads).
 type Attachment struct {
 	PublicID    string `json:"public_id"`
 	URI         string `json:"uri"`
@@ -71,7 +71,8 @@ func (e *Engine) bindInputs(ctx context.Context, tx *store.Tx, kind string, id, 
 	return uploads.Bind(ctx, tx, uploads.Target{Kind: kind, ID: id, WorkspaceID: workspaceID}, ids, time.UnixMilli(now))
 }
 
-// mediaType is a detected type without parameters, lowercased (runs.md §5.7.1).
+// mediaType is a detected type without parameters, lowercased
+// (docs/agent-tools.md#what-a-model-reads).
 func mediaType(contentType string) string {
 	t, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
@@ -216,7 +217,7 @@ func (m mediaReader) Open(ctx context.Context, uploadPublicID string) (io.ReadCl
 	return io.NopCloser(r), nil
 }
 
-// resultMedia renders a settled call's media links for the request's model (runs.md §5.7.2),
+// resultMedia renders a settled call's media links for the request's model (docs/agent-tools.md#what-a-model-reads),
 // in block order: a media upload the model accepts is an attachment part naming the call's key
 // as its source; any other media upload the index line "[attachment NAME TYPE BYTES bytes
 // nexus://uploads/ID from TASK: not readable by this model]". NAME is the link's name, TYPE and
@@ -266,12 +267,12 @@ func (e *Engine) resultMedia(ctx context.Context, q store.Querier, g *mediaGate,
 	return parts, nil
 }
 
-// indexLine reads an attachment index line of either shape (§5.7.2, §5.7.3): name, type, size,
+// indexLine reads an attachment index line of either shape (docs/agent-tools.md#what-a-model-reads): name, type, size,
 // upload id, the source task of a result's media, and whether it says the model cannot read it.
 var indexLine = regexp.MustCompile(`^\[attachment (.+) (\S+) (\d+) bytes nexus://uploads/([0-9a-f-]{36})( from ([A-Za-z0-9][A-Za-z0-9_-]{0,63}))?(: not readable by this model|: too large for this model|: refused by this model|: over this request's attachment limit)?\]$`)
 
-// rerenderMedia renders a user entry's attachments again for another model (runs.md §5.7.3,
-// §5.9): history carries earlier turns' attachments, and the same upload may be an attachment
+// rerenderMedia renders a user entry's attachments again for another model (docs/agent-tools.md#what-a-model-reads,
+// docs/development.md#how-the-kernel-runs-work): history carries earlier turns' attachments, and the same upload may be an attachment
 // part for one model and an index line for another. An attachment part the model does not
 // accept becomes its index line; the index line of media it does accept becomes the part again,
 // from the upload's stored facts. Other parts, and entries of other roles, are left as they

@@ -12,7 +12,8 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Await kinds (runs.md §1.5.3) and the roles of the awaits in their keys (§3.3).
+// Await kinds (docs/api.md#runs) and the roles of the awaits in their keys
+// (docs/development.md#how-the-kernel-runs-work).
 const (
 	AwaitAsk   = "ask"
 	AwaitWait  = "wait"
@@ -29,7 +30,7 @@ const (
 	wireSpawn = "spawn"
 )
 
-// The await clocks of runs.md §4.5 and §8.7.
+// The await clocks of docs/development.md#how-the-kernel-runs-work and docs/api.md#limits.
 const (
 	// WaitDefault is a wait's clock when timeout_ms is omitted: long enough for a branch's
 	// typical work, short enough that a forgotten wait does not hold a round for a day.
@@ -44,7 +45,8 @@ const (
 	AskPark = 24 * time.Hour
 )
 
-// WaitSpec is a wait await's target and clock, as the task read serves it (runs.md §2.5).
+// WaitSpec is a wait await's target and clock, as the task read serves it
+// (docs/api.md#tasks-and-decisions).
 type WaitSpec struct {
 	RunPublicID string `json:"run_public_id"`
 	Task        string `json:"task"`
@@ -70,19 +72,21 @@ func waitInputTask(input *string) string {
 	return in.Task
 }
 
-// WaitTimeoutDetail is the detail of a wait whose own deadline passed (kernel-tools.md §5.2.3).
+// WaitTimeoutDetail is the detail of a wait whose own deadline passed
+// (docs/agent-tools.md#delegation-and-conversations).
 func WaitTimeoutDetail(task string, ms int64) string {
 	return fmt.Sprintf("stopped waiting for task %q after %d ms; it keeps running and its result is still delivered.", task, ms)
 }
 
-// WaitCanceledDetail is the detail of a canceled wait (kernel-tools.md §5.2.3).
+// WaitCanceledDetail is the detail of a canceled wait
+// (docs/agent-tools.md#delegation-and-conversations).
 func WaitCanceledDetail(task string) string {
 	return fmt.Sprintf("the wait for task %q was canceled; the task keeps running.", task)
 }
 
-// WaitAwait is the await a wait call places (runs.md §3.7.2): kernel-held, dispatched from
-// birth, hidden, absorbing, with the effective clock min(timeout_ms, 24 h). spec.TimeoutMS is
-// the authored value (the default when omitted), served on the task read.
+// WaitAwait is the await a wait call places (docs/agent-tools.md#delegation-and-conversations):
+// kernel-held, dispatched from birth, hidden, absorbing, with the effective clock min(timeout_ms,
+// 24 h). spec.TimeoutMS is the authored value (the default when omitted), served on the task read.
 func WaitAwait(callKey string, spec WaitSpec) *store.Task {
 	key := ChildKey(callKey, RoleWait, 1)
 	clock := min(spec.TimeoutMS, WaitClamp.Milliseconds())
@@ -105,8 +109,9 @@ type AddressedMember struct {
 	Member Member `json:"member"`
 }
 
-// AskAwait is the await an ask call places (runs.md §3.7.3): awaiting a member's answer from
-// birth, hidden, absorbing, parked 24 hours, addressed to the person the run acts for.
+// AskAwait is the await an ask call places (docs/agent-tools.md#delegation-and-conversations):
+// awaiting a member's answer from birth, hidden, absorbing, parked 24 hours, addressed to the
+// person the run acts for.
 func AskAwait(ctx context.Context, call *KernelCall, q Question) (*store.Task, error) {
 	if call.Tx == nil {
 		return nil, errors.New("runs: an ask is placed inside its settling transaction")
@@ -131,8 +136,9 @@ func AskAwait(ctx context.Context, call *KernelCall, q Question) (*store.Task, e
 	return t, nil
 }
 
-// askAddressee is the person a run acts for (runs.md §3.7.3): the user who authored its turn
-// or created it; when that is an agent or the kernel, its answering agent's steward.
+// askAddressee is the person a run acts for (docs/agent-tools.md#delegation-and-conversations): the
+// user who authored its turn or created it; when that is an agent or the kernel, its answering
+// agent's steward.
 func askAddressee(ctx context.Context, q store.Querier, run *store.Run) (Member, error) {
 	if run.CreatedByKind == store.KindUser {
 		return Member{Kind: store.KindUser, PublicID: run.CreatedByPublicID}, nil
@@ -151,7 +157,7 @@ func askAddressee(ctx context.Context, q store.Querier, run *store.Run) (Member,
 // inheritPlacement completes an await a call places: it belongs to the call's work (its
 // lifetime, wake and detachment, so that a detached branch's question is the branch's), and its
 // park starts as it is placed, ready and dispatched now, its deadline its clock from now
-// (runs.md §4.5). A branch keeps what its call's arguments gave it.
+// (docs/development.md#how-the-kernel-runs-work). A branch keeps what its call's arguments gave it.
 func inheritPlacement(t, call *store.Task, now int64) {
 	if t.Kind != KindAwait {
 		return
@@ -164,7 +170,7 @@ func inheritPlacement(t, call *store.Task, now int64) {
 	t.DeadlineAt = ptr(now + *t.TimeoutMS)
 }
 
-// WaitTarget is what a wait call would observe (kernel-tools.md §5.2.3).
+// WaitTarget is what a wait call would observe (docs/agent-tools.md#delegation-and-conversations).
 type WaitTarget struct {
 	// RunPublicID is the run that holds the target (the calling run when none was named).
 	RunPublicID string
@@ -280,11 +286,12 @@ type targetState struct {
 	result  TaskResult
 }
 
-// finalState reads the logical final work of a task (orchestration.md §3.2): a model round's
-// lineage ends with its final round; a delegate_task call that placed a branch ends with the
-// branch; an await is read through the call that placed it; every other row is its own final
-// work (a tool_call call mirrors its child, an ask call carries the answer). readerKey is the
-// key the envelope names, the one the reader asked for.
+// finalState reads the logical final work of a task
+// (docs/agent-tools.md#delegation-and-conversations): a model round's lineage ends with its final
+// round; a delegate_task call that placed a branch ends with the branch; an await is read through
+// the call that placed it; every other row is its own final work (a tool_call call mirrors its
+// child, an ask call carries the answer). readerKey is the key the envelope names, the one the
+// reader asked for.
 func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task, readerKey string) (*targetState, error) {
 	if (t.Kind == KindAwait || t.Kind == KindDelegation) && t.ParentKey != nil {
 		parent, err := store.TaskByKey(ctx, q, runID, *t.ParentKey)
@@ -304,7 +311,7 @@ func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task
 	}
 	if t.Kind == KindTool && deref(t.ToolName) == wireSpawn && !(Terminal(t.Status) && (t.Status != StatusCompleted || deref(t.IsError))) {
 		// A spawn that opened its child follows the child's reply to the brief, even if the
-		// child later does other work (orchestration.md §3.2).
+		// child later does other work (docs/agent-tools.md#delegation-and-conversations).
 		if _, err := store.RequestByCall(ctx, q, runID, t.Key); err == nil {
 			tr, done, err := replyOf(ctx, q, runID, t.Key)
 			if err != nil || !done {
@@ -335,7 +342,7 @@ func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task
 }
 
 // lineageResult is a model source's envelope: the final round's status and body under the
-// opening round's prompt (runs.md §5.4).
+// opening round's prompt (docs/agent-tools.md#what-a-model-reads).
 func lineageResult(key string, root, final *store.Task) TaskResult {
 	tr := TaskResult{Key: key, ModelSource: true, ModelPrompt: deref(root.Prompt), Status: final.Status,
 		IsError: deref(final.IsError), Output: deref(final.Output)}
@@ -363,7 +370,7 @@ func toolResult(key string, t *store.Task) TaskResult {
 }
 
 // textContent is the stored content of a plain-string result: one text block, or none when
-// blank (executor.md §4.6).
+// blank (docs/api.md#the-result-envelope).
 func textContent(s string) *string {
 	if strings.TrimSpace(s) == "" {
 		return nil
@@ -374,7 +381,7 @@ func textContent(s string) *string {
 // observeBranch reads a waited delegate_task's branch: once its lineage's final round has
 // settled, the call completes with the branch's envelope framed with the call's key, an error
 // flag when the branch did not complete, and the [model: …] line when the call named a model
-// (orchestration.md §2.4).
+// (docs/agent-tools.md#delegation-and-conversations).
 func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
 	final, err := store.LastLineageRound(ctx, q, call.RunID, child.LineageRoot)
 	if err != nil {
@@ -476,7 +483,7 @@ func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child 
 }
 
 // wordWaitTargetNotFound is wait's refusal word, also its answer when its target was
-// collected while observed (kernel-tools.md §5.2.3).
+// collected while observed (docs/agent-tools.md#delegation-and-conversations).
 const wordWaitTargetNotFound = "wait_target_not_found"
 
 // WaitTargetGoneDetail is the detail of a target collected while a wait observed it.
@@ -552,10 +559,10 @@ func (e *Engine) resolveWait(ctx context.Context, q store.Querier, await *store.
 	return err
 }
 
-// observeWaits settles the waits whose target has settled meanwhile in another run: such a
-// settle never takes the observer's lock, so the observer settles in its own transaction
-// afterwards (runs.md §4.11). It reads every open wait, a page at a time, and takes a run's
-// lock only for one whose target is final. It reports how many it settled.
+// observeWaits settles the waits whose target has settled meanwhile in another run: such a settle
+// never takes the observer's lock, so the observer settles in its own transaction afterwards
+// (docs/development.md#how-the-kernel-runs-work). It reads every open wait, a page at a time, and
+// takes a run's lock only for one whose target is final. It reports how many it settled.
 func (e *Engine) observeWaits(ctx context.Context) (int, error) {
 	q := e.store.Reader()
 	n := 0

@@ -15,8 +15,9 @@ const RoleModel = "model"
 // branchRootSuffix ends a branch's first round key: C-model-1.
 const branchRootSuffix = "-" + RoleModel + "-1"
 
-// Branch is the model branch a delegate_task call places (runs.md §3.7.1): an empty context
-// that reads only Prompt, the calling round's request surface, and its declaration narrowed.
+// Branch is the model branch a delegate_task call places
+// (docs/agent-tools.md#delegation-and-conversations): an empty context that reads only Prompt, the
+// calling round's request surface, and its declaration narrowed.
 type Branch struct {
 	Prompt string
 	// Model is the provider/model ref the branch runs on.
@@ -73,9 +74,10 @@ func isBranchRound(t *store.Task) bool {
 	return t.Kind == KindModel && !t.Mainline && branchCallKey(t.LineageRoot) != ""
 }
 
-// roundKeys are the keys a round's expansion writes: its calls' prefix and its continuation.
-// The mainline takes the run's counter (runs.md §3.3); a branch keeps its own, which is its
-// lineage's round number, namespaced under the call that placed it (C-r<n>, C-r<n>t<i>).
+// roundKeys are the keys a round's expansion writes: its calls' prefix and its continuation. The
+// mainline takes the run's counter (docs/development.md#how-the-kernel-runs-work); a branch keeps
+// its own, which is its lineage's round number, namespaced under the call that placed it (C-r<n>,
+// C-r<n>t<i>).
 func roundKeys(run *store.Run, t *store.Task) (n int64, callPrefix, cont string) {
 	if c := branchCallKey(t.LineageRoot); !t.Mainline && c != "" {
 		n = t.RoundNumber + 1
@@ -99,8 +101,8 @@ func lineageFinal(tasks []store.Task, root string) (*store.Task, bool) {
 	return last, last != nil && Terminal(last.Status)
 }
 
-// branchMembers are the rows of a branch (runs.md §2.9): its rounds, their calls, and every
-// row placed under one of those, recursively; in creation order.
+// branchMembers are the rows of a branch (docs/api.md#tasks-and-decisions): its rounds, their
+// calls, and every row placed under one of those, recursively; in creation order.
 func branchMembers(tasks []store.Task, root string) []*store.Task {
 	in := map[string]bool{}
 	for i := range tasks {
@@ -130,11 +132,11 @@ func branchMembers(tasks []store.Task, root string) []*store.Task {
 	return out
 }
 
-// CancelBranch is branch cancel (runs.md §2.9), in its check order: 404 not_found, 403
-// not_authorized, 409 not_a_branch, 409 already_terminal. Every live row of the branch settles
-// canceled (task_canceled, failure_resolution canceled) in one transaction; the waited call
-// that observes it, or the mainline round that reads it, then reads a canceled <task_result>.
-// It answers the branch's first round.
+// CancelBranch is branch cancel (docs/api.md#tasks-and-decisions), in its check order: 404
+// not_found, 403 not_authorized, 409 not_a_branch, 409 already_terminal. Every live row of the
+// branch settles canceled (task_canceled, failure_resolution canceled) in one transaction; the
+// waited call that observes it, or the mainline round that reads it, then reads a canceled
+// <task_result>. It answers the branch's first round.
 func (e *Engine) CancelBranch(ctx context.Context, a *Actor, runID, key string) (*TaskDoc, error) {
 	var doc *TaskDoc
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
@@ -206,7 +208,7 @@ func branchRootOf(tasks []store.Task, t *store.Task) (string, bool) {
 }
 
 // wireDelegateTask is delegate_task's wire name: a row's tool_name for a kernel tool is always
-// the wire name (runs.md §1.5.3), never the alias.
+// the wire name (docs/api.md#runs), never the alias.
 const wireDelegateTask = "delegate_task"
 
 // cancelRow settles one live row canceled by a branch cancel or a stop: its executor hears
@@ -237,8 +239,8 @@ func (e *Engine) cancelRow(ctx context.Context, tx *store.Tx, fx *effects, run *
 	return nil
 }
 
-// canceledDetail is the detail a canceled row carries: a wait call (or its await) says that
-// the target keeps running (kernel-tools.md §5.2.3); other rows carry none.
+// canceledDetail is the detail a canceled row carries: a wait call (or its await) says that the
+// target keeps running (docs/agent-tools.md#delegation-and-conversations); other rows carry none.
 func (e *Engine) canceledDetail(ctx context.Context, q store.Querier, t *store.Task) (string, error) {
 	isWaitCall := t.Kind == KindTool && deref(t.ToolName) == wireWait && t.Lowered
 	isWaitAwait := t.Kind == KindAwait && deref(t.AwaitKind) == AwaitWait

@@ -25,7 +25,7 @@ type Compiler struct {
 
 var _ Declarations = (*Compiler)(nil)
 
-// AcceptStep freezes a model step's declaration (declarations.md §8.1-8.4).
+// AcceptStep freezes a model step's declaration (docs/agent-tools.md#declaring-tools).
 func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDeclaration) (*FrozenDeclaration, error) {
 	door := declare.RunDoor(in.Path + ".")
 	if in.NarrowPath != "" {

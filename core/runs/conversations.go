@@ -24,8 +24,8 @@ func orEmpty(a []Attachment) []Attachment {
 }
 
 // Profiles freezes an answering agent's profile as it stands now onto a conversation turn
-// (runs.md §2.2 acceptance step 1): its composed and rendered declaration (narrowed by the
-// turn's tool_names), skill catalog and environment, instructions, default model, approval mode
+// (docs/api.md#conversations acceptance step 1): its composed and rendered declaration (narrowed by
+// the turn's tool_names), skill catalog and environment, instructions, default model, approval mode
 // and rules. Agent profiles own it; nil means every agent has the empty profile (no tools, no
 // instructions, bypass).
 type Profiles interface {
@@ -53,13 +53,13 @@ type AcceptedProfile struct {
 	ApprovalRules []byte
 }
 
-// Limits of the conversation doors (runs.md §2.2).
+// Limits of the conversation doors (docs/api.md#conversations).
 const (
 	// MaxTitleChars bounds a conversation title: a line in a list, not a document.
 	MaxTitleChars = 256
 )
 
-// ConversationDoc is a conversation (runs.md §1.2).
+// ConversationDoc is a conversation (docs/api.md#conversations).
 type ConversationDoc struct {
 	PublicID                      string  `json:"public_id"`
 	WorkspacePublicID             string  `json:"workspace_public_id"`
@@ -77,7 +77,7 @@ type ConversationDoc struct {
 	ArchivedAt                    *string `json:"archived_at"`
 }
 
-// TurnDoc is a turn (runs.md §1.3).
+// TurnDoc is a turn (docs/api.md#conversations).
 type TurnDoc struct {
 	PublicID                   string      `json:"public_id"`
 	ConversationPublicID       string      `json:"conversation_public_id"`
@@ -112,7 +112,7 @@ func badField(path, format string, args ...any) error {
 	return refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, format, args...).With("path", path)
 }
 
-// CreateConversation is the create door (runs.md §2.2).
+// CreateConversation is the create door (docs/api.md#conversations).
 func (e *Engine) CreateConversation(ctx context.Context, a *Actor, raw json.RawMessage) (*ConversationDoc, error) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil || obj == nil {
@@ -317,8 +317,8 @@ func turnDoc(c *store.Conversation, t *store.Turn) *TurnDoc {
 	return d
 }
 
-// Archive archives a conversation (runs.md §2.2): 409 conversation_busy with a running or
-// queued turn; an archived one answers unchanged.
+// Archive archives a conversation (docs/api.md#conversations): 409 conversation_busy with a running
+// or queued turn; an archived one answers unchanged.
 func (e *Engine) Archive(ctx context.Context, a *Actor, id string) (*ConversationDoc, error) {
 	var doc *ConversationDoc
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
@@ -377,8 +377,8 @@ type Posted struct {
 
 var messageKeys = map[string]bool{"text": true, "attachments": true, "tool_names": true, "model": true}
 
-// PostMessage is the post-message door (runs.md §2.2): the turn, its run and the run's first
-// round are created in one transaction under the conversation's lock.
+// PostMessage is the post-message door (docs/api.md#conversations): the turn, its run and the run's
+// first round are created in one transaction under the conversation's lock.
 func (e *Engine) PostMessage(ctx context.Context, a *Actor, convID string, message json.RawMessage, body []byte, key string) (*Posted, error) {
 	q := e.store.Reader()
 	c, err := e.loadConversation(ctx, q, a, convID)
@@ -640,8 +640,8 @@ func (e *Engine) replayMessage(ctx context.Context, a *Actor, c *store.Conversat
 	return &Posted{Turn: turnDoc(c, t), Run: doc, Replayed: true}, true, nil
 }
 
-// followTurn keeps a conversation-hosted run's turn in step with it (runs.md §8.2) and, when
-// the turn leaves running, starts the conversation's oldest queued turn. It runs in the
+// followTurn keeps a conversation-hosted run's turn in step with it (docs/api.md#conversations)
+// and, when the turn leaves running, starts the conversation's oldest queued turn. It runs in the
 // transaction that changed the run.
 func (e *Engine) followTurn(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, now int64) error {
 	if run.ConversationID == nil {

@@ -74,7 +74,7 @@ func (h *harness) post(conv, text string, extra string) *runs.Posted {
 
 // TestConversationRounds drives a conversation through several rounds of memory calls on each
 // store, then a second turn whose first request begins with the first turn's last request and
-// its answer (runs.md §5.9).
+// its answer (docs/development.md#how-the-kernel-runs-work).
 func TestConversationRounds(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

@@ -13,41 +13,43 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The conversation tools (orchestration.md §5–§9): spawn, send, status and cancel act on
-// conversations from inside a conversation-hosted run. core/kernel checks their arguments and
-// writes their receipts; this file resolves addressees and writes the rows, inside the kernel
-// call's settling transaction (Conversing).
+// The conversation tools (docs/agent-tools.md#delegation-and-conversations): spawn, send, status
+// and cancel act on conversations from inside a conversation-hosted run. core/kernel checks their
+// arguments and writes their receipts; this file resolves addressees and writes the rows, inside
+// the kernel call's settling transaction (Conversing).
 //
-// Lock order (runs.md §4.11). A kernel call runs under its own run's lock, and spawn, send and
-// cancel then write into another conversation: a brand-new child conversation (which nobody
-// else can hold yet), or an existing addressee whose conversation row, and for cancel whose
-// runs, are locked after the caller's run. That inverts the documented order for those
-// transitions; a PostgreSQL deadlock it causes is retried by Engine.write (SQLSTATE 40P01), so
-// the inversion costs a retry, never a hang. The reply travelling back the other way never
-// takes the caller's lock: the child's transaction records the sending run in its effects, and
-// a follow-up transaction after the commit advances it (and the sweeper's poll settles any
+// Lock order (docs/development.md#how-the-kernel-runs-work). A kernel call runs under its own run's
+// lock, and spawn, send and cancel then write into another conversation: a brand-new child
+// conversation (which nobody else can hold yet), or an existing addressee whose conversation row,
+// and for cancel whose runs, are locked after the caller's run. That inverts the documented order
+// for those transitions; a PostgreSQL deadlock it causes is retried by Engine.write (SQLSTATE
+// 40P01), so the inversion costs a retry, never a hang. The reply travelling back the other way
+// never takes the caller's lock: the child's transaction records the sending run in its effects,
+// and a follow-up transaction after the commit advances it (and the sweeper's poll settles any
 // observer a crash left behind).
 //
-// Decisions where the specification is silent or this version differs:
+// Decisions of this version:
 //   - Every spawn, and every send that owes a reply, places C-delegation-1, the one row that
-//     carries the reply back (see DelegationRow); the specification names it for turn lifetime
+//     carries the reply back (see DelegationRow); other designs place it for turn lifetime
 //     only.
 //   - Reply mail is posted as a kernel-authored turn under the parent conversation's answering
-//     agent and its profile as they stand then (the machinery of branch results, runs.md §3.8),
-//     not under a frozen copy of the originating run's request surface.
+//     agent and its profile as they stand then (the machinery of branch results,
+//     docs/agent-tools.md#delegation-and-conversations), not under a frozen copy of the
+//     originating run's request surface.
 //   - A steer whose reply ends before any seal carried it is queued as an ordinary turn of its
 //     sender rather than lost.
 //   - Write standing for an agent is its own conversation, one it answers, or one it created.
 //   - No side conversations exist in this version, so side_conversation cannot occur, and no
 //     door deletes a brief, so delegation_abandoned cannot occur.
 
-// The conversation tools' refusal words (orchestration.md §1.5), each defined once.
+// The conversation tools' refusal words (docs/agent-tools.md#delegation-and-conversations), each
+// defined once.
 const (
 	WordNoConversation      = "no_conversation"
 	WordUnknownConversation = "unknown_conversation"
-	// WordSideConversation refuses a side conversation as an addressee or a spawner. No path
-	// creates a side conversation in this version (orchestration.md §16), so the refusal cannot
-	// occur yet; the word is kept so the vocabulary is complete when one does.
+	// WordSideConversation refuses a side conversation as an addressee or a spawner. No path creates a
+	// side conversation in this version (docs/agent-tools.md#delegation-and-conversations), so the
+	// refusal cannot occur yet; the word is kept so the vocabulary is complete when one does.
 	WordSideConversation     = "side_conversation"
 	WordParentWaiting        = "parent_waiting"
 	WordAncestorConversation = "ancestor_conversation"
@@ -61,7 +63,8 @@ const (
 	WordScheduleOutOfRange   = "schedule_out_of_range"
 )
 
-// Roles of the rows a spawn or send places under its call (runs.md §3.3).
+// Roles of the rows a spawn or send places under its call
+// (docs/development.md#how-the-kernel-runs-work).
 const (
 	RoleSpawn      = "spawn"
 	RoleDelegation = "delegation"
@@ -83,11 +86,12 @@ const (
 
 // Limits of the conversation tools.
 const (
-	// SpawnAwaitClock is a waited spawn's clock (runs.md §3.7.4): spawn takes no timeout, and
-	// an hour is the wait tool's default, long enough for a typical first reply.
+	// SpawnAwaitClock is a waited spawn's clock (docs/agent-tools.md#delegation-and-conversations):
+	// spawn takes no timeout, and an hour is the wait tool's default, long enough for a typical first
+	// reply.
 	SpawnAwaitClock = time.Hour
-	// MaxScheduleAhead bounds a scheduled send (orchestration.md §7): a reminder further out
-	// than a month belongs in a calendar, not a conversation queue.
+	// MaxScheduleAhead bounds a scheduled send (docs/agent-tools.md#delegation-and-conversations): a
+	// reminder further out than a month belongs in a calendar, not a conversation queue.
 	MaxScheduleAhead = 30 * 24 * time.Hour
 	// MaxHandlesListed bounds the agent handles a principal_unknown refusal lists: enough to
 	// spot a typo, short enough for a tool result.
@@ -117,7 +121,8 @@ type Conversing struct {
 // Now is the engine's clock, which deliver_in is resolved against.
 func (c *Conversing) Now() time.Time { return c.e.now() }
 
-// Hosted reports whether the calling run belongs to a conversation (orchestration.md §5.1).
+// Hosted reports whether the calling run belongs to a conversation
+// (docs/agent-tools.md#delegation-and-conversations).
 func (c *Conversing) Hosted() bool { return c.run.ConversationID != nil }
 
 func (c *Conversing) senderConversation(ctx context.Context) (*store.Conversation, error) {
@@ -129,7 +134,8 @@ func (c *Conversing) senderConversation(ctx context.Context) (*store.Conversatio
 
 func (c *Conversing) senderAgent() string { return deref(c.run.AnsweringAgentPublicID) }
 
-// Addressing is which tool resolves a to, and so which steps of orchestration.md §5.2 apply.
+// Addressing is which tool resolves a to, and so which steps of
+// docs/agent-tools.md#delegation-and-conversations apply.
 type Addressing int
 
 // The three addressing tools.
@@ -139,9 +145,9 @@ const (
 	AddressCancel
 )
 
-// Resolve resolves a to (orchestration.md §5.2): a child label of the sender conversation
-// (compared lowercased), else a conversation public id of the run's workspace; then, for send
-// and cancel, the tree and standing checks in the spec's order.
+// Resolve resolves a to (docs/agent-tools.md#delegation-and-conversations): a child label of the
+// sender conversation (compared lowercased), else a conversation public id of the run's workspace;
+// then, for send and cancel, the tree and standing checks in their documented order.
 func (c *Conversing) Resolve(ctx context.Context, to string, mode Addressing) (*store.Conversation, *Refused, error) {
 	s, err := c.senderConversation(ctx)
 	if err != nil {
@@ -215,7 +221,7 @@ func isAncestor(ctx context.Context, q store.Querier, s *store.Conversation, id 
 	return false, nil
 }
 
-// ConversationState is what status reports (kernel-tools.md §5.6.3).
+// ConversationState is what status reports (docs/agent-tools.md#delegation-and-conversations).
 type ConversationState struct {
 	PublicID string
 	// Running is true while a reply (a run) is live in the conversation.
@@ -300,8 +306,8 @@ func (c *Conversing) answerer(ctx context.Context, ref, where string) (*store.Ag
 	return nil, refused(WordPrincipalUnknown, "agent %q names no agent of this workspace. The agents are: %s.", ref, handleList(agents)), nil
 }
 
-// handleList is the workspace's agent handles, each with its @, in byte order, joined by ", ",
-// at most MaxHandlesListed, then ", and <n> more" (kernel-tools.md §5.4.3).
+// handleList is the workspace's agent handles, each with its @, in byte order, joined by ", ", at
+// most MaxHandlesListed, then ", and <n> more" (docs/agent-tools.md#delegation-and-conversations).
 func handleList(agents []store.AgentRow) string {
 	hs := make([]string, len(agents))
 	for i := range agents {
@@ -335,9 +341,10 @@ func profileRefused(err error) (*Refused, error) {
 	return nil, err
 }
 
-// replyModel is the model a brief or send's turn runs on (orchestration.md §6.2): the
-// answerer's default model; else, when it has replied there before, the model it used; else
-// the explicit selection, else the calling round's model, else the deployment default.
+// replyModel is the model a brief or send's turn runs on
+// (docs/agent-tools.md#delegation-and-conversations): the answerer's default model; else, when it
+// has replied there before, the model it used; else the explicit selection, else the calling
+// round's model, else the deployment default.
 func (c *Conversing) replyModel(ctx context.Context, conv *store.Conversation, agentPublicID string, prof *AcceptedProfile, explicit, round string) (string, error) {
 	if prof.DefaultModel != "" {
 		return prof.DefaultModel, nil
@@ -359,7 +366,7 @@ func (c *Conversing) replyModel(ctx context.Context, conv *store.Conversation, a
 	return c.e.models.Default().Ref, nil
 }
 
-// SpawnSpec is a checked spawn call (kernel-tools.md §5.4.1).
+// SpawnSpec is a checked spawn call (docs/agent-tools.md#delegation-and-conversations).
 type SpawnSpec struct {
 	Prompt string
 	// Agent is the agent argument as given ("" for a fresh copy of the caller's own agent).
@@ -387,7 +394,8 @@ type Spawned struct {
 }
 
 // Spawn opens a child conversation of the caller's and posts the brief as its first input
-// (orchestration.md §6), in the check order of §6.1. Everything is keyed by the call: a second
+// (docs/agent-tools.md#delegation-and-conversations), in the check order of
+// docs/agent-tools.md#delegation-and-conversations. Everything is keyed by the call: a second
 // evaluation of the same row finds its request and creates nothing twice.
 func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (*Spawned, *Refused, error) {
 	if prior, err := store.RequestByCall(ctx, c.tx, c.run.ID, callKey); err == nil {
@@ -499,22 +507,24 @@ func (c *Conversing) spawnedOf(ctx context.Context, r *store.ConversationRequest
 	return &Spawned{ConversationPublicID: child.PublicID, Label: deref(child.Label), AnsweredBy: "@" + agent.Handle}, nil
 }
 
-// DelegationRow is the kernel row C-delegation-1 that carries a request's reply back to the
-// sending run (orchestration.md §6.2, §6.4): dispatched from birth, detached, hidden, absorbing,
-// without a clock of its own. It settles with the reply's <task_result> envelope when the
-// addressee's turn ends, and is then delivered like a detached branch's result (runs.md §3.8):
-// with turn lifetime it holds the run's final delivery; with conversation lifetime it comes
-// back as kernel mail. The spec names this row only for turn lifetime; a conversation-lifetime
-// spawn, and a send that owes a reply, place it too, as the one carrier of the reply, so that a
-// reply is delivered by the same machinery whatever the lifetime.
+// DelegationRow is the kernel row C-delegation-1 that carries a request's reply back to the sending
+// run (docs/agent-tools.md#delegation-and-conversations): dispatched from birth, detached, hidden,
+// absorbing, without a clock of its own. It settles with the reply's <task_result> envelope when
+// the addressee's turn ends, and is then delivered like a detached branch's result
+// (docs/agent-tools.md#delegation-and-conversations): with turn lifetime it holds the run's final
+// delivery; with conversation lifetime it comes back as kernel mail. The row is needed only
+// for turn lifetime; a conversation-lifetime spawn, and a send that owes a reply, place it too, as
+// the one carrier of the reply, so that a reply is delivered by the same machinery whatever the
+// lifetime.
 func DelegationRow(callKey, lifetime, wake string, now int64) *store.Task {
 	key := ChildKey(callKey, RoleDelegation, 1)
 	return &store.Task{Key: key, Kind: KindDelegation, Status: StatusDispatched, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
 		Lifetime: lifetime, Wake: wake, Detached: true, Visibility: VisibilityHidden, LineageRoot: key, ReadyAt: &now, DispatchedAt: &now}
 }
 
-// SpawnAwait is the kernel-held await C-spawn-1 a waited spawn places (runs.md §3.7.4): no
-// token, dispatched, off every inbox, a fixed one-hour clock, absorbing.
+// SpawnAwait is the kernel-held await C-spawn-1 a waited spawn places
+// (docs/agent-tools.md#delegation-and-conversations): no token, dispatched, off every inbox, a
+// fixed one-hour clock, absorbing.
 func SpawnAwait(callKey string) *store.Task {
 	key := ChildKey(callKey, RoleSpawn, 1)
 	clock := SpawnAwaitClock.Milliseconds()
@@ -523,7 +533,7 @@ func SpawnAwait(callKey string) *store.Task {
 		TimeoutMS: &clock}
 }
 
-// SendSpec is a checked send call (kernel-tools.md §5.5.1).
+// SendSpec is a checked send call (docs/agent-tools.md#delegation-and-conversations).
 type SendSpec struct {
 	To, Agent, Message string
 	Steer              bool
@@ -547,8 +557,9 @@ type Sent struct {
 	Rows []*store.Task `json:"-"`
 }
 
-// Send addresses an input to a conversation (orchestration.md §7) in the check order of §7.1
-// after the argument shapes: to, agent, the messaging policy, model, then the input door.
+// Send addresses an input to a conversation (docs/agent-tools.md#delegation-and-conversations) in
+// the check order of docs/agent-tools.md#delegation-and-conversations after the argument shapes:
+// to, agent, the messaging policy, model, then the input door.
 func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent, *Refused, error) {
 	if prior, err := store.RequestByCall(ctx, c.tx, c.run.ID, callKey); err == nil {
 		var out Sent
@@ -641,8 +652,9 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 		}
 		req.TurnID, req.ReleasedAt = &turn.ID, &now
 	}
-	// A queued or scheduled send to one of the sender's own children owes a reply; a steer
-	// shares the reply it joins, and a send anywhere else owes none (orchestration.md §7.2).
+	// A queued or scheduled send to one of the sender's own children owes a reply; a steer shares the
+	// reply it joins, and a send anywhere else owes none
+	// (docs/agent-tools.md#delegation-and-conversations).
 	req.ReplyOwed = req.Delivery != DeliverySteering && target.ParentConversationID != nil && *target.ParentConversationID == s.ID
 	out := &Sent{ConversationPublicID: target.PublicID, InputPublicID: req.PublicID, Delivery: req.Delivery, DeliverAt: req.DeliverAt}
 	if sp.Agent != "" {
@@ -662,10 +674,10 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 	return out, nil, nil
 }
 
-// privateRefusal applies the workspace's agent messaging policy to a new request (orchestration.md
-// §5.3): a private agent accepts new requests only from itself (its own spawned copies
-// included); the sender is the calling run's answering agent. An agent absent from the policy
-// is public.
+// privateRefusal applies the workspace's agent messaging policy to a new request
+// (docs/agent-tools.md#delegation-and-conversations): a private agent accepts new requests only
+// from itself (its own spawned copies included); the sender is the calling run's answering agent.
+// An agent absent from the policy is public.
 func (c *Conversing) privateRefusal(ctx context.Context, recipient *store.AgentRow) (*Refused, error) {
 	if recipient.PublicID == c.senderAgent() {
 		return nil, nil
@@ -677,12 +689,13 @@ func (c *Conversing) privateRefusal(ctx context.Context, recipient *store.AgentR
 	return refused(WordAgentPrivate, "@%s accepts new requests only from the agents the workspace's messaging policy allows.", recipient.Handle), nil
 }
 
-// Cancel calls off the work this run started in a conversation (orchestration.md §9): its
-// requests there that have not started are withdrawn (a queued turn is canceled with its run,
-// a scheduled or unlanded steer is withdrawn), and the runs answering those that started are
-// stopped with force, which cancels their detached work and undelivered results; the requests
-// those runs sent on are canceled the same way, recursively. Work this run did not start is
-// untouched. It reports whether anything was left to cancel.
+// Cancel calls off the work this run started in a conversation
+// (docs/agent-tools.md#delegation-and-conversations): its requests there that have not started are
+// withdrawn (a queued turn is canceled with its run, a scheduled or unlanded steer is withdrawn),
+// and the runs answering those that started are stopped with force, which cancels their detached
+// work and undelivered results; the requests those runs sent on are canceled the same way,
+// recursively. Work this run did not start is untouched. It reports whether anything was left to
+// cancel.
 func (c *Conversing) Cancel(ctx context.Context, target *store.Conversation) (bool, error) {
 	reqs, err := store.RequestsOfRunIn(ctx, c.tx, c.run.ID, target.ID)
 	if err != nil {
@@ -770,9 +783,10 @@ func (e *Engine) cancelRequest(ctx context.Context, tx *store.Tx, fx *effects, r
 	return did, nil
 }
 
-// replyOf reads the reply a request's addressee gave (orchestration.md §6.4): settled once its
-// turn ended (completed, failed or canceled) or the request was withdrawn before it started;
-// the envelope is keyed by the call and names the child conversation.
+// replyOf reads the reply a request's addressee gave
+// (docs/agent-tools.md#delegation-and-conversations): settled once its turn ended (completed,
+// failed or canceled) or the request was withdrawn before it started; the envelope is keyed by the
+// call and names the child conversation.
 func replyOf(ctx context.Context, q store.Querier, runID int64, callKey string) (*TaskResult, bool, error) {
 	r, err := store.RequestByCall(ctx, q, runID, callKey)
 	if errors.Is(err, store.ErrNotFound) {
@@ -811,11 +825,11 @@ func replyOf(ctx context.Context, q store.Querier, runID int64, callKey string) 
 	return tr, true, nil
 }
 
-// observeRequests settles the delegation rows of a run whose reply has arrived, in the
-// caller's transaction under the run's lock: the row completes with the reply's envelope and
-// is then delivered as a detached result (runs.md §3.8), unless the call's waited await took
-// the reply first, in which case it is recorded as delivered with the await and never mailed
-// (the reply comes back once). It reports whether it settled any.
+// observeRequests settles the delegation rows of a run whose reply has arrived, in the caller's
+// transaction under the run's lock: the row completes with the reply's envelope and is then
+// delivered as a detached result (docs/agent-tools.md#delegation-and-conversations), unless the
+// call's waited await took the reply first, in which case it is recorded as delivered with the
+// await and never mailed (the reply comes back once). It reports whether it settled any.
 func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) (bool, error) {
 	settled := false
 	for i := range tasks {
@@ -853,7 +867,7 @@ func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.R
 }
 
 // SpawnStillWorkingText is a waited spawn's result when its await expired or was canceled
-// before the reply (kernel-tools.md §5.4.3): only the waiting ended.
+// before the reply (docs/agent-tools.md#delegation-and-conversations): only the waiting ended.
 func SpawnStillWorkingText(conversationPublicID, label, answeredBy string) string {
 	return SpawnedLine(conversationPublicID, label, answeredBy) + ".\n" +
 		"(the conversation is still working; its reply will reach you later in a message that is not from the person)"
@@ -877,7 +891,8 @@ func SpawnTitle(conversationPublicID, label string) string {
 	return "spawned " + conversationPublicID
 }
 
-// SpawnStructured is a spawn's structured_content (kernel-tools.md §5.4.3).
+// SpawnStructured is a spawn's structured_content
+// (docs/agent-tools.md#delegation-and-conversations).
 type SpawnStructured struct {
 	ConversationPublicID string  `json:"conversation_public_id"`
 	Label                *string `json:"label"`
@@ -941,7 +956,7 @@ func (e *Engine) spawnStillWorking(ctx context.Context, q store.Querier, call *s
 
 // noteReply records, when a turn ends, the sending run whose reply row observes it: the
 // follow-up after the commit advances that run without this transaction taking its lock
-// (runs.md §4.11).
+// (docs/development.md#how-the-kernel-runs-work).
 func (e *Engine) noteReply(ctx context.Context, q store.Querier, fx *effects, turn *store.Turn) error {
 	r, err := store.RequestOfTurn(ctx, q, turn.ID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -989,7 +1004,7 @@ func (e *Engine) advanceObservers(ctx context.Context, runIDs []int64) {
 			return e.advance(ctx, tx, fx, run)
 		})
 		if err != nil && ctx.Err() == nil {
-			// The sweeper's poll settles the observer later (runs.md §4.11).
+			// The sweeper's poll settles the observer later (docs/development.md#how-the-kernel-runs-work).
 			e.log.Error("advance reply observer", "run_id", id, "error", err)
 		}
 	}
@@ -1028,9 +1043,10 @@ func (e *Engine) observeReplies(ctx context.Context) (int, error) {
 	}
 }
 
-// releaseScheduled queues the scheduled inputs whose time has come (runs.md §4.8,
-// orchestration.md §7.2): each takes its queue position now, as a turn authored by its sender,
-// in its own transaction under the addressee's lock. An addressee archived meanwhile
+// releaseScheduled queues the scheduled inputs whose time has come
+// (docs/development.md#how-the-kernel-runs-work, docs/agent-tools.md#delegation-and-conversations
+// docs/agent-tools.md#the-approval-gate): each takes its queue position now, as a turn authored by
+// its sender, in its own transaction under the addressee's lock. An addressee archived meanwhile
 // withdraws the input, and its owed reply reads canceled. It reports how many it released.
 func (e *Engine) releaseScheduled(ctx context.Context) (int, error) {
 	due, err := store.DueRequests(ctx, e.store.Reader(), e.nowMS(), SweepBatch)
@@ -1103,8 +1119,8 @@ func (e *Engine) postRequest(ctx context.Context, tx *store.Tx, fx *effects, c *
 }
 
 // requeueSteers falls back to the queue for the steers bound to a run whose turn ended before a
-// seal carried them (orchestration.md §7.2: with nothing running a steer queues): each becomes
-// a queued turn of its sender, so a steer is never lost.
+// seal carried them (docs/agent-tools.md#delegation-and-conversations: with nothing running a steer
+// queues): each becomes a queued turn of its sender, so a steer is never lost.
 func (e *Engine) requeueSteers(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, now int64) error {
 	steers, err := store.PendingSteers(ctx, tx, run.ID)
 	if err != nil || len(steers) == 0 || run.ConversationID == nil {

@@ -75,11 +75,11 @@ func replyEnvelope(key, child, prompt, body string) string {
 	return "<task_result task=\"" + key + "\" status=\"completed\" conversation=\"" + child + "\">\n<prompt>" + prompt + "</prompt>\n" + body + "\n</task_result>"
 }
 
-// TestSpawnDetached: a detached spawn opens a labeled child conversation answered by a fresh
-// copy of the caller's agent, posts the brief as its first input (authored by the agent, with
-// the sender conversation), answers with the receipt, title and structured_content of
-// kernel-tools.md §5.4.3, and the child's reply comes back once as a kernel-authored turn on the
-// parent conversation.
+// TestSpawnDetached: a detached spawn opens a labeled child conversation answered by a fresh copy
+// of the caller's agent, posts the brief as its first input (authored by the agent, with the sender
+// conversation), answers with the receipt, title and structured_content of
+// docs/agent-tools.md#delegation-and-conversations, and the child's reply comes back once as a
+// kernel-authored turn on the parent conversation.
 func TestSpawnDetached(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -140,8 +140,8 @@ func (h *harness) wantOutputs(run string, want map[string]string) {
 }
 
 // TestConversationToolRefusals: every argument and addressing refusal of spawn, send, status and
-// cancel is an error result with the exact text of kernel-tools.md §5.4–§5.7, and changes
-// nothing.
+// cancel is an error result with the exact text of
+// docs/agent-tools.md#delegation-and-conversations, and changes nothing.
 func TestConversationToolRefusals(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

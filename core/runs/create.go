@@ -12,7 +12,7 @@ import (
 	"github.com/nexuskernel/nexus/core/uploads"
 )
 
-// Receipt is what a create or append accepted (runs.md §2.3, §2.6).
+// Receipt is what a create or append accepted (docs/api.md#runs).
 type Receipt struct {
 	AcceptedTaskKeys   []string `json:"accepted_task_keys"`
 	DeliverableTaskKey string   `json:"deliverable_task_key"`
@@ -30,7 +30,7 @@ var runObjectKeys = map[string]bool{"steps": true, "approval_mode": true, "appro
 	"default_runner_executor_public_id": true, "prompt_mechanism": true, "start": true}
 var edgeKeys = []string{"compaction_policy", "deliverable", "tasks", "tools"}
 
-// CreateRun is the create door (runs.md §2.3): run is the body's "run" object, key the
+// CreateRun is the create door (docs/api.md#runs): run is the body's "run" object, key the
 // Idempotency-Key ("" for none), body the whole request body for the idempotency comparison.
 func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, body []byte, key string) (*Created, error) {
 	scope := fmt.Sprintf("runs:%d:%s:%s", a.WorkspaceID, a.Kind, a.PublicID)
@@ -132,9 +132,9 @@ func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, b
 			r.AnsweringAgentPublicID = &a.PublicID
 		}
 		if start {
-			// A run that starts at once is born running (runs.md §4.2): the row startRun would
-			// write a statement later, status running and started_at now, is inserted as such,
-			// and readiness runs once its steps are written.
+			// A run that starts at once is born running (docs/development.md#how-the-kernel-runs-work): the
+			// row startRun would write a statement later, status running and started_at now, is inserted as
+			// such, and readiness runs once its steps are written.
 			r.Status, r.StartedAt = RunRunning, &now
 		}
 		keys, rows, err := e.insertRunWithSteps(ctx, tx, r, steps, now)
@@ -305,7 +305,8 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 	return keys, rows
 }
 
-// startRun moves a pending run to running and makes its roots ready (runs.md §4.2).
+// startRun moves a pending run to running and makes its roots ready
+// (docs/development.md#how-the-kernel-runs-work).
 func (e *Engine) startRun(ctx context.Context, tx *store.Tx, fx *effects, r *store.Run, now int64) error {
 	if err := store.SetRun(ctx, tx, r.ID, store.Assign{Col: "status", Val: RunRunning},
 		store.Assign{Col: "started_at", Val: now}, store.Assign{Col: "updated_at", Val: now}); err != nil {

@@ -48,7 +48,7 @@ type StepDeclaration struct {
 	Skills *SkillFacts
 }
 
-// FrozenDeclaration is what acceptance stores on the work (declarations.md §8.4).
+// FrozenDeclaration is what acceptance stores on the work (docs/agent-tools.md#declaring-tools).
 type FrozenDeclaration struct {
 	ToolDefinitions []byte
 	Environment     []byte
@@ -78,7 +78,8 @@ type Toolset interface {
 	FrozenSkill(callable, name string) (declare.SkillEntry, bool)
 }
 
-// CallResolution is what a model's call becomes on its task row (runs.md §3.5).
+// CallResolution is what a model's call becomes on its task row
+// (docs/development.md#how-the-kernel-runs-work).
 type CallResolution struct {
 	Declared bool
 	// ToolName is the row's tool_name: the kernel wire name for a kernel tool (alias or not),

@@ -10,13 +10,13 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Branch result delivery (runs.md §3.8). A detached branch's answer is an unpaired result: it
-// reaches the mainline as a <task_result> user message rather than as a paired tool result. A
-// result that settles while the mainline still works is read by the next mainline round sealed
-// after it. One that settles after the mainline's final round follows the branch's lifetime
-// and wake: turn lifetime keeps the run open and, with auto wake, plants a wake round; a
-// conversation-lifetime branch on a conversation-hosted run lets the turn complete first and is
-// then posted as a kernel-authored turn (auto) or held for the conversation's next turn
+// Branch result delivery (docs/agent-tools.md#delegation-and-conversations). A detached branch's
+// answer is an unpaired result: it reaches the mainline as a <task_result> user message rather than
+// as a paired tool result. A result that settles while the mainline still works is read by the next
+// mainline round sealed after it. One that settles after the mainline's final round follows the
+// branch's lifetime and wake: turn lifetime keeps the run open and, with auto wake, plants a wake
+// round; a conversation-lifetime branch on a conversation-hosted run lets the turn complete first
+// and is then posted as a kernel-authored turn (auto) or held for the conversation's next turn
 // (passive, or an archived conversation).
 
 // deliveredToTurn marks a branch result a kernel-authored turn carries: delivered_with is an
@@ -37,7 +37,8 @@ func pendingBranches(tasks []store.Task) []pendingBranch {
 	for i := range tasks {
 		root := &tasks[i]
 		if root.Kind == KindDelegation && root.Detached && root.ParentKey != nil {
-			// A spawn's or send's reply (orchestration.md §6.4): the row is its own final work.
+			// A spawn's or send's reply (docs/agent-tools.md#delegation-and-conversations): the row is its
+			// own final work.
 			if Terminal(root.Status) && root.DeliveredWith == nil && root.ResultDeliveredAt == nil {
 				out = append(out, pendingBranch{callKey: *root.ParentKey, root: root, final: root})
 			}
@@ -76,9 +77,10 @@ func branchEnvelope(ctx context.Context, q store.Querier, b pendingBranch) (stri
 	return lineageResult(b.callKey, root, final).Render(), nil
 }
 
-// unpairedEntries are the <task_result> messages a mainline round carries for the branch
-// results that settled before its seal and were never delivered (runs.md §5.2 step 6), in
-// settlement order, with the ids of the rows they deliver.
+// unpairedEntries are the <task_result> messages a mainline round carries for the branch results
+// that settled before its seal and were never delivered
+// (docs/development.md#how-the-kernel-runs-work), in settlement order, with the ids of the rows
+// they deliver.
 func (e *Engine) unpairedEntries(ctx context.Context, q store.Querier, run *store.Run) ([]model.Entry, []int64, error) {
 	tasks, err := store.TraceTasks(ctx, q, run.ID)
 	if err != nil {
@@ -97,8 +99,9 @@ func (e *Engine) unpairedEntries(ctx context.Context, q store.Querier, run *stor
 	return entries, ids, nil
 }
 
-// heldEntries are the held passive deliveries a conversation turn's first round carries before
-// its opening entry (runs.md §5.2 step 3), with the ids of the rows they deliver.
+// heldEntries are the held passive deliveries a conversation turn's first round carries before its
+// opening entry (docs/development.md#how-the-kernel-runs-work), with the ids of the rows they
+// deliver.
 func (e *Engine) heldEntries(ctx context.Context, q store.Querier, run *store.Run) ([]model.Entry, []int64, error) {
 	held, err := store.HeldDeliveries(ctx, q, *run.ConversationID, run.ID)
 	if err != nil {
@@ -138,7 +141,7 @@ func mainlineDone(run *store.Run, byKey map[string]*store.Task) (*store.Task, bo
 }
 
 // conversationLifetime reports whether a row's conversation lifetime holds: on a standalone
-// run conversation behaves as turn (runs.md §3.8).
+// run conversation behaves as turn (docs/agent-tools.md#delegation-and-conversations).
 func conversationLifetime(run *store.Run, t *store.Task) bool {
 	return run.ConversationID != nil && t.Lifetime == LifetimeConversation
 }
@@ -178,9 +181,10 @@ func (e *Engine) deliverLate(ctx context.Context, tx *store.Tx, fx *effects, run
 	return true, e.plantWakeRound(ctx, tx, run, d, wake, now)
 }
 
-// plantWakeRound creates a wake round (runs.md §3.8): a mainline continuation r<n> of the
-// final round, after the branches it delivers, which reads them as unpaired results and
-// becomes the deliverable. It copies the final round's frozen context like any continuation.
+// plantWakeRound creates a wake round (docs/agent-tools.md#delegation-and-conversations): a
+// mainline continuation r<n> of the final round, after the branches it delivers, which reads them
+// as unpaired results and becomes the deliverable. It copies the final round's frozen context like
+// any continuation.
 func (e *Engine) plantWakeRound(ctx context.Context, tx *store.Tx, run *store.Run, last *store.Task, after []string, now int64) error {
 	d, err := store.TaskByID(ctx, tx, last.ID)
 	if err != nil {
@@ -200,9 +204,9 @@ func (e *Engine) plantWakeRound(ctx context.Context, tx *store.Tx, run *store.Ru
 	return store.InsertTask(ctx, tx, wake)
 }
 
-// completeTurnEarly completes a conversation-hosted run's turn when its mainline has answered
-// and everything still open is conversation-lifetime detached work (runs.md §8.2): the turn
-// takes the answer, and the conversation moves on to its next queued turn while the run stays
+// completeTurnEarly completes a conversation-hosted run's turn when its mainline has answered and
+// everything still open is conversation-lifetime detached work (docs/api.md#conversations): the
+// turn takes the answer, and the conversation moves on to its next queued turn while the run stays
 // running for the branches.
 func (e *Engine) completeTurnEarly(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, tasks []store.Task, d *store.Task, now int64) error {
 	if run.ConversationID == nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// ReadRun is the run read (runs.md §2.4).
+// ReadRun is the run read (docs/api.md#runs).
 func (e *Engine) ReadRun(ctx context.Context, a *Actor, runID string) (*RunDoc, error) {
 	q := e.store.Reader()
 	r, err := e.loadRun(ctx, q, a, runID)
@@ -28,7 +28,7 @@ type RunPage struct {
 	NextAfter *string
 }
 
-// Page bounds of the listings (runs.md §8.7): 1..100, default 20.
+// Page bounds of the listings (docs/api.md#limits): 1..100, default 20.
 const (
 	MaxPage     = 100
 	DefaultPage = 20
@@ -71,7 +71,7 @@ func (e *Engine) ListRuns(ctx context.Context, a *Actor, status, conversation, a
 	return page, nil
 }
 
-// ReadTask is the task read (runs.md §2.5).
+// ReadTask is the task read (docs/api.md#tasks-and-decisions).
 func (e *Engine) ReadTask(ctx context.Context, a *Actor, runID, key string) (*TaskDoc, error) {
 	q := e.store.Reader()
 	r, err := e.loadRun(ctx, q, a, runID)
@@ -126,7 +126,7 @@ func (e *Engine) ReadRequest(ctx context.Context, a *Actor, runID, key string) (
 	return p.Bytes(), nil
 }
 
-// StartRun starts a pending standalone run (runs.md §2.3 "Start").
+// StartRun starts a pending standalone run (docs/api.md#runs).
 func (e *Engine) StartRun(ctx context.Context, a *Actor, runID string) (*RunDoc, error) {
 	var doc *RunDoc
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
@@ -155,7 +155,7 @@ func (e *Engine) StartRun(ctx context.Context, a *Actor, runID string) (*RunDoc,
 	return doc, err
 }
 
-// StopRun is the stop verb (runs.md §8.4). force defaults to true.
+// StopRun is the stop verb (docs/api.md#runs). force defaults to true.
 func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool) (*RunDoc, error) {
 	var doc *RunDoc
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
@@ -176,9 +176,9 @@ func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool
 		if err := e.stopRunTx(ctx, tx, fx, r, by, force, e.nowMS()); err != nil {
 			return err
 		}
-		// Stopping the originating run cancels the unfinished work derived from its spawn
-		// briefs and sends (orchestration.md §6.4); their undelivered replies were suppressed
-		// with the run's rows.
+		// Stopping the originating run cancels the unfinished work derived from its spawn briefs and
+		// sends (docs/agent-tools.md#delegation-and-conversations); their undelivered replies were
+		// suppressed with the run's rows.
 		if err := e.cancelRequestsOf(ctx, tx, fx, r, by); err != nil {
 			return err
 		}
@@ -191,7 +191,8 @@ func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool
 	return doc, err
 }
 
-// Decide is approve (deny false) or deny (deny true) of a held row (runs.md §2.8).
+// Decide is approve (deny false) or deny (deny true) of a held row
+// (docs/api.md#tasks-and-decisions).
 func (e *Engine) Decide(ctx context.Context, a *Actor, runID, key string, deny bool, reason string) (*TaskDoc, error) {
 	var doc *TaskDoc
 	var expired bool
@@ -251,8 +252,8 @@ func (e *Engine) Decide(ctx context.Context, a *Actor, runID, key string, deny b
 	return doc, err
 }
 
-// InboxRow is one row of the member inbox (runs.md §2.10): an approval or an ask, each in its
-// own shape (MarshalJSON).
+// InboxRow is one row of the member inbox (docs/api.md#the-inbox): an approval or an ask, each in
+// its own shape (MarshalJSON).
 type InboxRow struct {
 	Kind                 string
 	RunPublicID          string
@@ -329,7 +330,7 @@ type InboxPage struct {
 	NextAfter *string    `json:"-"`
 }
 
-// Inbox lists what waits on the member, oldest first (runs.md §2.10): the held approvals of
+// Inbox lists what waits on the member, oldest first (docs/api.md#the-inbox): the held approvals of
 // the runs that act for it (the user who created them, else the steward of their answering
 // agent) and the asks addressed to it; for an agent, every held approval and open ask of the
 // runs it answers or created.
@@ -377,13 +378,13 @@ func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string,
 	return page, nil
 }
 
-// Inbox page bounds (runs.md §8.7): 1..200, default 50.
+// Inbox page bounds (docs/api.md#limits): 1..200, default 50.
 const (
 	MaxInboxPage     = 200
 	DefaultInboxPage = 50
 )
 
-// stopRunTx stops a run the caller has locked (runs.md §8.4): every open row is canceled
+// stopRunTx stops a run the caller has locked (docs/api.md#runs): every open row is canceled
 // (run_canceled), except, without force, rows a claimant holds; the run becomes canceled, or
 // canceling while claimed rows remain, and its turn follows.
 func (e *Engine) stopRunTx(ctx context.Context, tx *store.Tx, fx *effects, r *store.Run, by Member, force bool, now int64) error {

@@ -11,7 +11,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// TestCreateRefusals pins every word of the create door (runs.md §2.3, §2.3.1, §8.5) with its
+// TestCreateRefusals pins every word of the create door (docs/api.md#runs) with its
 // status kind and path; nothing is created by a refused envelope.
 func TestCreateRefusals(t *testing.T) {
 	t.Parallel()
@@ -107,6 +107,13 @@ func TestCreateRefusals(t *testing.T) {
 		_, err = h2.e.CreateRun(h.ctx, h.actor, json.RawMessage(wrap(`{"model":{"model":"mock/scripted","prompt":"x",`+memoryTools+`}}`)), nil, "")
 		if err != nil {
 			t.Fatalf("tools on a tools model: %v", err)
+		}
+		// A model step without a model, or with a null one, runs on the deployment's default.
+		for _, step := range []string{`{"model":{"prompt":"x"}}`, `{"model":{"model":null,"prompt":"x"}}`} {
+			c := h.create(wrap(step))
+			if tk := h.task(c.Run.PublicID, c.Receipt.DeliverableTaskKey); tk.Model == nil || *tk.Model != "mock/scripted" {
+				t.Fatalf("%s: model %v, want the default mock/scripted", step, tk.Model)
+			}
 		}
 	})
 }

@@ -47,8 +47,8 @@ func (emptyToolset) FrozenSkill(string, string) (declare.SkillEntry, bool) {
 	return declare.SkillEntry{}, false
 }
 
-// evaluateModel runs one claimed model round (runs.md §3.1): seal (or replay the seal), call
-// the provider, settle and expand under the claim.
+// evaluateModel runs one claimed model round (docs/development.md#how-the-kernel-runs-work): seal
+// (or replay the seal), call the provider, settle and expand under the claim.
 func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 	t, err := store.TaskByID(ctx, e.store.Reader(), c.ID)
 	if err != nil {
@@ -234,8 +234,8 @@ func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
 	return w
 }
 
-// settleModel stores the answer and expands it (runs.md §3.2) in the transaction that settles
-// the round, under the run's lock and the claim.
+// settleModel stores the answer and expands it (docs/development.md#how-the-kernel-runs-work) in
+// the transaction that settles the round, under the run's lock and the claim.
 func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, m model.Model, ts Toolset, resp *model.Response) error {
 	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		run, err := store.LockRun(ctx, tx, c.RunID)

@@ -19,7 +19,7 @@ import (
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// Config is the kernel block of the server settings (runs.md §4.4).
+// Config is the kernel block of the server settings (docs/development.md#how-the-kernel-runs-work).
 type Config struct {
 	// Workers is the kernel worker pool of this instance; 0 means DefaultWorkers.
 	Workers int
@@ -31,13 +31,15 @@ type Config struct {
 	Poll time.Duration
 }
 
-// MemoryOverrides answers the memory override rule at birth (memory.md §8.2): the workspace's
-// overriding provider, if any, and the run's resolved bindings for the pre-dispatch checks. The
-// override door and the kernel memory store fill it; nil means no workspace overrides memory.
+// MemoryOverrides answers the memory override rule at birth (docs/api.md#the-memory-override): the
+// workspace's overriding provider, if any, and the run's resolved bindings for the pre-dispatch
+// checks. The override door and the kernel memory store fill it; nil means no workspace overrides
+// memory.
 type MemoryOverrides interface {
 	Override(ctx context.Context, q store.Querier, workspaceID int64) (executorPublicID string, ok bool, err error)
 	Scopes(ctx context.Context, q store.Querier, run *store.Run) ([]memsdk.Scope, error)
-	// Target answers the override target's standing in the workspace (memory.md §8.2 item 2).
+	// Target answers the override target's standing in the workspace
+	// (docs/api.md#the-memory-override).
 	Target(ctx context.Context, q store.Querier, workspaceID int64, executorPublicID string) (TargetStanding, error)
 }
 
@@ -53,8 +55,8 @@ const (
 	TargetNotEligible
 )
 
-// MemoryPrincipal is the run's memory principal (memory.md §2.1), for the override's
-// pre-dispatch resolution outside the package.
+// MemoryPrincipal is the run's memory principal (docs/agent-tools.md#memory-and-skills), for the
+// override's pre-dispatch resolution outside the package.
 func MemoryPrincipal(run *store.Run) Member { return memoryPrincipal(run) }
 
 // Options build an Engine. Store, Models and Registry are required.
@@ -117,7 +119,8 @@ type Engine struct {
 	wg      sync.WaitGroup
 }
 
-// WorkChannel is the base name of the wake-up channel (runs.md §4.10); the store scopes it.
+// WorkChannel is the base name of the wake-up channel
+// (docs/development.md#how-the-kernel-runs-work); the store scopes it.
 const WorkChannel = "nexus_work"
 
 // New builds an engine; Start runs its workers and sweeper.
@@ -163,7 +166,7 @@ type effects struct {
 	canceled  []signalRow
 	abandon   []int64
 	// observe lists runs whose reply rows observe a turn this transaction ended; each is
-	// advanced in its own transaction after the commit (runs.md §4.11).
+	// advanced in its own transaction after the commit (docs/development.md#how-the-kernel-runs-work).
 	observe []int64
 	// active are executors this transaction found active (a Runner addressed at acceptance):
 	// dispatch in the same transaction does not read their row again. It is no cache: it lives
@@ -202,7 +205,8 @@ func (e *Engine) wakeKernel(ctx context.Context, tx *store.Tx, fx *effects, runP
 	return store.Notify(ctx, tx, e.channel, kernelWake(runPublicID, key))
 }
 
-// kernelWake is a kernel wake-up's payload (runs.md §4.10), compact JSON.
+// kernelWake is a kernel wake-up's payload (docs/development.md#how-the-kernel-runs-work), compact
+// JSON.
 func kernelWake(runPublicID, key string) string {
 	payload, _ := json.Marshal(struct {
 		Kind      string   `json:"kind"`
@@ -213,7 +217,8 @@ func kernelWake(runPublicID, key string) string {
 	return string(payload)
 }
 
-// pgDeadlock is SQLSTATE 40P01: a transaction chosen as a deadlock victim, retried (§4.11).
+// pgDeadlock is SQLSTATE 40P01: a transaction chosen as a deadlock victim, retried
+// (docs/development.md#how-the-kernel-runs-work).
 const pgDeadlock = "40P01"
 
 // maxTxRetries bounds deadlock retries: a transaction that loses three times in a row is stuck
@@ -340,7 +345,8 @@ func deref[T any](p *T) T {
 
 func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }
 
-// freezeMemory is the memory configuration a run freezes at acceptance (memory.md §2.2).
+// freezeMemory is the memory configuration a run freezes at acceptance
+// (docs/agent-tools.md#memory-and-skills).
 func (e *Engine) freezeMemory(ctx context.Context, q store.Querier, workspacePublicID, conversationPublicID string, principal Member) (string, error) {
 	var mc memory.Context
 	if e.mem != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The executor plane's entry points (executor.md §3): core/executors decides what its doors
-// answer and calls these to change rows, so that every settle goes through this engine's
+// The executor plane's entry points (docs/api.md#the-executor-plane): core/executors decides what
+// its doors answer and calls these to change rows, so that every settle goes through this engine's
 // readiness, lifecycle and wake-ups exactly as the kernel's own do.
 
 // ExecutorTx is one engine transaction opened for the executor plane. Its effects (kernel
@@ -46,7 +46,8 @@ func (e *Engine) Now() time.Time { return e.now() }
 // NowMS is Now in Unix milliseconds.
 func (x *ExecutorTx) NowMS() int64 { return x.e.nowMS() }
 
-// LockRow takes the run's lock, then the row's (runs.md §4.11), and reads both under them.
+// LockRow takes the run's lock, then the row's (docs/development.md#how-the-kernel-runs-work), and
+// reads both under them.
 func (x *ExecutorTx) LockRow(ctx context.Context, runID, taskID int64) (*store.Run, *store.Task, error) {
 	run, err := store.LockRun(ctx, x.Tx, runID)
 	if err != nil {
@@ -82,7 +83,7 @@ func (x *ExecutorTx) Fail(ctx context.Context, run *store.Run, t *store.Task, te
 	return x.e.advance(ctx, x.Tx, x.fx, run)
 }
 
-// ToolSettlement is how an executor's commit settles its row (executor.md §3.6).
+// ToolSettlement is how an executor's commit settles its row (docs/api.md#the-executor-plane).
 type ToolSettlement struct {
 	// Status is StatusCompleted or StatusFailed.
 	Status  string
@@ -96,7 +97,7 @@ type ToolSettlement struct {
 	// Error is set on a failed row: tool_failed or result_unstorable.
 	Error *TaskError
 	// Generation and TokenHash fence the write: the row changes only while it is still
-	// dispatched under this claim (runs.md §4.3).
+	// dispatched under this claim (docs/development.md#how-the-kernel-runs-work).
 	Generation int64
 	TokenHash  []byte
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// Expiry is what the expiry rule does to one row whose deadline passed (runs.md §4.6).
+// Expiry is what the expiry rule does to one row whose deadline passed
+// (docs/development.md#how-the-kernel-runs-work).
 type Expiry struct {
 	// Release is set for a claimed model task: the claim is cleared and the row stays running
 	// for another attempt, unless its attempts are spent (then Status and Error are set).
@@ -82,7 +83,7 @@ func replayable(stored []byte) bool {
 	return announce.Replayable(&p)
 }
 
-// timeLayout is the API's timestamp form (runs.md §0.2).
+// timeLayout is the API's timestamp form (docs/api.md#conventions).
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
 func formatMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeLayout) }

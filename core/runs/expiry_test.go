@@ -2,7 +2,7 @@ package runs
 
 import "testing"
 
-// TestApplyExpiry pins runs.md §4.6's table, one case per row.
+// TestApplyExpiry pins the table (docs/development.md#how-the-kernel-runs-work), one case per row.
 func TestApplyExpiry(t *testing.T) {
 	t.Parallel()
 	read := []byte(`{"kind":"read_only","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}`)

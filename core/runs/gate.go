@@ -11,12 +11,13 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// Rule is one approval rule (runs.md §7.2); its grammar is core/approval's.
+// Rule is one approval rule (docs/agent-tools.md#the-approval-gate); its grammar is
+// core/approval's.
 type Rule = approval.Rule
 
-// ParseRules validates an approval rule list (runs.md §7.2) and returns it with its stored
-// form. A refusal is 422 invalid_approval_rules with path under prefix
-// (e.g. "run.approval_rules"). Absent (nil raw or JSON null) is the empty list.
+// ParseRules validates an approval rule list (docs/agent-tools.md#the-approval-gate) and returns it
+// with its stored form. A refusal is 422 invalid_approval_rules with path under prefix (e.g.
+// "run.approval_rules"). Absent (nil raw or JSON null) is the empty list.
 func ParseRules(raw json.RawMessage, prefix string) ([]Rule, []byte, error) {
 	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil, []byte("[]"), nil
@@ -63,9 +64,9 @@ const (
 	Denied  = "denied"
 )
 
-// Evaluate is the approval gate (runs.md §7.3): every rule whose origin equals the row's origin
-// and whose tool, path and match match is collected; deny beats ask beats allow; the mode and
-// the row's origin decide the rest.
+// Evaluate is the approval gate (docs/agent-tools.md#the-approval-gate): every rule whose origin
+// equals the row's origin and whose tool, path and match match is collected; deny beats ask beats
+// allow; the mode and the row's origin decide the rest.
 func Evaluate(mode string, rules []Rule, origin, toolName string, input json.RawMessage) Decision {
 	var deny, ask, allow *Rule
 	for i := range rules {

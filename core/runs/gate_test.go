@@ -21,7 +21,7 @@ func withReason(s string) func(*Rule) { return func(r *Rule) { r.Reason = &s } }
 func withPath(p string) func(*Rule)   { return func(r *Rule) { r.Path = &p } }
 func withMatch(m string) func(*Rule)  { return func(r *Rule) { r.Match = &m } }
 
-// TestGateMatrix pins every cell of runs.md §7.3's table.
+// TestGateMatrix pins every cell of the table (docs/agent-tools.md#the-approval-gate).
 func TestGateMatrix(t *testing.T) {
 	t.Parallel()
 	type cell struct{ outcome, origin string }

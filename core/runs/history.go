@@ -8,8 +8,8 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The history reads' refusals (orchestration.md §10): the kernel turns them into its error
-// results unknown_conversation and turn_not_found.
+// The history reads' refusals (docs/agent-tools.md#delegation-and-conversations): the kernel turns
+// them into its error results unknown_conversation and turn_not_found.
 var (
 	// ErrConversationUnreadable: the conversation does not exist, is of another workspace, or
 	// the run's principal may not read it now.
@@ -18,9 +18,10 @@ var (
 	ErrTurnNotVisible = errors.New("runs: the turn is not in the visible history")
 )
 
-// The turn model's kind and the roles a turn takes (kernel-tools.md §5.8.3). Wave 1 has one kind
-// of turn, a message; its role is who authored it: a user, an agent, or the kernel (a delivery
-// the kernel posted, runs.md §3.8).
+// The turn model's kind and the roles a turn takes
+// (docs/agent-tools.md#delegation-and-conversations). Wave 1 has one kind of turn, a message; its
+// role is who authored it: a user, an agent, or the kernel (a delivery the kernel posted,
+// docs/agent-tools.md#delegation-and-conversations).
 const (
 	TurnKindMessage = "message"
 )
@@ -42,7 +43,8 @@ type HistoryTurn struct {
 	Execution *TurnExecution
 }
 
-// TurnExecution is the persisted progress of a turn's run (kernel-tools.md §5.8.3).
+// TurnExecution is the persisted progress of a turn's run
+// (docs/agent-tools.md#delegation-and-conversations).
 type TurnExecution struct {
 	RunPublicID  string
 	Status       string
@@ -54,10 +56,10 @@ type TurnExecution struct {
 // outline for a model to orient by, not a trace; the task read serves the rest.
 const MaxExecutionTasks = 32
 
-// historyPrincipalReads reports whether the run's principal may read the conversations of the
-// run's workspace now. Read standing on a conversation is membership of its workspace
-// (runs.md §0.1), checked under current access, never a snapshot taken when the run began: a
-// principal removed from the workspace since reads nothing.
+// historyPrincipalReads reports whether the run's principal may read the conversations of the run's
+// workspace now. Read standing on a conversation is membership of its workspace
+// (docs/api.md#conventions), checked under current access, never a snapshot taken when the run
+// began: a principal removed from the workspace since reads nothing.
 func historyPrincipalReads(ctx context.Context, call *KernelCall) (bool, error) {
 	p := call.MemoryPrincipal
 	return store.IsWorkspaceMember(ctx, call.Tx, call.WorkspaceID, p.Kind, p.PublicID)
@@ -108,7 +110,7 @@ func steersText(texts []string) *string {
 }
 
 // turnInProgress reports whether a turn is unfinished: its run has not reached a terminal
-// status, which the turn's own status follows (runs.md §8.2).
+// status, which the turn's own status follows (docs/api.md#conversations).
 func turnInProgress(t *store.HistoryTurn) bool {
 	return t.Status == TurnQueued || t.Status == TurnRunning
 }

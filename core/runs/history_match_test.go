@@ -7,9 +7,10 @@ import (
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
-// TestMatchField pins the matching rule and the excerpt window of kernel-tools.md §5.9.3: every
-// lower-cased term inside one field, case folded rune by rune, and a 500-character window at
-// max(0, min(p-100, n-500)) in code points, p the earliest occurrence of any term.
+// TestMatchField pins the matching rule and the excerpt window of
+// docs/agent-tools.md#delegation-and-conversations: every lower-cased term inside one field, case
+// folded rune by rune, and a 500-character window at max(0, min(p-100, n-500)) in code points, p
+// the earliest occurrence of any term.
 func TestMatchField(t *testing.T) {
 	t.Parallel()
 	long := func(at int, term string, n int) string {

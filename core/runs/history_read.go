@@ -9,8 +9,8 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// SessionRead is a checked session_read request (kernel-tools.md §5.8): at most one of
-// AroundTurnID, After and Before is set.
+// SessionRead is a checked session_read request (docs/agent-tools.md#delegation-and-conversations):
+// at most one of AroundTurnID, After and Before is set.
 type SessionRead struct {
 	SessionID        string
 	AroundTurnID     string // "" for none
@@ -34,7 +34,7 @@ type SessionWindow struct {
 }
 
 // ReadSession reads one window of a conversation's visible history for the run's principal
-// (orchestration.md §10.1), in the calling row's transaction. It answers
+// (docs/agent-tools.md#delegation-and-conversations), in the calling row's transaction. It answers
 // ErrConversationUnreadable for a conversation the principal may not read now, and
 // ErrTurnNotVisible for an around_turn_id outside the visible timeline. Archived conversations
 // stay readable.

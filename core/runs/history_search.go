@@ -10,7 +10,7 @@ import (
 )
 
 // The searched fields, named as a hit names them. Their byte order is the order of the hits of
-// one turn (kernel-tools.md §5.9.3).
+// one turn (docs/agent-tools.md#delegation-and-conversations).
 const (
 	FieldContent = "content"
 	FieldPrompt  = "prompt"
@@ -57,7 +57,8 @@ func (p SearchPosition) follows(q SearchPosition) bool {
 	return p.Field > q.Field
 }
 
-// SessionSearch is a checked session_search request (kernel-tools.md §5.9).
+// SessionSearch is a checked session_search request
+// (docs/agent-tools.md#delegation-and-conversations).
 type SessionSearch struct {
 	// Terms are the query's terms as given; the search lower-cases them.
 	Terms            []string
@@ -128,9 +129,9 @@ type scanStream struct {
 	done  bool
 }
 
-// SearchSessions searches the visible history the run's principal can read in the run's
-// workspace (orchestration.md §10.2): conversation titles and each visible turn's prompt,
-// steers and content, matched by MatchField, in the search order, from after the cursor.
+// SearchSessions searches the visible history the run's principal can read in the run's workspace
+// (docs/agent-tools.md#delegation-and-conversations): conversation titles and each visible turn's
+// prompt, steers and content, matched by MatchField, in the search order, from after the cursor.
 //
 // The scan is bounded: it merges two store scans in descending public id order — the scope's
 // turns and its titled conversations — in batches, filters in Go, and stops at limit+1 hits (so
@@ -271,11 +272,12 @@ func lowerTerms(terms []string) []string {
 // keeps code-point offsets unchanged, unlike strings.ToLower's special cases.
 func lowerRunes(s string) string { return strings.Map(unicode.ToLower, s) }
 
-// MatchField matches one field's text against lower-cased terms (kernel-tools.md §5.9.3): the
-// field matches when its lower-cased text contains every term as a substring. The excerpt is
-// the whole field up to MaxExcerptChars characters, else a MaxExcerptChars window starting at
-// max(0, min(p-100, n-500)), p the character offset of the earliest occurrence of any term and
-// n the field's length; truncated is true when the excerpt is not the whole field.
+// MatchField matches one field's text against lower-cased terms
+// (docs/agent-tools.md#delegation-and-conversations): the field matches when its lower-cased text
+// contains every term as a substring. The excerpt is the whole field up to MaxExcerptChars
+// characters, else a MaxExcerptChars window starting at max(0, min(p-100, n-500)), p the character
+// offset of the earliest occurrence of any term and n the field's length; truncated is true when
+// the excerpt is not the whole field.
 func MatchField(terms []string, text string) (excerpt string, truncated, ok bool) {
 	if len(terms) == 0 {
 		return "", false, false

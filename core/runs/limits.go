@@ -2,7 +2,7 @@ package runs
 
 import "time"
 
-// Limits of runs.md §8.7. Each is a contract number; the comment says why it has that value.
+// Limits of docs/api.md#limits. Each is a contract number; the comment says why it has that value.
 const (
 	// MaxSteps bounds one create or append envelope: enough for any hand-written plan, small
 	// enough that one envelope's acceptance is one short transaction.
@@ -45,7 +45,7 @@ const (
 	SweepBatch = 100
 )
 
-// Durations of runs.md §4.5 and §4.10.
+// Durations of docs/development.md#how-the-kernel-runs-work.
 const (
 	// ToolParkDefault is an executor or kernel tool row's clock when nothing else sets one.
 	ToolParkDefault = 10 * time.Minute

@@ -9,9 +9,9 @@ import (
 )
 
 // ConversationStates answers kernel memory's question about a conversation binding
-// (memory.md §2.2) from the conversation rows this package owns: gone when the conversation
-// does not exist, read-only when it is archived or the memory principal may no longer write in
-// its workspace, writable otherwise.
+// (docs/agent-tools.md#memory-and-skills) from the conversation rows this package owns: gone when
+// the conversation does not exist, read-only when it is archived or the memory principal may no
+// longer write in its workspace, writable otherwise.
 type ConversationStates struct{}
 
 var _ memory.ConversationStates = ConversationStates{}

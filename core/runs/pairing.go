@@ -17,8 +17,8 @@ import (
 )
 
 // ReplacementKey is the pairing key the kernel mints for a call whose provider id is empty, too
-// long or repeated (runs.md §3.4 check 1): "kc_" and the first 24 hex digits of SHA-256 over
-// round key, NUL, call index, NUL, original id.
+// long or repeated (docs/development.md#how-the-kernel-runs-work check 1): "kc_" and the first 24
+// hex digits of SHA-256 over round key, NUL, call index, NUL, original id.
 func ReplacementKey(roundKey string, index int, originalID string) string {
 	h := sha256.New()
 	h.Write([]byte(roundKey))
@@ -56,9 +56,9 @@ type Verdict struct {
 	Input json.RawMessage
 }
 
-// CheckCall applies checks 2-6 of the pairing law (runs.md §3.4) to one call: declared is the
-// answer of the round's frozen declaration for the called name (after alias lookup), truncated
-// says the answer's finish was length.
+// CheckCall applies checks 2-6 of the pairing law (docs/development.md#how-the-kernel-runs-work) to
+// one call: declared is the answer of the round's frozen declaration for the called name (after
+// alias lookup), truncated says the answer's finish was length.
 func CheckCall(name, arguments string, declared, truncated bool) Verdict {
 	if n := utf8.RuneCountInString(name); n > MaxToolNameLen {
 		return Verdict{ToolName: clipRunes(name, MaxToolNameLen), Error: &TaskError{Key: KeyUnknownTool,

@@ -10,8 +10,8 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// pairingScript is runs.md §6.4.4's example with memory_read, a kernel tool, in read_file's
-// place, so that the two good calls run here.
+// pairingScript is the example with memory_read (docs/mock.md#examples), a kernel tool, in
+// read_file's place, so that the two good calls run here.
 func pairingScript(finish string) string {
 	id := strings.Repeat("X", 200)
 	return "Exercise the pairing law.\n!mock\nround 1\ncall memory_read {\"path\": \"workspace/a.txt\"}\ncall memory_read {\"path\":\n" +
@@ -19,8 +19,9 @@ func pairingScript(finish string) string {
 		"\nround 2\nsay {{last_result}}"
 }
 
-// TestPairingLawExample drives §6.4.4 end to end: every call gets a row, the refused ones born
-// failed with their words, the long id replaced, and the continuation reads five tool entries.
+// TestPairingLawExample drives docs/mock.md#examples end to end: every call gets a row, the refused
+// ones born failed with their words, the long id replaced, and the continuation reads five tool
+// entries.
 func TestPairingLawExample(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

@@ -12,18 +12,19 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Placement is what a kernel tool that places rows answers (runs.md §3.7): the rows to write
-// under its call, and the one the call waits on. The engine writes them in the transaction that
-// evaluated the call; while the awaited row's work lives, the call row stays running with
-// awaiting_child set and no deadline of its own, out of every claim and sweep; it settles in
-// the same transaction as that work, with what observation.go reads from it. Nothing here is
-// specific to one tool: tool_call places its child through Call, the other observing tools
-// (a waited delegate_task, wait, ask, a waited spawn) place their branch or await through Rows.
+// Placement is what a kernel tool that places rows answers
+// (docs/agent-tools.md#delegation-and-conversations): the rows to write under its call, and the one
+// the call waits on. The engine writes them in the transaction that evaluated the call; while the
+// awaited row's work lives, the call row stays running with awaiting_child set and no deadline of
+// its own, out of every claim and sweep; it settles in the same transaction as that work, with what
+// observation.go reads from it. Nothing here is specific to one tool: tool_call places its child
+// through Call, the other observing tools (a waited delegate_task, wait, ask, a waited spawn) place
+// their branch or await through Rows.
 type Placement struct {
-	// Call is tool_call's child (runs.md §3.7.5): one ordinary tool task C-call-1 for the named
-	// callable, born through exactly the path of a model's direct call: the pairing law's
-	// checks 2-7, alias mapping and addressing at birth, then readiness, the approval gate and
-	// the park deadline. The call awaits it (Await is ignored).
+	// Call is tool_call's child (docs/agent-tools.md#delegation-and-conversations): one ordinary tool
+	// task C-call-1 for the named callable, born through exactly the path of a model's direct call:
+	// the pairing law's checks 2-7, alias mapping and addressing at birth, then readiness, the
+	// approval gate and the park deadline. The call awaits it (Await is ignored).
 	Call *ChildCall
 	// Rows are kernel-made rows written as given, each keyed under the call ("C-wait-1",
 	// "C-model-1"); the engine fills run_id, parent_key and created_at. A row with no after is
@@ -44,8 +45,8 @@ type ChildCall struct {
 	Input json.RawMessage
 }
 
-// ChildKey is the key of a row a kernel call places (runs.md §3.3): the call's key, the row's
-// role and its ordinal, as in r2t0-call-1 or r2t0-ask-1.
+// ChildKey is the key of a row a kernel call places (docs/development.md#how-the-kernel-runs-work):
+// the call's key, the row's role and its ordinal, as in r2t0-call-1 or r2t0-ask-1.
 func ChildKey(callKey, role string, n int) string {
 	return callKey + "-" + role + "-" + strconv.Itoa(n)
 }
@@ -131,9 +132,10 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 	return e.birthRow(ctx, tx, run, ts, row, child.Name, string(child.Input), false, now)
 }
 
-// observe settles every call row whose awaited work is final, in the transaction that settled
-// that work (runs.md §3.7), keeping the in-memory trace current. It reports whether it settled
-// any, since a settled call can make its dependents ready and its own waiting caller final.
+// observe settles every call row whose awaited work is final, in the transaction that settled that
+// work (docs/agent-tools.md#delegation-and-conversations), keeping the in-memory trace current. It
+// reports whether it settled any, since a settled call can make its dependents ready and its own
+// waiting caller final.
 func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) (bool, error) {
 	settled := false
 	for i := range tasks {
@@ -175,9 +177,10 @@ type settlement struct {
 	title *string
 }
 
-// observation reads the awaited row and answers how the call settles, or nil while its work
-// lives. Each kind of awaited work has its reading: tool_call's child is mirrored (runs.md
-// §3.7.5); the branch, await and spawn readings arrive with the tools that place those rows.
+// observation reads the awaited row and answers how the call settles, or nil while its work lives.
+// Each kind of awaited work has its reading: tool_call's child is mirrored
+// (docs/agent-tools.md#delegation-and-conversations); the branch, await and spawn readings arrive
+// with the tools that place those rows.
 func (e *Engine) observation(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
 	switch child.Kind {
 	case KindTool:

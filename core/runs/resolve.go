@@ -19,15 +19,15 @@ type Resolution struct {
 	Applied bool
 }
 
-// Resolve is the resolution door (runs.md §2.7), the only door that answers an ask. Checks, in
-// this order: 404 not_found (run, then key); 403 not_authorized; 400 parameter_invalid (a body
-// that is not a JSON object; decode also refuses a key beside the envelope's own); 409 await_not_resolvable (anything but an ask await, reached by
-// its own key or its call's); a settled await answers applied: false; an await whose deadline
-// passed is first settled by the expiry rule, then answers applied: false; the result
-// envelope's grammar (422, the park stands); result_unstorable (422, the park stands too: the
-// resolver is a person at an interactive door). A fresh answer settles the await completed
-// (failed, await_failed, when outcome is failed), binds the uploads it links, and settles the
-// ask call in the same transaction.
+// Resolve is the resolution door (docs/api.md#tasks-and-decisions), the only door that answers an
+// ask. Checks, in this order: 404 not_found (run, then key); 403 not_authorized; 400
+// parameter_invalid (a body that is not a JSON object; decode also refuses a key beside the
+// envelope's own); 409 await_not_resolvable (anything but an ask await, reached by its own key or
+// its call's); a settled await answers applied: false; an await whose deadline passed is first
+// settled by the expiry rule, then answers applied: false; the result envelope's grammar (422, the
+// park stands); result_unstorable (422, the park stands too: the resolver is a person at an
+// interactive door). A fresh answer settles the await completed (failed, await_failed, when outcome
+// is failed), binds the uploads it links, and settles the ask call in the same transaction.
 func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body []byte, decode BodyDecoder) (*Resolution, error) {
 	var res *Resolution
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
@@ -73,7 +73,8 @@ func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body 
 		}
 		now := e.nowMS()
 		if await.DeadlineAt != nil && now >= *await.DeadlineAt {
-			// The deadline wins (runs.md §4.7): the late answer is discarded.
+			// The deadline wins (docs/development.md#how-the-kernel-runs-work): the late answer is
+			// discarded.
 			if err := e.expire(ctx, tx, fx, r, await, now); err != nil {
 				return err
 			}
@@ -105,7 +106,7 @@ func (e *Engine) resolution(ctx context.Context, q store.Querier, r *store.Run, 
 }
 
 // askAwaitOf finds the ask await a resolution names: the await itself, or the ask call that
-// placed it (runs.md §2.7). nil when the key names anything else.
+// placed it (docs/api.md#tasks-and-decisions). nil when the key names anything else.
 func askAwaitOf(ctx context.Context, q store.Querier, runID int64, t *store.Task) (*store.Task, error) {
 	if t.Kind == KindAwait {
 		if deref(t.AwaitKind) == AwaitAsk {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestCreateRouteEligibility pins a routed step's acceptance against the real served-names
-// lookup (runs.md §2.3.1): an active Runner of the workspace that announces the name takes the
+// lookup (docs/api.md#runs): an active Runner of the workspace that announces the name takes the
 // row dispatched at once; one that does not announce it refuses tool_not_served; a revoked
 // Runner, a tool provider and another workspace's Runner refuse runner_not_eligible at the
 // route, whatever they announce.
@@ -58,6 +58,19 @@ func TestCreateRouteEligibility(t *testing.T) {
 		id := created.Run.PublicID
 		if tk := h.task(id, created.Receipt.DeliverableTaskKey); tk.Status != runs.StatusDispatched || string(tk.AddressedTo) != `{"executor_public_id":"`+active+`","role":"runner"}` {
 			t.Fatalf("served route: %s addressed %s", tk.Status, tk.AddressedTo)
+		}
+		// A route may repeat the step's name as tool_name, the key a declaration's route uses;
+		// any other tool_name is refused with what to write.
+		named := `{"steps":[{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"` + active + `","tool_name":"fetch"}}}],"approval_mode":"bypass"}`
+		if tk := h.task(h.create(named).Run.PublicID, "s1-tool-1"); tk.Status != runs.StatusDispatched {
+			t.Fatalf("route with the step's tool_name: %s", tk.Status)
+		}
+		other := `{"steps":[{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"` + active + `","tool_name":"get"}}}],"approval_mode":"bypass"}`
+		_, err = h.e.CreateRun(h.ctx, h.actor, json.RawMessage(other), nil, "")
+		if r, ok := refusal.As(err); !ok || r.Code != runs.CodeInvalidToolRoute || r.Message != `route.tool_name must be the step's name, "fetch" (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.` {
+			t.Fatalf("route with another tool_name: %v", err)
+		} else if p, _ := r.Get("path"); p != "steps[0].tool.route.tool_name" {
+			t.Fatalf("route with another tool_name: path %v", p)
 		}
 		for _, c := range []struct{ name, runner, tool, code, path, message string }{
 			{"not announced", active, "other", runs.CodeToolNotServed, "steps[0].tool.name", "runner " + active + " does not announce other"},

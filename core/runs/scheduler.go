@@ -12,9 +12,9 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// kernelRunnable is the kernel's runnable predicate (runs.md §4.1): a model task, or a tool
-// task without an addressee, that is running, unclaimed, not lowered, not past a deadline it
-// has, in a running run.
+// kernelRunnable is the kernel's runnable predicate (docs/development.md#how-the-kernel-runs-work):
+// a model task, or a tool task without an addressee, that is running, unclaimed, not lowered, not
+// past a deadline it has, in a running run.
 const kernelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
  AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
  AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
@@ -165,10 +165,10 @@ func (e *Engine) Evaluate(ctx context.Context, c *store.Claimed) error {
 // follows the expiry rule.
 var errAbandoned = errors.New("runs: evaluation abandoned")
 
-// evaluateTool runs a kernel tool row inside the transaction that settles it, under the run's
-// lock and the claim (kernel-tools.md §4.1): a row settled meanwhile (stop, cancel, expiry) is
-// left alone, a row whose deadline passed settles by the expiry rule instead, and the handler's
-// own writes commit with the result.
+// evaluateTool runs a kernel tool row inside the transaction that settles it, under the run's lock
+// and the claim (docs/agent-tools.md#what-a-model-reads): a row settled meanwhile (stop, cancel,
+// expiry) is left alone, a row whose deadline passed settles by the expiry rule instead, and the
+// handler's own writes commit with the result.
 func (e *Engine) evaluateTool(ctx context.Context, c *store.Claimed) error {
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		return e.evaluateToolTx(ctx, tx, fx, c)
@@ -324,8 +324,9 @@ func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, fx *effects, run *
 	return out, nil
 }
 
-// memoryPrincipal is the run's memory principal (memory.md §2.1): its answering agent when it
-// has one (a conversation-hosted run, or a standalone run an agent created), else its creator.
+// memoryPrincipal is the run's memory principal (docs/agent-tools.md#memory-and-skills): its
+// answering agent when it has one (a conversation-hosted run, or a standalone run an agent
+// created), else its creator.
 func memoryPrincipal(run *store.Run) Member {
 	if run.AnsweringAgentPublicID != nil {
 		return Member{Kind: "agent", PublicID: *run.AnsweringAgentPublicID}
@@ -356,7 +357,7 @@ func resultColumns(content string, structured json.RawMessage, title string, met
 }
 
 // sweeper applies the expiry rule to rows whose deadline passed and forgets old idempotency
-// keys (runs.md §4.8).
+// keys (docs/development.md#how-the-kernel-runs-work).
 func (e *Engine) sweeper(ctx context.Context) {
 	defer e.wg.Done()
 	tick := time.NewTicker(e.cfg.SweepInterval)
@@ -431,7 +432,8 @@ func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *sto
 		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
 		ClaimedBy: by, Deadline: deref(t.DeadlineAt)})
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
-		// A wait's expiry ends only the observation, and says so (kernel-tools.md §5.2.3).
+		// A wait's expiry ends only the observation, and says so
+		// (docs/agent-tools.md#delegation-and-conversations).
 		x.Error.Detail = WaitTimeoutDetail(spec.Task, deref(t.TimeoutMS))
 	}
 	if x.Release {

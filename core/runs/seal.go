@@ -34,14 +34,15 @@ type answerCall struct {
 	TaskKey    string `json:"task_key"`
 }
 
-// encodeEntry is an entry's stored bytes: the compact JSON of runs.md §5.1, keys in the order
-// shown there, never re-sorted.
+// encodeEntry is an entry's stored bytes: the compact JSON of
+// docs/development.md#how-the-kernel-runs-work, keys in the order shown there, never re-sorted.
 func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 
-// assemble builds the sealed request of a model round (runs.md §5.2): system, the opening user
-// entry with the results it reads, then for a continuation the previous round's request
-// followed by its answer and results. A continuation's request is its predecessor's plus the
-// new entries, byte for byte, so the stored entries are shared.
+// assemble builds the sealed request of a model round
+// (docs/development.md#how-the-kernel-runs-work): system, the opening user entry with the results
+// it reads, then for a continuation the previous round's request followed by its answer and
+// results. A continuation's request is its predecessor's plus the new entries, byte for byte, so
+// the stored entries are shared.
 func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*sealed, error) {
 	s := &sealed{}
 	gate := e.newGate(q, m)
@@ -76,7 +77,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		if run.ConversationID != nil && t.Mainline {
 			// A conversation turn's first round reads the held passive deliveries before its
-			// input (runs.md §5.2 step 3).
+			// input (docs/development.md#how-the-kernel-runs-work).
 			held, ids, err := e.heldEntries(ctx, q, run)
 			if err != nil {
 				return nil, err
@@ -124,7 +125,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			return nil, err
 		}
 		// History goes after the system entry; the oldest whole turns are dropped until the
-		// request fits the model's window less its output (runs.md §5.9).
+		// request fits the model's window less its output (docs/development.md#how-the-kernel-runs-work).
 		budget := int64(-1)
 		if m.ContextWindow != nil {
 			budget = *m.ContextWindow
@@ -227,7 +228,8 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 				s.delivered = append(s.delivered, row.ID)
 			}
 		}
-		// The round's media links ride in one user message after its last result (§5.7.2).
+		// The round's media links ride in one user message after its last result
+		// (docs/agent-tools.md#what-a-model-reads).
 		var media []model.Part
 		for _, c := range calls {
 			parts, err := e.resultMedia(ctx, q, gate, byKey[c.TaskKey])
@@ -244,7 +246,8 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 	}
 	if t.Mainline {
 		// Unpaired branch results that settled before this seal and were never delivered
-		// (runs.md §5.2 step 6); later rounds re-send them at this same position.
+		// (docs/development.md#how-the-kernel-runs-work); later rounds re-send them at this same
+		// position.
 		unpaired, ids, err := e.unpairedEntries(ctx, q, run)
 		if err != nil {
 			return nil, err
@@ -258,7 +261,8 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 	}
 	if t.Mainline && run.ConversationID != nil {
 		// Steers that landed before this seal, in arrival order, after the unpaired results
-		// (runs.md §5.2 step 6; orchestration.md §7.2).
+		// (docs/development.md#how-the-kernel-runs-work;
+		// docs/agent-tools.md#delegation-and-conversations).
 		steers, err := store.PendingSteers(ctx, q, run.ID)
 		if err != nil {
 			return nil, err
@@ -274,7 +278,8 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 	return s, nil
 }
 
-// pairedText is the text a call's tool entry carries and its error flag (runs.md §5.3).
+// pairedText is the text a call's tool entry carries and its error flag
+// (docs/agent-tools.md#what-a-model-reads).
 func pairedText(t *store.Task) (string, bool) {
 	if t.Status == StatusCompleted {
 		return deref(t.Output), deref(t.IsError)
@@ -388,7 +393,7 @@ func reportedEstimate(hist []turnSegment, after []model.Entry, m model.Model) (i
 }
 
 // history is the earlier turns of a conversation-hosted run's conversation, oldest first
-// (runs.md §5.9): for each settled turn, the entries its mainline's last sealed round added
+// (docs/development.md#how-the-kernel-runs-work): for each settled turn, the entries its mainline's last sealed round added
 // after its own history, then its final answer as an assistant entry when it has one.
 func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model, gate *mediaGate) ([]turnSegment, error) {
 	me, err := store.TurnOfRun(ctx, q, run.ID)
@@ -431,7 +436,7 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 					}
 				}
 			}
-			// Attachments ride re-rendered for this round's model (§5.7.3, §5.9).
+			// Attachments ride re-rendered for this round's model (docs/agent-tools.md#what-a-model-reads).
 			re, changed, err := e.rerenderMedia(ctx, q, gate, en)
 			if err != nil {
 				return nil, err

@@ -10,9 +10,9 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// TestSealedStorage pins runs.md §5.1 "Storage": every round's request is served byte for byte
-// as sealed, a continuation's request extends its predecessor's, and the store for a 50-round
-// run stays under three times its last request alone.
+// TestSealedStorage pins docs/development.md#how-the-kernel-runs-work: every round's request is
+// served byte for byte as sealed, a continuation's request extends its predecessor's, and the store
+// for a 50-round run stays under three times its last request alone.
 func TestSealedStorage(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {

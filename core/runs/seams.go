@@ -17,7 +17,7 @@ import (
 // tools that place rows (delegate_task, wait, ask, spawn, tool_call) return a Placement in their
 // outcome, which the engine writes in the settling transaction while the call row stays running
 // with awaiting_child set, and settles the call in the transaction that settles the child
-// (runs.md §3.7; placement.go).
+// (docs/agent-tools.md#delegation-and-conversations; placement.go).
 type KernelTools interface {
 	Run(ctx context.Context, call *KernelCall) (*KernelOutcome, error)
 }
@@ -29,9 +29,11 @@ type KernelCall struct {
 	WorkspaceID          int64
 	WorkspacePublicID    string
 	ConversationPublicID string // "" on a standalone run
-	// MemoryPrincipal is the run's memory principal (memory.md §2.1): {kind, public_id}.
+	// MemoryPrincipal is the run's memory principal (docs/agent-tools.md#memory-and-skills): {kind,
+	// public_id}.
 	MemoryPrincipal Member
-	// MemoryContext is the run's frozen memory configuration, as stored (memory.md §2.2).
+	// MemoryContext is the run's frozen memory configuration, as stored
+	// (docs/agent-tools.md#memory-and-skills).
 	MemoryContext json.RawMessage
 	TaskKey       string
 	// ToolName is the kernel wire name; Canonical its canonical name.
@@ -44,9 +46,9 @@ type KernelCall struct {
 	Input json.RawMessage
 	// Attempt is the claim generation: 2 or more means the row was claimed before (a replay).
 	Attempt int64
-	// Tx is the transaction that will settle the row, under the run's lock: a handler whose
-	// effects are rows of this database (kernel memory, placed children) writes them here, so
-	// that its effect and the row's result commit together or not at all (memory.md §5.7).
+	// Tx is the transaction that will settle the row, under the run's lock: a handler whose effects
+	// are rows of this database (kernel memory, placed children) writes them here, so that its effect
+	// and the row's result commit together or not at all (docs/agent-tools.md#memory-and-skills).
 	Tx *store.Tx
 	// Round reads the calling round (the row's declaring_task_key): the frozen declaration,
 	// skill catalog and environment the call runs against. It is read on first use only, so a
@@ -57,8 +59,8 @@ type KernelCall struct {
 	Conv *Conversing
 }
 
-// CallingRound is the frozen context of the model round that made a kernel call: what
-// acceptance froze onto it and every continuation copies unchanged (declarations.md §8.4).
+// CallingRound is the frozen context of the model round that made a kernel call: what acceptance
+// froze onto it and every continuation copies unchanged (docs/agent-tools.md#declaring-tools).
 type CallingRound struct {
 	Key          string
 	Model        string
@@ -76,13 +78,14 @@ type CallingRound struct {
 // KernelOutcome is how a kernel call settles. Exactly one of Result, Failure and Place is set,
 // except that a Placement that awaits nothing settles the call at once with Result.
 type KernelOutcome struct {
-	// Result settles the row completed with this envelope (kernel-tools.md §4.2).
+	// Result settles the row completed with this envelope (docs/agent-tools.md#what-a-model-reads).
 	Result *KernelResult
-	// Failure settles the row failed with this error (the task failures kernel-tools.md §4.3
-	// assigns to the kernel: an overridden memory row refused before dispatch, a tool the
-	// kernel has no handler for).
+	// Failure settles the row failed with this error (the task failures
+	// docs/agent-tools.md#what-a-model-reads assigns to the kernel: an overridden memory row refused
+	// before dispatch, a tool the kernel has no handler for).
 	Failure *TaskError
-	// Place writes rows under the call and lets the call wait on one of them (runs.md §3.7).
+	// Place writes rows under the call and lets the call wait on one of them
+	// (docs/agent-tools.md#delegation-and-conversations).
 	Place *Placement
 }
 
@@ -126,18 +129,18 @@ type ExecutorSignal interface {
 	WorkAvailableHere(runPublicID, taskKey, toolName string, executorPublicIDs []string)
 }
 
-// Reasons of work_canceled (executor.md §6.1).
+// Reasons of work_canceled (docs/api.md#the-executor-plane).
 const (
 	CancelRunCanceled  = "run_canceled"
 	CancelTaskCanceled = "task_canceled"
 	CancelExpired      = "expired"
 )
 
-// Announcements answers addressing's questions about executors (runs.md §3.6): which Runner
-// or tool providers currently announce a served name in a workspace, with their profiles. The
-// executor plane implements it over its announcements table, inside the birth transaction.
-// A nil Announcements means nobody announces anything: every non-kernel name is
-// tool_not_served.
+// Announcements answers addressing's questions about executors
+// (docs/development.md#how-the-kernel-runs-work): which Runner or tool providers currently announce
+// a served name in a workspace, with their profiles. The executor plane implements it over its
+// announcements table, inside the birth transaction. A nil Announcements means nobody announces
+// anything: every non-kernel name is tool_not_served.
 type Announcements interface {
 	// RunnerTool reports whether the executor is a Runner of the workspace, active, and
 	// announces name, with its display name and the announced profile (timeout_ms included when

@@ -11,11 +11,12 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// addressCall is addressing (runs.md §3.6) with the skill tool's routing by source
-// (kernel-tools.md §5.20): a call of a Runner's skill callable goes to that Runner only for a
-// name its frozen catalog holds, and only while the Runner still announces both the skill tool
-// and that document; a name outside the catalog is the kernel's to answer (skill_unknown).
-// Every other call is addressed as the rules of §3.6 say.
+// addressCall is addressing (docs/development.md#how-the-kernel-runs-work) with the skill tool's
+// routing by source (docs/agent-tools.md#memory-and-skills): a call of a Runner's skill callable
+// goes to that Runner only for a name its frozen catalog holds, and only while the Runner still
+// announces both the skill tool and that document; a name outside the catalog is the kernel's to
+// answer (skill_unknown). Every other call is addressed as the rules of
+// docs/api.md#health-and-the-catalog say.
 func (e *Engine) addressCall(ctx context.Context, q store.Querier, run *store.Run, ts Toolset, res CallResolution) (Address, error) {
 	if res.Route == nil || res.Route.ToolName != skillWire {
 		return e.address(ctx, q, run, res)
@@ -72,9 +73,9 @@ func (e *Engine) addressCall(ctx context.Context, q store.Querier, run *store.Ru
 // skillWire is the served name of a Runner's own skill tool: nexus.skill.load's wire name.
 const skillWire = "skill"
 
-// skillScope is a Runner skill row's scope (orchestration.md §13.2): the workspace, the
-// conversation (null on a standalone run) and the person the run's memory belongs to (null when
-// it has none), so that the Runner can pick the document that person may read.
+// skillScope is a Runner skill row's scope (docs/agent-tools.md#delegation-and-conversations): the
+// workspace, the conversation (null on a standalone run) and the person the run's memory belongs to
+// (null when it has none), so that the Runner can pick the document that person may read.
 func (e *Engine) skillScope(ctx context.Context, q store.Querier, run *store.Run) (json.RawMessage, error) {
 	var person *string
 	if e.mem != nil {

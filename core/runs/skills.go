@@ -9,8 +9,8 @@ import (
 )
 
 // SkillFacts are what the kernel entries of a skill catalog are read against at acceptance
-// (memory.md §9, declarations.md §10.2): the accepted work's frozen memory configuration and the
-// run facts its bindings resolve with.
+// (docs/agent-tools.md#memory-and-skills, docs/development.md#the-declaration-compiler): the
+// accepted work's frozen memory configuration and the run facts its bindings resolve with.
 type SkillFacts struct {
 	// MemoryContext is the frozen memory configuration, as stored.
 	MemoryContext        string

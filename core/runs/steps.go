@@ -51,7 +51,7 @@ type step struct {
 	defaults  []byte
 }
 
-// stepParser accumulates every failure of one envelope (runs.md §2.3.2).
+// stepParser accumulates every failure of one envelope (docs/api.md#runs).
 type stepParser struct {
 	e      *Engine
 	ctx    context.Context
@@ -237,8 +237,16 @@ func (p *stepParser) parseModel(s *step, body map[string]json.RawMessage, prev s
 	}
 	frozen, decl := p.declare(s.path, body)
 	s.frozen = frozen
-	if v, ok := body["model"]; !ok {
-		p.fail(CodeUnknownModel, s.path+".model", "A model step needs a model.")
+	if v, ok := body["model"]; !ok || isNull(v) {
+		// A step that names no model runs on the deployment's default_model, as a message
+		// without one does (docs/api.md, "Runs").
+		ref := p.e.models.Default().Ref
+		if _, err := p.e.models.Check(ref, decl); err != nil {
+			r, _ := refusal.As(err)
+			p.fail(r.Code, s.path+".model", "%s", r.Message)
+		} else {
+			s.model = ref
+		}
 	} else if ref, ok := str(v); !ok {
 		p.fail(CodeUnknownModel, s.path+".model", "model must be a provider/model string.")
 	} else if _, err := p.e.models.Check(ref, decl); err != nil {
@@ -260,7 +268,7 @@ func (p *stepParser) declare(path string, body map[string]json.RawMessage) (*Fro
 		return &FrozenDeclaration{ToolDefinitions: []byte("[]"), Environment: []byte("null"), SkillCatalog: []byte("[]")}, false
 	}
 	if in.Tools != nil {
-		// runs.md §2.3.1: a step that writes tools writes at least one; "no tools" is the
+		// docs/api.md#runs: a step that writes tools writes at least one; "no tools" is the
 		// absence of the field.
 		var items []json.RawMessage
 		if json.Unmarshal(in.Tools, &items) == nil && items != nil && len(items) == 0 {
@@ -373,18 +381,26 @@ func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
 	at := s.path + ".route"
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(v, &obj) != nil || obj == nil {
-		p.fail(CodeInvalidToolRoute, at, "route must be {\"kind\": \"runner\", \"runner_executor_public_id\": uuid}.")
+		p.fail(CodeInvalidToolRoute, at, "route must be {\"kind\": \"runner\", \"runner_executor_public_id\": uuid, \"tool_name\": name}, tool_name optional.")
 		return
 	}
-	for k := range obj {
-		if k != "kind" && k != "runner_executor_public_id" {
-			p.fail(CodeInvalidToolRoute, at+"."+k, "%s is not a route key.", k)
+	for _, k := range sortedKeys(obj) {
+		if k != "kind" && k != "runner_executor_public_id" && k != "tool_name" {
+			p.fail(CodeInvalidToolRoute, at+"."+k, "%s is not a route key; a tool step's route takes kind, runner_executor_public_id and tool_name.", k)
 			return
 		}
 	}
 	if kind, ok := str(obj["kind"]); !ok || kind != "runner" {
 		p.fail(CodeInvalidToolRoute, at+".kind", "route.kind must be runner.")
 		return
+	}
+	// A declaration's route names the served tool in tool_name, apart from the callable's own
+	// name; a tool step has one name, the served one, so tool_name may repeat it and nothing else.
+	if raw, ok := obj["tool_name"]; ok {
+		if tn, ok := str(raw); !ok || tn != s.name {
+			p.fail(CodeInvalidToolRoute, at+".tool_name", "route.tool_name must be the step's name, %q (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.", s.name)
+			return
+		}
 	}
 	id := p.runner
 	if raw, ok := obj["runner_executor_public_id"]; ok {
@@ -401,7 +417,7 @@ func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
 	s.route = &Route{Kind: "runner", RunnerExecutorPublicID: id}
 }
 
-// addressStep resolves a tool step's addressee at acceptance (runs.md §2.3.1): a step nobody
+// addressStep resolves a tool step's addressee at acceptance (docs/api.md#runs): a step nobody
 // serves is refused tool_not_served rather than created failed, and a route to anything but an
 // active Runner of the workspace runner_not_eligible. A Runner that serves the name is eligible
 // by that very answer (Announcements.RunnerTool), so the executor row is read only when it does

@@ -6,8 +6,8 @@ import (
 )
 
 // framingWords are the tags whose opening the kernel protects inside model-visible text
-// (runs.md §5.4 "Escaping"): a result that contains "<task_result" could otherwise forge a
-// delivery the model would take for the kernel's.
+// (docs/agent-tools.md#what-a-model-reads): a result that contains "<task_result" could otherwise
+// forge a delivery the model would take for the kernel's.
 var framingWords = []string{"/task_result", "task_result", "/answer", "answer", "/message", "message",
 	"/tool_use_error", "tool_use_error"}
 
@@ -47,7 +47,7 @@ func framed(rest string) bool {
 	return false
 }
 
-// toolUseErrorSentences maps an error key to its sentence (runs.md §5.6).
+// toolUseErrorSentences maps an error key to its sentence (docs/agent-tools.md#what-a-model-reads).
 var toolUseErrorSentences = map[string]string{
 	KeyToolUncertain:   "The tool call's outcome is unknown; it may have taken effect.",
 	KeyToolTimeout:     "The tool call got no answer before its deadline.",
@@ -82,7 +82,7 @@ func Answer(awaitKey, text string) string {
 	return `<answer task="` + awaitKey + `">` + Escape(text) + `</answer>`
 }
 
-// TaskResult is the input of a <task_result> envelope (runs.md §5.4).
+// TaskResult is the input of a <task_result> envelope (docs/agent-tools.md#what-a-model-reads).
 type TaskResult struct {
 	// Key is the key the reader knows.
 	Key    string

@@ -7,9 +7,9 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The document types below are the JSON the read routes serve (runs.md §2.4, §2.5). The engine
-// builds them because their presence rules (absent, null and false kept apart) are this
-// package's contract; the HTTP layer only writes them.
+// The document types below are the JSON the read routes serve (docs/api.md#runs,
+// docs/api.md#tasks-and-decisions). The engine builds them because their presence rules (absent,
+// null and false kept apart) are this package's contract; the HTTP layer only writes them.
 
 // RunDoc is a run document.
 type RunDoc struct {
@@ -42,7 +42,7 @@ type TurnRef struct {
 	Status   string `json:"status"`
 }
 
-// Attention is one standing reason (runs.md §8.3).
+// Attention is one standing reason (docs/api.md#runs).
 type Attention struct {
 	Reason   string   `json:"reason"`
 	TaskKeys []string `json:"task_keys"`
@@ -150,7 +150,7 @@ func raw(s *string) json.RawMessage {
 }
 
 // traceDoc is a trace row: identity and shape, model/finish, tool routing, claim, await kind,
-// approval, error, deadline and timestamps (runs.md §2.4).
+// approval, error, deadline and timestamps (docs/api.md#runs).
 func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 	d := &TaskDoc{Key: t.Key, Kind: t.Kind, Status: t.Status, Mainline: t.Mainline, Origin: t.Origin,
 		ParentKey: t.ParentKey, DeclaringTaskKey: t.DeclaringTaskKey, After: afterOf(t), OnFailure: t.OnFailure,
@@ -188,7 +188,8 @@ func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 	return d
 }
 
-// fullDoc is the task read: the trace row plus every field the row has (runs.md §2.5).
+// fullDoc is the task read: the trace row plus every field the row has
+// (docs/api.md#tasks-and-decisions).
 func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 	d := traceDoc(t, byKey)
 	switch t.Kind {
@@ -209,7 +210,7 @@ func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 			}
 		}
 	case KindAwait:
-		// An ask shows its question and addressee, a wait its target (runs.md §2.5).
+		// An ask shows its question and addressee, a wait its target (docs/api.md#tasks-and-decisions).
 		d.Prompt, d.Options, d.Multi, d.TimeoutMS = t.Prompt, raw(t.Options), t.Multi, t.TimeoutMS
 		d.AddressedTo, d.Wait, d.ResolvedBy = raw(t.AddressedMember), raw(t.WaitSpec), raw(t.ResolvedBy)
 	case KindTool:
@@ -287,7 +288,7 @@ func (e *Engine) runDocOf(ctx context.Context, q store.Querier, r *store.Run, ta
 	return d, nil
 }
 
-// attention lists the standing reasons, in order (runs.md §8.3).
+// attention lists the standing reasons, in order (docs/api.md#runs).
 func attention(r *store.Run, tasks []store.Task, byKey map[string]*store.Task) []Attention {
 	var halt, approvals, asks []string
 	for i := range tasks {

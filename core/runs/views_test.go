@@ -8,8 +8,9 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// TestTaskReadKeepsNullAndFalse: structured_content null and false are served as sent, an
-// absent one is absent, and a settled row always has output (runs.md §1.5.6, §2.5).
+// TestTaskReadKeepsNullAndFalse: structured_content null and false are served as sent, an absent
+// one is absent, and a settled row always has output (docs/api.md#task-error-keys,
+// docs/api.md#tasks-and-decisions).
 func TestTaskReadKeepsNullAndFalse(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

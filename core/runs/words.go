@@ -2,7 +2,7 @@ package runs
 
 import "github.com/nexuskernel/nexus/core/approval"
 
-// Task kinds (runs.md §1.5.1).
+// Task kinds (docs/api.md#runs).
 const (
 	KindModel      = "model_task"
 	KindTool       = "tool_task"
@@ -10,7 +10,7 @@ const (
 	KindDelegation = "delegation_task"
 )
 
-// Task statuses (runs.md §1.5.2).
+// Task statuses (docs/api.md#runs).
 const (
 	StatusWaiting       = "waiting"
 	StatusNeedsApproval = "needs_approval"
@@ -38,7 +38,7 @@ func Terminal(status string) bool {
 	return false
 }
 
-// Run statuses (runs.md §8.1).
+// Run statuses (docs/api.md#runs).
 const (
 	RunPending        = "pending"
 	RunRunning        = "running"
@@ -48,7 +48,7 @@ const (
 	RunCanceled       = "canceled"
 )
 
-// Origins, failure policies, lifetimes, wakes and visibilities (runs.md §1.5.1, §1.5.4).
+// Origins, failure policies, lifetimes, wakes and visibilities (docs/api.md#runs).
 const (
 	OriginModel  = "model"
 	OriginAuthor = "author"
@@ -68,7 +68,7 @@ const (
 	VisibilityHidden    = "hidden"
 )
 
-// Task error keys (runs.md §8.6).
+// Task error keys (docs/api.md#task-error-keys).
 const (
 	KeyUnknownTool            = "unknown_tool"
 	KeyInvalidToolArguments   = "invalid_tool_arguments"
@@ -95,7 +95,7 @@ const (
 	KeyMemoryReadOnly         = "memory_read_only"
 )
 
-// Approval modes, verdicts and approval origins (runs.md §7).
+// Approval modes, verdicts and approval origins (docs/agent-tools.md#the-approval-gate).
 const (
 	ModeBypass = "bypass"
 	ModeAsk    = "ask"
@@ -114,7 +114,7 @@ const (
 	ApprovalOriginAgent  = "agent"
 )
 
-// Attention reasons, in the order they are served (runs.md §8.3).
+// Attention reasons, in the order they are served (docs/api.md#runs).
 const (
 	ReasonHaltFailure           = "halt_failure"
 	ReasonDeliverableUnresolved = "deliverable_unresolved"
@@ -122,7 +122,7 @@ const (
 	ReasonAwaitingHuman         = "awaiting_human"
 )
 
-// Door refusal words of the member plane (runs.md §8.5).
+// Door refusal words of the member plane (docs/api.md#runs).
 const (
 	CodeConversationArchived        = "conversation_archived"
 	CodeConversationBusy            = "conversation_busy"
@@ -169,7 +169,7 @@ const (
 	CodeModelCapabilityUnavailable = "model_capability_unavailable"
 )
 
-// Conversation statuses (runs.md §1.2) and turn statuses (§1.3).
+// Conversation statuses (docs/api.md#conversations) and turn statuses (docs/api.md#conversations).
 const (
 	ConversationActive   = "active"
 	ConversationArchived = "archived"

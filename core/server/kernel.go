@@ -8,8 +8,9 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 )
 
-// KernelSettings is the kernel block of the settings file (runs.md §4.4): durations are Go
-// duration strings. Zero values take the engine's defaults.
+// KernelSettings is the kernel block of the settings file
+// (docs/development.md#how-the-kernel-runs-work): durations are Go duration strings. Zero values
+// take the engine's defaults.
 type KernelSettings struct {
 	Workers       int
 	ModelTimeout  time.Duration

@@ -10,7 +10,7 @@ import (
 )
 
 // pluginAdmin serves the plugin routes over the server's host; reload reads the configuration
-// file again (plugins.md §10).
+// file again (docs/plugins.md#states-status-reload-and-restart).
 type pluginAdmin struct{ s *Server }
 
 func (p pluginAdmin) Status() []plugins.Status { return p.s.plugins.Status() }
@@ -28,9 +28,10 @@ func (p pluginAdmin) Reload(ctx context.Context) (plugins.ReloadReport, error) {
 // diagLine finds the line of an HCL diagnostic in its text ("file:12,3-9: …").
 var diagLine = regexp.MustCompile(`:(\d+),\d+`)
 
-// Reload reads the configuration file again and applies its plugin catalog (plugins.md §10):
-// an invalid file changes nothing and answers 422 validation_failed with the file, line and
-// message. Without a configuration file the catalog is empty.
+// Reload reads the configuration file again and applies its plugin catalog
+// (docs/plugins.md#states-status-reload-and-restart): an invalid file changes nothing and answers
+// 422 validation_failed with the file, line and message. Without a configuration file the catalog
+// is empty.
 func (s *Server) Reload(ctx context.Context) (plugins.ReloadReport, error) {
 	var cat *plugins.Catalog
 	if path := s.settings.ConfigFile; path != "" {

@@ -22,12 +22,12 @@ import (
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// pluginPlane is the plugin host's executor plane (plugins.md §8): every call goes through the
-// executor service, the push hub and the directory, the code HTTP executors reach, so a plugin's
-// rows are claimed, committed and expired exactly like theirs.
+// pluginPlane is the plugin host's executor plane (docs/development.md#the-plugin-host): every call
+// goes through the executor service, the push hub and the directory, the code HTTP executors reach,
+// so a plugin's rows are claimed, committed and expired exactly like theirs.
 //
-// A plugin's managed executor is one executor row per workspace it serves (an executor belongs
-// to one workspace, identity.md §1); the host knows the group by the public id of its first row
+// A plugin's managed executor is one executor row per workspace it serves (an executor belongs to
+// one workspace, docs/api.md#identity); the host knows the group by the public id of its first row
 // (the home row), and every call fans out over the group's rows.
 type pluginPlane struct {
 	store   *store.Store
@@ -49,7 +49,7 @@ type managedGroup struct {
 	// search the group.
 	runs map[string]int
 	// presence is the feed that holds the group online (presence is an open subscription,
-	// executor.md §6); nobody reads it, and a feed never falls behind, so it never closes for it.
+	// docs/development.md#the-plugin-host); nobody reads it, and a feed never falls behind, so it never closes for it.
 	presence *executors.Feed
 }
 
@@ -435,7 +435,8 @@ func claimOf(ans *executors.ClaimAnswer, now time.Time) (plugins.Claim, error) {
 	return c, nil
 }
 
-// scopesOf reads an overridden memory row's scope (memory.md §2.2) as memory.Scope values.
+// scopesOf reads an overridden memory row's scope (docs/agent-tools.md#memory-and-skills) as
+// memory.Scope values.
 func scopesOf(raw json.RawMessage, workspaceID string) ([]memsdk.Scope, error) {
 	var doc struct {
 		Bindings []struct {
@@ -496,7 +497,8 @@ func (p *pluginPlane) StageCapture(ctx context.Context, id, filename string, dat
 	return u.PublicID, nil
 }
 
-// commitCodes are the refusals the host turns into a failed outcome (plugins.md §8.4 item 4).
+// commitCodes are the refusals the host turns into a failed outcome
+// (docs/development.md#the-plugin-host).
 var commitCodes = map[string]bool{
 	"invalid_content": true, "unsupported_content_kind": true, "too_many_content_blocks": true,
 	"unknown_result_upload": true, "invalid_metadata": true, "metadata_too_large": true,
@@ -556,7 +558,7 @@ func commitJSON(token string, b plugins.CommitBody) ([]byte, error) {
 		m["metadata"] = b.Metadata
 	}
 	if b.FailureDetail != "" && len(b.Content) == 0 {
-		// The door reads a failed outcome's detail from its text (executor.md §3.6).
+		// The door reads a failed outcome's detail from its text (docs/api.md#the-executor-plane).
 		m["content"] = b.FailureDetail
 	}
 	return json.Marshal(m)

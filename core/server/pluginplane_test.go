@@ -22,10 +22,10 @@ func managed(name string, workspaces ...string) plugins.ManagedExecutor {
 		ManagedBy: map[string]string{"plugin": name}, Workspaces: workspaces}
 }
 
-// TestManagedExecutorIdentity pins plugins.md §8.1 step 7 over the real store: one executor per
-// workspace the plugin serves, the same public id on every load, reactivated after a revocation,
-// marked not eligible where the catalog no longer names the workspace, and an unknown workspace
-// refused.
+// TestManagedExecutorIdentity pins docs/plugins.md#what-the-host-checks over the real store: one
+// executor per workspace the plugin serves, the same public id on every load, reactivated after a
+// revocation, marked not eligible where the catalog no longer names the workspace, and an unknown
+// workspace refused.
 func TestManagedExecutorIdentity(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {

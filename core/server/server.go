@@ -37,9 +37,9 @@ import (
 // discover lists the same directories.
 func PluginResolver(s Settings) plugins.Resolver { return pluginResolver(s, "") }
 
-// pluginResolver is the plugin command search (plugins.md §7.2): the --plugin-dir flags (or
-// NEXUS_PLUGIN_DIR), the file's plugin_dirs, then the running binary's directory, so `make run`
-// finds the plugin binaries beside bin/nexus.
+// pluginResolver is the plugin command search (docs/plugins.md#the-plugin-block): the --plugin-dir
+// flags (or NEXUS_PLUGIN_DIR), the file's plugin_dirs, then the running binary's directory, so
+// `make run` finds the plugin binaries beside bin/nexus.
 func pluginResolver(s Settings, exeDir string) plugins.Resolver {
 	if exeDir == "" {
 		if exe, err := os.Executable(); err == nil {
@@ -77,7 +77,7 @@ type Server struct {
 	// plugins runs the catalog's plugins; pluginPlane is their executor plane.
 	plugins     *plugins.Host
 	pluginPlane *pluginPlane
-	// pluginsStarted is closed once every plugin had its first attempt (identity.md §5).
+	// pluginsStarted is closed once every plugin had its first attempt (docs/operations.md#health).
 	pluginsStarted chan struct{}
 	startPlugins   sync.Once
 	dir            *identity.Directory
@@ -315,7 +315,7 @@ func (s *Server) StartPlugins(ctx context.Context) error {
 }
 
 // PluginShutdownTimeout bounds stopping the plugins at shutdown: the host gives in-flight calls
-// its own grace (plugins.md §9.5, 10 s), then kills every plugin.
+// its own grace (docs/plugins.md#crashes, 10 s), then kills every plugin.
 const PluginShutdownTimeout = 15 * time.Second
 
 // stopPlugins stops claiming, lets in-flight plugin calls finish within the grace and kills

@@ -153,7 +153,7 @@ func TestOpenRefusesBadBootstrapToken(t *testing.T) {
 func TestReadyWhenStoreAnswers(t *testing.T) {
 	t.Parallel()
 	srv, _ := openServer(t, store.SQLite, Options{})
-	// Until the plugins had their first attempt the server is not ready (identity.md §5).
+	// Until the plugins had their first attempt the server is not ready (docs/operations.md#health).
 	if r := srv.notReady(context.Background()); len(r) != 1 || r[0] != "plugins: starting" {
 		t.Fatalf("before the plugins start: reasons %v", r)
 	}

@@ -30,7 +30,8 @@ type Settings struct {
 	// PluginDirs are searched for plugin binaries first: the --plugin-dir flags, else
 	// NEXUS_PLUGIN_DIR.
 	PluginDirs []string
-	// FilePluginDirs are the file's plugin_dirs, searched after PluginDirs (plugins.md §7.2).
+	// FilePluginDirs are the file's plugin_dirs, searched after PluginDirs
+	// (docs/plugins.md#the-plugin-block).
 	FilePluginDirs []string
 	// LogLevel is trace, debug, info, warn or error.
 	LogLevel string

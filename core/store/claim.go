@@ -17,10 +17,11 @@ const ClaimTokenPrefix = "nxc_"
 // claimTokenBytes is the token's entropy: 256 bits, beyond guessing.
 const claimTokenBytes = 32
 
-// ClaimSpec parameterizes the one claim primitive (runs.md §4.3). The kernel's workers and the
-// executor plane's claim door differ only in which rows are runnable for them, so the predicate
-// is the parameter: a SQL condition over `t` (tasks) and `r` (the task's run), with `?`
-// placeholders and its arguments. Callers pass constant SQL text; values go through Args.
+// ClaimSpec parameterizes the one claim primitive (docs/development.md#how-the-kernel-runs-work).
+// The kernel's workers and the executor plane's claim door differ only in which rows are runnable
+// for them, so the predicate is the parameter: a SQL condition over `t` (tasks) and `r` (the task's
+// run), with `?` placeholders and its arguments. Callers pass constant SQL text; values go through
+// Args.
 type ClaimSpec struct {
 	// Predicate selects the runnable rows, e.g. `t.status = 'running' AND r.status = 'running'`.
 	Predicate string
@@ -43,7 +44,7 @@ type ClaimSpec struct {
 	// reads it: Claim runs in the caller's transaction, which commits as the caller decides.
 	Relaxed bool
 	// CountAttemptKind, when set, increments attempts on taken rows of that kind (model tasks
-	// count their claims, runs.md §4.9).
+	// count their claims, docs/development.md#how-the-kernel-runs-work).
 	CountAttemptKind string
 }
 
@@ -237,10 +238,11 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 	return s.relaxed, s.relaxedErr
 }
 
-// LockRunWithRunnable finds a run that has a row matching the runnable predicate (over `t` and
-// `r`, as ClaimSpec's) and takes that run's lock, skipping runs another transaction holds: the
-// first step of a claim that will settle in the same transaction, taken in the lock order (the
-// run before its task rows, runs.md §4.11). ok is false when no such run is free.
+// LockRunWithRunnable finds a run that has a row matching the runnable predicate (over `t` and `r`,
+// as ClaimSpec's) and takes that run's lock, skipping runs another transaction holds: the first
+// step of a claim that will settle in the same transaction, taken in the lock order (the run before
+// its task rows, docs/development.md#how-the-kernel-runs-work). ok is false when no such run is
+// free.
 func LockRunWithRunnable(ctx context.Context, tx *Tx, predicate string, args ...any) (runID int64, ok bool, err error) {
 	q := `SELECT r.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + predicate + ` ORDER BY t.dispatched_at, t.id LIMIT 1`
 	if tx.Dialect() == Postgres {

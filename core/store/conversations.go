@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Conversation is one row of conversations (runs.md §1.2).
+// Conversation is one row of conversations (docs/api.md#conversations).
 type Conversation struct {
 	ID                            int64   `db:"id"`
 	PublicID                      string  `db:"public_id"`
@@ -58,7 +58,8 @@ func ConversationByID(ctx context.Context, q Querier, id int64) (*Conversation, 
 	return &c, nil
 }
 
-// LockConversation takes a conversation's lock, first in the lock order (runs.md §4.11).
+// LockConversation takes a conversation's lock, first in the lock order
+// (docs/development.md#how-the-kernel-runs-work).
 func LockConversation(ctx context.Context, tx *Tx, id int64) (*Conversation, error) {
 	if tx.Dialect() == Postgres {
 		if _, err := tx.Exec(ctx, `SELECT id FROM conversations WHERE id = ? FOR UPDATE`, id); err != nil {
@@ -93,7 +94,7 @@ func ConversationsOfWorkspace(ctx context.Context, q Querier, workspaceID int64,
 	return cs, err
 }
 
-// Turn is one row of turns (runs.md §1.3).
+// Turn is one row of turns (docs/api.md#conversations).
 type Turn struct {
 	ID                         int64   `db:"id"`
 	PublicID                   string  `db:"public_id"`

@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// HeldDeliveries lists the held results of a conversation (runs.md §3.8): the final rounds of
-// conversation-lifetime detached branches and the settled replies of spawns and sends
-// (delegation rows), in the conversation's runs other than exceptRunID,
-// that have settled and that no request or kernel-authored turn has carried, oldest settlement
-// first. A branch round that continued is never final: a newer round of its lineage exists.
+// HeldDeliveries lists the held results of a conversation
+// (docs/agent-tools.md#delegation-and-conversations): the final rounds of conversation-lifetime
+// detached branches and the settled replies of spawns and sends (delegation rows), in the
+// conversation's runs other than exceptRunID, that have settled and that no request or
+// kernel-authored turn has carried, oldest settlement first. A branch round that continued is never
+// final: a newer round of its lineage exists.
 func HeldDeliveries(ctx context.Context, q Querier, conversationID, exceptRunID int64) ([]Task, error) {
 	cols := make([]string, len(taskColumns))
 	for i, c := range taskColumns {
@@ -27,9 +28,9 @@ ORDER BY t.completed_at, t.id`, conversationID, exceptRunID, false, true)
 	return ts, err
 }
 
-// OpenWaits lists up to limit kernel-held wait awaits still observing, after afterID, in id order: the
-// sweeper re-reads their targets, which may live in another run whose settle never takes the
-// observer's lock (runs.md §4.11).
+// OpenWaits lists up to limit kernel-held wait awaits still observing, after afterID, in id order:
+// the sweeper re-reads their targets, which may live in another run whose settle never takes the
+// observer's lock (docs/development.md#how-the-kernel-runs-work).
 func OpenWaits(ctx context.Context, q Querier, afterID int64, limit int) ([]Task, error) {
 	var ts []Task
 	err := q.Select(ctx, &ts, selectTaskSQL+` WHERE kind = 'await_task' AND await_kind = 'wait' AND status = 'dispatched' AND id > ?
@@ -37,10 +38,10 @@ ORDER BY id LIMIT ?`, afterID, limit)
 	return ts, err
 }
 
-// InboxForMember lists the member inbox (runs.md §2.10), oldest first: held approvals and open
-// asks. A user sees the approvals of runs it created or whose answering agent it stewards, and
-// the asks addressed to it (addressed is its stored addressee, compared byte for byte); an
-// agent sees both kinds on every run it answers or created, whoever they are addressed to.
+// InboxForMember lists the member inbox (docs/api.md#the-inbox), oldest first: held approvals and
+// open asks. A user sees the approvals of runs it created or whose answering agent it stewards, and
+// the asks addressed to it (addressed is its stored addressee, compared byte for byte); an agent
+// sees both kinds on every run it answers or created, whoever they are addressed to.
 func InboxForMember(ctx context.Context, q Querier, kind, publicID, addressed string, afterID int64, limit int) ([]HeldRow, error) {
 	cols := make([]string, len(taskColumns))
 	for i, c := range taskColumns {

@@ -7,7 +7,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// Executor kinds and statuses (executor.md §1.1).
+// Executor kinds and statuses (docs/api.md#executors).
 const (
 	ExecutorRunner       = "runner"
 	ExecutorToolProvider = "tool_provider"

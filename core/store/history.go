@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// HistoryTurn is a turn as the history tools read it (orchestration.md §10): the turn row with
-// its run's status and its conversation's public id and title.
+// HistoryTurn is a turn as the history tools read it
+// (docs/agent-tools.md#delegation-and-conversations): the turn row with its run's status and its
+// conversation's public id and title.
 type HistoryTurn struct {
 	Turn
 	RunStatus            string  `db:"run_status"`
@@ -103,7 +104,7 @@ ORDER BY id DESC LIMIT 1`, runID, true)
 // ArchivedFilter selects conversations by status for a history search.
 type ArchivedFilter string
 
-// The archived filter values (kernel-tools.md §5.9.1).
+// The archived filter values (docs/agent-tools.md#delegation-and-conversations).
 const (
 	ArchivedExclude ArchivedFilter = "exclude"
 	ArchivedInclude ArchivedFilter = "include"

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// IdempotencyRecord is a reserved Idempotency-Key (runs.md §0.4): the canonical body it was
-// first used with and the result that request produced.
+// IdempotencyRecord is a reserved Idempotency-Key (docs/api.md#conventions): the canonical body it
+// was first used with and the result that request produced.
 type IdempotencyRecord struct {
 	Body      string `db:"body"`
 	Result    string `db:"result"`
@@ -25,9 +25,9 @@ func LookupIdempotency(ctx context.Context, q Querier, scope, key string, notBef
 	return &r, nil
 }
 
-// InsertIdempotency records a key in the transaction that does the work. A concurrent request
-// with the same key blocks on the unique index until this transaction ends, then fails with a
-// unique violation and re-reads the record (runs.md §0.4: one key never creates twice). An
+// InsertIdempotency records a key in the transaction that does the work. A concurrent request with
+// the same key blocks on the unique index until this transaction ends, then fails with a unique
+// violation and re-reads the record (docs/api.md#conventions: one key never creates twice). An
 // expired record of the same key is replaced.
 func InsertIdempotency(ctx context.Context, q Querier, scope, key, body, result string, at, notBefore int64) error {
 	if _, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND created_at <= ?`, scope, key, notBefore); err != nil {

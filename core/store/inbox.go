@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// InboxFilter selects one page of an executor's inbox (executor.md §3.1).
+// InboxFilter selects one page of an executor's inbox (docs/api.md#the-executor-plane).
 type InboxFilter struct {
 	WorkspaceID int64
 	// ExecutorPublicID names the executor: rows addressed to it, claimed or not.
@@ -88,7 +88,7 @@ type RowRef struct {
 
 // DispatchedFor lists the dispatched rows addressed to an executor (claimed or not) and the
 // dispatched pool rows it claimed (claimedBy is its stored claimant): what its revocation settles
-// (executor.md §1.2). Rows come in run, then id order, the lock order of the settles.
+// (docs/api.md#executors). Rows come in run, then id order, the lock order of the settles.
 func DispatchedFor(ctx context.Context, q Querier, executorPublicID, claimedBy string) ([]RowRef, error) {
 	var out []RowRef
 	err := q.Select(ctx, &out, `SELECT id, run_id FROM tasks
@@ -128,8 +128,9 @@ func LockTaskByKey(ctx context.Context, tx *Tx, runID int64, key string) (*Task,
 	return &t, nil
 }
 
-// LockRunByPublicID takes the lock of a workspace's run named by public id (runs.md §4.11) and
-// reads the row under it; ErrNotFound for an unknown run or another workspace's.
+// LockRunByPublicID takes the lock of a workspace's run named by public id
+// (docs/development.md#how-the-kernel-runs-work) and reads the row under it; ErrNotFound for an
+// unknown run or another workspace's.
 func LockRunByPublicID(ctx context.Context, tx *Tx, workspaceID int64, publicID string) (*Run, error) {
 	if tx.Dialect() != Postgres {
 		return RunByPublicID(ctx, tx, workspaceID, publicID)
@@ -169,7 +170,7 @@ type taskAndRun struct {
 
 // creatorInWorkspaceSQL reports, over a run `r`, whether its creator (a user by its workspace
 // membership, an agent that was not removed) still belongs to the run's workspace: the standing
-// a run's creator needs for its work to be claimed (executor.md §3.3 row 7). A creator of
+// a run's creator needs for its work to be claimed (docs/api.md#the-executor-plane). A creator of
 // another kind (the kernel) always stands. PostgreSQL stores the members' public ids as uuid
 // and the run's creator as text: the run's side is cast, so that the lookups stay on their
 // indexes; only a user's or an agent's id, always a UUID, reaches the cast.

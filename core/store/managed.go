@@ -42,7 +42,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, 1) RETURNING id`,
 }
 
 // ReactivateExecutor makes a revoked managed executor active again under the same public id
-// (executor.md §1: the one exception to final revocation).
+// (docs/api.md#executors: the one exception to final revocation).
 func ReactivateExecutor(ctx context.Context, q Querier, executorID int64) error {
 	_, err := q.Exec(ctx, `UPDATE executors SET status = ?, revoked_at = NULL WHERE id = ? AND managed_by IS NOT NULL`,
 		ExecutorActive, executorID)

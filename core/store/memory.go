@@ -36,10 +36,10 @@ func memoryColumns(withContent bool) string {
 }
 
 // LockMemoryAnchor finds or creates the anchor of (kind, owner) and locks it for the rest of the
-// transaction, so that every mutation of one anchor's documents is serialized (memory.md §5.7).
-// On PostgreSQL the anchor row is locked FOR UPDATE; on SQLite the immediate transaction already
-// holds the database's write lock. No statement here can fail on a conflict, so a caller's
-// transaction that this joins is never aborted by it.
+// transaction, so that every mutation of one anchor's documents is serialized
+// (docs/agent-tools.md#memory-and-skills). On PostgreSQL the anchor row is locked FOR UPDATE; on
+// SQLite the immediate transaction already holds the database's write lock. No statement here can
+// fail on a conflict, so a caller's transaction that this joins is never aborted by it.
 func LockMemoryAnchor(ctx context.Context, tx *Tx, kind, owner string) (int64, error) {
 	lock := ""
 	if tx.Dialect() == Postgres {

@@ -8,7 +8,8 @@ import (
 	"fmt"
 )
 
-// The two settings of the agent messaging policy (orchestration.md §5.3).
+// The two settings of the agent messaging policy
+// (docs/agent-tools.md#delegation-and-conversations).
 const (
 	MessagingPublic  = "public"
 	MessagingPrivate = "private"

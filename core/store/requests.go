@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// ConversationRequest is one row of conversation_requests: an input a spawn or send call
-// addressed to a conversation (orchestration.md §6, §7), keyed by the call that made it.
+// ConversationRequest is one row of conversation_requests: an input a spawn or send call addressed
+// to a conversation (docs/agent-tools.md#delegation-and-conversations), keyed by the call that made
+// it.
 type ConversationRequest struct {
 	ID                   int64   `db:"id"`
 	PublicID             string  `db:"public_id"`
@@ -153,7 +154,7 @@ WHERE m.workspace_id = ? AND (LOWER(u.handle) = ? OR CAST(u.public_id AS TEXT) =
 // OpenRequestObservers lists up to limit kernel rows observing a conversation request after
 // afterID, in id order: spawn awaits and delegation rows still dispatched. The sweeper re-reads
 // their requests, whose replies settle in another run without taking the observer's lock
-// (runs.md §4.11).
+// (docs/development.md#how-the-kernel-runs-work).
 func OpenRequestObservers(ctx context.Context, q Querier, afterID int64, limit int) ([]Task, error) {
 	var ts []Task
 	err := q.Select(ctx, &ts, selectTaskSQL+` WHERE ((kind = 'await_task' AND await_kind = 'spawn') OR kind = 'delegation_task')
@@ -182,8 +183,9 @@ WHERE t.conversation_id = ? AND r.answering_agent_public_id = ? ORDER BY t.posit
 	return ms[0], nil
 }
 
-// ParentWaitingOn reports whether a conversation's parent is blocking on it: a waited spawn's
-// await for the request that opened it is still parked (orchestration.md §5.2 step 5).
+// ParentWaitingOn reports whether a conversation's parent is blocking on it: a waited spawn's await
+// for the request that opened it is still parked
+// (docs/agent-tools.md#delegation-and-conversations).
 func ParentWaitingOn(ctx context.Context, q Querier, conversationID int64) (bool, error) {
 	var n int64
 	err := q.Get(ctx, &n, `SELECT COUNT(*) FROM conversation_requests r JOIN tasks t ON t.run_id = r.run_id AND t.task_key = r.call_key || '-spawn-1'

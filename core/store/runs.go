@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Run is one row of runs (runs.md §1.4). JSON-valued columns are their stored text.
+// Run is one row of runs (docs/api.md#runs). JSON-valued columns are their stored text.
 type Run struct {
 	ID                            int64   `db:"id"`
 	PublicID                      string  `db:"public_id"`
@@ -176,7 +176,8 @@ func RunByID(ctx context.Context, q Querier, id int64) (*Run, error) {
 	return &r, nil
 }
 
-// LockRun takes the run's lock (runs.md §4.11) and reads the row under it.
+// LockRun takes the run's lock (docs/development.md#how-the-kernel-runs-work) and reads the row
+// under it.
 func LockRun(ctx context.Context, tx *Tx, id int64) (*Run, error) {
 	if tx.Dialect() == Postgres {
 		if _, err := tx.Exec(ctx, `SELECT id FROM runs WHERE id = ? FOR UPDATE`, id); err != nil {

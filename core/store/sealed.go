@@ -8,8 +8,8 @@ import (
 	"fmt"
 )
 
-// SealedParts is a sealed request split for storage (runs.md §5.1 "Storage"): the bytes are
-// Prefix, then Entries joined by commas, then Suffix. Each piece is stored once in
+// SealedParts is a sealed request split for storage (docs/development.md#how-the-kernel-runs-work):
+// the bytes are Prefix, then Entries joined by commas, then Suffix. Each piece is stored once in
 // sealed_entries, addressed by the SHA-256 of its bytes, so a conversation whose every round
 // repeats the rounds before it stores each entry once and grows linearly.
 type SealedParts struct {
@@ -178,8 +178,9 @@ func SealedRequest(ctx context.Context, q Querier, id int64) (SealedParts, error
 	return p, nil
 }
 
-// SealedStorage reports the bytes stored for sealed requests: the distinct pieces and the
-// index rows (the §5.1 storage test compares it with one request's size).
+// SealedStorage reports the bytes stored for sealed requests: the distinct pieces and the index
+// rows (the sealed storage test compares it with one request's size;
+// docs/development.md#how-the-kernel-runs-work).
 func SealedStorage(ctx context.Context, q Querier) (int64, error) {
 	var n struct {
 		Entries int64 `db:"e"`

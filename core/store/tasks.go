@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// Task is one row of the tasks table, the one queue (runs.md §1.5, §4.1). JSON-valued columns
-// are kept as their stored text; nil means SQL NULL (absent). The run engine owns their meaning;
-// this package only moves them.
+// Task is one row of the tasks table, the one queue (docs/api.md#runs,
+// docs/development.md#how-the-kernel-runs-work). JSON-valued columns are kept as their stored text;
+// nil means SQL NULL (absent). The run engine owns their meaning; this package only moves them.
 type Task struct {
 	ID                int64   `db:"id"`
 	RunID             int64   `db:"run_id"`
@@ -218,9 +218,9 @@ type Assign struct {
 	Val any
 }
 
-// TaskGuard is the compare-and-set condition of an update (runs.md §4.3): the row changes only
-// while it still has this status (any of them) and, when Generation is set, this claim
-// generation and token hash.
+// TaskGuard is the compare-and-set condition of an update
+// (docs/development.md#how-the-kernel-runs-work): the row changes only while it still has this
+// status (any of them) and, when Generation is set, this claim generation and token hash.
 type TaskGuard struct {
 	Statuses   []string
 	Generation *int64
@@ -289,8 +289,8 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 }
 
 // DueTasks lists up to limit task ids whose park has expired (deadline_at ≤ now) in a status the
-// expiry rule settles (runs.md §4.8), locking them with SKIP LOCKED on PostgreSQL so that
-// several sweepers never take the same row.
+// expiry rule settles (docs/development.md#how-the-kernel-runs-work), locking them with SKIP LOCKED
+// on PostgreSQL so that several sweepers never take the same row.
 func DueTasks(ctx context.Context, tx *Tx, now int64, limit int) ([]Task, error) {
 	var ts []Task
 	q := `SELECT id, run_id, task_key FROM tasks
@@ -304,7 +304,8 @@ ORDER BY deadline_at, id LIMIT ?`
 }
 
 // NextSettleSeq returns the next settlement sequence number of a run: unpaired results are
-// delivered in settlement order (runs.md §5.2 step 6), which creation order does not give.
+// delivered in settlement order (docs/development.md#how-the-kernel-runs-work), which creation
+// order does not give.
 func NextSettleSeq(ctx context.Context, q Querier, runID int64) (int64, error) {
 	var n int64
 	err := q.Get(ctx, &n, nextSettleSeqSQL, runID)
@@ -316,8 +317,9 @@ const nextSettleSeqSQL = `SELECT COALESCE(MAX(settle_seq), 0) + 1 FROM tasks WHE
 
 // NextSettleSeqOf, as an Assign's value, makes SetTask write the run's (this run id's) next
 // settlement sequence number computed inside its own UPDATE: a settle under the run's lock
-// (runs.md §4.11) gets the number NextSettleSeq would have read a statement earlier, in one
-// round trip instead of two. A caller that needs the number afterwards uses NextSettleSeq.
+// (docs/development.md#how-the-kernel-runs-work) gets the number NextSettleSeq would have read a
+// statement earlier, in one round trip instead of two. A caller that needs the number afterwards
+// uses NextSettleSeq.
 type NextSettleSeqOf int64
 
 func placeholders(n int) string {

@@ -8,7 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// Upload creator kinds (executor.md §5.1): a member (user, agent) or an executor (runner,
+// Upload creator kinds (docs/api.md#uploads): a member (user, agent) or an executor (runner,
 // tool_provider, the latter's uploads being captures).
 const (
 	UploadCreatorUser         = "user"
@@ -17,7 +17,7 @@ const (
 	UploadCreatorToolProvider = "tool_provider"
 )
 
-// Upload binding target kinds: what keeps an upload alive (executor.md §5.4).
+// Upload binding target kinds: what keeps an upload alive (docs/api.md#uploads).
 const (
 	BindingTaskResult = "task_result"
 	BindingTaskInput  = "task_input"

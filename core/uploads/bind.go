@@ -11,7 +11,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Kinds of rows that bind uploads (executor.md §5.4).
+// Kinds of rows that bind uploads (docs/api.md#uploads).
 const (
 	// TargetTaskResult: a tool row's settled result links the upload (a commit's resource_link).
 	TargetTaskResult = store.BindingTaskResult
@@ -99,7 +99,7 @@ func OwnedCaptures(ctx context.Context, tx *store.Tx, executorID int64, ids []st
 
 // BoundToResults answers which of ids are already bound to the settled results of the tasks
 // taskIDs, locking them FOR SHARE on PostgreSQL: the one exception to OwnedCaptures, for the
-// final commit of a tool row that owns child operations (executor.md §4.7 row 10), whose
+// final commit of a tool row that owns child operations (docs/api.md#the-result-envelope), whose
 // caller passes the children's ids.
 func BoundToResults(ctx context.Context, tx *store.Tx, taskIDs []int64, ids []string) ([]string, error) {
 	rows, err := store.UploadsBoundTo(ctx, tx, TargetTaskResult, taskIDs, canonicalIDs(ids))
@@ -132,10 +132,10 @@ func OwnedInputs(ctx context.Context, tx *store.Tx, p *identity.Principal, ids [
 }
 
 // CheckInputs refuses input attachments that are not the member's own uploads: 422
-// unknown_input_upload at path[i] for the first such id (runs.md §2.2), nothing otherwise.
-// The ids it admits are locked as OwnedInputs locks them, so the caller binds them with Bind in
-// the same transaction. Telling a malformed id apart (400 parameter_invalid on the message door,
-// invalid_attachments on a model step) is the caller's, before this.
+// unknown_input_upload at path[i] for the first such id (docs/api.md#conversations), nothing
+// otherwise. The ids it admits are locked as OwnedInputs locks them, so the caller binds them with
+// Bind in the same transaction. Telling a malformed id apart (400 parameter_invalid on the message
+// door, invalid_attachments on a model step) is the caller's, before this.
 func CheckInputs(ctx context.Context, tx *store.Tx, p *identity.Principal, ids []string, path string) error {
 	own, err := OwnedInputs(ctx, tx, p, ids)
 	if err != nil {

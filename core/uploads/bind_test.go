@@ -16,7 +16,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// TestMemberVisibility walks executor.md §5.3's readers: the creator; members of a workspace
+// TestMemberVisibility walks the readers (docs/api.md#uploads): the creator; members of a workspace
 // where a row binds the upload; nobody else, all answered not_found alike.
 func TestMemberVisibility(t *testing.T) {
 	t.Parallel()

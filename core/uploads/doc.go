@@ -1,9 +1,9 @@
-// Package uploads owns the files members and executors stage (executor.md §5): streaming ingest
-// into 1 MiB chunks in the store with the size, SHA-256 and detected type measured on the way,
-// the descriptor, the readers' visibility rules, ranged reads that stream chunk by chunk, the
-// ownership checks the commit and input doors make (unknown_result_upload,
-// unknown_input_upload), binding an upload to the task or turn that keeps it alive, and the
-// reclamation of uploads nothing binds after 24 hours.
+// Package uploads owns the files members and executors stage (docs/api.md#uploads): streaming
+// ingest into 1 MiB chunks in the store with the size, SHA-256 and detected type measured on the
+// way, the descriptor, the readers' visibility rules, ranged reads that stream chunk by chunk, the
+// ownership checks the commit and input doors make (unknown_result_upload, unknown_input_upload),
+// binding an upload to the task or turn that keeps it alive, and the reclamation of uploads nothing
+// binds after 24 hours.
 //
 // It must not know HTTP: multipart parsing, Range and ETag headers and the descriptor's JSON are
 // core/httpapi's, and the content sniffer (which the standard library keeps in net/http) is

@@ -6,13 +6,14 @@ import (
 	"unicode/utf8"
 )
 
-// CleanFilename is the name an upload keeps of the filename its part declared (executor.md
-// §5.1): the base name (after the last '/' or '\', since clients on either kind of system send
-// paths), with control characters and bidirectional controls (U+061C, U+200E, U+200F,
-// U+202A–U+202E, U+2066–U+2069, which can make "exe.txt" display as "txt.exe") removed, cut to MaxFilenameBytes on a character boundary, and
-// DefaultFilename when nothing is left.
+// CleanFilename is the name an upload keeps of the filename its part declared
+// (docs/api.md#the-executor-plane docs/api.md#uploads): the base name (after the last '/' or '\',
+// since clients on either kind of system send paths), with control characters and bidirectional
+// controls (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069, which can make "exe.txt" display
+// as "txt.exe") removed, cut to MaxFilenameBytes on a character boundary, and DefaultFilename when
+// nothing is left.
 //
-// Decisions where the specification is silent: bytes that are not UTF-8 are dropped (the store
+// Decisions the documented rules leave open: bytes that are not UTF-8 are dropped (the store
 // keeps text); "." and ".." name directories, not files, and become DefaultFilename; other
 // characters, spaces and the joiners of emoji (U+200D) included, are kept as sent.
 func CleanFilename(raw string) string {

@@ -2,7 +2,7 @@ package uploads
 
 import "time"
 
-// Bounds of an upload (executor.md §7.2).
+// Bounds of an upload (docs/api.md#limits).
 const (
 	// MaxBytes bounds one upload at 100 MiB: large enough for any capture or document a model
 	// reads as an attachment, small enough that the store holds many without a blob service.

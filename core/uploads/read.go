@@ -10,17 +10,17 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Visibility decides whether a member who did not create an upload may read it (executor.md
-// §5.3): a member of the workspace of a run whose task result binds it, or of a conversation
-// whose turn input binds it. The run engine may supply its own (reading runs and
-// conversations); the default reads the bindings' workspaces.
+// Visibility decides whether a member who did not create an upload may read it
+// (docs/api.md#uploads): a member of the workspace of a run whose
+// task result binds it, or of a conversation whose turn input binds it. The run engine may supply
+// its own (reading runs and conversations); the default reads the bindings' workspaces.
 type Visibility interface {
 	Visible(ctx context.Context, q store.Querier, reader *identity.Principal, u *Upload) (bool, error)
 }
 
 // BindingVisibility grants a member every upload bound in a workspace it belongs to: binding
 // rows carry the workspace of the run or conversation that binds, so membership there is the
-// read standing the specification asks for.
+// read standing docs/api.md#uploads states.
 type BindingVisibility struct{}
 
 // Visible reports whether a binding of u lies in one of the reader's workspaces.

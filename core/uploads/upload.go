@@ -9,7 +9,7 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// Creator kinds of a descriptor's creator (executor.md §5.1).
+// Creator kinds of a descriptor's creator (docs/api.md#uploads).
 const (
 	CreatorUser         = store.UploadCreatorUser
 	CreatorAgent        = store.UploadCreatorAgent
@@ -40,7 +40,7 @@ func ExecutorCreator(e *identity.Executor) Creator {
 // IsExecutor reports whether the creator is an executor, whose uploads are captures.
 func (c Creator) IsExecutor() bool { return c.Kind == CreatorRunner || c.Kind == CreatorToolProvider }
 
-// Upload is a complete upload: its descriptor's facts (executor.md §5.1) and its internal id.
+// Upload is a complete upload: its descriptor's facts (docs/api.md#uploads) and its internal id.
 type Upload struct {
 	// ID is the internal row id; it never leaves the server.
 	ID       int64
@@ -73,7 +73,7 @@ func (u *Upload) ExpiresAt() (at int64, ok bool) {
 }
 
 // MediaType is the detected type without parameters, lowercased: what media classification and
-// attachment parts compare (runs.md §5.7.1).
+// attachment parts compare (docs/agent-tools.md#what-a-model-reads).
 func (u *Upload) MediaType() string {
 	t, _, err := mime.ParseMediaType(u.ContentType)
 	if err != nil {

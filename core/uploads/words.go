@@ -6,8 +6,9 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// CodeUnknownInputUpload is the refusal of an input attachment that is not the member's own
-// upload (runs.md §2.2, §2.3.1): unknown, reclaimed, another creator's, or an executor's capture.
+// CodeUnknownInputUpload is the refusal of an input attachment that is not the member's own upload
+// (docs/api.md#conversations, docs/api.md#runs): unknown, reclaimed, another creator's, or an
+// executor's capture.
 const CodeUnknownInputUpload = "unknown_input_upload"
 
 // errTooLarge is the refusal of an upload over MaxBytes; nothing of it is kept.

@@ -1,3 +1,3 @@
 // Package archtest holds the tests that keep the repository's shape: the dependency directions of
-// DESIGN.md, read from `go list -deps`. It has no code of its own.
+// docs/development.md#package-layout, read from `go list -deps`. It has no code of its own.
 package archtest

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -256,77 +255,4 @@ func TestAdminCommands(t *testing.T) {
 func isCode(err error, code string) bool {
 	ce, ok := err.(*client.Error)
 	return ok && ce.Code == code
-}
-
-// TestREADMESetupScript runs the README's set-up script, verbatim, with bash, against a real
-// server, the nexus on its PATH being this test binary, then checks what it built.
-func TestREADMESetupScript(t *testing.T) {
-	t.Parallel()
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Fatal("bash is needed to run the README script")
-	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := regexp.MustCompile("(?s)<!-- cli-setup:begin -->\n```sh\n(.*?)```\n<!-- cli-setup:end -->").FindSubmatch(readme)
-	if block == nil {
-		t.Fatal("README has no cli-setup block")
-	}
-	for _, d := range storetest.Dialects() {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			ls := startServer(t, d)
-			bin := t.TempDir()
-			self, err := filepath.Abs(os.Args[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			shim := "#!/bin/sh\n" + helperEnv + "=1 exec '" + self + "' \"$@\"\n"
-			if err := os.WriteFile(filepath.Join(bin, "nexus"), []byte(shim), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(t.TempDir(), "runner.token")
-			script := "set -euo pipefail\n" + string(block[1]) + "printf '%s\\n' \"$RUNNER_TOKEN\" > '" + out + "'\n"
-			cmd := exec.Command("bash", "-c", script)
-			// The script's working directory holds the data directory, as after `make run`.
-			cmd.Dir = filepath.Dir(ls.dataDir)
-			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), EnvAddr+"="+ls.url,
-				"NEXUS_TOKEN=", "NEXUS_WORKSPACE=")
-			output, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("the README script failed: %v\n%s", err, output)
-			}
-			ctx := context.Background()
-			admin := client.New(ls.url, ls.admin)
-			members, err := admin.Members(ctx, "acme")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, m := range members.Members {
-				got = append(got, m.Kind+":"+m.Handle+":"+m.Role)
-			}
-			if strings.Join(got, " ") != "user:admin:owner user:alice:owner agent:helper:agent" {
-				t.Fatalf("acme's members = %v\n%s", got, output)
-			}
-			agents, _ := admin.Agents(ctx, "acme")
-			if agents.Agents[0].StewardUserPublicID != members.Members[1].PublicID {
-				t.Fatalf("helper's steward is %s, want alice", agents.Agents[0].StewardUserPublicID)
-			}
-			tok, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			id, err := client.New(ls.url, strings.TrimSpace(string(tok))).ExecutorIdentity(ctx)
-			if err != nil || id.Executor.DisplayName != "laptop" || id.Executor.Kind != "runner" || id.Executor.Status != "active" {
-				t.Fatalf("the runner's token: %+v, %v", id, err)
-			}
-			for _, want := range []string{"helper", "laptop", "Alice Liddell"} {
-				if !strings.Contains(string(output), want) {
-					t.Errorf("the script's output lacks %q:\n%s", want, output)
-				}
-			}
-		})
-	}
 }

@@ -3,9 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -73,14 +75,29 @@ func (e *env) client(cmd *cobra.Command, g *globals, f *clientFlags) (*client.Cl
 		}
 		tok = strings.TrimSpace(string(b))
 	}
+	if p, ok := identity.TokenPlane(tok); ok && p == identity.ExecutorPlane {
+		return nil, errExecutorToken
+	}
 	return client.New(addr, tok), nil
 }
 
-// apiError makes a client refusal read well on a terminal.
+// errExecutorToken refuses an executor token where a command needs a member token, before any
+// request: the server would answer unauthorized.
+var errExecutorToken = fmt.Errorf("this is an executor token (nxe_…): it opens only the executor plane, "+
+	"/agent_api/v1/executor and the routes below it, which \"nexus runner\" uses (--token or %s); "+
+	"this command needs a member token (nxm_…) in --token or %s", EnvExecutorToken, EnvToken)
+
+// apiError makes a client refusal read well on a terminal, and says what a refused connection
+// most likely means.
 func apiError(err error) error {
 	var ce *client.Error
 	if errors.As(err, &ce) {
 		return fmt.Errorf("%s (%d): %s", ce.Code, ce.Status, ce.Message)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("no server answers at %s (connection refused): is \"nexus serve\" running there? "+
+			"--server or %s points the command at another address", oe.Addr, EnvAddr)
 	}
 	return err
 }

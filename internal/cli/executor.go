@@ -1,10 +1,16 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
@@ -117,6 +123,104 @@ workspace. The executor's token (nxe_…) opens the executor plane and nothing e
 			return fields(e.stdout, "executor", x.DisplayName, "kind", x.Kind, "public id", x.PublicID, "status", x.Status)
 		},
 	}
-	cmd.AddCommand(create, list, rotate, revoke)
+	var waitTool string
+	var waitTimeout time.Duration
+	wait := &cobra.Command{
+		Use:   "wait EXECUTOR [--tool NAME] [--timeout D]",
+		Short: "Wait until an executor (public id or display name) has announced, or serves --tool",
+		Long: `Wait until an executor has announced its tools (with --tool, until it serves that one), then
+print what it serves. A script that starts "nexus runner" in the background runs this before the
+runs that need the runner's tools: until the runner announces, they are refused tool_not_served.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client(cmd, g, &f.clientFlags)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			ref := e.workspaceRef(cmd, f)
+			x, err := poll(ctx, waitTimeout, func(ctx context.Context) (*client.Executor, error) {
+				return findExecutor(ctx, c, ref, args[0])
+			}, func(x *client.Executor) bool { return x != nil && servesTool(x, waitTool) })
+			if errors.Is(err, errWatchTimeout) {
+				return fmt.Errorf("executor %s did not announce %s within %s", args[0], orAnything(waitTool), waitTimeout)
+			}
+			if err != nil {
+				return apiError(err)
+			}
+			names := servedNames(x)
+			return fields(e.stdout, "executor", x.DisplayName, "public id", x.PublicID, "serves", strings.Join(names, ", "))
+		},
+	}
+	wait.Flags().StringVar(&waitTool, "tool", "", "wait until the executor serves this tool")
+	wait.Flags().DurationVar(&waitTimeout, "timeout", 30*time.Second, "give up after this long (0: never)")
+	wait.Flags().StringVarP(&f.workspace, "workspace", "w", "", "the executor's workspace (env "+EnvWorkspace+"; default: all of yours)")
+
+	cmd.AddCommand(create, list, rotate, revoke, wait)
 	return cmd
+}
+
+// findExecutor reads an active executor by public id, or by display name among the active
+// executors of ws ("" for all the caller's workspaces). A display name nothing holds yet is nil,
+// not an error: the executor may be about to be created.
+func findExecutor(ctx context.Context, c *client.Client, ws, ref string) (*client.Executor, error) {
+	if identity.IsUUID(ref) {
+		res, err := c.Executor(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		return &res.Executor, nil
+	}
+	res, err := c.Executors(ctx, &client.ListExecutorsRequest{Workspace: ws})
+	if err != nil {
+		return nil, err
+	}
+	var found *client.Executor
+	for i := range res.Executors {
+		if res.Executors[i].DisplayName != ref {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("several executors are called %q: pass a public id or --workspace", ref)
+		}
+		found = &res.Executors[i]
+	}
+	return found, nil
+}
+
+// servedNames lists the names of an executor's announced tools.
+func servedNames(x *client.Executor) []string {
+	var names []string
+	for _, raw := range x.ServedTools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+// servesTool reports whether an executor has announced, and serves tool when one is named.
+func servesTool(x *client.Executor, tool string) bool {
+	if x.AnnouncedAt == nil {
+		return false
+	}
+	if tool == "" {
+		return true
+	}
+	for _, n := range servedNames(x) {
+		if n == tool {
+			return true
+		}
+	}
+	return false
+}
+
+func orAnything(tool string) string {
+	if tool == "" {
+		return "its tools"
+	}
+	return tool
 }

@@ -15,9 +15,11 @@ func newMember(e *env, g *globals) *cobra.Command {
 
 	var role string
 	add := &cobra.Command{
-		Use:   "add USER_PUBLIC_ID [--role member|owner]",
-		Short: "Add an existing user to a workspace (workspace owners)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "add USER [--role member|owner]",
+		Short: "Add an existing user (public id or handle) to a workspace (workspace owners)",
+		Long: `Add an existing user to a workspace you own. USER is the user's public id, or their handle
+when they are a member of one of your workspaces.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client(cmd, g, &f.clientFlags)
 			if err != nil {
@@ -27,7 +29,11 @@ func newMember(e *env, g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := c.AddMember(cmd.Context(), ws, &client.AddMemberRequest{UserPublicID: args[0], Role: role})
+			user, err := resolveUser(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			res, err := c.AddMember(cmd.Context(), ws, &client.AddMemberRequest{UserPublicID: user, Role: role})
 			if err != nil {
 				return apiError(err)
 			}

@@ -71,14 +71,7 @@ unless --expected-public-id and --expected-lock-version (or --create) say otherw
 	}
 	f.register(cmd)
 	// connect opens the client and the workspace every subcommand acts in.
-	connect := func(cmd *cobra.Command) (*client.Client, string, error) {
-		c, err := e.client(cmd, g, &f.clientFlags)
-		if err != nil {
-			return nil, "", err
-		}
-		ws, err := e.resolveWorkspace(cmd.Context(), cmd, c, f)
-		return c, ws, err
-	}
+	connect := func(cmd *cobra.Command) (*client.Client, string, error) { return e.connect(cmd, g, f) }
 
 	ls := &cobra.Command{
 		Use:   "ls [PREFIX]",

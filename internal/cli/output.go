@@ -67,6 +67,27 @@ func (e *env) resolveWorkspace(ctx context.Context, cmd *cobra.Command, c *clien
 	return "", fmt.Errorf("you are a member of several workspaces (%s): pass --workspace or set %s", strings.Join(handles, ", "), EnvWorkspace)
 }
 
+// connect opens the client and the workspace a command acts in.
+func (e *env) connect(cmd *cobra.Command, g *globals, f *adminFlags) (*client.Client, string, error) {
+	c, err := e.client(cmd, g, &f.clientFlags)
+	if err != nil {
+		return nil, "", err
+	}
+	ws, err := e.resolveWorkspace(cmd.Context(), cmd, c, f)
+	return c, ws, err
+}
+
+// connectRun opens the client and reads the run a command acts on, with the workspace that holds
+// it.
+func (e *env) connectRun(cmd *cobra.Command, g *globals, f *adminFlags, run string) (*client.Client, string, *client.RunResponse, error) {
+	c, err := e.client(cmd, g, &f.clientFlags)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ws, res, err := e.findRun(cmd.Context(), cmd, c, f, run)
+	return c, ws, res, err
+}
+
 // resolveMember finds a member of ws by public id or handle: users first, as the API lists them.
 func resolveMember(ctx context.Context, c *client.Client, ws, ref, kind string) (string, error) {
 	if identity.IsUUID(ref) {
@@ -89,6 +110,30 @@ func resolveMember(ctx context.Context, c *client.Client, ws, ref, kind string) 
 		return "", fmt.Errorf("no member %q in workspace %s", ref, ws)
 	}
 	return "", fmt.Errorf("both a user and an agent are called %q in workspace %s: pass a public id", ref, ws)
+}
+
+// resolveUser finds a user by public id, or by handle among the members of the caller's
+// workspaces: user handles are global, but the API reads users only through workspaces.
+func resolveUser(ctx context.Context, c *client.Client, ref string) (string, error) {
+	if identity.IsUUID(ref) {
+		return ref, nil
+	}
+	ws, err := c.Workspaces(ctx)
+	if err != nil {
+		return "", apiError(err)
+	}
+	for _, w := range ws.Workspaces {
+		ms, err := c.Members(ctx, w.PublicID)
+		if err != nil {
+			return "", apiError(err)
+		}
+		for _, m := range ms.Members {
+			if m.Kind == "user" && m.Handle == ref {
+				return m.PublicID, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no user %q in any of your workspaces: pass the user's public id", ref)
 }
 
 // table writes aligned columns.

@@ -9,7 +9,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// overrideFamily is the one family a workspace may hand to a tool provider (memory.md §8).
+// overrideFamily is the one family a workspace may hand to a tool provider
+// (docs/api.md#the-memory-override).
 const overrideFamily = "nexus.memory"
 
 // newMemoryOverride is `nexus memory override`: which executor serves a workspace's memory

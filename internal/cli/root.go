@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,20 +45,58 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 
+// usageError is a command line the command cannot read: a wrong number of arguments, an
+// unknown flag or command, flags that exclude each other. It is reported with the command's
+// usage line and exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErrorf is a usageError with a message.
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// exitUsage is the exit code of a usage error, as getopt-style tools use it.
+const exitUsage = 2
+
 func run(e *env, args []string) int {
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(e.stderr, "nexus:", err)
-		var xe *exitError
-		if errors.As(err, &xe) {
-			return xe.code
-		}
-		return 1
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
 	}
-	return 0
+	fmt.Fprintln(e.stderr, "nexus:", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(e.stderr, "usage: %s\nrun '%s --help' for more\n", cmd.UseLine(), cmd.CommandPath())
+		return exitUsage
+	}
+	var xe *exitError
+	if errors.As(err, &xe) {
+		return xe.code
+	}
+	return 1
+}
+
+// markUsageErrors makes every argument and flag error of the tree below cmd a usageError.
+func markUsageErrors(cmd *cobra.Command) {
+	if v := cmd.Args; v != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := v(c, args); err != nil {
+				return &usageError{err}
+			}
+			return nil
+		}
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	for _, sub := range cmd.Commands() {
+		markUsageErrors(sub)
+	}
 }
 
 // globals are the flags every command shares.
@@ -68,7 +108,7 @@ type globals struct {
 func newRoot(e *env) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
-		Use:           "nexus",
+		Use:           "nexus COMMAND",
 		Short:         "Nexus: the tool kernel of an AI-agent system",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -89,8 +129,18 @@ func newRoot(e *env) *cobra.Command {
 		newRunner(e, g),
 		newMemory(e, g),
 		newPlugins(e, g),
+		newRun(e, g),
+		newConversation(e, g),
+		newInbox(e, g),
+		newAsk(e, g),
+		newDecision(e, g, true),
+		newDecision(e, g, false),
 		newVersion(e),
 	)
+	// Bare, the root prints its help; with an unknown command, a usage error.
+	root.Args = cobra.NoArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	markUsageErrors(root)
 	return root
 }
 
@@ -158,13 +208,26 @@ func (e *env) signalContext() (context.Context, context.CancelFunc) {
 }
 
 func newVersion(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version [--json]",
 		Short: "Print the build's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(e.stdout, "nexus", Version)
-			return nil
+			if !asJSON {
+				_, err := fmt.Fprintln(e.stdout, "nexus", Version)
+				return err
+			}
+			b, err := json.Marshal(map[string]string{
+				"version": Version, "go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH,
+			})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+			return err
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"version", "go", "os", "arch"} as JSON`)
+	return cmd
 }

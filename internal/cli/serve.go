@@ -49,7 +49,7 @@ drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain 
 				return err
 			}
 			defer srv.Close()
-			// SIGHUP reloads the plugin catalog in place (plugins.md §10).
+			// SIGHUP reloads the plugin catalog in place (docs/plugins.md#states-status-reload-and-restart).
 			stopHUP := reloadOnHangup(ctx, srv, log)
 			defer stopHUP()
 			if err := srv.Serve(ctx, ln); err != nil {

@@ -37,13 +37,12 @@ func (p *plane) conversationWithRunner(r *executor) string {
 	return conv.Conversation.PublicID
 }
 
-// TestGoldenPathWithImage is scenarios 4 and 5 of executor.md §8: scenario 4 is the
-// mock/scripted case, scenario 5 (unreadable media becomes an index line) the mock/text-only
-// case, the same path with a model that reads no images. A Runner is pushed work_available,
-// reads its inbox, claims, stages a PNG capture and commits a text block, a link to the capture,
-// structured content, a title and a checkpoint; the member reads everything back, the next
-// request carries the image as an attachment part after the tool entry (or an index line), and
-// the member downloads the bytes.
+// TestGoldenPathWithImage is a capture's golden path (docs/api.md#the-executor-plane) twice: with
+// mock/scripted, and with mock/text-only, where unreadable media becomes an index line. A Runner is
+// pushed work_available, reads its inbox, claims, stages a PNG capture and commits a text block, a
+// link to the capture, structured content, a title and a checkpoint; the member reads everything
+// back, the next request carries the image as an attachment part after the tool entry (or an index
+// line), and the member downloads the bytes.
 func TestGoldenPathWithImage(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {

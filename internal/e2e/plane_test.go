@@ -17,8 +17,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// plane is one real server for the executor plane's scenarios (executor.md §8), with a clock
-// the test moves and the owner's client.
+// plane is one real server for the executor plane's scenarios (docs/api.md#the-executor-plane),
+// with a clock the test moves and the owner's client.
 type plane struct {
 	t     *testing.T
 	srv   *testserver.Instance

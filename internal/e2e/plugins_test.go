@@ -604,9 +604,10 @@ func killPID(pid int) error {
 	return proc.Kill()
 }
 
-// TestToolProviderOverrideRefusals pins memory.md §8.1's refusals, each with its status, code,
-// path and word, and §8.2's: a row refused before dispatch fails at birth, and a revoked target
-// fails the memory call tool_not_served without falling back to the kernel's store.
+// TestToolProviderOverrideRefusals pins the refusals (docs/api.md#the-memory-override), each with
+// its status, code, path and word, and those of docs/api.md#the-memory-override: a row refused
+// before dispatch fails at birth, and a revoked target fails the memory call tool_not_served
+// without falling back to the kernel's store.
 func TestToolProviderOverrideRefusals(t *testing.T) {
 	t.Parallel()
 	p := startPlugins(t, store.SQLite, "")

@@ -10,8 +10,9 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// TestPairingLawOverThePlane is scenario 8: runs.md §6.4.4's script with read_file routed to a
-// Runner; the round waits on all five calls and runs after the Runner commits the two that run.
+// TestPairingLawOverThePlane is scenario 8: the script with read_file routed to a
+// (docs/mock.md#examples) Runner; the round waits on all five calls and runs after the Runner
+// commits the two that run.
 func TestPairingLawOverThePlane(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
@@ -236,8 +237,9 @@ func TestPools(t *testing.T) {
 	}
 }
 
-// TestPoolProfileIsTheStrictest checks runs.md §3.6.1 over the plane: the frozen profile of a
-// pool row is the strictest across its members and the smallest announced timeout.
+// TestPoolProfileIsTheStrictest checks docs/development.md#how-the-kernel-runs-work over the plane:
+// the frozen profile of a pool row is the strictest across its members and the smallest announced
+// timeout.
 func TestPoolProfileIsTheStrictest(t *testing.T) {
 	t.Parallel()
 	p := newPlane(t, "sqlite")

@@ -17,7 +17,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// TestRevocationSettlesWork is executor.md §1.2: revoking an executor settles its dispatched
+// TestRevocationSettlesWork (docs/api.md#executors): revoking an executor settles its dispatched
 // rows (claimed or not) and the pool rows it claimed failed executor_revoked, leaves unclaimed
 // pool rows to the other members, closes its streams, and settles rows that reach dispatch later
 // addressed to it the same way.

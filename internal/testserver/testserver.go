@@ -65,7 +65,7 @@ type Options struct {
 	// Subprocess servers read the real clock.
 	Now func() time.Time
 	// PluginTimings shortens the in-process server's plugin supervisor clocks (backoff, breaker,
-	// inbox poll); zero fields take plugins.md §9's values.
+	// inbox poll); zero fields take the values (docs/plugins.md#crashes).
 	PluginTimings plugins.Timings
 	// LogLevel is the in-process server's log level. Zero means debug, whose lines a failing test
 	// prints; a benchmark takes the operator's default, info, so that it does not measure a debug

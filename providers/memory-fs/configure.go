@@ -9,7 +9,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// Configure opens the store from a plugin's config block (plugins.md §13.1): root defaults to
+// Configure opens the store from a plugin's config block (docs/plugins.md): root defaults to
 // the plugin's data dir, and a configuration Open cannot use refuses the load
 // (plugin.ErrConfigInvalid) instead of being retried.
 func Configure(ctx context.Context, cfg plugin.Config) (memory.Provider, error) {

@@ -2,7 +2,7 @@
 // document under a root directory, replaces documents atomically and durably (temporary file,
 // fsync, rename, fsync of the directory), serializes mutations of an anchor both inside the
 // process and across processes sharing the root (flock), and searches with the SDK's matcher
-// under the caller's deadline (plugins.md §13.1).
+// under the caller's deadline (docs/plugins.md).
 //
 // It stores only: every input rule a model can break and every result text belong to
 // sdk/memory's Engine. It imports nothing from the project beyond the SDK, and it is a library;

@@ -14,7 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// On-disk layout (plugins.md §13.1):
+// On-disk layout (docs/plugins.md):
 //
 //	<root>/FORMAT                              formatLine
 //	<root>/anchors/<kind>/<owner id>/          one directory per anchor

@@ -15,7 +15,7 @@ import (
 // Version is the semantic version of this store, reported by the plugin that serves it.
 const Version = "1.0.0"
 
-// Defaults of the configuration (plugins.md §13.2).
+// Defaults of the configuration (docs/plugins.md).
 const (
 	DefaultSchema = "nexus_memory"
 	// DefaultMaxOpenConns bounds the pool: eight covers the host's default of eight calls in

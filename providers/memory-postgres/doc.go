@@ -1,4 +1,4 @@
-// Package memorypostgres is the PostgreSQL memory store (plugins.md §13.2): a memory.Provider
+// Package memorypostgres is the PostgreSQL memory store (docs/plugins.md): a memory.Provider
 // over sqlx and lib/pq that keeps documents in its own schema (default nexus_memory), applies
 // its embedded migrations under an advisory lock, serializes mutations of an anchor on the
 // anchor's row (which also holds the document count for the cap), and greps in Go with the SDK's

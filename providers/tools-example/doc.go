@@ -1,5 +1,5 @@
 // Package toolsexample is a small, deterministic third-party tool provider built against the
-// SDK alone (plugins.md §13.3): an echo with a schema and structured content, a structure-only
+// SDK alone (docs/plugins.md): an echo with a schema and structured content, a structure-only
 // statistics tool, a report that returns a CSV capture linked from its content, and a control
 // tool that fails, errors or sleeps on request so hosts can test those paths.
 //

@@ -17,7 +17,7 @@ import (
 // Version is the semantic version of this provider.
 const Version = "1.0.0"
 
-// Limits of the tools (plugins.md §13.3).
+// Limits of the tools (docs/plugins.md).
 const (
 	// MaxEchoChars bounds example_echo's text: enough for any demonstration, small enough that
 	// five repeats stay a short result.

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 )
 
-// Bounds of an announcement (executor.md §2.2, §7.2). Byte bounds on a JSON value are measured
-// on its canonical JSON (runs.md §0.2), so that two spellings of one value meet the same bound.
+// Bounds of an announcement (docs/api.md#the-executor-plane, docs/api.md#limits). Byte bounds on a
+// JSON value are measured on its canonical JSON (docs/api.md#conventions), so that two spellings of
+// one value meet the same bound.
 const (
 	// MaxTools bounds the tool list: every entry is checked, stored and offered to imports and
 	// pools, and no real runner serves more.
@@ -32,8 +33,9 @@ const (
 	// milliseconds, at most seven days, the longest a task may stay parked.
 	MinTimeoutMS = 1
 	MaxTimeoutMS = 7 * 24 * 60 * 60 * 1000
-	// MaxBodyBytes bounds the HTTP announcement body (runs.md §0.1's default JSON bound):
-	// 512 full-size entries do not fit, but real announcements are far smaller.
+	// MaxBodyBytes bounds the HTTP announcement body (the default JSON bound
+	// (docs/api.md#conventions)): 512 full-size entries do not fit, but real announcements are far
+	// smaller.
 	MaxBodyBytes = 1 << 20
 )
 
@@ -61,7 +63,7 @@ type Tool struct {
 	Description *string `json:"description,omitempty"`
 	// InputSchema is a JSON Schema object whose "type" is "object"; nil when absent. It is
 	// stored verbatim and never compiled: calls are never validated against it and nothing
-	// turns it into a declaration by itself (executor.md §2.2).
+	// turns it into a declaration by itself (docs/api.md#the-executor-plane).
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 	// EffectProfile is required.
 	EffectProfile *AnnouncedProfile `json:"effect_profile"`
@@ -70,7 +72,7 @@ type Tool struct {
 }
 
 // ModelFacing reports whether the tool carries both a description and an input schema, the
-// two things a Runner import needs to offer it to a model (executor.md §2.2).
+// two things a Runner import needs to offer it to a model (docs/api.md#the-executor-plane).
 func (t Tool) ModelFacing() bool {
 	return t.Description != nil && *t.Description != "" && len(t.InputSchema) > 0
 }
@@ -155,7 +157,7 @@ type Document struct {
 	Description string `json:"description"`
 }
 
-// emptyObject is what an omitted environment stores (executor.md §2.1).
+// emptyObject is what an omitted environment stores (docs/api.md#the-executor-plane).
 var emptyObject = json.RawMessage(`{}`)
 
 // Normalize returns the announcement as it is stored: an omitted environment becomes {}, an

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// BenchmarkParseAnnouncement measures the announcement door: the spec's example body, and 512
-// model-facing tools (description and schema each) with 256 documents, close to a realistic
+// BenchmarkParseAnnouncement measures the announcement door: the example body of docs/api.md, and
+// 512 model-facing tools (description and schema each) with 256 documents, close to a realistic
 // worst case under the 1 MiB body bound.
 func BenchmarkParseAnnouncement(b *testing.B) {
 	tools := make([]string, MaxTools)

@@ -28,7 +28,7 @@ type KernelName struct {
 }
 
 // kernelNames is the kernel name table in catalog order. Appending a row is a deliberate
-// change to the specification, the golden catalog and the contract pack; a row is never
+// change to docs/agent-tools.md, the golden catalog and the contract pack; a row is never
 // reordered, renamed or removed.
 var kernelNames = [...]KernelName{
 	{1, "nexus.graph.delegate_task", "delegate_task", ClassReserved},

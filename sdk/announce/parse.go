@@ -25,8 +25,8 @@ var (
 )
 
 // ParseAnnouncement decodes and validates the body of PUT /agent_api/v1/executor/announcement
-// strictly, in the door's order (executor.md §2.4), and returns the announcement as it is
-// stored (Normalize). It applies every rule of Validate and the JSON-only ones: a key given
+// strictly, in the door's order (docs/api.md#the-executor-plane), and returns the announcement as
+// it is stored (Normalize). It applies every rule of Validate and the JSON-only ones: a key given
 // twice or outside an object's closed key set, and a value of the wrong JSON type, are
 // invalid_announcement at that key.
 //
@@ -39,7 +39,7 @@ var (
 // repeated key, name, description, the first unknown key, then a repeated name), and last
 // the first unknown top-level key.
 //
-// Decisions where the specification is silent: unknown top-level keys are refused (a
+// Decisions the documented rules leave open: unknown top-level keys are refused (a
 // misspelled "document" would otherwise silently clear the documents of a whole
 // replacement); JSON null is a mistyped value everywhere except tools, where it reads as
 // absent as it does on every door with a required root; timeout_ms is an integer literal
@@ -52,7 +52,7 @@ func ParseAnnouncement(body []byte) (Announcement, *Refusal) {
 		return Announcement{}, single(CodeParameterInvalid, "", "The request body is not UTF-8.")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		// An empty body is an absent one (runs.md §0.3), and this door requires tools.
+		// An empty body is an absent one (docs/api.md#conventions), and this door requires tools.
 		return Announcement{}, single(CodeParameterMissing, keyTools, `The body must carry "tools".`)
 	}
 	top, err := decodeMembers(bytes.TrimSpace(body))
@@ -86,8 +86,8 @@ func ParseAnnouncement(body []byte) (Announcement, *Refusal) {
 	return a.Normalize(), nil
 }
 
-// rawBounds lists the bound failures of §2.4 step 2 in document order, reading only values
-// of the right type: a mistyped value is the entry checks' to refuse.
+// rawBounds lists the bound failures of docs/api.md#the-executor-plane in document order, reading
+// only values of the right type: a mistyped value is the entry checks' to refuse.
 func rawBounds(top objectMembers) []Problem {
 	var ps problems
 	if raw, ok := top.Get(keyTools); ok {

@@ -222,7 +222,7 @@ func TestParseAnnouncementReservedNames(t *testing.T) {
 	}
 }
 
-// TestAcceptanceAnnouncementRefusals follows executor.md §8 scenario 2.
+// TestAcceptanceAnnouncementRefusals follows docs/api.md#the-executor-plane
 func TestAcceptanceAnnouncementRefusals(t *testing.T) {
 	t.Parallel()
 	_, r := ParseAnnouncement([]byte(body(tool("delegate_task"), tool("nexus.graph.delegate_task"), tool("tool_search"), tool("runners_list"), tool("spawn"))))
@@ -239,7 +239,7 @@ func TestAcceptanceAnnouncementRefusals(t *testing.T) {
 	if r.Code != CodeReservedNamespace || r.Path != "tools[0].name" || r.Name != "delegate_task" || r.Status() != 422 {
 		t.Errorf("head = %s %s %s %d", r.Code, r.Path, r.Name, r.Status())
 	}
-	// The spec's worked body: the first failure named, all of them listed.
+	// The worked body: the first failure named, all of them listed.
 	_, r = ParseAnnouncement([]byte(body(tool("delegate_task"), tool("fine"),
 		`{"name":"bad","effect_profile":{"kind":"write","destructive":false,"effect_scope":"open","idempotency":"sometimes","reconciliation":"none"}}`)))
 	if r == nil {
@@ -358,7 +358,7 @@ func TestParseAnnouncementInvalid(t *testing.T) {
 		{"document description of 1025", `{"tools":[],"documents":[{"name":"a","description":"` + strings.Repeat("é", 512) + `x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
 		{"document description a bool", `{"tools":[],"documents":[{"name":"a","description":true}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
 		{"document unknown key", `{"tools":[],"documents":[{"name":"a","description":"x","body":"…"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].body"}}},
-		// executor.md §8 scenario 2: a duplicate document is refused at the second entry.
+		// docs/api.md#the-executor-plane: a duplicate document is refused at the second entry.
 		{"duplicate document", `{"tools":[],"documents":[{"name":"guide","description":"x"},{"name":"guide","description":"y"}]}`,
 			[]Problem{{Code: CodeInvalidAnnouncement, Path: "documents[1]", Name: "guide"}}},
 		{"top-level key repeated", `{"tools":[],"tools":[]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools"}}},

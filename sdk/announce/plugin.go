@@ -1,6 +1,6 @@
 package announce
 
-// Plugin kinds whose announcements ValidatePlugin checks (plugins.md §3).
+// Plugin kinds whose announcements ValidatePlugin checks (docs/development.md#the-plugin-host).
 const (
 	PluginKindMemory       = "memory"
 	PluginKindToolProvider = "tool_provider"
@@ -18,10 +18,10 @@ func memoryWireNames() []string {
 	return out
 }
 
-// ValidatePlugin checks the announcement a plugin of the given kind makes through the plugin
-// host: exactly Validate first (the HTTP door's rules, so a refusal there is returned as is),
-// then the plugin-only rules of plugins.md §8.3, all of which are invalid_announcement and
-// carry the name:
+// ValidatePlugin checks the announcement a plugin of the given kind makes through the plugin host:
+// exactly Validate first (the HTTP door's rules, so a refusal there is returned as is), then the
+// plugin-only rules of docs/plugins.md#what-the-host-checks, all of which are invalid_announcement
+// and carry the name:
 //
 //   - a kernel wire name outside the memory family and the reserved namespaces (skill,
 //     models_list): a plugin serves neither, whereas a runner may;

@@ -2,14 +2,15 @@ package announce
 
 import "fmt"
 
-// The words an announcement refusal carries (executor.md §2.4, plugins.md §8.2). They are
-// contracts: clients and plugin operators match on them byte for byte.
+// The words an announcement refusal carries (docs/api.md#the-executor-plane,
+// docs/plugins.md#what-the-host-checks). They are contracts: clients and plugin operators match on
+// them byte for byte.
 const (
 	// CodeReservedNamespace: a kernel name of a reserved namespace, in either spelling.
 	CodeReservedNamespace = "reserved_namespace"
 	// CodeInvalidAnnouncement: a malformed entry.
 	CodeInvalidAnnouncement = "invalid_announcement"
-	// CodeValidationFailed: a bound of §2.4 step 2.
+	// CodeValidationFailed: a bound of docs/api.md#the-executor-plane
 	CodeValidationFailed = "validation_failed"
 	// CodeParameterInvalid: the HTTP body is not one JSON object (ParseAnnouncement only).
 	CodeParameterInvalid = "parameter_invalid"

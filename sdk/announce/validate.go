@@ -34,9 +34,9 @@ func IsDocumentName(s string) bool {
 	return len(s) <= MaxDocumentNameLength && documentName.MatchString(s)
 }
 
-// Validate applies the announcement door's rules (executor.md §2.2–§2.4) to an announcement,
-// whole: it returns nil when every rule holds, else a refusal naming the first failure and
-// listing all of them. Nothing is partially accepted.
+// Validate applies the announcement door's rules (docs/api.md#the-executor-plane) to an
+// announcement, whole: it returns nil when every rule holds, else a refusal naming the first
+// failure and listing all of them. Nothing is partially accepted.
 //
 // Checks run in the door's order. First the bounds: more than MaxTools tools or
 // MaxDocuments documents, a description over MaxDescriptionBytes, an input schema or the
@@ -46,7 +46,7 @@ func IsDocumentName(s string) bool {
 // namespace before grammar, then duplicates), effect_profile, timeout_ms, description,
 // input_schema. At most one failure is reported per field.
 //
-// Decisions where the specification is silent, taken so that nothing accepted here can fail
+// Decisions the documented rules leave open, taken so that nothing accepted here can fail
 // in the store: a description or document text holding U+0000 or bytes that are not UTF-8 is
 // invalid_announcement; raw JSON (environment, input_schema) that repeats a key anywhere, or
 // holds a U+0000 or unpaired surrogate escape, is invalid_announcement, because the store and
@@ -77,7 +77,7 @@ func Validate(a Announcement) *Refusal {
 	return refusalOf(ps)
 }
 
-// typedBounds lists the bound failures of §2.4 step 2, in document order.
+// typedBounds lists the bound failures of docs/api.md#the-executor-plane in document order.
 func typedBounds(a Announcement) []Problem {
 	var ps problems
 	if len(a.Tools) > MaxTools {

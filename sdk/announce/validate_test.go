@@ -154,7 +154,7 @@ func TestRefusalStatus(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	t.Parallel()
-	// executor.md §7.2, byte for byte.
+	// docs/api.md#limits, byte for byte.
 	got := []int{MaxTools, MaxDocuments, MaxToolNameLength, MaxDescriptionBytes, MaxInputSchemaBytes,
 		MaxEnvironmentBytes, MaxDocumentNameLength, MaxDocumentDescriptionBytes, MinTimeoutMS, MaxTimeoutMS, MaxBodyBytes}
 	want := []int{512, 256, 128, 16384, 65536, 65536, 64, 1024, 1, 604800000, 1048576}

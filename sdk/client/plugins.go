@@ -7,7 +7,7 @@ import (
 	"net/url"
 )
 
-// PluginStatus is one plugin as GET /agent_api/v1/plugins shows it (plugins.md §11); the
+// PluginStatus is one plugin as GET /agent_api/v1/plugins shows it (docs/api.md#plugins); the
 // fields an operator reads first, the whole entry in Raw.
 type PluginStatus struct {
 	Raw              json.RawMessage `json:"-"`
@@ -94,7 +94,7 @@ func (c *Client) RestartPlugin(ctx context.Context, name string) (*PluginRespons
 	return out, c.call(ctx, http.MethodPost, "/agent_api/v1/plugins/"+url.PathEscape(name)+"/restart", nil, out, &out.Raw)
 }
 
-// OverridesResponse is a workspace's tool provider override map (memory.md §8.1).
+// OverridesResponse is a workspace's tool provider override map (docs/api.md#the-memory-override).
 type OverridesResponse struct {
 	Raw                   json.RawMessage   `json:"-"`
 	ToolProviderOverrides map[string]string `json:"tool_provider_overrides"`

@@ -9,7 +9,7 @@ import (
 )
 
 // delegateTemplate is the fixture's delegate_task template of the declaration rules' worked
-// examples (§12.8).
+// examples (docs/api.md#runs).
 const delegateTemplate = "Start a background subagent for one job. Put several {{delegate_task}} calls in one message to run jobs in parallel; call {{wait}} to block on one."
 
 func anchorMoved(t *testing.T, err error) *AnchorMoved {
@@ -21,7 +21,7 @@ func anchorMoved(t *testing.T, err error) *AnchorMoved {
 	return m
 }
 
-// TestRecutExamples runs §12.8's rows S01 to S06.
+// TestRecutExamples runs the rows S01 to S06 (docs/api.md#runs).
 func TestRecutExamples(t *testing.T) {
 	t.Parallel()
 	// S01
@@ -56,7 +56,8 @@ func TestRecutExamples(t *testing.T) {
 	}
 }
 
-// TestApplyRecutUnits covers §7.3's unit list beyond the examples.
+// TestApplyRecutUnits covers the unit list beyond the examples
+// (docs/agent-tools.md#the-approval-gate).
 func TestApplyRecutUnits(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -90,7 +91,7 @@ func TestApplyRecutUnits(t *testing.T) {
 	}
 }
 
-// TestAnchorMovedTexts are §7.2's error texts.
+// TestAnchorMovedTexts are the error texts (docs/agent-tools.md#the-approval-gate).
 func TestAnchorMovedTexts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -111,7 +112,7 @@ func TestAnchorMovedTexts(t *testing.T) {
 }
 
 // TestAliasSpecEntry: the compact entry's keys and order, the recut applied with its macros
-// left for the kernel, and the spec errors.
+// left for the kernel, and the AliasSpec errors.
 func TestAliasSpecEntry(t *testing.T) {
 	t.Parallel()
 	deferred := true
@@ -158,8 +159,9 @@ func TestAliasSpecEntry(t *testing.T) {
 	}
 }
 
-// TestRecutAgainstContractPack applies a sample recut to the delegate_task template the
-// contract pack pins, so a kernel text change that moves the anchor fails here (§7.3).
+// TestRecutAgainstContractPack applies a sample recut to the delegate_task template the contract
+// pack pins, so a kernel text change that moves the anchor fails here
+// (docs/agent-tools.md#the-approval-gate).
 func TestRecutAgainstContractPack(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("../../contracts/nexus/v1/tools.json")

@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// Run is a run document (runs.md §2.4). Fields the client does not model stay in Raw.
+// Run is a run document (docs/api.md#runs). Fields the client does not model stay in Raw.
 type Run struct {
 	PublicID             string          `json:"public_id"`
 	WorkspacePublicID    string          `json:"workspace_public_id"`
@@ -34,8 +34,8 @@ type Attention struct {
 	Overflow int      `json:"overflow,omitempty"`
 }
 
-// Task is a task read or a trace row (runs.md §2.5). structured_content keeps null and false:
-// StructuredContent is nil when absent and the JSON text otherwise.
+// Task is a task read or a trace row (docs/api.md#tasks-and-decisions). structured_content keeps
+// null and false: StructuredContent is nil when absent and the JSON text otherwise.
 type Task struct {
 	Key               string           `json:"key"`
 	Kind              string           `json:"kind"`
@@ -275,7 +275,7 @@ func (c *Client) Models(ctx context.Context, query string, limit, offset int) (j
 	return body, err
 }
 
-// Conversation is a conversation (runs.md §1.2).
+// Conversation is a conversation (docs/api.md#conversations).
 type Conversation struct {
 	PublicID               string  `json:"public_id"`
 	WorkspacePublicID      string  `json:"workspace_public_id"`

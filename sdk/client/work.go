@@ -11,9 +11,9 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// The executor plane's work calls (executor.md §2, §3), made with an executor token: announce
-// what the executor serves, read its inbox, claim a row, read a claim, extend it, commit the
-// result. Together with StageCapture, Capture and Events they are everything a runner needs.
+// The executor plane's work calls (docs/api.md#the-executor-plane), made with an executor token:
+// announce what the executor serves, read its inbox, claim a row, read a claim, extend it, commit
+// the result. Together with StageCapture, Capture and Events they are everything a runner needs.
 
 // AnnouncementResponse answers PUT and GET /agent_api/v1/executor/announcement.
 type AnnouncementResponse struct {
@@ -58,7 +58,8 @@ func (c *Client) Announcement(ctx context.Context) (*AnnouncementResponse, error
 }
 
 // WorkRow is a tool row as the executor plane serves it: in the inbox, and as the task of claim,
-// extend and commit answers (executor.md §3.2). Clients skip kinds other than "tool_call".
+// extend and commit answers (docs/api.md#the-executor-plane). Clients skip kinds other than
+// "tool_call".
 type WorkRow struct {
 	Kind                 string          `json:"kind"`
 	Status               string          `json:"status"`
@@ -165,7 +166,7 @@ func (c *Client) ExtendClaim(ctx context.Context, runPublicID, taskKey, claimTok
 }
 
 // ContentBlock is one block of a result's content: a text block or a resource_link to a
-// capture (executor.md §4.2).
+// capture (docs/api.md#the-result-envelope).
 type ContentBlock struct {
 	Type        string `json:"type"`
 	Text        string `json:"text,omitempty"`
@@ -197,9 +198,9 @@ func LinkBlock(capture *Upload, name string) ContentBlock {
 	return ContentBlock{Type: "resource_link", URI: capture.URI(), Name: name}
 }
 
-// Result is a commit's result envelope (executor.md §4.1). Content is a string or a list of
-// blocks; nil sends none. StructuredContent is sent verbatim when set (json.RawMessage("null")
-// and ("false") included). Outcome "" means completed.
+// Result is a commit's result envelope (docs/api.md#the-result-envelope). Content is a string or a
+// list of blocks; nil sends none. StructuredContent is sent verbatim when set
+// (json.RawMessage("null") and ("false") included). Outcome "" means completed.
 type Result struct {
 	Content           any             `json:"content,omitempty"`
 	StructuredContent json.RawMessage `json:"structured_content,omitempty"`

@@ -128,7 +128,7 @@ func TestResponseRoundTrips(t *testing.T) {
 }
 
 // TestErrorKindsRoundTrip: every sentinel crosses the wire as its kind under the code of
-// plugins.md §5.4 and comes back as the same sentinel.
+// docs/plugins.md#the-protocol and comes back as the same sentinel.
 func TestErrorKindsRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -169,7 +169,7 @@ func TestErrorKindsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestUntypedErrors: a status without an Error detail (plugins.md §5.4).
+// TestUntypedErrors: a status without an Error detail (docs/plugins.md#the-protocol).
 func TestUntypedErrors(t *testing.T) {
 	t.Parallel()
 	canceled, cancel := context.WithCancel(context.Background())

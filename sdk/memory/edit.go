@@ -7,9 +7,10 @@ import (
 )
 
 // ApplyEdit replaces the single literal occurrence of oldText in content with newText
-// (memory.md §5.5). oldText is bytes, never a pattern. A second occurrence, including one that
-// overlaps the first ("aa" in "aaa"), is ErrEditAmbiguous; none is ErrEditNotFound; a result
-// over MaxDocumentBytes is ErrTooLarge; an empty oldText is ErrInvalidArgument.
+// (docs/agent-tools.md#memory-and-skills). oldText is bytes, never a pattern. A second occurrence,
+// including one that overlaps the first ("aa" in "aaa"), is ErrEditAmbiguous; none is
+// ErrEditNotFound; a result over MaxDocumentBytes is ErrTooLarge; an empty oldText is
+// ErrInvalidArgument.
 //
 // Because oldText is valid UTF-8 and starts on a character boundary, a byte search never
 // matches inside a multibyte character of valid content.

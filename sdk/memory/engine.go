@@ -11,11 +11,10 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// Engine implements the six memory tools over a Provider (memory.md §§3–6, kernel-tools.md
-// §§4.7, 5.10–5.15): argument handling, path and prefix resolution against the call's frozen
-// bindings, the refusal words and their details, ordering across roots, the limits, and every
-// result text and title. It holds no state of its own beyond its configuration, so one Engine
-// serves concurrent calls.
+// Engine implements the six memory tools over a Provider (docs/agent-tools.md#memory-and-skills):
+// argument handling, path and prefix resolution against the call's frozen bindings, the refusal
+// words and their details, ordering across roots, the limits, and every result text and title. It
+// holds no state of its own beyond its configuration, so one Engine serves concurrent calls.
 type Engine struct {
 	// Provider stores the documents.
 	Provider Provider
@@ -36,24 +35,26 @@ type Result struct {
 	// Title is the UI-only one-line header.
 	Title string
 	// StructuredContent is the structured_content to settle with; nil means absent. The memory
-	// family sets none, refusals included (kernel-tools.md §4.7).
+	// family sets none, refusals included (docs/agent-tools.md#memory-and-skills).
 	StructuredContent json.RawMessage
 }
 
 // RunOptions adjusts one call.
 type RunOptions struct {
-	// Replay says the host is re-running a call after a provider crash: a memory_delete that
-	// finds its document already gone then answers as if it had deleted it (memory.md §5.6).
+	// Replay says the host is re-running a call after a provider crash: a memory_delete that finds its
+	// document already gone then answers as if it had deleted it
+	// (docs/agent-tools.md#memory-and-skills).
 	Replay bool
 }
 
-// Run executes one memory call. tool is a memory tool's wire or canonical name; input is the
-// call's JSON object; bindings is the call's resolved memory configuration (memory.md §2.2).
+// Run executes one memory call. tool is a memory tool's wire or canonical name; input is the call's
+// JSON object; bindings is the call's resolved memory configuration
+// (docs/agent-tools.md#memory-and-skills).
 //
 // Every refusal and every store failure is answered as a Result. Run returns a non-nil error
 // only when the call did not complete at a store: ctx ended (canceled, or its deadline passed),
 // or the Provider is a plugin whose process is gone (plugin.ErrPluginShutdown, which the host
-// handles as a crash, plugins.md §9.3). The caller then settles nothing and the row follows
+// handles as a crash, docs/plugins.md#crashes). The caller then settles nothing and the row follows
 // the expiry rule or is replayed. A panic inside the Provider is answered as memory_unavailable.
 func (e *Engine) Run(ctx context.Context, tool string, input json.RawMessage, bindings []Scope, opt RunOptions) (res Result, err error) {
 	v, known := verbs[tool]

@@ -58,7 +58,8 @@ func FuzzIntegerValue(f *testing.F) {
 	})
 }
 
-// naiveSlice is kernel-tools.md §5.11.3 written literally.
+// naiveSlice is memory_read's line slicing (docs/agent-tools.md#memory-and-skills) written
+// literally.
 func naiveSlice(content string, offset, limit int64) string {
 	var lines []string
 	for rest := content; rest != ""; {

@@ -34,10 +34,10 @@ func newGRPCClient(conn grpc.ClientConnInterface) *grpcClient {
 	return &grpcClient{PluginClient: wire.NewPluginClient(conn), client: pb.NewMemoryProviderClient(conn)}
 }
 
-// clientError rebuilds a store call's failure (plugins.md §5.4): a typed error is its sentinel
-// wrapped with the message; a lost process or broken connection is plugin.ErrPluginShutdown; the
-// caller's own end is ctx's error; DeadlineExceeded on Grep is ErrPatternTooCostly; anything
-// else is ErrUnavailable.
+// clientError rebuilds a store call's failure (docs/plugins.md#the-protocol): a typed error is its
+// sentinel wrapped with the message; a lost process or broken connection is
+// plugin.ErrPluginShutdown; the caller's own end is ctx's error; DeadlineExceeded on Grep is
+// ErrPatternTooCostly; anything else is ErrUnavailable.
 func clientError(ctx context.Context, err error, grep bool) error {
 	r := wire.FromStatus(err)
 	if r.Typed {

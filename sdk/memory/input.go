@@ -7,8 +7,8 @@ import (
 	"strconv"
 )
 
-// arguments is a tool input decoded one level deep: each property keeps its raw JSON so that
-// every tool applies its own type rules (memory.md §5). Extra keys are ignored.
+// arguments is a tool input decoded one level deep: each property keeps its raw JSON so that every
+// tool applies its own type rules (docs/agent-tools.md#memory-and-skills). Extra keys are ignored.
 type arguments map[string]json.RawMessage
 
 // decodeArguments parses a tool input. An empty input or JSON null reads as {}; ok is false for

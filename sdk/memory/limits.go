@@ -2,8 +2,8 @@ package memory
 
 import "time"
 
-// Limits of the memory family (memory.md §7). Every store enforces the storage limits itself as
-// a defence, and the Engine enforces them before a store is asked.
+// Limits of the memory family (docs/agent-tools.md#memory-and-skills). Every store enforces the
+// storage limits itself as a defence, and the Engine enforces them before a store is asked.
 const (
 	// MaxDocumentBytes bounds one document: 64 KiB keeps a whole document inside one tool result
 	// and one model turn, and equals the kernel's tool-input bound, so any document can be
@@ -52,8 +52,8 @@ const (
 	// word a model types at the front of every path.
 	MaxBindingNameLength = 32
 
-	// MaxSkillNameChars bounds a skill name (memory.md §9): it appears in every skills block line
-	// and as a callable argument, so it stays short.
+	// MaxSkillNameChars bounds a skill name (docs/agent-tools.md#memory-and-skills): it appears in
+	// every skills block line and as a callable argument, so it stays short.
 	MaxSkillNameChars = 64
 
 	// MaxSkillDescriptionBytes bounds a skill's description: it is the one line each skill costs
@@ -69,7 +69,7 @@ const (
 const GrepClampMark = "…"
 
 // SkillsFolder is the first name segment reserved for skill documents: models never write,
-// edit or delete under it (memory.md §9).
+// edit or delete under it (docs/agent-tools.md#memory-and-skills).
 const SkillsFolder = "skills"
 
 // StoredTime is the write time a store keeps for t: UTC, cut to WrittenAtPrecision. The Engine

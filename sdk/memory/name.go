@@ -7,12 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// ValidName checks a document name against memory.md §3.1: 1 to MaxNameBytes bytes of UTF-8,
-// segments separated by "/" with none empty and none "." or "..", and no U+0000–U+001F, U+007F,
-// "\" or bidirectional control (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069: a name
-// holding one can display as another name, so no provider may keep one). Anything else is
-// allowed, spaces, non-ASCII letters and the joiners of emoji (U+200D) included. A bad name is
-// ErrNameInvalid.
+// ValidName checks a document name against docs/agent-tools.md#memory-and-skills: 1 to MaxNameBytes
+// bytes of UTF-8, segments separated by "/" with none empty and none "." or "..", and no
+// U+0000–U+001F, U+007F, "\" or bidirectional control (U+061C, U+200E, U+200F, U+202A–U+202E,
+// U+2066–U+2069: a name holding one can display as another name, so no provider may keep one).
+// Anything else is allowed, spaces, non-ASCII letters and the joiners of emoji (U+200D) included. A
+// bad name is ErrNameInvalid.
 //
 // Names reach the Engine as JSON strings, so they are always valid UTF-8; a store refuses
 // anything else too, because it could not return such a name byte for byte through JSON.
@@ -55,8 +55,9 @@ func nameProblem(name string) string {
 // property): the characters that reorder the text around them on screen.
 func IsBidiControl(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
 
-// IsReservedName reports whether a document name lies under the skills folder (memory.md §9):
-// the name is "skills" or begins with "skills/". Models never write, edit or delete such names.
+// IsReservedName reports whether a document name lies under the skills folder
+// (docs/agent-tools.md#memory-and-skills): the name is "skills" or begins with "skills/". Models
+// never write, edit or delete such names.
 func IsReservedName(name string) bool {
 	return name == SkillsFolder || strings.HasPrefix(name, SkillsFolder+"/")
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
-// The memory family's effect profiles (memory.md §1): trusted host metadata that decides
-// whether a call a dead provider held is replayed. Edit alone is not replayable: a repeated
-// edit finds its old text gone.
+// The memory family's effect profiles (docs/agent-tools.md#memory-and-skills): trusted host
+// metadata that decides whether a call a dead provider held is replayed. Edit alone is not
+// replayable: a repeated edit finds its old text gone.
 var (
 	// ProfileRead is memory_ls, memory_read and memory_grep.
 	ProfileRead = announce.EffectProfile{Kind: announce.KindReadOnly, Destructive: false, EffectScope: announce.ScopeClosed, Idempotency: announce.IdempotencyIntrinsic, Reconciliation: announce.ReconciliationNone}

@@ -86,8 +86,8 @@ func clipDetail(detail string, limit int) string {
 	return b.String()
 }
 
-// bindingSet is the frozen memory configuration of one call: the resolved bindings sorted by
-// root name, which is the order of every listing and search (memory.md §3.4).
+// bindingSet is the frozen memory configuration of one call: the resolved bindings sorted by root
+// name, which is the order of every listing and search (docs/agent-tools.md#memory-and-skills).
 type bindingSet []Scope
 
 // newBindingSet checks and sorts the bindings. A binding that fails ValidScope, or two with one
@@ -124,7 +124,8 @@ type target struct {
 	name  string
 }
 
-// resolvePath applies memory.md §3.2 to the "path" argument of read, write, edit and delete.
+// resolvePath applies docs/agent-tools.md#memory-and-skills to the "path" argument of read, write,
+// edit and delete.
 func resolvePath(v verb, args arguments, set bindingSet) (target, *refusal) {
 	path, ok := args.str("path")
 	if !ok {
@@ -153,9 +154,9 @@ type selection struct {
 	prefix string
 }
 
-// resolvePrefix applies memory.md §3.3 to the optional "path" of ls and grep: absent, null or
-// "" selects every binding; otherwise the text before the first "/" names one binding and the
-// text after it, never grammar-checked, is a literal name prefix.
+// resolvePrefix applies docs/agent-tools.md#memory-and-skills to the optional "path" of ls and
+// grep: absent, null or "" selects every binding; otherwise the text before the first "/" names one
+// binding and the text after it, never grammar-checked, is a literal name prefix.
 func resolvePrefix(args arguments, set bindingSet) ([]selection, *refusal) {
 	if !args.present("path") {
 		return selectAll(set), nil
@@ -183,12 +184,12 @@ func selectAll(set bindingSet) []selection {
 	return out
 }
 
-// Resolve applies a call's path resolution alone (memory.md §3.2, or §3.3 for ls and grep)
-// against the resolved bindings, without touching a store. The kernel uses it before
-// dispatching a call to an overriding provider: memory_scope_unavailable and memory_read_only
-// fail such a row at birth. ok is true when resolution passes; otherwise code is the refusal
-// word and detail the clipped detail the result text would carry. A tool that is not a memory
-// verb answers memory_unknown_verb.
+// Resolve applies a call's path resolution alone (docs/agent-tools.md#memory-and-skills, or
+// docs/agent-tools.md#memory-and-skills for ls and grep) against the resolved bindings, without
+// touching a store. The kernel uses it before dispatching a call to an overriding provider:
+// memory_scope_unavailable and memory_read_only fail such a row at birth. ok is true when
+// resolution passes; otherwise code is the refusal word and detail the clipped detail the result
+// text would carry. A tool that is not a memory verb answers memory_unknown_verb.
 func Resolve(tool string, input json.RawMessage, bindings []Scope) (code, detail string, ok bool) {
 	v, known := verbs[tool]
 	if !known {

@@ -20,7 +20,7 @@ const (
 )
 
 // Scope is one resolved binding: the root name a model writes, the anchor it opens (Kind plus
-// OwnerID) and the access it grants (memory.md §2.2).
+// OwnerID) and the access it grants (docs/agent-tools.md#memory-and-skills).
 type Scope struct {
 	// Binding is the root name, e.g. "workspace"; grammar [a-z][a-z0-9_-]{0,31}.
 	Binding string

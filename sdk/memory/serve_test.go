@@ -140,7 +140,7 @@ func TestProfiles(t *testing.T) {
 	if _, ok := memory.Profile("delegate_task"); ok {
 		t.Error("a non-memory tool has no memory profile")
 	}
-	// memory.md §1's JSON, byte for byte.
+	// the JSON (docs/agent-tools.md#memory-and-skills), byte for byte.
 	for _, c := range []struct {
 		p    announce.EffectProfile
 		json string

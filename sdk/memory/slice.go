@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// ReadSlice is memory_read's slicing (kernel-tools.md §5.11.3), which the skill tool shares:
-// content split into lines that keep their "\n" (a final line without one is a line; empty
+// ReadSlice is memory_read's slicing (docs/agent-tools.md#memory-and-skills), which the skill tool
+// shares: content split into lines that keep their "\n" (a final line without one is a line; empty
 // content has none), the first offset-1 dropped, at most limit shown, and when lines remain a
-// footer saying how to continue. offset below 1 counts as 1; limit is clamped to
-// 1..MaxReadLines. A caller with no offset or limit passes 1 and MaxReadLines.
+// footer saying how to continue. offset below 1 counts as 1; limit is clamped to 1..MaxReadLines. A
+// caller with no offset or limit passes 1 and MaxReadLines.
 func ReadSlice(content string, offset, limit int64) string {
 	if offset < 1 {
 		offset = 1

@@ -36,7 +36,8 @@ func refused(text string) memory.Result {
 }
 
 // TestResultTexts pins the memory family's result texts, titles and error flags byte for byte
-// (kernel-tools.md §6 test 14, memory part): each step runs in order against one store.
+// (docs/agent-tools.md#the-twenty-kernel-tools, memory part): each step runs in order against one
+// store.
 func TestResultTexts(t *testing.T) {
 	t.Parallel()
 	e, _, clock := newEngine(t)

@@ -11,7 +11,8 @@ const (
 	ToolDelete = "memory_delete"
 )
 
-// Refusal codes: the closed, model-readable vocabulary of the memory family (memory.md §4).
+// Refusal codes: the closed, model-readable vocabulary of the memory family
+// (docs/agent-tools.md#memory-and-skills).
 const (
 	CodePathInvalid      = "memory_path_invalid"
 	CodeScopeUnavailable = "memory_scope_unavailable"
@@ -30,7 +31,7 @@ const (
 	CodeUnknownVerb      = "memory_unknown_verb"
 )
 
-// Fixed texts of the memory family (kernel-tools.md §4.7, §5.10–5.15).
+// Fixed texts of the memory family (docs/agent-tools.md#memory-and-skills).
 const (
 	// TitleRefused is the title of every memory refusal.
 	TitleRefused = "memory refused"

@@ -10,9 +10,9 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// Config is a runner's file: the tools it announces, each with the command that serves it, and
-// the environment facts it announces. Tool entries are announcement entries (executor.md §2.2)
-// plus command, dir and env, which stay on the runner's machine.
+// Config is a runner's file: the tools it announces, each with the command that serves it, and the
+// environment facts it announces. Tool entries are announcement entries
+// (docs/api.md#the-executor-plane) plus command, dir and env, which stay on the runner's machine.
 //
 //	{"environment": {"os": "linux"},
 //	 "concurrency": 4,

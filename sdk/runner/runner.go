@@ -75,7 +75,7 @@ const (
 	// commitAttempts bounds the retries of a commit that failed in transport: the same token
 	// is safe to resend until the deadline.
 	commitAttempts = 5
-	// maxExtension is the most one extend asks for (executor.md §3.5).
+	// maxExtension is the most one extend asks for (docs/api.md#the-executor-plane).
 	maxExtension = time.Hour
 )
 

@@ -39,8 +39,8 @@ func (c *grpcClient) Announce(ctx context.Context) (announce.Announcement, error
 	return a, err
 }
 
-// Call implements Provider. Errors come back as plugins.md §5.4 says: a lost process is
-// plugin.ErrPluginShutdown, the caller's own end is ctx's error, OUTCOME_FAILED is a
+// Call implements Provider. Errors come back as docs/plugins.md#the-protocol says: a lost process
+// is plugin.ErrPluginShutdown, the caller's own end is ctx's error, OUTCOME_FAILED is a
 // *FailedError, and every other failure a *CallError with its kind word.
 func (c *grpcClient) Call(ctx context.Context, call Call) (Result, error) {
 	resp, err := c.client.Call(ctx, callToProto(call))

@@ -60,7 +60,8 @@ func TestMuxAnnounce(t *testing.T) {
 	toolprovidertest.CheckAnnouncement(t, newMux())
 }
 
-// TestErrorsOverGRPC: each way a Call can fail arrives on the host as the spec says.
+// TestErrorsOverGRPC: each way a Call can fail arrives on the host as its error kind says
+// (docs/plugins.md#rules).
 func TestErrorsOverGRPC(t *testing.T) {
 	t.Parallel()
 	for _, over := range []struct {

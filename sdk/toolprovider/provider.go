@@ -21,7 +21,7 @@ type Provider interface {
 	// Call runs one tool call. A tool that ran and wants the model to read a failure answers a
 	// Result with IsError. An error means the tool could not run: ErrUnknownTool, Failed(detail)
 	// for a failure with a detail of the tool's own words, or any other error, which the row
-	// settles as tool_failed with "<kind word>: <message>" (plugins.md §8.4).
+	// settles as tool_failed with "<kind word>: <message>" (docs/development.md#the-plugin-host).
 	Call(ctx context.Context, call Call) (Result, error)
 }
 

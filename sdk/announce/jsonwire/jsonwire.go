@@ -1,8 +1,8 @@
 package jsonwire
 
-// Canonical JSON (runs.md §0.2) and the storability facts of a raw JSON value: one walker that
-// the announcement validator (sdk/announce) and the result envelope (core/envelope) share, so
-// both measure bounds the same way.
+// Canonical JSON (docs/api.md#conventions) and the storability facts of a raw JSON value: one
+// walker that the announcement validator (sdk/announce) and the result envelope (core/envelope)
+// share, so both measure bounds the same way.
 
 import (
 	"bytes"

@@ -12,7 +12,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// CodeFor is the gRPC code a typed error travels under (plugins.md §5.4).
+// CodeFor is the gRPC code a typed error travels under (docs/plugins.md#the-protocol).
 func CodeFor(kind pb.ErrorKind) codes.Code {
 	switch kind {
 	case pb.ErrorKind_ERROR_KIND_NOT_FOUND, pb.ErrorKind_ERROR_KIND_EDIT_NOT_FOUND:

@@ -13,7 +13,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// TestCodeFor pins plugins.md §5.4's code for every kind.
+// TestCodeFor pins the code for every kind (docs/plugins.md#the-protocol).
 func TestCodeFor(t *testing.T) {
 	t.Parallel()
 	want := map[pb.ErrorKind]codes.Code{

@@ -20,7 +20,7 @@ import (
 // 8 MiB in total plus a 1 MB envelope, and doubling that leaves headroom for encoding.
 const MaxMessageBytes = 16 << 20
 
-// Parent-watchdog timings (plugins.md §9.5).
+// Parent-watchdog timings (docs/plugins.md#crashes).
 const (
 	// ParentCheckInterval is how often a plugin checks that its host is alive: once a second
 	// bounds an orphan's life to about three seconds with the grace below.

@@ -33,9 +33,9 @@ func (c *Clock) Set(t time.Time) {
 	c.now = t
 }
 
-// DefaultBindings is the frozen configuration of a conversation-hosted run: the three wave-1
-// roots, all read_write (memory.md §2.2). They are given out of order on purpose: the Engine
-// orders roots itself.
+// DefaultBindings is the frozen configuration of a conversation-hosted run: the three wave-1 roots,
+// all read_write (docs/agent-tools.md#memory-and-skills). They are given out of order on purpose:
+// the Engine orders roots itself.
 func DefaultBindings() []memory.Scope {
 	return []memory.Scope{Workspace, Conversation, User}
 }

@@ -21,15 +21,16 @@ type Reopener interface {
 	Reopen(ctx context.Context) (memory.Provider, error)
 }
 
-// providerCase is one row of memory.md §10.1 (or one of the kit's further cases).
+// providerCase is one row of docs/plugins.md#testing-a-plugin-the-kits (or one of the kit's further
+// cases).
 type providerCase struct {
 	id   string
 	name string
 	run  func(t *testing.T, p memory.Provider)
 }
 
-// RunProvider runs the provider-layer cases (memory.md §10.1) against fresh stores from
-// factory, one subtest per case, named by its id.
+// RunProvider runs the provider-layer cases (docs/plugins.md#testing-a-plugin-the-kits) against
+// fresh stores from factory, one subtest per case, named by its id.
 func RunProvider(t *testing.T, factory Factory) {
 	t.Helper()
 	for _, c := range providerCases() {
@@ -51,15 +52,17 @@ func RunProvider(t *testing.T, factory Factory) {
 	})
 }
 
-// toolCase is one row of memory.md §10.2 (or one of the kit's further cases).
+// toolCase is one row of docs/plugins.md#testing-a-plugin-the-kits (or one of the kit's further
+// cases).
 type toolCase struct {
 	id   string
 	name string
 	run  func(t *testing.T, h *harness)
 }
 
-// RunTools runs the tool-layer cases (memory.md §10.2): the six tools through memory.Engine over
-// fresh stores from factory, with a fixed clock, comparing exact results.
+// RunTools runs the tool-layer cases (docs/plugins.md#testing-a-plugin-the-kits): the six tools
+// through memory.Engine over fresh stores from factory, with a fixed clock, comparing exact
+// results.
 func RunTools(t *testing.T, factory Factory) {
 	t.Helper()
 	for _, c := range toolCases() {

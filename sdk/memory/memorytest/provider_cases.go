@@ -43,7 +43,7 @@ func providerCases() []providerCase {
 		{"P28", "concurrent_creates", p28ConcurrentCreates},
 		{"P29", "concurrent_edits", p29ConcurrentEdits},
 		{"P30", "empty_content", p30EmptyContent},
-		// Further cases of this kit, beyond memory.md's list.
+		// Further cases of this kit, beyond the list (docs/agent-tools.md#memory-and-skills).
 		{"P32", "replace_is_atomic", p32AtomicReplace},
 		{"P33", "mixed_concurrent_mutations", p33MixedMutations},
 	}

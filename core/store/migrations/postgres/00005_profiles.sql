@@ -1,8 +1,9 @@
 -- +goose Up
--- An agent's standing configuration (declarations.md §11.1). tool_definitions is the stored
--- render of the explicit declaration (rendered, sorted, compact: §6.7), kept as text, never
--- jsonb, which would reorder its keys; the import fields are JSON arrays (runner_tool_names NULL
--- means "all"). revision counts replacements, so accepted work can name the profile it froze.
+-- An agent's standing configuration (docs/api.md#agent-profiles). tool_definitions is the stored
+-- render of the explicit declaration (rendered, sorted, compact:
+-- docs/development.md#the-declaration-compiler), kept as text, never jsonb, which would reorder its
+-- keys; the import fields are JSON arrays (runner_tool_names NULL means "all"). revision counts
+-- replacements, so accepted work can name the profile it froze.
 CREATE TABLE agent_profiles (
     agent_id                   BIGINT PRIMARY KEY REFERENCES agents (id),
     revision                   BIGINT NOT NULL,
@@ -17,8 +18,8 @@ CREATE TABLE agent_profiles (
     updated_at                 BIGINT NOT NULL
 );
 
--- An executor's current announcement (executor.md §2), replaced whole on every PUT: the tool
--- entries and documents in sdk/announce's stored form, the environment object, as text.
+-- An executor's current announcement (docs/api.md#the-executor-plane), replaced whole on every PUT:
+-- the tool entries and documents in sdk/announce's stored form, the environment object, as text.
 CREATE TABLE executor_announcements (
     executor_id  BIGINT PRIMARY KEY REFERENCES executors (id),
     tools        TEXT   NOT NULL,

@@ -1,5 +1,5 @@
 -- +goose Up
--- An upload is one file a member or an executor staged (executor.md §5). Its bytes live in
+-- An upload is one file a member or an executor staged (docs/api.md#uploads). Its bytes live in
 -- upload_chunks; the row is readable and bindable only once completed_at is set, in the
 -- transaction that writes the last chunk, so content_type and sha256 stay null until then.
 -- Exactly one creator column is set, the one creator_kind names; creator_public_id repeats the
@@ -48,7 +48,7 @@ CREATE TABLE upload_bindings (
 );
 CREATE INDEX upload_bindings_target ON upload_bindings (target_kind, target_id);
 
--- When the executor's current event stream opened (executor.md §1.4); null while none is open.
+-- When the executor's current event stream opened (docs/api.md#executors); null while none is open.
 ALTER TABLE executors ADD COLUMN connected_at INTEGER;
 
 -- +goose Down

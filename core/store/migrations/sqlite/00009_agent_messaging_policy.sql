@@ -1,7 +1,7 @@
 -- +goose Up
--- A workspace's agent messaging policy (orchestration.md §5.3): the JSON object of agent public
--- id to "public" or "private" as the owner last wrote it, and its lock version; a workspace
--- without a row has the empty map (every agent public) at lock version 0.
+-- A workspace's agent messaging policy (docs/agent-tools.md#delegation-and-conversations): the JSON
+-- object of agent public id to "public" or "private" as the owner last wrote it, and its lock
+-- version; a workspace without a row has the empty map (every agent public) at lock version 0.
 CREATE TABLE workspace_agent_messaging_policies (
     workspace_id INTEGER PRIMARY KEY REFERENCES workspaces (id),
     agents       TEXT    NOT NULL,

@@ -1,13 +1,13 @@
 -- +goose Up
--- One row per input a spawn or send call addressed to a conversation (orchestration.md §6, §7):
--- keyed by the call that made it (run_id, call_key), so a re-evaluated call posts nothing twice
--- and answers its first receipt; receipt_key is the receipt's stable name,
--- send:<run public id>:<call key> (spawn:… for a brief). public_id is the input's id, which a
--- queued input's turn takes too. A scheduled input waits here (status pending, deliver_at) and
--- takes its queue position when the sweeper releases it; a steer waits here until the running
--- reply's next seal carries it (steer_run_id, delivered_with). reply_owed marks a request whose
--- reply returns to the sending run as kernel mail (a spawn brief, a queued or scheduled send to
--- one of the sender's own children).
+-- One row per input a spawn or send call addressed to a conversation
+-- (docs/agent-tools.md#delegation-and-conversations): keyed by the call that made it (run_id,
+-- call_key), so a re-evaluated call posts nothing twice and answers its first receipt; receipt_key
+-- is the receipt's stable name, send:<run public id>:<call key> (spawn:… for a brief). public_id is
+-- the input's id, which a queued input's turn takes too. A scheduled input waits here (status
+-- pending, deliver_at) and takes its queue position when the sweeper releases it; a steer waits
+-- here until the running reply's next seal carries it (steer_run_id, delivered_with). reply_owed
+-- marks a request whose reply returns to the sending run as kernel mail (a spawn brief, a queued or
+-- scheduled send to one of the sender's own children).
 CREATE TABLE conversation_requests (
     id                                 INTEGER PRIMARY KEY,
     public_id                          TEXT    NOT NULL UNIQUE,
@@ -38,7 +38,8 @@ CREATE INDEX conversation_requests_conversation ON conversation_requests (conver
 CREATE INDEX conversation_requests_due ON conversation_requests (deliver_at) WHERE status = 'pending' AND delivery = 'scheduled';
 CREATE INDEX conversation_requests_steer ON conversation_requests (steer_run_id) WHERE status = 'pending' AND delivery = 'steering';
 
--- Labels are unique among one parent conversation's children (orchestration.md §6).
+-- Labels are unique among one parent conversation's children
+-- (docs/agent-tools.md#delegation-and-conversations).
 CREATE UNIQUE INDEX conversations_child_label ON conversations (parent_conversation_id, label) WHERE label IS NOT NULL;
 
 -- +goose Down

@@ -125,7 +125,7 @@ func (Access) EnumDescriptor() ([]byte, []int) {
 	return file_nexus_plugin_v1_memory_proto_rawDescGZIP(), []int{1}
 }
 
-// One resolved binding (memory.md §2.2).
+// One resolved binding (docs/agent-tools.md#memory-and-skills).
 type Scope struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Binding           string                 `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"` // root name, e.g. "workspace"

@@ -1,0 +1,443 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/sdk/client"
+)
+
+// runFlags are the flags of `nexus run create`: one step, model or tool, and the run's options.
+type runFlags struct {
+	prompt, promptFile, model, instructions string
+	kernelTools, functions                  []string
+	toolsFile                               string
+	tool, input                             string
+	runner, approvalMode, file              string
+	idempotencyKey                          string
+	watch                                   bool
+	timeout                                 time.Duration
+}
+
+func newRun(e *env, g *globals) *cobra.Command {
+	f := &adminFlags{}
+	cmd := &cobra.Command{Use: "run", Short: "Create, show, watch, list and stop standalone runs"}
+	f.register(cmd)
+
+	rf := &runFlags{}
+	create := &cobra.Command{
+		Use:   "create (--prompt TEXT | --prompt-file FILE | --tool NAME | --file FILE) [flags]",
+		Short: "Create a run of one model step or one tool step, or from a JSON file",
+		Long: `Create a standalone run and start it.
+
+A model step: --prompt TEXT (or --prompt-file FILE, - for standard input), on --model (default:
+the deployment's default_model), with the tools of --kernel-tool (canonical names such as
+nexus.memory.read), --function (a function tool by name, served by --runner, or without --runner
+by the workspace's tool providers) and --tools (a JSON file holding a declaration array).
+
+A tool step: --tool NAME with --input JSON, served by --runner (a runner's public id or display
+name) or by the workspace's tool providers.
+
+--file FILE (- for standard input) sends the run object written there instead (docs/api.md,
+"Runs"). --approval-mode is bypass unless set. --watch waits for the run as "nexus run watch"
+does and prints its answer; otherwise the run's id and status are printed (--quiet: the id only).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := rf.check(cmd); err != nil {
+				return err
+			}
+			c, ws, err := e.connect(cmd, g, f)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			run, err := e.runObject(ctx, c, ws, rf)
+			if err != nil {
+				return err
+			}
+			res, err := c.CreateRun(ctx, ws, run, rf.idempotencyKey)
+			if err != nil {
+				return apiError(err)
+			}
+			if rf.watch {
+				return e.watchAndReport(ctx, c, f, ws, res.Run.PublicID, rf.timeout)
+			}
+			switch {
+			case f.json:
+				return e.raw(res.Raw)
+			case f.quiet:
+				_, err := fmt.Fprintln(e.stdout, res.Run.PublicID)
+				return err
+			}
+			r := res.Run
+			return fields(e.stdout, "run", r.PublicID, "status", r.Status, "deliverable", r.DeliverableTaskKey,
+				"next", "nexus run watch "+r.PublicID)
+		},
+	}
+	fl := create.Flags()
+	fl.StringVar(&rf.prompt, "prompt", "", "the model step's prompt")
+	fl.StringVar(&rf.promptFile, "prompt-file", "", "read the prompt from FILE (- for standard input)")
+	fl.StringVar(&rf.model, "model", "", "provider/model (default: the deployment's default_model)")
+	fl.StringVar(&rf.instructions, "instructions", "", "the model step's system text")
+	fl.StringSliceVar(&rf.kernelTools, "kernel-tool", nil, "a kernel tool to offer, canonical name (repeatable, or comma-separated)")
+	fl.StringSliceVar(&rf.functions, "function", nil, "a function tool to offer by its served name (repeatable)")
+	fl.StringVar(&rf.toolsFile, "tools", "", "a JSON file holding a declaration array to offer")
+	fl.StringVar(&rf.tool, "tool", "", "a tool step instead: the tool's name")
+	fl.StringVar(&rf.input, "input", "", "the tool step's input, a JSON object (default {})")
+	fl.StringVar(&rf.runner, "runner", "", "the run's default runner, public id or display name; it serves --tool and --function")
+	fl.StringVar(&rf.approvalMode, "approval-mode", "bypass", "bypass, ask or rules")
+	fl.StringVar(&rf.file, "file", "", "send the run object in FILE (- for standard input)")
+	fl.StringVar(&rf.idempotencyKey, "idempotency-key", "", "a key that makes a retried create answer the first run")
+	fl.BoolVar(&rf.watch, "watch", false, "wait for the run and print its answer")
+	fl.DurationVar(&rf.timeout, "timeout", 0, "with --watch: give up after this long (0: never)")
+	f.registerWorkspace(create)
+	f.registerQuiet(create, "the run's public id")
+
+	show := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run: its status, answer, what it waits for, and its tasks",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, ws, res, err := e.connectRun(cmd, g, f, args[0])
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return e.raw(res.Raw)
+			}
+			return e.printRun(ws, &res.Run)
+		},
+	}
+	f.registerWorkspace(show)
+
+	var timeout time.Duration
+	watch := &cobra.Command{
+		Use:   "watch RUN [--timeout D]",
+		Short: "Wait until a run ends or waits for a person, then print its answer or what it waits for",
+		Long: `Poll a run until it completes (its answer is printed), waits for a person (the asks and
+approvals are printed with the command that answers each; run watch again afterwards), needs
+attention or is canceled (both exit 1). --json prints the run's body instead.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			return e.watchAndReport(ctx, c, f, ws, args[0], timeout)
+		},
+	}
+	watch.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: never)")
+	f.registerWorkspace(watch)
+
+	var status string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list [--status S] [--limit N]",
+		Short: "List a workspace's runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ws, err := e.connect(cmd, g, f)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			res, err := c.Runs(ctx, ws, status, "", limit)
+			if err != nil {
+				return apiError(err)
+			}
+			if f.json {
+				return e.raw(res.Raw)
+			}
+			rows := make([][]string, 0, len(res.Runs))
+			for _, r := range res.Runs {
+				conv := "-"
+				if r.ConversationPublicID != nil {
+					conv = *r.ConversationPublicID
+				}
+				rows = append(rows, []string{r.PublicID, r.Status, r.CreatedAt, conv})
+			}
+			return table(e.stdout, "RUN\tSTATUS\tCREATED\tCONVERSATION", rows)
+		},
+	}
+	list.Flags().StringVar(&status, "status", "", "only runs of this status")
+	list.Flags().IntVar(&limit, "limit", 0, "at most this many (1..100; default 20)")
+	f.registerWorkspace(list)
+
+	var graceful bool
+	stop := &cobra.Command{
+		Use:   "stop RUN [--graceful]",
+		Short: "Stop a run: cancel its work (--graceful lets claimed work finish)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			res, err := c.StopRun(ctx, ws, args[0], !graceful)
+			if err != nil {
+				return apiError(err)
+			}
+			if f.json {
+				return e.raw(res.Raw)
+			}
+			return fields(e.stdout, "run", res.Run.PublicID, "status", res.Run.Status)
+		},
+	}
+	stop.Flags().BoolVar(&graceful, "graceful", false, "let claimed work finish before the run is canceled")
+	f.registerWorkspace(stop)
+
+	cmd.AddCommand(create, show, watch, list, stop)
+	return cmd
+}
+
+// check refuses flag combinations that make no run, before anything is sent.
+func (rf *runFlags) check(cmd *cobra.Command) error {
+	fl := cmd.Flags()
+	if rf.file != "" {
+		for _, name := range []string{"prompt", "prompt-file", "model", "instructions", "kernel-tool", "function", "tools", "tool", "input", "runner", "approval-mode"} {
+			if fl.Changed(name) {
+				return usageErrorf("--file carries the whole run; --%s cannot be added to it", name)
+			}
+		}
+		return nil
+	}
+	hasPrompt := fl.Changed("prompt") || fl.Changed("prompt-file")
+	switch {
+	case fl.Changed("prompt") && fl.Changed("prompt-file"):
+		return usageErrorf("pass one of --prompt and --prompt-file")
+	case hasPrompt && rf.tool != "":
+		return usageErrorf("a run of one step: pass --prompt (a model step) or --tool (a tool step), not both")
+	case !hasPrompt && rf.tool == "":
+		return usageErrorf("pass --prompt or --prompt-file (a model step), --tool (a tool step) or --file")
+	case rf.tool != "":
+		for _, name := range []string{"model", "instructions", "kernel-tool", "function", "tools"} {
+			if fl.Changed(name) {
+				return usageErrorf("--%s belongs to a model step; a tool step takes --input and --runner", name)
+			}
+		}
+	case fl.Changed("input"):
+		return usageErrorf("--input belongs to a tool step (--tool)")
+	}
+	return nil
+}
+
+// runObject builds the run object of `nexus run create` from its checked flags.
+func (e *env) runObject(ctx context.Context, c *client.Client, ws string, rf *runFlags) (any, error) {
+	if rf.file != "" {
+		b, err := e.readInput(rf.file)
+		if err != nil {
+			return nil, err
+		}
+		if !json.Valid(b) {
+			return nil, fmt.Errorf("%s is not JSON", rf.file)
+		}
+		return json.RawMessage(b), nil
+	}
+	run := map[string]any{"approval_mode": rf.approvalMode}
+	var runner string
+	if rf.runner != "" {
+		id, err := resolveRunner(ctx, c, ws, rf.runner)
+		if err != nil {
+			return nil, err
+		}
+		runner = id
+		run["default_runner_executor_public_id"] = id
+	}
+	if rf.tool != "" {
+		step := map[string]any{"name": rf.tool}
+		if rf.input != "" {
+			var in map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(rf.input), &in); err != nil || in == nil {
+				return nil, fmt.Errorf("--input must be a JSON object: %s", rf.input)
+			}
+			step["input"] = json.RawMessage(rf.input)
+		}
+		if runner != "" {
+			step["route"] = map[string]string{"kind": "runner", "runner_executor_public_id": runner}
+		}
+		run["steps"] = []any{map[string]any{"tool": step}}
+		return run, nil
+	}
+	prompt := rf.prompt
+	if rf.promptFile != "" {
+		b, err := e.readInput(rf.promptFile)
+		if err != nil {
+			return nil, err
+		}
+		prompt = string(b)
+	}
+	step := map[string]any{"prompt": prompt}
+	if rf.model != "" {
+		step["model"] = rf.model
+	}
+	if rf.instructions != "" {
+		step["instructions"] = rf.instructions
+	}
+	if len(rf.kernelTools) > 0 {
+		step["kernel_tools"] = rf.kernelTools
+	}
+	var tools []json.RawMessage
+	if rf.toolsFile != "" {
+		b, err := e.readInput(rf.toolsFile)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &tools); err != nil {
+			return nil, fmt.Errorf("%s must hold a JSON array of tool declarations: %w", rf.toolsFile, err)
+		}
+	}
+	for _, name := range rf.functions {
+		entry, err := servedFunction(ctx, c, ws, runner, name)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, entry)
+	}
+	if len(tools) > 0 {
+		step["tools"] = tools
+	}
+	run["steps"] = []any{map[string]any{"model": step}}
+	return run, nil
+}
+
+// servedFunction declares the tool an executor of ws serves under name as a function tool, with
+// the description and input schema it announces: routed to runner when one is given, else
+// served by the workspace's tool providers.
+func servedFunction(ctx context.Context, c *client.Client, ws, runner, name string) (json.RawMessage, error) {
+	kind := "tool_provider"
+	if runner != "" {
+		kind = "runner"
+	}
+	res, err := c.Executors(ctx, &client.ListExecutorsRequest{Kind: kind, Workspace: ws})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	for _, x := range res.Executors {
+		if runner != "" && x.PublicID != runner {
+			continue
+		}
+		for _, raw := range x.ServedTools {
+			var t struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				InputSchema json.RawMessage `json:"input_schema"`
+			}
+			if json.Unmarshal(raw, &t) != nil || t.Name != name {
+				continue
+			}
+			entry := map[string]any{"type": "function", "name": name, "description": t.Description}
+			if len(t.InputSchema) > 0 {
+				entry["parameters"] = t.InputSchema
+			}
+			if runner != "" {
+				entry["route"] = map[string]string{"kind": "runner", "runner_executor_public_id": runner, "tool_name": name}
+			}
+			return json.Marshal(entry)
+		}
+	}
+	if runner != "" {
+		return nil, fmt.Errorf("runner %s does not announce a tool %q (has it started? nexus executor wait)", runner, name)
+	}
+	return nil, fmt.Errorf("no tool provider of workspace %s announces a tool %q (nexus executor list --kind tool_provider)", ws, name)
+}
+
+// resolveRunner finds an active runner of ws by public id or display name.
+func resolveRunner(ctx context.Context, c *client.Client, ws, ref string) (string, error) {
+	if identity.IsUUID(ref) {
+		return strings.ToLower(ref), nil
+	}
+	res, err := c.Executors(ctx, &client.ListExecutorsRequest{Kind: "runner", Workspace: ws})
+	if err != nil {
+		return "", apiError(err)
+	}
+	var found []string
+	for _, x := range res.Executors {
+		if x.DisplayName == ref {
+			found = append(found, x.PublicID)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", fmt.Errorf("no active runner %q in workspace %s (nexus executor list --kind runner)", ref, ws)
+	}
+	return "", fmt.Errorf("%d active runners are called %q in workspace %s: pass a public id", len(found), ref, ws)
+}
+
+// findRun reads a run: in the workspace --workspace or the environment names, else in the
+// caller's only workspace, else in whichever of the caller's workspaces holds it.
+func (e *env) findRun(ctx context.Context, cmd *cobra.Command, c *client.Client, f *adminFlags, run string) (string, *client.RunResponse, error) {
+	if ref := e.workspaceRef(cmd, f); ref != "" {
+		res, err := c.Run(ctx, ref, run)
+		if err != nil {
+			return "", nil, apiError(err)
+		}
+		return ref, res, nil
+	}
+	ws, err := c.Workspaces(ctx)
+	if err != nil {
+		return "", nil, apiError(err)
+	}
+	for _, w := range ws.Workspaces {
+		res, err := c.Run(ctx, w.Handle, run)
+		if isNotFound(err) && len(ws.Workspaces) > 1 {
+			continue
+		}
+		if err != nil {
+			return "", nil, apiError(err)
+		}
+		return w.Handle, res, nil
+	}
+	return "", nil, fmt.Errorf("no run %s in any of your workspaces", run)
+}
+
+// printRun writes a run's summary and its tasks.
+func (e *env) printRun(ws string, r *client.Run) error {
+	answer := "-"
+	if r.Answer != nil {
+		answer = *r.Answer
+	}
+	pairs := []string{"run", r.PublicID, "workspace", ws, "status", r.Status}
+	if r.ConversationPublicID != nil {
+		pairs = append(pairs, "conversation", *r.ConversationPublicID)
+	}
+	pairs = append(pairs, "answer", answer)
+	for _, a := range r.Attention {
+		pairs = append(pairs, "attention", a.Reason+": "+strings.Join(a.TaskKeys, ", "))
+	}
+	if err := fields(e.stdout, pairs...); err != nil {
+		return err
+	}
+	if len(r.Tasks) == 0 {
+		return nil
+	}
+	fmt.Fprintln(e.stdout)
+	rows := make([][]string, 0, len(r.Tasks))
+	for _, t := range r.Tasks {
+		what := t.Model
+		if t.ToolName != "" {
+			what = t.ToolName
+		}
+		if what == "" {
+			what = "-"
+		}
+		problem := "-"
+		if t.Error != nil {
+			problem = t.Error.Key
+			if t.Error.Detail != "" {
+				problem += ": " + oneLine(t.Error.Detail)
+			}
+		}
+		rows = append(rows, []string{t.Key, t.Kind, t.Status, what, problem})
+	}
+	return table(e.stdout, "TASK\tKIND\tSTATUS\tMODEL OR TOOL\tERROR", rows)
+}

@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nexuskernel/nexus/sdk/client"
+)
+
+// The member plane has no event stream for runs, so watching is polling. The first reads come
+// quickly (a mock run ends in milliseconds), later ones slow down to a second apart, so a long run
+// costs one small read a second.
+const (
+	// watchFirstPoll is the wait before the second read of a watched run.
+	watchFirstPoll = 50 * time.Millisecond
+	// watchMaxPoll is the longest wait between two reads.
+	watchMaxPoll = time.Second
+)
+
+// Run statuses and attention reasons the watch decides on (docs/api.md, "Runs").
+const (
+	runCompleted      = "completed"
+	runCanceled       = "canceled"
+	runNeedsAttention = "needs_attention"
+	reasonHuman       = "awaiting_human"
+	reasonApproval    = "approval_required"
+)
+
+// errWatchTimeout is the end of a watch whose --timeout passed.
+var errWatchTimeout = errors.New("the run did not end within --timeout")
+
+// waitingForPerson reports whether a live run stands on an ask or a held approval.
+func waitingForPerson(r *client.Run) bool {
+	for _, a := range r.Attention {
+		if a.Reason == reasonHuman || a.Reason == reasonApproval {
+			return true
+		}
+	}
+	return false
+}
+
+// settled reports whether a watch of r is over: the run ended, cannot go on by itself, or waits
+// for a person.
+func settled(r *client.Run) bool {
+	switch r.Status {
+	case runCompleted, runCanceled, runNeedsAttention:
+		return true
+	}
+	return waitingForPerson(r)
+}
+
+// poll calls read until done says the value is final, the context ends, or timeout (0: none)
+// passes.
+func poll[T any](ctx context.Context, timeout time.Duration, read func(context.Context) (T, error), done func(T) bool) (T, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	wait := watchFirstPoll
+	for {
+		v, err := read(ctx)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
+				return v, errWatchTimeout
+			}
+			return v, err
+		}
+		if done(v) {
+			return v, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout > 0 {
+				return v, errWatchTimeout
+			}
+			return v, ctx.Err()
+		case <-t.C:
+		}
+		if wait = wait * 2; wait > watchMaxPoll {
+			wait = watchMaxPoll
+		}
+	}
+}
+
+// watchRun polls a run until settled says it is over.
+func watchRun(ctx context.Context, c *client.Client, ws, run string, timeout time.Duration) (*client.RunResponse, error) {
+	res, err := poll(ctx, timeout, func(ctx context.Context) (*client.RunResponse, error) {
+		return c.Run(ctx, ws, run)
+	}, func(r *client.RunResponse) bool { return settled(&r.Run) })
+	if err != nil && !errors.Is(err, errWatchTimeout) {
+		err = apiError(err)
+	}
+	return res, err
+}
+
+// watchAndReport watches a run and reports how it stands: the answer of a completed run, what a
+// person must do for a waiting one; a run that needs attention or was canceled is an error.
+func (e *env) watchAndReport(ctx context.Context, c *client.Client, f *adminFlags, ws, run string, timeout time.Duration) error {
+	res, err := watchRun(ctx, c, ws, run, timeout)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return e.raw(res.Raw)
+	}
+	return e.report(ctx, c, ws, &res.Run)
+}
+
+// report prints a settled run's outcome.
+func (e *env) report(ctx context.Context, c *client.Client, ws string, r *client.Run) error {
+	switch r.Status {
+	case runCompleted:
+		answer := ""
+		if r.Answer != nil {
+			answer = *r.Answer
+		}
+		_, err := fmt.Fprintln(e.stdout, strings.TrimRight(answer, "\n"))
+		return err
+	case runCanceled:
+		return fmt.Errorf("run %s was canceled", r.PublicID)
+	case runNeedsAttention:
+		return fmt.Errorf("run %s needs attention: %s", r.PublicID, attentionText(r))
+	}
+	return e.printWaiting(ctx, c, ws, r)
+}
+
+// attentionText names the reasons of a run that cannot go on, with the errors of the tasks
+// they name.
+func attentionText(r *client.Run) string {
+	errs := map[string]string{}
+	for _, t := range r.Tasks {
+		if t.Error != nil {
+			d := t.Error.Key
+			if t.Error.Detail != "" {
+				d += ": " + oneLine(t.Error.Detail)
+			}
+			errs[t.Key] = d
+		}
+	}
+	var parts []string
+	for _, a := range r.Attention {
+		keys := make([]string, len(a.TaskKeys))
+		for i, k := range a.TaskKeys {
+			keys[i] = k
+			if d, ok := errs[k]; ok {
+				keys[i] += " (" + d + ")"
+			}
+		}
+		parts = append(parts, a.Reason+": "+strings.Join(keys, ", "))
+	}
+	if len(parts) == 0 {
+		return "see nexus run show " + r.PublicID
+	}
+	return strings.Join(parts, "; ")
+}
+
+// printWaiting prints the asks and approvals a live run waits on, each with the command that
+// answers it. The run's trace rows are brief; each waiting task is read whole for its question or
+// its call.
+func (e *env) printWaiting(ctx context.Context, c *client.Client, ws string, r *client.Run) error {
+	fmt.Fprintf(e.stdout, "run %s waits for a person:\n", r.PublicID)
+	for _, a := range r.Attention {
+		for _, k := range a.TaskKeys {
+			t := &client.Task{Key: k}
+			if res, err := c.Task(ctx, ws, r.PublicID, k); err == nil {
+				t = &res.Task
+			} else if !isNotFound(err) {
+				return apiError(err)
+			}
+			switch a.Reason {
+			case reasonHuman:
+				q := ""
+				if t.Prompt != nil {
+					q = *t.Prompt
+				}
+				fmt.Fprintf(e.stdout, "  ask %s: %s\n    answer: nexus ask answer %s %s TEXT\n", k, oneLine(q), r.PublicID, k)
+			case reasonApproval:
+				what := strings.TrimSpace(t.ToolName + " " + compactJSON(t.ToolInput))
+				fmt.Fprintf(e.stdout, "  approval %s: %s\n    decide: nexus approve %s %s  (or nexus deny)\n", k, what, r.PublicID, k)
+			}
+		}
+	}
+	return nil
+}
+
+// isNotFound reports a 404 answer.
+func isNotFound(err error) bool {
+	var ce *client.Error
+	return errors.As(err, &ce) && ce.Status == 404
+}
+
+// compactJSON renders a JSON value on one line; "" for none.
+func compactJSON(v json.RawMessage) string {
+	if len(v) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return string(v)
+	}
+	return b.String()
+}
