@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -138,11 +137,7 @@ func (s *supervisor) invoke(c *call, in *instance, attempt int) (CommitBody, err
 		if err != nil {
 			return CommitBody{}, err
 		}
-		body := CommitBody{Outcome: OutcomeCompleted, IsError: res.IsError, Title: &res.Title, StructuredContent: res.StructuredContent}
-		if res.Text != "" {
-			body.Content, _ = json.Marshal(res.Text)
-		}
-		return body, nil
+		return CommitBody{Outcome: OutcomeCompleted, Text: res.Text, IsError: res.IsError, Title: &res.Title, StructuredContent: res.StructuredContent}, nil
 	}
 	cl := c.claim
 	res, err := in.tools.Call(c.ctx, toolprovider.Call{
@@ -193,17 +188,8 @@ func clipBytes(s string, n int) string {
 	return s
 }
 
-// wireBlock is a content block as the commit's JSON carries it.
-type wireBlock struct {
-	Type        string  `json:"type,omitempty"`
-	Text        *string `json:"text,omitempty"`
-	URI         string  `json:"uri,omitempty"`
-	Name        string  `json:"name,omitempty"`
-	MimeType    string  `json:"mimeType,omitempty"`
-	Size        *int64  `json:"size,omitempty"`
-	Title       string  `json:"title,omitempty"`
-	Description string  `json:"description,omitempty"`
-}
+// uploadURIPrefix is how a committed link names an upload (docs/api.md#the-result-envelope).
+const uploadURIPrefix = "nexus://uploads/"
 
 // resultBody maps a tool result to the commit (docs/development.md#the-plugin-host): linked
 // captures are staged as the executor's own and their links rewritten to the upload.
@@ -227,20 +213,11 @@ func (s *supervisor) resultBody(c *call, r toolprovider.Result) (CommitBody, err
 			captures[toolprovider.CaptureURI(cp.Ref)] = cp
 		}
 		staged := map[string]string{}
-		blocks := make([]wireBlock, 0, len(r.Blocks))
+		body.Blocks = make([]toolprovider.Block, 0, len(r.Blocks))
 		for _, b := range r.Blocks {
-			switch {
-			case b.Text != nil:
-				blocks = append(blocks, wireBlock{Type: "text", Text: b.Text})
-			case b.Link != nil:
-				l := b.Link
-				wb := wireBlock{Type: "resource_link", URI: l.URI, Name: l.Name, MimeType: l.MimeType, Title: l.Title, Description: l.Description}
-				if l.Size > 0 {
-					size := l.Size
-					wb.Size = &size
-				}
-				if cp, ok := captures[l.URI]; ok {
-					upload, done := staged[l.URI]
+			if b.Text == nil && b.Link != nil {
+				if cp, ok := captures[b.Link.URI]; ok {
+					upload, done := staged[b.Link.URI]
 					if !done {
 						id, err := s.h.plane.StageCapture(c.ctx, s.executorID, cp.Filename, cp.Data)
 						if err != nil {
@@ -249,18 +226,19 @@ func (s *supervisor) resultBody(c *call, r toolprovider.Result) (CommitBody, err
 							}
 							return failedBody("staging capture " + cp.Ref + ": " + err.Error()), nil
 						}
-						upload, staged[l.URI] = id, id
+						upload, staged[b.Link.URI] = id, id
 					}
-					wb.URI = "nexus://uploads/" + upload
+					l := *b.Link
+					l.URI = uploadURIPrefix + upload
+					b = toolprovider.LinkBlock(l)
 				}
-				blocks = append(blocks, wb)
-			default:
-				blocks = append(blocks, wireBlock{}) // refused invalid_content by the commit grammar
 			}
+			// A block that is neither text nor a link goes as it is: the commit's grammar
+			// refuses it invalid_content.
+			body.Blocks = append(body.Blocks, b)
 		}
-		body.Content, _ = json.Marshal(blocks)
 	case r.Text != "":
-		body.Content, _ = json.Marshal(r.Text)
+		body.Text = r.Text
 	}
 	return body, nil
 }

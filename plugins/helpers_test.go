@@ -204,14 +204,10 @@ func toolClaim(task, tool, input string, p *announce.EffectProfile) Claim {
 // text reads a commit's content as a string.
 func text(t testing.TB, b CommitBody) string {
 	t.Helper()
-	if b.Content == nil {
-		return ""
+	if b.Blocks != nil {
+		t.Fatalf("content %+v is not a string", b.Blocks)
 	}
-	var s string
-	if err := json.Unmarshal(b.Content, &s); err != nil {
-		t.Fatalf("content %s is not a string", b.Content)
-	}
-	return s
+	return b.Text
 }
 
 // syscallAlive reports nil when the process exists (and is not a zombie we reaped).

@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -52,23 +51,26 @@ func TestToolsExampleServesRows(t *testing.T) {
 		t.Errorf("echo: %+v", echo)
 	}
 	stats := th.plane.commitsFor("stats")[0]
-	if stats.Content != nil || string(stats.StructuredContent) != `{"count":2,"sum":3,"min":1,"max":2,"mean":1.5}` {
+	if stats.Blocks != nil || stats.Text != "" || string(stats.StructuredContent) != `{"count":2,"sum":3,"min":1,"max":2,"mean":1.5}` {
 		t.Errorf("stats is structure only: %+v", stats)
 	}
 	report := th.plane.commitsFor("report")[0]
-	var blocks []map[string]any
-	if err := json.Unmarshal(report.Content, &blocks); err != nil || len(blocks) != 2 {
-		t.Fatalf("report content %s", report.Content)
+	blocks := report.Blocks
+	if len(blocks) != 2 || blocks[0].Text == nil || blocks[1].Link == nil {
+		t.Fatalf("report content %+v", blocks)
 	}
-	upload := strings.TrimPrefix(blocks[1]["uri"].(string), "nexus://uploads/")
+	upload, linked := strings.CutPrefix(blocks[1].Link.URI, "nexus://uploads/")
+	if !linked {
+		t.Fatalf("report link %q names no upload", blocks[1].Link.URI)
+	}
 	th.plane.mu.Lock()
 	staged := th.plane.staged[upload]
 	th.plane.mu.Unlock()
 	if string(staged.data) != "name,value\na,1\n" || staged.filename != "report.csv" || staged.executor != id {
 		t.Errorf("staged capture: %+v", staged)
 	}
-	if blocks[0]["text"] != "Report Q: 1 rows." || blocks[1]["name"] != "report.csv" || blocks[1]["size"] != float64(15) {
-		t.Errorf("report blocks: %v", blocks)
+	if *blocks[0].Text != "Report Q: 1 rows." || blocks[1].Link.Name != "report.csv" || blocks[1].Link.Size != 15 {
+		t.Errorf("report blocks: %+v %+v", *blocks[0].Text, *blocks[1].Link)
 	}
 	if f := th.plane.commitsFor("failed")[0]; f.Outcome != OutcomeFailed || f.FailureDetail != "example failure requested" {
 		t.Errorf("failed: %+v", f)

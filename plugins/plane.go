@@ -8,6 +8,7 @@ import (
 
 	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 
 // ExecutorPlane is the part of the kernel the host uses: the same code paths HTTP executors
@@ -144,21 +145,26 @@ type Claim struct {
 	DeadlineAt    time.Time
 }
 
-// CommitBody is the result envelope the host commits (the commit body
-// (docs/api.md#the-executor-plane)).
+// CommitBody is the result the host commits, in the terms of the result envelope
+// (docs/api.md#the-executor-plane), as typed values: the plane commits them as they are, without
+// writing JSON.
 type CommitBody struct {
-	// Outcome is OutcomeCompleted or OutcomeFailed.
-	Outcome string `json:"outcome"`
-	// Content is the JSON content: a string or a list of blocks; nil is a blank result.
-	Content json.RawMessage `json:"content,omitempty"`
+	// Outcome is OutcomeCompleted or OutcomeFailed; "" is completed.
+	Outcome string
+	// Blocks, when non-nil, are the content: text and resource_link blocks, a capture's link
+	// already pointing at its staged upload. A block that is neither is refused invalid_content.
+	Blocks []toolprovider.Block
+	// Text is the content as one string when Blocks is nil; "" is a blank result.
+	Text string
 	// StructuredContent is kept verbatim ("null" and "false" included); nil omits it.
-	StructuredContent json.RawMessage `json:"structured_content,omitempty"`
-	IsError           bool            `json:"is_error,omitempty"`
+	StructuredContent json.RawMessage
+	IsError           bool
 	// Title is nil when the plugin sent none.
-	Title    *string         `json:"title,omitempty"`
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-	// FailureDetail is the tool_failed detail of a failed outcome, at most MaxFailureDetailBytes.
-	FailureDetail string `json:"failure_detail,omitempty"`
+	Title    *string
+	Metadata json.RawMessage
+	// FailureDetail is the tool_failed detail of a failed outcome without content, at most
+	// MaxFailureDetailBytes: the commit carries it as the content's text.
+	FailureDetail string
 }
 
 // Commit outcomes.

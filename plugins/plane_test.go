@@ -3,7 +3,6 @@ package plugins
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -348,19 +347,11 @@ func (p *recordingPlane) rowLocked(id string, c Claim) *planeRow {
 
 // checkLocked refuses a resource_link that names no upload this executor staged.
 func (p *recordingPlane) checkLocked(id string, body CommitBody) *CommitRefusal {
-	if len(body.Content) == 0 || body.Content[0] != '[' {
-		return nil
-	}
-	var blocks []map[string]any
-	if err := json.Unmarshal(body.Content, &blocks); err != nil {
-		return &CommitRefusal{Code: "invalid_content", Message: err.Error()}
-	}
-	for i, b := range blocks {
-		switch b["type"] {
-		case "text":
-		case "resource_link":
-			uri, _ := b["uri"].(string)
-			upload, ok := strings.CutPrefix(uri, "nexus://uploads/")
+	for i, b := range body.Blocks {
+		switch {
+		case b.Text != nil:
+		case b.Link != nil:
+			upload, ok := strings.CutPrefix(b.Link.URI, "nexus://uploads/")
 			if !ok {
 				return &CommitRefusal{Code: "invalid_content", Message: fmt.Sprintf("content[%d].uri is not a nexus upload", i)}
 			}

@@ -27,7 +27,7 @@ func BenchmarkValidate(b *testing.B) {
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				r, err := Validate(bc.body, ownAll)
+				r, err := validateBody(bc.body, ownAll)
 				if err != nil {
 					b.Fatal(err)
 				}

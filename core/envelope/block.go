@@ -142,16 +142,7 @@ var (
 // type, then the kind's fields in the order of linkKeys or textKeys, then the first unknown key in
 // document order.
 func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
-	path := func(field string) string {
-		if field == "" {
-			return fmt.Sprintf("content[%d]", i)
-		}
-		return fmt.Sprintf("content[%d].%s", i, field)
-	}
-	invalid := func(field, msg string) (Block, *refusal.Error) {
-		p := path(field)
-		return Block{}, refuse(CodeInvalidContent, p, p+": "+msg)
-	}
+	invalid := func(field, msg string) (Block, *refusal.Error) { return Block{}, invalidBlock(i, field, msg) }
 	members, err := jsonwire.SplitObject(raw)
 	if err != nil {
 		return invalid("", "a content block is a JSON object.")
@@ -219,8 +210,7 @@ func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
 			*f.dst = &s
 		}
 	default:
-		p := path("type")
-		return Block{}, refuse(CodeUnsupportedContentKind, p, fmt.Sprintf("%s: %q blocks are not supported; content holds text and resource_link blocks.", p, kind))
+		return Block{}, unsupportedBlock(i, kind)
 	}
 	b.Type = kind
 
@@ -243,6 +233,76 @@ func parseBlock(i int, raw json.RawMessage) (Block, *refusal.Error) {
 		}
 	}
 	return b, nil
+}
+
+// blockPath is the path of block i's field, or of the block itself for "".
+func blockPath(i int, field string) string {
+	if field == "" {
+		return fmt.Sprintf("content[%d]", i)
+	}
+	return fmt.Sprintf("content[%d].%s", i, field)
+}
+
+func invalidBlock(i int, field, msg string) *refusal.Error {
+	p := blockPath(i, field)
+	return refuse(CodeInvalidContent, p, p+": "+msg)
+}
+
+func unsupportedBlock(i int, kind string) *refusal.Error {
+	p := blockPath(i, "type")
+	return refuse(CodeUnsupportedContentKind, p, fmt.Sprintf("%s: %q blocks are not supported; content holds text and resource_link blocks.", p, kind))
+}
+
+// checkBlock applies the block grammar to a typed block, in parseBlock's order: what a typed
+// value can still break is its kind, a link's uri and name, a size below zero, and annotations
+// or _meta that are not one JSON object. An absent field of a typed block is its zero value, so
+// an empty uri or name reads as absent.
+func checkBlock(i int, b Block) *refusal.Error {
+	switch b.Type {
+	case "":
+		return invalidBlock(i, "type", "a content block needs a type.")
+	case TypeText:
+	case TypeResourceLink:
+		switch {
+		case b.URI == "":
+			return invalidBlock(i, "uri", "a resource_link needs a uri.")
+		case !isUploadURI(b.URI):
+			return invalidBlock(i, "uri", "a resource_link's uri is "+UploadURIPrefix+" followed by a lowercase UUID.")
+		case b.Name == "":
+			return invalidBlock(i, "name", "a resource_link needs a name.")
+		case b.Size != nil && *b.Size < 0:
+			return invalidBlock(i, "size", "a resource_link's size is an integer of at least 0.")
+		}
+	default:
+		return unsupportedBlock(i, b.Type)
+	}
+	for _, f := range []struct {
+		key string
+		raw json.RawMessage
+	}{{"annotations", b.Annotations}, {"_meta", b.Meta}} {
+		if f.raw == nil {
+			continue
+		}
+		if _, err := jsonwire.SplitObject(f.raw); err != nil {
+			return invalidBlock(i, f.key, f.key+" is a JSON object.")
+		}
+	}
+	return nil
+}
+
+// storable reports whether the store keeps a typed block as it is (check 11).
+func (b Block) storable() bool {
+	for _, s := range []string{b.Type, b.Text, b.URI, b.Name} {
+		if !storableText(s) {
+			return false
+		}
+	}
+	for _, s := range []*string{b.MimeType, b.Title, b.Description} {
+		if s != nil && !storableText(*s) {
+			return false
+		}
+	}
+	return (b.Annotations == nil || storable(b.Annotations)) && (b.Meta == nil || storable(b.Meta))
 }
 
 func contains(list []string, s string) bool {

@@ -48,7 +48,8 @@ var fuzzWords = map[string]bool{
 }
 
 // FuzzValidate: Validate never panics and answers only with the envelope's words; validation,
-// storage and projection are deterministic; an accepted envelope's stored form re-validates to
+// storage and projection are deterministic; a body whose own form shows no fault is judged as
+// the typed values it decodes to are; an accepted envelope's stored form re-validates to
 // the same result; and one text block stores what the bare string stores.
 func FuzzValidate(f *testing.F) {
 	inputs, _ := filepath.Glob("testdata/golden/*.json")
@@ -68,8 +69,13 @@ func FuzzValidate(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := Validate(body, ownAll)
-		r2, err2 := Validate(body, ownAll)
+		if members, err := jsonwire.SplitObject(body); err == nil {
+			if s := Decode(members); s.fault == nil {
+				compareJudgements(t, string(body), s)
+			}
+		}
+		r, err := validateBody(body, ownAll)
+		r2, err2 := validateBody(body, ownAll)
 		if err != nil {
 			ref, ok := refusal.As(err)
 			if !ok {
@@ -103,7 +109,7 @@ func FuzzValidate(f *testing.F) {
 		if Output(decoded, isMediaUpload) != r.Output(isMediaUpload) {
 			t.Fatal("the projection of the stored content differs")
 		}
-		again, err := Validate(storedBody(r), ownAll)
+		again, err := validateBody(storedBody(r), ownAll)
 		if err != nil {
 			t.Fatalf("the stored form %s is refused: %v", storedBody(r), err)
 		}
@@ -112,7 +118,7 @@ func FuzzValidate(f *testing.F) {
 		}
 		if len(r.Content) == 1 && !r.Content[0].IsLink() && r.Content[0].Annotations == nil && r.Content[0].Meta == nil {
 			bare := append([]byte(`{"content":`), jsonwire.AppendString(nil, r.Content[0].Text)...)
-			br, err := Validate(append(bare, '}'), ownAll)
+			br, err := validateBody(append(bare, '}'), ownAll)
 			if err != nil || string(br.ContentJSON()) != string(stored) {
 				t.Fatalf("identity case broken: %s vs %s (%v)", br.ContentJSON(), stored, err)
 			}

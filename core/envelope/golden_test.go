@@ -73,7 +73,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := Validate(body, ownAll)
+			r, err := validateBody(body, ownAll)
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}

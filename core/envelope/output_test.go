@@ -11,7 +11,7 @@ import (
 
 func mustValidate(t *testing.T, body string) *Result {
 	t.Helper()
-	r, err := Validate([]byte(body), ownAll)
+	r, err := validateBody([]byte(body), ownAll)
 	if err != nil {
 		t.Fatalf("%s: %v", body, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
@@ -23,7 +22,7 @@ const (
 const resultTypeComplete = "complete"
 
 // Top-level keys of the result part of a body. Any other key (claim_token included) is the
-// door's: Validate ignores it, and the doors refuse every key they do not know.
+// door's: Decode ignores it, and the doors refuse every key they do not know.
 const (
 	keyContent           = "content"
 	keyStructuredContent = "structured_content"
@@ -39,7 +38,7 @@ var resultKeys = []string{keyContent, keyStructuredContent, keyResultType, keyIs
 
 // Keys are the result's top-level keys as a request type: a door embeds it beside its own keys
 // (the commit's claim_token) so that its one strict body decoding refuses any other key.
-// Validate judges the values; a test holds these tags equal to the keys it reads.
+// Decode reads the values; a test holds these tags equal to the keys it reads.
 type Keys struct {
 	Content           json.RawMessage `json:"content"`
 	StructuredContent json.RawMessage `json:"structured_content"`
@@ -78,10 +77,10 @@ type Result struct {
 // returns it as is, and it is not a refusal.
 type UploadOwnership func(ids []string) (own []string, err error)
 
-// Validate checks the result part of a commit or resolution body (a JSON object; other keys such as
-// claim_token are ignored) and returns the result as it is stored. A refusal is a *refusal.Error of
-// kind Unprocessable with the word of docs/api.md#the-result-envelope and, where there is one, the
-// offending field as path. Checks run in the documented order:
+// Validate judges a submitted result by the grammar of docs/api.md#the-result-envelope, once, and
+// returns it as it is stored. A refusal is a *refusal.Error of kind Unprocessable with the word of
+// docs/api.md#the-result-envelope and, where there is one, the offending field as path. Checks run
+// in the documented order, whether the submission came from a body (Decode) or from typed values:
 //
 //  1. invalid_outcome        outcome not "completed" or "failed"
 //  2. invalid_result_type    result_type present and not "complete" (null included)
@@ -93,15 +92,15 @@ type UploadOwnership func(ids []string) (own []string, err error)
 //  8. invalid_content / unsupported_content_kind, block by block, the first bad block deciding
 //  9. result_too_large       the stored content and structured_content over MaxResultBytes
 //  10. unknown_result_upload a link to an upload owned does not include (whole or nothing)
-//  11. result_unstorable     the body is not UTF-8, or a string in content,
-//     structured_content, title or metadata holds U+0000 or an unpaired surrogate escape
+//  11. result_unstorable     bytes that are not UTF-8, or a string in content,
+//     structured_content, title or metadata that holds U+0000 or an unpaired surrogate escape
 //
-// Before them, a body over MaxBodyBytes is 413 content_too_large and a body that is not one
-// JSON object is 400 parameter_invalid; the doors check both first, so these only guard
-// in-process callers. Every refusal but the last leaves a tool row's park standing;
-// IsUnstorable tells the caller when to close it. owned is called once, only when the result
-// links an upload and every earlier check passed; a nil owned owns nothing. On success the
-// caller binds exactly r.Uploads; on any refusal it binds nothing.
+// Before them, a body over MaxBodyBytes is 413 content_too_large and a body that is not one JSON
+// object is 400 parameter_invalid: the doors answer both before a body is decoded. Every refusal
+// but the last leaves a tool row's park standing; IsUnstorable tells the caller when to close it.
+// owned is called once, only when the result links an upload and every earlier check passed; a nil
+// owned owns nothing. On success the caller binds exactly r.Uploads; on any refusal it binds
+// nothing.
 //
 // Decisions the documented grammar leaves open: absent, null and blank content all read as no
 // body; null for outcome or is_error is mistyped (only content, title and metadata list null);
@@ -112,76 +111,67 @@ type UploadOwnership func(ids []string) (own []string, err error)
 // measures the stored form (the normalised block list, without the body of a blank result), so
 // that a bare string and its text block meet the bound identically; whitespace is Unicode
 // White_Space.
-func Validate(body []byte, owned UploadOwnership) (*Result, error) {
-	if len(body) > MaxBodyBytes {
-		return nil, refusal.Newf(refusal.TooLarge, refusal.CodeContentTooLarge, "The body is over %d bytes.", MaxBodyBytes)
-	}
-	members, err := jsonwire.SplitObject(body)
-	if err != nil {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
-	}
-	f := fieldsOf(members)
+func Validate(s *Submission, owned UploadOwnership) (*Result, error) {
 	r := &Result{Outcome: OutcomeCompleted}
 
 	// 1. outcome
-	if raw, ok := f.raw[keyOutcome]; ok {
-		s, isString := jsonwire.DecodeString(raw)
-		if f.repeated[keyOutcome] || !isString || (s != string(OutcomeCompleted) && s != string(OutcomeFailed)) {
-			return nil, refuse(CodeInvalidOutcome, keyOutcome, `outcome is "completed" or "failed".`)
-		}
-		r.Outcome = Outcome(s)
+	if err := s.faultAt(checkOutcome); err != nil {
+		return nil, err
+	}
+	switch s.Outcome {
+	case "":
+	case OutcomeCompleted, OutcomeFailed:
+		r.Outcome = s.Outcome
+	default:
+		return nil, errOutcome()
 	}
 	// 2. result_type: validated, never stored.
-	if raw, ok := f.raw[keyResultType]; ok {
-		if s, isString := jsonwire.DecodeString(raw); f.repeated[keyResultType] || !isString || s != resultTypeComplete {
-			return nil, refuse(CodeInvalidResultType, keyResultType, `result_type, when sent, is "complete": multi-round tool requests are not implemented.`)
-		}
+	if err := s.faultAt(checkResultType); err != nil {
+		return nil, err
 	}
 	// 3. title
-	if raw, ok := f.raw[keyTitle]; ok && !(isNull(raw) && !f.repeated[keyTitle]) {
-		s, isString := jsonwire.DecodeString(raw)
-		if f.repeated[keyTitle] || !isString || s == "" || len(s) > MaxTitleBytes || strings.ContainsAny(s, "\r\n") {
-			return nil, refuse(CodeInvalidTitle, keyTitle, fmt.Sprintf("title is one line of 1..%d bytes.", MaxTitleBytes))
+	if err := s.faultAt(checkTitle); err != nil {
+		return nil, err
+	}
+	if s.Title != nil {
+		t := *s.Title
+		if t == "" || len(t) > MaxTitleBytes || strings.ContainsAny(t, "\r\n") {
+			return nil, errTitle()
 		}
-		r.Title = s
+		r.Title = t
 	}
 	// 4, 5. metadata
-	if raw, ok := f.raw[keyMetadata]; ok && !(isNull(raw) && !f.repeated[keyMetadata]) {
-		md, err := jsonwire.SplitObject(raw)
-		if f.repeated[keyMetadata] || err != nil {
-			return nil, refuse(CodeInvalidMetadata, keyMetadata, "metadata is a JSON object.")
-		}
-		if k, rep := md.Repeated(); rep {
-			return nil, refuse(CodeInvalidMetadata, keyMetadata+"."+k, "metadata."+k+" is given more than once.")
-		}
-		canon, _, err := jsonwire.Canonical(raw)
+	if err := s.faultAt(checkMetadata); err != nil {
+		return nil, err
+	}
+	if s.Metadata != nil {
+		md, err := metadataOf(s.Metadata)
 		if err != nil {
-			return nil, refuse(CodeInvalidMetadata, keyMetadata, "metadata is a JSON object.")
+			return nil, err
 		}
-		if len(canon) > MaxMetadataBytes {
-			return nil, refuse(CodeMetadataTooLarge, keyMetadata, fmt.Sprintf("metadata is %d bytes of canonical JSON, over the bound of %d.", len(canon), MaxMetadataBytes))
-		}
-		r.Metadata = compact(raw)
+		r.Metadata = md
 	}
 	// 6. is_error
-	if raw, ok := f.raw[keyIsError]; ok {
-		switch v := strings.TrimSpace(string(raw)); {
-		case f.repeated[keyIsError] || (v != "true" && v != "false"):
-			return nil, refuse(CodeInvalidContent, keyIsError, "is_error is true or false.")
-		default:
-			r.IsError = v == "true"
-		}
+	if err := s.faultAt(checkIsError); err != nil {
+		return nil, err
 	}
+	r.IsError = s.IsError
 	// 7, 8. content
-	blocks, rerr := parseContent(f)
+	if err := s.faultAt(checkContent); err != nil {
+		return nil, err
+	}
+	blocks, rerr := s.content()
 	if rerr != nil {
 		return nil, rerr
 	}
-	if raw, ok := f.raw[keyStructuredContent]; ok {
-		if f.repeated[keyStructuredContent] {
-			return nil, refuse(CodeInvalidContent, keyStructuredContent, "structured_content is given more than once.")
+	if err := s.faultAt(checkStructured); err != nil {
+		return nil, err
+	}
+	if s.StructuredContent != nil {
+		if !s.decoded && !json.Valid(s.StructuredContent) {
+			return nil, refuse(CodeInvalidContent, keyStructuredContent, "structured_content is one JSON value.")
 		}
-		r.StructuredContent = compact(raw)
+		r.StructuredContent = compact(s.StructuredContent)
 	}
 	if !blank(blocks) {
 		r.Content = blocks
@@ -195,71 +185,47 @@ func Validate(body []byte, owned UploadOwnership) (*Result, error) {
 	if err := r.checkOwnership(owned); err != nil {
 		return nil, err
 	}
-	// 11. what the store cannot keep.
-	if err := unstorable(body, f); err != nil {
+	// 11. what the store cannot keep: judged on a body's bytes by Decode, on typed values here.
+	if err := s.faultAt(checkStorable); err != nil {
 		return nil, err
+	}
+	if !s.decoded {
+		if err := s.storable(); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
-// fields are the first occurrence of each result key and which keys were repeated.
-type fields struct {
-	raw      map[string]json.RawMessage
-	repeated map[string]bool
+func errOutcome() *refusal.Error {
+	return refuse(CodeInvalidOutcome, keyOutcome, `outcome is "completed" or "failed".`)
 }
 
-func fieldsOf(members jsonwire.Members) fields {
-	f := fields{raw: map[string]json.RawMessage{}, repeated: map[string]bool{}}
-	for _, m := range members {
-		if !contains(resultKeys, m.Key) {
-			continue
-		}
-		if _, seen := f.raw[m.Key]; seen {
-			f.repeated[m.Key] = true
-			continue
-		}
-		f.raw[m.Key] = m.Raw
-	}
-	return f
+func errTitle() *refusal.Error {
+	return refuse(CodeInvalidTitle, keyTitle, fmt.Sprintf("title is one line of 1..%d bytes.", MaxTitleBytes))
 }
 
-// parseContent applies checks 7 and 8 and returns the blocks, a bare string normalised to
-// one text block.
-func parseContent(f fields) ([]Block, *refusal.Error) {
-	raw, ok := f.raw[keyContent]
-	if !ok {
-		return nil, nil
+func errMetadata() *refusal.Error {
+	return refuse(CodeInvalidMetadata, keyMetadata, "metadata is a JSON object.")
+}
+
+// metadataOf applies checks 4 and 5 to a metadata value and returns it as stored.
+func metadataOf(raw json.RawMessage) (json.RawMessage, *refusal.Error) {
+	md, err := jsonwire.SplitObject(raw)
+	if err != nil {
+		return nil, errMetadata()
 	}
-	if f.repeated[keyContent] {
-		return nil, refuse(CodeInvalidContent, keyContent, "content is given more than once.")
+	if k, rep := md.Repeated(); rep {
+		return nil, refuse(CodeInvalidMetadata, keyMetadata+"."+k, "metadata."+k+" is given more than once.")
 	}
-	switch firstNonSpace(raw) {
-	case 'n':
-		if isNull(raw) {
-			return nil, nil
-		}
-	case '"':
-		s, _ := jsonwire.DecodeString(raw)
-		return []Block{TextBlock(s)}, nil
-	case '[':
-		items, err := jsonwire.SplitArray(raw)
-		if err != nil {
-			break
-		}
-		if len(items) > MaxContentBlocks {
-			return nil, refuse(CodeTooManyContentBlocks, keyContent, fmt.Sprintf("content holds %d blocks, more than %d.", len(items), MaxContentBlocks))
-		}
-		blocks := make([]Block, 0, len(items))
-		for i, item := range items {
-			b, rerr := parseBlock(i, item)
-			if rerr != nil {
-				return nil, rerr
-			}
-			blocks = append(blocks, b)
-		}
-		return blocks, nil
+	canon, _, err := jsonwire.Canonical(raw)
+	if err != nil {
+		return nil, errMetadata()
 	}
-	return nil, refuse(CodeInvalidContent, keyContent, "content is a string or a list of content blocks.")
+	if len(canon) > MaxMetadataBytes {
+		return nil, refuse(CodeMetadataTooLarge, keyMetadata, fmt.Sprintf("metadata is %d bytes of canonical JSON, over the bound of %d.", len(canon), MaxMetadataBytes))
+	}
+	return compact(raw), nil
 }
 
 // blank reports whether blocks write no body: no link at all (a media link rides as an
@@ -331,32 +297,6 @@ func (r *Result) checkOwnership(owned UploadOwnership) error {
 		if id := b.UploadID(); id != "" && !own[id] {
 			p := fmt.Sprintf("content[%d].uri", i)
 			return refuse(CodeUnknownResultUpload, p, fmt.Sprintf("%s: %s is not an upload this result may bind; nothing is bound.", p, b.URI))
-		}
-	}
-	return nil
-}
-
-// unstorable applies check 11: the raw body must be UTF-8, and no string in the four stored
-// fields may hold U+0000 or an unpaired surrogate escape (the decoder would silently turn
-// the latter into U+FFFD, so the raw text is what is read).
-func unstorable(body []byte, f fields) error {
-	if !utf8.Valid(body) {
-		return refuseUnstorable("")
-	}
-	if raw, ok := f.raw[keyContent]; ok {
-		if items, err := jsonwire.SplitArray(raw); err == nil {
-			for i, item := range items {
-				if !storable(item) {
-					return refuseUnstorable(fmt.Sprintf("content[%d]", i))
-				}
-			}
-		} else if !storable(raw) {
-			return refuseUnstorable(keyContent)
-		}
-	}
-	for _, k := range []string{keyStructuredContent, keyTitle, keyMetadata} {
-		if raw, ok := f.raw[k]; ok && !storable(raw) {
-			return refuseUnstorable(k)
 		}
 	}
 	return nil

@@ -1,14 +1,11 @@
 package executors
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/refusal"
@@ -285,52 +282,20 @@ func (s *Service) ClaimRead(ctx context.Context, ex *identity.Executor, runID, k
 	}}, nil
 }
 
-// integerLiteral is a JSON number that is an integer: no fraction, no exponent.
-var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
-
-// extendBody is the extend door's body once its shape is checked.
-type extendBody struct {
-	token string
-	// timeoutMS is the requested budget; tooLong is set for an integer beyond int64.
-	timeoutMS int64
-	tooLong   bool
-}
-
-// ExtendRequest is the extend door's request type: the only keys its body may carry.
+// ExtendRequest is one extension of a held claim (docs/api.md#the-executor-plane): the
+// executor, the row, the claim token and the budget asked for, decoded by the door.
 type ExtendRequest struct {
-	ClaimToken json.RawMessage `json:"claim_token"`
-	TimeoutMS  json.RawMessage `json:"timeout_ms"`
-}
-
-// parseExtend applies rows 3 and 4 of the extend checks (and the body shape before them).
-func parseExtend(decode runs.BodyDecoder) (*extendBody, error) {
-	var req ExtendRequest
-	if err := decode(&req); err != nil {
-		return nil, err
-	}
-	out := &extendBody{}
-	if req.ClaimToken != nil {
-		if err := json.Unmarshal(req.ClaimToken, &out.token); err != nil {
-			return nil, refusal.New(refusal.BadRequest, CodeParameterInvalid, "claim_token is a string.").With("path", "claim_token")
-		}
-	}
-	if out.token == "" {
-		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "claim_token is required.").With("path", "claim_token")
-	}
-	if req.TimeoutMS == nil {
-		return nil, refusal.New(refusal.BadRequest, CodeParameterMissing, "timeout_ms is required.").With("path", "timeout_ms")
-	}
-	lit := string(bytes.TrimSpace(req.TimeoutMS))
-	invalid := refusal.New(refusal.Unprocessable, CodeInvalidTimeoutMS, "timeout_ms is an integer of at least 1.").With("path", "timeout_ms")
-	if !integerLiteral.MatchString(lit) || lit == "0" || lit[0] == '-' {
-		return nil, invalid
-	}
-	n, err := strconv.ParseInt(lit, 10, 64)
-	if err != nil {
-		n, out.tooLong = 0, true // a positive integer beyond int64 is far beyond every bound
-	}
-	out.timeoutMS = n
-	return out, nil
+	Executor   *identity.Executor
+	RunID      string
+	TaskKey    string
+	ClaimToken string
+	// TimeoutMS is the budget asked for, at least 1; math.MaxInt64 stands for an integer
+	// beyond int64, which is far beyond every bound.
+	TimeoutMS int64
+	// Invalid is the refusal of the body's own rules (its shape and keys, then claim_token,
+	// then timeout_ms, each absent or mistyped), found when the door decoded it: Extend answers
+	// it after the row's lookup and addressing, where the documented order puts the body.
+	Invalid error
 }
 
 // frozenTimeout reads the timeout_ms an announcement froze into the row's profile; 0 when none.
@@ -345,11 +310,12 @@ func frozenTimeout(t *store.Task) int64 {
 }
 
 // Extend moves a claimed row's deadline to now + timeout_ms (docs/api.md#the-executor-plane), its
-// checks in order: 404 not_found (also for a row another executor claimed), not_addressed_here, 400
-// parameter_missing, 422 invalid_timeout_ms, not_extendable (the expiry rule applied first to a row
+// checks in order: 404 not_found (also for a row another executor claimed), not_addressed_here, the
+// body's 400 parameter_missing and 422 invalid_timeout_ms (req.Invalid), not_extendable (the expiry rule applied first to a row
 // past its deadline), not_claimant, extension_too_long (over an hour, or over the timeout_ms frozen
 // in the row's profile). The row's timeout_ms and the token are unchanged.
-func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key string, decode runs.BodyDecoder) (*ClaimAnswer, error) {
+func (s *Service) Extend(ctx context.Context, req *ExtendRequest) (*ClaimAnswer, error) {
+	ex, runID, key := req.Executor, req.RunID, req.TaskKey
 	var ans *ClaimAnswer
 	var refused error
 	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
@@ -364,9 +330,8 @@ func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key 
 		if err := addressedHere(ex, t); err != nil {
 			return err
 		}
-		req, err := parseExtend(decode)
-		if err != nil {
-			return err
+		if req.Invalid != nil {
+			return req.Invalid
 		}
 		now := x.NowMS()
 		switch {
@@ -381,7 +346,7 @@ func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key 
 			// The expiry rule settles the row, and that commits with this refusal.
 			return x.Expire(ctx, run, t)
 		}
-		if !tokenIs(t, req.token) {
+		if !tokenIs(t, req.ClaimToken) {
 			refused = conflict(CodeNotClaimant, "The token is not task %s's current claim token.", key)
 			return nil
 		}
@@ -389,11 +354,11 @@ func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key 
 		if f := frozenTimeout(t); f > 0 && f < limit {
 			limit = f
 		}
-		if req.tooLong || req.timeoutMS > limit {
+		if req.TimeoutMS > limit {
 			refused = conflict(CodeExtensionTooLong, "An extension is at most %d ms for task %s.", limit, key).With("path", "timeout_ms")
 			return nil
 		}
-		deadline := now + req.timeoutMS
+		deadline := now + req.TimeoutMS
 		gen := t.ClaimGeneration
 		ok, err := store.SetTask(ctx, x.Tx, t.ID, &store.TaskGuard{Statuses: []string{runs.StatusDispatched}, Generation: &gen, TokenHash: t.ClaimTokenHash},
 			store.Assign{Col: "deadline_at", Val: deadline})
@@ -405,7 +370,7 @@ func (s *Service) Extend(ctx context.Context, ex *identity.Executor, runID, key 
 		}
 		t.DeadlineAt = &deadline
 		ans = &ClaimAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID),
-			Claim: ClaimDoc{ClaimToken: req.token, Generation: gen, DeadlineAt: formatMillis(deadline)}}
+			Claim: ClaimDoc{ClaimToken: req.ClaimToken, Generation: gen, DeadlineAt: formatMillis(deadline)}}
 		return nil
 	})
 	if err != nil {

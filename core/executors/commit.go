@@ -2,7 +2,6 @@ package executors
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/envelope"
@@ -20,43 +19,38 @@ type CommitAnswer struct {
 	Applied bool `json:"applied"`
 }
 
-// CommitRequest is the commit door's request type: the claim token beside the result's own
-// keys, and no other key.
+// CommitRequest is one commit of a claimed row (docs/api.md#the-executor-plane): the executor,
+// the row, the claim token and the result as submitted. The HTTP door decodes its body into one;
+// the plugin host's plane (PluginPlane) builds one from a plugin's typed result. Either way the
+// envelope is judged once, by envelope.Validate, at its place in the commit's checks.
 type CommitRequest struct {
-	ClaimToken json.RawMessage `json:"claim_token"`
-	envelope.Keys
-}
-
-// commitToken applies rows 3 and 4 of the commit checks: the body is one JSON object of the
-// door's keys and carries a non-empty claim_token.
-func commitToken(decode runs.BodyDecoder) (string, error) {
-	var req CommitRequest
-	if err := decode(&req); err != nil {
-		return "", err
-	}
-	var tok string
-	if req.ClaimToken != nil {
-		if err := json.Unmarshal(req.ClaimToken, &tok); err != nil {
-			return "", refusal.New(refusal.BadRequest, CodeParameterInvalid, "claim_token is a string.").With("path", "claim_token")
-		}
-	}
-	if tok == "" {
-		return "", refusal.New(refusal.BadRequest, CodeParameterMissing, "claim_token is required.").With("path", "claim_token")
-	}
-	return tok, nil
+	Executor   *identity.Executor
+	RunID      string
+	TaskKey    string
+	ClaimToken string
+	// Result is the result as submitted; nil is an empty one.
+	Result *envelope.Submission
+	// Invalid is the refusal of the body's own rules (its shape, its keys, claim_token's type
+	// and presence), found when the door decoded it: Commit answers it after the row's lookup
+	// and addressing, where the documented order puts the body.
+	Invalid error
 }
 
 // Commit answers the row once (docs/api.md#the-executor-plane), its checks in order: 404 not_found
 // (also for a row another executor claimed, whatever token is sent); not_addressed_here (before any
-// token: a kernel tool row answers it whatever is sent); 400 parameter_invalid and
-// parameter_missing for the body (decode judges its shape and keys: the claim token and the
-// result's keys are all it may carry); task_not_running before dispatch; an idle 200 for a settled
-// row and its last claim's token; stale_claim; an idle 200 when the deadline passed (the expiry
+// token: a kernel tool row answers it whatever is sent); the body's 400 parameter_invalid and
+// parameter_missing (req.Invalid: the claim token and the result's keys are all it may carry);
+// task_not_running before dispatch; an idle 200 for a settled row and its last claim's token; stale_claim; an idle 200 when the deadline passed (the expiry
 // rule settles the row and the content is discarded); the envelope's grammar refusals, after which
 // the park stands; result_unstorable, which closes the park as failed at once; otherwise the row
 // settles with the stored result, its links' uploads are bound to it, and its dependents are
 // re-evaluated, all in one transaction.
-func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key string, body []byte, decode runs.BodyDecoder) (*CommitAnswer, error) {
+func (s *Service) Commit(ctx context.Context, req *CommitRequest) (*CommitAnswer, error) {
+	ex, runID, key, token := req.Executor, req.RunID, req.TaskKey, req.ClaimToken
+	sub := req.Result
+	if sub == nil {
+		sub = &envelope.Submission{}
+	}
 	var ans *CommitAnswer
 	var refused error
 	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
@@ -71,9 +65,8 @@ func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key 
 		if err := addressedHere(ex, t); err != nil {
 			return err
 		}
-		token, err := commitToken(decode)
-		if err != nil {
-			return err
+		if req.Invalid != nil {
+			return req.Invalid
 		}
 		idle := func() error {
 			if t, err = store.TaskByID(ctx, x.Tx, t.ID); err != nil {
@@ -98,7 +91,7 @@ func (s *Service) Commit(ctx context.Context, ex *identity.Executor, runID, key 
 			}
 			return idle()
 		}
-		res, err := envelope.Validate(body, s.ownership(ctx, x.Tx, ex, run, t))
+		res, err := envelope.Validate(sub, s.ownership(ctx, x.Tx, ex, run, t))
 		switch {
 		case envelope.IsUnstorable(err):
 			// A result the store cannot keep is a failed outcome, not an open park.

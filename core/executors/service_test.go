@@ -93,61 +93,6 @@ func TestCursorRoundTrip(t *testing.T) {
 	}
 }
 
-func TestParseExtend(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		body, code string
-		ms         int64
-		tooLong    bool
-	}{
-		{`{"claim_token":"nxc_a","timeout_ms":60000}`, "", 60000, false},
-		{`{"claim_token":"nxc_a","timeout_ms":1}`, "", 1, false},
-		{`{"claim_token":"nxc_a","timeout_ms":123456789012345678901234567890}`, "", 0, true},
-		{`{"claim_token":"nxc_a","timeout_ms":0}`, CodeInvalidTimeoutMS, 0, false},
-		{`{"claim_token":"nxc_a","timeout_ms":-1}`, CodeInvalidTimeoutMS, 0, false},
-		{`{"claim_token":"nxc_a","timeout_ms":2.5}`, CodeInvalidTimeoutMS, 0, false},
-		{`{"claim_token":"nxc_a","timeout_ms":"5"}`, CodeInvalidTimeoutMS, 0, false},
-		{`{"claim_token":"nxc_a","timeout_ms":true}`, CodeInvalidTimeoutMS, 0, false},
-		{`{"claim_token":"nxc_a"}`, CodeParameterMissing, 0, false},
-		{`{"timeout_ms":5}`, CodeParameterMissing, 0, false},
-		{`{"claim_token":"","timeout_ms":5}`, CodeParameterMissing, 0, false},
-		{`{"claim_token":5,"timeout_ms":5}`, CodeParameterInvalid, 0, false},
-		{``, CodeParameterMissing, 0, false},
-		{`[]`, CodeParameterInvalid, 0, false},
-		{`{`, CodeParameterInvalid, 0, false},
-	} {
-		got, err := parseExtend(runs.PlainDecoder([]byte(c.body)))
-		if c.code != "" {
-			if r, ok := refusal.As(err); !ok || r.Code != c.code {
-				t.Fatalf("%s: %v, want %s", c.body, err, c.code)
-			}
-			continue
-		}
-		if err != nil || got.timeoutMS != c.ms || got.tooLong != c.tooLong || got.token != "nxc_a" {
-			t.Fatalf("%s: %+v %v", c.body, got, err)
-		}
-	}
-}
-
-func TestCommitToken(t *testing.T) {
-	t.Parallel()
-	for body, code := range map[string]string{
-		`{"claim_token":"nxc_a"}`: "", `{}`: CodeParameterMissing, ``: CodeParameterMissing, `{"claim_token":""}`: CodeParameterMissing,
-		`{"claim_token":null}`: CodeParameterMissing, `{"claim_token":1}`: CodeParameterInvalid, `"x"`: CodeParameterInvalid, `nope`: CodeParameterInvalid,
-	} {
-		tok, err := commitToken(runs.PlainDecoder([]byte(body)))
-		if code == "" {
-			if err != nil || tok != "nxc_a" {
-				t.Fatalf("%s: %q %v", body, tok, err)
-			}
-			continue
-		}
-		if r, ok := refusal.As(err); !ok || r.Code != code {
-			t.Fatalf("%s: %v, want %s", body, err, code)
-		}
-	}
-}
-
 // TestAddressingSeam reads the served-names table the way addressing does: a Runner route needs
 // an active Runner of the workspace that announces the name; a pool is the active tool providers
 // that announce it, never a Runner, in public id order.

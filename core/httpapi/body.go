@@ -71,13 +71,33 @@ func decodeRequired(c *Call, word fieldWord, root string, missing error, dst any
 	return decodeMembers(c.Body, members, "", word, dst)
 }
 
-// decoder is decodeBody as a function of dst alone, for a service that decodes the body at its
-// own place in its checks (after the row's lookup, say) into a request type of its own.
-func decoder(c *Call, word fieldWord) func(dst any) error {
-	return func(dst any) error {
-		_, err := decodeExact(c.Body, word, dst)
-		return err
+// bodyMembers is decodeBody for a door that reads its body's members itself (the commit and
+// resolution doors, whose result the envelope reads from them): the body's shape and keys are
+// checked exactly as decodeBody checks them, against the json tags of keys, and the members are
+// answered without a second pass over the body. An empty body has no members.
+func bodyMembers(c *Call, word fieldWord, keys any) (jsonwire.Members, error) {
+	if len(bytes.TrimSpace(c.Body)) == 0 {
+		return nil, nil
 	}
+	members, err := jsonwire.SplitObject(c.Body)
+	if err != nil {
+		return nil, malformed(c.Body, err)
+	}
+	if err := schemaOf(reflect.TypeOf(keys)).checkMembers(members, "", word); err != nil {
+		return nil, err
+	}
+	return members, nil
+}
+
+// lastMember is the value of the last member named key, the one encoding/json decodes a
+// repeated key to.
+func lastMember(members jsonwire.Members, key string) (json.RawMessage, bool) {
+	for i := len(members) - 1; i >= 0; i-- {
+		if members[i].Key == key {
+			return members[i].Raw, true
+		}
+	}
+	return nil, false
 }
 
 func decodeExact(body []byte, word fieldWord, dst any) (bool, error) {

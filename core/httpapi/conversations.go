@@ -113,7 +113,8 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request, c *Call) error
 	if err != nil {
 		return err
 	}
-	posted, err := a.deps.Runs.PostMessage(r.Context(), act, r.PathValue("conversation"), body.Message, c.Body, key)
+	posted, err := a.deps.Runs.PostMessage(r.Context(), &runs.PostMessageRequest{Actor: act, ConversationID: r.PathValue("conversation"),
+		Message: body.Message, Replay: replayOf(c, key)})
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,18 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
+	"regexp"
+	"strconv"
 
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // The executor plane's own doors (docs/api.md#the-executor-plane): identity, the announcement, the
@@ -143,7 +148,9 @@ func (a *API) readClaim(w http.ResponseWriter, r *http.Request, c *Call) error {
 }
 
 func (a *API) extendClaim(w http.ResponseWriter, r *http.Request, c *Call) error {
-	ans, err := a.deps.Executors.Extend(r.Context(), c.Executor, r.PathValue("run_public_id"), r.PathValue("task_key"), decoder(c, wordParameter))
+	req := &executors.ExtendRequest{Executor: c.Executor, RunID: r.PathValue("run_public_id"), TaskKey: r.PathValue("task_key")}
+	req.ClaimToken, req.TimeoutMS, req.Invalid = decodeExtend(c)
+	ans, err := a.deps.Executors.Extend(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -152,10 +159,88 @@ func (a *API) extendClaim(w http.ResponseWriter, r *http.Request, c *Call) error
 }
 
 func (a *API) commitRow(w http.ResponseWriter, r *http.Request, c *Call) error {
-	ans, err := a.deps.Executors.Commit(r.Context(), c.Executor, r.PathValue("run_public_id"), r.PathValue("task_key"), c.Body, decoder(c, wordParameter))
+	req := &executors.CommitRequest{Executor: c.Executor, RunID: r.PathValue("run_public_id"), TaskKey: r.PathValue("task_key")}
+	req.ClaimToken, req.Result, req.Invalid = decodeCommit(c)
+	ans, err := a.deps.Executors.Commit(r.Context(), req)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, ans)
 	return nil
 }
+
+// The extend and commit doors look their row up before they read the body
+// (docs/api.md#the-executor-plane): the body is decoded here, once, before the service is called,
+// and the first refusal of its own rules is handed to the service as the request's Invalid, which
+// the service answers at the body's place in its checks. The order of those checks is the
+// service's alone.
+
+// extendKeys are the extend door's keys.
+type extendKeys struct {
+	ClaimToken json.RawMessage `json:"claim_token"`
+	TimeoutMS  json.RawMessage `json:"timeout_ms"`
+}
+
+// decodeExtend decodes the extend body: its shape and keys, then claim_token, then timeout_ms.
+func decodeExtend(c *Call) (token string, timeoutMS int64, invalid error) {
+	members, err := bodyMembers(c, wordParameter, &extendKeys{})
+	if err != nil {
+		return "", 0, err
+	}
+	if token, err = claimToken(members); err != nil {
+		return "", 0, err
+	}
+	raw, ok := lastMember(members, "timeout_ms")
+	if !ok {
+		return "", 0, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "timeout_ms is required.").With("path", "timeout_ms")
+	}
+	lit := string(bytes.TrimSpace(raw))
+	if !integerLiteral.MatchString(lit) || lit == "0" || lit[0] == '-' {
+		return "", 0, refusal.New(refusal.Unprocessable, executors.CodeInvalidTimeoutMS, "timeout_ms is an integer of at least 1.").With("path", "timeout_ms")
+	}
+	n, err := strconv.ParseInt(lit, 10, 64)
+	if err != nil {
+		n = math.MaxInt64 // a positive integer beyond int64 is far beyond every bound
+	}
+	return token, n, nil
+}
+
+// integerLiteral is a JSON number that is an integer: no fraction, no exponent.
+var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// commitKeys are the commit door's keys: the claim token beside the result's own.
+type commitKeys struct {
+	ClaimToken json.RawMessage `json:"claim_token"`
+	envelope.Keys
+}
+
+// decodeCommit decodes the commit body: its shape and keys, claim_token, and the result, whose
+// own refusals the envelope answers later, at their place.
+func decodeCommit(c *Call) (token string, result *envelope.Submission, invalid error) {
+	members, err := bodyMembers(c, wordParameter, &commitKeys{})
+	if err != nil {
+		return "", nil, err
+	}
+	if token, err = claimToken(members); err != nil {
+		return "", nil, err
+	}
+	return token, envelope.Decode(members), nil
+}
+
+// claimToken reads a body's claim_token: a string, required (null is absent).
+func claimToken(members jsonwire.Members) (string, error) {
+	token := ""
+	if raw, ok := lastMember(members, "claim_token"); ok && !isJSONNull(raw) {
+		s, isString := jsonwire.DecodeString(raw)
+		if !isString {
+			return "", refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "claim_token is a string.").With("path", "claim_token")
+		}
+		token = s
+	}
+	if token == "" {
+		return "", refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "claim_token is required.").With("path", "claim_token")
+	}
+	return token, nil
+}
+
+func isJSONNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

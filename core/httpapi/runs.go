@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
@@ -120,6 +122,48 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return k, nil
 }
 
+// replayOf is a request's idempotency: the key, and the body's canonical JSON (its bytes as sent
+// when they are not JSON) that a replay must match; no fingerprint without a key.
+func replayOf(c *Call, key string) runs.Replay {
+	if key == "" {
+		return runs.Replay{}
+	}
+	canon, err := canonjson.Canonicalize(c.Body)
+	if err != nil {
+		canon = c.Body
+	}
+	return runs.Replay{Key: key, Fingerprint: canon}
+}
+
+// appendKeys are the append door's keys.
+type appendKeys struct {
+	Steps            json.RawMessage `json:"steps"`
+	ExpectedRevision json.RawMessage `json:"expected_revision"`
+}
+
+// decodeAppend decodes the append body: absent, its shape and keys, steps absent, then
+// expected_revision. The append answers the refusal after its replay (docs/api.md#runs).
+func decodeAppend(c *Call) (steps json.RawMessage, expected *int64, invalid error) {
+	errSteps := refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The body must carry steps.").With("path", "steps")
+	var body appendKeys
+	present, err := decodeBody(c, wordParameter, &body)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case !present, body.Steps == nil, isJSONNull(body.Steps):
+		return nil, nil, errSteps
+	}
+	if body.ExpectedRevision != nil && !isJSONNull(body.ExpectedRevision) {
+		var f float64
+		if json.Unmarshal(body.ExpectedRevision, &f) != nil || f != float64(int64(f)) {
+			return nil, nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "expected_revision must be an integer.").With("path", "expected_revision")
+		}
+		v := int64(f)
+		expected = &v
+	}
+	return body.Steps, expected, nil
+}
+
 func pageLimit(r *http.Request, def, max int) (int, error) {
 	s := r.URL.Query().Get("limit")
 	if s == "" {
@@ -159,7 +203,7 @@ func (a *API) createRunAs(w http.ResponseWriter, r *http.Request, c *Call, act *
 	if err != nil {
 		return err
 	}
-	created, err := a.deps.Runs.CreateRun(r.Context(), act, body.Run, c.Body, key)
+	created, err := a.deps.Runs.CreateRun(r.Context(), &runs.CreateRunRequest{Actor: act, Run: body.Run, Replay: replayOf(c, key)})
 	if err != nil {
 		return err
 	}
@@ -252,7 +296,9 @@ func (a *API) appendSteps(w http.ResponseWriter, r *http.Request, c *Call) error
 	if err != nil {
 		return err
 	}
-	res, err := a.deps.Runs.Append(r.Context(), act, r.PathValue("run"), c.Body, key, decoder(c, wordParameter))
+	req := &runs.AppendRequest{Actor: act, RunID: r.PathValue("run"), Replay: replayOf(c, key)}
+	req.Steps, req.ExpectedRevision, req.Invalid = decodeAppend(c)
+	res, err := a.deps.Runs.Append(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -296,7 +342,14 @@ func (a *API) resolve(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.deps.Runs.Resolve(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), c.Body, decoder(c, wordParameter))
+	req := &runs.ResolveRequest{Actor: act, RunID: r.PathValue("run"), TaskKey: r.PathValue("task_key")}
+	// The resolution looks its row up before it reads the body: its refusal rides in Invalid.
+	if members, err := bodyMembers(c, wordParameter, &envelope.Keys{}); err != nil {
+		req.Invalid = err
+	} else {
+		req.Result = envelope.Decode(members)
+	}
+	res, err := a.deps.Runs.Resolve(r.Context(), req)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,12 @@
 package runs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/nexuskernel/nexus/core/canonjson"
-	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -18,36 +16,25 @@ type Appended struct {
 	Replayed bool
 }
 
-// AppendRequest is the append door's request type: the only keys its body may carry.
+// AppendRequest is the append door's request: the caller, the run, the idempotency, and the
+// body's steps (the step grammar's, judged here) and expected revision.
 type AppendRequest struct {
-	Steps            json.RawMessage `json:"steps"`
-	ExpectedRevision json.RawMessage `json:"expected_revision"`
-}
-
-// BodyDecoder decodes a door's request body into dst, the door's request type, with the door's
-// rules for the body's shape and its keys: 400 parameter_invalid for a body that is not one
-// JSON object, and a refusal naming any key dst does not have. A service calls it at the body's
-// place in its checks, so that the door's order stands (a row's lookup first, say).
-type BodyDecoder func(dst any) error
-
-// PlainDecoder decodes a body the kernel itself built (a plugin's commit through the host, a
-// test's): not one JSON object is 400 parameter_invalid; keys are not checked.
-func PlainDecoder(body []byte) BodyDecoder {
-	return func(dst any) error {
-		if len(bytes.TrimSpace(body)) == 0 {
-			return nil
-		}
-		if t := bytes.TrimSpace(body); t[0] != '{' || json.Unmarshal(t, dst) != nil {
-			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
-		}
-		return nil
-	}
+	Actor            *Actor
+	RunID            string
+	Replay           Replay
+	Steps            json.RawMessage
+	ExpectedRevision *int64
+	// Invalid is the refusal of the body's own rules (absent, not one object, a key it does not
+	// know, steps absent, expected_revision not an integer), found when the door decoded it:
+	// Append answers it after the replay, where the documented order puts the body.
+	Invalid error
 }
 
 // Append is the append door (docs/api.md#runs), in its check order: not_found, not_authorized, an
-// Idempotency-Key replay, the body (400: decode judges its shape and keys), the step grammar (422),
-// then the conflicts conversation_hosted, stale_revision, run_not_appendable, duplicate_task_key.
-func (e *Engine) Append(ctx context.Context, a *Actor, runID string, body []byte, key string, decode BodyDecoder) (*Appended, error) {
+// Idempotency-Key replay, the body (400, req.Invalid), the step grammar (422), then the conflicts
+// conversation_hosted, stale_revision, run_not_appendable, duplicate_task_key.
+func (e *Engine) Append(ctx context.Context, req *AppendRequest) (*Appended, error) {
+	a, runID, key, canon := req.Actor, req.RunID, req.Replay.Key, req.Replay.Fingerprint
 	q := e.store.Reader()
 	r, err := e.loadRun(ctx, q, a, runID)
 	if err != nil {
@@ -57,37 +44,15 @@ func (e *Engine) Append(ctx context.Context, a *Actor, runID string, body []byte
 		return nil, err
 	}
 	scope := fmt.Sprintf("append:%d", r.ID)
-	canon, cerr := canonjson.Canonicalize(body)
-	if cerr != nil {
-		canon = body
-	}
 	if key != "" {
 		if res, found, err := e.replayAppend(ctx, scope, key, canon); found || err != nil {
 			return res, err
 		}
 	}
-	var env AppendRequest
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The body must carry steps.").With("path", "steps")
+	if req.Invalid != nil {
+		return nil, req.Invalid
 	}
-	if decode == nil {
-		decode = PlainDecoder(body)
-	}
-	if err := decode(&env); err != nil {
-		return nil, err
-	}
-	if env.Steps == nil || isNull(env.Steps) {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The body must carry steps.").With("path", "steps")
-	}
-	var expected *int64
-	if env.ExpectedRevision != nil && !isNull(env.ExpectedRevision) {
-		var f float64
-		if json.Unmarshal(env.ExpectedRevision, &f) != nil || f != float64(int64(f)) {
-			return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "expected_revision must be an integer.").With("path", "expected_revision")
-		}
-		v := int64(f)
-		expected = &v
-	}
+	expected := req.ExpectedRevision
 	var out *Appended
 	err = e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		r, err := store.LockRun(ctx, tx, r.ID)
@@ -109,7 +74,7 @@ func (e *Engine) Append(ctx context.Context, a *Actor, runID string, body []byte
 		prev := r.DeliverableTaskKey
 		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: deref(r.DefaultRunnerExecutorPublicID), skills: runSkillFacts(r), fx: fx,
 			existing: copyKeys(existing)}
-		steps := p.parse(env.Steps, r.Revision+1, prev)
+		steps := p.parse(req.Steps, r.Revision+1, prev)
 		if err := p.refusal(""); err != nil {
 			return err
 		}

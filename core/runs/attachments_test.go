@@ -78,7 +78,7 @@ func TestInputAttachments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = h.e.CreateRun(h.ctx, h.actor, json.RawMessage(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","attachments":["`+theirs.PublicID+`"]}}],"approval_mode":"bypass"}`), nil, "")
+		_, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","attachments":["`+theirs.PublicID+`"]}}],"approval_mode":"bypass"}`), "", nil))
 		if !isCode(err, runs.CodeUnknownInputUpload) {
 			t.Fatalf("another member's upload: %v", err)
 		}
@@ -91,7 +91,7 @@ func TestMessageAttachments(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h, conv := conversationHarness(t, s, nil)
 		img := h.upload("shot.png", pngBytes)
-		p, err := h.e.PostMessage(h.ctx, h.actor, conv, json.RawMessage(`{"text":"","attachments":["`+img+`"]}`), nil, "")
+		p, err := h.e.PostMessage(h.ctx, &runs.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"","attachments":["` + img + `"]}`), Replay: replayOf("", nil)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,7 +147,7 @@ func BenchmarkB8Wakeup(b *testing.B) {
 		ds := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			c, err := creator.CreateRun(ctx, actor, run, nil, "")
+			c, err := creator.CreateRun(ctx, createRequest(actor, run, "", nil))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -223,7 +223,7 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					defer func() { <-sem }()
-					c, err := e.CreateRun(ctx, actor, run, nil, "")
+					c, err := e.CreateRun(ctx, createRequest(actor, run, "", nil))
 					if err != nil {
 						b.Error(err)
 						return

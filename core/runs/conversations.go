@@ -377,19 +377,25 @@ type Posted struct {
 
 var messageKeys = map[string]bool{"text": true, "attachments": true, "tool_names": true, "model": true}
 
+// PostMessageRequest is the post-message door's request: the caller, the conversation, the body's
+// "message" object (judged here) and its idempotency.
+type PostMessageRequest struct {
+	Actor          *Actor
+	ConversationID string
+	Message        json.RawMessage
+	Replay         Replay
+}
+
 // PostMessage is the post-message door (docs/api.md#conversations): the turn, its run and the run's
 // first round are created in one transaction under the conversation's lock.
-func (e *Engine) PostMessage(ctx context.Context, a *Actor, convID string, message json.RawMessage, body []byte, key string) (*Posted, error) {
+func (e *Engine) PostMessage(ctx context.Context, req *PostMessageRequest) (*Posted, error) {
+	a, convID, message, key, canon := req.Actor, req.ConversationID, req.Message, req.Replay.Key, req.Replay.Fingerprint
 	q := e.store.Reader()
 	c, err := e.loadConversation(ctx, q, a, convID)
 	if err != nil {
 		return nil, err
 	}
 	scope := fmt.Sprintf("message:%d:%s:%s", c.ID, a.Kind, a.PublicID)
-	canon, cerr := canonjson.Canonicalize(body)
-	if cerr != nil {
-		canon = body
-	}
 	if key != "" {
 		if p, found, err := e.replayMessage(ctx, a, c, scope, key, canon); found || err != nil {
 			return p, err

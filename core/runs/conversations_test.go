@@ -65,7 +65,7 @@ func (h *harness) post(conv, text string, extra string) *runs.Posted {
 		msg += "," + extra
 	}
 	msg += "}"
-	p, err := h.e.PostMessage(h.ctx, h.actor, conv, json.RawMessage(msg), []byte(`{"message":`+msg+`}`), "")
+	p, err := h.e.PostMessage(h.ctx, &runs.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(msg), Replay: replayOf("", []byte(`{"message":`+msg+`}`))})
 	if err != nil {
 		h.t.Fatalf("post: %v", err)
 	}
@@ -160,7 +160,7 @@ func TestConversationQueue(t *testing.T) {
 		if _, err := h.e.StartRun(h.ctx, h.actor, b.Run.PublicID); !isCode(err, runs.CodeConversationHosted) {
 			t.Fatalf("start a hosted run: %v", err)
 		}
-		if _, err := h.e.Append(h.ctx, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "", nil); !isCode(err, runs.CodeConversationHosted) {
+		if _, err := h.e.Append(h.ctx, appendRequest(t, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "")); !isCode(err, runs.CodeConversationHosted) {
 			t.Fatalf("append to a hosted run: %v", err)
 		}
 		if _, err := h.e.Archive(h.ctx, h.actor, conv); !isCode(err, runs.CodeConversationBusy) {
@@ -193,7 +193,7 @@ func TestConversationQueue(t *testing.T) {
 		if again, err := h.e.Archive(h.ctx, h.actor, conv); err != nil || again.ArchivedAt == nil || *again.ArchivedAt != *arch.ArchivedAt {
 			t.Fatalf("archive again: %+v %v", again, err)
 		}
-		_, err = h.e.PostMessage(h.ctx, h.actor, conv, json.RawMessage(`{"text":"x"}`), nil, "")
+		_, err = h.e.PostMessage(h.ctx, &runs.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"x"}`), Replay: replayOf("", nil)})
 		if !isCode(err, runs.CodeConversationArchived) {
 			t.Fatalf("post to archived: %v", err)
 		}
@@ -217,7 +217,7 @@ func TestConversationWords(t *testing.T) {
 			}
 		}
 		post := func(msg string) error {
-			_, err := h.e.PostMessage(h.ctx, h.actor, conv, json.RawMessage(msg), []byte(`{"message":`+msg+`}`), "")
+			_, err := h.e.PostMessage(h.ctx, &runs.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(msg), Replay: replayOf("", []byte(`{"message":`+msg+`}`))})
 			return err
 		}
 		expect("empty text", post(`{"text":""}`), refusal.CodeValidationFailed, "message.text")
@@ -258,16 +258,16 @@ func TestCapabilityUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, s, harnessOptions{models: cat})
-	_, err = h.e.CreateRun(h.ctx, h.actor, json.RawMessage(modelStep("x", memoryTools)), nil, "")
+	_, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(modelStep("x", memoryTools)), "", nil))
 	if err != nil {
 		t.Fatalf("tools model: %v", err)
 	}
 	run := strings.Replace(modelStep("x", memoryTools), "mock/scripted", "mock/plain", 1)
-	_, err = h.e.CreateRun(h.ctx, h.actor, json.RawMessage(run), nil, "")
+	_, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", nil))
 	if !isCode(err, runs.CodeModelCapabilityUnavailable) {
 		t.Fatalf("tools on a plain model: %v", err)
 	}
-	if _, err = h.e.CreateRun(h.ctx, h.actor, json.RawMessage(strings.Replace(modelStep("x", ""), "mock/scripted", "mock/plain", 1)), nil, ""); err != nil {
+	if _, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(strings.Replace(modelStep("x", ""), "mock/scripted", "mock/plain", 1)), "", nil)); err != nil {
 		t.Fatalf("no tools on a plain model: %v", err)
 	}
 }

@@ -30,18 +30,28 @@ var runObjectKeys = map[string]bool{"steps": true, "approval_mode": true, "appro
 	"default_runner_executor_public_id": true, "prompt_mechanism": true, "start": true}
 var edgeKeys = []string{"compaction_policy", "deliverable", "tasks", "tools"}
 
-// CreateRun is the create door (docs/api.md#runs): run is the body's "run" object, key the
-// Idempotency-Key ("" for none), body the whole request body for the idempotency comparison.
-func (e *Engine) CreateRun(ctx context.Context, a *Actor, run json.RawMessage, body []byte, key string) (*Created, error) {
+// Replay is a request's idempotency (docs/api.md#conventions): the Idempotency-Key ("" for none)
+// and the request's canonical JSON, which a repeat under the same key must match. The door
+// canonicalises what it was sent (canonjson), only when a key was given: without one nothing reads
+// it.
+type Replay struct {
+	Key         string
+	Fingerprint []byte
+}
+
+// CreateRunRequest is the create door's request: the caller, the body's "run" object (the run
+// grammar's, judged here) and its idempotency.
+type CreateRunRequest struct {
+	Actor  *Actor
+	Run    json.RawMessage
+	Replay Replay
+}
+
+// CreateRun is the create door (docs/api.md#runs).
+func (e *Engine) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created, error) {
+	a, run, key, canon := req.Actor, req.Run, req.Replay.Key, req.Replay.Fingerprint
 	scope := fmt.Sprintf("runs:%d:%s:%s", a.WorkspaceID, a.Kind, a.PublicID)
-	// The canonical body is only compared with an idempotency record: without a key, nothing
-	// reads it.
-	var canon []byte
 	if key != "" {
-		var err error
-		if canon, err = canonjson.Canonicalize(body); err != nil {
-			canon = body
-		}
 		if c, found, err := e.replayCreate(ctx, a, scope, key, canon); found || err != nil {
 			return c, err
 		}

@@ -9,13 +9,16 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/kernel"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // clock is a settable test clock: expiry cases move it instead of sleeping.
@@ -119,11 +122,54 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 		actor: &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleOwner, WorkspaceID: w.ID, WorkspacePublicID: w.PublicID}}
 }
 
+// replayOf is the idempotency of a request sent under key with body ("" key: none).
+func replayOf(key string, body []byte) runs.Replay {
+	if key == "" {
+		return runs.Replay{}
+	}
+	return runs.Replay{Key: key, Fingerprint: body}
+}
+
+// createRequest is the create door's request for a run object.
+func createRequest(a *runs.Actor, run json.RawMessage, key string, body []byte) *runs.CreateRunRequest {
+	return &runs.CreateRunRequest{Actor: a, Run: run, Replay: replayOf(key, body)}
+}
+
+// appendRequest is the append door's request for a body of steps and an expected revision.
+func appendRequest(t testing.TB, a *runs.Actor, runID string, body []byte, key string) *runs.AppendRequest {
+	t.Helper()
+	var b struct {
+		Steps            json.RawMessage `json:"steps"`
+		ExpectedRevision *int64          `json:"expected_revision"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatalf("append body %s: %v", body, err)
+	}
+	return &runs.AppendRequest{Actor: a, RunID: runID, Steps: b.Steps, ExpectedRevision: b.ExpectedRevision, Replay: replayOf(key, body)}
+}
+
+// resolveRequest is the resolution door's request for an answer's body; a body that is not one
+// object rides as the door's refusal, for Resolve to answer at its place.
+func resolveRequest(t testing.TB, a *runs.Actor, runID, key string, body []byte) *runs.ResolveRequest {
+	t.Helper()
+	req := &runs.ResolveRequest{Actor: a, RunID: runID, TaskKey: key}
+	var members jsonwire.Members
+	if len(body) > 0 {
+		var err error
+		if members, err = jsonwire.SplitObject(body); err != nil {
+			req.Invalid = refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
+			return req
+		}
+	}
+	req.Result = envelope.Decode(members)
+	return req
+}
+
 // create posts a run object and fails the test on a refusal.
 func (h *harness) create(run string) *runs.Created {
 	h.t.Helper()
 	body := `{"run":` + run + `}`
-	c, err := h.e.CreateRun(h.ctx, h.actor, json.RawMessage(run), []byte(body), "")
+	c, err := h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", []byte(body)))
 	if err != nil {
 		h.t.Fatalf("create: %v", err)
 	}

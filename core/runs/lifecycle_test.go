@@ -203,7 +203,7 @@ func TestHaltAndRepair(t *testing.T) {
 		if tk := h.task(id, "write"); tk.Status != runs.StatusWaiting || strings.Join(tk.WaitingOn, ",") != "" {
 			t.Fatalf("held row %s waiting on %v", tk.Status, tk.WaitingOn)
 		}
-		got, err := h.e.Append(h.ctx, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay {{last_result}}"}}]}`), "", nil)
+		got, err := h.e.Append(h.ctx, appendRequest(t, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay {{last_result}}"}}]}`), ""))
 		if err != nil {
 			t.Fatal(err)
 		}

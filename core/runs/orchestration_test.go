@@ -340,7 +340,7 @@ func (h *harness) member(handle string) *runs.Actor {
 
 func (h *harness) resolve(run, key, body string) *runs.Resolution {
 	h.t.Helper()
-	res, err := h.e.Resolve(h.ctx, h.actor, run, key, []byte(body), nil)
+	res, err := h.e.Resolve(h.ctx, resolveRequest(h.t, h.actor, run, key, []byte(body)))
 	if err != nil {
 		h.t.Fatalf("resolve %s: %v", key, err)
 	}
@@ -596,7 +596,7 @@ func TestResolutionDoor(t *testing.T) {
 			{"unstorable", h.actor, id, "r2t0", `{"content":"a\u0000b"}`, "result_unstorable", refusal.Unprocessable, "content"},
 		}
 		for _, c := range cases {
-			_, err := h.e.Resolve(h.ctx, c.actor, c.run, c.key, []byte(c.body), nil)
+			_, err := h.e.Resolve(h.ctx, resolveRequest(t, c.actor, c.run, c.key, []byte(c.body)))
 			r, ok := refusal.As(err)
 			if !ok || r.Code != c.code || r.Kind != c.kind {
 				t.Errorf("%s: %v, want %s", c.name, err, c.code)
@@ -957,7 +957,7 @@ func TestAskAddressee(t *testing.T) {
 		asking := script("Ask twice.", []string{call("ask", map[string]any{"prompt": "One?"}), call("ask", map[string]any{"prompt": "Two?"})},
 			[]string{"say done"})
 		body := modelStep(asking, graphTools)
-		created, err := h.e.CreateRun(h.ctx, bot, json.RawMessage(body), []byte(`{"run":`+body+`}`), "")
+		created, err := h.e.CreateRun(h.ctx, createRequest(bot, json.RawMessage(body), "", []byte(`{"run":`+body+`}`)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package runs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -19,16 +18,34 @@ type Resolution struct {
 	Applied bool
 }
 
+// ResolveRequest is the resolution door's request: the caller, the await (or its ask call) and the
+// answer as submitted.
+type ResolveRequest struct {
+	Actor   *Actor
+	RunID   string
+	TaskKey string
+	// Result is the answer as submitted; nil is an empty one.
+	Result *envelope.Submission
+	// Invalid is the refusal of the body's own rules (not one object, a key beside the
+	// envelope's own), found when the door decoded it: Resolve answers it after the row's
+	// lookup and the caller's standing, where the documented order puts the body.
+	Invalid error
+}
+
 // Resolve is the resolution door (docs/api.md#tasks-and-decisions), the only door that answers an
 // ask. Checks, in this order: 404 not_found (run, then key); 403 not_authorized; 400
-// parameter_invalid (a body that is not a JSON object; decode also refuses a key beside the
-// envelope's own); 409 await_not_resolvable (anything but an ask await, reached by its own key or
+// parameter_invalid (req.Invalid); 409 await_not_resolvable (anything but an ask await, reached by its own key or
 // its call's); a settled await answers applied: false; an await whose deadline passed is first
 // settled by the expiry rule, then answers applied: false; the result envelope's grammar (422, the
 // park stands); result_unstorable (422, the park stands too: the resolver is a person at an
 // interactive door). A fresh answer settles the await completed (failed, await_failed, when outcome
 // is failed), binds the uploads it links, and settles the ask call in the same transaction.
-func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body []byte, decode BodyDecoder) (*Resolution, error) {
+func (e *Engine) Resolve(ctx context.Context, req *ResolveRequest) (*Resolution, error) {
+	a, runID, key := req.Actor, req.RunID, req.TaskKey
+	sub := req.Result
+	if sub == nil {
+		sub = &envelope.Submission{}
+	}
 	var res *Resolution
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		res = nil
@@ -49,14 +66,8 @@ func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body 
 		if err := e.writeStanding(ctx, tx, a, r); err != nil {
 			return err
 		}
-		if len(bytes.TrimSpace(body)) == 0 {
-			body = []byte("{}")
-		}
-		if decode == nil {
-			decode = PlainDecoder(body)
-		}
-		if err := decode(&envelope.Keys{}); err != nil {
-			return err
+		if req.Invalid != nil {
+			return req.Invalid
 		}
 		await, err := askAwaitOf(ctx, tx, r.ID, t)
 		if err != nil {
@@ -81,7 +92,7 @@ func (e *Engine) Resolve(ctx context.Context, a *Actor, runID, key string, body 
 			return e.resolution(ctx, tx, r, await.Key, false, &res)
 		}
 		p := &identity.Principal{Kind: a.Kind, ID: a.ID, PublicID: a.PublicID}
-		result, err := envelope.Validate(body, func(ids []string) ([]string, error) { return uploads.OwnedInputs(ctx, tx, p, ids) })
+		result, err := envelope.Validate(sub, func(ids []string) ([]string, error) { return uploads.OwnedInputs(ctx, tx, p, ids) })
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func TestWriteStanding(t *testing.T) {
 			"stop":    second(h.e.StopRun(h.ctx, li, c.Run.PublicID, true)),
 			"approve": second(h.e.Decide(h.ctx, li, c.Run.PublicID, "r2t0", false, "")),
 			"deny":    second(h.e.Decide(h.ctx, li, c.Run.PublicID, "r2t0", true, "")),
-			"append":  second(h.e.Append(h.ctx, li, c.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "", nil)),
+			"append":  second(h.e.Append(h.ctx, appendRequest(t, li, c.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), ""))),
 			"start":   second(h.e.StartRun(h.ctx, li, c.Run.PublicID)),
 		} {
 			r, ok := refusal.As(err)

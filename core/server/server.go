@@ -76,7 +76,7 @@ type Server struct {
 	push          *executors.Hub
 	// plugins runs the catalog's plugins; pluginPlane is their executor plane.
 	plugins     *plugins.Host
-	pluginPlane *pluginPlane
+	pluginPlane *executors.PluginPlane
 	// pluginsStarted is closed once every plugin had its first attempt (docs/operations.md#health).
 	pluginsStarted chan struct{}
 	startPlugins   sync.Once
@@ -241,7 +241,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	dir := identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now,
 		Revocation: executors.NewRevocation(hub, engine, log.Named("executors"))})
 	srv.dir = dir
-	srv.pluginPlane = newPluginPlane(st, plane, hub, dir, up, opts.Now)
+	srv.pluginPlane = executors.NewPluginPlane(plane, hub, dir)
 	var hostPlane plugins.ExecutorPlane = srv.pluginPlane
 	if opts.PluginPlane != nil {
 		hostPlane = opts.PluginPlane(hostPlane)
@@ -326,7 +326,7 @@ func (s *Server) stopPlugins() {
 	if err := s.plugins.Shutdown(ctx); err != nil {
 		s.log.Warn("stopping plugins", "error", err)
 	}
-	s.pluginPlane.stop()
+	s.pluginPlane.Stop()
 }
 
 // Close stops the plugins, the push hub and listening for token invalidations, and releases the

@@ -14,6 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
+	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
 )
 
 // TestMemberVisibility walks the readers (docs/api.md#uploads): the creator; members of a workspace
@@ -299,7 +300,11 @@ func TestCommitOwnership(t *testing.T) {
 		commit := func(blocks ...string) error {
 			body := `{"claim_token":"nxc_x","content":[{"type":"text","text":"done"},` + strings.Join(blocks, ",") + `]}`
 			return s.Write(ctx, func(tx *store.Tx) error {
-				r, err := envelope.Validate([]byte(body), func(ids []string) ([]string, error) {
+				members, err := jsonwire.SplitObject([]byte(body))
+				if err != nil {
+					return err
+				}
+				r, err := envelope.Validate(envelope.Decode(members), func(ids []string) ([]string, error) {
 					return OwnedCaptures(ctx, tx, w.r1.ID, ids)
 				})
 				if err != nil {

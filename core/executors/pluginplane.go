@@ -1,4 +1,4 @@
-package server
+package executors
 
 import (
 	"bytes"
@@ -11,28 +11,31 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexuskernel/nexus/core/executors"
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/refusal"
-	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
 	"github.com/nexuskernel/nexus/plugins"
 	"github.com/nexuskernel/nexus/sdk/announce"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 
-// pluginPlane is the plugin host's executor plane (docs/development.md#the-plugin-host): every call
-// goes through the executor service, the push hub and the directory, the code HTTP executors reach,
-// so a plugin's rows are claimed, committed and expired exactly like theirs.
+// PluginPlane is the plugin host's executor plane (docs/development.md#the-plugin-host), the
+// implementation of plugins.ExecutorPlane: every call goes through the Service, the push hub and
+// the directory, the code HTTP executors reach, so a plugin's rows are claimed, committed and
+// expired exactly like theirs. A plugin's result commits as the CommitRequest an HTTP runner's
+// body decodes to, built from the plugin's typed values: nothing is written as JSON between the
+// plugin and the store.
 //
 // A plugin's managed executor is one executor row per workspace it serves (an executor belongs to
 // one workspace, docs/api.md#identity); the host knows the group by the public id of its first row
 // (the home row), and every call fans out over the group's rows.
-type pluginPlane struct {
+type PluginPlane struct {
 	store   *store.Store
-	svc     *executors.Service
-	hub     *executors.Hub
+	svc     *Service
+	hub     *Hub
 	dir     *identity.Directory
 	uploads *uploads.Service
 	now     func() time.Time
@@ -50,16 +53,18 @@ type managedGroup struct {
 	runs map[string]int
 	// presence is the feed that holds the group online (presence is an open subscription,
 	// docs/development.md#the-plugin-host); nobody reads it, and a feed never falls behind, so it never closes for it.
-	presence *executors.Feed
+	presence *Feed
 }
 
-var _ plugins.ExecutorPlane = (*pluginPlane)(nil)
+var _ plugins.ExecutorPlane = (*PluginPlane)(nil)
 
-func newPluginPlane(st *store.Store, svc *executors.Service, hub *executors.Hub, dir *identity.Directory, up *uploads.Service, now func() time.Time) *pluginPlane {
-	return &pluginPlane{store: st, svc: svc, hub: hub, dir: dir, uploads: up, now: now, groups: map[string]*managedGroup{}}
+// NewPluginPlane returns the plugin host's executor plane over the service, the hub that feeds
+// the host's claim loops and the directory that revokes a plugin's executors.
+func NewPluginPlane(svc *Service, hub *Hub, dir *identity.Directory) *PluginPlane {
+	return &PluginPlane{store: svc.store, svc: svc, hub: hub, dir: dir, uploads: svc.uploads, now: svc.now, groups: map[string]*managedGroup{}}
 }
 
-func executorOf(e *store.Executor) *identity.Executor {
+func managedExecutorOf(e *store.Executor) *identity.Executor {
 	return &identity.Executor{ID: e.ID, PublicID: e.PublicID, Kind: e.Kind, Status: e.Status, DisplayName: e.DisplayName,
 		WorkspaceID: e.WorkspaceID, WorkspacePublicID: e.WorkspacePublicID, CreatedAt: e.CreatedAt, ManagedBy: e.ManagedBy.String}
 }
@@ -100,7 +105,7 @@ func servedWorkspaces(ctx context.Context, q store.Querier, refs []string) ([]st
 
 // EnsureManaged creates or reuses the plugin's executor in each workspace it serves, reactivates
 // a revoked one under the same public id, and marks its rows in other workspaces not eligible.
-func (p *pluginPlane) EnsureManaged(ctx context.Context, m plugins.ManagedExecutor) (string, error) {
+func (p *PluginPlane) EnsureManaged(ctx context.Context, m plugins.ManagedExecutor) (string, error) {
 	name := catalogName(m)
 	var rows []*identity.Executor
 	err := p.store.Write(ctx, func(tx *store.Tx) error {
@@ -119,7 +124,7 @@ func (p *pluginPlane) EnsureManaged(ctx context.Context, m plugins.ManagedExecut
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				e = &store.Executor{PublicID: store.NewPublicID(), WorkspaceID: w.ID, WorkspacePublicID: w.PublicID,
-					Kind: executors.RoleToolProvider, DisplayName: m.DisplayName, Status: store.ExecutorActive,
+					Kind: RoleToolProvider, DisplayName: m.DisplayName, Status: store.ExecutorActive,
 					CreatedAt: store.Millis(p.now())}
 				if err := store.InsertManagedExecutor(ctx, tx, e, name); err != nil {
 					return err
@@ -135,7 +140,7 @@ func (p *pluginPlane) EnsureManaged(ctx context.Context, m plugins.ManagedExecut
 			if err := store.SetManagedEligible(ctx, tx, e.ID, true); err != nil {
 				return err
 			}
-			rows = append(rows, executorOf(e))
+			rows = append(rows, managedExecutorOf(e))
 		}
 		all, err := store.ManagedExecutorsOf(ctx, tx, name)
 		if err != nil {
@@ -165,7 +170,7 @@ func (p *pluginPlane) EnsureManaged(ctx context.Context, m plugins.ManagedExecut
 	return home, nil
 }
 
-func (p *pluginPlane) group(id string) (*managedGroup, []*identity.Executor, error) {
+func (p *PluginPlane) group(id string) (*managedGroup, []*identity.Executor, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.groups[id]
@@ -176,7 +181,7 @@ func (p *pluginPlane) group(id string) (*managedGroup, []*identity.Executor, err
 }
 
 // Announce replaces the announcement of every row of the group through the door's one write.
-func (p *pluginPlane) Announce(ctx context.Context, id string, a announce.Announcement) error {
+func (p *PluginPlane) Announce(ctx context.Context, id string, a announce.Announcement) error {
 	_, rows, err := p.group(id)
 	if err != nil {
 		return err
@@ -191,7 +196,7 @@ func (p *pluginPlane) Announce(ctx context.Context, id string, a announce.Announ
 
 // SetPresence holds the group online with a feed of its rows while online, and closes it when
 // offline. The claim loop reads its own feed (Subscribe).
-func (p *pluginPlane) SetPresence(ctx context.Context, id string, online bool) error {
+func (p *PluginPlane) SetPresence(ctx context.Context, id string, online bool) error {
 	g, rows, err := p.group(id)
 	if err != nil {
 		return err
@@ -216,16 +221,16 @@ func (p *pluginPlane) SetPresence(ctx context.Context, id string, online bool) e
 	return nil
 }
 
-func feedMembers(rows []*identity.Executor) []executors.FeedMember {
-	out := make([]executors.FeedMember, len(rows))
+func feedMembers(rows []*identity.Executor) []FeedMember {
+	out := make([]FeedMember, len(rows))
 	for i, ex := range rows {
-		out[i] = executors.FeedMember{ID: ex.ID, PublicID: ex.PublicID}
+		out[i] = FeedMember{ID: ex.ID, PublicID: ex.PublicID}
 	}
 	return out
 }
 
 // Revoke revokes every row of the group: their dispatched rows fail executor_revoked.
-func (p *pluginPlane) Revoke(ctx context.Context, id string) error {
+func (p *PluginPlane) Revoke(ctx context.Context, id string) error {
 	_, rows, err := p.group(id)
 	if err != nil {
 		return err
@@ -239,7 +244,7 @@ func (p *pluginPlane) Revoke(ctx context.Context, id string) error {
 }
 
 // Subscribe opens one feed of the group's rows for the claim loop.
-func (p *pluginPlane) Subscribe(ctx context.Context, id string) (plugins.WorkFeed, error) {
+func (p *PluginPlane) Subscribe(ctx context.Context, id string) (plugins.WorkFeed, error) {
 	_, rows, err := p.group(id)
 	if err != nil {
 		return nil, err
@@ -252,7 +257,7 @@ func (p *pluginPlane) Subscribe(ctx context.Context, id string) (plugins.WorkFee
 }
 
 // workFeed is a hub feed in the host's terms.
-type workFeed struct{ *executors.Feed }
+type workFeed struct{ *Feed }
 
 func (f workFeed) Take() plugins.WorkNews {
 	n := f.Feed.Take()
@@ -285,13 +290,13 @@ func decodeInboxCursor(s string, n int) inboxCursor {
 const inboxDone = "-"
 
 // Inbox pages the unclaimed and held rows of every row of the group.
-func (p *pluginPlane) Inbox(ctx context.Context, id, after string, limit int) ([]plugins.InboxRow, string, error) {
+func (p *PluginPlane) Inbox(ctx context.Context, id, after string, limit int) ([]plugins.InboxRow, string, error) {
 	g, rows, err := p.group(id)
 	if err != nil {
 		return nil, "", err
 	}
-	if limit > executors.MaxInboxPage {
-		limit = executors.MaxInboxPage
+	if limit > MaxInboxPage {
+		limit = MaxInboxPage
 	}
 	cur := decodeInboxCursor(after, len(rows))
 	var out []plugins.InboxRow
@@ -337,7 +342,7 @@ func (p *pluginPlane) Inbox(ctx context.Context, id, after string, limit int) ([
 }
 
 // waited is how long the row has been claimable: since it entered dispatched.
-func waited(t *executors.Row, now time.Time) time.Duration {
+func waited(t *Row, now time.Time) time.Duration {
 	if t.DispatchedAt == nil {
 		return 0
 	}
@@ -350,7 +355,7 @@ func waited(t *executors.Row, now time.Time) time.Duration {
 
 // rowsFor answers the group's row whose workspace holds the run: the one the inbox listed it
 // under, else the first whose lookup finds it.
-func (p *pluginPlane) rowsFor(id, runID string) ([]*identity.Executor, error) {
+func (p *PluginPlane) rowsFor(id, runID string) ([]*identity.Executor, error) {
 	g, rows, err := p.group(id)
 	if err != nil {
 		return nil, err
@@ -373,7 +378,7 @@ func refusalCode(err error) string {
 }
 
 // Claim claims one row through the executor door's claim.
-func (p *pluginPlane) Claim(ctx context.Context, id, runID, taskKey string) (plugins.Claim, error) {
+func (p *PluginPlane) Claim(ctx context.Context, id, runID, taskKey string) (plugins.Claim, error) {
 	rows, err := p.rowsFor(id, runID)
 	if err != nil {
 		return plugins.Claim{}, err
@@ -383,12 +388,12 @@ func (p *pluginPlane) Claim(ctx context.Context, id, runID, taskKey string) (plu
 		ans, err := p.svc.Claim(ctx, ex, runID, taskKey)
 		switch refusalCode(err) {
 		case "":
-		case executors.CodeNotFound:
+		case CodeNotFound:
 			last = err
 			continue
-		case executors.CodeAlreadyClaimed, executors.CodeTaskNotClaimable:
+		case CodeAlreadyClaimed, CodeTaskNotClaimable:
 			return plugins.Claim{}, fmt.Errorf("%w: %v", plugins.ErrAlreadyClaimed, err)
-		case executors.CodeNotEligible, executors.CodeNotAddressedHere, executors.CodeNotClaimableKind, executors.CodeNotAuthorized:
+		case CodeNotEligible, CodeNotAddressedHere, CodeNotClaimableKind, CodeNotAuthorized:
 			return plugins.Claim{}, fmt.Errorf("%w: %v", plugins.ErrNotEligible, err)
 		}
 		if err != nil {
@@ -400,7 +405,7 @@ func (p *pluginPlane) Claim(ctx context.Context, id, runID, taskKey string) (plu
 }
 
 // claimOf converts the door's claim answer for the host.
-func claimOf(ans *executors.ClaimAnswer, now time.Time) (plugins.Claim, error) {
+func claimOf(ans *ClaimAnswer, now time.Time) (plugins.Claim, error) {
 	t := ans.Task
 	c := plugins.Claim{Token: ans.Claim.ClaimToken, RunID: t.RunPublicID, TaskKey: t.TaskKey, ToolName: t.ToolName,
 		WorkspaceID: t.WorkspacePublicID, ToolInput: t.ToolInput, ClaimedAt: now}
@@ -468,7 +473,7 @@ func scopesOf(raw json.RawMessage, workspaceID string) ([]memsdk.Scope, error) {
 }
 
 // rowOfWorkspace answers the group's row in the claim's workspace.
-func (p *pluginPlane) rowOfWorkspace(id, workspaceID string) (*identity.Executor, error) {
+func (p *PluginPlane) rowOfWorkspace(id, workspaceID string) (*identity.Executor, error) {
 	_, rows, err := p.group(id)
 	if err != nil {
 		return nil, err
@@ -484,12 +489,15 @@ func (p *pluginPlane) rowOfWorkspace(id, workspaceID string) (*identity.Executor
 // StageCapture stages a file as the home row's capture. A commit links only its own row's
 // captures, so a tool provider plugin serving several workspaces links captures in its home
 // workspace only.
-func (p *pluginPlane) StageCapture(ctx context.Context, id, filename string, data []byte) (string, error) {
+func (p *PluginPlane) StageCapture(ctx context.Context, id, filename string, data []byte) (string, error) {
 	_, rows, err := p.group(id)
 	if err != nil {
 		return "", err
 	}
 	ex := rows[0]
+	if p.uploads == nil {
+		return "", errors.New("plugins plane: no upload store to stage a capture in")
+	}
 	u, err := p.uploads.Ingest(ctx, uploads.Creator{Kind: ex.Kind, ID: ex.ID, PublicID: ex.PublicID}, filename, bytes.NewReader(data))
 	if err != nil {
 		return "", err
@@ -497,34 +505,23 @@ func (p *pluginPlane) StageCapture(ctx context.Context, id, filename string, dat
 	return u.PublicID, nil
 }
 
-// commitCodes are the refusals the host turns into a failed outcome
+// Commit commits through the executor door's commit, with its validation and write-once rules:
+// every refusal of the envelope's grammar (422, result_unstorable included) is a
+// *plugins.CommitRefusal, a claim no longer held plugins.ErrClaimLost
 // (docs/development.md#the-plugin-host).
-var commitCodes = map[string]bool{
-	"invalid_content": true, "unsupported_content_kind": true, "too_many_content_blocks": true,
-	"unknown_result_upload": true, "invalid_metadata": true, "metadata_too_large": true,
-	"result_too_large": true, "invalid_title": true, "invalid_outcome": true, "invalid_failure_detail": true,
-	"invalid_structured_content": true, "structured_content_too_large": true,
-	executors.CodeResultUnstorable: true,
-}
-
-// Commit commits through the executor door's commit, with its validation and write-once rules.
-func (p *pluginPlane) Commit(ctx context.Context, id string, c plugins.Claim, body plugins.CommitBody) error {
+func (p *PluginPlane) Commit(ctx context.Context, id string, c plugins.Claim, body plugins.CommitBody) error {
 	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
 	if err != nil {
 		return err
 	}
-	raw, err := commitJSON(c.Token, body)
-	if err != nil {
-		return err
-	}
-	ans, err := p.svc.Commit(ctx, ex, c.RunID, c.TaskKey, raw, runs.PlainDecoder(raw))
+	ans, err := p.svc.Commit(ctx, &CommitRequest{Executor: ex, RunID: c.RunID, TaskKey: c.TaskKey, ClaimToken: c.Token, Result: submissionOf(body)})
 	if err != nil {
 		var r *refusal.Error
 		if errors.As(err, &r) {
 			switch {
-			case r.Code == executors.CodeStaleClaim || r.Code == executors.CodeTaskNotRunning:
+			case r.Code == CodeStaleClaim || r.Code == CodeTaskNotRunning:
 				return fmt.Errorf("%w: %v", plugins.ErrClaimLost, err)
-			case commitCodes[r.Code] || r.Kind == refusal.Unprocessable:
+			case r.Kind == refusal.Unprocessable:
 				return &plugins.CommitRefusal{Code: r.Code, Message: r.Message}
 			}
 		}
@@ -536,37 +533,63 @@ func (p *pluginPlane) Commit(ctx context.Context, id string, c plugins.Claim, bo
 	return nil
 }
 
-// commitJSON is the commit body the door parses: the claim token and the envelope.
-func commitJSON(token string, b plugins.CommitBody) ([]byte, error) {
-	m := map[string]any{"claim_token": token, "outcome": b.Outcome}
-	if b.Outcome == "" {
-		m["outcome"] = plugins.OutcomeCompleted
-	}
-	if len(b.Content) > 0 {
-		m["content"] = b.Content
-	}
-	if b.StructuredContent != nil {
-		m["structured_content"] = b.StructuredContent
-	}
-	if b.IsError {
-		m["is_error"] = true
-	}
-	if b.Title != nil {
-		m["title"] = *b.Title
+// submissionOf is a plugin's result as the commit judges it: the very values an HTTP body with
+// the same fields decodes to. A failed outcome without content carries its detail as the
+// content's text, which is where the commit reads a failure's detail from
+// (docs/api.md#the-executor-plane).
+func submissionOf(b plugins.CommitBody) *envelope.Submission {
+	s := &envelope.Submission{Outcome: envelope.Outcome(b.Outcome), IsError: b.IsError, Title: b.Title, StructuredContent: b.StructuredContent}
+	if s.Outcome == "" {
+		s.Outcome = envelope.OutcomeCompleted
 	}
 	if len(b.Metadata) > 0 {
-		m["metadata"] = b.Metadata
+		s.Metadata = b.Metadata
 	}
-	if b.FailureDetail != "" && len(b.Content) == 0 {
-		// The door reads a failed outcome's detail from its text (docs/api.md#the-executor-plane).
-		m["content"] = b.FailureDetail
+	switch {
+	case b.Blocks != nil:
+		s.Blocks = make([]envelope.Block, len(b.Blocks))
+		for i, bl := range b.Blocks {
+			s.Blocks[i] = blockOf(bl)
+		}
+	case b.Text != "":
+		text := b.Text
+		s.Text = &text
+	case b.FailureDetail != "":
+		detail := b.FailureDetail
+		s.Text = &detail
 	}
-	return json.Marshal(m)
+	return s
+}
+
+// blockOf is a plugin's block as the envelope holds it; a link's "" and 0 are absent fields.
+// A block that is neither text nor a link has no type, which the grammar refuses.
+func blockOf(b toolprovider.Block) envelope.Block {
+	switch {
+	case b.Text != nil:
+		return envelope.TextBlock(*b.Text)
+	case b.Link != nil:
+		l := b.Link
+		out := envelope.Block{Type: envelope.TypeResourceLink, URI: l.URI, Name: l.Name,
+			MimeType: optional(l.MimeType), Title: optional(l.Title), Description: optional(l.Description)}
+		if l.Size > 0 {
+			size := l.Size
+			out.Size = &size
+		}
+		return out
+	}
+	return envelope.Block{}
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // ClaimActive re-reads the claim through the executor door's claim read: a row gone, settled,
 // past its deadline or claimed again is no longer held.
-func (p *pluginPlane) ClaimActive(ctx context.Context, id string, c plugins.Claim) (bool, error) {
+func (p *PluginPlane) ClaimActive(ctx context.Context, id string, c plugins.Claim) (bool, error) {
 	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
 	if errors.Is(err, plugins.ErrClaimLost) {
 		return false, nil
@@ -577,7 +600,7 @@ func (p *pluginPlane) ClaimActive(ctx context.Context, id string, c plugins.Clai
 	st, err := p.svc.ClaimRead(ctx, ex, c.RunID, c.TaskKey, c.Token)
 	switch refusalCode(err) {
 	case "":
-	case executors.CodeNotFound, executors.CodeNotClaimant, executors.CodeNotAddressedHere:
+	case CodeNotFound, CodeNotClaimant, CodeNotAddressedHere:
 		return false, nil
 	}
 	if err != nil {
@@ -587,7 +610,7 @@ func (p *pluginPlane) ClaimActive(ctx context.Context, id string, c plugins.Clai
 }
 
 // ExpireNow applies the expiry rule to the claim at once.
-func (p *pluginPlane) ExpireNow(ctx context.Context, id string, c plugins.Claim) error {
+func (p *PluginPlane) ExpireNow(ctx context.Context, id string, c plugins.Claim) error {
 	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
 	if err != nil {
 		return err
@@ -596,10 +619,10 @@ func (p *pluginPlane) ExpireNow(ctx context.Context, id string, c plugins.Claim)
 	return err
 }
 
-// stop closes the presence feeds of every group (shutdown).
-func (p *pluginPlane) stop() {
+// Stop closes the presence feeds of every group (shutdown).
+func (p *PluginPlane) Stop() {
 	p.mu.Lock()
-	var all []*executors.Feed
+	var all []*Feed
 	for _, g := range p.groups {
 		if g.presence != nil {
 			all = append(all, g.presence)
