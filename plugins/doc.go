@@ -13,8 +13,9 @@
 // behind").
 //
 // It imports the SDK only. The executor plane it drives is the ExecutorPlane interface declared
-// here and filled by the server over the kernel's executor service, so a plugin's rows go through
-// the same claim, commit and expiry code as an HTTP executor's. It knows no HTTP and writes no
+// here and filled by the server with core/executors' PluginPlane, so a plugin's rows go through
+// the same claim, commit and expiry code as an HTTP executor's; a result goes as typed values
+// (CommitBody), never as JSON. It knows no HTTP and writes no
 // model-facing text of its own beyond the failure details docs/development.md#the-plugin-host
 // fixes.
 package plugins

@@ -12,7 +12,8 @@ import (
 )
 
 // ExecutorPlane is the part of the kernel the host uses: the same code paths HTTP executors
-// reach (docs/development.md#the-plugin-host). The server implements it over the executor service.
+// reach (docs/development.md#the-plugin-host). core/executors implements it (PluginPlane) and the
+// server hands that to the host.
 type ExecutorPlane interface {
 	// EnsureManaged creates or reuses the plugin's executor (kind tool_provider) by its
 	// registration key and answers its public id, stable across restarts, reloads and upgrades.

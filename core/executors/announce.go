@@ -46,20 +46,25 @@ func announcementOf(a *profiles.Announced) *Announcement {
 	return out
 }
 
-// Announce replaces the executor's whole announcement with the body's
-// (docs/api.md#the-executor-plane). The body is validated whole by sdk/announce, the one validator
-// the plugin host also runs, before anything is stored: a refusal names the first failure and lists
-// every one, and the previous announcement stays exactly as it was. The served-names table that
-// addressing reads is replaced in the same transaction.
-func (s *Service) Announce(ctx context.Context, ex *identity.Executor, body []byte) (*Announcement, error) {
-	a, ref := announce.ParseAnnouncement(body)
-	if ref != nil {
-		return nil, announcementRefusal(ref)
-	}
-	if err := s.PutAnnouncement(ctx, ex.ID, ex.WorkspaceID, a, s.now()); err != nil {
+// AnnounceRequest is the announcement door's request: the executor, and the announcement its body
+// parses to by sdk/announce (ParseAnnouncement, the one parser, whose refusal the door answers
+// through AnnouncementRefusal).
+type AnnounceRequest struct {
+	Executor     *identity.Executor
+	Announcement announce.Announcement
+}
+
+// Announce replaces the executor's whole announcement (docs/api.md#the-executor-plane). It is
+// validated whole by sdk/announce, the one validator the plugin host also runs, before anything is
+// stored: a refusal names the first failure and lists every one, and the previous announcement
+// stays exactly as it was. The served-names table that addressing reads is replaced in the same
+// transaction.
+func (s *Service) Announce(ctx context.Context, req *AnnounceRequest) (*Announcement, error) {
+	ex := req.Executor
+	if err := s.PutAnnouncement(ctx, ex.ID, ex.WorkspaceID, req.Announcement, s.now()); err != nil {
 		var r *announce.Refusal
 		if errors.As(err, &r) {
-			return nil, announcementRefusal(r)
+			return nil, AnnouncementRefusal(r)
 		}
 		return nil, err
 	}
@@ -139,9 +144,9 @@ type problemJSON struct {
 	Name string `json:"name,omitempty"`
 }
 
-// announcementRefusal turns sdk/announce's refusal into the door's: the first failure's word,
+// AnnouncementRefusal turns sdk/announce's refusal into the door's: the first failure's word,
 // message, path and name, then every failure in errors (docs/api.md#the-executor-plane).
-func announcementRefusal(r *announce.Refusal) error {
+func AnnouncementRefusal(r *announce.Refusal) error {
 	kind := refusal.Unprocessable
 	switch r.Status() {
 	case 400:

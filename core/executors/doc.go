@@ -13,7 +13,15 @@
 // subscriber falls behind"). It also keeps a workspace's tool provider override map (docs/api.md#the-memory-override: the
 // door with its lock fence and refusal words, and the MemoryOverrides seam the run engine reads
 // at a memory row's birth), and applies the expiry rule at once for a plugin host that lost a
-// non-replayable call (ExpireClaim).
+// non-replayable call (ExpireClaim). PluginPlane is the plugin host's executor plane
+// (plugins.ExecutorPlane) over all of this: a plugin's managed executor is one row per workspace
+// it serves, its inbox pages every row (one cursor per row), and its result commits as the
+// CommitRequest an HTTP body decodes to, built from the plugin's typed values without JSON.
+//
+// Each door's method takes the typed request this package declares (CommitRequest,
+// ExtendRequest, AnnounceRequest, PutOverridesRequest), never a body or a header. The claim,
+// extend and commit checks run in their documented order inside the method; the door's decoding
+// refusal rides in the request's Invalid and is answered at the body's place.
 //
 // It must not know HTTP: core/httpapi routes the doors and writes the Server-Sent Events frames
 // from the streams this package hands out. It never settles a row by itself: every change goes

@@ -72,22 +72,26 @@ func overrideRefusal(key, word, format string, args ...any) *refusal.Error {
 		With("path", "tool_provider_overrides."+key).With("word", word)
 }
 
+// PutOverridesRequest is the override door's request as its body decodes: the map and the lock
+// version, each judged by PutToolProviderOverrides. A field the body does not carry is nil.
+type PutOverridesRequest struct {
+	WorkspaceID         int64           `json:"-"`
+	Overrides           json.RawMessage `json:"tool_provider_overrides"`
+	ExpectedLockVersion json.RawMessage `json:"expected_lock_version"`
+}
+
 // PutToolProviderOverrides replaces the workspace's override map whole
-// (docs/api.md#the-memory-override): 400 parameter_missing / parameter_invalid for the body, 422
+// (docs/api.md#the-memory-override): 400 parameter_missing / parameter_invalid for the body (the
+// door refuses a body that is not one JSON object, and keys it does not know), 422
 // validation_failed (with path and word) for the map, 409 stale_object (with current_lock_version)
 // when expected_lock_version is not the current one. Rows already born keep their address; rows
 // born after the commit read the new map.
-func (s *Service) PutToolProviderOverrides(ctx context.Context, workspaceID int64, body []byte) (*OverridesDoc, error) {
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
-	}
-	rawMap, ok := doc["tool_provider_overrides"]
-	if !ok {
+func (s *Service) PutToolProviderOverrides(ctx context.Context, req *PutOverridesRequest) (*OverridesDoc, error) {
+	workspaceID, rawMap, rawVersion := req.WorkspaceID, req.Overrides, req.ExpectedLockVersion
+	if rawMap == nil {
 		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "tool_provider_overrides is required.").With("path", "tool_provider_overrides")
 	}
-	rawVersion, ok := doc["expected_lock_version"]
-	if !ok {
+	if rawVersion == nil {
 		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "expected_lock_version is required.").With("path", "expected_lock_version")
 	}
 	expected, ok := nonNegativeInteger(rawVersion)

@@ -203,7 +203,7 @@ func encodeRaw(s string) string {
 func TestAnnouncementRefusalShape(t *testing.T) {
 	t.Parallel()
 	_, ref := announce.ParseAnnouncement([]byte(`{"tools":[{"name":"delegate_task","effect_profile":{"kind":"pure","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}},{"name":"x"}]}`))
-	err := announcementRefusal(ref)
+	err := AnnouncementRefusal(ref)
 	r, ok := refusal.As(err)
 	if !ok || r.Kind != refusal.Unprocessable || r.Code != CodeReservedNamespace {
 		t.Fatalf("%v", err)
@@ -216,7 +216,7 @@ func TestAnnouncementRefusalShape(t *testing.T) {
 		t.Fatalf("path %v name %v errors %s", path, name, b)
 	}
 	_, ref = announce.ParseAnnouncement([]byte(`{}`))
-	if r, _ := refusal.As(announcementRefusal(ref)); r.Kind != refusal.BadRequest || r.Code != CodeParameterMissing {
+	if r, _ := refusal.As(AnnouncementRefusal(ref)); r.Kind != refusal.BadRequest || r.Code != CodeParameterMissing {
 		t.Fatalf("missing tools: %v", r)
 	}
 }

@@ -112,27 +112,22 @@ func (a *API) putMessagingPolicy(w http.ResponseWriter, r *http.Request, c *Call
 	if err != nil {
 		return err
 	}
-	var req messagingPolicyRequest
-	if _, err := decodeBody(c, wordParameter, &req); err != nil {
+	// The policy's values are the directory's to judge; its shape and keys are the door's.
+	var req identity.PutMessagingPolicyRequest
+	if present, err := decodeBody(c, wordParameter, &req); err != nil {
 		return err
+	} else if !present {
+		return errNotObject
 	}
 	if _, err := decodeObjectAt(req.Policy, "agent_messaging_policy", wordParameter, &struct {
 		Agents json.RawMessage `json:"agents"`
 	}{}); err != nil {
 		return err
 	}
-	p, err := a.deps.Directory.PutMessagingPolicy(r.Context(), acc, c.Body)
+	p, err := a.deps.Directory.PutMessagingPolicy(r.Context(), acc, &req)
 	if err != nil {
 		return err
 	}
 	writePolicy(w, p)
 	return nil
-}
-
-// messagingPolicyRequest is the policy door's request type; the agents map's keys are agent
-// public ids, judged by the door.
-type messagingPolicyRequest struct {
-	// Policy is judged by the door: an object of the one key agents.
-	Policy              json.RawMessage `json:"agent_messaging_policy"`
-	ExpectedLockVersion json.RawMessage `json:"expected_lock_version"`
 }

@@ -4,4 +4,14 @@
 // recovers panics, and writes every failure through one function as
 // {"error":{"code","message",…}}. Handlers call services and return their typed refusals; they
 // hold no business rule of their own.
+//
+// Every door decodes its body once, strictly (body.go: an unknown key refused by name, malformed
+// JSON at its byte offset), into the typed request of the service it calls, a type the service's
+// package declares; headers become typed fields (an Idempotency-Key and the body's canonical JSON
+// as runs.Replay). No service sees a body, a header or a status. A door whose documented order
+// puts a row's lookup before the body (extend, commit, append, resolution) decodes the body before
+// the call all the same and hands the first refusal of the body's own rules to the service as the
+// request's Invalid: the service answers it at the body's place, so the door's whole order is in
+// one place, the service method. The commit and resolution doors hand the envelope the body's
+// members (envelope.Decode), which it judges later, at its own place.
 package httpapi

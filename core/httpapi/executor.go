@@ -73,10 +73,16 @@ type announcementRequest struct {
 var wordAnnouncement = fieldWord{kind: refusal.Unprocessable, code: announce.CodeInvalidAnnouncement}
 
 func (a *API) putAnnouncement(w http.ResponseWriter, r *http.Request, c *Call) error {
-	if _, err := decodeBody(c, wordAnnouncement, &announcementRequest{}); err != nil {
+	// The door's keys first, then the body parsed once into the typed announcement by
+	// sdk/announce, the parser the plugin host shares.
+	if _, err := bodyMembers(c, wordAnnouncement, &announcementRequest{}); err != nil {
 		return err
 	}
-	an, err := a.deps.Executors.Announce(r.Context(), c.Executor, c.Body)
+	parsed, ref := announce.ParseAnnouncement(c.Body)
+	if ref != nil {
+		return executors.AnnouncementRefusal(ref)
+	}
+	an, err := a.deps.Executors.Announce(r.Context(), &executors.AnnounceRequest{Executor: c.Executor, Announcement: parsed})
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
+	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/plugins"
@@ -149,20 +149,17 @@ func (a *API) putOverrides(w http.ResponseWriter, r *http.Request, c *Call) erro
 	if err != nil {
 		return err
 	}
-	if _, err := decodeBody(c, wordValidation, &overridesRequest{}); err != nil {
+	// The map's entries are the override rule's to judge; the body's shape and keys the door's.
+	req := executors.PutOverridesRequest{WorkspaceID: acc.Workspace.ID}
+	if present, err := decodeBody(c, wordValidation, &req); err != nil {
 		return err
+	} else if !present {
+		return errNotObject
 	}
-	doc, err := a.deps.Executors.PutToolProviderOverrides(r.Context(), acc.Workspace.ID, c.Body)
+	doc, err := a.deps.Executors.PutToolProviderOverrides(r.Context(), &req)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, doc)
 	return nil
-}
-
-// overridesRequest is the override door's request type; the map's own keys are the door's
-// (only nexus.memory, word not_overridable).
-type overridesRequest struct {
-	Overrides           json.RawMessage `json:"tool_provider_overrides"`
-	ExpectedLockVersion json.RawMessage `json:"expected_lock_version"`
 }

@@ -54,22 +54,25 @@ func badRequest(code, path, text string) error {
 	return refusal.New(refusal.BadRequest, code, text).With("path", path)
 }
 
+// PutMessagingPolicyRequest is the policy door's request as its body decodes: the policy object and
+// the lock version, each judged by PutMessagingPolicy. A field the body does not carry is nil.
+type PutMessagingPolicyRequest struct {
+	Policy              json.RawMessage `json:"agent_messaging_policy"`
+	ExpectedLockVersion json.RawMessage `json:"expected_lock_version"`
+}
+
 // PutMessagingPolicy replaces the workspace's agent messaging policy whole
-// (docs/agent-tools.md#delegation-and-conversations). Body checks come first, as 400s: the body a
-// JSON object, agent_messaging_policy and its agents present (parameter_missing) and objects
+// (docs/agent-tools.md#delegation-and-conversations). Body checks come first, as 400s (the door
+// refuses a body that is not one JSON object, and keys it does not know):
+// agent_messaging_policy and its agents present (parameter_missing) and objects
 // (parameter_invalid), expected_lock_version present and a non-negative integer. Then each entry in
 // key order, as 422 validation_failed with the entry's path: the key an agent of this workspace (by
 // public id, not removed), the value public or private. Then, under the workspace's lock with the
 // caller's owner standing checked again, 409 stale_object with current_lock_version when
-// expected_lock_version is not the current one. Keys are stored in canonical (lowercase) form;
-// members of the body other than these two are ignored, as on the other whole-replacement doors.
-func (d *Directory) PutMessagingPolicy(ctx context.Context, acc *Access, body []byte) (*MessagingPolicy, error) {
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
-	}
-	rawPolicy, ok := doc[pathMessagingPolicy]
-	if !ok {
+// expected_lock_version is not the current one. Keys are stored in canonical (lowercase) form.
+func (d *Directory) PutMessagingPolicy(ctx context.Context, acc *Access, req *PutMessagingPolicyRequest) (*MessagingPolicy, error) {
+	rawPolicy := req.Policy
+	if rawPolicy == nil {
 		return nil, badRequest(refusal.CodeParameterMissing, pathMessagingPolicy, "agent_messaging_policy is required.")
 	}
 	var policy map[string]json.RawMessage
@@ -84,8 +87,8 @@ func (d *Directory) PutMessagingPolicy(ctx context.Context, acc *Access, body []
 	if err := json.Unmarshal(rawAgents, &entries); err != nil || entries == nil {
 		return nil, badRequest(refusal.CodeParameterInvalid, pathPolicyAgents, "agent_messaging_policy.agents must be a JSON object.")
 	}
-	rawVersion, ok := doc[pathExpectedLock]
-	if !ok {
+	rawVersion := req.ExpectedLockVersion
+	if rawVersion == nil {
 		return nil, badRequest(refusal.CodeParameterMissing, pathExpectedLock, "expected_lock_version is required.")
 	}
 	expected, ok := jsonwire.NonNegativeInteger(rawVersion)

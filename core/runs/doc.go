@@ -13,6 +13,9 @@
 // It must not import core/kernel, core/executors, core/httpapi or core/server: kernel tool
 // handlers and executor push reach it through the KernelTools and ExecutorSignal interfaces it
 // defines, which core/server fills, so the engine that settles work never depends on the code
-// that does it. It never speaks HTTP: it returns typed refusals and document values. Tool
+// that does it. It never speaks HTTP: its doors take typed requests (CreateRunRequest,
+// AppendRequest, ResolveRequest, PostMessageRequest, with a Replay for the Idempotency-Key) and
+// return typed refusals and document values. Append and Resolve answer the door's decoding
+// refusal (the request's Invalid) at the body's place in their checks. Tool
 // declarations are read through the Declarations seam; declaration rules live in core/declare.
 package runs

@@ -103,6 +103,33 @@ func TestClaimPreconditions(t *testing.T) {
 			}
 			_, err = r.c.Commit(p.ctx, run, "r2t0", "nxc_made_up", &client.Result{Content: "x"})
 			wantCode(t, err, 409, "stale_claim")
+			// The body's refusals come after the row's own (docs/api.md#conventions): a malformed
+			// body on a key that names nothing, or on a row another executor claimed, is 404; a
+			// result the envelope refuses under a stale token is stale_claim.
+			post := func(e *executor, key, door, body string) (int, string) {
+				status, _, b := p.raw("POST", "/agent_api/v1/executor/inbox/"+run+"/"+key+"/"+door, e.token, []byte(body), nil)
+				return status, errorCode(b)
+			}
+			for _, door := range []string{"extend", "commit"} {
+				for _, c := range []struct {
+					e          *executor
+					key, body  string
+					status     int
+					code, what string
+				}{
+					{r, "r9t9", `[1]`, 404, "not_found", "an unknown key"},
+					{r, "r9t9", `{"claim_token":5,"nope":1}`, 404, "not_found", "an unknown key"},
+					{other, "r2t0", `[1]`, 404, "not_found", "another's claim"},
+					{r, "r2t0", `{"claim_token":"` + tok + `","timeout_ms":1000,"content":"x","nope":1}`, 400, "parameter_invalid", "its own row"},
+				} {
+					if status, code := post(c.e, c.key, door, c.body); status != c.status || code != c.code {
+						t.Errorf("%s, %s, %s: %d %s, want %d %s", door, c.what, c.body, status, code, c.status, c.code)
+					}
+				}
+			}
+			if status, code := post(r, "r2t0", "commit", `{"claim_token":"nxc_made_up","outcome":"maybe","content":[{"type":"image"}]}`); status != 409 || code != "stale_claim" {
+				t.Errorf("an invalid result under a stale token: %d %s", status, code)
+			}
 			status, _, b := p.raw("POST", "/agent_api/v1/executor/inbox/"+run+"/r2t0/commit", r.token, []byte(`{"content":"x"}`), nil)
 			if status != 400 || errorCode(b) != "parameter_missing" {
 				t.Fatalf("commit without a token: %d %s", status, b)
