@@ -33,7 +33,7 @@ type slowClient struct {
 // their connections closed, while an ordinary client is served all along.
 func TestSlowBodiesAreCut(t *testing.T) {
 	t.Parallel()
-	const header, body = 400 * time.Millisecond, 700 * time.Millisecond
+	const header, body = 2 * time.Second, 3 * time.Second
 	srv, s := openServer(t, store.SQLite, Options{ReadHeaderTimeout: header,
 		BodyTimeouts: httpapi.Timeouts{Body: body, UploadStall: body, Upload: time.Minute}})
 	raw, err := os.ReadFile(filepath.Join(s.DataDir, "admin.token"))
@@ -91,6 +91,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 	// Meanwhile an ordinary client is served, again and again.
 	stop := make(chan struct{})
 	served := make(chan int, 1)
+	firstServed := make(chan struct{})
 	go func() {
 		n := 0
 		defer func() { served <- n }()
@@ -110,20 +111,26 @@ func TestSlowBodiesAreCut(t *testing.T) {
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			// Served, and long before any slow client's bound would let it through.
-			if resp.StatusCode != 201 || time.Since(start) > 2*time.Second {
+			// Served while the slow clients hold their connections. How fast is not asserted:
+			// on a loaded machine one durable SQLite commit can take seconds.
+			if resp.StatusCode != 201 {
 				t.Errorf("ordinary client: %d after %s", resp.StatusCode, time.Since(start))
 				return
 			}
-			n++
+			if n++; n == 1 {
+				close(firstServed)
+			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
 	wg.Wait()
-	close(stop)
-	if n := <-served; n < 2 {
-		t.Fatalf("the ordinary client was served %d times while the slow ones waited", n)
+	select {
+	case <-firstServed:
+	default:
+		t.Error("the ordinary client was not served while the slow ones waited")
 	}
+	close(stop)
+	<-served
 }
 
 // cutWithin sends c's head and checks that the server answers (when c expects an answer) and
