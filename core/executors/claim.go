@@ -310,10 +310,11 @@ func frozenTimeout(t *store.Task) int64 {
 }
 
 // Extend moves a claimed row's deadline to now + timeout_ms (docs/api.md#the-executor-plane), its
-// checks in order: 404 not_found (also for a row another executor claimed), not_addressed_here, the
-// body's 400 parameter_missing and 422 invalid_timeout_ms (req.Invalid), not_extendable (the expiry rule applied first to a row
-// past its deadline), not_claimant, extension_too_long (over an hour, or over the timeout_ms frozen
-// in the row's profile). The row's timeout_ms and the token are unchanged.
+// checks in order: 404 not_found (also for a row another executor claimed), not_addressed_here,
+// the body's 400 parameter_missing and 422 invalid_timeout_ms (req.Invalid), not_extendable (the
+// expiry rule applied first to a row past its deadline), not_claimant, extension_too_long (over an
+// hour, or over the timeout_ms frozen in the row's profile). The row's timeout_ms and the token
+// are unchanged.
 func (s *Service) Extend(ctx context.Context, req *ExtendRequest) (*ClaimAnswer, error) {
 	ex, runID, key := req.Executor, req.RunID, req.TaskKey
 	var ans *ClaimAnswer
