@@ -127,16 +127,25 @@ func (e *Engine) leave() {
 // the row to lapse by the heartbeat timeout.
 const leaveTimeout = 5 * time.Second
 
+// The reasons /readyz gives for the heartbeat (docs/operations.md#health).
+const (
+	// ReasonNotRegistered: the engine has not started, so no claim of this instance could name a
+	// live one.
+	ReasonNotRegistered = "heartbeat: not registered yet"
+	// ReasonHeartbeatLapsed is followed by the renewal's age and the timeout.
+	ReasonHeartbeatLapsed = "heartbeat: not current"
+)
+
 // HeartbeatLapse says why this instance's own heartbeat is not current (its last renewal the store
 // took is older than the timeout, so the others may have declared it dead), or "" when it is.
 func (e *Engine) HeartbeatLapse() string {
 	last := e.inst.beat.Load()
 	if last == 0 {
-		return "heartbeat: not registered yet"
+		return ReasonNotRegistered
 	}
 	age := time.Duration(e.nowMS()-last) * time.Millisecond
 	if age > e.cfg.HeartbeatTimeout {
-		return fmt.Sprintf("heartbeat: last renewed %s ago, past the timeout of %s", age.Round(time.Millisecond), e.cfg.HeartbeatTimeout)
+		return fmt.Sprintf("%s: last renewed %s ago, past the timeout of %s", ReasonHeartbeatLapsed, age.Round(time.Millisecond), e.cfg.HeartbeatTimeout)
 	}
 	return ""
 }

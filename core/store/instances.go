@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 )
 
@@ -33,11 +34,11 @@ func (s *Store) RegisterInstance(ctx context.Context, in Instance) error {
 // were released and its commits under them are refused by the claim fence.
 func (s *Store) Heartbeat(ctx context.Context, in Instance, now int64) (wasDead bool, err error) {
 	err = s.Write(ctx, func(tx *Tx) error {
-		var dead []*int64
+		var dead []sql.NullInt64
 		if err := tx.Select(ctx, &dead, `SELECT dead_at FROM instances WHERE id = ?`, in.ID); err != nil {
 			return err
 		}
-		wasDead = len(dead) == 0 || dead[0] != nil
+		wasDead = len(dead) == 0 || dead[0].Valid
 		return upsertInstance(ctx, tx, in, now)
 	})
 	if err != nil {
