@@ -45,8 +45,15 @@ const InstanceIDPrefix = "inst_"
 // instance is this engine's own registration and heartbeat state.
 type instance struct {
 	row store.Instance
-	// beat is the Unix ms of the last heartbeat the store took, 0 before the first.
-	beat atomic.Int64
+	// beat is when the store last took a heartbeat, read on this process's own monotonic clock
+	// (not the engine's clock, which a test may move): nil before the first.
+	beat atomic.Pointer[time.Time]
+}
+
+// took records a heartbeat the store took just now.
+func (in *instance) took() {
+	now := time.Now()
+	in.beat.Store(&now)
 }
 
 func newInstance(version string, now time.Time) (*instance, error) {
@@ -76,7 +83,7 @@ func (e *Engine) register(ctx context.Context) error {
 	if err := e.store.RegisterInstance(ctx, row); err != nil {
 		return err
 	}
-	e.inst.beat.Store(now)
+	e.inst.took()
 	e.log.Info("instance registered", "instance", row.ID, "host", row.Host, "version", row.Version)
 	return nil
 }
@@ -110,7 +117,7 @@ func (e *Engine) beatOnce(ctx context.Context) {
 		e.log.Warn("this instance had been declared dead: the kernel claims it held were released and its commits under them are refused; it serves again",
 			"instance", e.inst.row.ID)
 	}
-	e.inst.beat.Store(now)
+	e.inst.took()
 }
 
 // leave marks this instance dead at a clean stop, so that the survivors release at once what its
@@ -140,11 +147,10 @@ const (
 // took is older than the timeout, so the others may have declared it dead), or "" when it is.
 func (e *Engine) HeartbeatLapse() string {
 	last := e.inst.beat.Load()
-	if last == 0 {
+	if last == nil {
 		return ReasonNotRegistered
 	}
-	age := time.Duration(e.nowMS()-last) * time.Millisecond
-	if age > e.cfg.HeartbeatTimeout {
+	if age := time.Since(*last); age > e.cfg.HeartbeatTimeout {
 		return fmt.Sprintf("%s: last renewed %s ago, past the timeout of %s", ReasonHeartbeatLapsed, age.Round(time.Millisecond), e.cfg.HeartbeatTimeout)
 	}
 	return ""
