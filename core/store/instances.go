@@ -112,8 +112,10 @@ const orphanedPredicate = `t.claimed_at IS NOT NULL AND t.claimed_instance IS NO
 // (self excluded), locking them with SKIP LOCKED on PostgreSQL so that several survivors never
 // take the same row.
 func OrphanedClaims(ctx context.Context, tx *Tx, self string, limit int) ([]OrphanedClaim, error) {
+	// No order: the batch is any of them (the next sweep takes the rest), and an order would let
+	// SQLite prefer the primary key's scan to the partial index of live claimed rows.
 	q := `SELECT t.id, t.run_id, t.task_key, t.claimed_instance, t.claim_generation FROM tasks t WHERE ` +
-		orphanedPredicate + ` ORDER BY t.id LIMIT ?`
+		orphanedPredicate + ` LIMIT ?`
 	if tx.Dialect() == Postgres {
 		q += ` FOR UPDATE SKIP LOCKED`
 	}

@@ -12,9 +12,12 @@ CREATE TABLE instances (
 );
 
 -- The instance of the row's last kernel claim, NULL for an executor's; it means something only while
--- claimed_at is set.
+-- claimed_at is set. The index holds the live claimed rows only (the terms of the takeover's query,
+-- store.OrphanedClaims), so that a sweep never reads the settled history.
 ALTER TABLE tasks ADD COLUMN claimed_instance TEXT;
-CREATE INDEX tasks_claimed_instance ON tasks (claimed_instance) WHERE claimed_instance IS NOT NULL;
+CREATE INDEX tasks_claimed_instance ON tasks (claimed_instance)
+    WHERE claimed_at IS NOT NULL AND claimed_instance IS NOT NULL
+      AND status IN ('running', 'dispatched', 'awaiting_input', 'needs_approval');
 
 -- +goose Down
 DROP INDEX tasks_claimed_instance;
