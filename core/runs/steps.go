@@ -53,7 +53,7 @@ type step struct {
 
 // stepParser accumulates every failure of one envelope (docs/api.md#runs).
 type stepParser struct {
-	e      *Engine
+	e   *Engine
 	ctx context.Context
 	// q reads; tx is the write transaction the steps are accepted in, nil when they are accepted
 	// for a statement (CreateRun's), which binds no upload: a step that attaches some then sets
@@ -62,7 +62,7 @@ type stepParser struct {
 	tx      *store.Tx
 	needsTx bool
 	actor   *Actor
-	runner string // the run's default Runner
+	runner  string // the run's default Runner
 	// skills are the run's facts a kernel skill catalog is read against.
 	skills   *SkillFacts
 	existing map[string]bool
