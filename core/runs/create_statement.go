@@ -13,7 +13,7 @@ import (
 var errNeedsTransaction = errors.New("runs: the create needs a transaction")
 
 // createInStatement creates a run without an idempotency key in one statement
-// (store.CreateRun; docs/architecture.md#explicit-statements): the run is accepted by plain
+// (store.CreateRun; docs/development.md#how-a-door-reaches-the-store): the run is accepted by plain
 // reads, its rows are built with their first readiness applied, and the statement writes them
 // only while the caller's standing and the executors the rows are parked for still hold. It
 // answers errNeedsTransaction, having written nothing, when the statement's guard failed or the

@@ -11,8 +11,8 @@ import (
 )
 
 // CreateRun is the statement that writes a new run and its first rows in one round trip on
-// PostgreSQL, when every guard it carries still holds (docs/architecture.md#explicit-statements).
-// Its guards are conditions of the statement itself, so nothing it writes stands on a fact read
+// PostgreSQL, when every guard it carries still holds
+// (docs/development.md#how-a-door-reaches-the-store). Its guards are conditions of the statement itself, so nothing it writes stands on a fact read
 // earlier: the caller's standing in the workspace, and the executors its rows are parked for.
 type CreateRun struct {
 	// Run is the run to write; its ID is set once written.
