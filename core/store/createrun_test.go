@@ -186,6 +186,8 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 		stmt func(f *createFixture, c *store.CreateRun)
 		// accepts is the transaction's own read of the same fact.
 		accepts func(ctx context.Context, f *createFixture, tx *store.Tx) (bool, error)
+		// want is whether both write.
+		want bool
 	}
 	nothing := func(context.Context, *createFixture) error { return nil }
 	// userStanding is the transaction's read of a user's standing (identity's, through
@@ -219,13 +221,13 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 	}
 	member := func(f *createFixture) store.Standing { return f.member() }
 	cases := []guardCase{
-		{"a member as read", nothing, standing(member), userStanding(store.RoleMember)},
+		{"a member as read", nothing, standing(member), userStanding(store.RoleMember), true},
 		{"a member removed since", func(ctx context.Context, f *createFixture) error {
 			return f.s.Write(ctx, func(tx *store.Tx) error {
 				_, err := store.DeleteMembership(ctx, tx, f.ws.ID, f.user.ID)
 				return err
 			})
-		}, standing(member), userStanding(store.RoleMember)},
+		}, standing(member), userStanding(store.RoleMember), false},
 		{"a member made owner since", func(ctx context.Context, f *createFixture) error {
 			return f.s.Write(ctx, func(tx *store.Tx) error {
 				if _, err := store.DeleteMembership(ctx, tx, f.ws.ID, f.user.ID); err != nil {
@@ -233,22 +235,22 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 				}
 				return store.InsertMembership(ctx, tx, f.ws.ID, f.user.ID, store.RoleOwner, 2)
 			})
-		}, standing(member), userStanding(store.RoleMember)},
+		}, standing(member), userStanding(store.RoleMember), false},
 		{"a member of another workspace", nothing, standing(func(f *createFixture) store.Standing {
 			return store.Standing{WorkspaceID: f.other.ID, UserID: f.user.ID, Role: store.RoleMember}
 		}), func(ctx context.Context, f *createFixture, tx *store.Tx) (bool, error) {
 			w, err := store.WorkspaceWithRole(ctx, tx, f.other.PublicID, true, f.user.ID)
 			return err == nil && w.Role == store.RoleMember, err
-		}},
+		}, false},
 		{"an agent of the workspace", nothing, standing(func(f *createFixture) store.Standing {
 			return store.Standing{WorkspaceID: f.ws.ID, AgentID: f.agent.ID}
-		}), agentStanding(func(f *createFixture) *store.Agent { return f.agent })},
+		}), agentStanding(func(f *createFixture) *store.Agent { return f.agent }), true},
 		{"an agent of another workspace", nothing, standing(func(f *createFixture) store.Standing {
 			return store.Standing{WorkspaceID: f.ws.ID, AgentID: f.agent2.ID}
-		}), agentStanding(func(f *createFixture) *store.Agent { return f.agent2 })},
+		}), agentStanding(func(f *createFixture) *store.Agent { return f.agent2 }), false},
 		{"an active addressee", nothing, func(f *createFixture, c *store.CreateRun) {
 			c.Standing, c.UnlessRevoked = f.member(), []string{f.runner.PublicID}
-		}, parks},
+		}, parks, true},
 		{"an addressee revoked since", func(ctx context.Context, f *createFixture) error {
 			return f.s.Write(ctx, func(tx *store.Tx) error {
 				_, err := store.RevokeExecutor(ctx, tx, f.runner.ID, 3)
@@ -256,7 +258,7 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 			})
 		}, func(f *createFixture, c *store.CreateRun) {
 			c.Standing, c.UnlessRevoked = f.member(), []string{f.runner.PublicID}
-		}, parks},
+		}, parks, false},
 	}
 	errRollback := errors.New("rolled back")
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -286,8 +288,8 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 				if err != nil && !errors.Is(err, store.ErrGuardFailed) {
 					t.Fatal(err)
 				}
-				if written != accepts || written != f.runExists(t, r.PublicID) {
-					t.Fatalf("the statement wrote %v (%v); the transaction accepts %v", written, err, accepts)
+				if written != accepts || written != f.runExists(t, r.PublicID) || written != tc.want {
+					t.Fatalf("the statement wrote %v (%v); the transaction accepts %v; want %v", written, err, accepts, tc.want)
 				}
 			})
 		}
