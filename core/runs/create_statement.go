@@ -47,6 +47,12 @@ func (e *Engine) createInStatement(ctx context.Context, a *Actor, in *runRequest
 			return nil, errNeedsTransaction
 		}
 	}
+	// The answer's document is built before the write, so that a create is never reported
+	// failed once its run is written.
+	doc, err := e.runDocOf(ctx, q, r, rows, false)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.store.CreateRun(ctx, stmt); err != nil {
 		if errors.Is(err, store.ErrGuardFailed) {
 			return nil, errNeedsTransaction
@@ -54,10 +60,6 @@ func (e *Engine) createInStatement(ctx context.Context, a *Actor, in *runRequest
 		return nil, err
 	}
 	e.afterCommit(ctx, fx)
-	doc, err := e.runDocOf(ctx, q, r, rows, false)
-	if err != nil {
-		return nil, err
-	}
 	return &Created{Run: doc, Receipt: Receipt{AcceptedTaskKeys: keys, DeliverableTaskKey: r.DeliverableTaskKey, Revision: 1}}, nil
 }
 
