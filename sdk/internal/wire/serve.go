@@ -76,12 +76,39 @@ func (c *Calls) Interceptor(ctx context.Context, req any, _ *grpc.UnaryServerInf
 	return handler(ctx, req)
 }
 
+// StreamInterceptor is Interceptor for streaming handlers (WatchAnnouncement): the stream's
+// context also ends on Cancel, and a panic is an INTERNAL status, not a dead plugin.
+func (c *Calls) StreamInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	c.wg.Add(1)
+	defer c.wg.Done()
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	stop := context.AfterFunc(c.base, cancel)
+	defer stop()
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error("handler panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v", r))
+		}
+	}()
+	return handler(srv, &boundStream{ServerStream: ss, ctx: ctx})
+}
+
+// boundStream is a server stream whose context is the tracker's.
+type boundStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *boundStream) Context() context.Context { return s.ctx }
+
 // ServerOptions are the options every plugin's gRPC server gets.
 func (c *Calls) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.ChainUnaryInterceptor(c.Interceptor),
+		grpc.ChainStreamInterceptor(c.StreamInterceptor),
 	}
 }
 
@@ -106,11 +133,20 @@ func WatchParent(ctx context.Context, getppid func() int, interval time.Duration
 
 // Serve runs a plugin process serving p under the kind's name: the handshake, protocol major 1,
 // gRPC with the bounds and recovery above, and the parent watchdog. It never returns normally.
-func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logger) {
+// beforeExit, when set, runs once before the process exits, after a graceful shutdown or once
+// the in-flight handlers of an orphaned plugin were cancelled.
+func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logger, beforeExit func()) {
+	var once sync.Once
+	exit := func() {
+		if beforeExit != nil {
+			once.Do(beforeExit)
+		}
+		os.Exit(0)
+	}
 	go WatchParent(context.Background(), os.Getppid, ParentCheckInterval, func() {
 		logger.Warn("host process is gone; exiting")
 		calls.Cancel(ParentGrace)
-		os.Exit(0)
+		exit()
 	})
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  plugin.Handshake,
@@ -120,7 +156,8 @@ func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logge
 		},
 		Logger: logger,
 	})
-	os.Exit(0)
+	calls.Cancel(ParentGrace)
+	exit()
 }
 
 // DialOptions are the host's dial options for a plugin connection.
