@@ -47,7 +47,7 @@ func TestStatusJSON(t *testing.T) {
 	}
 	var info map[string]any
 	_ = json.Unmarshal(got[0]["info"], &info)
-	if len(info) != 4 || info["protocol_minor"] != float64(0) {
+	if len(info) != 4 || info["protocol_minor"] != float64(plugin.ProtocolMinor) {
 		t.Errorf("info = %s", got[0]["info"])
 	}
 }
