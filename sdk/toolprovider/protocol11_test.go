@@ -16,13 +16,12 @@ import (
 	"github.com/nexuskernel/nexus/sdk/toolprovider/toolprovidertest"
 )
 
-// changing is a provider whose tool list changes: Grow adds a tool and advances the revision.
+// changing is a provider whose tool list changes: grow adds a tool and advances the revision.
+// Its tool "lost" answers ErrOutcomeUnknown, "failed" a Result with Failed.
 type changing struct {
 	*toolprovider.Revisions
 	mu    sync.Mutex
 	tools []string
-	// lost makes Call answer ErrOutcomeUnknown; failed answers Result.Failed.
-	lost, failed bool
 }
 
 var _ toolprovider.Reannouncer = (*changing)(nil)

@@ -91,3 +91,43 @@ func TestWatchParent(t *testing.T) {
 	cancel()
 	<-stopped
 }
+
+// fakeStream is a server stream with only a context.
+type fakeStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s fakeStream) Context() context.Context { return s.ctx }
+
+// TestStreamInterceptor: a streaming handler (WatchAnnouncement) is cancelled with the other
+// calls, and its panic is an INTERNAL status, not a dead plugin.
+func TestStreamInterceptor(t *testing.T) {
+	t.Parallel()
+	calls := NewCalls(hclog.NewNullLogger())
+	err := calls.StreamInterceptor(nil, fakeStream{ctx: context.Background()}, &grpc.StreamServerInfo{}, func(any, grpc.ServerStream) error {
+		panic("stream bug")
+	})
+	if r := FromStatus(err); !r.Typed || r.Kind != pb.ErrorKind_ERROR_KIND_INTERNAL {
+		t.Fatalf("a stream's panic answered %+v", r)
+	}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- calls.StreamInterceptor(nil, fakeStream{ctx: context.Background()}, &grpc.StreamServerInfo{}, func(_ any, ss grpc.ServerStream) error {
+			close(started)
+			<-ss.Context().Done()
+			return ss.Context().Err()
+		})
+	}()
+	<-started
+	calls.Cancel(5 * time.Second)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the stream ended without its context's error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Cancel did not end the stream")
+	}
+}
