@@ -118,6 +118,10 @@ func TestPluginReannouncement(t *testing.T) {
 	if !slices.Contains(st.Tools, "e2e_grown") || st.Restarts != 0 || st.Announcement.Refusal != nil || st.Announcement.AnnouncedAt == nil {
 		t.Fatalf("after the change: %+v", st)
 	}
+	read, err := p.admin.Plugin(p.ctx, "changing")
+	if err != nil || read.Plugin.Announcement.Revision != 2 || read.Plugin.Announcement.AnnouncedAt == nil || read.Plugin.Announcement.Refusal != nil {
+		t.Fatalf("the client's read of the status: %s %v", read.Raw, err)
+	}
 	ex, err := p.admin.Executor(p.ctx, *st.ExecutorPublicID)
 	if err != nil || !strings.Contains(string(ex.Raw), `"e2e_grown"`) {
 		t.Fatalf("the executor read after the change: %s %v", ex.Raw, err)

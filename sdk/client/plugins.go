@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // PluginStatus is one plugin as GET /agent_api/v1/plugins shows it (docs/api.md#plugins); the
@@ -32,6 +33,19 @@ type PluginStatus struct {
 		Message string `json:"message"`
 	} `json:"refusal"`
 	LastError *string `json:"last_error"`
+	// Announcement is the announcement the plugin's executor serves: its revision (0 when the
+	// plugin keeps none), when it was written, and the last re-announcement refused
+	// (docs/plugins.md#protocol-11).
+	Announcement struct {
+		Revision    uint64     `json:"revision"`
+		AnnouncedAt *time.Time `json:"announced_at"`
+		Refusal     *struct {
+			Code    string `json:"code"`
+			Name    string `json:"name,omitempty"`
+			Path    string `json:"path,omitempty"`
+			Message string `json:"message"`
+		} `json:"refusal"`
+	} `json:"announcement"`
 }
 
 // UnmarshalJSON keeps the entry's bytes in Raw.
