@@ -59,36 +59,42 @@ func (c *Calls) Cancel(grace time.Duration) {
 // Interceptor runs each handler under the tracker (its context also ends on Cancel) and turns a
 // panic into an INTERNAL error, so one handler never kills its plugin.
 func (c *Calls) Interceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-	c.wg.Add(1)
-	defer c.wg.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.base, cancel)
-	defer stop()
+	ctx, done := c.track(ctx)
+	defer done()
 	defer func() {
 		if r := recover(); r != nil {
-			// The stack goes to the plugin's log; the peer gets one line.
-			c.logger.Error("handler panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resp = nil
-			err = KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v", r))
+			resp, err = nil, c.panicked(r)
 		}
 	}()
 	return handler(ctx, req)
 }
 
+// track counts a handler in flight under a context that also ends on Cancel; done ends both.
+func (c *Calls) track(ctx context.Context) (context.Context, func()) {
+	c.wg.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.base, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		c.wg.Done()
+	}
+}
+
+// panicked logs a recovered panic with its stack and answers the one line the peer gets.
+func (c *Calls) panicked(r any) error {
+	c.logger.Error("handler panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v", r))
+}
+
 // StreamInterceptor is Interceptor for streaming handlers (WatchAnnouncement): the stream's
 // context also ends on Cancel, and a panic is an INTERNAL status, not a dead plugin.
 func (c *Calls) StreamInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-	c.wg.Add(1)
-	defer c.wg.Done()
-	ctx, cancel := context.WithCancel(ss.Context())
-	defer cancel()
-	stop := context.AfterFunc(c.base, cancel)
-	defer stop()
+	ctx, done := c.track(ss.Context())
+	defer done()
 	defer func() {
 		if r := recover(); r != nil {
-			c.logger.Error("handler panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v", r))
+			err = c.panicked(r)
 		}
 	}()
 	return handler(srv, &boundStream{ServerStream: ss, ctx: ctx})
