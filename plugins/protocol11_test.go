@@ -1,7 +1,11 @@
 package plugins
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -153,4 +157,36 @@ func TestProtocol10Plugin(t *testing.T) {
 	if st := th.status(t, "old"); st.State != StateReady || st.Restarts != 0 || slices.Contains(st.Tools, "grown") {
 		t.Errorf("after the calls: %+v", st)
 	}
+}
+
+// closedFile waits for the file a closingTools plugin writes when Serve closes it.
+func closedFile(t *testing.T, dir string, pid int) {
+	t.Helper()
+	path := filepath.Join(dir, "closed-"+strconv.Itoa(pid))
+	end := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("plugin %d exited without closing its provider", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestProviderClosed: Serve closes a provider that is an io.Closer before its process exits on
+// the host's graceful stop. (A plugin whose host is killed outright is killed with it on Linux,
+// Pdeathsig, with no chance to close; wire's Finisher test covers the watchdog's path.)
+func TestProviderClosed(t *testing.T) {
+	t.Parallel()
+	e := scenarioEntry(t, "closer", plugin.KindToolProvider, "closer")
+	th := startHost(t, e)
+	st := th.waitState(t, "closer", StateReady, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := th.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	closedFile(t, e.Env[envDir], *st.PID)
 }

@@ -158,6 +158,10 @@ func serveScenario(name string) {
 			}, 0)}},
 			GRPCServer: goplugin.DefaultGRPCServer,
 		})
+	case "closer":
+		toolprovider.Serve(toolprovider.ServeConfig{Info: info, Configure: func(context.Context, plugin.Config) (toolprovider.Provider, error) {
+			return closingTools{echoMux()}, nil
+		}})
 	case "host":
 		runHostHelper()
 	default:
@@ -288,4 +292,11 @@ func lostAnswerTools() *toolprovider.Mux {
 		return toolprovider.Result{Text: "survived", Title: "attempt " + strconv.Itoa(c.Claim.Attempt)}, nil
 	})
 	return m
+}
+
+// closingTools records its Close in a "closed-<pid>" file of the shared directory.
+type closingTools struct{ *toolprovider.Mux }
+
+func (closingTools) Close() error {
+	return os.WriteFile(filepath.Join(os.Getenv(envDir), "closed-"+strconv.Itoa(os.Getpid())), nil, 0o600)
 }

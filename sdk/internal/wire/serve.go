@@ -139,20 +139,14 @@ func WatchParent(ctx context.Context, getppid func() int, interval time.Duration
 
 // Serve runs a plugin process serving p under the kind's name: the handshake, protocol major 1,
 // gRPC with the bounds and recovery above, and the parent watchdog. It never returns normally.
-// beforeExit, when set, runs once before the process exits, after a graceful shutdown or once
-// the in-flight handlers of an orphaned plugin were cancelled.
+// beforeExit, when set, runs once before the process exits (Finisher), after a graceful stop
+// or once the watchdog found the host gone.
 func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logger, beforeExit func()) {
-	var once sync.Once
-	exit := func() {
-		if beforeExit != nil {
-			once.Do(beforeExit)
-		}
-		os.Exit(0)
-	}
+	finish := NewFinisher(calls, ParentGrace, beforeExit)
 	go WatchParent(context.Background(), os.Getppid, ParentCheckInterval, func() {
 		logger.Warn("host process is gone; exiting")
-		calls.Cancel(ParentGrace)
-		exit()
+		finish.Finish()
+		os.Exit(0)
 	})
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig:  plugin.Handshake,
@@ -162,8 +156,33 @@ func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logge
 		},
 		Logger: logger,
 	})
-	calls.Cancel(ParentGrace)
-	exit()
+	finish.Finish()
+	os.Exit(0)
+}
+
+// Finisher is what a plugin process does once before it exits: cancel its handlers, give them
+// the grace, then run beforeExit (a provider's Close), whichever of a graceful stop and the
+// watchdog comes first; the other waits for it.
+type Finisher struct {
+	once       sync.Once
+	calls      *Calls
+	grace      time.Duration
+	beforeExit func()
+}
+
+// NewFinisher returns the finisher of a process whose handlers calls tracks.
+func NewFinisher(calls *Calls, grace time.Duration, beforeExit func()) *Finisher {
+	return &Finisher{calls: calls, grace: grace, beforeExit: beforeExit}
+}
+
+// Finish runs the sequence the first time and waits for it on every call.
+func (f *Finisher) Finish() {
+	f.once.Do(func() {
+		f.calls.Cancel(f.grace)
+		if f.beforeExit != nil {
+			f.beforeExit()
+		}
+	})
 }
 
 // DialOptions are the host's dial options for a plugin connection.

@@ -131,3 +131,35 @@ func TestStreamInterceptor(t *testing.T) {
 		t.Fatal("Cancel did not end the stream")
 	}
 }
+
+// TestFinisher: before the process exits, handlers are cancelled first, then beforeExit runs,
+// once, however many paths reach the exit.
+func TestFinisher(t *testing.T) {
+	t.Parallel()
+	calls := NewCalls(hclog.NewNullLogger())
+	started, handlerDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		_, _ = calls.Interceptor(context.Background(), nil, &grpc.UnaryServerInfo{}, func(ctx context.Context, _ any) (any, error) {
+			close(started)
+			<-ctx.Done()
+			close(handlerDone)
+			return nil, ctx.Err()
+		})
+	}()
+	<-started
+	var ran atomic.Int32
+	f := NewFinisher(calls, 5*time.Second, func() {
+		select {
+		case <-handlerDone:
+		default:
+			t.Error("beforeExit ran before the handlers were cancelled")
+		}
+		ran.Add(1)
+	})
+	f.Finish()
+	f.Finish()
+	if ran.Load() != 1 {
+		t.Errorf("beforeExit ran %d times", ran.Load())
+	}
+	NewFinisher(NewCalls(hclog.NewNullLogger()), time.Millisecond, nil).Finish() // nothing to run
+}
