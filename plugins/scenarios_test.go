@@ -237,6 +237,8 @@ func slowTools() *toolprovider.Mux {
 
 // changingTools is a provider whose tool list changes (protocol 1.1): grow adds "grown", shrink
 // removes it, poison adds a kernel name the host refuses, and lost answers ErrOutcomeUnknown.
+// For the benchmark, flip adds or removes "flipped" and answers when, and stamp answers when it
+// answered.
 type changingTools struct {
 	*toolprovider.Revisions
 	mu    sync.Mutex
@@ -272,6 +274,20 @@ func (c *changingTools) Call(ctx context.Context, call toolprovider.Call) (toolp
 		return change(func() { c.extra = append(c.extra, "delegate_task") })
 	case "lost":
 		return toolprovider.Result{}, fmt.Errorf("the server exited mid-call: %w", toolprovider.ErrOutcomeUnknown)
+	case "flip":
+		// The benchmark's change: the time it was made, then the change.
+		at := time.Now().UnixNano()
+		c.mu.Lock()
+		if slices.Contains(c.extra, "flipped") {
+			c.extra = slices.DeleteFunc(c.extra, func(n string) bool { return n == "flipped" })
+		} else {
+			c.extra = append(c.extra, "flipped")
+		}
+		c.mu.Unlock()
+		c.Advance()
+		return toolprovider.Result{Text: strconv.FormatInt(at, 10)}, nil
+	case "stamp":
+		return toolprovider.Result{Text: strconv.FormatInt(time.Now().UnixNano(), 10)}, nil
 	}
 	return echoHandler(ctx, call)
 }
