@@ -114,7 +114,8 @@ fuzz:
 
 ## soak: the suite with its long loops on: the plugin crash loops (plugins/ and the end-to-end one
 ## against a real server) kill a plugin mid-call 100 times, and the memory plugins' sustained load
-## (internal/e2e) runs each of its phases for 300 s instead of 30
+## (internal/e2e) runs each of its phases for 300 s instead of 30, and the two-instance kill loads
+## for 20 s with the kill at 8 s
 soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
