@@ -78,10 +78,35 @@ func refusedWith(wire string, rf *runs.Refused) *runs.KernelOutcome {
 	return ErrorResult(wire, rf.Word, rf.Detail)
 }
 
+// SpawnStillWorkingText is a waited spawn's result when its await expired or was canceled
+// before the reply (docs/agent-tools.md#delegation-and-conversations): only the waiting ended.
+func SpawnStillWorkingText(conversationPublicID, label, answeredBy string) string {
+	return SpawnedLine(conversationPublicID, label, answeredBy) + ".\n" +
+		"(the conversation is still working; its reply will reach you later in a message that is not from the person)"
+}
+
+// SpawnedLine is the opening of a spawn's texts, without its ending:
+// `Spawned conversation <id> (label "<label>"), answered by @<handle>`.
+func SpawnedLine(conversationPublicID, label, answeredBy string) string {
+	s := "Spawned conversation " + conversationPublicID
+	if label != "" {
+		s += fmt.Sprintf(" (label %q)", label)
+	}
+	return s + ", answered by " + answeredBy
+}
+
+// SpawnTitle is a spawn call's title: `spawned <label>`, or `spawned <conversation id>`.
+func SpawnTitle(conversationPublicID, label string) string {
+	if label != "" {
+		return "spawned " + label
+	}
+	return "spawned " + conversationPublicID
+}
+
 // SpawnReceipt is a detached spawn's result text
 // (docs/agent-tools.md#delegation-and-conversations).
 func SpawnReceipt(conversationPublicID, label, answeredBy, callKey, runPublicID string) string {
-	return runs.SpawnedLine(conversationPublicID, label, answeredBy) + ", in the background. Its reply will reach you later as a <task_result task=\"" +
+	return SpawnedLine(conversationPublicID, label, answeredBy) + ", in the background. Its reply will reach you later as a <task_result task=\"" +
 		callKey + "\" conversation=\"" + conversationPublicID + "\"> message, which is not from the person.\n" + TaskReference(runPublicID, callKey)
 }
 
@@ -136,7 +161,7 @@ func (cv *Conversation) Spawn(ctx context.Context, call *runs.KernelCall) (*runs
 	if rf != nil {
 		return refusedWith(wireSpawn, rf), nil
 	}
-	title := runs.SpawnTitle(got.ConversationPublicID, got.Label)
+	title := SpawnTitle(got.ConversationPublicID, got.Label)
 	if wait {
 		return &runs.KernelOutcome{Place: &runs.Placement{Rows: got.Rows, Await: runs.ChildKey(call.TaskKey, runs.RoleSpawn, 1), Title: title}}, nil
 	}

@@ -866,31 +866,6 @@ func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.R
 	return settled, nil
 }
 
-// SpawnStillWorkingText is a waited spawn's result when its await expired or was canceled
-// before the reply (docs/agent-tools.md#delegation-and-conversations): only the waiting ended.
-func SpawnStillWorkingText(conversationPublicID, label, answeredBy string) string {
-	return SpawnedLine(conversationPublicID, label, answeredBy) + ".\n" +
-		"(the conversation is still working; its reply will reach you later in a message that is not from the person)"
-}
-
-// SpawnedLine is the opening of a spawn's texts, without its ending:
-// `Spawned conversation <id> (label "<label>"), answered by @<handle>`.
-func SpawnedLine(conversationPublicID, label, answeredBy string) string {
-	s := "Spawned conversation " + conversationPublicID
-	if label != "" {
-		s += fmt.Sprintf(" (label %q)", label)
-	}
-	return s + ", answered by " + answeredBy
-}
-
-// SpawnTitle is a spawn call's title: `spawned <label>`, or `spawned <conversation id>`.
-func SpawnTitle(conversationPublicID, label string) string {
-	if label != "" {
-		return "spawned " + label
-	}
-	return "spawned " + conversationPublicID
-}
-
 // SpawnStructured is a spawn's structured_content
 // (docs/agent-tools.md#delegation-and-conversations).
 type SpawnStructured struct {
@@ -948,7 +923,7 @@ func (e *Engine) spawnStillWorking(ctx context.Context, q store.Querier, call *s
 		return nil, err
 	}
 	label := deref(conv.Label)
-	out := SpawnStillWorkingText(conv.PublicID, label, "@"+agent.Handle)
+	out := e.texts().SpawnStillWorking(conv.PublicID, label, "@"+agent.Handle)
 	sc := jsonText(SpawnStructured{ConversationPublicID: conv.PublicID, Label: conv.Label, AnsweredBy: "@" + agent.Handle,
 		RunPublicID: run.PublicID, Task: call.Key, Wait: true})
 	return &settlement{status: StatusCompleted, isError: ptr(false), output: out, content: textContent(out), structuredContent: sc}, nil

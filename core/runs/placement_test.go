@@ -24,6 +24,7 @@ import (
 // tool that places a kernel row of its own and awaits it.
 type placingKernel struct {
 	inner runs.KernelTools
+	runs.ToolTexts
 }
 
 func (k placingKernel) Run(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
@@ -61,7 +62,7 @@ func placingHarness(t *testing.T, s *store.Store, ann runs.Announcements) *harne
 		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}},
 		Models: &kernel.Models{Catalog: model.MustBuiltin()},
 	})
-	return newHarness(t, s, harnessOptions{kernel: placingKernel{inner}, announcements: ann})
+	return newHarness(t, s, harnessOptions{kernel: placingKernel{inner, inner}, announcements: ann})
 }
 
 const callTools = `"kernel_tools":["nexus.tools.call","nexus.tools.search","nexus.memory.read","nexus.memory.ls"]`
