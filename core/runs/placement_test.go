@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
@@ -59,7 +60,7 @@ func ptr[T any](v T) *T { return &v }
 
 func placingHarness(t *testing.T, s *store.Store, ann runs.Announcements) *harness {
 	inner := kernel.New(kernel.Options{
-		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}},
+		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}},
 		Models: &kernel.Models{Catalog: model.MustBuiltin()},
 	})
 	return newHarness(t, s, harnessOptions{kernel: placingKernel{inner, inner}, announcements: ann})
