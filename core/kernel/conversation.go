@@ -65,10 +65,10 @@ func NoConversationDetail(wire string) string {
 // (docs/agent-tools.md#delegation-and-conversations), or an error when the call has no engine
 // behind it.
 func hosted(call *runs.KernelCall, wire string) (*runs.KernelOutcome, error) {
-	if call.Conv == nil {
+	if call.Engine == nil {
 		return nil, fmt.Errorf("kernel: %s needs the run engine", wire)
 	}
-	if !call.Conv.Hosted() {
+	if !call.Engine.Hosted() {
 		return ErrorResult(wire, runs.WordNoConversation, NoConversationDetail(wire)), nil
 	}
 	return nil, nil
@@ -154,7 +154,7 @@ func (cv *Conversation) Spawn(ctx context.Context, call *runs.KernelCall) (*runs
 	sp := &runs.SpawnSpec{Prompt: prompt, Agent: agent, Label: label, Lifetime: lifetime, Wake: wake, Wait: wait,
 		Runner: runner, RunnerSet: runnerSet, RunnerNull: runnerNull, Model: strings.TrimSpace(requested), RoundModel: round.Model}
 	sp.Lifetime, sp.Wake = orDefault(sp.Lifetime, runs.LifetimeConversation), orDefault(sp.Wake, runs.WakeAuto)
-	got, rf, err := call.Conv.Spawn(ctx, call.TaskKey, sp)
+	got, rf, err := call.Engine.Spawn(ctx, call.TaskKey, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -281,11 +281,11 @@ func (cv *Conversation) Send(ctx context.Context, call *runs.KernelCall) (*runs.
 		Model: strings.TrimSpace(requested), RoundModel: round.Model}
 	switch {
 	case hasIn:
-		sp.DeliverAt = call.Conv.Now().Add(parseDelay(deliverIn)).UnixMilli()
+		sp.DeliverAt = call.Engine.Now().Add(parseDelay(deliverIn)).UnixMilli()
 	case hasAt:
 		sp.DeliverAt = at.UnixMilli()
 	}
-	got, rf, err := call.Conv.Send(ctx, call.TaskKey, sp)
+	got, rf, err := call.Engine.Send(ctx, call.TaskKey, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -353,14 +353,14 @@ func (cv *Conversation) Status(ctx context.Context, call *runs.KernelCall) (*run
 	if e := a.Err(); e != nil {
 		return argumentsRefused(wireStatus, e), nil
 	}
-	target, rf, err := call.Conv.Resolve(ctx, to, runs.AddressStatus)
+	target, rf, err := call.Engine.Resolve(ctx, to, runs.AddressStatus)
 	if err != nil {
 		return nil, err
 	}
 	if rf != nil {
 		return refusedWith(wireStatus, rf), nil
 	}
-	st, err := call.Conv.State(ctx, target)
+	st, err := call.Engine.State(ctx, target)
 	if err != nil {
 		return nil, err
 	}
@@ -407,14 +407,14 @@ func (cv *Conversation) Cancel(ctx context.Context, call *runs.KernelCall) (*run
 	if e := a.Err(); e != nil {
 		return argumentsRefused(wireCancel, e), nil
 	}
-	target, rf, err := call.Conv.Resolve(ctx, to, runs.AddressCancel)
+	target, rf, err := call.Engine.Resolve(ctx, to, runs.AddressCancel)
 	if err != nil {
 		return nil, err
 	}
 	if rf != nil {
 		return refusedWith(wireCancel, rf), nil
 	}
-	canceled, err := call.Conv.Cancel(ctx, target)
+	canceled, err := call.Engine.Cancel(ctx, target)
 	if err != nil {
 		return nil, err
 	}

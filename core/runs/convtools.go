@@ -16,17 +16,17 @@ import (
 // The conversation tools (docs/agent-tools.md#delegation-and-conversations): spawn, send, status
 // and cancel act on conversations from inside a conversation-hosted run. core/kernel checks their
 // arguments and writes their receipts; this file resolves addressees and writes the rows, inside
-// the kernel call's settling transaction (Conversing).
+// the kernel call's settling transaction (the call's Tx, KernelCall.Engine).
 //
 // Lock order (docs/development.md#how-the-kernel-runs-work). A kernel call runs under its own run's
 // lock, and spawn, send and cancel then write into another conversation: a brand-new child
 // conversation (which nobody else can hold yet), or an existing addressee whose conversation row,
 // and for cancel whose runs, are locked after the caller's run. That inverts the documented order
-// for those transitions; a PostgreSQL deadlock it causes is retried by Engine.write (SQLSTATE
-// 40P01), so the inversion costs a retry, never a hang. The reply travelling back the other way
-// never takes the caller's lock: the child's transaction records the sending run in its effects,
-// and a follow-up transaction after the commit advances it (and the sweeper's poll settles any
-// observer a crash left behind).
+// for those transitions; a PostgreSQL deadlock it causes is retried by Engine.write (the store
+// answers it as store.ErrRetryable), so the inversion costs a retry, never a hang. The reply
+// travelling back the other way never takes the caller's lock: the child's transaction records
+// the sending run in its effects, and a follow-up transaction after the commit advances it (and
+// the sweeper's poll settles any observer a crash left behind).
 //
 // Decisions of this version:
 //   - Every spawn, and every send that owes a reply, places C-delegation-1, the one row that
@@ -109,30 +109,18 @@ func refused(word, format string, args ...any) *Refused {
 	return &Refused{Word: word, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Conversing is the conversation tools' access to the engine inside a kernel call's settling
-// transaction, under the calling run's lock. It is nil on a call without an engine behind it.
-type Conversing struct {
-	e   *Engine
-	tx  *store.Tx
-	fx  *effects
-	run *store.Run
-}
-
-// Now is the engine's clock, which deliver_in is resolved against.
-func (c *Conversing) Now() time.Time { return c.e.now() }
-
 // Hosted reports whether the calling run belongs to a conversation
 // (docs/agent-tools.md#delegation-and-conversations).
-func (c *Conversing) Hosted() bool { return c.run.ConversationID != nil }
+func (c *Tx) Hosted() bool { return c.run.ConversationID != nil }
 
-func (c *Conversing) senderConversation(ctx context.Context) (*store.Conversation, error) {
+func (c *Tx) senderConversation(ctx context.Context) (*store.Conversation, error) {
 	if c.run.ConversationID == nil {
 		return nil, errors.New("runs: a conversation tool ran on a standalone run")
 	}
-	return store.ConversationByID(ctx, c.tx, *c.run.ConversationID)
+	return store.ConversationByID(ctx, c.Tx, *c.run.ConversationID)
 }
 
-func (c *Conversing) senderAgent() string { return deref(c.run.AnsweringAgentPublicID) }
+func (c *Tx) senderAgent() string { return deref(c.run.AnsweringAgentPublicID) }
 
 // Addressing is which tool resolves a to, and so which steps of
 // docs/agent-tools.md#delegation-and-conversations apply.
@@ -148,17 +136,17 @@ const (
 // Resolve resolves a to (docs/agent-tools.md#delegation-and-conversations): a child label of the
 // sender conversation (compared lowercased), else a conversation public id of the run's workspace;
 // then, for send and cancel, the tree and standing checks in their documented order.
-func (c *Conversing) Resolve(ctx context.Context, to string, mode Addressing) (*store.Conversation, *Refused, error) {
+func (c *Tx) Resolve(ctx context.Context, to string, mode Addressing) (*store.Conversation, *Refused, error) {
 	s, err := c.senderConversation(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	lower := strings.ToLower(strings.TrimSpace(to))
-	target, err := store.ChildByLabel(ctx, c.tx, s.ID, lower)
+	target, err := store.ChildByLabel(ctx, c.Tx, s.ID, lower)
 	if errors.Is(err, store.ErrNotFound) {
 		target = nil
 		if uuidPattern.MatchString(lower) {
-			t, err := store.ConversationByPublicID(ctx, c.tx, lower)
+			t, err := store.ConversationByPublicID(ctx, c.Tx, lower)
 			switch {
 			case err == nil && t.WorkspaceID == c.run.WorkspaceID:
 				target = t
@@ -175,12 +163,12 @@ func (c *Conversing) Resolve(ctx context.Context, to string, mode Addressing) (*
 	if mode == AddressStatus {
 		return target, nil, nil
 	}
-	above, err := isAncestor(ctx, c.tx, s, target.ID)
+	above, err := isAncestor(ctx, c.Tx, s, target.ID)
 	if err != nil {
 		return nil, nil, err
 	}
 	if above && mode == AddressSend {
-		waiting, err := store.ParentWaitingOn(ctx, c.tx, s.ID)
+		waiting, err := store.ParentWaitingOn(ctx, c.Tx, s.ID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -199,7 +187,7 @@ func (c *Conversing) Resolve(ctx context.Context, to string, mode Addressing) (*
 
 // mayWrite is an agent's write standing on a conversation: its own, one it answers, or one it
 // created (a spawned child).
-func (c *Conversing) mayWrite(s, target *store.Conversation) bool {
+func (c *Tx) mayWrite(s, target *store.Conversation) bool {
 	agent := c.senderAgent()
 	return target.ID == s.ID || target.AnsweringAgentPublicID == agent ||
 		(target.CreatedByKind == store.KindAgent && target.CreatedByPublicID == agent)
@@ -235,12 +223,12 @@ type ConversationState struct {
 }
 
 // State reads a resolved conversation's status.
-func (c *Conversing) State(ctx context.Context, target *store.Conversation) (*ConversationState, error) {
-	running, err := store.ConversationHasLiveRun(ctx, c.tx, target.ID)
+func (c *Tx) State(ctx context.Context, target *store.Conversation) (*ConversationState, error) {
+	running, err := store.ConversationHasLiveRun(ctx, c.Tx, target.ID)
 	if err != nil {
 		return nil, err
 	}
-	open, err := store.OpenTurns(ctx, c.tx, target.ID)
+	open, err := store.OpenTurns(ctx, c.Tx, target.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -250,13 +238,13 @@ func (c *Conversing) State(ctx context.Context, target *store.Conversation) (*Co
 			st.Queued++
 		}
 	}
-	agent, err := store.AgentInWorkspace(ctx, c.tx, target.WorkspaceID, target.AnsweringAgentPublicID)
+	agent, err := store.AgentInWorkspace(ctx, c.Tx, target.WorkspaceID, target.AnsweringAgentPublicID)
 	if err != nil {
 		return nil, err
 	}
 	st.AnsweredBy = "@" + agent.Handle
 	if target.ID != *c.run.ConversationID {
-		if st.WaitingForYou, err = store.QueuedTurnsFrom(ctx, c.tx, *c.run.ConversationID, target.PublicID); err != nil {
+		if st.WaitingForYou, err = store.QueuedTurnsFrom(ctx, c.Tx, *c.run.ConversationID, target.PublicID); err != nil {
 			return nil, err
 		}
 	}
@@ -266,16 +254,16 @@ func (c *Conversing) State(ctx context.Context, target *store.Conversation) (*Co
 // answerer resolves an agent argument (spawn.agent, send.agent): @handle or public id. where is
 // "" for spawn and the addressee's public id for send, whose answerer_not_eligible sentence
 // names it.
-func (c *Conversing) answerer(ctx context.Context, ref, where string) (*store.AgentRow, *Refused, error) {
+func (c *Tx) answerer(ctx context.Context, ref, where string) (*store.AgentRow, *Refused, error) {
 	var a *store.AgentRow
 	var err error
 	handle, id := "", ""
 	if h, ok := strings.CutPrefix(ref, "@"); ok {
 		handle = h
-		a, err = store.AgentByHandle(ctx, c.tx, c.run.WorkspaceID, h)
+		a, err = store.AgentByHandle(ctx, c.Tx, c.run.WorkspaceID, h)
 	} else {
 		id = strings.ToLower(ref)
-		a, err = store.AgentInWorkspace(ctx, c.tx, c.run.WorkspaceID, id)
+		a, err = store.AgentInWorkspace(ctx, c.Tx, c.run.WorkspaceID, id)
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, nil, err
@@ -292,14 +280,14 @@ func (c *Conversing) answerer(ctx context.Context, ref, where string) (*store.Ag
 		}
 		return a, nil, nil
 	}
-	user, err := store.WorkspaceUserByRef(ctx, c.tx, c.run.WorkspaceID, handle, id)
+	user, err := store.WorkspaceUserByRef(ctx, c.Tx, c.run.WorkspaceID, handle, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if user {
 		return nil, notEligible(), nil
 	}
-	agents, err := store.AgentsOfWorkspace(ctx, c.tx, c.run.WorkspaceID)
+	agents, err := store.AgentsOfWorkspace(ctx, c.Tx, c.run.WorkspaceID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -321,7 +309,7 @@ func handleList(agents []store.AgentRow) string {
 }
 
 // modelRefused checks an explicit model for work whose declaration has tools or not.
-func (c *Conversing) modelRefused(ref string, hasTools bool) (*Refused, error) {
+func (c *Tx) modelRefused(ref string, hasTools bool) (*Refused, error) {
 	if _, err := c.e.models.Check(ref, hasTools); err != nil {
 		rf, ok := refusal.As(err)
 		if !ok {
@@ -345,12 +333,12 @@ func profileRefused(err error) (*Refused, error) {
 // (docs/agent-tools.md#delegation-and-conversations): the answerer's default model; else, when it
 // has replied there before, the model it used; else the explicit selection, else the calling
 // round's model, else the deployment default.
-func (c *Conversing) replyModel(ctx context.Context, conv *store.Conversation, agentPublicID string, prof *AcceptedProfile, explicit, round string) (string, error) {
+func (c *Tx) replyModel(ctx context.Context, conv *store.Conversation, agentPublicID string, prof *AcceptedProfile, explicit, round string) (string, error) {
 	if prof.DefaultModel != "" {
 		return prof.DefaultModel, nil
 	}
 	if conv.ID != 0 {
-		prev, err := store.PreviousTurnModel(ctx, c.tx, conv.ID, agentPublicID)
+		prev, err := store.PreviousTurnModel(ctx, c.Tx, conv.ID, agentPublicID)
 		if err != nil {
 			return "", err
 		}
@@ -397,8 +385,8 @@ type Spawned struct {
 // (docs/agent-tools.md#delegation-and-conversations), in the check order of
 // docs/agent-tools.md#delegation-and-conversations. Everything is keyed by the call: a second
 // evaluation of the same row finds its request and creates nothing twice.
-func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (*Spawned, *Refused, error) {
-	if prior, err := store.RequestByCall(ctx, c.tx, c.run.ID, callKey); err == nil {
+func (c *Tx) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (*Spawned, *Refused, error) {
+	if prior, err := store.RequestByCall(ctx, c.Tx, c.run.ID, callKey); err == nil {
 		out, err := c.spawnedOf(ctx, prior)
 		return out, nil, err
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -410,7 +398,7 @@ func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (
 	}
 	var agent *store.AgentRow
 	if sp.Agent == "" {
-		if agent, err = store.AgentInWorkspace(ctx, c.tx, c.run.WorkspaceID, c.senderAgent()); err != nil {
+		if agent, err = store.AgentInWorkspace(ctx, c.Tx, c.run.WorkspaceID, c.senderAgent()); err != nil {
 			return nil, nil, err
 		}
 	} else {
@@ -424,7 +412,7 @@ func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (
 	}
 	var label *string
 	if sp.Label != "" {
-		taken, err := store.ChildByLabel(ctx, c.tx, s.ID, sp.Label)
+		taken, err := store.ChildByLabel(ctx, c.Tx, s.ID, sp.Label)
 		switch {
 		case err == nil:
 			return nil, refused(WordLabelTaken, "label %q is already used by conversation %s.", sp.Label, taken.PublicID), nil
@@ -437,13 +425,13 @@ func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (
 	switch {
 	case sp.RunnerSet && !sp.RunnerNull:
 		id := strings.ToLower(sp.Runner)
-		if !c.e.eligibleRunner(ctx, c.tx, c.run.WorkspaceID, id) {
+		if !c.e.eligibleRunner(ctx, c.Tx, c.run.WorkspaceID, id) {
 			return nil, refused(WordRunnerNotEligible, "Runner %s is not available to the answering agent.", sp.Runner), nil
 		}
 		runner = &id
 	case !sp.RunnerSet && c.run.DefaultRunnerExecutorPublicID != nil:
 		// An inherited Runner the answerer may not use is not refused: the child has none.
-		if c.e.eligibleRunner(ctx, c.tx, c.run.WorkspaceID, *c.run.DefaultRunnerExecutorPublicID) {
+		if c.e.eligibleRunner(ctx, c.Tx, c.run.WorkspaceID, *c.run.DefaultRunnerExecutorPublicID) {
 			runner = c.run.DefaultRunnerExecutorPublicID
 		}
 	}
@@ -452,7 +440,7 @@ func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (
 		AnsweringAgentID: agent.ID, AnsweringAgentPublicID: agent.PublicID, CreatedByKind: store.KindAgent, CreatedByPublicID: c.senderAgent(),
 		DefaultRunnerExecutorPublicID: runner, ParentConversationID: &s.ID, Label: label, Status: ConversationActive,
 		CreatedAt: now, UpdatedAt: now}
-	prof, err := c.e.acceptProfile(ctx, c.tx, child, nil)
+	prof, err := c.e.acceptProfile(ctx, c.Tx, child, nil)
 	if err != nil {
 		rf, err := profileRefused(err)
 		return nil, rf, err
@@ -466,16 +454,16 @@ func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := store.InsertConversation(ctx, c.tx, child); err != nil {
+	if err := store.InsertConversation(ctx, c.Tx, child); err != nil {
 		return nil, nil, err
 	}
-	if child, err = store.LockConversation(ctx, c.tx, child.ID); err != nil {
+	if child, err = store.LockConversation(ctx, c.Tx, child.ID); err != nil {
 		return nil, nil, err
 	}
 	sender := s.PublicID
 	post := &turnPost{PublicID: store.NewPublicID(), AuthorKind: store.KindAgent, AuthorPublicID: c.senderAgent(), SenderConversation: &sender,
 		Text: sp.Prompt, Model: ref, AgentID: agent.ID, AgentPublicID: agent.PublicID, Profile: prof}
-	turn, err := c.e.postTurn(ctx, c.tx, c.fx, child, post, now)
+	turn, err := c.e.postTurn(ctx, c.Tx, c.fx, child, post, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -483,7 +471,7 @@ func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (
 		RunID: c.run.ID, CallKey: callKey, Kind: RequestSpawn, Delivery: DeliveryQueued, ConversationID: child.ID,
 		SenderConversationID: s.ID, AuthorPublicID: c.senderAgent(), AnsweringAgentID: agent.ID, InputText: sp.Prompt, Model: ref,
 		TurnID: &turn.ID, ReplyOwed: true, Status: requestPosted, Receipt: "{}", CreatedAt: now, ReleasedAt: &now}
-	if err := store.InsertConversationRequest(ctx, c.tx, req); err != nil {
+	if err := store.InsertConversationRequest(ctx, c.Tx, req); err != nil {
 		return nil, nil, err
 	}
 	out := &Spawned{ConversationPublicID: child.PublicID, Label: sp.Label, AnsweredBy: "@" + agent.Handle}
@@ -495,12 +483,12 @@ func (c *Conversing) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (
 }
 
 // spawnedOf describes a spawn already made, for a second evaluation of its call.
-func (c *Conversing) spawnedOf(ctx context.Context, r *store.ConversationRequest) (*Spawned, error) {
-	child, err := store.ConversationByID(ctx, c.tx, r.ConversationID)
+func (c *Tx) spawnedOf(ctx context.Context, r *store.ConversationRequest) (*Spawned, error) {
+	child, err := store.ConversationByID(ctx, c.Tx, r.ConversationID)
 	if err != nil {
 		return nil, err
 	}
-	agent, err := store.AgentInWorkspace(ctx, c.tx, child.WorkspaceID, child.AnsweringAgentPublicID)
+	agent, err := store.AgentInWorkspace(ctx, c.Tx, child.WorkspaceID, child.AnsweringAgentPublicID)
 	if err != nil {
 		return nil, err
 	}
@@ -560,8 +548,8 @@ type Sent struct {
 // Send addresses an input to a conversation (docs/agent-tools.md#delegation-and-conversations) in
 // the check order of docs/agent-tools.md#delegation-and-conversations after the argument shapes:
 // to, agent, the messaging policy, model, then the input door.
-func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent, *Refused, error) {
-	if prior, err := store.RequestByCall(ctx, c.tx, c.run.ID, callKey); err == nil {
+func (c *Tx) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent, *Refused, error) {
+	if prior, err := store.RequestByCall(ctx, c.Tx, c.run.ID, callKey); err == nil {
 		var out Sent
 		if err := json.Unmarshal([]byte(prior.Receipt), &out); err != nil {
 			return nil, nil, fmt.Errorf("runs: the receipt of %s: %w", prior.ReceiptKey, err)
@@ -583,13 +571,13 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 		if agent, rf, err = c.answerer(ctx, sp.Agent, target.PublicID); rf != nil || err != nil {
 			return nil, rf, err
 		}
-	} else if agent, err = store.AgentInWorkspace(ctx, c.tx, target.WorkspaceID, target.AnsweringAgentPublicID); err != nil {
+	} else if agent, err = store.AgentInWorkspace(ctx, c.Tx, target.WorkspaceID, target.AnsweringAgentPublicID); err != nil {
 		return nil, nil, err
 	}
 	if rf, err := c.privateRefusal(ctx, agent); rf != nil || err != nil {
 		return nil, rf, err
 	}
-	prof, err := c.e.acceptProfileFor(ctx, c.tx, target, agent.ID, agent.PublicID, nil)
+	prof, err := c.e.acceptProfileFor(ctx, c.Tx, target, agent.ID, agent.PublicID, nil)
 	if err != nil {
 		rf, err := profileRefused(err)
 		return nil, rf, err
@@ -599,7 +587,7 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 			return nil, rf, err
 		}
 	}
-	if target, err = store.LockConversation(ctx, c.tx, target.ID); err != nil {
+	if target, err = store.LockConversation(ctx, c.Tx, target.ID); err != nil {
 		return nil, nil, err
 	}
 	now := c.e.nowMS()
@@ -614,7 +602,7 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 	if err != nil {
 		return nil, nil, err
 	}
-	open, err := store.OpenTurns(ctx, c.tx, target.ID)
+	open, err := store.OpenTurns(ctx, c.Tx, target.ID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -644,7 +632,7 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 			return nil, &Refused{Word: CodeInputQueueFull, Detail: fmt.Sprintf("The conversation already has %d queued turns.", MaxQueuedTurns)}, nil
 		}
 		sender := s.PublicID
-		turn, err := c.e.postTurn(ctx, c.tx, c.fx, target, &turnPost{PublicID: req.PublicID, AuthorKind: store.KindAgent,
+		turn, err := c.e.postTurn(ctx, c.Tx, c.fx, target, &turnPost{PublicID: req.PublicID, AuthorKind: store.KindAgent,
 			AuthorPublicID: c.senderAgent(), SenderConversation: &sender, Text: sp.Message, Model: ref, AgentID: agent.ID,
 			AgentPublicID: agent.PublicID, Profile: prof}, now)
 		if err != nil {
@@ -665,7 +653,7 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 		return nil, nil, err
 	}
 	req.Receipt = string(receipt)
-	if err := store.InsertConversationRequest(ctx, c.tx, req); err != nil {
+	if err := store.InsertConversationRequest(ctx, c.Tx, req); err != nil {
 		return nil, nil, err
 	}
 	if req.ReplyOwed {
@@ -678,11 +666,11 @@ func (c *Conversing) Send(ctx context.Context, callKey string, sp *SendSpec) (*S
 // (docs/agent-tools.md#delegation-and-conversations): a private agent accepts new requests only
 // from itself (its own spawned copies included); the sender is the calling run's answering agent.
 // An agent absent from the policy is public.
-func (c *Conversing) privateRefusal(ctx context.Context, recipient *store.AgentRow) (*Refused, error) {
+func (c *Tx) privateRefusal(ctx context.Context, recipient *store.AgentRow) (*Refused, error) {
 	if recipient.PublicID == c.senderAgent() {
 		return nil, nil
 	}
-	private, err := store.AgentMessagingPrivate(ctx, c.tx, c.run.WorkspaceID, recipient.PublicID)
+	private, err := store.AgentMessagingPrivate(ctx, c.Tx, c.run.WorkspaceID, recipient.PublicID)
 	if err != nil || !private {
 		return nil, err
 	}
@@ -696,8 +684,8 @@ func (c *Conversing) privateRefusal(ctx context.Context, recipient *store.AgentR
 // work and undelivered results; the requests those runs sent on are canceled the same way,
 // recursively. Work this run did not start is untouched. It reports whether anything was left to
 // cancel.
-func (c *Conversing) Cancel(ctx context.Context, target *store.Conversation) (bool, error) {
-	reqs, err := store.RequestsOfRunIn(ctx, c.tx, c.run.ID, target.ID)
+func (c *Tx) Cancel(ctx context.Context, target *store.Conversation) (bool, error) {
+	reqs, err := store.RequestsOfRunIn(ctx, c.Tx, c.run.ID, target.ID)
 	if err != nil {
 		return false, err
 	}
@@ -705,7 +693,7 @@ func (c *Conversing) Cancel(ctx context.Context, target *store.Conversation) (bo
 	seen := map[int64]bool{c.run.ID: true}
 	any := false
 	for i := range reqs {
-		did, err := c.e.cancelRequest(ctx, c.tx, c.fx, &reqs[i], by, seen)
+		did, err := c.e.cancelRequest(ctx, c.Tx, c.fx, &reqs[i], by, seen)
 		if err != nil {
 			return false, err
 		}

@@ -295,7 +295,7 @@ func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, fx *effects, run *
 		ConversationPublicID: deref(run.ConversationPublicID), MemoryPrincipal: memoryPrincipal(run),
 		MemoryContext: json.RawMessage(run.MemoryContext), TaskKey: t.Key, ToolName: entry.Wire,
 		Canonical: entry.Canonical, ToolAlias: deref(t.ToolAlias), Input: json.RawMessage(deref(t.ToolInput)),
-		Attempt: c.Generation, Tx: tx, Conv: &Conversing{e: e, tx: tx, fx: fx, run: run},
+		Attempt: c.Generation, Tx: tx, Engine: &Tx{e: e, Tx: tx, fx: fx, run: run},
 	}
 	if t.DeclaringTaskKey != nil {
 		call.Round = roundReader(tx, run.ID, *t.DeclaringTaskKey)

@@ -81,9 +81,10 @@ type KernelCall struct {
 	// skill catalog and environment the call runs against. It is read on first use only, so a
 	// tool that never needs it pays nothing; nil on a row no model round declared.
 	Round func(ctx context.Context) (*CallingRound, error)
-	// Conv is the conversation tools' access to the engine in this transaction (spawn, send,
-	// status, cancel); nil outside the engine.
-	Conv *Conversing
+	// Engine is the engine transaction that will settle the row, whose store transaction is Tx,
+	// under the calling run's lock: the conversation tools (spawn, send, status, cancel) place
+	// their rows through it. nil outside the engine.
+	Engine *Tx
 }
 
 // CallingRound is the frozen context of the model round that made a kernel call: what acceptance
