@@ -1,8 +1,13 @@
-// Package conversations owns what a conversation's history answers: the session history read and
-// search that session_read and session_search serve (the visible turns, their prompt, steers and
-// reply texts, a turn's persisted execution, the matching rule and its cursor), and the state of
-// a conversation that kernel memory binds to (gone, read-only or writable).
+// Package conversations owns what a conversation-hosted run does to conversations and what their
+// history answers: the conversation tools' side of spawn, send, status and cancel (resolving the
+// addressee, the tree and standing checks, the messaging policy, the answerer's profile and model,
+// and the child conversation, turn and request rows they write), the session history read and
+// search of session_read and session_search, and the state of a conversation kernel memory binds
+// to (gone, read-only or writable).
 //
-// It reads the rows core/store keeps and the engine's words (core/runs); the engine never imports
-// it, and the kernel's history tools (core/kernel) turn its refusals into their error results.
+// It works inside the engine's transaction (runs.Tx, a kernel call's KernelCall.Engine, through
+// On): turns are posted and requests canceled by the engine's own operations, so that they go
+// through its lifecycle and wake-ups. The engine never imports it; core/kernel's tools check the
+// arguments, call it, and word its refusals (Refused) as their error results. It must not import
+// core/kernel, core/executors, core/httpapi or core/server.
 package conversations

@@ -152,3 +152,11 @@ func historyTurns(ctx context.Context, q store.Querier, rows []store.HistoryTurn
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/runs"
 )
@@ -29,9 +30,9 @@ func TestConversationTexts(t *testing.T) {
 		{"scheduled", kernel.SendReceipt(conv, "", runs.DeliveryScheduled, &at), "Sent to " + conv + " (scheduled for 2025-11-30T10:00:00Z)."},
 		{"for an agent", kernel.SendReceipt(conv, "@scout", runs.DeliveryQueued, nil), "Sent to " + conv + ", for @scout (queued)."},
 		{"send title", kernel.SendTitle("research"), "sent to research"},
-		{"status", kernel.StatusText(&runs.ConversationState{PublicID: conv, Running: true, Queued: 2, AnsweredBy: "@helper", WaitingForYou: 1}),
+		{"status", kernel.StatusText(&conversations.ConversationState{PublicID: conv, Running: true, Queued: 2, AnsweredBy: "@helper", WaitingForYou: 1}),
 			"Conversation " + conv + ": running; queue: 2 waiting; answered by @helper.\n1 message from it waits for you, delivered when you end your turn."},
-		{"status, plural", kernel.StatusText(&runs.ConversationState{PublicID: conv, Queued: 0, AnsweredBy: "@helper", WaitingForYou: 3}),
+		{"status, plural", kernel.StatusText(&conversations.ConversationState{PublicID: conv, Queued: 0, AnsweredBy: "@helper", WaitingForYou: 3}),
 			"Conversation " + conv + ": idle; queue: 0 waiting; answered by @helper.\n3 messages from it wait for you, delivered when you end your turn."},
 		{"status title", kernel.StatusTitle("research"), "status of research"},
 		{"canceled", kernel.CancelText(conv, true), "Canceled the work this run started in conversation " + conv + "."},

@@ -10,10 +10,14 @@
 // recovery, wake-ups) and the transcript a model reads (the sealed request, <task_result>,
 // <tool_use_error>, escaping).
 //
-// It must not import core/kernel, core/executors, core/httpapi or core/server: kernel tool
-// handlers and executor push reach it through the KernelTools and ExecutorSignal interfaces it
-// defines, which core/server fills, so the engine that settles work never depends on the code
-// that does it. It never speaks HTTP: its doors take typed requests (CreateRunRequest,
+// Packages above it change rows only through its one transaction API, Tx (Engine.Write and
+// WriteIn; a kernel call's KernelCall.Engine): the run and row locks, effects delivered after the
+// commit, the wake-ups to send. core/conversations runs the conversation tools on it.
+//
+// It must not import core/conversations, core/kernel, core/executors, core/httpapi or
+// core/server: kernel tool handlers, their texts and executor push reach it through the
+// KernelTools, ToolTexts and ExecutorSignal interfaces it defines, which core/server fills, so the
+// engine that settles work never depends on the code that does it. It never speaks HTTP: its doors take typed requests (CreateRunRequest,
 // AppendRequest, ResolveRequest, PostMessageRequest, with a Replay for the Idempotency-Key) and
 // return typed refusals and document values. Append and Resolve answer the door's decoding
 // refusal (the request's Invalid) at the body's place in their checks. Tool

@@ -70,3 +70,49 @@ func (x *Tx) LockRow(ctx context.Context, runID, taskID int64) (*store.Run, *sto
 	}
 	return run, t, nil
 }
+
+// The engine's operations a kernel call's tools run on its Tx (core/conversations' spawn, send,
+// status and cancel), each the engine's own, so that a turn posted or a request canceled by a
+// tool goes through the same lifecycle and wake-ups as the member doors'.
+
+// Run is the calling run, under its lock, when the Tx settles a kernel call; nil otherwise.
+func (x *Tx) Run() *store.Run { return x.run }
+
+// PostTurn writes a turn, its run and the run's first round into conversation c, which the caller
+// has locked, and starts it when nothing else of the conversation is running or queued.
+func (x *Tx) PostTurn(ctx context.Context, c *store.Conversation, in *TurnPost, now int64) (*store.Turn, error) {
+	return x.e.postTurn(ctx, x.Tx, x.fx, c, in, now)
+}
+
+// AcceptProfile freezes the profile of c's answering agent for a new turn of c.
+func (x *Tx) AcceptProfile(ctx context.Context, c *store.Conversation, toolNames []string) (*AcceptedProfile, error) {
+	return x.e.acceptProfile(ctx, x.Tx, c, toolNames)
+}
+
+// AcceptProfileFor freezes the profile of the agent that answers a new turn of c: its answering
+// agent, or the agent a send selected.
+func (x *Tx) AcceptProfileFor(ctx context.Context, c *store.Conversation, agentID int64, agentPublicID string, toolNames []string) (*AcceptedProfile, error) {
+	return x.e.acceptProfileFor(ctx, x.Tx, c, agentID, agentPublicID, toolNames)
+}
+
+// CancelRequest withdraws one conversation request or stops, with force, the run answering it,
+// and recursively what that run sent on; seen holds the runs already stopped. It reports whether
+// anything was left to cancel.
+func (x *Tx) CancelRequest(ctx context.Context, r *store.ConversationRequest, by Member, seen map[int64]bool) (bool, error) {
+	return x.e.cancelRequest(ctx, x.Tx, x.fx, r, by, seen)
+}
+
+// EligibleRunner reports whether id is an active Runner of the workspace.
+func (x *Tx) EligibleRunner(ctx context.Context, workspaceID int64, id string) bool {
+	return x.e.eligibleRunner(ctx, x.Tx, workspaceID, id)
+}
+
+// CheckModel checks a model reference for work whose declaration has tools or not; its refusal
+// is the model catalog's.
+func (x *Tx) CheckModel(ref string, hasTools bool) error {
+	_, err := x.e.models.Check(ref, hasTools)
+	return err
+}
+
+// DefaultModel is the deployment's default model reference.
+func (x *Tx) DefaultModel() string { return x.e.models.Default().Ref }
