@@ -695,4 +695,3 @@ func (c *Caller) Cancel(ctx context.Context, target *store.Conversation) (bool, 
 	}
 	return any, nil
 }
-
