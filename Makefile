@@ -21,10 +21,10 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## plugins: the three plugin binaries into bin/, beside bin/nexus
+## plugins: the four plugin binaries into bin/, beside bin/nexus
 plugins:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/nexus-memory-fs ./cmd/nexus-memory-postgres ./cmd/nexus-tools-example
+	$(GO) build -o $(BIN)/ ./cmd/nexus-memory-fs ./cmd/nexus-memory-postgres ./cmd/nexus-tools-example ./cmd/nexus-mcp-bridge
 
 # CONFIG is the settings file `make run` serves with: the sample, which starts the two plugins
 # built beside bin/nexus. `make run CONFIG=` serves without a settings file.
