@@ -23,6 +23,10 @@ const (
 	maxTitleBytes = 512
 	// maxResultMetaBytes bounds the result _meta kept in metadata, which is bounded at 64 KiB.
 	maxResultMetaBytes = 16 << 10
+	// maxCommitBytes is the commit bound on content plus structured_content (canonical JSON).
+	maxCommitBytes = 1 << 20
+	// linkURIBytes is room for the host's rewritten link URI (nexus://uploads/<public id>).
+	linkURIBytes = 96
 	// maxFilenameBytes bounds a capture's filename before its extension.
 	maxFilenameBytes = 100
 )
@@ -120,7 +124,6 @@ func mapResult(ctx context.Context, m mapping, res *mcp.CallToolResult) toolprov
 		"tool":             m.tool.Name,
 		"protocol_version": m.protocolVersion,
 	}
-	rb.budgetText(meta)
 	if res.StructuredContent != nil {
 		raw, err := json.Marshal(res.StructuredContent)
 		if err == nil {
@@ -133,6 +136,23 @@ func mapResult(ctx context.Context, m mapping, res *mcp.CallToolResult) toolprov
 				out.Structured = canon
 			}
 		}
+	}
+	// The budgets count text bytes; escapes can make the committed JSON larger. When the
+	// result would pass the commit bound anyway, structured content goes first, then text.
+	blocks, captures, nbytes := rb.blocks, rb.captures, rb.bytes
+	for limit := m.server.MaxTextBytes; ; {
+		rb.blocks, rb.captures, rb.bytes = append([]block(nil), blocks...), append([]toolprovider.Capture(nil), captures...), nbytes
+		rb.budgetText(meta, limit)
+		over := contentSize(rb.blocks) + len(out.Structured) - maxCommitBytes
+		if over <= 0 || limit == 0 {
+			break
+		}
+		if out.Structured != nil {
+			meta["structured_content_omitted_bytes"] = len(out.Structured)
+			out.Structured = nil
+			continue
+		}
+		limit = max(0, limit-over)
 	}
 	if len(res.Meta) > 0 {
 		if raw, err := json.Marshal(res.Meta); err == nil && len(raw) <= maxResultMetaBytes {
@@ -324,8 +344,7 @@ func uriPath(uri string) string {
 // budgetText keeps the text blocks within max_text_bytes: in order, cutting the crossing block
 // and dropping the text blocks after it, then a marker and the full text as output.txt when it
 // fits the capture bounds.
-func (rb *resultBuilder) budgetText(meta map[string]any) {
-	limit := rb.m.server.MaxTextBytes
+func (rb *resultBuilder) budgetText(meta map[string]any, limit int) {
 	total := 0
 	var all []string
 	for _, b := range rb.blocks {
@@ -376,4 +395,21 @@ func title(m mapping) string {
 	}
 	s := strings.NewReplacer("\r", " ", "\n", " ").Replace(m.server.Name + ": " + t)
 	return cutUTF8(s, maxTitleBytes)
+}
+
+// contentSize measures the blocks as the commit carries them, in canonical JSON, with room for
+// the URI the host writes into each link.
+func contentSize(blocks []block) int {
+	n := 2
+	for _, b := range blocks {
+		n++
+		if b.text != nil {
+			n += len(`{"text":,"type":"text"}`) + jsonwire.QuotedLen(*b.text)
+			continue
+		}
+		l := b.link
+		n += len(`{"mimeType":,"name":,"size":,"title":,"description":,"type":"resource_link","uri":""}`) + linkURIBytes + 20 +
+			jsonwire.QuotedLen(l.MimeType) + jsonwire.QuotedLen(l.Name) + jsonwire.QuotedLen(l.Title) + jsonwire.QuotedLen(l.Description)
+	}
+	return n
 }
