@@ -57,6 +57,7 @@ type server struct {
 	changed     chan struct{} // closed and replaced on every state change
 	session     *mcp.ClientSession
 	protocol    string
+	pid         int // the stdio server's process, for tests of process hygiene
 	canRead     bool
 	list        *serverList
 	everReady   bool
@@ -180,10 +181,11 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd, er
 		}
 		return nil, nil, fmt.Errorf("unsupported protocol revision %q", v)
 	}
-	if cmd != nil && cmd.Process != nil {
-		s.log.Info("started", "pid", cmd.Process.Pid)
-	}
 	s.mu.Lock()
+	if cmd != nil && cmd.Process != nil {
+		s.pid = cmd.Process.Pid
+		s.log.Info("started", "pid", s.pid)
+	}
 	s.protocol = ir.ProtocolVersion
 	s.canRead = ir.Capabilities != nil && ir.Capabilities.Resources != nil
 	s.mu.Unlock()
@@ -423,6 +425,12 @@ func (s *server) describeState() string {
 
 // lost marks a session whose call lost its answer: it is closed and the server restarted.
 func (s *server) lost(sess *mcp.ClientSession) {
+	s.mu.Lock()
+	if s.session == sess {
+		s.session = nil
+		s.setStateLocked(stateStarting)
+	}
+	s.mu.Unlock()
 	_ = sess.Close()
 }
 

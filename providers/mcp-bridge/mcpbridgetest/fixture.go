@@ -31,6 +31,9 @@ const (
 	EnvEvents = "FX_EVENTS"
 	// EnvState names a directory for crash_once's marker.
 	EnvState = "FX_STATE"
+	// EnvExitIf names a file whose presence makes any scenario exit at start, so a test can
+	// make a server fail without changing its configuration.
+	EnvExitIf = "FX_EXIT_IF"
 	// EnvDelay is how long slow-start waits before serving (a Go duration; default 15s).
 	EnvDelay = "FX_DELAY"
 )
@@ -258,6 +261,12 @@ func MaybeServe() {
 func serve(scenario string) int {
 	ctx := context.Background()
 	opt := Options{}
+	if f := os.Getenv(EnvExitIf); f != "" {
+		if _, err := os.Stat(f); err == nil {
+			fmt.Fprintln(os.Stderr, "fixture: exiting at start:", f, "exists")
+			return 1
+		}
+	}
 	switch {
 	case scenario == "basic":
 	case scenario == "paged":
