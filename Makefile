@@ -95,7 +95,9 @@ FUZZ_TARGETS := \
 	./core/runs:FuzzEscape:20000 \
 	./core/kernel:FuzzToolSearch:7000 \
 	./core/model/openai:FuzzStream:8000 \
-	./core/model/anthropic:FuzzStream:15000
+	./core/model/anthropic:FuzzStream:15000 \
+	./providers/mcp-bridge:FuzzNameMapping:10000 \
+	./providers/mcp-bridge:FuzzResultMapping:5000
 
 # FUZZ_FOR, when set, replaces every target's input count with one -fuzztime (a duration or Nx).
 FUZZ_FOR ?=
@@ -120,7 +122,8 @@ soak:
 
 ## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 in
 ## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
-## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic)
+## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic,
+## B15 in providers/mcp-bridge)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 
