@@ -23,7 +23,7 @@ const (
 	resourceReadTimeout = 10 * time.Second
 )
 
-// call sends one tools/call and classifies what came back (docs/plugins.md#calls-and-their-outcomes).
+// call sends one tools/call and classifies what came back (docs/plugins.md#what-a-model-sees).
 func (b *Bridge) call(ctx context.Context, s *server, rt route, input json.RawMessage) (toolprovider.Result, error) {
 	for attempt := 1; ; attempt++ {
 		sess, state, ok := s.ready(ctx, b.serverWait())

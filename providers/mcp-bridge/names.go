@@ -9,7 +9,7 @@ import (
 // hashDigits is how many hex digits of SHA-256 the hashed form of a long name carries.
 const hashDigits = 10
 
-// Encode maps an MCP tool name to the announcement grammar (docs/plugins.md#tool-names): bytes
+// Encode maps an MCP tool name to the announcement grammar (docs/plugins.md#served-names): bytes
 // of [A-Za-z0-9-] are kept, "_" is kept unless it begins "__" followed by two lowercase hex
 // digits (then it is written "__5f"), and every other byte b is written "__" and b in two
 // lowercase hex digits. Decode(Encode(n)) == n for every string.
