@@ -242,6 +242,11 @@ func (s *server) serve(ctx context.Context, sess *mcp.ClientSession, cmd *exec.C
 			return
 		case err := <-done:
 			s.endSession(sess, cmd)
+			if errors.Is(err, mcp.ErrSessionMissing) {
+				// The HTTP server forgot the session: connect again at once, no failure.
+				s.log.Info("session forgotten by the server; reconnecting")
+				return
+			}
 			cause := "session ended"
 			if cmd != nil && cmd.ProcessState != nil {
 				cause = "exit: " + cmd.ProcessState.String()
