@@ -14,7 +14,9 @@ import (
 
 func TestAnnouncementBoundsAndEntries(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "many", Version: "1"}, nil)
-	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
 	for i := 0; i < announce.MaxTools+8; i++ {
 		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%03d", i), InputSchema: map[string]any{"type": "object"}}, noop)
 	}
