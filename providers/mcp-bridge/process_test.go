@@ -205,3 +205,22 @@ func TestStdioCloseEndsTheProcessGroup(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestStdioSlowStart(t *testing.T) {
+	entry := fixtureServer(t, "fx", "slow-start", map[string]string{mcpbridgetest.EnvState: t.TempDir(), mcpbridgetest.EnvDelay: "5s"})
+	entry = strings.Replace(entry, `"connect_timeout":"2s"`, `"connect_timeout":"1s"`, 1)
+	start := time.Now()
+	b := stdioBridge(t, t.TempDir(), entry)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("New took %s", d)
+	}
+	a, _ := b.Announce(context.Background())
+	rev := b.AnnouncementRevision()
+	if len(a.Tools) != 0 {
+		t.Fatalf("%d tools before the server listed", len(a.Tools))
+	}
+	waitFor(t, func() bool { a, _ := b.Announce(context.Background()); return toolNamed(a, "fx_echo") != nil })
+	if b.AnnouncementRevision() <= rev {
+		t.Errorf("revision %d did not rise from %d", b.AnnouncementRevision(), rev)
+	}
+}

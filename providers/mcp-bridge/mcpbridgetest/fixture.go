@@ -31,7 +31,8 @@ const (
 	// EnvExitIf names a file whose presence makes any scenario exit at start, so a test can
 	// make a server fail without changing its configuration.
 	EnvExitIf = "FX_EXIT_IF"
-	// EnvDelay is how long slow-start waits before serving (a Go duration; default 15s).
+	// EnvDelay is how long slow-start's first start waits before serving (a Go duration;
+	// default 15s).
 	EnvDelay = "FX_DELAY"
 )
 
@@ -274,11 +275,16 @@ func serve(scenario string) int {
 		fmt.Fprintln(os.Stderr, "fixture: exiting at start")
 		return 1
 	case scenario == "slow-start":
-		d, err := time.ParseDuration(os.Getenv(EnvDelay))
-		if err != nil {
-			d = 15 * time.Second
+		// The first start (no marker in FX_STATE yet) is slow; later ones serve at once.
+		marker := filepath.Join(os.Getenv(EnvState), "slow-start")
+		if _, err := os.Stat(marker); err != nil {
+			_ = os.WriteFile(marker, []byte("1"), 0o600)
+			d, err := time.ParseDuration(os.Getenv(EnvDelay))
+			if err != nil {
+				d = 15 * time.Second
+			}
+			time.Sleep(d)
 		}
-		time.Sleep(d)
 	case scenario == "stdout-garbage":
 		fmt.Fprintln(os.Stdout, "this is not JSON-RPC")
 	case scenario == "raw-bad-content":
