@@ -99,7 +99,7 @@ FUZZ_TARGETS := \
 	./core/kernel:FuzzToolSearch:7000 \
 	./core/model/openai:FuzzStream:8000 \
 	./core/model/anthropic:FuzzStream:15000 \
-	./providers/mcp-bridge:FuzzNameMapping:10000 \
+	./providers/mcp-bridge:FuzzNameMapping:6000 \
 	./providers/mcp-bridge:FuzzResultMapping:5000
 
 # FUZZ_FOR, when set, replaces every target's input count with one -fuzztime (a duration or Nx).
