@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -103,4 +104,71 @@ func percentile(ds []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+// BenchmarkB16ListChangeBridgeHalf measures the bridge's half of a list change: from the
+// server's notifications/tools/list_changed (a tool added on the fixture, over streamable HTTP)
+// to the bridge signalling a new announcement revision that holds the tool, minus the 250 ms
+// debounce it waits on purpose, against a plain MCP Go SDK client's own notification-to-relist
+// time on the same server. The host's half (re-announcement and a run seeing the tool) is not
+// part of it.
+func BenchmarkB16ListChangeBridgeHalf(b *testing.B) {
+	srv := mcpbridgetest.NewServer(mcpbridgetest.Options{Exit: func(int) {}})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	raw := `{"servers":[{"name":"fx","url":"` + ts.URL + `/mcp"}]}`
+	br, err := New(context.Background(), plugin.Config{PluginName: "mcp", DataDir: b.TempDir(), Raw: json.RawMessage(raw)}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	relisted := make(chan time.Time, 16)
+	var direct *mcp.ClientSession
+	direct, err = mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) {
+			go func() {
+				if _, err := direct.ListTools(context.Background(), nil); err == nil {
+					relisted <- time.Now()
+				}
+			}()
+		},
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer direct.Close()
+	changes := br.AnnouncementChanges(b.Context())
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	var bt, dt []time.Duration
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("added_%d", i)
+		for len(relisted) > 0 {
+			<-relisted
+		}
+		t0 := time.Now()
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, noop)
+		var plain time.Duration
+		got := false
+		deadline := time.After(10 * time.Second)
+		for !got || plain == 0 {
+			select {
+			case t := <-relisted:
+				if plain == 0 {
+					plain = t.Sub(t0)
+				}
+			case <-changes:
+				a, _ := br.Announce(context.Background())
+				if toolNamed(a, "fx_"+name) != nil && !got {
+					got = true
+					bt = append(bt, time.Since(t0)-listDebounce)
+				}
+			case <-deadline:
+				b.Fatal("no list change within 10 s")
+			}
+		}
+		dt = append(dt, plain)
+	}
+	b.StopTimer()
+	reportRatios(b, "", bt, dt)
 }
