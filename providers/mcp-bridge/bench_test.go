@@ -139,7 +139,9 @@ func BenchmarkB16ListChangeBridgeHalf(b *testing.B) {
 	}
 	defer direct.Close()
 	changes := br.AnnouncementChanges(b.Context())
-	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
 	var bt, dt []time.Duration
 	for i := 0; i < b.N; i++ {
 		name := fmt.Sprintf("added_%d", i)
