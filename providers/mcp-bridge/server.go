@@ -376,10 +376,12 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 	s.mu.Lock()
 	s.list = l
 	s.mu.Unlock()
+	s.b.rebuild()
+	// The cache is written after the announcement changed: its fsync is not in the path of a
+	// list change.
 	if err := writeCache(s.b.dataDir, s.cfg, l); err != nil {
 		s.log.Warn("list cache not written", "error", err)
 	}
-	s.b.rebuild()
 	s.listedOnce.Do(func() { close(s.listed) })
 	return nil
 }
