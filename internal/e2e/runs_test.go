@@ -10,10 +10,16 @@ import (
 
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/internal/testserver"
+	"github.com/nexuskernel/nexus/providers/mcp-bridge/mcpbridgetest"
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-func TestMain(m *testing.M) { testserver.MainThen(m, removePluginBinaries) }
+// TestMain serves the MCP fixture when this binary is started as one (the bridge's stdio
+// servers in TestPluginMCPBridge), else runs the suite.
+func TestMain(m *testing.M) {
+	mcpbridgetest.MaybeServe()
+	testserver.MainThen(m, removePluginBinaries)
+}
 
 var memoryImports = []string{"nexus.memory.ls", "nexus.memory.read", "nexus.memory.grep", "nexus.memory.write",
 	"nexus.memory.edit", "nexus.memory.delete"}

@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/plugins"
+	"github.com/nexuskernel/nexus/providers/mcp-bridge/mcpbridgetest"
+)
+
+// TestPluginMCPBridge runs nexus-mcp-bridge under the real plugin host with the fixture MCP
+// server (this test binary, over stdio): its tools are announced under the server's prefix, a
+// model's parallel round reaches them, an image becomes an upload, a protocol error fails the row
+// with the server's words, and a kernel name is never announced.
+func TestPluginMCPBridge(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, _ := json.Marshal(exe)
+	p := startPlugins(t, store.SQLite, fmt.Sprintf(`
+plugin "mcp" {
+  kind       = "tool_provider"
+  command    = "nexus-mcp-bridge"
+  workspaces = ["default"]
+  config = {
+    servers = [
+      { name = "fx", command = %s, env = { %s = "basic" }, deny = ["crash*"] },
+    ]
+  }
+}
+`, cmd, mcpbridgetest.EnvScenario))
+	p.waitPlugin("mcp", func(s plugins.Status) bool { return s.State == plugins.StateReady })
+	ex, err := p.admin.Executor(p.ctx, p.executorOf("mcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"fx_echo"`, `"fx_image"`, `"fx_files__2fread"`, `"fx_delegate_task"`, `"mcp_bridge"`} {
+		if !strings.Contains(string(ex.Raw), want) {
+			t.Errorf("the executor read lacks %s: %s", want, ex.Raw)
+		}
+	}
+	if strings.Contains(string(ex.Raw), `"fx_crash"`) {
+		t.Error("a denied tool is announced")
+	}
+	run := p.modelRun("mock/scripted", `Use the tools.
+!mock
+round 1
+call fx_echo {"message":"hello through the bridge"}
+call fx_image {}
+call fx_fail_protocol {}
+call fx_files__2fread {}
+round 2
+say done`, []any{plain("fx_echo"), plain("fx_image"), plain("fx_fail_protocol"), plain("fx_files__2fread")}, nil, "bypass", nil)
+	echo := p.waitTask(run, "r2t0", "completed", "failed")
+	if echo.Task.Status != "completed" || deref(echo.Task.Output) != "hello through the bridge" || deref(echo.Task.Title) != "fx: echo" {
+		t.Fatalf("fx_echo: %s", echo.Raw)
+	}
+	img := p.waitTask(run, "r2t1", "completed", "failed")
+	if img.Task.Status != "completed" || !strings.Contains(string(img.Task.Content), `nexus://uploads/`) || !strings.Contains(string(img.Task.Content), `"image-1.png"`) {
+		t.Fatalf("fx_image: %s", img.Raw)
+	}
+	fail := p.waitTask(run, "r2t2", "completed", "failed")
+	if fail.Task.Status != "failed" || fail.Task.Error == nil || fail.Task.Error.Key != "tool_failed" || fail.Task.Error.Detail != "fixture protocol failure" {
+		t.Fatalf("fx_fail_protocol: %s", fail.Raw)
+	}
+	named := p.waitTask(run, "r2t3", "completed", "failed")
+	if named.Task.Status != "completed" || deref(named.Task.Output) != "files/read" {
+		t.Fatalf("fx_files__2fread: %s", named.Raw)
+	}
+	p.waitRunStatus(run, "completed")
+}
