@@ -14,7 +14,8 @@ import (
 
 // TestPluginMCPBridge runs nexus-mcp-bridge under the real plugin host with the fixture MCP
 // server (this test binary, over stdio): its tools are announced under the server's prefix, a
-// model's parallel round reaches them, an image becomes an upload, a protocol error fails the row
+// model's parallel round reaches them, an image becomes an upload that rides to the model as an
+// attachment, a protocol error fails the row
 // with the server's words, and a kernel name is never announced.
 func TestPluginMCPBridge(t *testing.T) {
 	t.Parallel()
@@ -56,7 +57,7 @@ call fx_image {}
 call fx_fail_protocol {}
 call fx_files__2fread {}
 round 2
-say done`, []any{plain("fx_echo"), plain("fx_image"), plain("fx_fail_protocol"), plain("fx_files__2fread")}, nil, "bypass", nil)
+say {{attachments}}`, []any{plain("fx_echo"), plain("fx_image"), plain("fx_fail_protocol"), plain("fx_files__2fread")}, nil, "bypass", nil)
 	echo := p.waitTask(run, "r2t0", "completed", "failed")
 	if echo.Task.Status != "completed" || deref(echo.Task.Output) != "hello through the bridge" || deref(echo.Task.Title) != "fx: echo" {
 		t.Fatalf("fx_echo: %s", echo.Raw)
@@ -73,5 +74,8 @@ say done`, []any{plain("fx_echo"), plain("fx_image"), plain("fx_fail_protocol"),
 	if named.Task.Status != "completed" || deref(named.Task.Output) != "files/read" {
 		t.Fatalf("fx_files__2fread: %s", named.Raw)
 	}
-	p.waitRunStatus(run, "completed")
+	// The image rides to the (vision) mock model as an attachment of the next request.
+	if final := p.waitRunStatus(run, "completed"); !strings.Contains(deref(final.Answer), "image-1.png") {
+		t.Errorf("answer %q names no image-1.png", deref(final.Answer))
+	}
 }
