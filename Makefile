@@ -123,10 +123,10 @@ fuzz:
 soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
-## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 in
-## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
+## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 and a
+## re-announcement's host path in plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
 ## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic,
-## B15 in providers/mcp-bridge)
+## B15 and B16 in providers/mcp-bridge)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 

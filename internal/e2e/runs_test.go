@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +15,12 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// TestMain serves the MCP fixture when this binary is started as one (the bridge's stdio
-// servers in TestPluginMCPBridge), else runs the suite.
+// TestMain serves as a plugin or as the MCP fixture when this binary is started as one (a test
+// server's plugin; the bridge's stdio servers in TestPluginMCPBridge), else runs the suite.
 func TestMain(m *testing.M) {
+	if os.Getenv(e2ePluginEnv) != "" {
+		serveChangingPlugin() // this binary is a plugin of a test's server
+	}
 	mcpbridgetest.MaybeServe()
 	testserver.MainThen(m, removePluginBinaries)
 }

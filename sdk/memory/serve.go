@@ -37,7 +37,7 @@ type Announcer interface {
 // normally; stdout belongs to go-plugin, and logs go to stderr through plugin.Logger.
 func Serve(cfg ServeConfig) {
 	logger := plugin.Logger()
-	wire.Serve(plugin.KindMemory, ServerPlugin(cfg), wire.NewCalls(logger), logger)
+	wire.Serve(plugin.KindMemory, ServerPlugin(cfg), wire.NewCalls(logger), logger, nil)
 }
 
 // ServerPlugin is the go-plugin adapter a memory plugin serves; Serve uses it, and tests put it
