@@ -31,11 +31,11 @@ plugin "mcp" {
   workspaces = ["default"]
   config = {
     servers = [
-      { name = "fx", command = %s, env = { %s = "basic" }, deny = ["crash*"] },
+      { name = "fx", command = %s, env = { %s = "basic", %s = %q }, deny = ["no_annotations"] },
     ]
   }
 }
-`, cmd, mcpbridgetest.EnvScenario))
+`, cmd, mcpbridgetest.EnvScenario, mcpbridgetest.EnvState, t.TempDir()))
 	p.waitPlugin("mcp", func(s plugins.Status) bool { return s.State == plugins.StateReady })
 	ex, err := p.admin.Executor(p.ctx, p.executorOf("mcp"))
 	if err != nil {
@@ -46,7 +46,7 @@ plugin "mcp" {
 			t.Errorf("the executor read lacks %s: %s", want, ex.Raw)
 		}
 	}
-	if strings.Contains(string(ex.Raw), `"fx_crash"`) {
+	if strings.Contains(string(ex.Raw), `"fx_no_annotations"`) {
 		t.Error("a denied tool is announced")
 	}
 	run := p.modelRun("mock/scripted", `Use the tools.
@@ -77,5 +77,33 @@ say {{attachments}}`, []any{plain("fx_echo"), plain("fx_image"), plain("fx_fail_
 	// The image rides to the (vision) mock model as an attachment of the next request.
 	if final := p.waitRunStatus(run, "completed"); !strings.Contains(deref(final.Answer), "image-1.png") {
 		t.Errorf("answer %q names no image-1.png", deref(final.Answer))
+	}
+
+	// A server that dies mid-call: a lost answer (protocol 1.1). Not replayable: uncertain at
+	// once, long before the 120 s deadline; read-only: replayed, and answered on attempt 2. The
+	// plugin itself is never restarted.
+	before := p.statuses()["mcp"]
+	crash := p.modelRun("mock/scripted", `Crash.
+!mock
+round 1
+call fx_crash {}
+round 2
+say done`, []any{plain("fx_crash")}, nil, "bypass", nil)
+	tk := p.waitTask(crash, "r2t0", "uncertain", "failed", "completed")
+	if tk.Task.Status != "uncertain" || tk.Task.Error == nil || tk.Task.Error.Key != "tool_uncertain" {
+		t.Fatalf("fx_crash: %s", tk.Raw)
+	}
+	once := p.modelRun("mock/scripted", `Crash once.
+!mock
+round 1
+call fx_crash_once {}
+round 2
+say done`, []any{plain("fx_crash_once")}, nil, "bypass", nil)
+	tk = p.waitTask(once, "r2t0", "completed", "failed", "uncertain")
+	if tk.Task.Status != "completed" || deref(tk.Task.Output) != "survived" {
+		t.Fatalf("fx_crash_once: %s", tk.Raw)
+	}
+	if after := p.statuses()["mcp"]; after.State != plugins.StateReady || after.Generation != before.Generation {
+		t.Errorf("the plugin was restarted: %+v → %+v", before, after)
 	}
 }

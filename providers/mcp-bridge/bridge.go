@@ -49,19 +49,22 @@ type Bridge struct {
 	servers []*server
 	byName  map[string]*server
 
-	mu       sync.Mutex
-	ready    bool // rebuilds wait until New has read the caches
-	cached   map[string]*serverList
-	cur      built
-	revision uint64
-	table    map[string]route
-	subs     map[chan uint64]struct{}
-	closed   bool
+	// revs is the announcement revision the host re-announces from (protocol 1.1).
+	revs *toolprovider.Revisions
+
+	mu     sync.Mutex
+	ready  bool // rebuilds wait until New has read the caches
+	cached map[string]*serverList
+	cur    built
+	built  bool // cur holds the first announcement, revision 1
+	table  map[string]route
+	closed bool
 }
 
 var (
-	_ toolprovider.Provider = (*Bridge)(nil)
-	_ io.Closer             = (*Bridge)(nil)
+	_ toolprovider.Provider    = (*Bridge)(nil)
+	_ toolprovider.Reannouncer = (*Bridge)(nil)
+	_ io.Closer                = (*Bridge)(nil)
 )
 
 // New decodes and checks cfg.Raw, starts every enabled server and waits up to each server's
@@ -79,7 +82,7 @@ func New(ctx context.Context, cfg plugin.Config, opt Options) (*Bridge, error) {
 	b := &Bridge{
 		cfg: c, opt: opt, log: opt.Logger, dataDir: cfg.DataDir,
 		byName: map[string]*server{}, cached: map[string]*serverList{},
-		table: map[string]route{}, subs: map[chan uint64]struct{}{},
+		table: map[string]route{}, revs: toolprovider.NewRevisions(),
 	}
 	if b.dataDir != "" {
 		for _, dir := range []string{b.dataDir, filepath.Join(b.dataDir, "cache"), filepath.Join(b.dataDir, "work")} {
@@ -167,41 +170,33 @@ func (b *Bridge) rebuild() {
 		}
 	}
 	next := assemble(b.cfg, lists, func(msg string, args ...any) { b.log.Warn(msg, args...) })
-	if b.revision > 0 && bytes.Equal(next.canonical, b.cur.canonical) {
+	if b.built && bytes.Equal(next.canonical, b.cur.canonical) {
 		b.mu.Unlock()
 		return
 	}
+	first := !b.built
 	prev := b.cur
-	b.cur = next
-	b.revision++
+	b.cur, b.built = next, true
 	for name, rt := range next.routes {
 		b.table[name] = rt
 	}
-	rev := b.revision
 	b.mu.Unlock()
-	if rev > 1 {
-		added, removed := diffNames(prev.announcement, next.announcement)
-		b.log.Info("list changed", "revision", rev, "added", joinNames(added), "removed", joinNames(removed))
-	}
 	for _, w := range next.withheld {
 		b.log.Debug("withheld", "server", w.Server, "tool", w.Tool, "reason", w.Reason)
 	}
-	b.announcementChanged(rev)
+	if first {
+		return
+	}
+	rev := b.announcementChanged()
+	added, removed := diffNames(prev.announcement, next.announcement)
+	b.log.Info("list changed", "revision", rev, "added", joinNames(added), "removed", joinNames(removed))
 }
 
-// announcementChanged is the one place a new revision leaves the bridge: every
-// AnnouncementChanges reader gets the latest revision (a slow reader may miss intermediate
-// ones, never the latest).
-func (b *Bridge) announcementChanged(rev uint64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for ch := range b.subs {
-		select {
-		case <-ch:
-		default:
-		}
-		ch <- rev
-	}
+// announcementChanged is the one place a new announcement leaves the bridge: the revision
+// advances, and the host, watching it (protocol 1.1, docs/plugins.md#protocol-11), takes the
+// new announcement with Describe. Call it only after Announce answers the new one.
+func (b *Bridge) announcementChanged() uint64 {
+	return b.revs.Advance()
 }
 
 // Announce answers the current announcement.
@@ -212,25 +207,11 @@ func (b *Bridge) Announce(context.Context) (announce.Announcement, error) {
 }
 
 // AnnouncementRevision is the revision of what Announce returns now.
-func (b *Bridge) AnnouncementRevision() uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.revision
-}
+func (b *Bridge) AnnouncementRevision() uint64 { return b.revs.AnnouncementRevision() }
 
 // AnnouncementChanges delivers the new revision after each change until ctx ends.
 func (b *Bridge) AnnouncementChanges(ctx context.Context) <-chan uint64 {
-	ch := make(chan uint64, 1)
-	b.mu.Lock()
-	b.subs[ch] = struct{}{}
-	b.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		b.mu.Lock()
-		delete(b.subs, ch)
-		b.mu.Unlock()
-	}()
-	return ch
+	return b.revs.AnnouncementChanges(ctx)
 }
 
 // Call answers one claimed row: the served name leads through the name table to its server

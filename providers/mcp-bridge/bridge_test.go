@@ -359,8 +359,37 @@ func TestOverGRPC(t *testing.T) {
 		t.Errorf("over gRPC: %+v %v", r, err)
 	}
 	_, err = c.Call(context.Background(), toolprovider.Call{Tool: "fx_fail_protocol", Input: json.RawMessage(`{}`)})
-	if err == nil || !strings.Contains(err.Error(), "fixture protocol failure") {
+	var fe *toolprovider.FailedError
+	if !errors.As(err, &fe) || fe.Detail != "fixture protocol failure" {
 		t.Errorf("failure over gRPC: %v", err)
+	}
+}
+
+func TestReannouncementOverGRPC(t *testing.T) {
+	b, srv := fixtureBridge(t, `{"servers":[{"name":"fx","command":"fixture"}]}`, Options{})
+	c := toolprovidertest.OverGRPC(t, b)
+	revs := make(chan uint64, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.WatchAnnouncement(ctx, func(r uint64) { revs <- r }) }()
+	first := <-revs
+	if first != b.AnnouncementRevision() {
+		t.Fatalf("first revision %d, bridge at %d", first, b.AnnouncementRevision())
+	}
+	srv.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late"}}}, nil
+	})
+	select {
+	case r := <-revs:
+		if r <= first {
+			t.Fatalf("revision %d after %d", r, first)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no re-announcement over gRPC")
+	}
+	_, a, err := c.Describe(context.Background())
+	if err != nil || toolNamed(a, "fx_late") == nil {
+		t.Errorf("Describe after the change: %v", err)
 	}
 }
 

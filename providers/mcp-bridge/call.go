@@ -63,14 +63,15 @@ func (b *Bridge) call(ctx context.Context, s *server, rt route, input json.RawMe
 }
 
 // lostAnswer is the one place a call whose answer was lost is reported: the request reached a
-// ready session and no answer came back, so the call may have taken effect. Protocol 1.0 has
-// no outcome for that; the error settles the row tool_failed with this message.
+// ready session and no answer came back, so the call may have taken effect. The error wraps
+// toolprovider.ErrOutcomeUnknown (protocol 1.1): the host replays the call when its profile is
+// replayable, else settles it uncertain at once (docs/plugins.md#protocol-11).
 func lostAnswer(server string, cause error) error {
 	return &LostAnswerError{Server: server, Cause: cause}
 }
 
 // LostAnswerError is a call that reached its MCP server, which then died or whose stream broke
-// before it answered.
+// before it answered. It is toolprovider.ErrOutcomeUnknown and wraps the cause.
 type LostAnswerError struct {
 	Server string
 	Cause  error
@@ -80,7 +81,7 @@ func (e *LostAnswerError) Error() string {
 	return fmt.Sprintf("mcp server %s: the answer was lost and the call may have taken effect: %v", e.Server, e.Cause)
 }
 
-func (e *LostAnswerError) Unwrap() error { return e.Cause }
+func (e *LostAnswerError) Unwrap() []error { return []error{toolprovider.ErrOutcomeUnknown, e.Cause} }
 
 // isDecodeError reports whether the SDK received an answer it could not decode. Such an answer
 // arrived, so it is no lost answer. The SDK has no sentinel for it: encoding/json's error

@@ -16,6 +16,7 @@ import (
 	"github.com/nexuskernel/nexus/providers/mcp-bridge/mcpbridgetest"
 	"github.com/nexuskernel/nexus/sdk/plugin"
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
+	"github.com/nexuskernel/nexus/sdk/toolprovider/toolprovidertest"
 )
 
 const shortSupervision = `"supervision":{"backoff_initial":"100ms","backoff_max":"200ms","breaker_window":"1m"}`
@@ -56,7 +57,7 @@ func TestStdioCrashIsALostAnswer(t *testing.T) {
 	start := time.Now()
 	_, err := call(t, b, "fx_crash", `{}`)
 	var lost *LostAnswerError
-	if !errors.As(err, &lost) || lost.Server != "fx" {
+	if !errors.As(err, &lost) || lost.Server != "fx" || !errors.Is(err, toolprovider.ErrOutcomeUnknown) {
 		t.Fatalf("crash: %v", err)
 	}
 	if time.Since(start) > 2*time.Second {
@@ -222,5 +223,14 @@ func TestStdioSlowStart(t *testing.T) {
 	waitFor(t, func() bool { a, _ := b.Announce(context.Background()); return toolNamed(a, "fx_echo") != nil })
 	if b.AnnouncementRevision() <= rev {
 		t.Errorf("revision %d did not rise from %d", b.AnnouncementRevision(), rev)
+	}
+}
+
+func TestStdioLostAnswerOverGRPC(t *testing.T) {
+	b := stdioBridge(t, t.TempDir(), fixtureServer(t, "fx", "basic", nil))
+	c := toolprovidertest.OverGRPC(t, b)
+	_, err := c.Call(context.Background(), toolprovider.Call{Tool: "fx_crash", Input: json.RawMessage(`{}`)})
+	if !errors.Is(err, toolprovider.ErrOutcomeUnknown) {
+		t.Errorf("a lost answer over gRPC: %v", err)
 	}
 }
