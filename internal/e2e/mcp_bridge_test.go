@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/plugins"
@@ -105,5 +106,62 @@ say done`, []any{plain("fx_crash_once")}, nil, "bypass", nil)
 	}
 	if after := p.statuses()["mcp"]; after.State != plugins.StateReady || after.Generation != before.Generation {
 		t.Errorf("the plugin was restarted: %+v → %+v", before, after)
+	}
+}
+
+// TestPluginMCPBridgeListChange: a server's list change reaches the kernel without a plugin
+// restart: after fx_grow the executor read lists fx_grown within 2 s, a new run calls it, and
+// after fx_shrink a new call to it is born tool_not_served.
+func TestPluginMCPBridgeListChange(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, _ := json.Marshal(exe)
+	p := startPlugins(t, store.SQLite, fmt.Sprintf(`
+plugin "mcp" {
+  kind       = "tool_provider"
+  command    = "nexus-mcp-bridge"
+  workspaces = ["default"]
+  config     = { servers = [ { name = "fx", command = %s, env = { %s = "basic" } } ] }
+}
+`, cmd, mcpbridgetest.EnvScenario))
+	p.waitPlugin("mcp", func(s plugins.Status) bool { return s.State == plugins.StateReady })
+	read := func() string {
+		ex, err := p.admin.Executor(p.ctx, p.executorOf("mcp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(ex.Raw)
+	}
+	if strings.Contains(read(), `"fx_grown"`) {
+		t.Fatal("fx_grown announced before the change")
+	}
+	grow := p.modelRun("mock/scripted", "!mock\nround 1\ncall fx_grow {}\nround 2\nsay done", []any{plain("fx_grow")}, nil, "bypass", nil)
+	p.waitRunStatus(grow, "completed")
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(read(), `"fx_grown"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fx_grown not announced within 2 s: %s", read())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	use := p.modelRun("mock/scripted", "!mock\nround 1\ncall fx_grown {}\nround 2\nsay done", []any{plain("fx_grown")}, nil, "bypass", nil)
+	if tk := p.waitTask(use, "r2t0", "completed", "failed"); tk.Task.Status != "completed" || deref(tk.Task.Output) != "grown" {
+		t.Fatalf("fx_grown: %s", tk.Raw)
+	}
+	shrink := p.modelRun("mock/scripted", "!mock\nround 1\ncall fx_shrink {}\nround 2\nsay done", []any{plain("fx_shrink")}, nil, "bypass", nil)
+	p.waitRunStatus(shrink, "completed")
+	deadline = time.Now().Add(3 * time.Second)
+	for strings.Contains(read(), `"fx_grown"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("fx_grown still announced after fx_shrink")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	gone := p.modelRun("mock/scripted", "!mock\nround 1\ncall fx_grown {}\nround 2\nsay done", []any{plain("fx_grown")}, nil, "bypass", nil)
+	if tk := p.waitTask(gone, "r2t0", "failed", "completed"); tk.Task.Status != "failed" || tk.Task.Error == nil || tk.Task.Error.Key != "tool_not_served" {
+		t.Fatalf("fx_grown after the shrink: %s", tk.Raw)
 	}
 }
