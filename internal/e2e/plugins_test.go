@@ -38,7 +38,7 @@ var (
 )
 
 // pluginBinaries answers the directory of the plugin binaries.
-func pluginBinaries(t *testing.T) string {
+func pluginBinaries(t testing.TB) string {
 	t.Helper()
 	pluginBinOnce.Do(func() {
 		if d := os.Getenv(pluginBinEnv); d != "" {
