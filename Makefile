@@ -126,7 +126,7 @@ soak:
 ## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 and a
 ## re-announcement's host path in plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
 ## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic,
-## B15 and B16 in providers/mcp-bridge)
+## B15 in providers/mcp-bridge, B16 in internal/e2e)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 
