@@ -1,6 +1,7 @@
 package store
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,6 +12,13 @@ import (
 func NewPublicID() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
+
+// publicIDPattern is the shape of a public id: a lowercase UUID, of any version.
+var publicIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// IsPublicID reports whether s has the shape of a public id; a door answers not_found for a
+// malformed one without reading a row.
+func IsPublicID(s string) bool { return publicIDPattern.MatchString(s) }
 
 // Millis is the stored form of a time: Unix milliseconds.
 func Millis(t time.Time) int64 { return t.UnixMilli() }

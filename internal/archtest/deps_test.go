@@ -94,8 +94,11 @@ var rules = []rule{
 	{"core/declare", anyOf("core/registry", "core/refusal", "sdk/announce"), "the compiler needs only the registry"},
 	{"core/projection", anyOf("core/declare", "core/registry", "core/refusal", "sdk/announce"), "projection is pure over declare and registry"},
 	{"core/runs", func(dep string) bool {
+		return !under(dep, "core/conversations") && !under(dep, "core/kernel") && !under(dep, "core/executors") && !under(dep, "core/httpapi") && !under(dep, "core/server")
+	}, "runs is the engine: it defines the interfaces kernel and executors fill, and conversations builds on it"},
+	{"core/conversations", func(dep string) bool {
 		return !under(dep, "core/kernel") && !under(dep, "core/executors") && !under(dep, "core/httpapi") && !under(dep, "core/server")
-	}, "runs defines the interfaces kernel and executors fill"},
+	}, "conversations builds on the engine; the kernel's tools call it, never the other way"},
 	{"core/store", anyOf("core/store", "internal/memo"), "the store holds no business rule: it builds on nothing of the module but the bounded memo"},
 }
 
@@ -113,6 +116,29 @@ func TestDependencyDirection(t *testing.T) {
 				}
 				if !r.allow(dep) {
 					t.Errorf("%s depends on %s: %s", path, dep, r.why)
+				}
+			}
+		}
+	}
+}
+
+// drivers are the database drivers the module uses.
+var drivers = []string{"github.com/lib/pq", "modernc.org/sqlite"}
+
+// TestOnlyStoreImportsADriver keeps the database behind core/store: a service reads a driver's
+// error codes through the store's typed errors (store.ErrRetryable, store.IsUniqueViolation),
+// never from the driver. A provider under providers/ is a program of its own with a database of
+// its own, and is not held to this.
+func TestOnlyStoreImportsADriver(t *testing.T) {
+	t.Parallel()
+	for path, p := range listPackages(t) {
+		if under(path, "core/store") || under(path, "providers") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, d := range drivers {
+				if under(imp, d) {
+					t.Errorf("%s imports %s; only core/store imports a database driver", path, imp)
 				}
 			}
 		}

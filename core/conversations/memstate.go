@@ -1,10 +1,11 @@
-package runs
+package conversations
 
 import (
 	"context"
 	"errors"
 
 	"github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -18,7 +19,7 @@ var _ memory.ConversationStates = ConversationStates{}
 
 // ConversationState implements memory.ConversationStates.
 func (ConversationStates) ConversationState(ctx context.Context, q store.Querier, conversationPublicID string, p memory.Principal) (memory.ConversationState, error) {
-	if !uuidPattern.MatchString(conversationPublicID) {
+	if !store.IsPublicID(conversationPublicID) {
 		return memory.ConversationGone, nil
 	}
 	c, err := store.ConversationByPublicID(ctx, q, conversationPublicID)
@@ -28,7 +29,7 @@ func (ConversationStates) ConversationState(ctx context.Context, q store.Querier
 	if err != nil {
 		return 0, err
 	}
-	if c.Status == ConversationArchived {
+	if c.Status == runs.ConversationArchived {
 		return memory.ConversationReadOnly, nil
 	}
 	member, err := store.IsWorkspaceMember(ctx, q, c.WorkspaceID, p.Kind, p.PublicID)
