@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nexuskernel/nexus/providers/mcp-bridge/mcpbridgetest"
@@ -33,8 +35,12 @@ func httpFixture(t *testing.T, wrap func(w http.ResponseWriter, r *http.Request)
 }
 
 func httpBridge(t *testing.T, entry string) (*Bridge, error) {
+	return httpBridgeWith(t, entry, Options{})
+}
+
+func httpBridgeWith(t *testing.T, entry string, opt Options) (*Bridge, error) {
 	raw := `{` + shortSupervision + `,"servers":[` + entry + `]}`
-	b, err := New(context.Background(), plugin.Config{PluginName: "mcp", DataDir: t.TempDir(), Raw: json.RawMessage(raw)}, Options{})
+	b, err := New(context.Background(), plugin.Config{PluginName: "mcp", DataDir: t.TempDir(), Raw: json.RawMessage(raw)}, opt)
 	if err == nil {
 		t.Cleanup(func() { b.Close() })
 	}
@@ -50,10 +56,17 @@ func TestHTTPHeadersOnEveryRequest(t *testing.T) {
 		}
 		return true
 	})
-	b, err := httpBridge(t, `{"name":"fxh","url":"`+ts.URL+`/mcp","headers":{"X-Fixture-Token":"tok-123"}}`)
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: &logs})
+	b, err := httpBridgeWith(t, `{"name":"fxh","url":"`+ts.URL+`/mcp","headers":{"X-Fixture-Token":"tok-123"}}`, Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if logs.Len() == 0 || strings.Contains(logs.String(), "tok-123") {
+			t.Errorf("the header's value is in the log (or nothing was logged):\n%s", logs.String())
+		}
+	}()
 	r, err := call(t, b, "fxh_echo", `{"message":"over http"}`)
 	if err != nil || texts(r)[0] != "over http" {
 		t.Fatalf("echo: %v %v", texts(r), err)
@@ -118,4 +131,28 @@ func TestHTTPRedirectToAnotherHostIsRefused(t *testing.T) {
 	if _, err := call(t, b, "fxh_echo", `{}`); !errors.Is(err, toolprovider.ErrUnknownTool) {
 		t.Errorf("call: %v", err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
 }
