@@ -119,14 +119,15 @@ fuzz:
 
 ## soak: the suite with its long loops on: the plugin crash loops (plugins/ and the end-to-end one
 ## against a real server) kill a plugin mid-call 100 times, and the memory plugins' sustained load
-## (internal/e2e) runs each of its phases for 300 s instead of 30
+## (internal/e2e) runs each of its phases for 300 s instead of 30, and the two-instance kill loads
+## for 20 s with the kill at 8 s
 soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
 ## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 and a
 ## re-announcement's host path in plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
 ## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic,
-## B15 in providers/mcp-bridge, B16 in internal/e2e)
+## B15 in providers/mcp-bridge, B16 in internal/e2e, B20 in internal/e2e with NEXUS_TEST_POSTGRES_URL)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 

@@ -128,6 +128,7 @@ func (a *API) routes() {
 	a.runRoutes()
 	a.modelsRoutes()
 	a.pluginRoutes()
+	a.instanceRoutes()
 }
 
 // Routes lists the pattern of every route the API serves ("POST /agent_api/v1/…"), in the

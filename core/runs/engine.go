@@ -28,6 +28,11 @@ type Config struct {
 	SweepInterval time.Duration
 	// Poll is the workers' fallback poll; 0 means WorkerPoll. Tests shorten nothing here.
 	Poll time.Duration
+	// HeartbeatInterval and HeartbeatTimeout are the instance's heartbeat period and how long
+	// a silent instance lives (docs/operations.md#several-instances); 0 means
+	// DefaultHeartbeatInterval and DefaultHeartbeatTimeout.
+	HeartbeatInterval time.Duration
+	HeartbeatTimeout  time.Duration
 }
 
 // MemoryOverrides answers the memory override rule at birth (docs/api.md#the-memory-override): the
@@ -86,6 +91,9 @@ type Options struct {
 	// OnClaim, when set, is called by a worker right after each claim, before any evaluation:
 	// the wake-up benchmark (B8) measures commit-to-start latency with it.
 	OnClaim func(c *store.Claimed)
+	// Version is the program version this instance registers with
+	// (docs/operations.md#several-instances); empty means "dev".
+	Version string
 }
 
 // Engine is the run engine of one server instance.
@@ -106,6 +114,7 @@ type Engine struct {
 	log      hclog.Logger
 	channel  string
 	onClaim  func(c *store.Claimed)
+	inst     *instance
 
 	// kick wakes idle workers; its capacity is the pool size so that every signal finds room
 	// without blocking a committing writer.
@@ -139,8 +148,21 @@ func New(o Options) (*Engine, error) {
 	if o.Config.Poll <= 0 {
 		o.Config.Poll = WorkerPoll
 	}
+	if o.Config.HeartbeatInterval <= 0 {
+		o.Config.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.Config.HeartbeatTimeout <= 0 {
+		o.Config.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if o.Config.HeartbeatTimeout < MinHeartbeatRenewals*o.Config.HeartbeatInterval {
+		return nil, fmt.Errorf("runs: the heartbeat timeout must span at least %d heartbeat intervals", MinHeartbeatRenewals)
+	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	inst, err := newInstance(o.Version, o.Now())
+	if err != nil {
+		return nil, err
 	}
 	if o.Log == nil {
 		o.Log = hclog.NewNullLogger()
@@ -149,7 +171,7 @@ func New(o Options) (*Engine, error) {
 		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel,
 		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
-		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim,
+		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, inst: inst,
 	}, nil
 }
 

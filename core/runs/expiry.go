@@ -32,6 +32,9 @@ type ExpiryFacts struct {
 	ClaimedAt int64
 	ClaimedBy string
 	Deadline  int64
+	// Lapsed is set when the claim ends because its instance was declared dead, before the
+	// deadline (docs/operations.md#several-instances).
+	Lapsed bool
 }
 
 // ApplyExpiry is the expiry rule, and the only one: a tool row never re-queues itself.
@@ -55,6 +58,9 @@ func ApplyExpiry(f ExpiryFacts) Expiry {
 			Detail: fmt.Sprintf("not claimed within %d ms of dispatch", f.TimeoutMS)}}
 	}
 	detail := fmt.Sprintf("no commit within %d ms of the claim at %s by %s", f.TimeoutMS, formatMillis(f.ClaimedAt), f.ClaimedBy)
+	if f.Lapsed {
+		detail = fmt.Sprintf("the claim at %s by %s ended with that instance's heartbeat", formatMillis(f.ClaimedAt), f.ClaimedBy)
+	}
 	if replayable(f.Profile) {
 		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyToolTimeout, Detail: detail}}
 	}

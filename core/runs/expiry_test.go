@@ -27,6 +27,12 @@ func TestApplyExpiry(t *testing.T) {
 		{"held approval", ExpiryFacts{Kind: KindTool, Status: StatusNeedsApproval, Profile: read}, StatusTimedOut, KeyApprovalExpired, false},
 		{"model claimed", ExpiryFacts{Kind: KindModel, Status: StatusRunning, Generation: 1, Attempts: 1}, "", "", true},
 		{"model third claim", ExpiryFacts{Kind: KindModel, Status: StatusRunning, Generation: 3, Attempts: 3}, StatusFailed, KeyAttemptBudgetSpent, false},
+		// A claim whose instance was declared dead follows the same rule
+		// (docs/operations.md#instance-liveness-and-takeover).
+		{"model claimed, instance dead", ExpiryFacts{Kind: KindModel, Status: StatusRunning, Generation: 1, Attempts: 1, Lapsed: true}, "", "", true},
+		{"model third claim, instance dead", ExpiryFacts{Kind: KindModel, Status: StatusRunning, Generation: 3, Attempts: 3, Lapsed: true}, StatusFailed, KeyAttemptBudgetSpent, false},
+		{"claimed, read-only, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusRunning, Generation: 1, ClaimedAt: 1, Profile: read, Lapsed: true}, StatusTimedOut, KeyToolTimeout, false},
+		{"claimed, not replayable, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusRunning, Generation: 1, ClaimedAt: 1, Profile: edit, Lapsed: true}, StatusUncertain, KeyToolUncertain, false},
 	}
 	for _, c := range cases {
 		x := ApplyExpiry(c.f)
@@ -38,5 +44,10 @@ func TestApplyExpiry(t *testing.T) {
 		ClaimedBy: "executor 1d2e", Profile: edit})
 	if x.Error.Detail != "no commit within 600000 ms of the claim at 2025-03-01T09:30:00.300Z by executor 1d2e; the tool may have run" {
 		t.Errorf("detail %q", x.Error.Detail)
+	}
+	x = ApplyExpiry(ExpiryFacts{Kind: KindTool, Status: StatusRunning, Generation: 1, ClaimedAt: 1740821400300, TimeoutMS: 600000,
+		ClaimedBy: "kernel instance inst_0a1b", Profile: edit, Lapsed: true})
+	if x.Error.Detail != "the claim at 2025-03-01T09:30:00.300Z by kernel instance inst_0a1b ended with that instance's heartbeat; the tool may have run" {
+		t.Errorf("lapsed detail %q", x.Error.Detail)
 	}
 }

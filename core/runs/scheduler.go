@@ -35,7 +35,7 @@ func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, e
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
 		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
-		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, CountAttemptKind: KindModel,
+		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID, CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed).
 		Relaxed: true,
@@ -45,6 +45,10 @@ func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, e
 // Start runs the kernel workers, the sweeper and the wake-up subscription until ctx ends or
 // Stop is called.
 func (e *Engine) Start(ctx context.Context) error {
+	// The instance is registered before any worker claims, so that each claim names a live one.
+	if err := e.register(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	stopSub, err := e.store.Subscribe(ctx, e.channel, wakeHandler{e})
 	if err != nil {
@@ -59,18 +63,23 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.wg.Add(1)
 		go e.worker(ctx)
 	}
-	e.wg.Add(1)
+	e.wg.Add(2)
 	go e.sweeper(ctx)
+	go e.heartbeat(ctx)
 	return nil
 }
 
 // Stop ends the workers and the sweeper and waits for them; in-flight evaluations are
-// abandoned and their rows settle by the expiry rule or a later attempt.
+// abandoned and their rows settle by the expiry rule or a later attempt. The instance leaves the
+// store declared dead, so another instance releases its claims at once.
 func (e *Engine) Stop() {
-	if e.stop != nil {
-		e.stop()
+	if e.stop == nil {
+		return
 	}
+	e.stop()
 	e.wg.Wait()
+	e.stop = nil
+	e.leave()
 }
 
 type wakeHandler struct{ e *Engine }
@@ -199,7 +208,7 @@ func (e *Engine) RunNextKernelTool(ctx context.Context) (bool, error) {
 			return err
 		}
 		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: kernelToolRunnable + ` AND t.run_id = ?`, Args: []any{false, now, runID},
-			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel})
+			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID})
 		if err != nil || len(got) == 0 {
 			return err
 		}
@@ -419,7 +428,11 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 		return n + observed + replies, err
 	}
 	released, err := e.releaseScheduled(ctx)
-	return n + observed + replies + released, err
+	if err != nil {
+		return n + observed + replies + released, err
+	}
+	taken, err := e.takeOver(ctx)
+	return n + observed + replies + released + taken, err
 }
 
 // expire applies the expiry rule to one row under the run's lock, then readiness.
@@ -428,9 +441,15 @@ func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *sto
 	if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
 		by = "executor " + id
 	}
+	return e.expireClaim(ctx, tx, fx, run, t, now, by, false)
+}
+
+// expireClaim is expire with the claimant's name given, and lapsed set when the claim ends with its
+// instance's heartbeat rather than at its deadline (docs/operations.md#several-instances).
+func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, by string, lapsed bool) error {
 	x := ApplyExpiry(ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration, Attempts: t.Attempts,
 		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
-		ClaimedBy: by, Deadline: deref(t.DeadlineAt)})
+		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed})
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
 		// A wait's expiry ends only the observation, and says so
 		// (docs/agent-tools.md#delegation-and-conversations).

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+
+	"github.com/nexuskernel/nexus/core/runs"
 )
 
 // KernelSettings is the kernel block of the settings file
@@ -15,6 +17,10 @@ type KernelSettings struct {
 	Workers       int
 	ModelTimeout  time.Duration
 	SweepInterval time.Duration
+	// HeartbeatInterval and HeartbeatTimeout are the instance heartbeat's period and how long a
+	// silent instance lives (docs/operations.md#several-instances).
+	HeartbeatInterval time.Duration
+	HeartbeatTimeout  time.Duration
 }
 
 // kernelFile is the HCL shape of the block; the rest of the body goes on to the next reader.
@@ -24,10 +30,16 @@ type kernelFile struct {
 }
 
 type kernelBlock struct {
-	Workers       *int    `hcl:"workers,optional"`
-	ModelTimeout  *string `hcl:"model_timeout,optional"`
-	SweepInterval *string `hcl:"sweep_interval,optional"`
+	Workers           *int    `hcl:"workers,optional"`
+	ModelTimeout      *string `hcl:"model_timeout,optional"`
+	SweepInterval     *string `hcl:"sweep_interval,optional"`
+	HeartbeatInterval *string `hcl:"heartbeat_interval,optional"`
+	HeartbeatTimeout  *string `hcl:"heartbeat_timeout,optional"`
 }
+
+// HeartbeatSpanRefusal refuses a heartbeat timeout shorter than MinHeartbeatRenewals intervals
+// (docs/operations.md#several-instances).
+const HeartbeatSpanRefusal = "kernel.heartbeat_timeout must be at least %d times kernel.heartbeat_interval"
 
 // maxKernelWorkers bounds kernel.workers: each worker holds a database connection while it
 // claims, and the store's pool is DefaultMaxConns-sized.
@@ -65,6 +77,22 @@ func decodeKernel(body hcl.Body) (*KernelSettings, hcl.Body, error) {
 	}
 	if k.SweepInterval, err = dur("sweep_interval", kf.Kernel.SweepInterval); err != nil {
 		return nil, nil, err
+	}
+	if k.HeartbeatInterval, err = dur("heartbeat_interval", kf.Kernel.HeartbeatInterval); err != nil {
+		return nil, nil, err
+	}
+	if k.HeartbeatTimeout, err = dur("heartbeat_timeout", kf.Kernel.HeartbeatTimeout); err != nil {
+		return nil, nil, err
+	}
+	interval, timeout := k.HeartbeatInterval, k.HeartbeatTimeout
+	if interval == 0 {
+		interval = runs.DefaultHeartbeatInterval
+	}
+	if timeout == 0 {
+		timeout = runs.DefaultHeartbeatTimeout
+	}
+	if timeout < runs.MinHeartbeatRenewals*interval {
+		return nil, nil, fmt.Errorf(HeartbeatSpanRefusal, runs.MinHeartbeatRenewals)
 	}
 	return k, kf.Remain, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nexuskernel/nexus/core/runs"
 )
 
 func TestFileLayerReadsTheKernelBlock(t *testing.T) {
@@ -24,6 +27,8 @@ kernel {
   workers        = 3
   model_timeout  = "2s"
   sweep_interval = "250ms"
+  heartbeat_interval = "500ms"
+  heartbeat_timeout  = "3s"
 }
 model_provider "mock" {
   type = "mock"
@@ -32,7 +37,8 @@ model_provider "mock" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &KernelSettings{Workers: 3, ModelTimeout: 2 * time.Second, SweepInterval: 250 * time.Millisecond}
+	want := &KernelSettings{Workers: 3, ModelTimeout: 2 * time.Second, SweepInterval: 250 * time.Millisecond,
+		HeartbeatInterval: 500 * time.Millisecond, HeartbeatTimeout: 3 * time.Second}
 	if diff := cmp.Diff(want, fl.Kernel); diff != "" {
 		t.Fatal(diff)
 	}
@@ -45,11 +51,17 @@ model_provider "mock" {
 		t.Fatalf("no block: %+v %v", fl.Kernel, err)
 	}
 	for text, word := range map[string]string{
-		`kernel { workers = 0 }`:            "kernel.workers",
-		`kernel { workers = 9999 }`:         "kernel.workers",
-		`kernel { model_timeout = "soon" }`: "kernel.model_timeout",
-		`kernel { sweep_interval = "-1s" }`: "kernel.sweep_interval",
-		`kernel { threads = 4 }`:            "threads",
+		`kernel { workers = 0 }`:               "kernel.workers",
+		`kernel { workers = 9999 }`:            "kernel.workers",
+		`kernel { model_timeout = "soon" }`:    "kernel.model_timeout",
+		`kernel { sweep_interval = "-1s" }`:    "kernel.sweep_interval",
+		`kernel { threads = 4 }`:               "threads",
+		`kernel { heartbeat_interval = "0s" }`: "kernel.heartbeat_interval",
+		`kernel { heartbeat_timeout = "x" }`:   "kernel.heartbeat_timeout",
+		// The timeout spans at least two renewals, against the defaults where one is unset.
+		`kernel { heartbeat_timeout = "3s" }`:                                      fmt.Sprintf(HeartbeatSpanRefusal, runs.MinHeartbeatRenewals),
+		`kernel { heartbeat_interval = "6s" }`:                                     fmt.Sprintf(HeartbeatSpanRefusal, runs.MinHeartbeatRenewals),
+		"kernel {\nheartbeat_interval = \"1s\"\nheartbeat_timeout = \"1500ms\"\n}": fmt.Sprintf(HeartbeatSpanRefusal, runs.MinHeartbeatRenewals),
 	} {
 		if _, err := FileLayer(write(text)); err == nil || !strings.Contains(err.Error(), word) {
 			t.Errorf("%s: %v, want an error naming %s", text, err, word)

@@ -212,7 +212,8 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	tools := kernel.Full(kernel.Services{Memory: kmem, Resolver: resolver, Models: models, Compiler: compiler, Now: opts.Now})
 	cfg := runs.Config{}
 	if s.Kernel != nil {
-		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval}
+		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval,
+			HeartbeatInterval: s.Kernel.HeartbeatInterval, HeartbeatTimeout: s.Kernel.HeartbeatTimeout}
 	}
 	// Acceptance freezes kernel skill catalogs from kernel memory, under the work's bindings.
 	skills := runs.KernelSkillReader(kmem, resolver)
@@ -221,7 +222,8 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
 	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler, KernelSkills: skills},
 		Profiles: runs.ProfileService{S: profileService, KernelSkills: skills}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
-		Signal: hub, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel")})
+		Signal: hub, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel"),
+		Version: opts.Version})
 	if err != nil {
 		stopListening()
 		return nil, err
@@ -354,6 +356,9 @@ func (s *Server) notReady(ctx context.Context) []string {
 	case <-s.pluginsStarted:
 	default:
 		return []string{"plugins: starting"}
+	}
+	if lapse := s.engine.HeartbeatLapse(); lapse != "" {
+		return []string{lapse}
 	}
 	return nil
 }

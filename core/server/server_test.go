@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -160,6 +161,15 @@ func TestReadyWhenStoreAnswers(t *testing.T) {
 	if err := srv.StartPlugins(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// Until the engine registered the instance, its heartbeat is not current
+	// (docs/operations.md#several-instances).
+	if r := srv.notReady(context.Background()); len(r) != 1 || r[0] != runs.ReasonNotRegistered {
+		t.Fatalf("before the engine starts: reasons %v", r)
+	}
+	if err := srv.engine.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.engine.Stop()
 	if r := srv.notReady(context.Background()); len(r) != 0 {
 		t.Fatalf("fresh server not ready: %v", r)
 	}

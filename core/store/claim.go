@@ -35,6 +35,10 @@ type ClaimSpec struct {
 	DefaultTimeoutMS int64
 	// ClaimedBy is the stored claimant, JSON: {"kernel":true} or {"executor_public_id":"…"}.
 	ClaimedBy string
+	// Instance is the claiming instance of a kernel claim (docs/operations.md#several-instances),
+	// stored as claimed_instance so that a survivor can release the claims of a dead one; empty
+	// (NULL) for an executor's claim, which the claim's deadline alone settles.
+	Instance string
 	// Relaxed lets a PostgreSQL claim commit without waiting for its WAL flush
 	// (synchronous_commit = off). It is for claims whose every effect is itself a later,
 	// synchronous write to this database, as the kernel's are: that write flushes the WAL up to
@@ -46,6 +50,14 @@ type ClaimSpec struct {
 	// CountAttemptKind, when set, increments attempts on taken rows of that kind (model tasks
 	// count their claims, docs/development.md#how-the-kernel-runs-work).
 	CountAttemptKind string
+}
+
+// instance is Instance as stored: NULL when empty.
+func (spec ClaimSpec) instance() any {
+	if spec.Instance == "" {
+		return nil
+	}
+	return spec.Instance
 }
 
 // Claimed is one row a claim took, with the token that fences every later write under it. The
@@ -111,12 +123,13 @@ func Claim(ctx context.Context, tx *Tx, spec ClaimSpec) ([]Claimed, error) {
   claim_generation = claim_generation + 1,
   claim_token_hash = ?,
   claimed_by = ?,
+  claimed_instance = ?,
   claimed_at = ?,
   started_at = COALESCE(started_at, ?),
   deadline_at = ? + COALESCE(timeout_ms, ?),
   attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
 WHERE id = ? RETURNING claim_generation, deadline_at`,
-			rows[i].TokenHash, spec.ClaimedBy, spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind, rows[i].ID)
+			rows[i].TokenHash, spec.ClaimedBy, spec.instance(), spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind, rows[i].ID)
 		if err != nil {
 			return nil, fmt.Errorf("store: claim task %d: %w", rows[i].ID, err)
 		}
@@ -175,7 +188,7 @@ func ClaimFirst(ctx context.Context, tx *Tx, spec ClaimSpec) (*Claimed, error) {
 // claimFirst is the one statement of ClaimOne and ClaimFirst, taking the row with tok.
 func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Claimed, error) {
 	c := Claimed{Token: tok, TokenHash: HashClaimToken(tok)}
-	args := []any{c.TokenHash, spec.ClaimedBy, spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind}
+	args := []any{c.TokenHash, spec.ClaimedBy, spec.instance(), spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind}
 	args = append(args, spec.Args...)
 	var row struct {
 		ID         int64  `db:"id"`
@@ -193,6 +206,7 @@ func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Cl
   claim_generation = claim_generation + 1,
   claim_token_hash = ?,
   claimed_by = ?,
+  claimed_instance = ?,
   claimed_at = ?,
   started_at = COALESCE(started_at, ?),
   deadline_at = ? + COALESCE(timeout_ms, ?),

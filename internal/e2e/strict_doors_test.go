@@ -178,6 +178,9 @@ func snapshot(t *testing.T, s *store.Store) []string {
 	_ = tables.Close()
 	var out []string
 	for _, n := range names {
+		if n == "instances" {
+			continue // the heartbeat renews it on its own clock; no door writes it
+		}
 		out = append(out, tableRows(t, db, n)...)
 	}
 	slices.Sort(out)

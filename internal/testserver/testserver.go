@@ -110,10 +110,12 @@ type Instance struct {
 	// AdminToken is the bootstrap user's token.
 	AdminToken string
 
-	mu     sync.Mutex
-	logs   bytes.Buffer
-	stop   func() error
-	kill   func()
+	mu   sync.Mutex
+	logs bytes.Buffer
+	stop func() error
+	kill func()
+	// proc is the running subprocess; nil in-process or when stopped.
+	proc   *os.Process
 	exited chan error
 	// srv is the running in-process server; nil for a subprocess or a stopped instance.
 	srv *server.Server
@@ -295,6 +297,7 @@ func (in *Instance) startSubprocess() {
 		t.Fatal(err)
 	}
 	go func() { in.exited <- cmd.Wait() }()
+	in.proc = cmd.Process
 	in.stop = func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -358,6 +361,29 @@ func (in *Instance) Kill() {
 	kill := in.kill
 	in.stop, in.kill = nil, nil
 	kill()
+}
+
+// Pause stops a subprocess server with SIGSTOP: it keeps everything in memory and runs nothing
+// until Resume, like a frozen machine. It is not defined for an in-process server.
+func (in *Instance) Pause() {
+	in.t.Helper()
+	if in.proc == nil || in.stop == nil {
+		in.t.Fatal("testserver: Pause needs a running subprocess")
+	}
+	if err := in.proc.Signal(syscall.SIGSTOP); err != nil {
+		in.t.Fatal(err)
+	}
+}
+
+// Resume continues a paused subprocess server (SIGCONT).
+func (in *Instance) Resume() {
+	in.t.Helper()
+	if in.proc == nil || in.stop == nil {
+		in.t.Fatal("testserver: Resume needs a running subprocess")
+	}
+	if err := in.proc.Signal(syscall.SIGCONT); err != nil {
+		in.t.Fatal(err)
+	}
 }
 
 // Restart starts the server again on the same data directory and database.

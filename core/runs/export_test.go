@@ -1,0 +1,12 @@
+package runs
+
+import "context"
+
+// Register records e's instance in the store, as Start does before any worker claims.
+func Register(ctx context.Context, e *Engine) error { return e.register(ctx) }
+
+// Beat renews e's heartbeat once, as its heartbeat loop does every interval.
+func Beat(ctx context.Context, e *Engine) { e.beatOnce(ctx) }
+
+// ErrLostClaim is the error of a commit the claim fence refused.
+var ErrLostClaim = errLostClaim
