@@ -70,8 +70,11 @@ func FuzzProject(f *testing.F) {
 			if _, nested := tool.Get("function"); !nested && (tool.Has("route") || tool.Has("defer_loading")) {
 				t.Fatalf("offered %s carries a route or defer_loading", p.Callables[i])
 			}
-			fn, _, hasStrict := functionParts(tool)
-			if !hasStrict || !fn.Has("name") {
+			fn := tool
+			if nested, ok := tool.Get("function"); ok {
+				fn = nested
+			}
+			if !fn.Has("strict") || !fn.Has("name") {
 				t.Fatalf("offered %s has no strict", p.Callables[i])
 			}
 			if i > 0 && p.Callables[i-1] >= p.Callables[i] {
