@@ -3,7 +3,6 @@ package toolprovider
 import (
 	"context"
 	"errors"
-	"sync"
 
 	pb "github.com/nexuskernel/nexus/sdk/internal/pb/nexus/plugin/v1"
 	"github.com/nexuskernel/nexus/sdk/internal/wire"
@@ -11,36 +10,12 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// errNotConfigured answers a call that arrives before Configure built the provider.
-var errNotConfigured = errors.New("toolprovider: plugin is not configured")
-
-// providerSlot holds the Provider Configure built.
-type providerSlot struct {
-	mu sync.RWMutex
-	p  Provider
-}
-
-func (s *providerSlot) get() (Provider, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, errNotConfigured
-	}
-	return s.p, nil
-}
-
-func (s *providerSlot) set(p Provider) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.p = p
-}
-
 // errorKindOf is the wire kind of a Call error.
 func errorKindOf(err error) int32 {
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return int32(pb.ErrorKind_ERROR_KIND_UNKNOWN_TOOL)
-	case errors.Is(err, errNotConfigured), errors.Is(err, plugin.ErrUnavailable):
+	case errors.Is(err, wire.ErrNotConfigured), errors.Is(err, plugin.ErrUnavailable):
 		return int32(pb.ErrorKind_ERROR_KIND_UNAVAILABLE)
 	case errors.Is(err, plugin.ErrConfigInvalid):
 		return int32(pb.ErrorKind_ERROR_KIND_CONFIG_INVALID)
@@ -51,11 +26,11 @@ func errorKindOf(err error) int32 {
 // grpcServer is the plugin side of the ToolProvider service: it only translates.
 type grpcServer struct {
 	pb.UnimplementedToolProviderServer
-	slot *providerSlot
+	slot *wire.Slot[Provider]
 }
 
 func (s *grpcServer) Call(ctx context.Context, req *pb.CallRequest) (*pb.CallResponse, error) {
-	p, err := s.slot.get()
+	p, err := s.slot.Get()
 	if err != nil {
 		return nil, wire.ToStatus(err, errorKindOf)
 	}

@@ -2,7 +2,6 @@ package toolprovider
 
 import (
 	"context"
-	"fmt"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -27,61 +26,39 @@ type ServeConfig struct {
 // ToolProvider services over gRPC, and the parent watchdog. It blocks and never returns
 // normally; stdout belongs to go-plugin, and logs go to stderr through plugin.Logger.
 func Serve(cfg ServeConfig) {
-	logger := plugin.Logger()
-	wire.Serve(plugin.KindToolProvider, ServerPlugin(cfg), wire.NewCalls(logger), logger)
+	wire.ServeAdapter(adapter(&cfg))
 }
 
 // ServerPlugin is the go-plugin adapter a tool-provider plugin serves; Serve uses it, and tests
 // put it in a plugin set to wire an in-process pair.
 func ServerPlugin(cfg ServeConfig) goplugin.Plugin {
-	return &grpcPlugin{cfg: &cfg}
+	return adapter(&cfg)
 }
 
 // ClientPlugin is the go-plugin adapter the host puts in its plugin set. The dispensed value
 // is a Client: it implements Provider and plugin.Describer.
 func ClientPlugin() goplugin.Plugin {
-	return &grpcPlugin{}
+	return adapter(nil)
 }
 
-type grpcPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	cfg *ServeConfig // nil on the host
-}
-
-// GRPCServer registers the Plugin and ToolProvider services of one process.
-func (g *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if g.cfg == nil || g.cfg.Configure == nil {
-		return fmt.Errorf("toolprovider: ServeConfig.Configure is required")
+// adapter is the SDK's one go-plugin adapter filled for the tool-provider kind; cfg is nil on
+// the host.
+func adapter(cfg *ServeConfig) *wire.Adapter[Provider] {
+	a := &wire.Adapter[Provider]{
+		Kind: plugin.KindToolProvider,
+		Dial: func(conn *grpc.ClientConn) any { return newGRPCClient(conn) },
 	}
-	info := g.cfg.Info
-	info.Kind = plugin.KindToolProvider
-	info.ProtocolVersions = []int{plugin.ProtocolMajor}
-	info.ProtocolMinor = plugin.ProtocolMinor
-	slot := &providerSlot{}
-	configure := func(ctx context.Context, cfg plugin.Config) error {
-		p, err := g.cfg.Configure(ctx, cfg)
-		if err != nil {
-			return err
+	if cfg != nil {
+		a.Served = &wire.Served[Provider]{
+			Info:      cfg.Info,
+			Configure: cfg.Configure,
+			Announce: func(ctx context.Context, p Provider) (announce.Announcement, error) {
+				return p.Announce(ctx)
+			},
+			Register: func(s *grpc.Server, slot *wire.Slot[Provider]) {
+				pb.RegisterToolProviderServer(s, &grpcServer{slot: slot})
+			},
 		}
-		if p == nil {
-			return fmt.Errorf("%w: Configure returned no provider", plugin.ErrUnavailable)
-		}
-		slot.set(p)
-		return nil
 	}
-	announceFn := func(ctx context.Context) (announce.Announcement, error) {
-		p, err := slot.get()
-		if err != nil {
-			return announce.Announcement{}, err
-		}
-		return p.Announce(ctx)
-	}
-	pb.RegisterPluginServer(s, wire.NewPluginServer(info, configure, announceFn))
-	pb.RegisterToolProviderServer(s, &grpcServer{slot: slot})
-	return nil
-}
-
-// GRPCClient dispenses the host's Client over the plugin's connection.
-func (g *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return newGRPCClient(conn), nil
+	return a
 }
