@@ -121,7 +121,7 @@ func (s *Service) PutToolProviderOverrides(ctx context.Context, req *PutOverride
 			return nil, overrideRefusal(k, WordNotOverridable, "Only %s can be overridden; %s cannot.", OverridableFamily, k)
 		}
 		var v string
-		if err := json.Unmarshal(entries[k], &v); err != nil || !isUUID(strings.ToLower(v)) {
+		if err := json.Unmarshal(entries[k], &v); err != nil || !store.IsPublicID(strings.ToLower(v)) {
 			return nil, overrideRefusal(k, WordInvalidValue, "The value of %s must be an executor's public id (a UUID string).", k)
 		}
 		values[k] = strings.ToLower(v)

@@ -440,7 +440,6 @@ func claimOf(ans *ClaimAnswer, now time.Time) (plugins.Claim, error) {
 	return c, nil
 }
 
-
 // rowOfWorkspace answers the group's row in the claim's workspace.
 func (p *PluginPlane) rowOfWorkspace(id, workspaceID string) (*identity.Executor, error) {
 	_, rows, err := p.group(id)

@@ -130,7 +130,6 @@ func (e *Engine) addressOverride(ctx context.Context, q store.Querier, run *stor
 	return notServed(fmt.Sprintf("executor %s serving nexus.memory does not announce %s", provider, wire)), nil
 }
 
-
 var kindRank = map[announce.Kind]int{announce.KindPure: 0, announce.KindReadOnly: 1, announce.KindWrite: 2}
 var idemRank = map[announce.Idempotency]int{announce.IdempotencyNone: 0, announce.IdempotencyKeyed: 1, announce.IdempotencyIntrinsic: 2}
 

@@ -157,7 +157,7 @@ func (c *Conversing) Resolve(ctx context.Context, to string, mode Addressing) (*
 	target, err := store.ChildByLabel(ctx, c.tx, s.ID, lower)
 	if errors.Is(err, store.ErrNotFound) {
 		target = nil
-		if uuidPattern.MatchString(lower) {
+		if store.IsPublicID(lower) {
 			t, err := store.ConversationByPublicID(ctx, c.tx, lower)
 			switch {
 			case err == nil && t.WorkspaceID == c.run.WorkspaceID:

@@ -107,7 +107,7 @@ func (e *Engine) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created
 		runner := ""
 		if v, ok := obj["default_runner_executor_public_id"]; ok && !isNull(v) {
 			id, ok := str(v)
-			if !ok || !uuidPattern.MatchString(id) || !e.eligibleRunner(ctx, tx, a.WorkspaceID, id) {
+			if !ok || !store.IsPublicID(id) || !e.eligibleRunner(ctx, tx, a.WorkspaceID, id) {
 				return refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
 					With("path", "run.default_runner_executor_public_id")
 			}

@@ -68,7 +68,7 @@ func historyPrincipalReads(ctx context.Context, call *KernelCall) (bool, error) 
 // readableConversation finds a conversation of the run's workspace the principal may read.
 func readableConversation(ctx context.Context, call *KernelCall, publicID string) (*store.Conversation, error) {
 	id := strings.ToLower(publicID)
-	if !uuidPattern.MatchString(id) {
+	if !store.IsPublicID(id) {
 		return nil, ErrConversationUnreadable
 	}
 	ok, err := historyPrincipalReads(ctx, call)

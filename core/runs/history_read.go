@@ -108,7 +108,7 @@ func ReadSession(ctx context.Context, call *KernelCall, r *SessionRead) (*Sessio
 // aroundWindow is the target turn and its nearest visible neighbours up to limit, at equal
 // distance the newer first; rows ascending, order the selection order.
 func aroundWindow(ctx context.Context, q store.Querier, conversationID int64, turnID string, limit int) ([]store.HistoryTurn, []string, error) {
-	if !uuidPattern.MatchString(turnID) {
+	if !store.IsPublicID(turnID) {
 		return nil, nil, ErrTurnNotVisible
 	}
 	target, err := store.HistoryTurnByPublicID(ctx, q, conversationID, turnID)

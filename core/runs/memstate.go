@@ -18,7 +18,7 @@ var _ memory.ConversationStates = ConversationStates{}
 
 // ConversationState implements memory.ConversationStates.
 func (ConversationStates) ConversationState(ctx context.Context, q store.Querier, conversationPublicID string, p memory.Principal) (memory.ConversationState, error) {
-	if !uuidPattern.MatchString(conversationPublicID) {
+	if !store.IsPublicID(conversationPublicID) {
 		return memory.ConversationGone, nil
 	}
 	c, err := store.ConversationByPublicID(ctx, q, conversationPublicID)

@@ -341,7 +341,7 @@ func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
 	pre.WriteString(`{"request":{"model":`)
 	pre.Write(canonjson.AppendString(nil, ref))
 	pre.WriteString(`,"sealed_at":`)
-	pre.Write(canonjson.AppendString(nil, formatMillis(sealedAt)))
+	pre.Write(canonjson.AppendString(nil, store.FormatMillis(sealedAt)))
 	pre.WriteString(`,"entries":[`)
 	s.parts.Prefix = []byte(pre.String())
 	s.parts.Suffix = append(append([]byte(optionsPrefix), opts.encode()...), "}}"...)

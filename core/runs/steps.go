@@ -187,7 +187,7 @@ func (p *stepParser) parseModel(s *step, body map[string]json.RawMessage, prev s
 			wellFormed := true
 			for j, id := range ids {
 				at := fmt.Sprintf("%s.attachments[%d]", s.path, j)
-				if !uuidPattern.MatchString(id) {
+				if !store.IsPublicID(id) {
 					p.fail(CodeInvalidAttachments, at, "%s is not an upload id.", at)
 					wellFormed = false
 				}
@@ -405,7 +405,7 @@ func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
 	id := p.runner
 	if raw, ok := obj["runner_executor_public_id"]; ok {
 		v, ok := str(raw)
-		if !ok || !uuidPattern.MatchString(strings.ToLower(v)) {
+		if !ok || !store.IsPublicID(strings.ToLower(v)) {
 			p.fail(CodeInvalidToolRoute, at+".runner_executor_public_id", "runner_executor_public_id must be a UUID.")
 			return
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,3 +18,18 @@ func Millis(t time.Time) int64 { return t.UnixMilli() }
 
 // FromMillis turns a stored time back into a UTC time.Time.
 func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// TimeLayout is the API's one timestamp form (docs/api.md#conventions): RFC 3339 in UTC with
+// milliseconds and Z, the precision of a stored time.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatMillis is a stored time in TimeLayout.
+func FormatMillis(ms int64) string { return FromMillis(ms).Format(TimeLayout) }
+
+// publicIDPattern is the shape of a public id: a UUID in lower case, as NewPublicID mints it
+// (docs/api.md#conventions). An upper-case id is not a public id; a door that takes ids a model
+// wrote lowers them first and says so.
+var publicIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// IsPublicID reports whether s has the shape of a public id.
+func IsPublicID(s string) bool { return publicIDPattern.MatchString(s) }
