@@ -120,6 +120,7 @@ soak:
 
 ## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 in
 ## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
+## B12, one run end to end through a runner against bare handlers plus its SQL, in core/server,
 ## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
