@@ -19,6 +19,13 @@ const (
 	// the poll's claim of it to count as one a wake-up should have announced: the publisher
 	// delivers right after its commit, so a younger row's wake-up may still be on its way.
 	wakeupGrace = 100 * time.Millisecond
+	// lateWakeup is how long after the poll's claims a wake-up may still arrive and be taken for
+	// theirs. A row's claimable time is its dispatching transaction's start, and its wake-up
+	// leaves after that transaction's commit: on a busy machine the commit and the publisher's
+	// turn can take longer than the grace, so the poll may beat a wake-up that was on its way.
+	// A feed that works announces within this; one that lost the row stays silent through it.
+	// Short beside any poll interval worth having (thirty seconds by default).
+	lateWakeup = time.Second
 )
 
 // fillCause says why the claim loop reads the inbox, if at all.
@@ -66,11 +73,29 @@ func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
 			retry.Stop()
 		}
 	}()
+	// suspects are the poll's claims of rows no wake-up had announced; they count as found by
+	// the poll unless a wake-up arrives within lateWakeup (judge).
+	var suspects []InboxRow
+	var judge *time.Timer
+	defer func() {
+		if judge != nil {
+			judge.Stop()
+		}
+	}()
 	cause := fillStart
 	for {
 		freed := s.freed() // taken before fill, so a slot freed during it still wakes the loop
 		if cause != fillNone {
-			c.fill(ctx, cause == fillPolled)
+			if found := c.fill(ctx, cause == fillPolled); len(found) > 0 {
+				suspects = append(suspects, found...)
+				if judge == nil {
+					judge = time.NewTimer(lateWakeup)
+				}
+			}
+		}
+		var judged <-chan time.Time
+		if judge != nil {
+			judged = judge.C
 		}
 		var wake, done <-chan struct{}
 		var retried <-chan time.Time
@@ -86,7 +111,15 @@ func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
 		case <-ctx.Done():
 			return
 		case <-wake:
+			suspects, judge = cleared(judge)
 			cause = c.news(ctx)
+		case <-judged:
+			judge = nil
+			for _, row := range suspects {
+				s.pollFound(row)
+			}
+			suspects = nil
+			cause = fillNone
 		case <-done:
 			c.feed.Close()
 			c.feed = nil
@@ -107,6 +140,7 @@ func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
 			// only what nothing else would have found.
 			select {
 			case <-wake:
+				suspects, judge = cleared(judge)
 				cause = c.news(ctx)
 			case <-freed:
 				cause = fillFreed
@@ -175,38 +209,41 @@ func (c *claimer) recheck(ctx context.Context) {
 	}
 }
 
-// fill claims rows while slots are free. polled says the poll's tick asked for it: a row it
-// claims that a wake-up should have announced is counted and logged (pollFound).
-func (c *claimer) fill(ctx context.Context, polled bool) {
+// cleared drops the poll's suspects when a wake-up arrives within lateWakeup of their claims:
+// the wake-up was on its way (lateWakeup). The feed coalesces, so the wake-up may be another
+// row's: under traffic the count is a lower bound, and a feed that stopped announcing, the
+// failure it exists to show, is silent and counted.
+func cleared(judge *time.Timer) ([]InboxRow, *time.Timer) {
+	if judge != nil {
+		judge.Stop()
+	}
+	return nil, nil
+}
+
+// fill claims rows while slots are free. polled says the poll's tick asked for it: it answers
+// the rows it claimed that a wake-up should have announced, for the loop to judge (lateWakeup)
+// and count (pollFound).
+func (c *claimer) fill(ctx context.Context, polled bool) (found []InboxRow) {
 	s := c.s
 	start := time.Now()
 	after := ""
 	var listed map[string]bool
-	var found []InboxRow
 	defer func() {
 		if listed != nil {
 			c.listed = listed
-		}
-		// A wake-up waiting now was on its way: the row's commit, which its dispatch time
-		// precedes by however long the commit took, ended during this fill, and its wake-up
-		// follows the commit. Only a poll that nothing else would have followed counts.
-		if len(found) > 0 && (c.feed == nil || len(c.feed.Wake()) == 0) {
-			for _, row := range found {
-				s.pollFound(row)
-			}
 		}
 	}()
 	for ctx.Err() == nil {
 		free := cap(s.slots) - len(s.slots)
 		if free <= 0 || !s.claiming() {
-			return
+			return found
 		}
 		rows, next, err := s.h.plane.Inbox(ctx, c.id, after, min(free, inboxPage))
 		if err != nil {
 			if ctx.Err() == nil {
 				s.logger.Warn("inbox read failed", "plugin", s.entry.Name, "error", err)
 			}
-			return
+			return found
 		}
 		if listed == nil {
 			listed = map[string]bool{}
@@ -214,13 +251,14 @@ func (c *claimer) fill(ctx context.Context, polled bool) {
 		full, polledFinds := c.claimPage(ctx, rows, listed, polled, start)
 		found = append(found, polledFinds...)
 		if full {
-			return
+			return found
 		}
 		if next == "" || len(rows) == 0 {
-			return
+			return found
 		}
 		after = next
 	}
+	return found
 }
 
 // claimPage claims a page's rows while slots are free, all at once: each claim is a durable

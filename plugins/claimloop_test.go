@@ -46,8 +46,10 @@ func TestPollFoundCounts(t *testing.T) {
 	plane.mu.Unlock()
 	plane.push(id, memoryClaim("lost", "memory_write", `{"path":"workspace/a.md","content":"a"}`))
 	plane.await(t, 10*time.Second, "the poll's claim", func() bool { return len(plane.commits) == 1 })
-	if st := th.status(t, "mem"); st.PollFound != 1 {
-		t.Fatalf("poll_found %d after one lost wake-up", st.PollFound)
+	claimed := time.Now()
+	awaitPollFound(t, th, 1)
+	if waited := time.Since(claimed); waited < lateWakeup/2 {
+		t.Fatalf("the find was counted %v after its claim, before a late wake-up could arrive", waited)
 	}
 	if log := th.logs.String(); !strings.Contains(log, "the inbox poll found work no wake-up announced") ||
 		!strings.Contains(log, "task=lost") || !strings.Contains(log, "[WARN]") {
@@ -97,6 +99,41 @@ func TestPollFoundSkipsAnnouncedDuringTheFill(t *testing.T) {
 	if st := th.status(t, "mem"); st.PollFound != 0 {
 		t.Fatalf("poll_found %d for a row whose wake-up came during the poll's fill", st.PollFound)
 	}
+}
+
+// awaitPollFound waits until the plugin's poll_found reaches want.
+func awaitPollFound(t testing.TB, th *testHost, want int) {
+	t.Helper()
+	end := time.Now().Add(10 * time.Second)
+	for th.status(t, "mem").PollFound < want {
+		if time.Now().After(end) {
+			t.Fatalf("poll_found %d, want %d", th.status(t, "mem").PollFound, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPollFoundSkipsAnnouncedJustAfterTheFill: a row the poll claims whose wake-up arrives
+// shortly after the claim (its commit and the publisher's turn took longer than the grace) was
+// announced, late: it is not counted. The same row with no wake-up at all is.
+func TestPollFoundSkipsAnnouncedJustAfterTheFill(t *testing.T) {
+	t.Parallel()
+	th, plane, id := memoryHost(t, fastTimings)
+	plane.mu.Lock()
+	plane.deaf, plane.age, plane.wakeAfterClaim = true, time.Hour, lateWakeup/4
+	plane.mu.Unlock()
+	plane.push(id, memoryClaim("late", "memory_write", `{"path":"workspace/l.md","content":"l"}`))
+	plane.await(t, 10*time.Second, "the poll's claim", func() bool { return len(plane.commits) == 1 })
+	time.Sleep(2 * lateWakeup)
+	if st := th.status(t, "mem"); st.PollFound != 0 {
+		t.Fatalf("poll_found %d for a row whose wake-up came %v after the poll's claim", st.PollFound, lateWakeup/4)
+	}
+	plane.mu.Lock()
+	plane.wakeAfterClaim = 0
+	plane.mu.Unlock()
+	plane.push(id, memoryClaim("lost", "memory_write", `{"path":"workspace/m.md","content":"m"}`))
+	plane.await(t, 10*time.Second, "the second poll's claim", func() bool { return len(plane.commits) == 2 })
+	awaitPollFound(t, th, 1)
 }
 
 // TestEndedFeedIsReopened: a feed that ends is reopened at once and followed by an inbox read,

@@ -36,6 +36,9 @@ type recordingPlane struct {
 	// wakeOnClaim posts a wake-up to the executor's feeds during each claim, as a commit that
 	// ended while the claim loop read its inbox is followed by its wake-up.
 	wakeOnClaim bool
+	// wakeAfterClaim posts a wake-up to the executor's feeds this long after each claim, as a
+	// wake-up the poll beat by that much.
+	wakeAfterClaim time.Duration
 	// failClaims fails the next claims of a task key with a transient error, so many times.
 	failClaims map[string]int
 	// subscribes counts Subscribe calls; claimActive counts ClaimActive calls.
@@ -288,6 +291,15 @@ func (p *recordingPlane) Claim(_ context.Context, id, runID, taskKey string) (Cl
 		for _, f := range p.feedsLocked(id) {
 			f.post(func(n *WorkNews) { n.Available = true })
 		}
+	}
+	if d := p.wakeAfterClaim; d > 0 {
+		time.AfterFunc(d, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for _, f := range p.feedsLocked(id) {
+				f.post(func(n *WorkNews) { n.Available = true })
+			}
+		})
 	}
 	if p.failClaims[taskKey] > 0 {
 		p.failClaims[taskKey]--
