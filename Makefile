@@ -78,9 +78,9 @@ test-live:
 FUZZ_TARGETS := \
 	./core/envelope:FuzzValidate:100000 \
 	./sdk/announce:FuzzValidateAnnouncement:10000 \
-	./sdk/announce/jsonwire:FuzzCanonicalJSON:150000 \
+	./sdk/jsonwire:FuzzCanonicalJSON:150000 \
 	./core/model:FuzzMockScript:25000 \
-	./core/canonjson:FuzzCanonicalize:120000 \
+	./sdk/jsonwire:FuzzCanonicalValue:120000 \
 	./sdk/memory:FuzzIntegerValue:12000 \
 	./sdk/memory:FuzzReadSlice:40000 \
 	./sdk/memory:FuzzMatcher:10000 \

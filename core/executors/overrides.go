@@ -8,12 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
@@ -102,7 +101,7 @@ func (s *Service) PutToolProviderOverrides(ctx context.Context, req *PutOverride
 	if err := json.Unmarshal(rawMap, &entries); err != nil || entries == nil {
 		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "tool_provider_overrides must be a JSON object.").With("path", "tool_provider_overrides")
 	}
-	canon, err := canonjson.Canonicalize(rawMap)
+	canon, err := jsonwire.CanonicalValue(rawMap)
 	if err != nil {
 		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "tool_provider_overrides must be a JSON object.").With("path", "tool_provider_overrides")
 	}

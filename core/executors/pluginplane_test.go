@@ -12,7 +12,7 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/plugins"
 	"github.com/nexuskernel/nexus/sdk/announce"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The executor plane's own doors (docs/api.md#the-executor-plane): identity, the announcement, the

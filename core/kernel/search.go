@@ -8,11 +8,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/projection"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // tool_search's limits (docs/agent-tools.md#tool-search-and-deferred-tools).
@@ -169,7 +169,7 @@ func catalogItems(catalog []byte) (map[string][]catalogSkill, error) {
 }
 
 // escapedLen is how many bytes b adds to a JSON string that holds it, in the canonical
-// escaping the result bound is measured with (canonjson.AppendString): the quote and the
+// escaping the result bound is measured with (jsonwire.AppendString): the quote and the
 // backslash take two bytes, a control character two (\b \f \n \r \t) or six (\u00xx), a byte
 // of invalid UTF-8 the three of U+FFFD, anything else itself.
 func escapedLen(b []byte) int {
@@ -200,7 +200,7 @@ func escapedLen(b []byte) int {
 	return n
 }
 
-// canonicalSize is the length of v's canonical JSON (core/canonjson): its compact encoding with
+// canonicalSize is the length of v's canonical JSON (sdk/jsonwire): its compact encoding with
 // every number in its shortest round-trip form. Strings escape alike in both encodings, and
 // sorting keys does not change a length.
 func canonicalSize(v jsonv.Value) int { return v.EncodedSize() + numberDelta(v) }
@@ -215,7 +215,7 @@ func numberDelta(v jsonv.Value) int {
 		if err != nil || math.IsInf(f, 0) {
 			return 0
 		}
-		return len(canonjson.AppendNumber(nil, f)) - len(lit)
+		return len(jsonwire.AppendNumber(nil, f)) - len(lit)
 	case jsonv.ArrayKind:
 		d := 0
 		for _, it := range v.Items() {

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 func orEmpty(a []Attachment) []Attachment {
@@ -623,7 +623,7 @@ func (e *Engine) replayMessage(ctx context.Context, a *Actor, c *store.Conversat
 	if err != nil {
 		return nil, true, err
 	}
-	if same, _ := canonjson.Equal([]byte(rec.Body), canon); !same {
+	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
 		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
 	}
 	var res map[string]string

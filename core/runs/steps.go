@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // stepError is one failure of the step grammar: {code, path} plus a message.
@@ -320,7 +320,7 @@ func (p *stepParser) parseTool(s *step, body map[string]json.RawMessage) {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(v, &obj) != nil || obj == nil {
 			p.fail(CodeInvalidToolInput, s.path+".input", "input must be a JSON object.")
-		} else if c, err := canonjson.Canonicalize(v); err != nil {
+		} else if c, err := jsonwire.CanonicalValue(v); err != nil {
 			p.fail(CodeInvalidToolInput, s.path+".input", "input holds a value the store cannot keep.")
 		} else if len(c) > MaxToolInputBytes {
 			p.fail(CodeToolInputTooLarge, s.path+".input", "input is %d bytes; the bound is %d.", len(c), MaxToolInputBytes)

@@ -111,7 +111,6 @@ var rules = []rule{
 	// The SDK: a plugin author needs sdk alone.
 	{"sdk/jsonwire", anyOf(), "the JSON toolkit is the root of the SDK: it imports nothing from the module"},
 	{"sdk/announce", anyOf(sdkJSON...), "announce builds on the JSON toolkit alone"},
-	{"sdk/announce/jsonwire", anyOf(), "the announcement's JSON walker imports nothing from the module"},
 	{"sdk/plugin", anyOf(sdkAnnounce...), "sdk/plugin builds on announce alone"},
 	{"sdk/internal/...", anyOf(sdkPlugin...), "the gRPC shims and generated code sit under the kinds, on plugin and announce"},
 	{"sdk/memory", anyOf(sdkMemory...), "sdk/memory builds on announce and plugin"},
@@ -133,7 +132,6 @@ var rules = []rule{
 	{"cmd/nexus-mcp-bridge", anyOf(plus(sdkToolProv, "providers/mcp-bridge")...), "a plugin binary wires its provider and the SDK"},
 	// The edges of core.
 	{"core/refusal", anyOf(), "refusals are a leaf every service may use"},
-	{"core/canonjson", anyOf(), "canonical JSON is a leaf every package may use"},
 	{"core/registry", anyOf(sdkAnnounce...), "the registry imports no other core package"},
 	{"core/declare", anyOf(plus(sdkAnnounce, "core/registry", "core/refusal")...), "the compiler needs only the registry"},
 	{"core/declare/jsonv", anyOf(), "the compiler's ordered JSON value imports nothing from the module"},
