@@ -88,7 +88,7 @@ FUZZ_TARGETS := \
 	./core/declare:FuzzCompile:150 \
 	./core/declare:FuzzCompileAlias:18000 \
 	./core/declare:FuzzResolveCall:30000 \
-	./core/declare/jsonv:FuzzDecode:100000 \
+	./sdk/jsonwire:FuzzDecode:100000 \
 	./core/projection:FuzzProject:40000 \
 	./core/profiles:FuzzProfileReadBack:20000 \
 	./core/runs:FuzzCheckCall:5000 \

@@ -17,8 +17,8 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/declare/declaretest"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // update rewrites the golden files from the current code: go test ./core/projection -update.
@@ -107,7 +107,7 @@ func runProjection(t *testing.T, a *archive, set *declare.Set) {
 		t.Fatal(err)
 	}
 	p := Project(set, catalog)
-	a.got["want/offered"] = jsonv.Array(p.Tools...).Encode()
+	a.got["want/offered"] = jsonwire.Array(p.Tools...).Encode()
 }
 
 func runSkillsBlock(t *testing.T, c *declare.Compiler, a *archive, set *declare.Set) {

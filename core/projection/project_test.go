@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // TestProjectImportedEntry: an imported Runner tool reaches the provider without its route or
@@ -29,7 +29,7 @@ func TestProjectImportedEntry(t *testing.T) {
 	}
 	p := Project(frozen.ToolDefinitions, nil)
 	want := `[{"type":"function","function":{"name":"read","description":"Read a file.","parameters":{"type":"object"},"strict":false}}]`
-	if got := string(jsonv.Array(p.Tools...).Encode()); got != want {
+	if got := string(jsonwire.Array(p.Tools...).Encode()); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 	e, _ := frozen.ToolDefinitions.Lookup("read")

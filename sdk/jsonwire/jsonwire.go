@@ -36,9 +36,14 @@ var ErrSyntax = errors.New("not one JSON value")
 type SyntaxError struct {
 	// Offset is the byte offset, from the start of the input, at which the walk stopped.
 	Offset int
+	// Reason says what was wrong there, when the reader knows ("" for a walk).
+	Reason string
 }
 
 func (e *SyntaxError) Error() string {
+	if e.Reason != "" {
+		return "not one JSON value: " + e.Reason + " at byte " + strconv.Itoa(e.Offset)
+	}
 	return "not one JSON value: syntax error at byte " + strconv.Itoa(e.Offset)
 }
 
