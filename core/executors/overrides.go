@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/identity"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -29,7 +30,7 @@ const (
 	WordInvalidValue     = "invalid_value"
 	WordUnknownExecutor  = "unknown_executor"
 	WordNotAToolProvider = "not_a_tool_provider"
-	WordExecutorRevoked  = "executor_revoked"
+	WordExecutorRevoked  = identity.CodeExecutorRevoked
 	WordNotEligible      = "not_eligible"
 	WordIncompleteFamily = "incomplete_family"
 	CodeStaleObject      = refusal.CodeStaleObject

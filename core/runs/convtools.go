@@ -53,12 +53,12 @@ const (
 	WordSideConversation     = "side_conversation"
 	WordParentWaiting        = "parent_waiting"
 	WordAncestorConversation = "ancestor_conversation"
-	WordNotAuthorized        = "not_authorized"
+	WordNotAuthorized        = refusal.CodeNotAuthorized
 	WordPrincipalUnknown     = "principal_unknown"
 	WordAnswererNotEligible  = "answerer_not_eligible"
 	WordAgentPrivate         = "agent_private"
 	WordLabelTaken           = "label_taken"
-	WordRunnerNotEligible    = "runner_not_eligible"
+	WordRunnerNotEligible    = refusal.CodeRunnerNotEligible
 	WordModelNotAuthorized   = "model_not_authorized"
 	WordScheduleOutOfRange   = "schedule_out_of_range"
 )

@@ -99,7 +99,6 @@ var (
 	coreStore   = []string{"core/store", "internal/memo"}
 	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/identity", "core/memory", "core/model",
 		"core/profiles", "core/projection", "core/registry", "core/uploads"}, coreLeaves...), coreStore...), sdkMemory...)
-	aboveRuns     = []string{"core/kernel", "core/executors", "core/conversations", "core/httpapi", "core/server", "plugins"}
 	binariesAndUp = []string{"cmd", "internal/cli", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"}
 )
 
