@@ -90,12 +90,12 @@ func except(denied ...string) func(string) bool {
 // The SDK's chain, root first: jsonwire ← announce ← plugin (and the internal shims) ← memory ←
 // toolprovider; the client and the runner beside it on announce.
 var (
-	sdkJSON     = []string{"sdk/jsonwire", "sdk/announce/jsonwire"}
+	sdkJSON     = []string{"sdk/jsonwire"}
 	sdkAnnounce = append([]string{"sdk/announce"}, sdkJSON...)
 	sdkPlugin   = append([]string{"sdk/plugin", "sdk/internal"}, sdkAnnounce...)
 	sdkMemory   = append([]string{"sdk/memory"}, sdkPlugin...)
 	sdkToolProv = append([]string{"sdk/toolprovider"}, sdkMemory...)
-	coreLeaves  = append([]string{"core/refusal", "core/canonjson"}, sdkJSON...)
+	coreLeaves  = append([]string{"core/refusal"}, sdkJSON...)
 	coreStore   = []string{"core/store", "internal/memo"}
 	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/identity", "core/memory", "core/model",
 		"core/profiles", "core/projection", "core/registry", "core/uploads"}, coreLeaves...), coreStore...), sdkMemory...)
