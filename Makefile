@@ -118,8 +118,8 @@ fuzz:
 soak:
 	NEXUS_SOAK=1 $(GO) test -race -count=1 -timeout 2h ./...
 
-## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 in
-## plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
+## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 and a
+## re-announcement's host path in plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
 ## B12, one run end to end through a runner against bare handlers plus its SQL, in core/server,
 ## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic)
 bench:

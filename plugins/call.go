@@ -84,7 +84,9 @@ func (s *supervisor) begin(c Claim, in *instance) {
 }
 
 // runCall runs a call to its settlement (docs/plugins.md#crashes): committed once, replayed on the
-// next instance after a crash when replayable, expired at once when not, or left to lapse.
+// next instance after a crash when replayable, expired at once when not, or left to lapse. A
+// lost answer (docs/plugins.md#protocol-11) is replayed on the same instance when replayable, up
+// to the attempt bound, after which the row expires; a non-replayable one expires at once.
 func (s *supervisor) runCall(c *call, in *instance) {
 	owner := s
 	for attempt := 1; ; attempt++ {
@@ -94,6 +96,23 @@ func (s *supervisor) runCall(c *call, in *instance) {
 		switch {
 		case err == nil:
 			owner.commit(c, body)
+		case errors.Is(err, toolprovider.ErrOutcomeUnknown) && c.ctx.Err() == nil:
+			// The call reached the tool and its answer was lost (protocol 1.1): settled as if
+			// the plugin had crashed during it, without restarting the plugin.
+			switch {
+			case !c.replayable:
+				outcome = "uncertain"
+				owner.expire(c)
+			case attempt >= s.h.timings.MaxAttempts:
+				outcome = "expired" // the expiry rule settles a replayable row timed_out
+				owner.expire(c)
+			default:
+				owner.logCall(c, attempt, start, "answer lost; replaying")
+				owner.mu.Lock()
+				owner.counts.Replayed++
+				owner.mu.Unlock()
+				continue // on the same instance
+			}
 		case errors.Is(err, plugin.ErrPluginShutdown):
 			switch {
 			case !c.replayable:
@@ -129,7 +148,8 @@ func (s *supervisor) logCall(c *call, attempt int, start time.Time, outcome stri
 }
 
 // invoke runs one attempt on an instance and answers the commit body, or an error when nothing
-// is to be committed (plugin.ErrPluginShutdown, or the call's context ended).
+// is to be committed (plugin.ErrPluginShutdown, toolprovider.ErrOutcomeUnknown, or the call's
+// context ended).
 func (s *supervisor) invoke(c *call, in *instance, attempt int) (CommitBody, error) {
 	if in.memory != nil {
 		engine := &memory.Engine{Provider: in.memory}
@@ -149,7 +169,7 @@ func (s *supervisor) invoke(c *call, in *instance, attempt int) (CommitBody, err
 		Claim: toolprovider.ClaimInfo{ExecutorID: s.executorID, ClaimedAt: cl.ClaimedAt, Attempt: attempt, Replay: attempt > 1},
 	})
 	if err != nil {
-		if errors.Is(err, plugin.ErrPluginShutdown) || c.ctx.Err() != nil {
+		if errors.Is(err, plugin.ErrPluginShutdown) || errors.Is(err, toolprovider.ErrOutcomeUnknown) || c.ctx.Err() != nil {
 			return CommitBody{}, err
 		}
 		return failedBody(s.failureDetail(cl.ToolName, err)), nil
@@ -269,7 +289,8 @@ func (s *supervisor) commit(c *call, body CommitBody) {
 	}
 }
 
-// expire applies the expiry rule at once to a lost non-replayable call: it settles uncertain.
+// expire applies the expiry rule at once to a lost call: a non-replayable one settles
+// uncertain, a replayable one (a lost answer past the attempt bound) timed_out.
 func (s *supervisor) expire(c *call) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), settleTimeout)
 	defer cancel()

@@ -21,6 +21,7 @@ var fastTimings = Timings{
 	ExitCheck: 20 * time.Millisecond, PingTimeout: 500 * time.Millisecond, BackoffBase: 20 * time.Millisecond,
 	BackoffMax: 200 * time.Millisecond, InboxPoll: 100 * time.Millisecond, DrainTimeout: 2 * time.Second,
 	ShutdownGrace: 2 * time.Second, BreakerWindow: time.Minute, BreakerCooldown: time.Minute,
+	ReannounceSpacing: fastReannounceSpacing,
 }
 
 // testBinary is this test binary, which serves the scenarios.

@@ -33,12 +33,15 @@ var inheritedEnv = []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG"}
 
 // instance is one running plugin process and its dispensed client.
 type instance struct {
-	client     *goplugin.Client
-	describer  plugin.Describer
-	memory     memory.Client       // set for the memory kind
-	tools      toolprovider.Client // set for the tool_provider kind
-	info       plugin.Info
-	announce   announce.Announcement
+	client    *goplugin.Client
+	describer plugin.Describer
+	memory    memory.Client       // set for the memory kind
+	tools     toolprovider.Client // set for the tool_provider kind
+	info      plugin.Info
+	announce  announce.Announcement
+	// revision is the announcement revision the plugin reported with announce (protocol 1.1;
+	// 0 when it keeps none). Guarded by the supervisor's mu once the instance serves.
+	revision   uint64
 	pid        int
 	generation int
 	startedAt  time.Time
@@ -169,7 +172,12 @@ func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *R
 		}
 		return fail(&Refusal{Code: CodeStartFailed, Message: "configure: " + err.Error(), retry: true})
 	}
-	_, a, err := in.describer.Describe(startCtx)
+	var a announce.Announcement
+	if in.tools != nil {
+		_, a, in.revision, err = in.tools.DescribeRevision(startCtx)
+	} else {
+		_, a, err = in.describer.Describe(startCtx)
+	}
 	if err != nil {
 		return fail(&Refusal{Code: CodeStartFailed, Message: "describe: " + err.Error(), retry: true})
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,6 +142,26 @@ func serveScenario(name string) {
 			return toolprovider.Result{Text: strings.Join(env, "\n")}, nil
 		})
 		toolprovider.Serve(toolprovider.ServeConfig{Info: info, Configure: tools(m)})
+	case "reannounce":
+		toolprovider.Serve(toolprovider.ServeConfig{Info: info, Configure: func(context.Context, plugin.Config) (toolprovider.Provider, error) {
+			return newChangingTools(), nil
+		}})
+	case "lost-answer":
+		toolprovider.Serve(toolprovider.ServeConfig{Info: info, Configure: tools(lostAnswerTools())})
+	case "tools-1.0":
+		// What a plugin built with protocol 1.0 serves: minor 0, no WatchAnnouncement, no
+		// revision and no lost-answer kind, however its provider behaves.
+		goplugin.Serve(&goplugin.ServeConfig{
+			HandshakeConfig: plugin.Handshake,
+			VersionedPlugins: map[int]goplugin.PluginSet{1: {"tool_provider": toolprovider.ServerPluginAtMinor(toolprovider.ServeConfig{
+				Info: info, Configure: func(context.Context, plugin.Config) (toolprovider.Provider, error) { return newChangingTools(), nil },
+			}, 0)}},
+			GRPCServer: goplugin.DefaultGRPCServer,
+		})
+	case "closer":
+		toolprovider.Serve(toolprovider.ServeConfig{Info: info, Configure: func(context.Context, plugin.Config) (toolprovider.Provider, error) {
+			return closingTools{echoMux()}, nil
+		}})
 	case "host":
 		runHostHelper()
 	default:
@@ -212,4 +233,86 @@ func slowTools() *toolprovider.Mux {
 	m.Handle(toolprovider.Tool{Name: "slow_pure", Effect: announce.EffectPure}, h)
 	m.Handle(toolprovider.Tool{Name: "slow_write", Effect: announce.EffectWrite}, h)
 	return m
+}
+
+// changingTools is a provider whose tool list changes (protocol 1.1): grow adds "grown", shrink
+// removes it, poison adds a kernel name the host refuses, and lost answers ErrOutcomeUnknown.
+// For the benchmark, flip adds or removes "flipped" and answers when, and stamp answers when it
+// answered.
+type changingTools struct {
+	*toolprovider.Revisions
+	mu    sync.Mutex
+	extra []string
+}
+
+func newChangingTools() *changingTools { return &changingTools{Revisions: toolprovider.NewRevisions()} }
+
+func (c *changingTools) Announce(context.Context) (announce.Announcement, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := announce.Announcement{}
+	for _, n := range append([]string{"echo", "grow", "shrink", "poison", "lost"}, c.extra...) {
+		a.Tools = append(a.Tools, announce.Tool{Name: n, EffectProfile: announce.Announced(announce.EffectWrite)})
+	}
+	return a, nil
+}
+
+func (c *changingTools) Call(ctx context.Context, call toolprovider.Call) (toolprovider.Result, error) {
+	change := func(edit func()) (toolprovider.Result, error) {
+		c.mu.Lock()
+		edit()
+		c.mu.Unlock()
+		c.Advance()
+		return toolprovider.Result{Text: "revision " + strconv.FormatUint(c.AnnouncementRevision(), 10)}, nil
+	}
+	switch call.Tool {
+	case "grow":
+		return change(func() { c.extra = append(c.extra, "grown") })
+	case "shrink":
+		return change(func() { c.extra = slices.DeleteFunc(c.extra, func(n string) bool { return n == "grown" }) })
+	case "poison":
+		return change(func() { c.extra = append(c.extra, "delegate_task") })
+	case "lost":
+		return toolprovider.Result{}, fmt.Errorf("the server exited mid-call: %w", toolprovider.ErrOutcomeUnknown)
+	case "flip":
+		// The benchmark's change: the time it was made, then the change.
+		at := time.Now().UnixNano()
+		c.mu.Lock()
+		if slices.Contains(c.extra, "flipped") {
+			c.extra = slices.DeleteFunc(c.extra, func(n string) bool { return n == "flipped" })
+		} else {
+			c.extra = append(c.extra, "flipped")
+		}
+		c.mu.Unlock()
+		c.Advance()
+		return toolprovider.Result{Text: strconv.FormatInt(at, 10)}, nil
+	case "stamp":
+		return toolprovider.Result{Text: strconv.FormatInt(time.Now().UnixNano(), 10)}, nil
+	}
+	return echoHandler(ctx, call)
+}
+
+// lostAnswerTools lose their answers (protocol 1.1): lost_pure always (replayable), lost_once on
+// its first attempt only (replayable), lost_write always (not replayable).
+func lostAnswerTools() *toolprovider.Mux {
+	m := toolprovider.NewMux()
+	lost := func(context.Context, toolprovider.Call) (toolprovider.Result, error) {
+		return toolprovider.Result{}, fmt.Errorf("the server exited mid-call: %w", toolprovider.ErrOutcomeUnknown)
+	}
+	m.Handle(toolprovider.Tool{Name: "lost_pure", Effect: announce.EffectPure}, lost)
+	m.Handle(toolprovider.Tool{Name: "lost_write", Effect: announce.EffectWrite}, lost)
+	m.Handle(toolprovider.Tool{Name: "lost_once", Effect: announce.EffectPure}, func(ctx context.Context, c toolprovider.Call) (toolprovider.Result, error) {
+		if c.Claim.Attempt == 1 {
+			return lost(ctx, c)
+		}
+		return toolprovider.Result{Text: "survived", Title: "attempt " + strconv.Itoa(c.Claim.Attempt)}, nil
+	})
+	return m
+}
+
+// closingTools records its Close in a "closed-<pid>" file of the shared directory.
+type closingTools struct{ *toolprovider.Mux }
+
+func (closingTools) Close() error {
+	return os.WriteFile(filepath.Join(os.Getenv(envDir), "closed-"+strconv.Itoa(os.Getpid())), nil, 0o600)
 }

@@ -37,12 +37,14 @@ type Status struct {
 	InFlight         int          `json:"in_flight"`
 	// PollFound counts the rows the inbox poll claimed that a wake-up should have announced;
 	// each is also logged at warn. It stays 0 while the wake-up path works.
-	PollFound  int        `json:"poll_found"`
-	Calls      CallCounts `json:"calls"`
-	Tools      []string   `json:"tools"`
-	Refusal    *Refusal   `json:"refusal"`
-	LastError  *string    `json:"last_error"`
-	LastStderr []string   `json:"last_stderr"`
+	PollFound int        `json:"poll_found"`
+	Calls     CallCounts `json:"calls"`
+	Tools     []string   `json:"tools"`
+	// Announcement is the announcement the executor serves (docs/plugins.md#protocol-11).
+	Announcement AnnouncementStatus `json:"announcement"`
+	Refusal      *Refusal           `json:"refusal"`
+	LastError    *string            `json:"last_error"`
+	LastStderr   []string           `json:"last_stderr"`
 }
 
 // StatusInfo is the plugin's own Info.
@@ -94,6 +96,11 @@ func (s *supervisor) status() Status {
 		e := s.lastErr
 		st.LastError = &e
 	}
+	st.Announcement.Refusal = s.annRefusal
+	if !s.annAt.IsZero() {
+		at := s.annAt.UTC()
+		st.Announcement.AnnouncedAt = &at
+	}
 	if in := s.inst; in != nil {
 		st.Info = &StatusInfo{Name: in.info.Name, Version: in.info.Version, ProtocolVersions: in.info.ProtocolVersions, ProtocolMinor: in.info.ProtocolMinor}
 		if s.state == StateReady || s.state == StateDraining {
@@ -101,6 +108,7 @@ func (s *supervisor) status() Status {
 			st.PID = &pid
 			at := in.startedAt.UTC().Truncate(time.Second)
 			st.StartedAt = &at
+			st.Announcement.Revision = in.revision
 			for _, t := range in.announce.Tools {
 				st.Tools = append(st.Tools, t.Name)
 			}

@@ -30,7 +30,7 @@ func TestStatusJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"breaker", "calls", "checksum_pinned", "command", "enabled", "executor_public_id", "generation", "in_flight",
+	want := []string{"announcement", "breaker", "calls", "checksum_pinned", "command", "enabled", "executor_public_id", "generation", "in_flight",
 		"info", "kind", "last_error", "last_stderr", "name", "pid", "poll_found", "refusal", "restarts", "sha256", "started_at", "state", "tools"}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("status keys (-spec +got):\n%s", diff)
@@ -45,9 +45,15 @@ func TestStatusJSON(t *testing.T) {
 			t.Errorf("%s = %s, want %s", key, got[0][key], want)
 		}
 	}
+	// A memory plugin keeps no revisions: revision 0, written at load, nothing refused.
+	var ann map[string]json.RawMessage
+	_ = json.Unmarshal(got[0]["announcement"], &ann)
+	if len(ann) != 3 || string(ann["revision"]) != "0" || string(ann["refusal"]) != "null" || len(ann["announced_at"]) < len(`"2006-01-02T15:04:05Z"`) {
+		t.Errorf("announcement = %s", got[0]["announcement"])
+	}
 	var info map[string]any
 	_ = json.Unmarshal(got[0]["info"], &info)
-	if len(info) != 4 || info["protocol_minor"] != float64(0) {
+	if len(info) != 4 || info["protocol_minor"] != float64(plugin.ProtocolMinor) {
 		t.Errorf("info = %s", got[0]["info"])
 	}
 }

@@ -46,6 +46,10 @@ type supervisor struct {
 	// its refusal must not clear the executor's announcement the old instance still serves.
 	standby bool
 	slots   chan struct{}
+	// annAt is when the executor's announcement was last written (load or re-announcement);
+	// annRefusal the last re-announcement refused since then.
+	annAt      time.Time
+	annRefusal *Refusal
 }
 
 func newSupervisor(h *Host, e Entry) *supervisor {
@@ -135,11 +139,13 @@ func (s *supervisor) run() {
 		s.settle()
 
 		loopCtx, stopLoop := context.WithCancel(s.ctx)
-		loopDone := make(chan struct{})
+		loopDone, watchDone := make(chan struct{}), make(chan struct{})
 		go func() { defer close(loopDone); s.claimLoop(loopCtx, in) }()
+		go func() { defer close(watchDone); s.watchAnnouncement(loopCtx, in) }()
 		why := s.monitor(in)
 		stopLoop()
 		<-loopDone
+		<-watchDone
 		if why == "" { // stopped or drained by the host
 			return
 		}
@@ -240,6 +246,9 @@ func (s *supervisor) start() (*instance, *Refusal) {
 		in.kill()
 		return nil, &Refusal{Code: CodeStartFailed, Message: "executor plane: " + err.Error(), retry: true}
 	}
+	s.mu.Lock()
+	s.announcedLocked(in, in.announce, in.revision, time.Now())
+	s.mu.Unlock()
 	return in, nil
 }
 

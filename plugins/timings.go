@@ -33,8 +33,10 @@ type Timings struct {
 	DrainTimeout time.Duration
 	// ShutdownGrace is what in-flight calls get when the host shuts down.
 	ShutdownGrace time.Duration
-	// MaxAttempts bounds the runs of one replayable call across crashes.
+	// MaxAttempts bounds the runs of one replayable call across crashes and lost answers.
 	MaxAttempts int
+	// ReannounceSpacing is the least time between two re-announcements of one plugin.
+	ReannounceSpacing time.Duration
 }
 
 // DefaultTimings are the values (docs/plugins.md#crashes).
@@ -54,6 +56,7 @@ var DefaultTimings = Timings{
 	DrainTimeout:       30 * time.Second,
 	ShutdownGrace:      10 * time.Second,
 	MaxAttempts:        3,
+	ReannounceSpacing:  DefaultReannounceSpacing,
 }
 
 // withDefaults fills zero fields from DefaultTimings.
@@ -72,7 +75,8 @@ func (t Timings) withDefaults() Timings {
 		BreakerWindow:     pick(t.BreakerWindow, d.BreakerWindow), BreakerCooldown: pick(t.BreakerCooldown, d.BreakerCooldown),
 		BreakerMaxCooldown: pick(t.BreakerMaxCooldown, d.BreakerMaxCooldown), InboxPoll: pick(t.InboxPoll, d.InboxPoll),
 		DrainTimeout: pick(t.DrainTimeout, d.DrainTimeout), ShutdownGrace: pick(t.ShutdownGrace, d.ShutdownGrace),
-		PingFailures: t.PingFailures, BreakerThreshold: t.BreakerThreshold, MaxAttempts: t.MaxAttempts, Jitter: t.Jitter,
+		ReannounceSpacing: pick(t.ReannounceSpacing, d.ReannounceSpacing),
+		PingFailures:      t.PingFailures, BreakerThreshold: t.BreakerThreshold, MaxAttempts: t.MaxAttempts, Jitter: t.Jitter,
 	}
 	if out.PingFailures <= 0 {
 		out.PingFailures = d.PingFailures

@@ -340,27 +340,6 @@ func (h *Hub) WorkAvailable(runPublicID, taskKey, toolName string, executorPubli
 	h.publishLogged(executorPublicIDs, availableEvent(runPublicID, taskKey, toolName))
 }
 
-// NotifyAvailableIn writes in tx the NOTIFY that tells the other instances of work_available
-// for a row (PostgreSQL; nothing on SQLite). Once tx commits, WorkAvailableHere delivers the
-// event to this instance's streams.
-func (h *Hub) NotifyAvailableIn(ctx context.Context, tx *store.Tx, runPublicID, taskKey, toolName string, executorPublicIDs []string) error {
-	if len(executorPublicIDs) == 0 {
-		return nil
-	}
-	for _, p := range h.payloads(executorPublicIDs, availableEvent(runPublicID, taskKey, toolName)) {
-		if err := store.Notify(ctx, tx, h.channel, p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// WorkAvailableHere delivers work_available to this instance's streams only: the other
-// instances were told by NotifyAvailableIn.
-func (h *Hub) WorkAvailableHere(runPublicID, taskKey, toolName string, executorPublicIDs []string) {
-	h.deliver(executorPublicIDs, availableEvent(runPublicID, taskKey, toolName))
-}
-
 func availableEvent(runPublicID, taskKey, toolName string) Event {
 	return Event{Type: EventWorkAvailable, Kind: KindToolCall, RunPublicID: runPublicID, TaskKey: taskKey, ToolName: toolName}
 }

@@ -76,29 +76,22 @@ func actorOf(acc *identity.Access) *runs.Actor {
 		WorkspaceID: acc.Workspace.ID, WorkspacePublicID: acc.Workspace.PublicID}
 }
 
-// rememberedActor is actor for a create without an Idempotency-Key, which confirms the
-// caller's standing in its own write: on PostgreSQL the workspace read is remembered from the
-// caller's last request (identity.Directory.RememberedAccess), and the run's statement checks it.
-func (a *API) rememberedActor(r *http.Request, c *Call) (*runs.Actor, *identity.Access, error) {
-	if _, keyed := r.Header["Idempotency-Key"]; keyed {
-		act, err := a.actor(r, c)
-		return act, nil, err
-	}
-	acc, err := a.deps.Directory.RememberedAccess(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember)
+// creatingActor is actor for a create, whose write stands on the standing it checks itself:
+// the run's statement checks it as a guard, and the transaction reads it afresh (Reread).
+func (a *API) creatingActor(r *http.Request, c *Call) (*runs.Actor, error) {
+	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	act := actorOf(acc)
-	if acc.Remembered() {
-		act.Confirm = func(ctx context.Context, tx *store.Tx) (*runs.Actor, error) {
-			fresh, err := acc.Confirm(ctx, tx)
-			if err != nil {
-				return nil, err
-			}
-			return actorOf(fresh), nil
+	act.Reread = func(ctx context.Context, q store.Querier) (*runs.Actor, error) {
+		fresh, err := acc.Reread(ctx, q)
+		if err != nil {
+			return nil, err
 		}
+		return actorOf(fresh), nil
 	}
-	return act, acc, nil
+	return act, nil
 }
 
 // idempotencyKey reads Idempotency-Key: 1..36 bytes of printable ASCII (docs/api.md#conventions).
@@ -177,19 +170,11 @@ func pageLimit(r *http.Request, def, max int) (int, error) {
 }
 
 func (a *API) createRun(w http.ResponseWriter, r *http.Request, c *Call) error {
-	act, acc, err := a.rememberedActor(r, c)
+	act, err := a.creatingActor(r, c)
 	if err != nil {
 		return err
 	}
-	err = a.createRunAs(w, r, c, act)
-	if err != nil && acc != nil && acc.Remembered() {
-		// A refusal answered on a remembered standing is given only once the standing is read
-		// afresh: a caller who lost it is told not_found, as before any other word.
-		if _, aerr := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember); aerr != nil {
-			return aerr
-		}
-	}
-	return err
+	return a.createRunAs(w, r, c, act)
 }
 
 func (a *API) createRunAs(w http.ResponseWriter, r *http.Request, c *Call, act *runs.Actor) error {

@@ -26,8 +26,6 @@ type Directory struct {
 	auth    *Authenticator
 	now     func() time.Time
 	revoked RevocationEffects
-	// remembered serves RememberedAccess.
-	remembered rememberedAccess
 }
 
 // RevocationEffects is what revoking an executor does to work, beyond its tokens
@@ -55,9 +53,7 @@ func NewDirectory(s *store.Store, auth *Authenticator, opts DirectoryOptions) *D
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &Directory{store: s, auth: auth, now: opts.Now, revoked: opts.Revocation}
-	d.remembered.Max = maxRememberedAccess
-	return d
+	return &Directory{store: s, auth: auth, now: opts.Now, revoked: opts.Revocation}
 }
 
 // Workspace is a workspace as one caller sees it.
@@ -89,8 +85,15 @@ const (
 type Access struct {
 	Caller    *Principal
 	Workspace Workspace
-	// confirm is set on an Access answered from memory (RememberedAccess).
-	confirm *confirmation
+	// check is what Reread repeats.
+	check accessCheck
+}
+
+// accessCheck is the check an Access answered: the directory, the reference and the need.
+type accessCheck struct {
+	d    *Directory
+	ref  string
+	need Need
 }
 
 // Access resolves ref (a workspace public id, or a handle: a UUID-form value is a public id) to a
@@ -105,7 +108,25 @@ func (d *Directory) Access(ctx context.Context, caller *Principal, ref string, n
 	if err := checkNeed(caller, w.Role, need); err != nil {
 		return nil, err
 	}
-	return &Access{Caller: caller, Workspace: *w}, nil
+	return &Access{Caller: caller, Workspace: *w, check: accessCheck{d: d, ref: ref, need: need}}, nil
+}
+
+// Reread repeats the check acc answered through q (a write's transaction), refusing as Access
+// does: a write whose statement found the standing it was decided on gone reads it afresh here,
+// and answers the caller's word (not_found for a member removed since).
+func (acc *Access) Reread(ctx context.Context, q store.Querier) (*Access, error) {
+	c := acc.check
+	if c.d == nil {
+		return nil, errors.New("identity: Reread of an Access the directory did not answer")
+	}
+	w, err := c.d.visible(ctx, q, acc.Caller, c.ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNeed(acc.Caller, w.Role, c.need); err != nil {
+		return nil, err
+	}
+	return &Access{Caller: acc.Caller, Workspace: *w, check: c}, nil
 }
 
 func checkNeed(caller *Principal, role string, need Need) error {
@@ -274,4 +295,13 @@ func nullMillis(v sql.NullInt64) *int64 {
 	}
 	x := v.Int64
 	return &x
+}
+
+// workspaceRef is the column value a reference names a workspace by: its canonical public id
+// (byID) or its handle.
+func workspaceRef(ref string) (string, bool) {
+	if id, byID := canonicalID(ref); byID {
+		return id, true
+	}
+	return ref, false
 }

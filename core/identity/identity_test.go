@@ -347,6 +347,87 @@ func TestAccessNeeds(t *testing.T) {
 	})
 }
 
+// TestAccessReread: Reread repeats an Access's check through the querier it is given (a write's
+// transaction), reading the standing afresh: the role as it is now, not_found for a member
+// removed since, and not_authorized when the need is no longer met.
+func TestAccessReread(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		boot, err := identity.Bootstrap(ctx, s, t.TempDir(), "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth := identity.NewAuthenticator(s, func() time.Time { return t0 })
+		dir := identity.NewDirectory(s, auth, identity.DirectoryOptions{Now: func() time.Time { return t0 }})
+		admin, err := auth.Member(ctx, boot.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner, err := dir.Access(ctx, admin, "default", identity.NeedOwner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		us, err := dir.CreateUser(ctx, owner, &identity.CreateUserRequest{Handle: "mia", DisplayName: "Mia", Role: identity.RoleMember})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mia, err := auth.Member(ctx, us.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		member, err := dir.Access(ctx, mia, "default", identity.NeedMember)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reread := func(acc *identity.Access) (*identity.Access, string) {
+			t.Helper()
+			var got *identity.Access
+			err := s.Write(ctx, func(tx *store.Tx) error {
+				var err error
+				got, err = acc.Reread(ctx, tx)
+				return err
+			})
+			if err == nil {
+				return got, ""
+			}
+			r, ok := refusal.As(err)
+			if !ok {
+				t.Fatalf("untyped error %v", err)
+			}
+			return nil, r.Code
+		}
+		if got, code := reread(member); code != "" || got.Workspace.Role != identity.RoleMember {
+			t.Fatalf("an unchanged member: %v %q", got, code)
+		}
+		if err := dir.RemoveMember(ctx, owner, us.User.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		if _, code := reread(member); code != "not_found" {
+			t.Fatalf("a removed member: %q, want not_found", code)
+		}
+		if _, err := dir.AddMember(ctx, owner, &identity.AddMemberRequest{UserPublicID: us.User.PublicID, Role: identity.RoleOwner}); err != nil {
+			t.Fatal(err)
+		}
+		if got, code := reread(member); code != "" || got.Workspace.Role != identity.RoleOwner {
+			t.Fatalf("a member made owner: %v %q", got, code)
+		}
+		miaAsOwner, err := dir.Access(ctx, mia, "default", identity.NeedOwner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dir.RemoveMember(ctx, owner, us.User.PublicID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dir.AddMember(ctx, owner, &identity.AddMemberRequest{UserPublicID: us.User.PublicID, Role: identity.RoleMember}); err != nil {
+			t.Fatal(err)
+		}
+		if _, code := reread(miaAsOwner); code != "not_authorized" {
+			t.Fatalf("an owner made member, rereading an owner's need: %q, want not_authorized", code)
+		}
+	})
+}
+
 // TestLastOwnerUnderConcurrency: two owners removing each other at once leave one owner: the
 // membership change of a workspace is serialized (PostgreSQL locks the workspace row).
 func TestLastOwnerUnderConcurrency(t *testing.T) {

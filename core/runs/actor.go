@@ -19,19 +19,26 @@ type Actor struct {
 	Role              string
 	WorkspaceID       int64
 	WorkspacePublicID string
-	// Confirm, when set, says that the standing above was remembered rather than read: a write
-	// that stands on it calls Confirm in its transaction first, and goes on as the Actor it
-	// answers (identity.Access.Confirm). CreateRun honours it
-	// on a create without an idempotency key; a keyed create takes an Actor that was read.
-	Confirm func(ctx context.Context, tx *store.Tx) (*Actor, error)
+	// Reread, when set, repeats the door's standing check through q, a write's transaction, and
+	// answers the Actor it finds or the refusal the door would give (identity.Access.Reread): a
+	// create's transaction stands on what it reads itself, never on the door's earlier read.
+	Reread func(ctx context.Context, q store.Querier) (*Actor, error)
 }
 
-// confirmed is the Actor a write stands on (Actor.Confirm).
-func (a *Actor) confirmed(ctx context.Context, tx *store.Tx) (*Actor, error) {
-	if a.Confirm == nil {
+// reread is the Actor a write's transaction stands on (Actor.Reread).
+func (a *Actor) reread(ctx context.Context, tx *store.Tx) (*Actor, error) {
+	if a.Reread == nil {
 		return a, nil
 	}
-	return a.Confirm(ctx, tx)
+	return a.Reread(ctx, tx)
+}
+
+// standing is the membership a's statement checks (store.CreateRun's guard).
+func (a *Actor) standing() store.Standing {
+	if a.Kind == "user" {
+		return store.Standing{WorkspaceID: a.WorkspaceID, UserID: a.ID, Role: a.Role}
+	}
+	return store.Standing{WorkspaceID: a.WorkspaceID, AgentID: a.ID}
 }
 
 func (a *Actor) member() Member { return Member{Kind: a.Kind, PublicID: a.PublicID} }

@@ -229,14 +229,7 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 	if t.AddressedExecutorPublicID != nil && !fx.active[*t.AddressedExecutorPublicID] {
 		guard = &store.TaskGuard{UnlessRevoked: *t.AddressedExecutorPublicID}
 	}
-	timeout := deref(t.TimeoutMS)
-	if timeout <= 0 {
-		timeout = ToolParkDefault.Milliseconds()
-	}
-	status := StatusRunning
-	if t.AddressedRole != nil {
-		status = StatusDispatched
-	}
+	status, timeout := parkOf(t)
 	set := append(append(make([]store.Assign, 0, len(pre)+3), pre...), store.Assign{Col: "status", Val: status},
 		store.Assign{Col: "dispatched_at", Val: now}, store.Assign{Col: "deadline_at", Val: now + timeout})
 	parked, err := store.SetTask(ctx, tx, t.ID, guard, set...)
@@ -256,6 +249,19 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 	}
 	fx.available = append(fx.available, signalRow{run: run.PublicID, key: t.Key, tool: deref(t.ToolName), executors: ids})
 	return nil
+}
+
+// parkOf is where a granted tool row parks and for how long: dispatched for its executor, or
+// running in the kernel's queue, for its budget (ToolParkDefault when it has none).
+func parkOf(t *store.Task) (status string, timeout int64) {
+	timeout = deref(t.TimeoutMS)
+	if timeout <= 0 {
+		timeout = ToolParkDefault.Milliseconds()
+	}
+	if t.AddressedRole != nil {
+		return StatusDispatched, timeout
+	}
+	return StatusRunning, timeout
 }
 
 // RevokedError is the error of a row settled because its executor was revoked.

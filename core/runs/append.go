@@ -72,7 +72,7 @@ func (e *Engine) Append(ctx context.Context, req *AppendRequest) (*Appended, err
 			existing[trace[i].Key] = true
 		}
 		prev := r.DeliverableTaskKey
-		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: deref(r.DefaultRunnerExecutorPublicID), skills: runSkillFacts(r), fx: fx,
+		p := &stepParser{e: e, ctx: ctx, q: tx, tx: tx, actor: a, runner: deref(r.DefaultRunnerExecutorPublicID), skills: runSkillFacts(r), fx: fx,
 			existing: copyKeys(existing)}
 		steps := p.parse(req.Steps, r.Revision+1, prev)
 		if err := p.refusal(""); err != nil {

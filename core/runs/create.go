@@ -92,62 +92,26 @@ func (e *Engine) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created
 			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
 		}
 	}
-	var created *Created
-	write := e.write
+	in := &runRequest{obj: obj, mode: mode, rules: rules, start: start}
 	if key == "" {
-		// Without a key, a new run is a candidate for one statement (writePlanned); with one,
-		// the idempotency record is a second write, and the run is a transaction.
-		write = e.writePlanned
+		// Without a key, a new run is a candidate for one statement (createInStatement); with
+		// one, the idempotency record is a second write, and the run is a transaction.
+		created, err := e.createInStatement(ctx, a, in)
+		if !errors.Is(err, errNeedsTransaction) {
+			return created, err
+		}
 	}
-	err = write(ctx, func(tx *store.Tx, fx *effects) error {
-		a, err := a.confirmed(ctx, tx)
+	var created *Created
+	err = e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		a, err := a.reread(ctx, tx)
 		if err != nil {
 			return err
 		}
-		runner := ""
-		if v, ok := obj["default_runner_executor_public_id"]; ok && !isNull(v) {
-			id, ok := str(v)
-			if !ok || !store.IsPublicID(id) || !e.eligibleRunner(ctx, tx, a.WorkspaceID, id) {
-				return refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
-					With("path", "run.default_runner_executor_public_id")
-			}
-			runner = id
-		}
-		// The memory configuration is frozen first: the steps' skill catalogs are read against it.
-		principal := a.member()
-		mc, err := e.freezeMemory(ctx, tx, a.WorkspacePublicID, "", principal)
+		r, steps, err := e.acceptRun(ctx, tx, tx, fx, a, in)
 		if err != nil {
 			return err
 		}
-		p := &stepParser{e: e, ctx: ctx, q: tx, actor: a, runner: runner, existing: map[string]bool{}, fx: fx,
-			skills: &SkillFacts{MemoryContext: mc, WorkspacePublicID: a.WorkspacePublicID, Principal: principal}}
-		steps := p.parse(obj["steps"], 1, "")
-		if err := p.refusal(""); err != nil {
-			return err
-		}
-		if err := duplicateKeys(steps, nil, ""); err != nil {
-			return err
-		}
-		now := e.nowMS()
-		r := &store.Run{
-			PublicID: store.NewPublicID(), WorkspaceID: a.WorkspaceID, WorkspacePublicID: a.WorkspacePublicID,
-			CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: mode,
-			ApprovalRules: string(rules), DeliverableTaskKey: steps[len(steps)-1].key, Revision: 1,
-			MainlineRoundCounter: 1, MemoryContext: mc, CreatedAt: now, UpdatedAt: now,
-		}
-		if runner != "" {
-			r.DefaultRunnerExecutorPublicID = &runner
-		}
-		if a.Kind == "agent" {
-			r.AnsweringAgentPublicID = &a.PublicID
-		}
-		if start {
-			// A run that starts at once is born running (docs/development.md#how-the-kernel-runs-work): the
-			// row startRun would write a statement later, status running and started_at now, is inserted as
-			// such, and readiness runs once its steps are written.
-			r.Status, r.StartedAt = RunRunning, &now
-		}
-		keys, rows, err := e.insertRunWithSteps(ctx, tx, r, steps, now)
+		keys, rows, err := e.insertRunWithSteps(ctx, tx, r, steps, r.CreatedAt)
 		if err != nil {
 			return err
 		}
@@ -169,7 +133,7 @@ func (e *Engine) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created
 				Run     string  `json:"run_public_id"`
 				Receipt Receipt `json:"receipt"`
 			}{r.PublicID, created.Receipt})
-			if err := store.InsertIdempotency(ctx, tx, scope, key, string(canon), string(res), now, now-IdempotencyTTL.Milliseconds()); err != nil {
+			if err := store.InsertIdempotency(ctx, tx, scope, key, string(canon), string(res), r.CreatedAt, r.CreatedAt-IdempotencyTTL.Milliseconds()); err != nil {
 				return err
 			}
 		}
@@ -182,6 +146,69 @@ func (e *Engine) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created
 		}
 	}
 	return created, err
+}
+
+// runRequest is a create's run object, judged as far as it can be without the store.
+type runRequest struct {
+	obj   map[string]json.RawMessage
+	mode  string
+	rules []byte
+	start bool
+}
+
+// acceptRun accepts a run object for the actor: its default Runner, its memory configuration,
+// its steps, read through q. tx is the write transaction it is accepted in, nil when it is
+// accepted for a statement: a step that needs the transaction (one that binds uploads) then
+// answers errNeedsTransaction. It answers the unwritten run (born running when it starts) and
+// its steps.
+func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, fx *effects, a *Actor, in *runRequest) (*store.Run, []*step, error) {
+	runner := ""
+	if v, ok := in.obj["default_runner_executor_public_id"]; ok && !isNull(v) {
+		id, ok := str(v)
+		if !ok || !store.IsPublicID(id) || !e.eligibleRunner(ctx, q, a.WorkspaceID, id) {
+			return nil, nil, refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
+				With("path", "run.default_runner_executor_public_id")
+		}
+		runner = id
+	}
+	// The memory configuration is frozen first: the steps' skill catalogs are read against it.
+	principal := a.member()
+	mc, err := e.freezeMemory(ctx, q, a.WorkspacePublicID, "", principal)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &stepParser{e: e, ctx: ctx, q: q, tx: tx, actor: a, runner: runner, existing: map[string]bool{}, fx: fx,
+		skills: &SkillFacts{MemoryContext: mc, WorkspacePublicID: a.WorkspacePublicID, Principal: principal}}
+	steps := p.parse(in.obj["steps"], 1, "")
+	if p.needsTx {
+		return nil, nil, errNeedsTransaction
+	}
+	if err := p.refusal(""); err != nil {
+		return nil, nil, err
+	}
+	if err := duplicateKeys(steps, nil, ""); err != nil {
+		return nil, nil, err
+	}
+	now := e.nowMS()
+	r := &store.Run{
+		PublicID: store.NewPublicID(), WorkspaceID: a.WorkspaceID, WorkspacePublicID: a.WorkspacePublicID,
+		CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: in.mode,
+		ApprovalRules: string(in.rules), DeliverableTaskKey: steps[len(steps)-1].key, Revision: 1,
+		MainlineRoundCounter: 1, MemoryContext: mc, CreatedAt: now, UpdatedAt: now,
+	}
+	if runner != "" {
+		r.DefaultRunnerExecutorPublicID = &runner
+	}
+	if a.Kind == "agent" {
+		r.AnsweringAgentPublicID = &a.PublicID
+	}
+	if in.start {
+		// A run that starts at once is born running (docs/development.md#how-the-kernel-runs-work): the
+		// row startRun would write a statement later, status running and started_at now, is inserted as
+		// such, and readiness runs once its steps are written.
+		r.Status, r.StartedAt = RunRunning, &now
+	}
+	return r, steps, nil
 }
 
 func (e *Engine) replayCreate(ctx context.Context, a *Actor, scope, key string, canon []byte) (*Created, bool, error) {

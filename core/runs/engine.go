@@ -174,9 +174,6 @@ type effects struct {
 	// a revocation committing between the two reads was already one committing just after the
 	// second (its effects settle the rows it sees; a row parked after it expires by its clock).
 	active map[string]bool
-	// told says the transaction itself notified the other instances of available (a planned
-	// write, writePlanned): after its commit, only this instance's streams are signalled.
-	told bool
 }
 
 // noteActive records that this transaction found the executor active; a nil fx notes nothing.
@@ -245,37 +242,6 @@ func (e *Engine) write(ctx context.Context, fn func(tx *store.Tx, fx *effects) e
 	return nil
 }
 
-// writePlanned is write for a new run: it first runs fn as a planned write (store.Plan), one
-// statement that writes the run and its rows with their first readiness applied, and runs fn as
-// a transaction (write) when the plan cannot hold what fn does or a fact it used changed.
-func (e *Engine) writePlanned(ctx context.Context, fn func(tx *store.Tx, fx *effects) error) error {
-	fx := &effects{}
-	err := e.store.Plan(ctx, func(tx *store.Tx) error {
-		if err := fn(tx, fx); err != nil {
-			return err
-		}
-		if e.signal == nil {
-			return nil
-		}
-		// The other instances hear of the new work from the statement itself.
-		for _, s := range fx.available {
-			if err := e.signal.NotifyAvailableIn(ctx, tx, s.run, s.key, s.tool, s.executors); err != nil {
-				return err
-			}
-		}
-		fx.told = true
-		return nil
-	})
-	if errors.Is(err, store.ErrPlanUnsupported) || errors.Is(err, store.ErrPlanStale) {
-		return e.write(ctx, fn)
-	}
-	if err != nil {
-		return err
-	}
-	e.afterCommit(ctx, fx)
-	return nil
-}
-
 // afterCommit carries out a committed write's effects: signals and wake-ups, then the runs
 // whose reply rows observe a turn the write ended, each advanced in its own transaction.
 func (e *Engine) afterCommit(ctx context.Context, fx *effects) {
@@ -291,11 +257,7 @@ func (e *Engine) deliver(fx *effects) {
 	}
 	if e.signal != nil {
 		for _, s := range fx.available {
-			if fx.told {
-				e.signal.WorkAvailableHere(s.run, s.key, s.tool, s.executors)
-			} else {
-				e.signal.WorkAvailable(s.run, s.key, s.tool, s.executors)
-			}
+			e.signal.WorkAvailable(s.run, s.key, s.tool, s.executors)
 		}
 		for _, s := range fx.canceled {
 			e.signal.WorkCanceled(s.run, s.key, s.executors, s.reason)

@@ -120,13 +120,6 @@ type Member struct {
 type ExecutorSignal interface {
 	WorkAvailable(runPublicID, taskKey, toolName string, executorPublicIDs []string)
 	WorkCanceled(runPublicID, taskKey string, executorPublicIDs []string, reason string)
-	// NotifyAvailableIn tells the other instances of work_available for a row through tx's
-	// own notification, which PostgreSQL delivers when tx commits; after the commit,
-	// WorkAvailableHere reaches this instance's streams. A write sent as one statement
-	// (store.Plan) signals this way: a notification inside the statement costs nothing more,
-	// one queued after it costs the server a transaction of its own.
-	NotifyAvailableIn(ctx context.Context, tx *store.Tx, runPublicID, taskKey, toolName string, executorPublicIDs []string) error
-	WorkAvailableHere(runPublicID, taskKey, toolName string, executorPublicIDs []string)
 }
 
 // Reasons of work_canceled (docs/api.md#the-executor-plane).

@@ -53,11 +53,16 @@ type step struct {
 
 // stepParser accumulates every failure of one envelope (docs/api.md#runs).
 type stepParser struct {
-	e      *Engine
-	ctx    context.Context
-	q      *store.Tx
-	actor  *Actor
-	runner string // the run's default Runner
+	e   *Engine
+	ctx context.Context
+	// q reads; tx is the write transaction the steps are accepted in, nil when they are accepted
+	// for a statement (CreateRun's), which binds no upload: a step that attaches some then sets
+	// needsTx, and the create runs as a transaction.
+	q       store.Querier
+	tx      *store.Tx
+	needsTx bool
+	actor   *Actor
+	runner  string // the run's default Runner
 	// skills are the run's facts a kernel skill catalog is read against.
 	skills   *SkillFacts
 	existing map[string]bool
@@ -192,8 +197,10 @@ func (p *stepParser) parseModel(s *step, body map[string]json.RawMessage, prev s
 					wellFormed = false
 				}
 			}
-			if wellFormed && len(ids) > 0 {
-				atts, err := p.e.inputAttachments(p.ctx, p.q, p.actor, ids, s.path+".attachments")
+			if wellFormed && len(ids) > 0 && p.tx == nil {
+				p.needsTx = true
+			} else if wellFormed && len(ids) > 0 {
+				atts, err := p.e.inputAttachments(p.ctx, p.tx, p.actor, ids, s.path+".attachments")
 				if r, ok := refusal.As(err); ok {
 					pth, _ := r.Get("path")
 					ps, _ := pth.(string)

@@ -215,8 +215,9 @@ func paired(b *testing.B, workers, n int, a, c func(i int) error) (float64, floa
 // BenchmarkEnqueue is B6: a standalone run of one tool step created over HTTP (the run, its task,
 // readiness, dispatch, the push signal) against a raw transaction inserting the same two rows,
 // with 1, 4 and 16 clients, the two variants in alternating rounds (paired): b.N creates of each.
-// Each logs how many creates were planned and how many of those went out grouped with others
-// (store.PlanStats). The parent logs the ratios (goal at least 0.7x).
+// Each logs how many creates were written by the run's one statement and how many of those
+// found a guard failed and ran as a transaction (store.CreateRunStats). The parent logs the
+// ratios (goal at least 0.7x).
 func BenchmarkEnqueue(b *testing.B) {
 	for _, d := range storetest.Dialects() {
 		b.Run(string(d), func(b *testing.B) {
@@ -243,10 +244,10 @@ func BenchmarkEnqueue(b *testing.B) {
 			httpRate, rawRate := map[int]float64{}, map[int]float64{}
 			for _, workers := range []int{1, 4, 16} {
 				b.Run(fmt.Sprintf("clients/%d", workers), func(b *testing.B) {
-					before := p.st.PlanStats()
+					before := p.st.CreateRunStats()
 					httpRate[workers], rawRate[workers] = paired(b, workers, b.N, overHTTP, raw)
-					after := p.st.PlanStats()
-					b.Logf("%d clients, %d creates: %d planned, %d of them grouped", workers, b.N, after.Written-before.Written, after.Grouped-before.Grouped)
+					after := p.st.CreateRunStats()
+					b.Logf("%d clients, %d creates: %d by the statement, %d guarded", workers, b.N, after.Written-before.Written, after.Guarded-before.Guarded)
 					b.ReportMetric(httpRate[workers], "http-ops/s")
 					b.ReportMetric(rawRate[workers], "raw-ops/s")
 					b.ReportMetric(httpRate[workers]/rawRate[workers], "x-raw")

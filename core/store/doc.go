@@ -16,14 +16,9 @@
 // wakes every listening backend of the database on each NOTIFY, whatever its channel, so each
 // further listening connection would cost the server CPU on every notification.
 //
-// A planned write (plan.go, Store.Plan) is a transaction sent as one autocommit statement on
-// PostgreSQL: the caller's code runs against a Tx that sends plain reads on their own, records a
-// new run and its rows with the updates made to them and the notifications to send, and collects
-// guards (facts taken from a cache, such as RunnerServing's served-tools entries) that the
-// statement checks before it writes. What a plan cannot hold (any other write, a locking read)
-// makes it answer ErrPlanUnsupported, and a failed guard ErrPlanStale, both before anything is
-// written; the caller then runs the same code as a transaction. A store has one planned statement
-// in flight at a time: plans sent meanwhile queue and go out together in the next one, each as
-// a chain of its own with its own guards (planGroup), so that concurrent writes share the cost
-// of a statement and its commit.
+// A hot path that needs one round trip has one named statement of its own (CreateRun): its
+// guards, the caller's standing among them, are fields of a Go struct and conditions of the
+// statement, and a guard that fails writes nothing (ErrGuardFailed) so that the caller runs its
+// ordinary transaction. No code here reads SQL text, replays a caller's code or takes a fact
+// from a cache.
 package store

@@ -228,27 +228,6 @@ WHERE `+col+` = ?`, userID, ref)
 	return &w, nil
 }
 
-// RequireWorkspace adds to a planned write the guard that a remembered workspace read still
-// holds: the workspace with this id is still the one ref names (its handle or, byPublicID, its
-// canonical public id) and, for a user (userID non-zero), the user is still a member with this
-// role. On a transaction it does nothing (Tx.Require): the caller reads afresh there.
-func RequireWorkspace(tx *Tx, workspaceID int64, ref string, byPublicID bool, userID int64, role string) {
-	switch {
-	case userID == 0 && byPublicID:
-		tx.Require(`EXISTS (SELECT 1 FROM workspaces w WHERE w.id = ? AND w.public_id = ?)`, workspaceID, ref)
-	case userID == 0:
-		tx.Require(`EXISTS (SELECT 1 FROM workspaces w WHERE w.id = ? AND w.handle = ?)`, workspaceID, ref)
-	case byPublicID:
-		tx.Require(memberGuard+`w.public_id = ?)`, workspaceID, userID, role, ref)
-	default:
-		tx.Require(memberGuard+`w.handle = ?)`, workspaceID, userID, role, ref)
-	}
-}
-
-// memberGuard is the part of a member's RequireWorkspace guard before the reference's column.
-const memberGuard = `EXISTS (SELECT 1 FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id
-WHERE w.id = ? AND m.user_id = ? AND m.role = ? AND `
-
 // UserRole returns a user's role in a workspace, or ErrNotFound when the user is not a member.
 func UserRole(ctx context.Context, q Querier, workspaceID, userID int64) (string, error) {
 	var role string

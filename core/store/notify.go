@@ -48,12 +48,6 @@ func Notify(ctx context.Context, tx *Tx, channel, payload string) error {
 	if tx.Dialect() != Postgres {
 		return nil
 	}
-	if tx.Planning() {
-		// A planned write's statement sends it (plan.go).
-		tx.plan.channels = append(tx.plan.channels, channel)
-		tx.plan.payloads = append(tx.plan.payloads, payload)
-		return nil
-	}
 	if _, err := tx.Exec(ctx, `SELECT pg_notify(?, ?)`, channel, payload); err != nil {
 		return fmt.Errorf("store: notify %s: %w", channel, err)
 	}

@@ -28,7 +28,6 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, err
 		return nil, fmt.Errorf("store: open %s: read current schema: %w", Redact(rawURL), err)
 	}
 	s := &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL), dsn: rawURL, channelSuffix: channelSuffixOf(schema)}
-	s.serving.m.Max = maxServingCache
 	return s, nil
 }
 

@@ -81,9 +81,6 @@ const maxTasksWithRun = 16
 // (the run's INSERT as a common table expression whose id the rows take), a round trip instead
 // of one per row; SQLite, in process, inserts them one by one.
 func InsertRunWithTasks(ctx context.Context, tx *Tx, r *Run, tasks []Task) error {
-	if tx.Planning() {
-		return tx.plan.insert(r, tasks)
-	}
 	first := tasks[:min(len(tasks), maxTasksWithRun)]
 	if tx.Dialect() != Postgres || len(first) == 0 {
 		if err := InsertRun(ctx, tx, r); err != nil {
@@ -112,8 +109,6 @@ RETURNING id, run_id, task_key`
 
 // insertedRow is what a statement inserting a run and its rows returns per row.
 type insertedRow struct {
-	// Plan is the row's plan in a statement of several (writePlans).
-	Plan  int    `db:"plan"`
 	ID    int64  `db:"id"`
 	RunID int64  `db:"run_id"`
 	Key   string `db:"task_key"`

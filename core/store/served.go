@@ -2,11 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"strings"
-
-	"github.com/nexuskernel/nexus/internal/memo"
 )
 
 // ServedTool is one name an executor currently announces, as addressing reads it.
@@ -61,84 +57,16 @@ type Serving struct {
 // RunnerServing finds the active Runner of the workspace with this public id when it currently
 // announces name; ErrNotFound otherwise (unknown, another workspace's, revoked, not a Runner, or
 // silent about name).
-//
-// A planned write (Tx.Planning) takes the answer from the store's cache of served tools when it
-// holds one, and its statement then checks that the row still reads the same (servingGuard): a
-// stale entry costs the plan, never a wrong row, and the transaction the caller falls back to
-// reads the row afresh and refreshes the entry. Any other reader reads the row.
 func RunnerServing(ctx context.Context, q Querier, workspaceID int64, publicID, name string) (*Serving, error) {
-	tx, _ := q.(*Tx)
-	key := servingKey{workspaceID, publicID, name}
-	if tx.Planning() {
-		if s, ok := tx.st.serving.get(key); ok {
-			tx.Require(servingGuard, s.guardArgs(workspaceID, name)...)
-			return &s, nil
-		}
-	}
 	var s Serving
 	err := q.Get(ctx, &s, `SELECT e.id AS executor_id, e.public_id, e.display_name, s.profile, s.timeout_ms
 FROM executors e JOIN executor_served_tools s ON s.executor_id = e.id
 WHERE e.public_id = ? AND e.workspace_id = ? AND e.kind = ? AND e.status = ? AND s.name = ?`,
 		publicID, workspaceID, ExecutorRunner, ExecutorActive, name)
-	if tx != nil && q.Dialect() == Postgres {
-		switch {
-		case err == nil:
-			tx.st.serving.put(key, s)
-			tx.Require(servingGuard, s.guardArgs(workspaceID, name)...)
-		case errors.Is(err, sql.ErrNoRows):
-			tx.st.serving.drop(key)
-		}
-	}
 	if err != nil {
 		return nil, notFound(err)
 	}
 	return &s, nil
-}
-
-// servingGuard is RunnerServing's read as a planned write's guard: the Runner is still active and
-// announces the name with the same profile and budget under the same display name.
-const servingGuard = `EXISTS (SELECT 1 FROM executors e JOIN executor_served_tools s ON s.executor_id = e.id
-WHERE e.id = ? AND e.public_id = ? AND e.workspace_id = ? AND e.kind = ? AND e.status = ? AND e.display_name = ?
-AND s.name = ? AND s.profile = ? AND s.timeout_ms IS NOT DISTINCT FROM ?)`
-
-func (s *Serving) guardArgs(workspaceID int64, name string) []any {
-	return []any{s.ExecutorID, s.PublicID, workspaceID, ExecutorRunner, ExecutorActive, s.DisplayName, name, s.Profile, s.TimeoutMS}
-}
-
-// maxServingCache bounds the served-tools cache: an entry is a few hundred bytes, and a server
-// addresses far fewer (Runner, tool) pairs than this between two announcements; a full cache is
-// emptied rather than tracked for recency, since refilling costs one read per pair.
-const maxServingCache = 4096
-
-type servingKey struct {
-	workspaceID int64
-	publicID    string
-	name        string
-}
-
-// servingCache remembers what RunnerServing last read per (workspace, Runner, name), for
-// planned writes (PostgreSQL; on SQLite its bound is zero and it remembers nothing). It needs no
-// invalidation: a planned write checks every entry it uses.
-type servingCache struct {
-	m memo.Map[servingKey, Serving]
-}
-
-// get and put copy the entry, so that no caller shares its budget pointer with the cache.
-func (c *servingCache) get(k servingKey) (Serving, bool) {
-	s, ok := c.m.Get(k)
-	return s.clone(), ok
-}
-
-func (c *servingCache) put(k servingKey, s Serving) { c.m.Put(k, s.clone()) }
-
-func (c *servingCache) drop(k servingKey) { c.m.Delete(k) }
-
-func (s Serving) clone() Serving {
-	if s.TimeoutMS != nil {
-		t := *s.TimeoutMS
-		s.TimeoutMS = &t
-	}
-	return s
 }
 
 // PoolServing lists the active tool providers of the workspace that currently announce name,

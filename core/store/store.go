@@ -56,12 +56,8 @@ type Store struct {
 	// notify sends NotifyLater's payloads, started on first use.
 	notifyOnce sync.Once
 	notify     *notifier
-	// plans counts planned writes (PlanStats); serving caches the Runners' served tools that
-	// planned writes address (RunnerServing).
-	plans   planCounters
-	serving servingCache
-	// planGroup queues planned writes for a statement slot (sendPlan).
-	planGroup planGroup
+	// createRuns counts CreateRun statements (CreateRunStats).
+	createRuns createRunCounters
 	// listener is the listening connection that every subscription, to any channel, shares
 	// (Subscribe); nil while nothing is subscribed.
 	listenMu sync.Mutex
@@ -167,8 +163,6 @@ type Tx struct {
 	querier
 	tx *sqlx.Tx
 	st *Store
-	// plan, when set, makes this Tx a planned write (plan.go) rather than a transaction.
-	plan *plan
 }
 
 // Write runs fn in one write transaction and commits when fn returns nil. On SQLite the
@@ -213,13 +207,13 @@ func (q querier) rebind(query string) string {
 }
 
 // maxRebound bounds the memory of PostgreSQL query texts: the store's fixed queries number a few
-// hundred, and one built per call (a batch insert, an IN list, a planned write) adds one entry
+// hundred, and one built per call (a batch insert, an IN list, a CreateRun statement) adds one entry
 // per shape; a full memory is emptied rather than tracked for recency, since refilling costs
 // one rewrite per query.
 const maxRebound = 4096
 
 // dollars remembers each query's PostgreSQL form ($n placeholders for ?), so that a query is
-// rewritten once rather than on every call: a planned write's statement runs to kilobytes.
+// rewritten once rather than on every call: a CreateRun statement runs to kilobytes.
 var dollars = memo.Map[string, string]{Max: maxRebound}
 
 func dollarsOf(query string) string {

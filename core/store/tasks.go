@@ -237,9 +237,6 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 	if len(set) == 0 {
 		return true, nil
 	}
-	if tx, ok := q.(*Tx); ok && tx.Planning() {
-		return tx.plan.setTask(id, guard, set)
-	}
 	var b strings.Builder
 	b.WriteString(`UPDATE tasks SET `)
 	args := make([]any, 0, len(set)+4)
@@ -273,7 +270,7 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 			args = append(args, *guard.Generation, guard.TokenHash)
 		}
 		if guard.UnlessRevoked != "" {
-			b.WriteString(` AND NOT EXISTS (SELECT 1 FROM executors WHERE public_id = ? AND status = ?)`)
+			b.WriteString(` AND ` + unlessRevokedCond)
 			args = append(args, guard.UnlessRevoked, ExecutorRevoked)
 		}
 	}

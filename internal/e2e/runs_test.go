@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,12 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-func TestMain(m *testing.M) { testserver.MainThen(m, removePluginBinaries) }
+func TestMain(m *testing.M) {
+	if os.Getenv(e2ePluginEnv) != "" {
+		serveChangingPlugin() // this binary is a plugin of a test's server
+	}
+	testserver.MainThen(m, removePluginBinaries)
+}
 
 var memoryImports = []string{"nexus.memory.ls", "nexus.memory.read", "nexus.memory.grep", "nexus.memory.write",
 	"nexus.memory.edit", "nexus.memory.delete"}

@@ -184,7 +184,7 @@ func control(ctx context.Context, call toolprovider.Call) (toolprovider.Result, 
 	case "error":
 		return toolprovider.Result{Text: FailureText, IsError: true}, nil
 	case "failed":
-		return toolprovider.Result{}, toolprovider.Failed(FailureText)
+		return toolprovider.Result{Failed: true, FailureDetail: FailureText}, nil
 	case "sleep":
 		t := time.NewTimer(sleep)
 		defer t.Stop()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // PluginStatus is one plugin as GET /agent_api/v1/plugins shows it (docs/api.md#plugins); the
@@ -23,15 +24,27 @@ type PluginStatus struct {
 	Restarts         int             `json:"restarts"`
 	InFlight         int             `json:"in_flight"`
 	// PollFound counts the rows the inbox poll claimed that a wake-up should have announced.
-	PollFound int      `json:"poll_found"`
-	Tools     []string `json:"tools"`
-	Refusal   *struct {
-		Code    string `json:"code"`
-		Name    string `json:"name,omitempty"`
-		Path    string `json:"path,omitempty"`
-		Message string `json:"message"`
-	} `json:"refusal"`
-	LastError *string `json:"last_error"`
+	PollFound int            `json:"poll_found"`
+	Tools     []string       `json:"tools"`
+	Refusal   *PluginRefusal `json:"refusal"`
+	LastError *string        `json:"last_error"`
+	// Announcement is the announcement the plugin's executor serves: its revision (0 when the
+	// plugin keeps none), when it was written, and the last re-announcement refused
+	// (docs/plugins.md#protocol-11).
+	Announcement struct {
+		Revision    uint64         `json:"revision"`
+		AnnouncedAt *time.Time     `json:"announced_at"`
+		Refusal     *PluginRefusal `json:"refusal"`
+	} `json:"announcement"`
+}
+
+// PluginRefusal is why a plugin, or one of its re-announcements, was refused: the word, the
+// offending tool or document name and path when an announcement was refused, and a message.
+type PluginRefusal struct {
+	Code    string `json:"code"`
+	Name    string `json:"name,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
 }
 
 // UnmarshalJSON keeps the entry's bytes in Raw.

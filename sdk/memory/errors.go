@@ -24,8 +24,8 @@ var (
 )
 
 // ErrorKind is how an error travels across the plugin wire. The values equal the ErrorKind
-// enum of the plugin protocol (plugin.proto), so converting is a cast. Kinds 12 and 13 belong
-// to the tool-provider and plugin packages and are not produced here.
+// enum of the plugin protocol (plugin.proto), so converting is a cast. Kinds 12, 13 and 16
+// belong to the tool-provider and plugin packages and are not produced here.
 type ErrorKind int32
 
 const (

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -35,41 +36,65 @@ type Announcer interface {
 // MemoryProvider services over gRPC, and the parent watchdog. It blocks and never returns
 // normally; stdout belongs to go-plugin, and logs go to stderr through plugin.Logger.
 func Serve(cfg ServeConfig) {
-	wire.ServeAdapter(adapter(&cfg))
+	logger := plugin.Logger()
+	wire.Serve(plugin.KindMemory, ServerPlugin(cfg), wire.NewCalls(logger), logger, nil)
 }
 
 // ServerPlugin is the go-plugin adapter a memory plugin serves; Serve uses it, and tests put it
 // in a plugin set to wire an in-process pair (plugin.TestPluginGRPCConn).
 func ServerPlugin(cfg ServeConfig) goplugin.Plugin {
-	return adapter(&cfg)
+	return &grpcPlugin{cfg: &cfg}
 }
 
 // ClientPlugin is the go-plugin adapter the host puts in its plugin set. The dispensed value
 // is a Client: it implements Provider and plugin.Describer.
 func ClientPlugin() goplugin.Plugin {
-	return adapter(nil)
+	return &grpcPlugin{}
 }
 
-// adapter is the SDK's one go-plugin adapter filled for the memory kind; cfg is nil on the host.
-func adapter(cfg *ServeConfig) *wire.Adapter[Provider] {
-	a := &wire.Adapter[Provider]{
-		Kind: plugin.KindMemory,
-		Dial: func(conn *grpc.ClientConn) any { return newGRPCClient(conn) },
+// grpcPlugin implements goplugin.GRPCPlugin for the memory kind.
+type grpcPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	cfg *ServeConfig // nil on the host
+}
+
+// GRPCServer registers the Plugin and MemoryProvider services of one process.
+func (g *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	if g.cfg == nil || g.cfg.Configure == nil {
+		return fmt.Errorf("memory: ServeConfig.Configure is required")
 	}
-	if cfg != nil {
-		a.Served = &wire.Served[Provider]{
-			Info:      cfg.Info,
-			Configure: cfg.Configure,
-			Announce: func(ctx context.Context, p Provider) (announce.Announcement, error) {
-				if ann, ok := p.(Announcer); ok {
-					return ann.Announce(ctx)
-				}
-				return KernelAnnouncement(DefaultTimeout), nil
-			},
-			Register: func(s *grpc.Server, slot *wire.Slot[Provider]) {
-				pb.RegisterMemoryProviderServer(s, &grpcServer{slot: slot})
-			},
+	info := g.cfg.Info
+	info.Kind = plugin.KindMemory
+	info.ProtocolVersions = []int{plugin.ProtocolMajor}
+	info.ProtocolMinor = plugin.ProtocolMinor
+	slot := &providerSlot{}
+	configure := func(ctx context.Context, cfg plugin.Config) error {
+		p, err := g.cfg.Configure(ctx, cfg)
+		if err != nil {
+			return err
 		}
+		if p == nil {
+			return fmt.Errorf("%w: Configure returned no store", plugin.ErrUnavailable)
+		}
+		slot.set(p)
+		return nil
 	}
-	return a
+	announceFn := func(ctx context.Context) (announce.Announcement, error) {
+		p, err := slot.get()
+		if err != nil {
+			return announce.Announcement{}, err
+		}
+		if a, ok := p.(Announcer); ok {
+			return a.Announce(ctx)
+		}
+		return KernelAnnouncement(DefaultTimeout), nil
+	}
+	pb.RegisterPluginServer(s, wire.NewPluginServer(info, configure, announceFn))
+	pb.RegisterMemoryProviderServer(s, &grpcServer{slot: slot})
+	return nil
+}
+
+// GRPCClient dispenses the host's Client over the plugin's connection.
+func (g *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	return newGRPCClient(conn), nil
 }

@@ -44,7 +44,7 @@ func TestDescribeAndConfigure(t *testing.T) {
 			return memorytest.NewMemStore(), nil
 		},
 	})
-	wantInfo := plugin.Info{Name: "memory-x", Version: "1.2.3", Kind: plugin.KindMemory, ProtocolVersions: []int{1}, ProtocolMinor: 0}
+	wantInfo := plugin.Info{Name: "memory-x", Version: "1.2.3", Kind: plugin.KindMemory, ProtocolVersions: []int{1}, ProtocolMinor: plugin.ProtocolMinor}
 	info, a, err := c.Describe(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ const (
 	// major served beside this one.
 	ProtocolMajor = 1
 	// ProtocolMinor is reported in Describe; minors add fields and RPCs only.
-	ProtocolMinor = 0
+	ProtocolMinor = 1
 )
 
 // Handshake is shared by the host and every plugin.

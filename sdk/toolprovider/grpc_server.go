@@ -3,6 +3,13 @@ package toolprovider
 import (
 	"context"
 	"errors"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/nexuskernel/nexus/sdk/internal/pb/nexus/plugin/v1"
 	"github.com/nexuskernel/nexus/sdk/internal/wire"
@@ -10,12 +17,50 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
+// errNotConfigured answers a call that arrives before Configure built the provider.
+var errNotConfigured = errors.New("toolprovider: plugin is not configured")
+
+// providerSlot holds the Provider Configure built.
+type providerSlot struct {
+	mu sync.RWMutex
+	p  Provider
+}
+
+func (s *providerSlot) get() (Provider, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.p == nil {
+		return nil, errNotConfigured
+	}
+	return s.p, nil
+}
+
+// close closes the provider when it implements io.Closer: the process is about to exit.
+func (s *providerSlot) close(logger hclog.Logger) {
+	s.mu.RLock()
+	p := s.p
+	s.mu.RUnlock()
+	if c, ok := p.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			logger.Warn("closing the provider failed", "error", err)
+		}
+	}
+}
+
+func (s *providerSlot) set(p Provider) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.p = p
+}
+
 // errorKindOf is the wire kind of a Call error.
 func errorKindOf(err error) int32 {
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return int32(pb.ErrorKind_ERROR_KIND_UNKNOWN_TOOL)
-	case errors.Is(err, wire.ErrNotConfigured), errors.Is(err, plugin.ErrUnavailable):
+	case errors.Is(err, ErrOutcomeUnknown):
+		return int32(pb.ErrorKind_ERROR_KIND_OUTCOME_UNKNOWN)
+	case errors.Is(err, errNotConfigured), errors.Is(err, plugin.ErrUnavailable):
 		return int32(pb.ErrorKind_ERROR_KIND_UNAVAILABLE)
 	case errors.Is(err, plugin.ErrConfigInvalid):
 		return int32(pb.ErrorKind_ERROR_KIND_CONFIG_INVALID)
@@ -23,16 +68,27 @@ func errorKindOf(err error) int32 {
 	return int32(memory.KindOf(err)) // a memory sentinel keeps its kind; anything else is INTERNAL
 }
 
+// errorKindOfMinor0 is errorKindOf as protocol minor 0 knew it: a lost answer was no kind of
+// its own, so it travels as INTERNAL.
+func errorKindOfMinor0(err error) int32 {
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return int32(pb.ErrorKind_ERROR_KIND_INTERNAL)
+	}
+	return errorKindOf(err)
+}
+
 // grpcServer is the plugin side of the ToolProvider service: it only translates.
 type grpcServer struct {
 	pb.UnimplementedToolProviderServer
-	slot *wire.Slot[Provider]
+	slot *providerSlot
+	// kindOf is the wire kind of a Call error at the minor served.
+	kindOf func(error) int32
 }
 
 func (s *grpcServer) Call(ctx context.Context, req *pb.CallRequest) (*pb.CallResponse, error) {
-	p, err := s.slot.Get()
+	p, err := s.slot.get()
 	if err != nil {
-		return nil, wire.ToStatus(err, errorKindOf)
+		return nil, wire.ToStatus(err, s.kindOf)
 	}
 	res, err := p.Call(ctx, callFromProto(req))
 	if err != nil {
@@ -40,7 +96,58 @@ func (s *grpcServer) Call(ctx context.Context, req *pb.CallRequest) (*pb.CallRes
 		if errors.As(err, &failed) {
 			return failedToProto(failed.Detail), nil
 		}
-		return nil, wire.ToStatus(err, errorKindOf)
+		return nil, wire.ToStatus(err, s.kindOf)
+	}
+	if res.Failed {
+		return failedToProto(res.FailureDetail), nil
 	}
 	return resultToProto(res), nil
+}
+
+// errNoReannouncer is the Unimplemented answer of a provider whose announcement never changes:
+// what a plugin at protocol minor 0 answers too, so the host treats both alike.
+var errNoReannouncer = status.Error(codes.Unimplemented, "the provider's announcement never changes")
+
+// WatchAnnouncement sends the current revision, then every change the provider reports, until
+// the host ends the stream or the plugin stops.
+func (s *grpcServer) WatchAnnouncement(_ *pb.WatchAnnouncementRequest, stream grpc.ServerStreamingServer[pb.AnnouncementChanged]) error {
+	p, err := s.slot.get()
+	if err != nil {
+		return wire.ToStatus(err, errorKindOf)
+	}
+	r, ok := p.(Reannouncer)
+	if !ok {
+		return errNoReannouncer
+	}
+	ctx := stream.Context()
+	// Subscribed before the current revision is read, so a change in between is sent after it.
+	changes := r.AnnouncementChanges(ctx)
+	if err := stream.Send(&pb.AnnouncementChanged{Revision: r.AnnouncementRevision()}); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case rev, open := <-changes:
+			if !open {
+				return nil
+			}
+			if err := stream.Send(&pb.AnnouncementChanged{Revision: rev}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// revision answers the configured provider's announcement revision; 0 when it keeps none.
+func (s *providerSlot) revision() uint64 {
+	p, err := s.get()
+	if err != nil {
+		return 0
+	}
+	if r, ok := p.(Reannouncer); ok {
+		return r.AnnouncementRevision()
+	}
+	return 0
 }

@@ -19,10 +19,25 @@ type Provider interface {
 	// validates it exactly as the HTTP announcement door does, plus the plugin-only rules.
 	Announce(ctx context.Context) (announce.Announcement, error)
 	// Call runs one tool call. A tool that ran and wants the model to read a failure answers a
-	// Result with IsError. An error means the tool could not run: ErrUnknownTool, Failed(detail)
-	// for a failure with a detail of the tool's own words, or any other error, which the row
-	// settles as tool_failed with "<kind word>: <message>" (docs/development.md#the-plugin-host).
+	// Result with IsError; a tool that could not run answers a Result with Failed and its own
+	// FailureDetail (or, the same, the error Failed(detail)). Any other error means the tool
+	// could not run: ErrUnknownTool; ErrOutcomeUnknown when the call reached the tool and its
+	// answer was lost; anything else, which the row settles as tool_failed with
+	// "<kind word>: <message>" (docs/development.md#the-plugin-host).
 	Call(ctx context.Context, call Call) (Result, error)
+}
+
+// Reannouncer is implemented by a Provider whose announcement can change after Configure
+// (protocol 1.1, docs/plugins.md#protocol-11). Serve answers WatchAnnouncement from it and
+// reports AnnouncementRevision in Describe; without it, WatchAnnouncement answers
+// Unimplemented and the host keeps the announcement the plugin loaded with.
+type Reannouncer interface {
+	// AnnouncementRevision is the revision of what Announce returns now. It increases with
+	// every change of the announcement.
+	AnnouncementRevision() uint64
+	// AnnouncementChanges delivers the new revision after each change until ctx ends. A slow
+	// reader may miss intermediate revisions, never the latest one.
+	AnnouncementChanges(ctx context.Context) <-chan uint64
 }
 
 // Call is one claimed row.
@@ -92,6 +107,10 @@ type Result struct {
 	// Captures are files the host stages and links: a capture is kept only when a block's link
 	// names it with uri "capture:<ref>".
 	Captures []Capture
+	// Failed says the tool could not run: the row settles failed (tool_failed) with
+	// FailureDetail as its detail, exactly, and every other field is ignored.
+	Failed        bool
+	FailureDetail string
 }
 
 // Block is one content block: exactly one of Text and Link is set.
@@ -133,8 +152,15 @@ type Capture struct {
 // ErrUnknownTool answers a call for a tool the provider does not serve.
 var ErrUnknownTool = errors.New("toolprovider: unknown tool")
 
+// ErrOutcomeUnknown means the call reached the tool and its answer was lost, so it may have
+// taken effect (protocol 1.1). The host settles the row as if the plugin had crashed during the
+// call, without restarting the plugin: replayed when the frozen profile is replayable, else
+// uncertain at once (docs/plugins.md#protocol-11). A host at minor 0 fails the row tool_failed.
+var ErrOutcomeUnknown = errors.New("toolprovider: outcome unknown")
+
 // FailedError is a call that could not run, with a detail in the tool's own words: the row
-// settles failed (tool_failed) with Detail as its detail, unprefixed.
+// settles failed (tool_failed) with Detail as its detail, unprefixed. On the host, a plugin's
+// Result with Failed comes back as this error.
 type FailedError struct {
 	Detail string
 }

@@ -41,7 +41,7 @@ func Each(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 
 // Postgres returns a fresh migrated PostgreSQL store, closed when the test ends, and false when
 // this run has no PostgreSQL (PostgresEnv unset): for behaviour only PostgreSQL has, such as
-// planned writes and notifications.
+// notifications.
 func Postgres(t testing.TB) (*store.Store, bool) {
 	t.Helper()
 	if PostgresURL() == "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 
@@ -22,6 +23,8 @@ type PluginServer struct {
 	// configure builds the kind's value from the config; announce answers its announcement.
 	configure func(ctx context.Context, cfg plugin.Config) error
 	announce  func(ctx context.Context) (announce.Announcement, error)
+	// revision answers the revision of what announce answers now; nil keeps none (0).
+	revision func() uint64
 
 	mu         sync.Mutex
 	configured bool
@@ -34,6 +37,14 @@ func NewPluginServer(info plugin.Info, configure func(context.Context, plugin.Co
 	return &PluginServer{info: info, configure: configure, announce: announce}
 }
 
+// WithRevision makes Describe report revision's answer as the announcement's revision
+// (protocol 1.1). It is read before the announcement is built, so a change made in between is
+// reported again by the next revision, never lost.
+func (s *PluginServer) WithRevision(revision func() uint64) *PluginServer {
+	s.revision = revision
+	return s
+}
+
 // Describe implements the Plugin service.
 func (s *PluginServer) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.DescribeResponse, error) {
 	s.mu.Lock()
@@ -41,6 +52,9 @@ func (s *PluginServer) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb
 	s.mu.Unlock()
 	resp := &pb.DescribeResponse{Info: InfoToProto(s.info), Announcement: &pb.Announcement{}}
 	if configured {
+		if s.revision != nil {
+			resp.AnnouncementRevision = s.revision()
+		}
 		a, err := s.announce(ctx)
 		if err != nil {
 			return nil, ToStatus(err, PluginKindOf)
@@ -69,22 +83,41 @@ func (s *PluginServer) Configure(ctx context.Context, req *pb.ConfigureRequest) 
 // PluginClient is the host's side of the Plugin service; it implements plugin.Describer.
 type PluginClient struct {
 	client pb.PluginClient
+	// minor is the plugin's protocol minor from its last Describe; -1 before the first.
+	minor atomic.Int64
 }
 
 var _ plugin.Describer = (*PluginClient)(nil)
 
 // NewPluginClient dials the Plugin service over conn.
 func NewPluginClient(conn grpc.ClientConnInterface) *PluginClient {
-	return &PluginClient{client: pb.NewPluginClient(conn)}
+	c := &PluginClient{client: pb.NewPluginClient(conn)}
+	c.minor.Store(-1)
+	return c
 }
 
 // Describe implements plugin.Describer.
 func (c *PluginClient) Describe(ctx context.Context) (plugin.Info, announce.Announcement, error) {
+	info, a, _, err := c.DescribeRevision(ctx)
+	return info, a, err
+}
+
+// DescribeRevision is Describe with the announcement's revision, 0 when the plugin keeps none
+// (always so for a plugin at protocol minor 0).
+func (c *PluginClient) DescribeRevision(ctx context.Context) (plugin.Info, announce.Announcement, uint64, error) {
 	resp, err := c.client.Describe(ctx, &pb.DescribeRequest{HostProtocolMinor: plugin.ProtocolMinor})
 	if err != nil {
-		return plugin.Info{}, announce.Announcement{}, pluginError(ctx, err)
+		return plugin.Info{}, announce.Announcement{}, 0, pluginError(ctx, err)
 	}
-	return InfoFromProto(resp.GetInfo()), AnnouncementFromProto(resp.GetAnnouncement()), nil
+	info := InfoFromProto(resp.GetInfo())
+	c.minor.Store(int64(info.ProtocolMinor))
+	return info, AnnouncementFromProto(resp.GetAnnouncement()), resp.GetAnnouncementRevision(), nil
+}
+
+// PeerMinor answers the protocol minor the plugin reported in its last Describe, or -1 before
+// the first.
+func (c *PluginClient) PeerMinor() int {
+	return int(c.minor.Load())
 }
 
 // Configure implements plugin.Describer.

@@ -31,6 +31,8 @@ func CodeFor(kind pb.ErrorKind) codes.Code {
 		return codes.Unimplemented
 	case pb.ErrorKind_ERROR_KIND_UNAVAILABLE:
 		return codes.Unavailable
+	case pb.ErrorKind_ERROR_KIND_OUTCOME_UNKNOWN:
+		return codes.Aborted
 	}
 	return codes.Internal
 }

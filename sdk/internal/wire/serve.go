@@ -59,22 +59,54 @@ func (c *Calls) Cancel(grace time.Duration) {
 // Interceptor runs each handler under the tracker (its context also ends on Cancel) and turns a
 // panic into an INTERNAL error, so one handler never kills its plugin.
 func (c *Calls) Interceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-	c.wg.Add(1)
-	defer c.wg.Done()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.base, cancel)
-	defer stop()
+	ctx, done := c.track(ctx)
+	defer done()
 	defer func() {
 		if r := recover(); r != nil {
-			// The stack goes to the plugin's log; the peer gets one line.
-			c.logger.Error("handler panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resp = nil
-			err = KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v", r))
+			resp, err = nil, c.panicked(r)
 		}
 	}()
 	return handler(ctx, req)
 }
+
+// track counts a handler in flight under a context that also ends on Cancel; done ends both.
+func (c *Calls) track(ctx context.Context) (context.Context, func()) {
+	c.wg.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.base, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		c.wg.Done()
+	}
+}
+
+// panicked logs a recovered panic with its stack and answers the one line the peer gets.
+func (c *Calls) panicked(r any) error {
+	c.logger.Error("handler panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return KindStatus(pb.ErrorKind_ERROR_KIND_INTERNAL, fmt.Sprintf("handler panic: %v", r))
+}
+
+// StreamInterceptor is Interceptor for streaming handlers (WatchAnnouncement): the stream's
+// context also ends on Cancel, and a panic is an INTERNAL status, not a dead plugin.
+func (c *Calls) StreamInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	ctx, done := c.track(ss.Context())
+	defer done()
+	defer func() {
+		if r := recover(); r != nil {
+			err = c.panicked(r)
+		}
+	}()
+	return handler(srv, &boundStream{ServerStream: ss, ctx: ctx})
+}
+
+// boundStream is a server stream whose context is the tracker's.
+type boundStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *boundStream) Context() context.Context { return s.ctx }
 
 // ServerOptions are the options every plugin's gRPC server gets.
 func (c *Calls) ServerOptions() []grpc.ServerOption {
@@ -82,6 +114,7 @@ func (c *Calls) ServerOptions() []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.ChainUnaryInterceptor(c.Interceptor),
+		grpc.ChainStreamInterceptor(c.StreamInterceptor),
 	}
 }
 
@@ -106,10 +139,13 @@ func WatchParent(ctx context.Context, getppid func() int, interval time.Duration
 
 // Serve runs a plugin process serving p under the kind's name: the handshake, protocol major 1,
 // gRPC with the bounds and recovery above, and the parent watchdog. It never returns normally.
-func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logger) {
+// beforeExit, when set, runs once before the process exits (Finisher), after a graceful stop
+// or once the watchdog found the host gone.
+func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logger, beforeExit func()) {
+	finish := NewFinisher(calls, ParentGrace, beforeExit)
 	go WatchParent(context.Background(), os.Getppid, ParentCheckInterval, func() {
 		logger.Warn("host process is gone; exiting")
-		calls.Cancel(ParentGrace)
+		finish.Finish()
 		os.Exit(0)
 	})
 	goplugin.Serve(&goplugin.ServeConfig{
@@ -120,7 +156,33 @@ func Serve(kind plugin.Kind, p goplugin.Plugin, calls *Calls, logger hclog.Logge
 		},
 		Logger: logger,
 	})
+	finish.Finish()
 	os.Exit(0)
+}
+
+// Finisher is what a plugin process does once before it exits: cancel its handlers, give them
+// the grace, then run beforeExit (a provider's Close), whichever of a graceful stop and the
+// watchdog comes first; the other waits for it.
+type Finisher struct {
+	once       sync.Once
+	calls      *Calls
+	grace      time.Duration
+	beforeExit func()
+}
+
+// NewFinisher returns the finisher of a process whose handlers calls tracks.
+func NewFinisher(calls *Calls, grace time.Duration, beforeExit func()) *Finisher {
+	return &Finisher{calls: calls, grace: grace, beforeExit: beforeExit}
+}
+
+// Finish runs the sequence the first time and waits for it on every call.
+func (f *Finisher) Finish() {
+	f.once.Do(func() {
+		f.calls.Cancel(f.grace)
+		if f.beforeExit != nil {
+			f.beforeExit()
+		}
+	})
 }
 
 // DialOptions are the host's dial options for a plugin connection.

@@ -91,3 +91,75 @@ func TestWatchParent(t *testing.T) {
 	cancel()
 	<-stopped
 }
+
+// fakeStream is a server stream with only a context.
+type fakeStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s fakeStream) Context() context.Context { return s.ctx }
+
+// TestStreamInterceptor: a streaming handler (WatchAnnouncement) is cancelled with the other
+// calls, and its panic is an INTERNAL status, not a dead plugin.
+func TestStreamInterceptor(t *testing.T) {
+	t.Parallel()
+	calls := NewCalls(hclog.NewNullLogger())
+	err := calls.StreamInterceptor(nil, fakeStream{ctx: context.Background()}, &grpc.StreamServerInfo{}, func(any, grpc.ServerStream) error {
+		panic("stream bug")
+	})
+	if r := FromStatus(err); !r.Typed || r.Kind != pb.ErrorKind_ERROR_KIND_INTERNAL {
+		t.Fatalf("a stream's panic answered %+v", r)
+	}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- calls.StreamInterceptor(nil, fakeStream{ctx: context.Background()}, &grpc.StreamServerInfo{}, func(_ any, ss grpc.ServerStream) error {
+			close(started)
+			<-ss.Context().Done()
+			return ss.Context().Err()
+		})
+	}()
+	<-started
+	calls.Cancel(5 * time.Second)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the stream ended without its context's error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Cancel did not end the stream")
+	}
+}
+
+// TestFinisher: before the process exits, handlers are cancelled first, then beforeExit runs,
+// once, however many paths reach the exit.
+func TestFinisher(t *testing.T) {
+	t.Parallel()
+	calls := NewCalls(hclog.NewNullLogger())
+	started, handlerDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		_, _ = calls.Interceptor(context.Background(), nil, &grpc.UnaryServerInfo{}, func(ctx context.Context, _ any) (any, error) {
+			close(started)
+			<-ctx.Done()
+			close(handlerDone)
+			return nil, ctx.Err()
+		})
+	}()
+	<-started
+	var ran atomic.Int32
+	f := NewFinisher(calls, 5*time.Second, func() {
+		select {
+		case <-handlerDone:
+		default:
+			t.Error("beforeExit ran before the handlers were cancelled")
+		}
+		ran.Add(1)
+	})
+	f.Finish()
+	f.Finish()
+	if ran.Load() != 1 {
+		t.Errorf("beforeExit ran %d times", ran.Load())
+	}
+	NewFinisher(NewCalls(hclog.NewNullLogger()), time.Millisecond, nil).Finish() // nothing to run
+}

@@ -47,8 +47,8 @@ type Golden struct {
 	Input json.RawMessage `json:"input"`
 	// Result is the expected result.
 	Result *GoldenResult `json:"result,omitempty"`
-	// Error is the expected error: "failed: <detail>" for toolprovider.Failed, or the error kind
-	// word ("unknown_tool", …) for any other.
+	// Error is the expected error: "failed: <detail>" for a Result with Failed (or the error
+	// toolprovider.Failed), or the error kind word ("unknown_tool", …) for any other.
 	Error string `json:"error,omitempty"`
 }
 
@@ -113,9 +113,12 @@ func runGolden(t *testing.T, p toolprovider.Provider, file string) {
 	}
 	res, callErr := p.Call(t.Context(), toolprovider.Call{Tool: g.Tool, Input: g.Input, Claim: toolprovider.ClaimInfo{Attempt: 1}})
 	got := Golden{Tool: g.Tool, Input: g.Input}
-	if callErr != nil {
+	switch {
+	case callErr != nil:
 		got.Error = errorWord(callErr)
-	} else {
+	case res.Failed:
+		got.Error = "failed: " + res.FailureDetail // what the host reads over gRPC
+	default:
 		gr, err := goldenOf(res)
 		if err != nil {
 			t.Fatal(err)

@@ -42,14 +42,20 @@ func storedRun(t *testing.T, st *store.Store, publicID string) (store.Run, []sto
 	return run, tasks
 }
 
-// A new run dispatched to a Runner is written by one planned statement on PostgreSQL, and what
-// it stores is what the transaction stores for the same body (a create with an Idempotency-Key
-// is a transaction): the run, its row parked for the Runner, the approval record, the park
-// clock. When the Runner re-announces with another budget, the served-tools entry the plan used
-// is stale: the create falls back to the transaction and stores the new budget. When the Runner
-// is revoked, the planned create and the transaction refuse alike. A model step is planned too,
-// and runs to the end.
-func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
+// createStats is the CreateRun statements a create took: written by the statement, or guarded
+// (a guard failed and the transaction served it).
+func createStats(st *store.Store, before store.CreateRunStats) store.CreateRunStats {
+	after := st.CreateRunStats()
+	return store.CreateRunStats{Written: after.Written - before.Written, Guarded: after.Guarded - before.Guarded}
+}
+
+// A new run dispatched to a Runner is written by its one statement, on both stores, and what it
+// stores is what the transaction stores for the same body (a create with an Idempotency-Key is a
+// transaction): the run, its row parked for the Runner, the approval record, the park clock. A
+// re-announcement with another budget is read afresh by the next create. When the Runner is
+// revoked, the statement's create and the transaction refuse alike. A model step is one
+// statement too (its kernel wake-up rides in it), and runs to the end.
+func TestCreateStatementStoresWhatTheTransactionStores(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
@@ -72,9 +78,9 @@ func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
 				map[string]any{"tool": map[string]any{"name": "work", "input": map[string]any{"n": 2}, "route": map[string]any{"kind": "runner", "runner_executor_public_id": id}}},
 			}}
 			keys := 0
-			create := func(keyed bool) (store.Run, []store.Task, store.PlanStats) {
+			create := func(keyed bool) (store.Run, []store.Task, store.CreateRunStats) {
 				t.Helper()
-				before := st.PlanStats()
+				before := st.CreateRunStats()
 				key := ""
 				if keyed {
 					keys++
@@ -84,9 +90,9 @@ func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				after := st.PlanStats()
+				stats := createStats(st, before)
 				run, tasks := storedRun(t, st, created.Run.PublicID)
-				return run, tasks, store.PlanStats{Written: after.Written - before.Written, Unsupported: after.Unsupported - before.Unsupported, Stale: after.Stale - before.Stale}
+				return run, tasks, stats
 			}
 			same := func(what string, r1 store.Run, t1 []store.Task, r2 store.Run, t2 []store.Task) {
 				t.Helper()
@@ -102,35 +108,30 @@ func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
 					}
 				}
 			}
-			wantPlans := func(what string, got store.PlanStats, written, stale int64) {
+			want := func(what string, got store.CreateRunStats, written, guarded int64) {
 				t.Helper()
-				if d != store.Postgres {
-					written, stale = 0, 0 // SQLite never plans
-				}
-				if got.Written != written || got.Stale != stale || got.Unsupported != 0 {
-					t.Fatalf("%s: plans %+v; want %d written, %d stale", what, got, written, stale)
+				if got.Written != written || got.Guarded != guarded {
+					t.Fatalf("%s: statements %+v; want %d written, %d guarded", what, got, written, guarded)
 				}
 			}
 
-			planned, plannedRows, stats := create(false)
-			wantPlans("first create", stats, 1, 0)
+			byStatement, statementRows, stats := create(false)
+			want("first create", stats, 1, 0)
 			viaTx, txRows, stats := create(true)
-			wantPlans("keyed create", stats, 0, 0)
-			same("planned vs transaction", planned, plannedRows, viaTx, txRows)
-			if plannedRows[0].Status != "dispatched" || plannedRows[1].Status != "waiting" || *plannedRows[0].DeadlineAt != 30_000 {
-				t.Fatalf("rows %s/%s, budget %v", plannedRows[0].Status, plannedRows[1].Status, *plannedRows[0].DeadlineAt)
+			want("keyed create", stats, 0, 0)
+			same("statement vs transaction", byStatement, statementRows, viaTx, txRows)
+			if statementRows[0].Status != "dispatched" || statementRows[1].Status != "waiting" || *statementRows[0].DeadlineAt != 30_000 {
+				t.Fatalf("rows %s/%s, budget %v", statementRows[0].Status, statementRows[1].Status, *statementRows[0].DeadlineAt)
 			}
 
-			// A model step queues for the kernel: planned too (its wake-up rides in the
-			// statement), and the kernel runs it to the end.
-			before := st.PlanStats()
+			// A model step queues for the kernel, and the kernel runs it to the end.
+			before := st.CreateRunStats()
 			m, err := admin.CreateRun(ctx, "default", map[string]any{"approval_mode": "bypass", "steps": []any{
 				map[string]any{"model": map[string]any{"model": "mock/scripted", "prompt": "Answer.\n!mock\nround 1\nsay done"}}}}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			after := st.PlanStats()
-			wantPlans("model step", store.PlanStats{Written: after.Written - before.Written, Stale: after.Stale - before.Stale, Unsupported: after.Unsupported - before.Unsupported}, 1, 0)
+			want("model step", createStats(st, before), 1, 0)
 			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 				got, err := admin.Run(ctx, "default", m.Run.PublicID)
 				if err != nil {
@@ -140,45 +141,41 @@ func TestPlannedCreateStoresWhatTheTransactionStores(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("the planned model run is still %s: %s", got.Run.Status, got.Raw)
+					t.Fatalf("the model run is still %s: %s", got.Run.Status, got.Raw)
 				}
 			}
 
-			// Another budget: the cached entry is stale, the fallback stores the new one.
+			// Another budget: the next create reads it.
 			announceBudget(45_000)
-			stale, staleRows, stats := create(false)
-			wantPlans("create after a re-announcement", stats, 0, 1)
+			again, againRows, stats := create(false)
+			want("create after a re-announcement", stats, 1, 0)
 			fresh, freshRows, _ := create(true)
-			same("stale fallback vs transaction", stale, staleRows, fresh, freshRows)
-			if *staleRows[0].DeadlineAt != 45_000 {
-				t.Fatalf("the fallback parked the row for %d ms; want the new 45000", *staleRows[0].DeadlineAt)
+			same("statement vs transaction after a re-announcement", again, againRows, fresh, freshRows)
+			if *againRows[0].DeadlineAt != 45_000 {
+				t.Fatalf("the statement parked the row for %d ms; want the new 45000", *againRows[0].DeadlineAt)
 			}
-			_, _, stats = create(false)
-			wantPlans("create after the fallback refreshed the cache", stats, 1, 0)
 
-			// Revoked: the plan on the cached entry is stale and both paths refuse alike.
+			// Revoked: both paths refuse alike, and nothing reaches the statement.
 			if _, err := admin.RevokeExecutor(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			before = st.PlanStats()
-			_, errPlanned := admin.CreateRun(ctx, "default", body, "")
-			after = st.PlanStats()
+			before = st.CreateRunStats()
+			_, errStatement := admin.CreateRun(ctx, "default", body, "")
+			stats = createStats(st, before)
 			_, errTx := admin.CreateRun(ctx, "default", body, "revoked")
 			var e1, e2 *client.Error
-			if !errors.As(errPlanned, &e1) || !errors.As(errTx, &e2) || e1.Status != e2.Status || e1.Code != e2.Code {
-				t.Fatalf("a create addressing a revoked Runner: planned %v, transaction %v", errPlanned, errTx)
+			if !errors.As(errStatement, &e1) || !errors.As(errTx, &e2) || e1.Status != e2.Status || e1.Code != e2.Code || e1.Code != "runner_not_eligible" {
+				t.Fatalf("a create addressing a revoked Runner: statement %v, transaction %v", errStatement, errTx)
 			}
-			wantPlans("create addressing a revoked Runner", store.PlanStats{Written: after.Written - before.Written, Stale: after.Stale - before.Stale}, 0, 1)
+			want("create addressing a revoked Runner", stats, 0, 0)
 		})
 	}
 }
 
-// A create without an Idempotency-Key stands on the caller's workspace standing as remembered
-// from the caller's last create, and its statement checks it (PostgreSQL): a member removed since
-// is refused not_found and nothing is written, even when the body has a fault of its own; a
-// member whose role changed is served by the transaction, which reads the standing afresh and
-// refreshes what is remembered. SQLite reads the standing on every request and answers alike.
-func TestCreateStandsOnRememberedStanding(t *testing.T) {
+// A create's standing is read, never remembered: a member removed since their last create is
+// refused not_found and nothing is written, even when the body has a fault of its own; a member
+// whose role changed creates on the new role.
+func TestCreateReadsTheStanding(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
@@ -203,13 +200,12 @@ func TestCreateStandsOnRememberedStanding(t *testing.T) {
 				return n
 			}
 			// create creates as Mia and answers the refusal's code ("" when created) and the
-			// planned writes it took.
-			create := func(run map[string]any) (string, store.PlanStats) {
+			// statements it took.
+			create := func(run map[string]any) (string, store.CreateRunStats) {
 				t.Helper()
-				before := st.PlanStats()
+				before := st.CreateRunStats()
 				_, err := member.CreateRun(ctx, "default", run, "")
-				after := st.PlanStats()
-				stats := store.PlanStats{Written: after.Written - before.Written, Unsupported: after.Unsupported - before.Unsupported, Stale: after.Stale - before.Stale}
+				stats := createStats(st, before)
 				if err == nil {
 					return "", stats
 				}
@@ -219,24 +215,19 @@ func TestCreateStandsOnRememberedStanding(t *testing.T) {
 				}
 				return fmt.Sprintf("%d %s", e.Status, e.Code), stats
 			}
-			want := func(what, code, wantCode string, got store.PlanStats, written, stale int64) {
+			want := func(what, code, wantCode string, got store.CreateRunStats, written int64) {
 				t.Helper()
-				if d != store.Postgres {
-					written, stale = 0, 0 // SQLite never plans
-				}
-				if code != wantCode || got.Written != written || got.Stale != stale || got.Unsupported != 0 {
-					t.Fatalf("%s: %q with plans %+v; want %q with %d written, %d stale", what, code, got, wantCode, written, stale)
+				if code != wantCode || got.Written != written || got.Guarded != 0 {
+					t.Fatalf("%s: %q with statements %+v; want %q with %d written", what, code, got, wantCode, written)
 				}
 			}
 
 			code, stats := create(body)
-			want("first create", code, "", stats, 1, 0)
-			code, stats = create(body)
-			want("create on the remembered standing", code, "", stats, 1, 0)
+			want("first create", code, "", stats, 1)
 			code, stats = create(bad)
-			want("a member's faulty body", code, "422 invalid_approval_mode", stats, 0, 0)
+			want("a member's faulty body", code, "422 invalid_approval_mode", stats, 0)
 
-			// Another role: the remembered standing is stale, the transaction serves the create.
+			// Another role: the create stands on it.
 			if err := admin.RemoveMember(ctx, "default", mia.User.PublicID); err != nil {
 				t.Fatal(err)
 			}
@@ -244,9 +235,7 @@ func TestCreateStandsOnRememberedStanding(t *testing.T) {
 				t.Fatal(err)
 			}
 			code, stats = create(body)
-			want("create after a role change", code, "", stats, 0, 1)
-			code, stats = create(body)
-			want("create on the refreshed standing", code, "", stats, 1, 0)
+			want("create after a role change", code, "", stats, 1)
 
 			// Removed: refused not_found before any other word, and nothing is written.
 			if err := admin.RemoveMember(ctx, "default", mia.User.PublicID); err != nil {
@@ -254,11 +243,9 @@ func TestCreateStandsOnRememberedStanding(t *testing.T) {
 			}
 			n := runs()
 			code, stats = create(bad)
-			want("a removed member's faulty body", code, "404 not_found", stats, 0, 0)
+			want("a removed member's faulty body", code, "404 not_found", stats, 0)
 			code, stats = create(body)
-			want("a removed member's create", code, "404 not_found", stats, 0, 1)
-			code, stats = create(body)
-			want("a removed member's next create", code, "404 not_found", stats, 0, 0)
+			want("a removed member's create", code, "404 not_found", stats, 0)
 			if got := runs(); got != n {
 				t.Fatalf("a removed member's creates wrote %d runs", got-n)
 			}
