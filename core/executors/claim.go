@@ -150,7 +150,7 @@ func tokenIs(t *store.Task, token string) bool {
 // expire applies the expiry rule to a row whose deadline passed, in its own engine transaction
 // under the run's lock: the doors apply it before they answer for a row whose deadline passed.
 func (s *Service) expire(ctx context.Context, runID, taskID int64) error {
-	return s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+	return s.engine.Write(ctx, func(x *runs.Tx) error {
 		run, t, err := x.LockRow(ctx, runID, taskID)
 		if err != nil {
 			return err
@@ -319,7 +319,7 @@ func (s *Service) Extend(ctx context.Context, req *ExtendRequest) (*ClaimAnswer,
 	ex, runID, key := req.Executor, req.RunID, req.TaskKey
 	var ans *ClaimAnswer
 	var refused error
-	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+	err := s.engine.Write(ctx, func(x *runs.Tx) error {
 		ans, refused = nil, nil
 		run, t, err := lockRow(ctx, x.Tx, ex, runID, key)
 		if err != nil {

@@ -53,7 +53,7 @@ func (s *Service) Commit(ctx context.Context, req *CommitRequest) (*CommitAnswer
 	}
 	var ans *CommitAnswer
 	var refused error
-	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+	err := s.engine.Write(ctx, func(x *runs.Tx) error {
 		ans, refused = nil, nil
 		run, t, err := lockRow(ctx, x.Tx, ex, runID, key)
 		if err != nil {

@@ -25,7 +25,7 @@
 //
 // It must not know HTTP: core/httpapi routes the doors and writes the Server-Sent Events frames
 // from the streams this package hands out. It never settles a row by itself: every change goes
-// through the run engine's executor entry points (runs.ExecutorTx), so that readiness, the run
+// through the run engine's one transaction API (runs.Tx, opened by Engine.Write), so that readiness, the run
 // lifecycle and wake-ups follow exactly as for the kernel's own settles, and the claim goes
 // through the store's one claim primitive with a synchronous commit (its token leaves the process).
 package executors

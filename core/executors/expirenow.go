@@ -14,7 +14,7 @@ import (
 // not token's, is left alone; the answer is then false.
 func (s *Service) ExpireClaim(ctx context.Context, ex *identity.Executor, runID, key, token string) (bool, error) {
 	applied := false
-	err := s.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+	err := s.engine.Write(ctx, func(x *runs.Tx) error {
 		applied = false
 		run, t, err := lockRow(ctx, x.Tx, ex, runID, key)
 		if err != nil {

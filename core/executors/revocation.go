@@ -70,7 +70,7 @@ func (r *Revocation) settle(ctx context.Context, tx *store.Tx, executorID int64)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	return r.engine.ExecutorIn(ctx, tx, func(x *runs.ExecutorTx) error {
+	return r.engine.WriteIn(ctx, tx, func(x *runs.Tx) error {
 		for _, row := range rows {
 			run, t, err := x.LockRow(ctx, row.RunID, row.ID)
 			if err != nil {
@@ -105,7 +105,7 @@ func (r *Revocation) Revoked(executorID int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), revokedSweepTimeout)
 	defer cancel()
 	var deliver func()
-	err := r.engine.ExecutorWrite(ctx, func(x *runs.ExecutorTx) error {
+	err := r.engine.Write(ctx, func(x *runs.Tx) error {
 		var err error
 		deliver, err = r.settle(ctx, x.Tx, executorID)
 		return err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/kernel"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
@@ -41,11 +42,11 @@ func newRunsFixture(t *testing.T, s *store.Store) *runsFixture {
 	}
 	models := model.MustBuiltin()
 	tools := kernel.New(kernel.Options{
-		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}, Now: clock},
+		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}, Now: clock},
 		Models: &kernel.Models{Catalog: models},
 	})
 	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Declarations: &runs.Compiler{C: comp}, Kernel: tools, Now: clock,
-		Memory: kmemory.NewResolver(s, runs.ConversationStates{})})
+		Memory: kmemory.NewResolver(s, conversations.ConversationStates{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -65,23 +66,48 @@ func NoConversationDetail(wire string) string {
 // (docs/agent-tools.md#delegation-and-conversations), or an error when the call has no engine
 // behind it.
 func hosted(call *runs.KernelCall, wire string) (*runs.KernelOutcome, error) {
-	if call.Conv == nil {
+	if call.Engine == nil {
 		return nil, fmt.Errorf("kernel: %s needs the run engine", wire)
 	}
-	if !call.Conv.Hosted() {
-		return ErrorResult(wire, runs.WordNoConversation, NoConversationDetail(wire)), nil
+	if !conversations.On(call.Engine).Hosted() {
+		return ErrorResult(wire, conversations.WordNoConversation, NoConversationDetail(wire)), nil
 	}
 	return nil, nil
 }
 
-func refusedWith(wire string, rf *runs.Refused) *runs.KernelOutcome {
+func refusedWith(wire string, rf *conversations.Refused) *runs.KernelOutcome {
 	return ErrorResult(wire, rf.Word, rf.Detail)
+}
+
+// SpawnStillWorkingText is a waited spawn's result when its await expired or was canceled
+// before the reply (docs/agent-tools.md#delegation-and-conversations): only the waiting ended.
+func SpawnStillWorkingText(conversationPublicID, label, answeredBy string) string {
+	return SpawnedLine(conversationPublicID, label, answeredBy) + ".\n" +
+		"(the conversation is still working; its reply will reach you later in a message that is not from the person)"
+}
+
+// SpawnedLine is the opening of a spawn's texts, without its ending:
+// `Spawned conversation <id> (label "<label>"), answered by @<handle>`.
+func SpawnedLine(conversationPublicID, label, answeredBy string) string {
+	s := "Spawned conversation " + conversationPublicID
+	if label != "" {
+		s += fmt.Sprintf(" (label %q)", label)
+	}
+	return s + ", answered by " + answeredBy
+}
+
+// SpawnTitle is a spawn call's title: `spawned <label>`, or `spawned <conversation id>`.
+func SpawnTitle(conversationPublicID, label string) string {
+	if label != "" {
+		return "spawned " + label
+	}
+	return "spawned " + conversationPublicID
 }
 
 // SpawnReceipt is a detached spawn's result text
 // (docs/agent-tools.md#delegation-and-conversations).
 func SpawnReceipt(conversationPublicID, label, answeredBy, callKey, runPublicID string) string {
-	return runs.SpawnedLine(conversationPublicID, label, answeredBy) + ", in the background. Its reply will reach you later as a <task_result task=\"" +
+	return SpawnedLine(conversationPublicID, label, answeredBy) + ", in the background. Its reply will reach you later as a <task_result task=\"" +
 		callKey + "\" conversation=\"" + conversationPublicID + "\"> message, which is not from the person.\n" + TaskReference(runPublicID, callKey)
 }
 
@@ -126,17 +152,17 @@ func (cv *Conversation) Spawn(ctx context.Context, call *runs.KernelCall) (*runs
 	if wake == "" {
 		wake = round.Wake
 	}
-	sp := &runs.SpawnSpec{Prompt: prompt, Agent: agent, Label: label, Lifetime: lifetime, Wake: wake, Wait: wait,
+	sp := &conversations.SpawnSpec{Prompt: prompt, Agent: agent, Label: label, Lifetime: lifetime, Wake: wake, Wait: wait,
 		Runner: runner, RunnerSet: runnerSet, RunnerNull: runnerNull, Model: strings.TrimSpace(requested), RoundModel: round.Model}
 	sp.Lifetime, sp.Wake = orDefault(sp.Lifetime, runs.LifetimeConversation), orDefault(sp.Wake, runs.WakeAuto)
-	got, rf, err := call.Conv.Spawn(ctx, call.TaskKey, sp)
+	got, rf, err := conversations.On(call.Engine).Spawn(ctx, call.TaskKey, sp)
 	if err != nil {
 		return nil, err
 	}
 	if rf != nil {
 		return refusedWith(wireSpawn, rf), nil
 	}
-	title := runs.SpawnTitle(got.ConversationPublicID, got.Label)
+	title := SpawnTitle(got.ConversationPublicID, got.Label)
 	if wait {
 		return &runs.KernelOutcome{Place: &runs.Placement{Rows: got.Rows, Await: runs.ChildKey(call.TaskKey, runs.RoleSpawn, 1), Title: title}}, nil
 	}
@@ -257,15 +283,15 @@ func (cv *Conversation) Send(ctx context.Context, call *runs.KernelCall) (*runs.
 	if err != nil {
 		return nil, err
 	}
-	sp := &runs.SendSpec{To: to, Agent: agent, Message: message, Steer: steer, Wake: orDefault(orDefault(wake, round.Wake), runs.WakeAuto),
+	sp := &conversations.SendSpec{To: to, Agent: agent, Message: message, Steer: steer, Wake: orDefault(orDefault(wake, round.Wake), runs.WakeAuto),
 		Model: strings.TrimSpace(requested), RoundModel: round.Model}
 	switch {
 	case hasIn:
-		sp.DeliverAt = call.Conv.Now().Add(parseDelay(deliverIn)).UnixMilli()
+		sp.DeliverAt = conversations.On(call.Engine).Now().Add(parseDelay(deliverIn)).UnixMilli()
 	case hasAt:
 		sp.DeliverAt = at.UnixMilli()
 	}
-	got, rf, err := call.Conv.Send(ctx, call.TaskKey, sp)
+	got, rf, err := conversations.On(call.Engine).Send(ctx, call.TaskKey, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -294,15 +320,15 @@ func (cv *Conversation) Send(ctx context.Context, call *runs.KernelCall) (*runs.
 func parseDelay(s string) time.Duration {
 	unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[s[len(s)-1]]
 	n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
-	if err != nil || n > int64(runs.MaxScheduleAhead/unit)+1 {
-		return runs.MaxScheduleAhead + unit
+	if err != nil || n > int64(conversations.MaxScheduleAhead/unit)+1 {
+		return conversations.MaxScheduleAhead + unit
 	}
 	return time.Duration(n) * unit
 }
 
 // StatusText is status's result (docs/agent-tools.md#delegation-and-conversations): the first line
 // always, the second only when messages from that conversation wait in the caller's queue.
-func StatusText(st *runs.ConversationState) string {
+func StatusText(st *conversations.ConversationState) string {
 	state := "idle"
 	if st.Running {
 		state = "running"
@@ -333,14 +359,14 @@ func (cv *Conversation) Status(ctx context.Context, call *runs.KernelCall) (*run
 	if e := a.Err(); e != nil {
 		return argumentsRefused(wireStatus, e), nil
 	}
-	target, rf, err := call.Conv.Resolve(ctx, to, runs.AddressStatus)
+	target, rf, err := conversations.On(call.Engine).Resolve(ctx, to, conversations.AddressStatus)
 	if err != nil {
 		return nil, err
 	}
 	if rf != nil {
 		return refusedWith(wireStatus, rf), nil
 	}
-	st, err := call.Conv.State(ctx, target)
+	st, err := conversations.On(call.Engine).State(ctx, target)
 	if err != nil {
 		return nil, err
 	}
@@ -387,14 +413,14 @@ func (cv *Conversation) Cancel(ctx context.Context, call *runs.KernelCall) (*run
 	if e := a.Err(); e != nil {
 		return argumentsRefused(wireCancel, e), nil
 	}
-	target, rf, err := call.Conv.Resolve(ctx, to, runs.AddressCancel)
+	target, rf, err := conversations.On(call.Engine).Resolve(ctx, to, conversations.AddressCancel)
 	if err != nil {
 		return nil, err
 	}
 	if rf != nil {
 		return refusedWith(wireCancel, rf), nil
 	}
-	canceled, err := call.Conv.Cancel(ctx, target)
+	canceled, err := conversations.On(call.Engine).Cancel(ctx, target)
 	if err != nil {
 		return nil, err
 	}

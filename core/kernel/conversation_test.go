@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/runs"
 )
@@ -20,18 +21,18 @@ func TestConversationTexts(t *testing.T) {
 			"Spawned conversation 0190a5e2-0000-7000-8000-0000000000c1 (label \"login-tests\"), answered by @helper, in the background. Its reply will reach you later as a <task_result task=\"r3t1\" conversation=\"0190a5e2-0000-7000-8000-0000000000c1\"> message, which is not from the person.\nTask reference: run_public_id=\"0190a5e2-0000-7000-8000-000000000001\", task=\"r3t1\""},
 		{"spawn receipt without a label", kernel.SpawnReceipt(conv, "", "@helper", "r3t1", run),
 			"Spawned conversation 0190a5e2-0000-7000-8000-0000000000c1, answered by @helper, in the background. Its reply will reach you later as a <task_result task=\"r3t1\" conversation=\"0190a5e2-0000-7000-8000-0000000000c1\"> message, which is not from the person.\nTask reference: run_public_id=\"0190a5e2-0000-7000-8000-000000000001\", task=\"r3t1\""},
-		{"waited spawn, still working", runs.SpawnStillWorkingText(conv, "login-tests", "@helper"),
+		{"waited spawn, still working", kernel.SpawnStillWorkingText(conv, "login-tests", "@helper"),
 			"Spawned conversation 0190a5e2-0000-7000-8000-0000000000c1 (label \"login-tests\"), answered by @helper.\n(the conversation is still working; its reply will reach you later in a message that is not from the person)"},
-		{"spawn title", runs.SpawnTitle(conv, "login-tests"), "spawned login-tests"},
-		{"spawn title without a label", runs.SpawnTitle(conv, ""), "spawned " + conv},
+		{"spawn title", kernel.SpawnTitle(conv, "login-tests"), "spawned login-tests"},
+		{"spawn title without a label", kernel.SpawnTitle(conv, ""), "spawned " + conv},
 		{"queued", kernel.SendReceipt(conv, "", runs.DeliveryQueued, nil), "Sent to " + conv + " (queued)."},
 		{"steering", kernel.SendReceipt(conv, "", runs.DeliverySteering, nil), "Sent to " + conv + " (steering)."},
 		{"scheduled", kernel.SendReceipt(conv, "", runs.DeliveryScheduled, &at), "Sent to " + conv + " (scheduled for 2025-11-30T10:00:00Z)."},
 		{"for an agent", kernel.SendReceipt(conv, "@scout", runs.DeliveryQueued, nil), "Sent to " + conv + ", for @scout (queued)."},
 		{"send title", kernel.SendTitle("research"), "sent to research"},
-		{"status", kernel.StatusText(&runs.ConversationState{PublicID: conv, Running: true, Queued: 2, AnsweredBy: "@helper", WaitingForYou: 1}),
+		{"status", kernel.StatusText(&conversations.ConversationState{PublicID: conv, Running: true, Queued: 2, AnsweredBy: "@helper", WaitingForYou: 1}),
 			"Conversation " + conv + ": running; queue: 2 waiting; answered by @helper.\n1 message from it waits for you, delivered when you end your turn."},
-		{"status, plural", kernel.StatusText(&runs.ConversationState{PublicID: conv, Queued: 0, AnsweredBy: "@helper", WaitingForYou: 3}),
+		{"status, plural", kernel.StatusText(&conversations.ConversationState{PublicID: conv, Queued: 0, AnsweredBy: "@helper", WaitingForYou: 3}),
 			"Conversation " + conv + ": idle; queue: 0 waiting; answered by @helper.\n3 messages from it wait for you, delivered when you end your turn."},
 		{"status title", kernel.StatusTitle("research"), "status of research"},
 		{"canceled", kernel.CancelText(conv, true), "Canceled the work this run started in conversation " + conv + "."},

@@ -2,9 +2,13 @@
 // tools Nexus itself serves, one file per family (memory, models, discovery with its search index,
 // runners, skill, graph, human, history, conversation), behind one dispatch table keyed by
 // canonical name, with the shared argument checks and result forms of
-// docs/agent-tools.md#what-a-model-reads. It implements core/runs' KernelTools interface; the
-// engine claims and settles the rows, this package only computes each call's outcome, or the rows a
-// call places (tool_call's child) for the engine to write.
+// docs/agent-tools.md#what-a-model-reads, and the texts, titles and argument words those tools
+// speak, including the few the engine writes when it settles a call on a tool's behalf (an expired
+// or canceled wait, a waited spawn whose waiting ended), which it reads through runs.ToolTexts. It
+// implements core/runs' KernelTools interface; the engine claims and settles the rows, this
+// package only computes each call's outcome, or the rows a call places (tool_call's child) for the
+// engine to write. The conversation and history tools check their arguments here and call
+// core/conversations for the rows and reads.
 //
 // It must not decide anything about rows, deadlines, addressing or approval (core/runs does),
 // must not re-implement memory semantics (sdk/memory's Engine does, run here over the kernel's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
@@ -38,13 +39,31 @@ const (
 	wakePassive          = "passive"
 )
 
-// wait's clock bounds (docs/agent-tools.md#delegation-and-conversations): the default is one hour,
-// and the authored maximum a week, the schema's own bounds; the effective clamp of 24 hours is the
-// engine's (runs.WaitClamp).
-var (
-	defaultWaitTimeoutMS   = runs.WaitDefault.Milliseconds()
-	maxAuthoredWaitTimeout = runs.WaitAuthoredMax.Milliseconds()
+// wait's clock bounds (docs/agent-tools.md#delegation-and-conversations); the effective clamp of
+// 24 hours is the engine's (runs.WaitClamp).
+const (
+	// WaitDefault is a wait's clock when timeout_ms is omitted: long enough for a branch's
+	// typical work, short enough that a forgotten wait does not hold a round for a day.
+	WaitDefault = time.Hour
+	// WaitAuthoredMax is the largest timeout_ms a wait may be written with (7 days, the same
+	// authored bound as a tool park), so that a schema-valid value is never refused.
+	WaitAuthoredMax = 7 * 24 * time.Hour
+
+	defaultWaitTimeoutMS   = int64(WaitDefault / time.Millisecond)
+	maxAuthoredWaitTimeout = int64(WaitAuthoredMax / time.Millisecond)
 )
+
+// WaitTimeoutDetail is the detail of a wait whose own deadline passed
+// (docs/agent-tools.md#delegation-and-conversations).
+func WaitTimeoutDetail(task string, ms int64) string {
+	return fmt.Sprintf("stopped waiting for task %q after %d ms; it keeps running and its result is still delivered.", task, ms)
+}
+
+// WaitCanceledDetail is the detail of a canceled wait
+// (docs/agent-tools.md#delegation-and-conversations).
+func WaitCanceledDetail(task string) string {
+	return fmt.Sprintf("the wait for task %q was canceled; the task keeps running.", task)
+}
 
 // The parameters of each tool, in schema order (docs/agent-tools.md#delegation-and-conversations).
 var (

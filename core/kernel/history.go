@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
@@ -132,18 +133,18 @@ func (History) Read(ctx context.Context, call *runs.KernelCall) (*runs.KernelOut
 	if cursors := btoi(hasAround) + btoi(hasAfter) + btoi(hasBefore); cursors > 1 {
 		return ErrorResult(wireSessionRead, WordInvalidArguments, "use at most one of around_turn_id, before_position and after_position."), nil
 	}
-	req := &runs.SessionRead{SessionID: sessionID, AroundTurnID: around, Limit: int(limit), IncludeExecution: execution}
+	req := &conversations.SessionRead{SessionID: sessionID, AroundTurnID: around, Limit: int(limit), IncludeExecution: execution}
 	if hasAfter {
 		req.After = &after
 	}
 	if hasBefore {
 		req.Before = &before
 	}
-	w, err := runs.ReadSession(ctx, call, req)
+	w, err := conversations.ReadSession(ctx, call, req)
 	switch {
-	case errors.Is(err, runs.ErrConversationUnreadable):
+	case errors.Is(err, conversations.ErrConversationUnreadable):
 		return ErrorResult(wireSessionRead, WordUnknownConversation, "no conversation "+sessionID+" that you can read."), nil
-	case errors.Is(err, runs.ErrTurnNotVisible):
+	case errors.Is(err, conversations.ErrTurnNotVisible):
 		return ErrorResult(wireSessionRead, WordTurnNotFound, "turn "+around+" is not in the visible history of conversation "+sessionID+"."), nil
 	case err != nil:
 		return nil, err
@@ -178,7 +179,7 @@ func btoi(b bool) int {
 // window's near edge: each field is cut to min(MaxFieldChars, remaining) characters and, once the
 // budget is spent, the remaining fields are omitted; a cut or omitted field marks its turn
 // truncated, and any truncated turn the page.
-func sessionReadPage(w *runs.SessionWindow) *sessionReadAnswer {
+func sessionReadPage(w *conversations.SessionWindow) *sessionReadAnswer {
 	out := &sessionReadAnswer{Conversation: historyConversation{PublicID: w.ConversationPublicID, Title: w.Title},
 		Turns: make([]turnAnswer, len(w.Turns)), Pagination: readPagination{HasOlder: w.HasOlder, HasNewer: w.HasNewer}}
 	for i := range w.Turns {
@@ -273,7 +274,7 @@ func (History) Search(ctx context.Context, call *runs.KernelCall) (*runs.KernelO
 	if e := a.Err(); e != nil {
 		return argumentsRefused(wireSessionSearch, e), nil
 	}
-	req := &runs.SessionSearch{Terms: strings.Fields(query), Archived: store.ArchivedFilter(archived), IncludeAuxiliary: auxiliary, Limit: int(limit)}
+	req := &conversations.SessionSearch{Terms: strings.Fields(query), Archived: store.ArchivedFilter(archived), IncludeAuxiliary: auxiliary, Limit: int(limit)}
 	if hasAfter {
 		pos, ok := DecodeSearchCursor(after)
 		if !ok {
@@ -281,7 +282,7 @@ func (History) Search(ctx context.Context, call *runs.KernelCall) (*runs.KernelO
 		}
 		req.After = &pos
 	}
-	page, err := runs.SearchSessions(ctx, call, req)
+	page, err := conversations.SearchSessions(ctx, call, req)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +304,7 @@ func (History) Search(ctx context.Context, call *runs.KernelCall) (*runs.KernelO
 
 // EncodeSearchCursor is next_after: the unpadded base64url encoding of the JSON array
 // [primary, conversation, field] (docs/agent-tools.md#delegation-and-conversations).
-func EncodeSearchCursor(p runs.SearchPosition) string {
+func EncodeSearchCursor(p conversations.SearchPosition) string {
 	b, _ := compactJSON([]string{p.Primary, p.Conversation, p.Field})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -312,32 +313,32 @@ func EncodeSearchCursor(p runs.SearchPosition) string {
 // issued: not unpadded base64url of a JSON array of three strings, ids that are not lowercase
 // UUIDs, a field outside the searched ones, or a title position whose primary is not its
 // conversation (or a turn position whose primary is).
-func DecodeSearchCursor(s string) (runs.SearchPosition, bool) {
+func DecodeSearchCursor(s string) (conversations.SearchPosition, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return runs.SearchPosition{}, false
+		return conversations.SearchPosition{}, false
 	}
 	var parts []string
 	if json.Unmarshal(b, &parts) != nil || len(parts) != 3 {
-		return runs.SearchPosition{}, false
+		return conversations.SearchPosition{}, false
 	}
-	p := runs.SearchPosition{Primary: parts[0], Conversation: parts[1], Field: parts[2]}
+	p := conversations.SearchPosition{Primary: parts[0], Conversation: parts[1], Field: parts[2]}
 	for _, id := range []string{p.Primary, p.Conversation} {
 		if !identity.IsUUID(id) || strings.ToLower(id) != id {
-			return runs.SearchPosition{}, false
+			return conversations.SearchPosition{}, false
 		}
 	}
 	switch p.Field {
-	case runs.FieldTitle:
+	case conversations.FieldTitle:
 		if p.Primary != p.Conversation {
-			return runs.SearchPosition{}, false
+			return conversations.SearchPosition{}, false
 		}
-	case runs.FieldContent, runs.FieldPrompt, runs.FieldSteers:
+	case conversations.FieldContent, conversations.FieldPrompt, conversations.FieldSteers:
 		if p.Primary == p.Conversation {
-			return runs.SearchPosition{}, false
+			return conversations.SearchPosition{}, false
 		}
 	default:
-		return runs.SearchPosition{}, false
+		return conversations.SearchPosition{}, false
 	}
 	return p, true
 }

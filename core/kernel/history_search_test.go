@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
@@ -233,7 +234,7 @@ func TestSessionSearchPaging(t *testing.T) {
 		if first.Pagination.NextAfter == nil || *first.Pagination.NextAfter != wantCursor {
 			t.Fatalf("cursor %v, want %s", first.Pagination.NextAfter, wantCursor)
 		}
-		if got := kernel.EncodeSearchCursor(runs.SearchPosition{Primary: last.PublicID, Conversation: a.PublicID, Field: "prompt"}); got != wantCursor {
+		if got := kernel.EncodeSearchCursor(conversations.SearchPosition{Primary: last.PublicID, Conversation: a.PublicID, Field: "prompt"}); got != wantCursor {
 			t.Errorf("EncodeSearchCursor %s", got)
 		}
 		var walked []searchHit
@@ -256,7 +257,7 @@ func TestSessionSearchPaging(t *testing.T) {
 	})
 }
 
-// TestSessionSearchScanBound pins the bounded scan: a call reads at most runs.MaxSearchScan rows
+// TestSessionSearchScanBound pins the bounded scan: a call reads at most conversations.MaxSearchScan rows
 // and, having found nothing, answers no hits with a cursor at the last row read; the next call
 // continues there and finds the old hit.
 func TestSessionSearchScanBound(t *testing.T) {
@@ -266,7 +267,7 @@ func TestSessionSearchScanBound(t *testing.T) {
 		c := f.conversation("")
 		needle, _ := f.turn(c, turnSpec{prompt: "the needle"})
 		f.write(func(tx *store.Tx) error {
-			for i := 0; i < runs.MaxSearchScan+10; i++ {
+			for i := 0; i < conversations.MaxSearchScan+10; i++ {
 				if _, _, err := f.turnTx(tx, c, turnSpec{prompt: "hay"}); err != nil {
 					return err
 				}

@@ -80,6 +80,20 @@ func New(o Options) *Tools {
 	return t
 }
 
+// WaitTimedOut is WaitTimeoutDetail: the engine settles an expired wait.
+func (t *Tools) WaitTimedOut(task string, timeoutMS int64) string {
+	return WaitTimeoutDetail(task, timeoutMS)
+}
+
+// WaitCanceled is WaitCanceledDetail: the engine settles a canceled wait.
+func (t *Tools) WaitCanceled(task string) string { return WaitCanceledDetail(task) }
+
+// SpawnStillWorking is SpawnStillWorkingText: the engine settles a waited spawn whose waiting
+// ended before the reply.
+func (t *Tools) SpawnStillWorking(conversationPublicID, label, answeredBy string) string {
+	return SpawnStillWorkingText(conversationPublicID, label, answeredBy)
+}
+
 // Canonicals lists the canonical names the table dispatches.
 func (t *Tools) Canonicals() []string {
 	out := make([]string, 0, len(t.handlers))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
@@ -129,7 +130,7 @@ func TestMemoryScopes(t *testing.T) {
 			t.Fatal(err)
 		}
 		frozen := json.RawMessage(`{"bindings":[{"name":"conversation","scope":"conversation","access":"read_write"},{"name":"workspace","scope":"workspace","access":"read_write"},{"name":"user","scope":"user","access":"read_write"}]}`)
-		res := kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}
+		res := kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}
 		got, err := res.Scopes(ctx, &runs.KernelCall{WorkspacePublicID: w.PublicID, MemoryContext: frozen,
 			MemoryPrincipal: runs.Member{Kind: "agent", PublicID: a.PublicID}})
 		if err != nil {

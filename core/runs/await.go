@@ -32,15 +32,9 @@ const (
 
 // The await clocks of docs/development.md#how-the-kernel-runs-work and docs/api.md#limits.
 const (
-	// WaitDefault is a wait's clock when timeout_ms is omitted: long enough for a branch's
-	// typical work, short enough that a forgotten wait does not hold a round for a day.
-	WaitDefault = time.Hour
 	// WaitClamp is the effective bound of any await: a wait that outlives a working day is
 	// waiting on something that has gone wrong, and the model should hear so.
 	WaitClamp = 24 * time.Hour
-	// WaitAuthoredMax is the largest timeout_ms a wait may be written with (7 days, the same
-	// authored bound as a tool park), so that a schema-valid value is never refused.
-	WaitAuthoredMax = 7 * 24 * time.Hour
 	// AskPark is an ask's clock: a working day for a person to answer.
 	AskPark = 24 * time.Hour
 )
@@ -70,18 +64,6 @@ func waitInputTask(input *string) string {
 		_ = json.Unmarshal([]byte(*input), &in)
 	}
 	return in.Task
-}
-
-// WaitTimeoutDetail is the detail of a wait whose own deadline passed
-// (docs/agent-tools.md#delegation-and-conversations).
-func WaitTimeoutDetail(task string, ms int64) string {
-	return fmt.Sprintf("stopped waiting for task %q after %d ms; it keeps running and its result is still delivered.", task, ms)
-}
-
-// WaitCanceledDetail is the detail of a canceled wait
-// (docs/agent-tools.md#delegation-and-conversations).
-func WaitCanceledDetail(task string) string {
-	return fmt.Sprintf("the wait for task %q was canceled; the task keeps running.", task)
 }
 
 // WaitAwait is the await a wait call places (docs/agent-tools.md#delegation-and-conversations):

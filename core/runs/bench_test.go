@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/kernel"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
@@ -46,7 +47,7 @@ func benchEngine(b *testing.B, s *store.Store, workers int, onClaim func(*store.
 	}
 	models := model.MustBuiltin()
 	tools := kernel.New(kernel.Options{
-		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}},
+		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}},
 		Models: &kernel.Models{Catalog: models},
 	})
 	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Declarations: &runs.Compiler{C: comp}, Kernel: tools,

@@ -259,5 +259,5 @@ func (e *Engine) canceledDetail(ctx context.Context, q store.Querier, t *store.T
 	} else {
 		target = waitInputTask(full.ToolInput)
 	}
-	return WaitCanceledDetail(target), nil
+	return e.texts().WaitCanceled(target), nil
 }

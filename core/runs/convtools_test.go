@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -463,7 +464,7 @@ func TestWaitedSpawnAndTurnLifetime(t *testing.T) {
 		second := h.post(conv, script("Wait long.", []string{call("spawn", map[string]any{"prompt": slow, "label": "slow", "wait": true})},
 			[]string{"say gave up: {{last_result}}"}), "")
 		h.drain()
-		h.clock.Advance(runs.SpawnAwaitClock + time.Second)
+		h.clock.Advance(conversations.SpawnAwaitClock + time.Second)
 		h.sweep()
 		h.drain()
 		slowConv := h.childOf(conv, "slow")

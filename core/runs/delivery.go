@@ -294,7 +294,7 @@ func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, 
 	if ref == "" {
 		ref = e.models.Default().Ref
 	}
-	in := &turnPost{AuthorKind: OriginKernel, Text: text, Model: ref, AgentID: c.AnsweringAgentID, AgentPublicID: c.AnsweringAgentPublicID,
+	in := &TurnPost{AuthorKind: OriginKernel, Text: text, Model: ref, AgentID: c.AnsweringAgentID, AgentPublicID: c.AnsweringAgentPublicID,
 		Profile: prof, PublicID: store.NewPublicID()}
 	if sender != "" {
 		in.SenderConversation = &sender
@@ -302,9 +302,9 @@ func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, 
 	return e.postTurn(ctx, tx, fx, c, in, now)
 }
 
-// turnPost is one turn a kernel path posts into a locked conversation: a delivery, or an agent's
+// TurnPost is one turn a kernel path posts into a locked conversation: a delivery, or an agent's
 // spawn brief or send.
-type turnPost struct {
+type TurnPost struct {
 	PublicID string
 	// AuthorKind is "kernel" or "agent"; AuthorPublicID the agent's id ("" for the kernel).
 	AuthorKind, AuthorPublicID string
@@ -320,7 +320,7 @@ type turnPost struct {
 
 // postTurn writes a turn, its run and the run's first round into a conversation the caller has
 // locked, and starts it when nothing else of the conversation is running or queued.
-func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *store.Conversation, in *turnPost, now int64) (*store.Turn, error) {
+func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *store.Conversation, in *TurnPost, now int64) (*store.Turn, error) {
 	prof := in.Profile
 	ref := in.Model
 	mc, err := e.freezeMemory(ctx, tx, c.WorkspacePublicID, c.PublicID, Member{Kind: store.KindAgent, PublicID: in.AgentPublicID})

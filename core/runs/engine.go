@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/lib/pq"
 
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
@@ -214,12 +213,9 @@ func kernelWake(runPublicID, key string) string {
 	return string(payload)
 }
 
-// pgDeadlock is SQLSTATE 40P01: a transaction chosen as a deadlock victim, retried
-// (docs/development.md#how-the-kernel-runs-work).
-const pgDeadlock = "40P01"
-
-// maxTxRetries bounds deadlock retries: a transaction that loses three times in a row is stuck
-// in a pattern retrying will not break.
+// maxTxRetries bounds retries of a transaction the store refused for a conflict (store.ErrRetryable:
+// a deadlock victim, docs/development.md#how-the-kernel-runs-work): a transaction that loses three
+// times in a row is stuck in a pattern retrying will not break.
 const maxTxRetries = 3
 
 // write runs fn in one transaction and, once it commits, delivers its effects.
@@ -229,8 +225,7 @@ func (e *Engine) write(ctx context.Context, fn func(tx *store.Tx, fx *effects) e
 	for attempt := 0; attempt < maxTxRetries; attempt++ {
 		fx = &effects{}
 		err = e.store.Write(ctx, func(tx *store.Tx) error { return fn(tx, fx) })
-		var pe *pq.Error
-		if errors.As(err, &pe) && pe.Code == pgDeadlock {
+		if errors.Is(err, store.ErrRetryable) {
 			continue
 		}
 		break

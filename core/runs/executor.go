@@ -9,61 +9,17 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The executor plane's entry points (docs/api.md#the-executor-plane): core/executors decides what
-// its doors answer and calls these to change rows, so that every settle goes through this engine's
-// readiness, lifecycle and wake-ups exactly as the kernel's own do.
-
-// ExecutorTx is one engine transaction opened for the executor plane. Its effects (kernel
-// wake-ups, work_available and work_canceled) are delivered once the transaction commits.
-type ExecutorTx struct {
-	e  *Engine
-	Tx *store.Tx
-	fx *effects
-}
-
-// ExecutorWrite runs fn in one engine transaction (retried as a deadlock victim) and delivers
-// its effects once it commits.
-func (e *Engine) ExecutorWrite(ctx context.Context, fn func(x *ExecutorTx) error) error {
-	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
-		return fn(&ExecutorTx{e: e, Tx: tx, fx: fx})
-	})
-}
-
-// ExecutorIn runs fn in the caller's transaction (a revocation's, which identity owns) and
-// returns what to deliver once that transaction commits; the caller must not deliver after a
-// rollback.
-func (e *Engine) ExecutorIn(ctx context.Context, tx *store.Tx, fn func(x *ExecutorTx) error) (deliver func(), err error) {
-	fx := &effects{}
-	if err := fn(&ExecutorTx{e: e, Tx: tx, fx: fx}); err != nil {
-		return nil, err
-	}
-	return func() { e.deliver(fx) }, nil
-}
+// The executor plane's settles (docs/api.md#the-executor-plane), on the engine's Tx: core/executors
+// decides what its doors answer and calls these to change rows, so that every settle goes through
+// this engine's readiness, lifecycle and wake-ups exactly as the kernel's own do.
 
 // Now is the engine's clock, which every deadline reads.
 func (e *Engine) Now() time.Time { return e.now() }
 
-// NowMS is Now in Unix milliseconds.
-func (x *ExecutorTx) NowMS() int64 { return x.e.nowMS() }
-
-// LockRow takes the run's lock, then the row's (docs/development.md#how-the-kernel-runs-work), and
-// reads both under them.
-func (x *ExecutorTx) LockRow(ctx context.Context, runID, taskID int64) (*store.Run, *store.Task, error) {
-	run, err := store.LockRun(ctx, x.Tx, runID)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := store.LockTask(ctx, x.Tx, taskID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return run, t, nil
-}
-
 // Expire applies the expiry rule to a live row whose deadline passed, under the run's lock
 // (LockRow), then readiness and the run lifecycle; the row's executors get work_canceled
 // (expired). A row that is no longer live is left alone.
-func (x *ExecutorTx) Expire(ctx context.Context, run *store.Run, t *store.Task) error {
+func (x *Tx) Expire(ctx context.Context, run *store.Run, t *store.Task) error {
 	if !live(t.Status) {
 		return nil
 	}
@@ -72,7 +28,7 @@ func (x *ExecutorTx) Expire(ctx context.Context, run *store.Run, t *store.Task) 
 
 // Fail settles a live row failed with te under the run's lock (LockRow), then readiness: a
 // revoked executor's rows (executor_revoked). No work_canceled is sent; the executor is gone.
-func (x *ExecutorTx) Fail(ctx context.Context, run *store.Run, t *store.Task, te TaskError) error {
+func (x *Tx) Fail(ctx context.Context, run *store.Run, t *store.Task, te TaskError) error {
 	if !live(t.Status) {
 		return nil
 	}
@@ -108,7 +64,7 @@ var errClaimFence = errors.New("runs: the row left its claim under the caller's 
 // Settle settles a dispatched executor row with its executor's result, under the run's lock
 // (LockRow) and the claim's compare-and-set, then readiness, the run lifecycle and wake-ups in
 // the same transaction. Upload bindings are the caller's, in x.Tx.
-func (x *ExecutorTx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSettlement) error {
+func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSettlement) error {
 	now := x.e.nowMS()
 	// The settlement number is computed by the UPDATE itself: nothing here reads it back, and
 	// readiness reads the trace afresh.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/kernel"
@@ -74,7 +75,7 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 		models = o.models
 	}
 	k := o.kernel
-	resolver := kmemory.NewResolver(s, runs.ConversationStates{})
+	resolver := kmemory.NewResolver(s, conversations.ConversationStates{})
 	if k == nil {
 		k = kernel.New(kernel.Options{
 			Memory:       &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: resolver}, Now: c.Now},

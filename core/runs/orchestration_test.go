@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
@@ -923,7 +924,7 @@ func TestStopEndsObservations(t *testing.T) {
 		if _, err := h.e.StopRun(h.ctx, h.actor, id, true); err != nil {
 			t.Fatal(err)
 		}
-		detail := runs.WaitCanceledDetail("r2t0")
+		detail := kernel.WaitCanceledDetail("r2t0")
 		for _, k := range []string{"r2t1", "r2t1-wait-1"} {
 			if tk := h.task(id, k); tk.Status != runs.StatusCanceled || *tk.Error != (runs.TaskError{Key: runs.KeyRunCanceled, Detail: detail}) {
 				t.Errorf("%s: %s %+v", k, tk.Status, tk.Error)

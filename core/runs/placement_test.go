@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
@@ -24,6 +25,7 @@ import (
 // tool that places a kernel row of its own and awaits it.
 type placingKernel struct {
 	inner runs.KernelTools
+	runs.ToolTexts
 }
 
 func (k placingKernel) Run(ctx context.Context, call *runs.KernelCall) (*runs.KernelOutcome, error) {
@@ -58,10 +60,10 @@ func ptr[T any](v T) *T { return &v }
 
 func placingHarness(t *testing.T, s *store.Store, ann runs.Announcements) *harness {
 	inner := kernel.New(kernel.Options{
-		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, runs.ConversationStates{})}},
+		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}},
 		Models: &kernel.Models{Catalog: model.MustBuiltin()},
 	})
-	return newHarness(t, s, harnessOptions{kernel: placingKernel{inner}, announcements: ann})
+	return newHarness(t, s, harnessOptions{kernel: placingKernel{inner, inner}, announcements: ann})
 }
 
 const callTools = `"kernel_tools":["nexus.tools.call","nexus.tools.search","nexus.memory.read","nexus.memory.ls"]`

@@ -295,7 +295,7 @@ func (e *Engine) runKernel(ctx context.Context, tx *store.Tx, fx *effects, run *
 		ConversationPublicID: deref(run.ConversationPublicID), MemoryPrincipal: memoryPrincipal(run),
 		MemoryContext: json.RawMessage(run.MemoryContext), TaskKey: t.Key, ToolName: entry.Wire,
 		Canonical: entry.Canonical, ToolAlias: deref(t.ToolAlias), Input: json.RawMessage(deref(t.ToolInput)),
-		Attempt: c.Generation, Tx: tx, Conv: &Conversing{e: e, tx: tx, fx: fx, run: run},
+		Attempt: c.Generation, Tx: tx, Engine: &Tx{e: e, Tx: tx, fx: fx, run: run},
 	}
 	if t.DeclaringTaskKey != nil {
 		call.Round = roundReader(tx, run.ID, *t.DeclaringTaskKey)
@@ -434,7 +434,7 @@ func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *sto
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
 		// A wait's expiry ends only the observation, and says so
 		// (docs/agent-tools.md#delegation-and-conversations).
-		x.Error.Detail = WaitTimeoutDetail(spec.Task, deref(t.TimeoutMS))
+		x.Error.Detail = e.texts().WaitTimedOut(spec.Task, deref(t.TimeoutMS))
 	}
 	if x.Release {
 		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "claimed_at", Val: nil},

@@ -20,6 +20,33 @@ import (
 // (docs/agent-tools.md#delegation-and-conversations; placement.go).
 type KernelTools interface {
 	Run(ctx context.Context, call *KernelCall) (*KernelOutcome, error)
+	ToolTexts
+}
+
+// ToolTexts words the results the engine settles itself on a kernel tool's behalf, when no
+// handler runs to end the call: a wait whose clock ran out or that was canceled, a waited spawn
+// whose waiting ended before the reply (docs/agent-tools.md#delegation-and-conversations).
+// core/kernel owns these texts beside the tools that speak them.
+type ToolTexts interface {
+	WaitTimedOut(task string, timeoutMS int64) string
+	WaitCanceled(task string) string
+	SpawnStillWorking(conversationPublicID, label, answeredBy string) string
+}
+
+// unworded is the ToolTexts of an engine without kernel tools: it runs no wait or spawn of its
+// own, and a row another instance placed settles here with its error key and no text.
+type unworded struct{}
+
+func (unworded) WaitTimedOut(string, int64) string               { return "" }
+func (unworded) WaitCanceled(string) string                      { return "" }
+func (unworded) SpawnStillWorking(string, string, string) string { return "" }
+
+// texts is the engine's ToolTexts: its kernel's.
+func (e *Engine) texts() ToolTexts {
+	if e.kernel == nil {
+		return unworded{}
+	}
+	return e.kernel
 }
 
 // KernelCall is one claimed kernel tool row, with the run facts a handler reads.
@@ -54,9 +81,10 @@ type KernelCall struct {
 	// skill catalog and environment the call runs against. It is read on first use only, so a
 	// tool that never needs it pays nothing; nil on a row no model round declared.
 	Round func(ctx context.Context) (*CallingRound, error)
-	// Conv is the conversation tools' access to the engine in this transaction (spawn, send,
-	// status, cancel); nil outside the engine.
-	Conv *Conversing
+	// Engine is the engine transaction that will settle the row, whose store transaction is Tx,
+	// under the calling run's lock: the conversation tools (spawn, send, status, cancel) place
+	// their rows through it. nil outside the engine.
+	Engine *Tx
 }
 
 // CallingRound is the frozen context of the model round that made a kernel call: what acceptance

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mattn/go-isatty"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/httpapi"
@@ -206,7 +207,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	kmem := memory.New(st)
 	// The kernel's memory calls resolve conversation bindings against the run engine's
 	// conversation rows; the member doors reach no conversation and need no such states.
-	resolver := memory.NewResolver(st, runs.ConversationStates{})
+	resolver := memory.NewResolver(st, conversations.ConversationStates{})
 	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
 	tools := kernel.Full(kernel.Services{Memory: kmem, Resolver: resolver, Models: models, Compiler: compiler, Now: opts.Now})
 	cfg := runs.Config{}

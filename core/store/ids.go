@@ -13,6 +13,15 @@ func NewPublicID() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
 
+// publicIDPattern is the shape of a public id: a lowercase UUID, of any version, as NewPublicID
+// mints it (docs/api.md#conventions). The one pattern of the server: a door that reads ids in
+// either case lowers them first.
+var publicIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// IsPublicID reports whether s has the shape of a public id; a door answers not_found for a
+// malformed one without reading a row.
+func IsPublicID(s string) bool { return publicIDPattern.MatchString(s) }
+
 // Millis is the stored form of a time: Unix milliseconds.
 func Millis(t time.Time) int64 { return t.UnixMilli() }
 
@@ -25,11 +34,3 @@ const TimeLayout = "2006-01-02T15:04:05.000Z"
 
 // FormatMillis is a stored time in TimeLayout.
 func FormatMillis(ms int64) string { return FromMillis(ms).Format(TimeLayout) }
-
-// publicIDPattern is the shape of a public id: a UUID in lower case, as NewPublicID mints it
-// (docs/api.md#conventions). An upper-case id is not a public id; a door that takes ids a model
-// wrote lowers them first and says so.
-var publicIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// IsPublicID reports whether s has the shape of a public id.
-func IsPublicID(s string) bool { return publicIDPattern.MatchString(s) }

@@ -168,6 +168,8 @@ type Tx struct {
 // Write runs fn in one write transaction and commits when fn returns nil. On SQLite the
 // transaction begins IMMEDIATE, taking the write lock at once, so two writers never deadlock on
 // a lock upgrade; on PostgreSQL it runs at READ COMMITTED and repositories lock what they change.
+// A write the database refused for a conflict with another transaction returns an error that
+// matches ErrRetryable.
 func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	sqlTx, err := s.writer.BeginTxx(ctx, nil)
 	if err != nil {
@@ -184,10 +186,10 @@ func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) (err error) {
 		}
 	}()
 	if err = fn(tx); err != nil {
-		return err
+		return retryable(err)
 	}
 	if err = sqlTx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
+		return retryable(fmt.Errorf("store: commit: %w", err))
 	}
 	return nil
 }

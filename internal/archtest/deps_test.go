@@ -123,6 +123,7 @@ var rules = []rule{
 	{"providers/memory-postgres", anyOf(sdkMemory...), "providers build against the SDK only"},
 	{"providers/tools-example", anyOf(sdkToolProv...), "providers build against the SDK only"},
 	{"providers/mcp-bridge", anyOf(sdkToolProv...), "the MCP bridge is a tool provider on the SDK (and the MCP Go SDK)"},
+	{"providers/mcp-bridge/mcpbridgetest", anyOf(plus(sdkToolProv, "providers/mcp-bridge")...), "the bridge's test servers build on the bridge and the SDK"},
 	{"plugins", anyOf(sdkToolProv...), "the plugin host drives the executor plane through an interface it declares"},
 	{"cmd/nexus", except("cmd", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"), "the server binary wires the CLI"},
 	{"cmd/nexus-memory-fs", anyOf(plus(sdkMemory, "providers/memory-fs")...), "a plugin binary wires its provider and the SDK"},
@@ -217,6 +218,29 @@ func TestDependencyDirection(t *testing.T) {
 			}
 			if !r.allow(dep) {
 				t.Errorf("%s depends on %s: %s", path, dep, r.why)
+			}
+		}
+	}
+}
+
+// drivers are the database drivers the module uses.
+var drivers = []string{"github.com/lib/pq", "modernc.org/sqlite"}
+
+// TestOnlyStoreImportsADriver keeps the database behind core/store: a service reads a driver's
+// error codes through the store's typed errors (store.ErrRetryable, store.IsUniqueViolation),
+// never from the driver. A provider under providers/ is a program of its own with a database of
+// its own, and is not held to this.
+func TestOnlyStoreImportsADriver(t *testing.T) {
+	t.Parallel()
+	for path, p := range listPackages(t) {
+		if under(path, "core/store") || under(path, "providers") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, d := range drivers {
+				if under(imp, d) {
+					t.Errorf("%s imports %s; only core/store imports a database driver", path, imp)
+				}
 			}
 		}
 	}

@@ -34,7 +34,7 @@ var wordSources = []struct {
 	{"sdk/memory", "docs/api.md", []string{"Code"}},
 	{"sdk/announce", "docs/api.md", []string{"Code"}},
 	{"core/declare", "docs/agent-tools.md", []string{"Word"}},
-	{"core/runs", "docs/agent-tools.md", []string{"Word"}},
+	{"core/conversations", "docs/agent-tools.md", []string{"Word"}},
 	{"core/kernel", "docs/agent-tools.md", []string{"Word", "Code"}},
 	{"plugins", "docs/plugins.md", []string{"Code"}},
 }

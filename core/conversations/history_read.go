@@ -1,4 +1,4 @@
-package runs
+package conversations
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -47,7 +48,7 @@ type SessionWindow struct {
 // An empty page still says what lies beyond its cursor: has_older is true when visible turns
 // exist at or below an after_position cursor, has_newer when they exist at or above a
 // before_position cursor.
-func ReadSession(ctx context.Context, call *KernelCall, r *SessionRead) (*SessionWindow, error) {
+func ReadSession(ctx context.Context, call *runs.KernelCall, r *SessionRead) (*SessionWindow, error) {
 	q := call.Tx
 	c, err := readableConversation(ctx, call, r.SessionID)
 	if err != nil {

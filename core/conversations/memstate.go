@@ -1,10 +1,11 @@
-package runs
+package conversations
 
 import (
 	"context"
 	"errors"
 
 	"github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -28,7 +29,7 @@ func (ConversationStates) ConversationState(ctx context.Context, q store.Querier
 	if err != nil {
 		return 0, err
 	}
-	if c.Status == ConversationArchived {
+	if c.Status == runs.ConversationArchived {
 		return memory.ConversationReadOnly, nil
 	}
 	member, err := store.IsWorkspaceMember(ctx, q, c.WorkspaceID, p.Kind, p.PublicID)

@@ -1,10 +1,10 @@
-package runs_test
+package conversations_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/conversations"
 )
 
 // TestMatchField pins the matching rule and the excerpt window of
@@ -35,7 +35,7 @@ func TestMatchField(t *testing.T) {
 		{"earliest of any term", []string{"pin", "needle"}, strings.Repeat("a", 300) + "needle" + strings.Repeat("b", 400) + "pin" + strings.Repeat("c", 300), true, 200, true},
 	}
 	for _, c := range cases {
-		ex, tr, ok := runs.MatchField(c.terms, c.text)
+		ex, tr, ok := conversations.MatchField(c.terms, c.text)
 		if ok != c.ok {
 			t.Errorf("%s: ok %v", c.name, ok)
 			continue
@@ -45,8 +45,8 @@ func TestMatchField(t *testing.T) {
 		}
 		runes := []rune(c.text)
 		want := c.text
-		if len(runes) > runs.MaxExcerptChars {
-			want = string(runes[c.start : c.start+runs.MaxExcerptChars])
+		if len(runes) > conversations.MaxExcerptChars {
+			want = string(runes[c.start : c.start+conversations.MaxExcerptChars])
 		}
 		if ex != want || tr != c.truncated {
 			t.Errorf("%s: excerpt starts at %d (%d runes), truncated %v", c.name, strings.Index(c.text, ex), len([]rune(ex)), tr)

@@ -1,10 +1,11 @@
-package runs
+package conversations
 
 import (
 	"context"
 	"errors"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -13,9 +14,9 @@ import (
 var (
 	// ErrConversationUnreadable: the conversation does not exist, is of another workspace, or
 	// the run's principal may not read it now.
-	ErrConversationUnreadable = errors.New("runs: no such conversation the principal can read")
+	ErrConversationUnreadable = errors.New("conversations: no such conversation the principal can read")
 	// ErrTurnNotVisible: the turn is not in the conversation's visible history.
-	ErrTurnNotVisible = errors.New("runs: the turn is not in the visible history")
+	ErrTurnNotVisible = errors.New("conversations: the turn is not in the visible history")
 )
 
 // The turn model's kind and the roles a turn takes
@@ -60,13 +61,13 @@ const MaxExecutionTasks = 32
 // workspace now. Read standing on a conversation is membership of its workspace
 // (docs/api.md#conventions), checked under current access, never a snapshot taken when the run
 // began: a principal removed from the workspace since reads nothing.
-func historyPrincipalReads(ctx context.Context, call *KernelCall) (bool, error) {
+func historyPrincipalReads(ctx context.Context, call *runs.KernelCall) (bool, error) {
 	p := call.MemoryPrincipal
 	return store.IsWorkspaceMember(ctx, call.Tx, call.WorkspaceID, p.Kind, p.PublicID)
 }
 
 // readableConversation finds a conversation of the run's workspace the principal may read.
-func readableConversation(ctx context.Context, call *KernelCall, publicID string) (*store.Conversation, error) {
+func readableConversation(ctx context.Context, call *runs.KernelCall, publicID string) (*store.Conversation, error) {
 	id := strings.ToLower(publicID)
 	if !store.IsPublicID(id) {
 		return nil, ErrConversationUnreadable
@@ -112,7 +113,7 @@ func steersText(texts []string) *string {
 // turnInProgress reports whether a turn is unfinished: its run has not reached a terminal
 // status, which the turn's own status follows (docs/api.md#conversations).
 func turnInProgress(t *store.HistoryTurn) bool {
-	return t.Status == TurnQueued || t.Status == TurnRunning
+	return t.Status == runs.TurnQueued || t.Status == runs.TurnRunning
 }
 
 // historyTurns turns rows into the history tools' turns: facts, prompt, steers and content.
@@ -137,7 +138,7 @@ func historyTurns(ctx context.Context, q store.Querier, rows []store.HistoryTurn
 		switch {
 		case h.InProgress:
 			// Only a running turn has committed anything; a queued one has not started.
-			if r.Status == TurnRunning {
+			if r.Status == runs.TurnRunning {
 				if h.Content, err = store.CommittedResponse(ctx, q, r.RunID); err != nil {
 					return nil, err
 				}
@@ -148,4 +149,14 @@ func historyTurns(ctx context.Context, q store.Querier, rows []store.HistoryTurn
 		out[i] = h
 	}
 	return out, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -1,4 +1,4 @@
-package runs
+package conversations
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -137,7 +138,7 @@ type scanStream struct {
 // turns and its titled conversations — in batches, filters in Go, and stops at limit+1 hits (so
 // that the last page knows it is the last) or after MaxSearchScan rows, whichever comes first.
 // A principal without read access now finds nothing.
-func SearchSessions(ctx context.Context, call *KernelCall, s *SessionSearch) (*SearchPage, error) {
+func SearchSessions(ctx context.Context, call *runs.KernelCall, s *SessionSearch) (*SearchPage, error) {
 	page := &SearchPage{Hits: []SearchHit{}}
 	ok, err := historyPrincipalReads(ctx, call)
 	if err != nil || !ok {

@@ -1,0 +1,118 @@
+package runs
+
+import (
+	"context"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/store"
+)
+
+// Tx is one engine transaction, the one window the packages above the engine have into it: the
+// store transaction (Tx), the run and row locks taken through it (LockRun, LockRow), and the
+// effects the engine owes the world once it commits (kernel wake-ups, work_available and
+// work_canceled, the observing runs to advance after), which it collects as the engine's own
+// changes are made through it and delivers after the commit, never before and never after a
+// rollback. The executor plane settles its rows through a Tx (executor.go); a kernel call's
+// settling transaction is one too (KernelCall.Engine), through which the conversation tools
+// place their rows under the calling run's lock (convtools.go).
+type Tx struct {
+	e *Engine
+	// Tx is the store transaction; rows the caller writes itself go here, so that they commit
+	// with the engine's changes or not at all.
+	Tx *store.Tx
+	fx *effects
+	// run is the calling run when the Tx settles a kernel call, under that run's lock; nil
+	// otherwise.
+	run *store.Run
+}
+
+// Write runs fn in one engine transaction (retried when the store answers store.ErrRetryable)
+// and delivers its effects once it commits.
+func (e *Engine) Write(ctx context.Context, fn func(x *Tx) error) error {
+	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
+		return fn(&Tx{e: e, Tx: tx, fx: fx})
+	})
+}
+
+// WriteIn runs fn in the caller's transaction (a revocation's, which core/identity owns) and
+// returns what to deliver once that transaction commits; the caller must not deliver after a
+// rollback.
+func (e *Engine) WriteIn(ctx context.Context, tx *store.Tx, fn func(x *Tx) error) (deliver func(), err error) {
+	fx := &effects{}
+	if err := fn(&Tx{e: e, Tx: tx, fx: fx}); err != nil {
+		return nil, err
+	}
+	return func() { e.deliver(fx) }, nil
+}
+
+// Now is the engine's clock, which every deadline reads.
+func (x *Tx) Now() time.Time { return x.e.now() }
+
+// NowMS is Now in Unix milliseconds.
+func (x *Tx) NowMS() int64 { return x.e.nowMS() }
+
+// LockRun takes the run's lock (docs/development.md#how-the-kernel-runs-work) and reads the run
+// under it.
+func (x *Tx) LockRun(ctx context.Context, runID int64) (*store.Run, error) {
+	return store.LockRun(ctx, x.Tx, runID)
+}
+
+// LockRow takes the run's lock, then the row's (docs/development.md#how-the-kernel-runs-work), and
+// reads both under them.
+func (x *Tx) LockRow(ctx context.Context, runID, taskID int64) (*store.Run, *store.Task, error) {
+	run, err := x.LockRun(ctx, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := store.LockTask(ctx, x.Tx, taskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, t, nil
+}
+
+// The engine's operations a kernel call's tools run on its Tx (core/conversations' spawn, send,
+// status and cancel), each the engine's own, so that a turn posted or a request canceled by a
+// tool goes through the same lifecycle and wake-ups as the member doors'.
+
+// Run is the calling run, under its lock, when the Tx settles a kernel call; nil otherwise.
+func (x *Tx) Run() *store.Run { return x.run }
+
+// PostTurn writes a turn, its run and the run's first round into conversation c, which the caller
+// has locked, and starts it when nothing else of the conversation is running or queued.
+func (x *Tx) PostTurn(ctx context.Context, c *store.Conversation, in *TurnPost, now int64) (*store.Turn, error) {
+	return x.e.postTurn(ctx, x.Tx, x.fx, c, in, now)
+}
+
+// AcceptProfile freezes the profile of c's answering agent for a new turn of c.
+func (x *Tx) AcceptProfile(ctx context.Context, c *store.Conversation, toolNames []string) (*AcceptedProfile, error) {
+	return x.e.acceptProfile(ctx, x.Tx, c, toolNames)
+}
+
+// AcceptProfileFor freezes the profile of the agent that answers a new turn of c: its answering
+// agent, or the agent a send selected.
+func (x *Tx) AcceptProfileFor(ctx context.Context, c *store.Conversation, agentID int64, agentPublicID string, toolNames []string) (*AcceptedProfile, error) {
+	return x.e.acceptProfileFor(ctx, x.Tx, c, agentID, agentPublicID, toolNames)
+}
+
+// CancelRequest withdraws one conversation request or stops, with force, the run answering it,
+// and recursively what that run sent on; seen holds the runs already stopped. It reports whether
+// anything was left to cancel.
+func (x *Tx) CancelRequest(ctx context.Context, r *store.ConversationRequest, by Member, seen map[int64]bool) (bool, error) {
+	return x.e.cancelRequest(ctx, x.Tx, x.fx, r, by, seen)
+}
+
+// EligibleRunner reports whether id is an active Runner of the workspace.
+func (x *Tx) EligibleRunner(ctx context.Context, workspaceID int64, id string) bool {
+	return x.e.eligibleRunner(ctx, x.Tx, workspaceID, id)
+}
+
+// CheckModel checks a model reference for work whose declaration has tools or not; its refusal
+// is the model catalog's.
+func (x *Tx) CheckModel(ref string, hasTools bool) error {
+	_, err := x.e.models.Check(ref, hasTools)
+	return err
+}
+
+// DefaultModel is the deployment's default model reference.
+func (x *Tx) DefaultModel() string { return x.e.models.Default().Ref }
