@@ -81,9 +81,9 @@ test-live:
 FUZZ_TARGETS := \
 	./core/envelope:FuzzValidate:100000 \
 	./sdk/announce:FuzzValidateAnnouncement:10000 \
-	./sdk/announce/jsonwire:FuzzCanonicalJSON:150000 \
+	./sdk/jsonwire:FuzzCanonicalJSON:150000 \
 	./core/model:FuzzMockScript:25000 \
-	./core/canonjson:FuzzCanonicalize:120000 \
+	./sdk/jsonwire:FuzzCanonicalValue:120000 \
 	./sdk/memory:FuzzIntegerValue:12000 \
 	./sdk/memory:FuzzReadSlice:40000 \
 	./sdk/memory:FuzzMatcher:10000 \
@@ -91,7 +91,7 @@ FUZZ_TARGETS := \
 	./core/declare:FuzzCompile:150 \
 	./core/declare:FuzzCompileAlias:18000 \
 	./core/declare:FuzzResolveCall:30000 \
-	./core/declare/jsonv:FuzzDecode:100000 \
+	./sdk/jsonwire:FuzzDecode:100000 \
 	./core/projection:FuzzProject:40000 \
 	./core/profiles:FuzzProfileReadBack:20000 \
 	./core/runs:FuzzCheckCall:5000 \
@@ -126,6 +126,7 @@ soak:
 
 ## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 and a
 ## re-announcement's host path in plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
+## B12, one run end to end through a runner against bare handlers plus its SQL, in core/server,
 ## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic,
 ## B15 in providers/mcp-bridge, B16 in internal/e2e, B20 in internal/e2e with NEXUS_TEST_POSTGRES_URL)
 bench:

@@ -5,6 +5,6 @@
 // caller: 422 invalid_approval_rules at the run door, validation_failed naming the field on the
 // profile. Evaluating rules against a row is core/runs' gate.
 //
-// It is pure: it imports only the SDK's JSON walker (sdk/announce/jsonwire) and the standard
+// It is pure: it imports only the SDK's JSON walker (sdk/jsonwire) and the standard
 // library.
 package approval

@@ -1,8 +1,8 @@
 package declare
 
 import (
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Runner is what acceptance reads of one Runner, as the caller loaded it.
@@ -172,7 +172,7 @@ func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]boo
 	type candidate struct {
 		served, callable string
 		description      string
-		schema           jsonv.Value
+		schema           jsonwire.Value
 		qualified        bool
 	}
 	var cands []candidate
@@ -183,7 +183,7 @@ func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]boo
 		if t := c.resolve(tool.Name); t != nil && !(t.entry.Canonical == CanonicalSkill && tool.Name == t.entry.Wire) {
 			continue // a Runner's memory or models_list names are never made callable
 		}
-		schema, err := jsonv.Decode(tool.InputSchema)
+		schema, err := jsonwire.Decode(tool.InputSchema)
 		if err != nil || !schema.IsObject() || schema.HasDuplicateKeys() {
 			continue // the announcement door refuses these; nothing here can offer them
 		}
@@ -219,19 +219,19 @@ func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]boo
 			name:         cd.callable,
 			route:        &Route{RunnerID: id, ToolName: cd.served},
 			deferLoading: &deferred,
-			value: jsonv.Object(
-				jsonv.M("type", jsonv.String("function")),
-				jsonv.M("function", jsonv.Object(
-					jsonv.M("name", jsonv.String(cd.callable)),
-					jsonv.M("description", jsonv.String(cd.description)),
-					jsonv.M("parameters", cd.schema),
+			value: jsonwire.Object(
+				jsonwire.M("type", jsonwire.String("function")),
+				jsonwire.M("function", jsonwire.Object(
+					jsonwire.M("name", jsonwire.String(cd.callable)),
+					jsonwire.M("description", jsonwire.String(cd.description)),
+					jsonwire.M("parameters", cd.schema),
 				)),
-				jsonv.M("route", jsonv.Object(
-					jsonv.M("kind", jsonv.String("runner")),
-					jsonv.M("runner_executor_public_id", jsonv.String(id)),
-					jsonv.M("tool_name", jsonv.String(cd.served)),
+				jsonwire.M("route", jsonwire.Object(
+					jsonwire.M("kind", jsonwire.String("runner")),
+					jsonwire.M("runner_executor_public_id", jsonwire.String(id)),
+					jsonwire.M("tool_name", jsonwire.String(cd.served)),
 				)),
-				jsonv.M("defer_loading", jsonv.Bool(true)),
+				jsonwire.M("defer_loading", jsonwire.Bool(true)),
 			),
 		})
 	}

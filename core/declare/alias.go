@@ -3,8 +3,8 @@ package declare
 import (
 	"sort"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // aliasSpec is a lawful alias's facts, from which it is always rendered
@@ -31,49 +31,49 @@ func (p paramSpec) inverted() bool { return p.invert != nil && *p.invert }
 
 // renderAlias writes the stored alias entry of docs/agent-tools.md#declaring-tools under sp, its
 // own texts spelled with the self macro.
-func (sp *spellings) renderAlias(e *entry) (jsonv.Value, error) {
+func (sp *spellings) renderAlias(e *entry) (jsonwire.Value, error) {
 	fn, err := sp.aliasFunction(e)
 	if err != nil {
-		return jsonv.Value{}, err
+		return jsonwire.Value{}, err
 	}
 	a := e.alias
-	members := []jsonv.Member{
-		jsonv.M("type", jsonv.String("function")),
-		jsonv.M("function", fn),
-		jsonv.M("canonical", jsonv.String(e.tool.entry.Canonical)),
+	members := []jsonwire.Field{
+		jsonwire.M("type", jsonwire.String("function")),
+		jsonwire.M("function", fn),
+		jsonwire.M("canonical", jsonwire.String(e.tool.entry.Canonical)),
 	}
 	if len(a.params) > 0 {
-		ps := make([]jsonv.Member, 0, len(a.params))
+		ps := make([]jsonwire.Field, 0, len(a.params))
 		for _, p := range a.params {
-			spec := []jsonv.Member{jsonv.M("maps_to", jsonv.String(p.mapsTo))}
+			spec := []jsonwire.Field{jsonwire.M("maps_to", jsonwire.String(p.mapsTo))}
 			if p.invert != nil {
-				spec = append(spec, jsonv.M("invert", jsonv.Bool(*p.invert)))
+				spec = append(spec, jsonwire.M("invert", jsonwire.Bool(*p.invert)))
 			}
 			if p.description != nil {
-				spec = append(spec, jsonv.M("description", jsonv.String(*p.description)))
+				spec = append(spec, jsonwire.M("description", jsonwire.String(*p.description)))
 			}
-			ps = append(ps, jsonv.M(p.key, jsonv.Object(spec...)))
+			ps = append(ps, jsonwire.M(p.key, jsonwire.Object(spec...)))
 		}
-		members = append(members, jsonv.M("params", jsonv.Object(ps...)))
+		members = append(members, jsonwire.M("params", jsonwire.Object(ps...)))
 	}
 	if len(a.omit) > 0 {
-		items := make([]jsonv.Value, len(a.omit))
+		items := make([]jsonwire.Value, len(a.omit))
 		for i, o := range a.omit {
-			items[i] = jsonv.String(o)
+			items[i] = jsonwire.String(o)
 		}
-		members = append(members, jsonv.M("omit", jsonv.Array(items...)))
+		members = append(members, jsonwire.M("omit", jsonwire.Array(items...)))
 	}
 	if a.description != nil {
-		members = append(members, jsonv.M("description", jsonv.String(*a.description)))
+		members = append(members, jsonwire.M("description", jsonwire.String(*a.description)))
 	}
 	if e.deferLoading != nil {
-		members = append(members, jsonv.M("defer_loading", jsonv.Bool(*e.deferLoading)))
+		members = append(members, jsonwire.M("defer_loading", jsonwire.Bool(*e.deferLoading)))
 	}
-	return jsonv.Object(members...), nil
+	return jsonwire.Object(members...), nil
 }
 
 // aliasFunction is the alias's rendered function block: {name, description, parameters}.
-func (sp *spellings) aliasFunction(e *entry) (jsonv.Value, error) {
+func (sp *spellings) aliasFunction(e *entry) (jsonwire.Value, error) {
 	spell := sp.spell(e.tool, e.name)
 	template := e.tool.entry.Template
 	if e.alias.description != nil {
@@ -82,16 +82,16 @@ func (sp *spellings) aliasFunction(e *entry) (jsonv.Value, error) {
 	schema := aliasSchema(e.tool, e.alias).Encode()
 	rendered, err := registry.RenderSchema(schema, spell)
 	if err != nil {
-		return jsonv.Value{}, err
+		return jsonwire.Value{}, err
 	}
-	params, err := jsonv.Decode(rendered)
+	params, err := jsonwire.Decode(rendered)
 	if err != nil {
-		return jsonv.Value{}, err
+		return jsonwire.Value{}, err
 	}
-	return jsonv.Object(
-		jsonv.M("name", jsonv.String(e.name)),
-		jsonv.M("description", jsonv.String(registry.Render(template, spell))),
-		jsonv.M("parameters", params),
+	return jsonwire.Object(
+		jsonwire.M("name", jsonwire.String(e.name)),
+		jsonwire.M("description", jsonwire.String(registry.Render(template, spell))),
+		jsonwire.M("parameters", params),
 	), nil
 }
 
@@ -99,7 +99,7 @@ func (sp *spellings) aliasFunction(e *entry) (jsonv.Value, error) {
 // (docs/agent-tools.md#declaring-tools): omitted parameters dropped, mapped ones renamed in place
 // with an inverted default negated and a description replaced or appended, required renamed in
 // order, everything else as it stands.
-func aliasSchema(t *kernelTool, a *aliasSpec) jsonv.Value {
+func aliasSchema(t *kernelTool, a *aliasSpec) jsonwire.Value {
 	byTarget := make(map[string]paramSpec, len(a.params))
 	for _, p := range a.params {
 		byTarget[p.mapsTo] = p
@@ -111,11 +111,11 @@ func aliasSchema(t *kernelTool, a *aliasSpec) jsonv.Value {
 	if len(byTarget) == 0 && len(omitted) == 0 {
 		return t.schema
 	}
-	out := make([]jsonv.Member, 0, t.schema.Len())
+	out := make([]jsonwire.Field, 0, t.schema.Len())
 	for _, m := range t.schema.Members() {
 		switch {
 		case m.Key == "properties" && m.Value.IsObject():
-			props := make([]jsonv.Member, 0, m.Value.Len())
+			props := make([]jsonwire.Field, 0, m.Value.Len())
 			for _, p := range m.Value.Members() {
 				if omitted[p.Key] {
 					continue
@@ -129,35 +129,35 @@ func aliasSchema(t *kernelTool, a *aliasSpec) jsonv.Value {
 				if spec.inverted() {
 					if d, ok := prop.Get("default"); ok {
 						if b, isBool := d.AsBool(); isBool {
-							prop = prop.Set("default", jsonv.Bool(!b))
+							prop = prop.Set("default", jsonwire.Bool(!b))
 						}
 					}
 				}
 				if spec.description != nil {
-					prop = prop.Set("description", jsonv.String(*spec.description))
+					prop = prop.Set("description", jsonwire.String(*spec.description))
 				}
-				props = append(props, jsonv.M(spec.key, prop))
+				props = append(props, jsonwire.M(spec.key, prop))
 			}
-			out = append(out, jsonv.M(m.Key, jsonv.Object(props...)))
+			out = append(out, jsonwire.M(m.Key, jsonwire.Object(props...)))
 		case m.Key == "required" && m.Value.IsArray():
-			req := make([]jsonv.Value, 0, m.Value.Len())
+			req := make([]jsonwire.Value, 0, m.Value.Len())
 			for _, r := range m.Value.Items() {
 				s, ok := r.AsString()
 				switch {
 				case ok && omitted[s]:
 					continue
 				case ok && byTarget[s].key != "":
-					req = append(req, jsonv.String(byTarget[s].key))
+					req = append(req, jsonwire.String(byTarget[s].key))
 				default:
 					req = append(req, r)
 				}
 			}
-			out = append(out, jsonv.M(m.Key, jsonv.Array(req...)))
+			out = append(out, jsonwire.M(m.Key, jsonwire.Array(req...)))
 		default:
 			out = append(out, m)
 		}
 	}
-	return jsonv.Object(out...)
+	return jsonwire.Object(out...)
 }
 
 // sortParams puts params in the kernel order of their targets and omit in kernel order.

@@ -3,7 +3,7 @@ package declare
 import (
 	"sort"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 var (
@@ -13,7 +13,7 @@ var (
 
 // checkAlias is stage A (docs/agent-tools.md#declaration-refusals), rows A1 to A14 in order. Within
 // A8 to A13 the params keys are examined in bytewise order, one row at a time across all keys.
-func (c *Compiler) checkAlias(i int, v jsonv.Value, sp *spellings) (entry, *Refusal) {
+func (c *Compiler) checkAlias(i int, v jsonwire.Value, sp *spellings) (entry, *Refusal) {
 	// A1: the closed key set and the shapes of type and function.
 	if k, bad := smallestKey(v, aliasKeys...); bad {
 		return entry{}, entryRefusal(WordInvalid, i, pathKey(k), "%s is not a key of an alias", quote(k))
@@ -31,7 +31,7 @@ func (c *Compiler) checkAlias(i int, v jsonv.Value, sp *spellings) (entry, *Refu
 		return entry{}, entryRefusal(WordInvalid, i, ".name", "an alias names itself in function.name or in name, not both")
 	}
 	// A2: the alias name.
-	namePath, nameValue := ".name", jsonv.Value{}
+	namePath, nameValue := ".name", jsonwire.Value{}
 	if hasFunction {
 		namePath = ".function.name"
 		nameValue, _ = fn.Get("name")
@@ -75,7 +75,7 @@ func (c *Compiler) checkAlias(i int, v jsonv.Value, sp *spellings) (entry, *Refu
 	// A14: a function block beyond the compact {"name"} must be exactly the render.
 	if hasFunction && fn.Len() > 1 { // A2 put the name there; anything more is a render
 		want, err := sp.aliasFunction(&e)
-		if err != nil || !jsonv.Equal(fn, want) {
+		if err != nil || !jsonwire.EqualValues(fn, want) {
 			return entry{}, entryRefusal(WordKernelToolRedefined, i, ".function",
 				"an alias's function block is either {\"name\"} or exactly its render")
 		}
@@ -84,7 +84,7 @@ func (c *Compiler) checkAlias(i int, v jsonv.Value, sp *spellings) (entry, *Refu
 }
 
 // checkOmit is A6 (the shape) and A7 (every name a parameter of the tool).
-func checkOmit(i int, v jsonv.Value, t *kernelTool, a *aliasSpec) *Refusal {
+func checkOmit(i int, v jsonwire.Value, t *kernelTool, a *aliasSpec) *Refusal {
 	ov, ok := v.Get("omit")
 	if !ok || ov.IsNull() {
 		return nil
@@ -110,7 +110,7 @@ func checkOmit(i int, v jsonv.Value, t *kernelTool, a *aliasSpec) *Refusal {
 }
 
 // checkParams is A8 to A13, each row across all keys in bytewise order before the next row.
-func checkParams(i int, v jsonv.Value, t *kernelTool, a *aliasSpec) *Refusal {
+func checkParams(i int, v jsonwire.Value, t *kernelTool, a *aliasSpec) *Refusal {
 	pv, ok := v.Get("params")
 	if !ok || pv.IsNull() {
 		return nil
@@ -118,7 +118,7 @@ func checkParams(i int, v jsonv.Value, t *kernelTool, a *aliasSpec) *Refusal {
 	if !pv.IsObject() {
 		return entryRefusal(WordInvalid, i, ".params", "params must be an object")
 	}
-	members := append([]jsonv.Member(nil), pv.Members()...)
+	members := append([]jsonwire.Field(nil), pv.Members()...)
 	sort.SliceStable(members, func(x, y int) bool { return members[x].Key < members[y].Key })
 	at := func(key, rest string) string { return ".params" + pathKey(key) + rest }
 

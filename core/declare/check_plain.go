@@ -1,7 +1,7 @@
 package declare
 
 import (
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The closed key sets of a function tool (docs/agent-tools.md#declaring-tools).
@@ -13,17 +13,17 @@ var (
 )
 
 // checkNonAlias is stage P: a plain kernel entry (P1) or a function tool (P2–P4).
-func (c *Compiler) checkNonAlias(i int, v jsonv.Value, sp *spellings) (entry, *Refusal) {
+func (c *Compiler) checkNonAlias(i int, v jsonwire.Value, sp *spellings) (entry, *Refusal) {
 	name, isString := callableName(v)
 	// P1: a kernel name must carry the catalog's bytes or the set's render, nothing else.
 	if isString {
 		if t := c.resolve(name); t != nil {
 			bare := v.Without("defer_loading")
 			if name == t.entry.Wire {
-				if jsonv.Equal(bare, t.catalog) {
+				if jsonwire.EqualValues(bare, t.catalog) {
 					return entry{value: v, name: name, tool: t}, nil
 				}
-				if render, err := sp.plainRender(t); err == nil && jsonv.Equal(bare, render) {
+				if render, err := sp.plainRender(t); err == nil && jsonwire.EqualValues(bare, render) {
 					return entry{value: v, name: name, tool: t}, nil
 				}
 			}
@@ -52,7 +52,7 @@ func (c *Compiler) checkNonAlias(i int, v jsonv.Value, sp *spellings) (entry, *R
 }
 
 // checkFunctionShape is P3: key sets and value types of the nested or flat form.
-func checkFunctionShape(i int, v jsonv.Value) *Refusal {
+func checkFunctionShape(i int, v jsonwire.Value) *Refusal {
 	fn, nested := v.Get("function")
 	allowed := flatKeys
 	if nested {
@@ -75,17 +75,17 @@ func checkFunctionShape(i int, v jsonv.Value) *Refusal {
 	if !ok || !validName(name) {
 		return entryRefusal(WordInvalid, i, prefix+".name", "the name must be a string of 1 to %d characters without NUL", MaxNameLength)
 	}
-	if d, ok := body.Get("description"); ok && d.Kind() != jsonv.StringKind {
+	if d, ok := body.Get("description"); ok && d.Kind() != jsonwire.StringKind {
 		return entryRefusal(WordInvalid, i, prefix+".description", "description must be a string")
 	}
 	if p, ok := body.Get("parameters"); ok && !p.IsObject() {
 		return entryRefusal(WordInvalid, i, prefix+".parameters", "parameters must be an object")
 	}
-	if s, ok := body.Get("strict"); ok && s.Kind() != jsonv.BoolKind {
+	if s, ok := body.Get("strict"); ok && s.Kind() != jsonwire.BoolKind {
 		return entryRefusal(WordInvalid, i, prefix+".strict", "strict must be true or false")
 	}
 	if nested {
-		if s, ok := v.Get("strict"); ok && s.Kind() != jsonv.BoolKind {
+		if s, ok := v.Get("strict"); ok && s.Kind() != jsonwire.BoolKind {
 			return entryRefusal(WordInvalid, i, ".strict", "strict must be true or false")
 		}
 	}
@@ -93,7 +93,7 @@ func checkFunctionShape(i int, v jsonv.Value) *Refusal {
 }
 
 // checkRoute is P4: the route grammar of docs/agent-tools.md#declaring-tools, in its order.
-func (c *Compiler) checkRoute(i int, rv jsonv.Value) (*Route, *Refusal) {
+func (c *Compiler) checkRoute(i int, rv jsonwire.Value) (*Route, *Refusal) {
 	kind, _ := rv.GetString("kind")
 	if !rv.IsObject() || kind != "runner" {
 		return nil, entryRefusal(WordInvalidToolRoute, i, ".route", `route must be an object whose kind is "runner"`)

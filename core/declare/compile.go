@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Compile checks an authored tool list (the raw JSON of tool_definitions or a model step's tools)
@@ -22,7 +22,7 @@ func (c *Compiler) Compile(raw []byte) (*Set, error) {
 }
 
 // CompileValue is Compile over a decoded value; null is the empty set.
-func (c *Compiler) CompileValue(v jsonv.Value) (*Set, error) {
+func (c *Compiler) CompileValue(v jsonwire.Value) (*Set, error) {
 	if v.IsNull() {
 		return &Set{}, nil
 	}
@@ -45,7 +45,7 @@ func (c *Compiler) Validate(raw []byte) error {
 	return nil
 }
 
-func (c *Compiler) compileValues(values []jsonv.Value) (*Set, error) {
+func (c *Compiler) compileValues(values []jsonwire.Value) (*Set, error) {
 	entries, r := c.validate(values)
 	if r != nil {
 		return nil, r
@@ -75,7 +75,7 @@ func (c *Compiler) finish(entries []entry) (*Set, error) {
 		case e.tool != nil:
 			e.value, err = sp.plainRender(e.tool)
 			if err == nil && e.deferLoading != nil {
-				e.value = e.value.Set("defer_loading", jsonv.Bool(*e.deferLoading))
+				e.value = e.value.Set("defer_loading", jsonwire.Bool(*e.deferLoading))
 			}
 		}
 		if err != nil {
@@ -92,12 +92,12 @@ func listNotArray() *Refusal {
 }
 
 // decodeList is check L1: absent, null or an array.
-func decodeList(raw []byte) ([]jsonv.Value, *Refusal) {
+func decodeList(raw []byte) ([]jsonwire.Value, *Refusal) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, nil
 	}
-	v, err := jsonv.Decode(trimmed)
+	v, err := jsonwire.Decode(trimmed)
 	if err != nil || !v.IsArray() {
 		return nil, listNotArray()
 	}
@@ -105,7 +105,7 @@ func decodeList(raw []byte) ([]jsonv.Value, *Refusal) {
 }
 
 // validate runs stages L2, L3, D and E over an authored list and returns its entries parsed.
-func (c *Compiler) validate(values []jsonv.Value) ([]entry, *Refusal) {
+func (c *Compiler) validate(values []jsonwire.Value) ([]entry, *Refusal) {
 	// L2: objects only, and no object anywhere inside one repeats a key.
 	for i, v := range values {
 		if !v.IsObject() {
@@ -116,7 +116,7 @@ func (c *Compiler) validate(values []jsonv.Value) ([]entry, *Refusal) {
 		}
 	}
 	// L3: the authored list's bound.
-	if n := jsonv.Array(values...).EncodedSize(); n > MaxDeclarationBytes {
+	if n := jsonwire.Array(values...).EncodedSize(); n > MaxDeclarationBytes {
 		return nil, refuse(WordContentTooLarge, FieldToolDefinitions, -1, "",
 			"the declaration is %d bytes; the bound is %d", n, MaxDeclarationBytes)
 	}
@@ -145,7 +145,7 @@ func (c *Compiler) validate(values []jsonv.Value) ([]entry, *Refusal) {
 	return entries, nil
 }
 
-func (c *Compiler) checkEntry(i int, v jsonv.Value, sp *spellings) (entry, *Refusal) {
+func (c *Compiler) checkEntry(i int, v jsonwire.Value, sp *spellings) (entry, *Refusal) {
 	// E1: defer_loading is a boolean when present.
 	var deferLoading *bool
 	if d, ok := v.Get("defer_loading"); ok {

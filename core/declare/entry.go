@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Route is a routed entry's target: the Runner and the name it serves the tool under.
@@ -29,12 +29,12 @@ type Entry struct {
 	// DeferLoading is the entry's defer_loading annotation.
 	DeferLoading bool
 	// Value is the stored entry.
-	Value jsonv.Value
+	Value jsonwire.Value
 }
 
 // entry is one entry of a set as the compiler carries it: the value and what it denotes.
 type entry struct {
-	value jsonv.Value
+	value jsonwire.Value
 	name  string
 	// tool is the kernel tool denoted by a plain kernel entry or an alias.
 	tool  *kernelTool
@@ -61,7 +61,7 @@ func (e *entry) public() Entry {
 
 // callableName is stage D's reading of an entry's name: function.name when function is an
 // object holding name, else the top-level name. ok is false when that is not a string.
-func callableName(v jsonv.Value) (string, bool) {
+func callableName(v jsonwire.Value) (string, bool) {
 	if fn, ok := v.Get("function"); ok && fn.IsObject() {
 		if n, ok := fn.Get("name"); ok {
 			return n.AsString()
@@ -107,7 +107,7 @@ func lowerID(s string) string { return strings.ToLower(s) }
 
 // smallestKey returns the bytewise-smallest key of v that is not allowed, so a refusal never
 // depends on the order in which an object's keys arrived.
-func smallestKey(v jsonv.Value, allowed ...string) (string, bool) {
+func smallestKey(v jsonwire.Value, allowed ...string) (string, bool) {
 	found := false
 	var least string
 	for _, m := range v.Members() {

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Environment is the frozen Runner context (docs/agent-tools.md#declaring-tools), the shape the
@@ -30,35 +30,35 @@ type RunnerRow struct {
 }
 
 // Value is the environment as an ordered JSON value.
-func (env Environment) Value() jsonv.Value {
-	def := jsonv.Null()
+func (env Environment) Value() jsonwire.Value {
+	def := jsonwire.Null()
 	if env.DefaultRunnerExecutorPublicID != nil {
-		def = jsonv.String(*env.DefaultRunnerExecutorPublicID)
+		def = jsonwire.String(*env.DefaultRunnerExecutorPublicID)
 	}
-	return jsonv.Object(
-		jsonv.M("default_runner_executor_public_id", def),
-		jsonv.M("executors", rowsValue(env.Executors)),
-		jsonv.M("runner_candidates", rowsValue(env.RunnerCandidates)),
+	return jsonwire.Object(
+		jsonwire.M("default_runner_executor_public_id", def),
+		jsonwire.M("executors", rowsValue(env.Executors)),
+		jsonwire.M("runner_candidates", rowsValue(env.RunnerCandidates)),
 	)
 }
 
 // MarshalJSON writes the compact, order-preserving encoding.
 func (env Environment) MarshalJSON() ([]byte, error) { return env.Value().Encode(), nil }
 
-func rowsValue(rows []RunnerRow) jsonv.Value {
-	items := make([]jsonv.Value, len(rows))
+func rowsValue(rows []RunnerRow) jsonwire.Value {
+	items := make([]jsonwire.Value, len(rows))
 	for i, r := range rows {
-		facts, err := jsonv.Decode(r.Environment)
+		facts, err := jsonwire.Decode(r.Environment)
 		if err != nil || !facts.IsObject() {
-			facts = jsonv.Object()
+			facts = jsonwire.Object()
 		}
-		items[i] = jsonv.Object(
-			jsonv.M("runner_executor_public_id", jsonv.String(r.RunnerExecutorPublicID)),
-			jsonv.M("display_name", jsonv.String(r.DisplayName)),
-			jsonv.M("environment", facts),
+		items[i] = jsonwire.Object(
+			jsonwire.M("runner_executor_public_id", jsonwire.String(r.RunnerExecutorPublicID)),
+			jsonwire.M("display_name", jsonwire.String(r.DisplayName)),
+			jsonwire.M("environment", facts),
 		)
 	}
-	return jsonv.Array(items...)
+	return jsonwire.Array(items...)
 }
 
 func rowOf(r *Runner) RunnerRow {
@@ -127,21 +127,21 @@ type SkillEntry struct {
 type SkillCatalog []SkillEntry
 
 // Value is the catalog as an ordered JSON value.
-func (sc SkillCatalog) Value() jsonv.Value {
-	items := make([]jsonv.Value, len(sc))
+func (sc SkillCatalog) Value() jsonwire.Value {
+	items := make([]jsonwire.Value, len(sc))
 	for i, e := range sc {
-		ms := []jsonv.Member{
-			jsonv.M("callable", jsonv.String(e.Callable)),
-			jsonv.M("name", jsonv.String(e.Name)),
-			jsonv.M("description", jsonv.String(e.Description)),
-			jsonv.M("source", jsonv.String(string(e.Source))),
+		ms := []jsonwire.Field{
+			jsonwire.M("callable", jsonwire.String(e.Callable)),
+			jsonwire.M("name", jsonwire.String(e.Name)),
+			jsonwire.M("description", jsonwire.String(e.Description)),
+			jsonwire.M("source", jsonwire.String(string(e.Source))),
 		}
 		if e.Source == SourceRunner {
-			ms = append(ms, jsonv.M("runner_executor_public_id", jsonv.String(e.RunnerExecutorPublicID)))
+			ms = append(ms, jsonwire.M("runner_executor_public_id", jsonwire.String(e.RunnerExecutorPublicID)))
 		}
-		items[i] = jsonv.Object(ms...)
+		items[i] = jsonwire.Object(ms...)
 	}
-	return jsonv.Array(items...)
+	return jsonwire.Array(items...)
 }
 
 // MarshalJSON writes the compact, order-preserving encoding; an empty catalog is [].

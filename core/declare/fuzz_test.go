@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // knownWords are the words Compile may answer with.
@@ -89,7 +89,7 @@ func FuzzResolveCall(f *testing.F) {
 			t.Fatal("ResolveCall modified its input")
 		}
 		e, declared := set.Lookup(name)
-		in, derr := jsonv.Decode(input)
+		in, derr := jsonwire.Decode(input)
 		if declared && e.Alias && (derr != nil || !in.IsObject()) {
 			if err == nil {
 				t.Fatal("a non-object input resolved under an alias")
@@ -108,7 +108,7 @@ func FuzzResolveCall(f *testing.F) {
 			}
 			return
 		}
-		out, derr := jsonv.Decode(res.Input)
+		out, derr := jsonwire.Decode(res.Input)
 		if derr != nil || !out.IsObject() || out.HasDuplicateKeys() {
 			t.Fatalf("mapped input %s", res.Input)
 		}
@@ -125,7 +125,7 @@ func FuzzResolveCall(f *testing.F) {
 		if err := json.Unmarshal(e.Value.Encode(), &facts); err != nil {
 			t.Fatal(err)
 		}
-		last := map[string]jsonv.Value{}
+		last := map[string]jsonwire.Value{}
 		for _, m := range in.Members() {
 			last[m.Key] = m.Value
 		}
@@ -143,9 +143,9 @@ func FuzzResolveCall(f *testing.F) {
 				got, _ := out.Get(p.MapsTo)
 				want := v
 				if b, isBool := v.AsBool(); isBool && p.Invert != nil && *p.Invert {
-					want = jsonv.Bool(!b)
+					want = jsonwire.Bool(!b)
 				}
-				if !jsonv.Equal(got, want) {
+				if !jsonwire.EqualValues(got, want) {
 					t.Fatalf("%s -> %s: got %s want %s", k, p.MapsTo, got.Encode(), want.Encode())
 				}
 			}

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // TestGoldenResolve runs the call table of the golden files
@@ -37,19 +37,19 @@ func TestGoldenResolve(t *testing.T) {
 // changed key order (which is not significant) still shows.
 func resolutionJSON(t *testing.T, res Resolution) []byte {
 	t.Helper()
-	in, err := jsonv.Decode(res.Input)
+	in, err := jsonwire.Decode(res.Input)
 	if err != nil {
 		t.Fatalf("resolved input is not JSON: %v", err)
 	}
-	ms := []jsonv.Member{
-		jsonv.M("declared", jsonv.Bool(res.Declared)),
-		jsonv.M("tool_name", jsonv.String(res.ToolName)),
-		jsonv.M("tool_input", in),
+	ms := []jsonwire.Field{
+		jsonwire.M("declared", jsonwire.Bool(res.Declared)),
+		jsonwire.M("tool_name", jsonwire.String(res.ToolName)),
+		jsonwire.M("tool_input", in),
 	}
 	if res.Alias != "" {
-		ms = append(ms, jsonv.M("tool_alias", jsonv.String(res.Alias)))
+		ms = append(ms, jsonwire.M("tool_alias", jsonwire.String(res.Alias)))
 	}
-	return jsonv.Object(ms...).Encode()
+	return jsonwire.Object(ms...).Encode()
 }
 
 // TestGoldenNarrow runs the narrowing rows of the golden files

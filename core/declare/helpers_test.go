@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nexuskernel/nexus/core/declare/declaretest"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // update rewrites the golden files from the current code: go test ./core/declare -update.
@@ -75,9 +75,9 @@ func pretty(b []byte) string {
 	return out.String()
 }
 
-func mustDecode(t testing.TB, s string) jsonv.Value {
+func mustDecode(t testing.TB, s string) jsonwire.Value {
 	t.Helper()
-	v, err := jsonv.DecodeString(s)
+	v, err := jsonwire.DecodeText(s)
 	if err != nil {
 		t.Fatalf("decode %s: %v", s, err)
 	}

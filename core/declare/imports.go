@@ -3,7 +3,7 @@ package declare
 import (
 	"bytes"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Imports are the three import fields of a profile, an assembly configuration or a model step
@@ -74,7 +74,7 @@ func parseList(field string, raw []byte, check itemCheck, dedupKey func(string) 
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, nil
 	}
-	v, err := jsonv.Decode(trimmed)
+	v, err := jsonwire.Decode(trimmed)
 	if err != nil || !v.IsArray() {
 		return nil, refuse(WordInvalid, field, -1, "", "%s must be an array or null", field)
 	}

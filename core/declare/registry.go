@@ -3,8 +3,8 @@ package declare
 import (
 	"fmt"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The kernel tools whose roles the declaration rules name.
@@ -39,13 +39,13 @@ type Compiler struct {
 type kernelTool struct {
 	entry registry.Entry
 	// schema is the parameter schema template.
-	schema jsonv.Value
+	schema jsonwire.Value
 	// params are the kernel parameter names, the keys of schema.properties in order.
 	params []string
 	// props maps each parameter to its property schema.
-	props map[string]jsonv.Value
+	props map[string]jsonwire.Value
 	// catalog is the plain definition the catalog serves.
-	catalog jsonv.Value
+	catalog jsonwire.Value
 }
 
 // New indexes reg. It fails only when the registry is inconsistent: an entry that does not
@@ -75,11 +75,11 @@ func New(reg Registry) (*Compiler, error) {
 }
 
 func newKernelTool(e registry.Entry) (*kernelTool, error) {
-	schema, err := jsonv.Decode(e.Schema)
+	schema, err := jsonwire.Decode(e.Schema)
 	if err != nil || !schema.IsObject() {
 		return nil, fmt.Errorf("declare: schema of %s is not a JSON object", e.Canonical)
 	}
-	t := &kernelTool{entry: e, schema: schema, props: map[string]jsonv.Value{}}
+	t := &kernelTool{entry: e, schema: schema, props: map[string]jsonwire.Value{}}
 	if props, ok := schema.Get("properties"); ok && props.IsObject() {
 		for _, m := range props.Members() {
 			t.params = append(t.params, m.Key)
@@ -90,7 +90,7 @@ func newKernelTool(e registry.Entry) (*kernelTool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("declare: definition of %s: %w", e.Canonical, err)
 	}
-	if t.catalog, err = jsonv.Decode(def); err != nil {
+	if t.catalog, err = jsonwire.Decode(def); err != nil {
 		return nil, fmt.Errorf("declare: definition of %s: %w", e.Canonical, err)
 	}
 	return t, nil

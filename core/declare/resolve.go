@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Resolution is what a model's call becomes on its task row (docs/agent-tools.md#declaring-tools).
@@ -37,7 +37,7 @@ func (s *Set) ResolveCall(name string, input json.RawMessage) (Resolution, error
 	res := Resolution{Declared: true, ToolName: name, Input: input}
 	switch {
 	case e.alias != nil:
-		v, err := jsonv.Decode(input)
+		v, err := jsonwire.Decode(input)
 		if err != nil || !v.IsObject() {
 			return Resolution{}, fmt.Errorf("declare: the arguments of %s are not a JSON object", name)
 		}
@@ -63,7 +63,7 @@ func (s *Set) ResolveCall(name string, input json.RawMessage) (Resolution, error
 // parameter present written under its target (a boolean negated when inverted), everything else
 // passed through. A key the input repeats keeps its last value, as the kernel's own argument
 // decoding does.
-func mapInput(a *aliasSpec, in jsonv.Value) jsonv.Value {
+func mapInput(a *aliasSpec, in jsonwire.Value) jsonwire.Value {
 	specOf := func(key string) (paramSpec, bool) {
 		for _, p := range a.params {
 			if p.key == key {
@@ -80,17 +80,17 @@ func mapInput(a *aliasSpec, in jsonv.Value) jsonv.Value {
 		}
 		return false
 	}
-	var out []jsonv.Member
+	var out []jsonwire.Field
 	at := map[string]int{}
-	put := func(key string, v jsonv.Value) {
+	put := func(key string, v jsonwire.Value) {
 		if i, ok := at[key]; ok {
 			out[i].Value = v
 			return
 		}
 		at[key] = len(out)
-		out = append(out, jsonv.M(key, v))
+		out = append(out, jsonwire.M(key, v))
 	}
-	given := map[string]jsonv.Value{}
+	given := map[string]jsonwire.Value{}
 	for _, m := range in.Members() {
 		if _, isAlias := specOf(m.Key); isAlias {
 			given[m.Key] = m.Value
@@ -107,9 +107,9 @@ func mapInput(a *aliasSpec, in jsonv.Value) jsonv.Value {
 			continue // absent stays absent: the kernel's default applies
 		}
 		if b, isBool := v.AsBool(); isBool && p.inverted() {
-			v = jsonv.Bool(!b)
+			v = jsonwire.Bool(!b)
 		}
 		put(p.mapsTo, v)
 	}
-	return jsonv.Object(out...)
+	return jsonwire.Object(out...)
 }

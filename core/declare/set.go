@@ -1,7 +1,7 @@
 package declare
 
 import (
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Set is a compiled declaration in its stored form: every entry rendered with the set's
@@ -65,12 +65,12 @@ func (s *Set) find(name string) *entry {
 }
 
 // Value returns the stored form as one JSON array.
-func (s *Set) Value() jsonv.Value {
-	items := make([]jsonv.Value, s.Len())
+func (s *Set) Value() jsonwire.Value {
+	items := make([]jsonwire.Value, s.Len())
 	for i := range items {
 		items[i] = s.entries[i].value
 	}
-	return jsonv.Array(items...)
+	return jsonwire.Array(items...)
 }
 
 // Bytes is the stored form: the compact encoding of the sorted, rendered entries; "[]" when

@@ -1,8 +1,8 @@
 package declare
 
 import (
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/registry"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // spellings is a set's spelling of every kernel tool
@@ -14,7 +14,7 @@ type spellings struct {
 	plain map[*kernelTool]bool
 	alias map[*kernelTool]string
 	// plainRenders caches the set's render of each plain kernel tool.
-	plainRenders map[*kernelTool]jsonv.Value
+	plainRenders map[*kernelTool]jsonwire.Value
 }
 
 func (c *Compiler) newSpellings() *spellings {
@@ -36,7 +36,7 @@ func (sp *spellings) add(t *kernelTool, name string, isAlias bool) {
 // authoredSpellings counts the entries of an authored list as validation sees them: an alias
 // when its canonical resolves and its name is a string, a non-alias entry when its name
 // resolves.
-func (c *Compiler) authoredSpellings(values []jsonv.Value) *spellings {
+func (c *Compiler) authoredSpellings(values []jsonwire.Value) *spellings {
 	sp := c.newSpellings()
 	for _, v := range values {
 		name, ok := callableName(v)
@@ -108,7 +108,7 @@ func (sp *spellings) spell(self *kernelTool, selfName string) func(string) strin
 
 // plainRender is the set's render of t as a plain kernel entry, without defer_loading
 // (docs/development.md#the-declaration-compiler).
-func (sp *spellings) plainRender(t *kernelTool) (jsonv.Value, error) {
+func (sp *spellings) plainRender(t *kernelTool) (jsonwire.Value, error) {
 	if !sp.hasAliases() {
 		return t.catalog, nil
 	}
@@ -117,14 +117,14 @@ func (sp *spellings) plainRender(t *kernelTool) (jsonv.Value, error) {
 	}
 	def, err := registry.Definition(t.entry, sp.spell(nil, ""))
 	if err != nil {
-		return jsonv.Value{}, err
+		return jsonwire.Value{}, err
 	}
-	v, err := jsonv.Decode(def)
+	v, err := jsonwire.Decode(def)
 	if err != nil {
-		return jsonv.Value{}, err
+		return jsonwire.Value{}, err
 	}
 	if sp.plainRenders == nil {
-		sp.plainRenders = map[*kernelTool]jsonv.Value{}
+		sp.plainRenders = map[*kernelTool]jsonwire.Value{}
 	}
 	sp.plainRenders[t] = v
 	return v, nil

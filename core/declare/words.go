@@ -1,5 +1,7 @@
 package declare
 
+import "github.com/nexuskernel/nexus/core/refusal"
+
 // The refusal words of the declaration rules. A client reads them as stable codes; each is
 // defined once here.
 const (
@@ -15,9 +17,9 @@ const (
 	WordInvalidToolRoute              = "invalid_tool_route"
 	WordRunnerTargetRequired          = "runner_target_required"
 	WordRunnerNotDeclared             = "runner_not_declared"
-	WordRunnerNotEligible             = "runner_not_eligible"
-	WordToolNotServed                 = "tool_not_served"
-	WordToolNotDeclared               = "tool_not_declared"
+	WordRunnerNotEligible             = refusal.CodeRunnerNotEligible
+	WordToolNotServed                 = refusal.CodeToolNotServed
+	WordToolNotDeclared               = refusal.CodeToolNotDeclared
 	WordContextNotAuthorable          = "context_not_authorable"
 	// WordInvalidTools is how the run door reports WordInvalid.
 	WordInvalidTools = "invalid_tools"

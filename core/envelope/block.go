@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/refusal"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The two block kinds of the content grammar (docs/api.md#the-result-envelope).

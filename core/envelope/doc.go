@@ -9,7 +9,7 @@
 // lists the uploads the result links so that the caller can check their ownership, and the Result
 // computes the text projection a model reads.
 //
-// It is pure: it imports only core/refusal, the SDK's JSON walker (sdk/announce/jsonwire, which
+// It is pure: it imports only core/refusal, the SDK's JSON walker (sdk/jsonwire, which
 // the announcement validator shares) and the standard library, touches no store and knows no
 // HTTP. The body bound and a body that is not one object are the doors' to refuse. Deciding
 // whether an upload is the committer's own, binding it, settling the task and closing the park on

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/refusal"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Submission is a result as its committer hands it in, before Validate judges it. A door builds

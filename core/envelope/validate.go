@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/refusal"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Outcome is how the executor says the call went: it ran (completed, with is_error saying

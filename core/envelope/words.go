@@ -25,7 +25,7 @@ const (
 // What a tool row that refused result_unstorable settles with (docs/api.md#the-result-envelope):
 // the commit door closes the park as failed with this error and answers with the closed message.
 const (
-	UnstorableErrorKey      = "result_unstorable"
+	UnstorableErrorKey      = CodeResultUnstorable
 	UnstorableDetail        = "unsupported_text: the result's bytes cannot be stored"
 	UnstorableClosedMessage = "The result holds text that cannot be stored; the task has been closed as failed."
 )

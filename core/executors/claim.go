@@ -55,7 +55,7 @@ func errNoTask(key string) error {
 // lookup finds the run in the executor's workspace and its row by key (row 1 of every door's
 // checks): anything else is 404 not_found. It reads without locks.
 func (s *Service) lookup(ctx context.Context, q store.Querier, ex *identity.Executor, runID, key string) (*store.Run, *store.Task, error) {
-	if !isUUID(runID) {
+	if !store.IsPublicID(runID) {
 		return nil, nil, notFoundRun(runID)
 	}
 	run, err := store.RunByPublicID(ctx, q, ex.WorkspaceID, runID)
@@ -82,7 +82,7 @@ func (s *Service) lookup(ctx context.Context, q store.Querier, ex *identity.Exec
 // (docs/development.md#how-the-kernel-runs-work): the doors that settle or move a row find it and
 // lock it in the one transaction that changes it.
 func lockRow(ctx context.Context, tx *store.Tx, ex *identity.Executor, runID, key string) (*store.Run, *store.Task, error) {
-	if !isUUID(runID) {
+	if !store.IsPublicID(runID) {
 		return nil, nil, notFoundRun(runID)
 	}
 	run, err := store.LockRunByPublicID(ctx, tx, ex.WorkspaceID, runID)
@@ -176,7 +176,7 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 	if err := s.claims.allow(ex.ID); err != nil {
 		return nil, err
 	}
-	if !isUUID(runID) {
+	if !store.IsPublicID(runID) {
 		return nil, notFoundRun(runID)
 	}
 	if !validKey(key) {
@@ -240,7 +240,7 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 		}
 		t.ClaimGeneration, t.ClaimTokenHash, t.ClaimedBy, t.ClaimedAt, t.DeadlineAt = c.Generation, c.TokenHash, &claimedBy, &now, &c.DeadlineAt
 		ans = &ClaimAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID),
-			Claim: ClaimDoc{ClaimToken: c.Token, Generation: c.Generation, DeadlineAt: formatMillis(c.DeadlineAt)}}
+			Claim: ClaimDoc{ClaimToken: c.Token, Generation: c.Generation, DeadlineAt: store.FormatMillis(c.DeadlineAt)}}
 		return nil
 	})
 	if errors.Is(err, errPastDeadline) {
@@ -371,7 +371,7 @@ func (s *Service) Extend(ctx context.Context, req *ExtendRequest) (*ClaimAnswer,
 		}
 		t.DeadlineAt = &deadline
 		ans = &ClaimAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID),
-			Claim: ClaimDoc{ClaimToken: req.ClaimToken, Generation: gen, DeadlineAt: formatMillis(deadline)}}
+			Claim: ClaimDoc{ClaimToken: req.ClaimToken, Generation: gen, DeadlineAt: store.FormatMillis(deadline)}}
 		return nil
 	})
 	if err != nil {

@@ -88,7 +88,7 @@ func decodeCursor(s string) (*store.InboxCursor, bool) {
 		return nil, false
 	}
 	at, err := strconv.ParseInt(parts[0], 10, 64)
-	if err != nil || at < 0 || !isUUID(parts[1]) || !validKey(parts[2]) {
+	if err != nil || at < 0 || !store.IsPublicID(parts[1]) || !validKey(parts[2]) {
 		return nil, false
 	}
 	return &store.InboxCursor{DispatchedAt: at, RunPublicID: parts[1], TaskKey: parts[2]}, true

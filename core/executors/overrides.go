@@ -8,12 +8,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/core/identity"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
@@ -30,7 +30,7 @@ const (
 	WordInvalidValue     = "invalid_value"
 	WordUnknownExecutor  = "unknown_executor"
 	WordNotAToolProvider = "not_a_tool_provider"
-	WordExecutorRevoked  = "executor_revoked"
+	WordExecutorRevoked  = identity.CodeExecutorRevoked
 	WordNotEligible      = "not_eligible"
 	WordIncompleteFamily = "incomplete_family"
 	CodeStaleObject      = refusal.CodeStaleObject
@@ -102,7 +102,7 @@ func (s *Service) PutToolProviderOverrides(ctx context.Context, req *PutOverride
 	if err := json.Unmarshal(rawMap, &entries); err != nil || entries == nil {
 		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "tool_provider_overrides must be a JSON object.").With("path", "tool_provider_overrides")
 	}
-	canon, err := canonjson.Canonicalize(rawMap)
+	canon, err := jsonwire.CanonicalValue(rawMap)
 	if err != nil {
 		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "tool_provider_overrides must be a JSON object.").With("path", "tool_provider_overrides")
 	}
@@ -121,7 +121,7 @@ func (s *Service) PutToolProviderOverrides(ctx context.Context, req *PutOverride
 			return nil, overrideRefusal(k, WordNotOverridable, "Only %s can be overridden; %s cannot.", OverridableFamily, k)
 		}
 		var v string
-		if err := json.Unmarshal(entries[k], &v); err != nil || !isUUID(strings.ToLower(v)) {
+		if err := json.Unmarshal(entries[k], &v); err != nil || !store.IsPublicID(strings.ToLower(v)) {
 			return nil, overrideRefusal(k, WordInvalidValue, "The value of %s must be an executor's public id (a UUID string).", k)
 		}
 		values[k] = strings.ToLower(v)

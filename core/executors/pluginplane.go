@@ -13,12 +13,12 @@ import (
 
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
 	"github.com/nexuskernel/nexus/plugins"
 	"github.com/nexuskernel/nexus/sdk/announce"
-	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 
@@ -431,45 +431,13 @@ func claimOf(ans *ClaimAnswer, now time.Time) (plugins.Claim, error) {
 	}
 	c.DeadlineAt = dl
 	if len(t.Scope) > 0 {
-		scopes, err := scopesOf(t.Scope, t.WorkspacePublicID)
+		scopes, err := kmemory.ParseProjection(t.Scope, t.WorkspacePublicID)
 		if err != nil {
 			return plugins.Claim{}, err
 		}
 		c.MemoryBindings = scopes
 	}
 	return c, nil
-}
-
-// scopesOf reads an overridden memory row's scope (docs/agent-tools.md#memory-and-skills) as
-// memory.Scope values.
-func scopesOf(raw json.RawMessage, workspaceID string) ([]memsdk.Scope, error) {
-	var doc struct {
-		Bindings []struct {
-			Name         string `json:"name"`
-			Scope        string `json:"scope"`
-			Access       string `json:"access"`
-			Conversation string `json:"conversation_public_id"`
-			Workspace    string `json:"workspace_public_id"`
-			User         string `json:"user_public_id"`
-		} `json:"bindings"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("plugins plane: the row's scope: %w", err)
-	}
-	out := make([]memsdk.Scope, 0, len(doc.Bindings))
-	for _, b := range doc.Bindings {
-		s := memsdk.Scope{Binding: b.Name, Kind: memsdk.ScopeKind(b.Scope), Access: memsdk.Access(b.Access), WorkspaceID: workspaceID}
-		switch s.Kind {
-		case memsdk.ScopeConversation:
-			s.OwnerID = b.Conversation
-		case memsdk.ScopeWorkspace:
-			s.OwnerID = b.Workspace
-		case memsdk.ScopeUser:
-			s.OwnerID = b.User
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // rowOfWorkspace answers the group's row in the claim's workspace.

@@ -12,33 +12,9 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/plugins"
 	"github.com/nexuskernel/nexus/sdk/announce"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
-	memsdk "github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
-
-func TestScopesOf(t *testing.T) {
-	t.Parallel()
-	ws, conv, user := "01900000-0000-7000-8000-000000000001", "01900000-0000-7000-8000-000000000002", "01900000-0000-7000-8000-000000000003"
-	raw := json.RawMessage(`{"bindings":[{"name":"workspace","scope":"workspace","access":"read_write","workspace_public_id":"` + ws +
-		`"},{"name":"conversation","scope":"conversation","access":"read","conversation_public_id":"` + conv +
-		`"},{"name":"user","scope":"user","access":"read_write","user_public_id":"` + user + `"}]}`)
-	got, err := scopesOf(raw, ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []memsdk.Scope{
-		{Binding: "workspace", Kind: memsdk.ScopeWorkspace, OwnerID: ws, Access: memsdk.AccessReadWrite, WorkspaceID: ws},
-		{Binding: "conversation", Kind: memsdk.ScopeConversation, OwnerID: conv, Access: memsdk.AccessRead, WorkspaceID: ws},
-		{Binding: "user", Kind: memsdk.ScopeUser, OwnerID: user, Access: memsdk.AccessReadWrite, WorkspaceID: ws},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatal(diff)
-	}
-	if _, err := scopesOf(json.RawMessage(`[`), ws); err == nil {
-		t.Fatal("a malformed scope was read")
-	}
-}
 
 // TestSubmissionOf holds a plugin's result to the commit an HTTP runner would send for it: the
 // typed submission the plane builds is judged exactly as the body on the right decodes and is

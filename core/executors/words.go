@@ -4,7 +4,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
 )
 
 // CodeRateLimited is the refusal of a request over an executor's rate or concurrency limit
@@ -22,8 +24,8 @@ const (
 // Reasons of work_canceled (docs/api.md#the-executor-plane); clients treat an unknown word as a
 // cancel.
 const (
-	ReasonRunCanceled  = "run_canceled"
-	ReasonTaskCanceled = "task_canceled"
+	ReasonRunCanceled  = runs.CancelRunCanceled
+	ReasonTaskCanceled = runs.CancelTaskCanceled
 	ReasonExpired      = "expired"
 )
 
@@ -70,14 +72,14 @@ const (
 	CodeTaskNotClaimable    = "task_not_claimable"
 	CodeAlreadyClaimed      = "already_claimed"
 	CodeNotEligible         = "not_eligible"
-	CodeNotAuthorized       = "not_authorized"
+	CodeNotAuthorized       = refusal.CodeNotAuthorized
 	CodeNotClaimant         = "not_claimant"
 	CodeNotExtendable       = "not_extendable"
 	CodeExtensionTooLong    = "extension_too_long"
 	CodeTaskNotRunning      = "task_not_running"
 	CodeStaleClaim          = "stale_claim"
 	CodeInvalidTimeoutMS    = "invalid_timeout_ms"
-	CodeResultUnstorable    = "result_unstorable"
+	CodeResultUnstorable    = envelope.CodeResultUnstorable
 	CodeParameterInvalid    = "parameter_invalid"
 	CodeParameterMissing    = "parameter_missing"
 	CodeNotFound            = "not_found"

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/nexuskernel/nexus/core/refusal"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // errNotObject is the answer to a body that is valid JSON but not an object (docs/api.md).

@@ -256,7 +256,7 @@ func TestStreamPresence(t *testing.T) {
 		}
 		c, _ := openStream(t, srv.URL, tok, nil)
 		c.next(t, false)
-		now := f.now.UTC().Format(timeLayout)
+		now := f.now.UTC().Format(store.TimeLayout)
 		if e := read(); e["presence"] != "online" || e["connected_at"] != now || e["last_seen_at"] != now {
 			t.Fatalf("with a stream open: %v", e)
 		}

@@ -11,8 +11,9 @@ import (
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The executor plane's own doors (docs/api.md#the-executor-plane): identity, the announcement, the
@@ -37,7 +38,7 @@ func (a *API) executorIdentity(w http.ResponseWriter, _ *http.Request, c *Call) 
 	writeJSON(w, http.StatusOK, struct {
 		Executor   executorJSON `json:"executor"`
 		MeasuredAt string       `json:"measured_at"`
-	}{executorWire(c.Executor), a.deps.Now().UTC().Format(timeLayout)})
+	}{executorWire(c.Executor), a.deps.Now().UTC().Format(store.TimeLayout)})
 	return nil
 }
 

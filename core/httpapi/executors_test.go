@@ -39,8 +39,8 @@ func TestExecutorLifecycle(t *testing.T) {
 		if diff := cmp.Diff(ex, obj(t, m, "executor")); diff != "" {
 			t.Fatalf("identity differs from the create answer:\n%s", diff)
 		}
-		if m["measured_at"] != f.now.UTC().Format(timeLayout) {
-			t.Fatalf("measured_at = %v, want the server clock %s", m["measured_at"], f.now.UTC().Format(timeLayout))
+		if m["measured_at"] != f.now.UTC().Format(store.TimeLayout) {
+			t.Fatalf("measured_at = %v, want the server clock %s", m["measured_at"], f.now.UTC().Format(store.TimeLayout))
 		}
 
 		// Rotation: a new token, the old one refused at once, the same executor.
@@ -271,20 +271,20 @@ func TestExecutorPresence(t *testing.T) {
 		first := f.now
 		f.must(t, 200, "GET", "/agent_api/v1/executor", tok, nil)
 		e := read()
-		if e["presence"] != "online" || e["last_seen_at"] != first.UTC().Format(timeLayout) {
+		if e["presence"] != "online" || e["last_seen_at"] != first.UTC().Format(store.TimeLayout) {
 			t.Fatalf("after a request: %v", e)
 		}
 		// Within 10 s a request writes nothing; after it, it does.
 		f.advance(9 * time.Second)
 		f.must(t, 200, "GET", "/agent_api/v1/executor", tok, nil)
-		if got := read()["last_seen_at"]; got != first.UTC().Format(timeLayout) {
+		if got := read()["last_seen_at"]; got != first.UTC().Format(store.TimeLayout) {
 			t.Fatalf("last_seen_at written again within 10 s: %v", got)
 		}
 		f.advance(time.Second)
 		f.must(t, 200, "GET", "/agent_api/v1/executor", tok, nil)
 		second := f.now
-		if got := read()["last_seen_at"]; got != second.UTC().Format(timeLayout) {
-			t.Fatalf("last_seen_at = %v, want %s", got, second.UTC().Format(timeLayout))
+		if got := read()["last_seen_at"]; got != second.UTC().Format(store.TimeLayout) {
+			t.Fatalf("last_seen_at = %v, want %s", got, second.UTC().Format(store.TimeLayout))
 		}
 		f.advance(30 * time.Second)
 		if p := read()["presence"]; p != "online" {

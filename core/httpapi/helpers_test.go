@@ -178,7 +178,7 @@ func wantTime(t *testing.T, what string, v any) {
 	if !ok {
 		t.Fatalf("%s = %v, want a timestamp", what, v)
 	}
-	if _, err := time.Parse(timeLayout, s); err != nil || len(s) != len("2025-03-01T09:00:00.000Z") {
+	if _, err := time.Parse(store.TimeLayout, s); err != nil || len(s) != len("2025-03-01T09:00:00.000Z") {
 		t.Fatalf("%s = %q, want the form 2025-03-01T09:00:00.000Z", what, s)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
 )
 
 // The member doors of kernel memory (docs/api.md#memory). They need Deps.Memory; without it they
@@ -73,7 +74,7 @@ type memoryDocumentJSON struct {
 func memoryDocumentWire(d *memory.Document) memoryDocumentJSON {
 	return memoryDocumentJSON{
 		Path: d.Path, PublicID: d.PublicID, LockVersion: d.LockVersion, Bytesize: d.Bytesize,
-		Description: d.Description, WrittenAt: d.WrittenAt.UTC().Format(timeLayout), Content: d.Content,
+		Description: d.Description, WrittenAt: d.WrittenAt.UTC().Format(store.TimeLayout), Content: d.Content,
 	}
 }
 

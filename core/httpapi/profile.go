@@ -5,10 +5,10 @@ import (
 	"net/http"
 
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The agent's standing configuration and the read-only tool assembly (docs/api.md#agent-profiles).
@@ -67,14 +67,14 @@ var wordConfiguration = fieldWord{kind: refusal.Unprocessable, code: refusal.Cod
 
 // bodyObject decodes the call's body as an ordered JSON object, after the one strict decoding
 // into req has judged its shape and root keys. An empty body is an absent one (present false).
-func bodyObject(c *Call, req any) (v jsonv.Value, present bool, err error) {
+func bodyObject(c *Call, req any) (v jsonwire.Value, present bool, err error) {
 	present, err = decodeBody(c, wordParameter, req)
 	if err != nil || !present {
-		return jsonv.Value{}, present, err
+		return jsonwire.Value{}, present, err
 	}
-	v, err = jsonv.Decode(c.Body)
+	v, err = jsonwire.Decode(c.Body)
 	if err != nil || !v.IsObject() {
-		return jsonv.Value{}, true, errNotObject
+		return jsonwire.Value{}, true, errNotObject
 	}
 	return v, true, nil
 }
@@ -87,7 +87,7 @@ func checkConfigurationKeys(raw json.RawMessage) error {
 
 // member reads one member of the body root. A root that repeats the key is malformed: 400
 // parameter_invalid at the key, never a silent choice between the two values.
-func member(root jsonv.Value, key string) (jsonv.Value, bool, error) {
+func member(root jsonwire.Value, key string) (jsonwire.Value, bool, error) {
 	n := 0
 	for _, k := range root.Keys() {
 		if k == key {
@@ -95,7 +95,7 @@ func member(root jsonv.Value, key string) (jsonv.Value, bool, error) {
 		}
 	}
 	if n > 1 {
-		return jsonv.Value{}, true, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid,
+		return jsonwire.Value{}, true, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid,
 			"The request body gives %q more than once.", key).With("path", key)
 	}
 	v, ok := root.Get(key)
@@ -128,7 +128,7 @@ func (a *API) putProfile(w http.ResponseWriter, r *http.Request, c *Call) error 
 	if err := decodeRequired(c, wordParameter, keyConfiguration, errConfigurationMissing(), &req); err != nil {
 		return err
 	}
-	root, err := jsonv.Decode(c.Body)
+	root, err := jsonwire.Decode(c.Body)
 	if err != nil || !root.IsObject() {
 		return errNotObject
 	}
@@ -173,7 +173,7 @@ func (a *API) assembleTools(w http.ResponseWriter, r *http.Request, c *Call) err
 	}
 	req := profiles.AssemblyRequest{}
 	// The selector: a required key, null or a Runner public id. The server never picks one.
-	sel, ok := jsonv.Value{}, false
+	sel, ok := jsonwire.Value{}, false
 	if present {
 		if sel, ok, err = member(root, keySelection); err != nil {
 			return err

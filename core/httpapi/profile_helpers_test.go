@@ -12,11 +12,11 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/declare/declaretest"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // newProfiles is a profile service over reg with the built-in models catalog.
@@ -151,7 +151,7 @@ type decodedRefusal struct {
 // refusal decodes {"error":{"code","message",…}} keeping the key order.
 func (r reply) refusal(t *testing.T) decodedRefusal {
 	t.Helper()
-	v, err := jsonv.Decode(r.body)
+	v, err := jsonwire.Decode(r.body)
 	if err != nil {
 		t.Fatalf("refusal body is not JSON: %s", r.body)
 	}
@@ -179,9 +179,9 @@ func (r reply) refusal(t *testing.T) decodedRefusal {
 }
 
 // member reads a member of a decoded JSON object body.
-func memberOf(t *testing.T, body string, path ...string) jsonv.Value {
+func memberOf(t *testing.T, body string, path ...string) jsonwire.Value {
 	t.Helper()
-	v, err := jsonv.DecodeString(body)
+	v, err := jsonwire.DecodeText(body)
 	if err != nil {
 		t.Fatalf("not JSON: %s", body)
 	}

@@ -17,13 +17,13 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/profiles/profilestest"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/client"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // updateGolden rewrites this package's golden files: go test ./core/httpapi -run Profile -update.
@@ -127,7 +127,7 @@ func agentID(t *testing.T, f *fixture) int64 {
 }
 
 // callables lists the callable names of a set, in order.
-func callables(t *testing.T, set jsonv.Value) []string {
+func callables(t *testing.T, set jsonwire.Value) []string {
 	t.Helper()
 	var out []string
 	for _, e := range set.Items() {

@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The run routes (docs/api.md#runs, docs/api.md#the-inbox): thin, the engine decides.
@@ -121,7 +121,7 @@ func replayOf(c *Call, key string) runs.Replay {
 	if key == "" {
 		return runs.Replay{}
 	}
-	canon, err := canonjson.Canonicalize(c.Body)
+	canon, err := jsonwire.CanonicalValue(c.Body)
 	if err != nil {
 		canon = c.Body
 	}

@@ -31,7 +31,7 @@ func TestTokenRoutes(t *testing.T) {
 			map[string]any{"token": map[string]any{"label": "ci runner", "expires_at": exp.Format(time.RFC3339Nano)}})
 		expiring := m["token"].(string)
 		info = obj(t, m, "token_info")
-		if info["label"] != "ci runner" || info["expires_at"] != exp.Format(timeLayout) {
+		if info["label"] != "ci runner" || info["expires_at"] != exp.Format(store.TimeLayout) {
 			t.Fatalf("token_info = %v", info)
 		}
 		expiringID := info["public_id"].(string)

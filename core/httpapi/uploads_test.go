@@ -131,8 +131,8 @@ func TestUploadDescriptor(t *testing.T) {
 		for _, c := range cases {
 			got := f.mustUpload(t, c.route, c.token, c.file, c.data)
 			id, _ := got["public_id"].(string)
-			created := f.now.UTC().Format(timeLayout)
-			expires := f.now.Add(24 * time.Hour).UTC().Format(timeLayout)
+			created := f.now.UTC().Format(store.TimeLayout)
+			expires := f.now.Add(24 * time.Hour).UTC().Format(store.TimeLayout)
 			want := map[string]any{
 				"public_id": id, "uri": "nexus://uploads/" + id, "filename": c.want, "content_type": c.contentType,
 				"byte_size": float64(len(c.data)), "sha256": sumHex(c.data),

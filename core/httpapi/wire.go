@@ -4,14 +4,11 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
 )
 
-// timeLayout is the API's timestamp form: RFC 3339 in UTC with milliseconds
-// (docs/api.md#conventions).
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
-// formatTime renders stored Unix milliseconds.
-func formatTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeLayout) }
+// formatTime renders stored Unix milliseconds in the API's one timestamp form.
+func formatTime(ms int64) string { return store.FormatMillis(ms) }
 
 // formatOptTime renders optional Unix milliseconds; nil stays null.
 func formatOptTime(ms *int64) *string {

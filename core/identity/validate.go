@@ -1,8 +1,11 @@
 package identity
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/nexuskernel/nexus/core/store"
 )
 
 // Limits of docs/api.md#identity and of token labels.
@@ -57,27 +60,10 @@ func validLine(s string, min, max int) bool {
 	return true
 }
 
-// IsUUID reports whether s has the textual form of a UUID: 8-4-4-4-12 hexadecimal digits, in
-// either case.
-func IsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
+// IsUUID reports whether s has the textual form of a UUID in either case: a public id
+// (store.IsPublicID) once lowered. The identity doors read ids case-insensitively
+// (docs/api.md#conventions); canonicalID gives the stored form.
+func IsUUID(s string) bool { return store.IsPublicID(strings.ToLower(s)) }
 
 // canonicalID returns a UUID-form string in the lowercase form public ids are stored in, and
 // false for anything else. Both dialects then compare it the same way (PostgreSQL's uuid type
@@ -86,11 +72,5 @@ func canonicalID(s string) (string, bool) {
 	if !IsUUID(s) {
 		return "", false
 	}
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'F' {
-			b[i] = c + ('a' - 'A')
-		}
-	}
-	return string(b), true
+	return strings.ToLower(s), true
 }

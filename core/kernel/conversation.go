@@ -10,6 +10,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
 )
 
 // The conversation family's canonical and wire names
@@ -39,7 +40,6 @@ var (
 	labelPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	deliverInPattern = regexp.MustCompile(`^[1-9][0-9]*[smhd]$`)
 	// deliverAtPattern is RFC 3339 with an explicit offset: Z, +hh:mm or -hh:mm.
-	uuidPattern      = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 	deliverAtPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$`)
 )
 
@@ -190,9 +190,10 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// uuidLike is the shape a UUID argument must have: 8-4-4-4-12 hex digits, either case.
+// uuidLike is the shape a UUID argument must have: a public id in either case, since a model
+// may write one in upper case (docs/api.md#conventions); the runs engine lowers it before use.
 func uuidLike(s string) bool {
-	return uuidPattern.MatchString(s)
+	return store.IsPublicID(strings.ToLower(s))
 }
 
 // callingRound reads the round that made the call; a call no round made (none in this
@@ -212,16 +213,20 @@ func SendReceipt(conversationPublicID, forHandle, delivery string, deliverAt *in
 	}
 	switch delivery {
 	case runs.DeliveryScheduled:
-		return s + " (scheduled for " + scheduleTime(*deliverAt) + ")."
+		return s + " (scheduled for " + textTime(*deliverAt) + ")."
 	case runs.DeliverySteering:
 		return s + " (steering)."
 	}
 	return s + " (queued)."
 }
 
-// scheduleTime is an RFC 3339 UTC time with seconds precision and Z.
-func scheduleTime(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05Z")
+// textTimeLayout is the timestamp form of the tools' result texts and history answers: RFC 3339
+// in UTC with seconds precision and Z, what a model reads (docs/agent-tools.md).
+const textTimeLayout = "2006-01-02T15:04:05Z"
+
+// textTime is a stored time in textTimeLayout.
+func textTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(textTimeLayout)
 }
 
 // SendTitle is a send call's title: the to value as given.
@@ -295,7 +300,7 @@ func (cv *Conversation) Send(ctx context.Context, call *runs.KernelCall) (*runs.
 	}
 	st := sendStructured{ConversationPublicID: got.ConversationPublicID, InputPublicID: got.InputPublicID, Delivery: got.Delivery}
 	if got.DeliverAt != nil {
-		s := scheduleTime(*got.DeliverAt)
+		s := textTime(*got.DeliverAt)
 		st.DeliverAt = &s
 	}
 	sc, err := compactJSON(st)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
@@ -23,7 +24,7 @@ const (
 	TitleToolSearch = "tool search"
 	TitleToolCall   = "tool call"
 	// WordToolNotDeclared is tool_call's refusal of a name outside the frozen declaration.
-	WordToolNotDeclared = "tool_not_declared"
+	WordToolNotDeclared = refusal.CodeToolNotDeclared
 	// sentenceSelfCall refuses a tool_call that names tool_call.
 	sentenceSelfCall = "tool_call cannot call itself."
 )

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/conversations"
@@ -186,7 +185,7 @@ func sessionReadPage(w *conversations.SessionWindow) *sessionReadAnswer {
 	for i := range w.Turns {
 		t := &w.Turns[i]
 		out.Turns[i] = turnAnswer{PublicID: t.PublicID, Position: t.Position, Kind: t.Kind, Role: t.Role,
-			CreatedAt: time.UnixMilli(t.CreatedAt).UTC().Format("2006-01-02T15:04:05Z"), InProgress: t.InProgress}
+			CreatedAt: textTime(t.CreatedAt), InProgress: t.InProgress}
 		if t.Execution != nil {
 			ex := &executionAnswer{RunPublicID: t.Execution.RunPublicID, Status: t.Execution.Status, Tasks: []taskAnswer{},
 				TasksOmitted: t.Execution.TasksOmitted}

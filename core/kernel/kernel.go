@@ -8,6 +8,7 @@ import (
 	"github.com/nexuskernel/nexus/core/declare"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
@@ -103,7 +104,7 @@ func (t *Tools) Canonicals() []string {
 }
 
 // KeyToolNotServed is the task failure of a kernel tool without a handler in this build.
-const KeyToolNotServed = "tool_not_served"
+const KeyToolNotServed = refusal.CodeToolNotServed
 
 // Run dispatches a call by canonical name. A tool without a handler fails its task
 // tool_not_served: the registry lists twenty live tools, and until each has its executor the

@@ -8,11 +8,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/projection"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // tool_search's limits (docs/agent-tools.md#tool-search-and-deferred-tools).
@@ -80,14 +79,14 @@ func BuildSearchIndex(set *declare.Set, catalog []byte) (*SearchIndex, error) {
 	for _, e := range entries {
 		ie := indexEntry{name: e.Callable, canonical: e.Canonical}
 		fields := []string{e.Callable, description(e.Value)}
-		members := []jsonv.Member{jsonv.M("name", jsonv.String(e.Callable)), jsonv.M("definition", projection.ProjectEntry(e))}
+		members := []jsonwire.Field{jsonwire.M("name", jsonwire.String(e.Callable)), jsonwire.M("definition", projection.ProjectEntry(e))}
 		if route, ok := e.Value.Get("route"); ok && e.Route != nil {
-			members = append(members, jsonv.M("route", route))
+			members = append(members, jsonwire.M("route", route))
 			fields = append(fields, e.Route.RunnerID, e.Route.ToolName)
 		}
 		// The item as it reads with no skills; its head is everything before the closing "]}",
 		// where the matching skills go.
-		item := jsonv.Object(append(members, jsonv.M("skills", jsonv.Array()))...)
+		item := jsonwire.Object(append(members, jsonwire.M("skills", jsonwire.Array()))...)
 		closed := item.Encode()
 		ie.head = closed[:len(closed)-2]
 		ie.headEsc = escapedLen(closed)
@@ -133,7 +132,7 @@ func gramOf(s string) uint32 { return uint32(s[0])<<16 | uint32(s[1])<<8 | uint3
 
 // description is an entry's description: function.description for the nested form (aliases
 // included, whose rendered text sits there), description for the flat form.
-func description(v jsonv.Value) string {
+func description(v jsonwire.Value) string {
 	if fn, ok := v.Get("function"); ok {
 		d, _ := fn.GetString("description")
 		return d
@@ -155,7 +154,7 @@ func catalogItems(catalog []byte) (map[string][]catalogSkill, error) {
 	if s := strings.TrimSpace(string(catalog)); s == "" || s == "null" {
 		return out, nil
 	}
-	v, err := jsonv.Decode(catalog)
+	v, err := jsonwire.Decode(catalog)
 	if err != nil || !v.IsArray() {
 		return nil, fmt.Errorf("kernel: the frozen skill catalog is not an array")
 	}
@@ -169,7 +168,7 @@ func catalogItems(catalog []byte) (map[string][]catalogSkill, error) {
 }
 
 // escapedLen is how many bytes b adds to a JSON string that holds it, in the canonical
-// escaping the result bound is measured with (canonjson.AppendString): the quote and the
+// escaping the result bound is measured with (jsonwire.AppendString): the quote and the
 // backslash take two bytes, a control character two (\b \f \n \r \t) or six (\u00xx), a byte
 // of invalid UTF-8 the three of U+FFFD, anything else itself.
 func escapedLen(b []byte) int {
@@ -200,29 +199,29 @@ func escapedLen(b []byte) int {
 	return n
 }
 
-// canonicalSize is the length of v's canonical JSON (core/canonjson): its compact encoding with
+// canonicalSize is the length of v's canonical JSON (sdk/jsonwire): its compact encoding with
 // every number in its shortest round-trip form. Strings escape alike in both encodings, and
 // sorting keys does not change a length.
-func canonicalSize(v jsonv.Value) int { return v.EncodedSize() + numberDelta(v) }
+func canonicalSize(v jsonwire.Value) int { return v.EncodedSize() + numberDelta(v) }
 
 // numberDelta is how much longer v's numbers are in canonical form than as written. A literal
 // with no double value keeps its length (the store would refuse it; it cannot be in a set).
-func numberDelta(v jsonv.Value) int {
+func numberDelta(v jsonwire.Value) int {
 	switch v.Kind() {
-	case jsonv.NumberKind:
+	case jsonwire.NumberKind:
 		lit, _ := v.NumberText()
 		f, err := strconv.ParseFloat(lit, 64)
 		if err != nil || math.IsInf(f, 0) {
 			return 0
 		}
-		return len(canonjson.AppendNumber(nil, f)) - len(lit)
-	case jsonv.ArrayKind:
+		return len(jsonwire.AppendNumber(nil, f)) - len(lit)
+	case jsonwire.ArrayKind:
 		d := 0
 		for _, it := range v.Items() {
 			d += numberDelta(it)
 		}
 		return d
-	case jsonv.ObjectKind:
+	case jsonwire.ObjectKind:
 		d := 0
 		for _, m := range v.Members() {
 			d += numberDelta(m.Value)

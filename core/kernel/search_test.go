@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 const (
@@ -321,7 +321,7 @@ func boundedSize(t *testing.T, body []byte) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	canon, err := canonjson.Canonicalize(env)
+	canon, err := jsonwire.CanonicalValue(env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,3 +163,36 @@ func Project(scopes []memsdk.Scope) Projection {
 	}
 	return p
 }
+
+// Encode is the projection's bytes as a row's scope field.
+func (p Projection) Encode() json.RawMessage {
+	raw, _ := json.Marshal(p) // strings only: Marshal cannot fail
+	return raw
+}
+
+// Scopes is the inverse of Project: the projection's bindings as scopes of the workspace.
+func (p Projection) Scopes(workspacePublicID string) []memsdk.Scope {
+	out := make([]memsdk.Scope, 0, len(p.Bindings))
+	for _, b := range p.Bindings {
+		s := memsdk.Scope{Binding: b.Name, Kind: b.Scope, Access: b.Access, WorkspaceID: workspacePublicID}
+		switch s.Kind {
+		case memsdk.ScopeConversation:
+			s.OwnerID = b.ConversationPublicID
+		case memsdk.ScopeWorkspace:
+			s.OwnerID = b.WorkspacePublicID
+		case memsdk.ScopeUser:
+			s.OwnerID = b.UserPublicID
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// ParseProjection reads a row's scope field back into scopes of the workspace.
+func ParseProjection(raw []byte, workspacePublicID string) ([]memsdk.Scope, error) {
+	var p Projection
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("memory: a row's scope: %w", err)
+	}
+	return p.Scopes(workspacePublicID), nil
+}

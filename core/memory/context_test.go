@@ -118,6 +118,19 @@ func TestProject(t *testing.T) {
 	if raw, _ := json.Marshal(memory.Project(nil)); string(raw) != `{"bindings":[]}` {
 		t.Fatalf("empty projection %s", raw)
 	}
+	if got := string(memory.Project(scopes).Encode()); got != want {
+		t.Fatalf("Encode %s", got)
+	}
+	back, err := memory.ParseProjection([]byte(want), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(scopes, back); diff != "" {
+		t.Fatalf("ParseProjection (-want +got):\n%s", diff)
+	}
+	if _, err := memory.ParseProjection([]byte(`[`), ws); err == nil {
+		t.Fatal("a malformed scope was read")
+	}
 }
 
 func TestMemoryPrincipal(t *testing.T) {

@@ -4,7 +4,7 @@
 // cost computation and the value models_list and GET /agent_api/v1/models serve, and the
 // deterministic, offline mock provider driven by a script embedded in the prompt.
 //
-// It is a leaf that runs, kernel and httpapi all use: it imports core/refusal, core/canonjson and
+// It is a leaf that runs, kernel and httpapi all use: it imports core/refusal, sdk/jsonwire and
 // the standard library (plus HCL for the configuration blocks), never another core package. It
 // never touches the store, never assembles a request (the round driver seals one and hands it
 // here) and never decides what a failed call does to a run.

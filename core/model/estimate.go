@@ -1,6 +1,6 @@
 package model
 
-import "github.com/nexuskernel/nexus/core/canonjson"
+import "github.com/nexuskernel/nexus/sdk/jsonwire"
 
 // bytesPerToken is the estimate's exchange rate (docs/development.md#how-the-kernel-runs-work): a
 // rough, provider-neutral average of four bytes of JSON per token, used where no tokenizer is at
@@ -39,7 +39,7 @@ func EstimateBytes(entries []Entry, tools []ToolSchema) (int64, error) {
 		}
 	}
 	b = append(b, ']')
-	ct, err := canonjson.Canonicalize(b)
+	ct, err := jsonwire.CanonicalValue(b)
 	if err != nil {
 		return 0, err
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 func TestEstimateBytesIsCanonicalJSON(t *testing.T) {
@@ -43,11 +43,11 @@ func TestEstimateOfTheSealedExample(t *testing.T) {
 	for _, r := range rawTools {
 		tl = append(tl, r)
 	}
-	ce, err := canonjson.Canonicalize(join(e))
+	ce, err := jsonwire.CanonicalValue(join(e))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ct, err := canonjson.Canonicalize(join(tl))
+	ct, err := jsonwire.CanonicalValue(join(tl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestEstimateMeasuresEntriesAsCanonical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	canon, err := canonjson.Canonicalize(encoded)
+	canon, err := jsonwire.CanonicalValue(encoded)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The JSON forms below are those a sealed request stores
@@ -21,7 +21,7 @@ func (e Entry) MarshalJSON() ([]byte, error) { return e.appendJSON(nil) }
 func (e Entry) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"role":`...)
-	b = canonjson.AppendString(b, e.Role)
+	b = jsonwire.AppendString(b, e.Role)
 	switch e.Role {
 	case RoleSystem, RoleUser:
 		if b, err = appendContent(b, e.Content); err != nil {
@@ -43,9 +43,9 @@ func (e Entry) appendJSON(b []byte) ([]byte, error) {
 		}
 	case RoleTool:
 		b = append(b, `,"tool_call_id":`...)
-		b = canonjson.AppendString(b, e.ToolCallID)
+		b = jsonwire.AppendString(b, e.ToolCallID)
 		b = append(b, `,"name":`...)
-		b = canonjson.AppendString(b, e.Name)
+		b = jsonwire.AppendString(b, e.Name)
 		b = append(b, `,"is_error":`...)
 		b = strconv.AppendBool(b, e.IsError)
 		if b, err = appendContent(b, e.Content); err != nil {
@@ -78,28 +78,28 @@ func (p Part) appendJSON(b []byte) ([]byte, error) {
 	switch p.Type {
 	case PartText:
 		b = append(b, `{"type":"text","text":`...)
-		b = canonjson.AppendString(b, p.Text)
+		b = jsonwire.AppendString(b, p.Text)
 	case PartAttachment:
 		b = append(b, `{"type":"attachment","upload_public_id":`...)
-		b = canonjson.AppendString(b, p.UploadPublicID)
+		b = jsonwire.AppendString(b, p.UploadPublicID)
 		b = append(b, `,"media_type":`...)
-		b = canonjson.AppendString(b, p.MediaType)
+		b = jsonwire.AppendString(b, p.MediaType)
 		b = append(b, `,"name":`...)
-		b = canonjson.AppendString(b, p.Name)
+		b = jsonwire.AppendString(b, p.Name)
 		b = append(b, `,"byte_size":`...)
 		b = strconv.AppendInt(b, p.ByteSize, 10)
 		b = append(b, `,"sha256":`...)
-		b = canonjson.AppendString(b, p.SHA256)
+		b = jsonwire.AppendString(b, p.SHA256)
 		if p.SourceTask != "" {
 			b = append(b, `,"source_task":`...)
-			b = canonjson.AppendString(b, p.SourceTask)
+			b = jsonwire.AppendString(b, p.SourceTask)
 		}
 	case PartProviderBlock:
 		if !json.Valid(p.Block) {
 			return nil, fmt.Errorf("model: a provider_block part holds no valid block")
 		}
 		b = append(b, `{"type":"provider_block","format":`...)
-		b = canonjson.AppendString(b, p.Format)
+		b = jsonwire.AppendString(b, p.Format)
 		b = append(b, `,"block":`...)
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, p.Block); err != nil {
@@ -117,11 +117,11 @@ func (c ToolCall) MarshalJSON() ([]byte, error) { return c.appendJSON(nil), nil 
 
 func (c ToolCall) appendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = canonjson.AppendString(b, c.ID)
+	b = jsonwire.AppendString(b, c.ID)
 	b = append(b, `,"name":`...)
-	b = canonjson.AppendString(b, c.Name)
+	b = jsonwire.AppendString(b, c.Name)
 	b = append(b, `,"arguments":`...)
-	b = canonjson.AppendString(b, c.Arguments)
+	b = jsonwire.AppendString(b, c.Arguments)
 	return append(b, '}')
 }
 
@@ -133,10 +133,10 @@ func (s ToolSchema) MarshalJSON() ([]byte, error) { return s.appendJSON(nil) }
 
 func (s ToolSchema) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"type":"function","function":{"name":`...)
-	b = canonjson.AppendString(b, s.Name)
+	b = jsonwire.AppendString(b, s.Name)
 	if s.Description != "" {
 		b = append(b, `,"description":`...)
-		b = canonjson.AppendString(b, s.Description)
+		b = jsonwire.AppendString(b, s.Description)
 	}
 	if len(s.Parameters) > 0 {
 		var buf bytes.Buffer

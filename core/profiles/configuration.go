@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Configuration is a profile in its read-back form (docs/api.md#agent-profiles): what GET answers
@@ -67,22 +67,22 @@ func (c *Configuration) MarshalJSON() ([]byte, error) {
 }
 
 // stringsValue is a string list as JSON: nil is null.
-func stringsValue(list []string) jsonv.Value {
+func stringsValue(list []string) jsonwire.Value {
 	if list == nil {
-		return jsonv.Null()
+		return jsonwire.Null()
 	}
-	items := make([]jsonv.Value, len(list))
+	items := make([]jsonwire.Value, len(list))
 	for i, s := range list {
-		items[i] = jsonv.String(s)
+		items[i] = jsonwire.String(s)
 	}
-	return jsonv.Array(items...)
+	return jsonwire.Array(items...)
 }
 
-func optString(s *string) jsonv.Value {
+func optString(s *string) jsonwire.Value {
 	if s == nil {
-		return jsonv.Null()
+		return jsonwire.Null()
 	}
-	return jsonv.String(*s)
+	return jsonwire.String(*s)
 }
 
 // proposal is a validated configuration, ready to store.
@@ -102,7 +102,7 @@ func fieldRefusal(word, field, suffix, format string, args ...any) *declare.Refu
 
 // field reads one field of a configuration object. A field given twice is refused invalid, never
 // merged; each field is read at its turn, so the first failure in validation order still wins.
-func field(cfg jsonv.Value, name string) (jsonv.Value, bool, *declare.Refusal) {
+func field(cfg jsonwire.Value, name string) (jsonwire.Value, bool, *declare.Refusal) {
 	n := 0
 	for _, k := range cfg.Keys() {
 		if k == name {
@@ -110,7 +110,7 @@ func field(cfg jsonv.Value, name string) (jsonv.Value, bool, *declare.Refusal) {
 		}
 	}
 	if n > 1 {
-		return jsonv.Value{}, true, fieldRefusal(declare.WordInvalid, name, "", "%s is given more than once", name)
+		return jsonwire.Value{}, true, fieldRefusal(declare.WordInvalid, name, "", "%s is given more than once", name)
 	}
 	v, ok := cfg.Get(name)
 	return v, ok, nil
@@ -119,10 +119,10 @@ func field(cfg jsonv.Value, name string) (jsonv.Value, bool, *declare.Refusal) {
 // sources reads the declaration sources of a configuration object: tool_definitions compiled,
 // then kernel_tools, runner_executor_public_ids and runner_tool_names parsed, in that order. A
 // field given twice is refused at its turn: the import fields before it are parsed first.
-func (s *Service) sources(cfg jsonv.Value) (*declare.Set, declare.Imports, error) {
+func (s *Service) sources(cfg jsonwire.Value) (*declare.Set, declare.Imports, error) {
 	raw := make([][]byte, len(sourceFields))
 	var repeated *declare.Refusal
-	var declared *jsonv.Value
+	var declared *jsonwire.Value
 	for i, name := range sourceFields {
 		v, ok, r := field(cfg, name)
 		if r != nil {
@@ -158,7 +158,7 @@ func (s *Service) sources(cfg jsonv.Value) (*declare.Set, declare.Imports, error
 // validate checks a whole configuration object in the door's field order
 // (docs/api.md#agent-profiles) and returns the first refusal. Unknown fields are ignored here: the
 // door refuses them before.
-func (s *Service) validate(cfg jsonv.Value) (*proposal, error) {
+func (s *Service) validate(cfg jsonwire.Value) (*proposal, error) {
 	tools, im, err := s.sources(cfg)
 	if err != nil {
 		return nil, err
@@ -166,11 +166,11 @@ func (s *Service) validate(cfg jsonv.Value) (*proposal, error) {
 	p := &proposal{tools: tools, imports: im}
 	checks := []struct {
 		name  string
-		check func(v jsonv.Value, present bool) *declare.Refusal
+		check func(v jsonwire.Value, present bool) *declare.Refusal
 	}{
 		{FieldApprovalMode, p.approvalModeOf},
 		{FieldApprovalRules, p.approvalRulesOf},
-		{FieldDefaultModel, func(v jsonv.Value, present bool) *declare.Refusal { return p.defaultModelOf(v, present, s.models) }},
+		{FieldDefaultModel, func(v jsonwire.Value, present bool) *declare.Refusal { return p.defaultModelOf(v, present, s.models) }},
 		{FieldInstructions, p.instructionsOf},
 	}
 	for _, c := range checks {
@@ -186,7 +186,7 @@ func (s *Service) validate(cfg jsonv.Value) (*proposal, error) {
 }
 
 // approvalModeOf: bypass, ask or rules; required when the profile declares tools.
-func (p *proposal) approvalModeOf(v jsonv.Value, present bool) *declare.Refusal {
+func (p *proposal) approvalModeOf(v jsonwire.Value, present bool) *declare.Refusal {
 	if !present || v.IsNull() {
 		if declare.DeclaresTools(p.tools, p.imports) {
 			return fieldRefusal(WordRequired, FieldApprovalMode, "", "approval_mode is required when the profile declares tools")
@@ -202,7 +202,7 @@ func (p *proposal) approvalModeOf(v jsonv.Value, present bool) *declare.Refusal 
 }
 
 // approvalRulesOf: the grammar (docs/agent-tools.md#the-approval-gate).
-func (p *proposal) approvalRulesOf(v jsonv.Value, present bool) *declare.Refusal {
+func (p *proposal) approvalRulesOf(v jsonwire.Value, present bool) *declare.Refusal {
 	if !present {
 		return nil
 	}
@@ -212,7 +212,7 @@ func (p *proposal) approvalRulesOf(v jsonv.Value, present bool) *declare.Refusal
 }
 
 // defaultModelOf: a provider/model ref the catalog holds.
-func (p *proposal) defaultModelOf(v jsonv.Value, present bool, models Models) *declare.Refusal {
+func (p *proposal) defaultModelOf(v jsonwire.Value, present bool, models Models) *declare.Refusal {
 	if !present || v.IsNull() {
 		return nil
 	}
@@ -228,7 +228,7 @@ func (p *proposal) defaultModelOf(v jsonv.Value, present bool, models Models) *d
 }
 
 // instructionsOf: a string of at most MaxInstructionsBytes bytes.
-func (p *proposal) instructionsOf(v jsonv.Value, present bool) *declare.Refusal {
+func (p *proposal) instructionsOf(v jsonwire.Value, present bool) *declare.Refusal {
 	if !present || v.IsNull() {
 		return nil
 	}

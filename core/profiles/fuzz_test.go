@@ -5,8 +5,8 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/declare/declaretest"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // FuzzProfileReadBack checks the profile door's validation on arbitrary configuration objects:
@@ -36,7 +36,7 @@ func FuzzProfileReadBack(f *testing.F) {
 		fields[name] = true
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		cfg, err := jsonv.DecodeString(raw)
+		cfg, err := jsonwire.DecodeText(raw)
 		if err != nil || !cfg.IsObject() {
 			return
 		}
@@ -49,7 +49,7 @@ func FuzzProfileReadBack(f *testing.F) {
 			return
 		}
 		first := readBackOf(t, p)
-		again, err := jsonv.Decode(first)
+		again, err := jsonwire.Decode(first)
 		if err != nil {
 			t.Fatalf("read-back is not JSON: %v\n%s", err, first)
 		}

@@ -6,10 +6,10 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/declare/declaretest"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The Runner ids of the worked examples.
@@ -71,9 +71,9 @@ func newEnv(t *testing.T, s *store.Store) *env {
 	return e
 }
 
-func obj(t testing.TB, s string) jsonv.Value {
+func obj(t testing.TB, s string) jsonwire.Value {
 	t.Helper()
-	v, err := jsonv.DecodeString(s)
+	v, err := jsonwire.DecodeText(s)
 	if err != nil {
 		t.Fatalf("decode %s: %v", s, err)
 	}

@@ -6,8 +6,8 @@ import (
 	"errors"
 
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Profile is an agent's profile as acceptance reads it: everything a conversation turn freezes from
@@ -127,7 +127,7 @@ type AssemblyRequest struct {
 	// Configuration replaces the profile's declaration sources for this request (not a
 	// patch); nil assembles the stored profile. Only tool_definitions, kernel_tools,
 	// runner_executor_public_ids and runner_tool_names are read; it must be an object.
-	Configuration *jsonv.Value
+	Configuration *jsonwire.Value
 }
 
 // Assemble answers what new work would freeze for the agent: the proposed sources (validated as

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Models is what the profile door reads of the models catalog; *model.Catalog satisfies it.
@@ -71,7 +71,7 @@ func (s *Service) Configuration(ctx context.Context, agent Agent) (*Configuratio
 // the door's order and the first failure is returned as a *declare.Refusal (the caller's door
 // writes it) with nothing stored. Replacements of one agent are serialized; each one that is
 // stored gets the next revision. It returns the stored profile's read-back.
-func (s *Service) PutConfiguration(ctx context.Context, agent Agent, cfg jsonv.Value) (*Configuration, error) {
+func (s *Service) PutConfiguration(ctx context.Context, agent Agent, cfg jsonwire.Value) (*Configuration, error) {
 	if !cfg.IsObject() {
 		return nil, errors.New("profiles: the configuration is not a JSON object")
 	}

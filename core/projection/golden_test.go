@@ -17,8 +17,8 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/declare/declaretest"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // update rewrites the golden files from the current code: go test ./core/projection -update.
@@ -63,7 +63,8 @@ func (a *archive) section(t *testing.T, name string) []byte {
 
 // TestGolden runs every projection (P) and skills block (K) example of the declaration rules
 // from testdata/golden, one subtest per file. A P file gives an authored set and a frozen skill
-// catalog and expects the offered tools in the neutral form and both provider wire shapes; a K
+// catalog and expects the offered tools in the neutral form (the provider wire shapes are the
+// adapters' in core/model); a K
 // file freezes a set with Runners and kernel skill rows and expects the block or none.
 func TestGolden(t *testing.T) {
 	t.Parallel()
@@ -106,13 +107,7 @@ func runProjection(t *testing.T, a *archive, set *declare.Set) {
 		t.Fatal(err)
 	}
 	p := Project(set, catalog)
-	a.got["want/offered"] = jsonv.Array(p.Tools...).Encode()
-	a.got["want/openai"] = OpenAITools(p.Tools).Encode()
-	anthropic, err := AnthropicTools(p.Tools, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.got["want/anthropic"] = anthropic.Encode()
+	a.got["want/offered"] = jsonwire.Array(p.Tools...).Encode()
 }
 
 func runSkillsBlock(t *testing.T, c *declare.Compiler, a *archive, set *declare.Set) {

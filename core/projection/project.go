@@ -2,14 +2,14 @@ package projection
 
 import (
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Projection is what one request offers, in the frozen set's order.
 type Projection struct {
 	// Tools are the projected schemas (docs/development.md#the-declaration-compiler), what
 	// request_options.tools records.
-	Tools []jsonv.Value
+	Tools []jsonwire.Value
 	// Callables are the offered entries' callables, in the same order.
 	Callables []string
 	// Entries are the offered entries as stored.
@@ -46,7 +46,7 @@ func ProjectFor(set *declare.Set, catalog declare.SkillCatalog, target Target) P
 	for _, c := range catalog {
 		cataloged[c.Callable] = true
 	}
-	p := Projection{Tools: []jsonv.Value{}, Callables: []string{}, Entries: []declare.Entry{}}
+	p := Projection{Tools: []jsonwire.Value{}, Callables: []string{}, Entries: []declare.Entry{}}
 	for _, e := range entries {
 		if hideDeferred && e.DeferLoading {
 			continue
@@ -61,7 +61,7 @@ func ProjectFor(set *declare.Set, catalog declare.SkillCatalog, target Target) P
 	if !hideDeferred && target.NativeSearch != "" {
 		for i, e := range p.Entries {
 			if e.DeferLoading {
-				p.Tools[i] = p.Tools[i].Set("defer_loading", jsonv.Bool(true))
+				p.Tools[i] = p.Tools[i].Set("defer_loading", jsonwire.Bool(true))
 				p.ToolSearch = target.NativeSearch
 			}
 		}
@@ -84,13 +84,13 @@ func eager(entries []declare.Entry, canonical string) bool {
 // top-level strict its author wrote; an alias has none), a flat entry drops route and
 // defer_loading, and when neither level has strict, "strict": false is added inside function for a
 // nested entry or last for a flat one.
-func ProjectEntry(e declare.Entry) jsonv.Value {
+func ProjectEntry(e declare.Entry) jsonwire.Value {
 	v := e.Value
 	fn, nested := v.Get("function")
 	if !nested {
 		out := v.Without("route", "defer_loading")
 		if !out.Has("strict") {
-			out = out.Set("strict", jsonv.Bool(false))
+			out = out.Set("strict", jsonwire.Bool(false))
 		}
 		return out
 	}
@@ -98,7 +98,7 @@ func ProjectEntry(e declare.Entry) jsonv.Value {
 	if !e.Alias {
 		keep = append(keep, "strict")
 	}
-	members := make([]jsonv.Member, 0, 3)
+	members := make([]jsonwire.Field, 0, 3)
 	for _, m := range v.Members() {
 		for _, k := range keep {
 			if m.Key == k {
@@ -106,9 +106,9 @@ func ProjectEntry(e declare.Entry) jsonv.Value {
 			}
 		}
 	}
-	out := jsonv.Object(members...)
+	out := jsonwire.Object(members...)
 	if !out.Has("strict") && !fn.Has("strict") {
-		out = out.Set("function", fn.Set("strict", jsonv.Bool(false)))
+		out = out.Set("function", fn.Set("strict", jsonwire.Bool(false)))
 	}
 	return out
 }

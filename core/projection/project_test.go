@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/nexuskernel/nexus/core/declare"
-	"github.com/nexuskernel/nexus/core/declare/jsonv"
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // TestProjectImportedEntry: an imported Runner tool reaches the provider without its route or
@@ -29,7 +29,7 @@ func TestProjectImportedEntry(t *testing.T) {
 	}
 	p := Project(frozen.ToolDefinitions, nil)
 	want := `[{"type":"function","function":{"name":"read","description":"Read a file.","parameters":{"type":"object"},"strict":false}}]`
-	if got := string(jsonv.Array(p.Tools...).Encode()); got != want {
+	if got := string(jsonwire.Array(p.Tools...).Encode()); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 	e, _ := frozen.ToolDefinitions.Lookup("read")
@@ -70,8 +70,11 @@ func FuzzProject(f *testing.F) {
 			if _, nested := tool.Get("function"); !nested && (tool.Has("route") || tool.Has("defer_loading")) {
 				t.Fatalf("offered %s carries a route or defer_loading", p.Callables[i])
 			}
-			fn, _, hasStrict := functionParts(tool)
-			if !hasStrict || !fn.Has("name") {
+			fn := tool
+			if nested, ok := tool.Get("function"); ok {
+				fn = nested
+			}
+			if !fn.Has("strict") || !fn.Has("name") {
 				t.Fatalf("offered %s has no strict", p.Callables[i])
 			}
 			if i > 0 && p.Callables[i-1] >= p.Callables[i] {

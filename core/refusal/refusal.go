@@ -127,3 +127,15 @@ const (
 	// the refusal carries current_lock_version.
 	CodeStaleObject = "stale_object"
 )
+
+// Words more than one service answers with: the declaration compiler, the run engine and the
+// kernel's discovery tools refuse or fail with the same word for the same fact
+// (docs/agent-tools.md#declaration-refusals, docs/api.md#runs).
+const (
+	// CodeToolNotServed: no runner, kernel family or tool provider serves the tool.
+	CodeToolNotServed = "tool_not_served"
+	// CodeToolNotDeclared: the tool is not in the frozen declaration.
+	CodeToolNotDeclared = "tool_not_declared"
+	// CodeRunnerNotEligible: the named runner is not an eligible runner of the workspace.
+	CodeRunnerNotEligible = "runner_not_eligible"
+)

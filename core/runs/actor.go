@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
@@ -86,11 +85,9 @@ func (e *Engine) writeStanding(ctx context.Context, q store.Querier, a *Actor, r
 	return errNotAuthorized
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
 // loadRun finds a run of the actor's workspace; a malformed or unknown id is not_found.
 func (e *Engine) loadRun(ctx context.Context, q store.Querier, a *Actor, publicID string) (*store.Run, error) {
-	if !uuidPattern.MatchString(publicID) {
+	if !store.IsPublicID(publicID) {
 		return nil, refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No run %s in this workspace.", publicID)
 	}
 	r, err := store.RunByPublicID(ctx, q, a.WorkspaceID, publicID)

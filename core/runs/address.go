@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 	memory "github.com/nexuskernel/nexus/sdk/memory"
@@ -123,40 +124,10 @@ func (e *Engine) addressOverride(ctx context.Context, q store.Querier, run *stor
 	for _, s := range pool {
 		if s.ExecutorPublicID == provider {
 			return Address{Role: "tool_provider", Executor: provider, Profile: s.Profile, TimeoutMS: s.TimeoutMS,
-				Scope: ScopeProjection(scopes)}, nil
+				Scope: kmemory.Project(scopes).Encode()}, nil
 		}
 	}
 	return notServed(fmt.Sprintf("executor %s serving nexus.memory does not announce %s", provider, wire)), nil
-}
-
-// ScopeProjection is an overridden memory row's scope: the resolved bindings, each naming its
-// anchor by the id key of its kind (docs/agent-tools.md#memory-and-skills).
-func ScopeProjection(scopes []memory.Scope) json.RawMessage {
-	type binding struct {
-		Name         string `json:"name"`
-		Scope        string `json:"scope"`
-		Access       string `json:"access"`
-		Conversation string `json:"conversation_public_id,omitempty"`
-		Workspace    string `json:"workspace_public_id,omitempty"`
-		User         string `json:"user_public_id,omitempty"`
-	}
-	out := struct {
-		Bindings []binding `json:"bindings"`
-	}{Bindings: []binding{}}
-	for _, s := range scopes {
-		b := binding{Name: s.Binding, Scope: string(s.Kind), Access: string(s.Access)}
-		switch s.Kind {
-		case memory.ScopeConversation:
-			b.Conversation = s.OwnerID
-		case memory.ScopeWorkspace:
-			b.Workspace = s.OwnerID
-		case memory.ScopeUser:
-			b.User = s.OwnerID
-		}
-		out.Bindings = append(out.Bindings, b)
-	}
-	raw, _ := json.Marshal(out)
-	return raw
 }
 
 var kindRank = map[announce.Kind]int{announce.KindPure: 0, announce.KindReadOnly: 1, announce.KindWrite: 2}

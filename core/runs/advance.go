@@ -334,7 +334,7 @@ type Approval struct {
 }
 
 func approvalOf(origin string, by *Member, now int64) Approval {
-	return Approval{Origin: origin, DecidedBy: by, DecidedAt: formatMillis(now)}
+	return Approval{Origin: origin, DecidedBy: by, DecidedAt: store.FormatMillis(now)}
 }
 
 func storedRules(s string) ([]Rule, error) {

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Appended is the answer of the append door.
@@ -202,7 +202,7 @@ func (e *Engine) replayAppend(ctx context.Context, scope, key string, canon []by
 	if err != nil {
 		return nil, true, err
 	}
-	if same, _ := canonjson.Equal([]byte(rec.Body), canon); !same {
+	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
 		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
 	}
 	var rc Receipt

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Await kinds (docs/api.md#runs) and the roles of the awaits in their keys
@@ -341,7 +341,7 @@ func toolResult(key string, t *store.Task) TaskResult {
 		tr.ToolName = *t.ToolAlias
 	}
 	if t.ToolInput != nil {
-		if c, err := canonjson.Canonicalize([]byte(*t.ToolInput)); err == nil {
+		if c, err := jsonwire.CanonicalValue([]byte(*t.ToolInput)); err == nil {
 			tr.ToolInput = c
 		}
 	}

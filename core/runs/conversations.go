@@ -10,10 +10,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 func orEmpty(a []Attachment) []Attachment {
@@ -140,7 +140,7 @@ func (e *Engine) CreateConversation(ctx context.Context, a *Actor, raw json.RawM
 			return badField("conversation.answering_agent_public_id", "A user names the answering agent.")
 		}
 		agent, err := store.AgentInWorkspace(ctx, tx, a.WorkspaceID, agentRef)
-		if !uuidPattern.MatchString(agentRef) || errors.Is(err, store.ErrNotFound) || (err == nil && agent.RemovedAt.Valid) {
+		if !store.IsPublicID(agentRef) || errors.Is(err, store.ErrNotFound) || (err == nil && agent.RemovedAt.Valid) {
 			return badField("conversation.answering_agent_public_id", "No agent %s in this workspace.", agentRef)
 		}
 		if err != nil {
@@ -158,7 +158,7 @@ func (e *Engine) CreateConversation(ctx context.Context, a *Actor, raw json.RawM
 		}
 		if v, ok := obj["default_runner_executor_public_id"]; ok && !isNull(v) {
 			id, ok := str(v)
-			if !ok || !uuidPattern.MatchString(id) || !e.eligibleRunner(ctx, tx, a.WorkspaceID, id) {
+			if !ok || !store.IsPublicID(id) || !e.eligibleRunner(ctx, tx, a.WorkspaceID, id) {
 				return refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
 					With("path", "conversation.default_runner_executor_public_id")
 			}
@@ -179,7 +179,7 @@ func (e *Engine) conversationDoc(ctx context.Context, q store.Querier, c *store.
 	d := &ConversationDoc{PublicID: c.PublicID, WorkspacePublicID: c.WorkspacePublicID, Title: c.Title,
 		AnsweringAgentPublicID: c.AnsweringAgentPublicID, CreatedBy: Member{Kind: c.CreatedByKind, PublicID: c.CreatedByPublicID},
 		DefaultRunnerExecutorPublicID: c.DefaultRunnerExecutorPublicID, Label: c.Label, Status: c.Status,
-		CreatedAt: formatMillis(c.CreatedAt), UpdatedAt: formatMillis(c.UpdatedAt), ArchivedAt: optTime(c.ArchivedAt)}
+		CreatedAt: store.FormatMillis(c.CreatedAt), UpdatedAt: store.FormatMillis(c.UpdatedAt), ArchivedAt: optTime(c.ArchivedAt)}
 	if c.ParentConversationID != nil {
 		if p, err := store.ConversationByID(ctx, q, *c.ParentConversationID); err == nil {
 			d.ParentConversationPublicID = &p.PublicID
@@ -203,7 +203,7 @@ func (e *Engine) conversationDoc(ctx context.Context, q store.Querier, c *store.
 // loadConversation finds a conversation of the actor's workspace; anything else is not_found.
 func (e *Engine) loadConversation(ctx context.Context, q store.Querier, a *Actor, publicID string) (*store.Conversation, error) {
 	nf := refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No conversation %s in this workspace.", publicID)
-	if !uuidPattern.MatchString(publicID) {
+	if !store.IsPublicID(publicID) {
 		return nil, nf
 	}
 	c, err := store.ConversationByPublicID(ctx, q, publicID)
@@ -300,7 +300,7 @@ func turnDoc(c *store.Conversation, t *store.Turn) *TurnDoc {
 	d := &TurnDoc{PublicID: t.PublicID, ConversationPublicID: c.PublicID, Position: t.Position,
 		Author: Member{Kind: t.AuthorKind, PublicID: deref(t.AuthorPublicID)}, SenderConversationPublicID: t.SenderConversationPublicID,
 		Input: TurnInput{Text: t.InputText, Attachments: []json.RawMessage{}}, Model: t.Model, Status: t.Status, RunPublicID: t.RunPublicID,
-		CreatedAt: formatMillis(t.CreatedAt), StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt)}
+		CreatedAt: store.FormatMillis(t.CreatedAt), StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt)}
 	_ = json.Unmarshal([]byte(t.InputAttachments), &d.Input.Attachments)
 	if d.Input.Attachments == nil {
 		d.Input.Attachments = []json.RawMessage{}
@@ -423,7 +423,7 @@ func (e *Engine) PostMessage(ctx context.Context, req *PostMessageRequest) (*Pos
 			return nil, badField("message.attachments", "At most %d attachments.", MaxAttachments)
 		}
 		for i, id := range attachments {
-			if !uuidPattern.MatchString(id) {
+			if !store.IsPublicID(id) {
 				return nil, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "message.attachments[%d] is not an upload id.", i).With("path", fmt.Sprintf("message.attachments[%d]", i))
 			}
 		}
@@ -623,7 +623,7 @@ func (e *Engine) replayMessage(ctx context.Context, a *Actor, c *store.Conversat
 	if err != nil {
 		return nil, true, err
 	}
-	if same, _ := canonjson.Equal([]byte(rec.Body), canon); !same {
+	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
 		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
 	}
 	var res map[string]string

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Receipt is what a create or append accepted (docs/api.md#runs).
@@ -32,7 +32,7 @@ var edgeKeys = []string{"compaction_policy", "deliverable", "tasks", "tools"}
 
 // Replay is a request's idempotency (docs/api.md#conventions): the Idempotency-Key ("" for none)
 // and the request's canonical JSON, which a repeat under the same key must match. The door
-// canonicalises what it was sent (canonjson), only when a key was given: without one nothing reads
+// canonicalises what it was sent (sdk/jsonwire), only when a key was given: without one nothing reads
 // it.
 type Replay struct {
 	Key         string
@@ -165,7 +165,7 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 	runner := ""
 	if v, ok := in.obj["default_runner_executor_public_id"]; ok && !isNull(v) {
 		id, ok := str(v)
-		if !ok || !uuidPattern.MatchString(id) || !e.eligibleRunner(ctx, q, a.WorkspaceID, id) {
+		if !ok || !store.IsPublicID(id) || !e.eligibleRunner(ctx, q, a.WorkspaceID, id) {
 			return nil, nil, refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
 				With("path", "run.default_runner_executor_public_id")
 		}
@@ -220,7 +220,7 @@ func (e *Engine) replayCreate(ctx context.Context, a *Actor, scope, key string, 
 	if err != nil {
 		return nil, true, err
 	}
-	if same, _ := canonjson.Equal([]byte(rec.Body), canon); !same {
+	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
 		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
 	}
 	var res struct {

@@ -359,7 +359,7 @@ func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string,
 		}
 		t := h.Task
 		row := InboxRow{RunPublicID: h.RunPublicID, WorkspacePublicID: h.WorkspacePublicID, ConversationPublicID: h.ConversationPublicID,
-			TaskKey: t.Key, CreatedAt: formatMillis(t.CreatedAt), DeadlineAt: optTime(t.DeadlineAt)}
+			TaskKey: t.Key, CreatedAt: store.FormatMillis(t.CreatedAt), DeadlineAt: optTime(t.DeadlineAt)}
 		if t.Kind == KindAwait {
 			row.Kind, row.CallKey, row.Prompt, row.Multi = InboxAsk, deref(t.ParentKey), deref(t.Prompt), deref(t.Multi)
 			if t.Options != nil {

@@ -3,8 +3,8 @@ package runs
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
+	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
@@ -42,10 +42,10 @@ func ApplyExpiry(f ExpiryFacts) Expiry {
 	switch {
 	case f.Status == StatusNeedsApproval:
 		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyApprovalExpired,
-			Detail: fmt.Sprintf("no decision before %s", formatMillis(f.Deadline))}}
+			Detail: fmt.Sprintf("no decision before %s", store.FormatMillis(f.Deadline))}}
 	case f.Kind == KindAwait:
 		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyAwaitTimeout,
-			Detail: fmt.Sprintf("no answer before %s", formatMillis(f.Deadline))}}
+			Detail: fmt.Sprintf("no answer before %s", store.FormatMillis(f.Deadline))}}
 	case f.Kind == KindModel:
 		if f.Attempts >= MaxModelAttempts {
 			return Expiry{Status: StatusFailed, Error: TaskError{Key: KeyAttemptBudgetSpent,
@@ -57,9 +57,9 @@ func ApplyExpiry(f ExpiryFacts) Expiry {
 		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyToolTimeout,
 			Detail: fmt.Sprintf("not claimed within %d ms of dispatch", f.TimeoutMS)}}
 	}
-	detail := fmt.Sprintf("no commit within %d ms of the claim at %s by %s", f.TimeoutMS, formatMillis(f.ClaimedAt), f.ClaimedBy)
+	detail := fmt.Sprintf("no commit within %d ms of the claim at %s by %s", f.TimeoutMS, store.FormatMillis(f.ClaimedAt), f.ClaimedBy)
 	if f.Lapsed {
-		detail = fmt.Sprintf("the claim at %s by %s ended with that instance's heartbeat", formatMillis(f.ClaimedAt), f.ClaimedBy)
+		detail = fmt.Sprintf("the claim at %s by %s ended with that instance's heartbeat", store.FormatMillis(f.ClaimedAt), f.ClaimedBy)
 	}
 	if replayable(f.Profile) {
 		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyToolTimeout, Detail: detail}}
@@ -88,8 +88,3 @@ func replayable(stored []byte) bool {
 	}
 	return announce.Replayable(&p)
 }
-
-// timeLayout is the API's timestamp form (docs/api.md#conventions).
-const timeLayout = "2006-01-02T15:04:05.000Z"
-
-func formatMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeLayout) }

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/approval"
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Rule is one approval rule (docs/agent-tools.md#the-approval-gate); its grammar is
@@ -234,7 +234,7 @@ func matchText(v json.RawMessage) (string, bool) {
 			case '{', '[':
 				return "", false
 			default:
-				c, err := canonjson.Canonicalize(it)
+				c, err := jsonwire.CanonicalValue(it)
 				if err != nil {
 					return "", false
 				}

@@ -187,7 +187,7 @@ func (e *Engine) Instances(ctx context.Context, _ *InstancesRequest) (*Instances
 		HeartbeatInterval: e.cfg.HeartbeatInterval.String(), HeartbeatTimeout: e.cfg.HeartbeatTimeout.String()}
 	for _, r := range rows {
 		out.Instances = append(out.Instances, InstanceView{ID: r.ID, Host: r.Host, Version: r.Version,
-			StartedAt: formatMillis(r.StartedAt), HeartbeatAt: formatMillis(r.HeartbeatAt), Self: r.ID == e.inst.row.ID})
+			StartedAt: store.FormatMillis(r.StartedAt), HeartbeatAt: store.FormatMillis(r.HeartbeatAt), Self: r.ID == e.inst.row.ID})
 	}
 	return out, nil
 }
@@ -216,7 +216,7 @@ func (e *Engine) takeOver(ctx context.Context) (int, error) {
 	}
 	for _, d := range dead {
 		e.log.Warn("instance declared dead: its heartbeat lapsed; releasing its kernel claims",
-			"instance", d.ID, "host", d.Host, "last_heartbeat", formatMillis(d.HeartbeatAt),
+			"instance", d.ID, "host", d.Host, "last_heartbeat", store.FormatMillis(d.HeartbeatAt),
 			"timeout", e.cfg.HeartbeatTimeout)
 	}
 	released := map[string]int{}

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/projection"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Tool choices of request_options.
@@ -60,9 +60,9 @@ func optionsFor(offer Offer, entries []model.Entry, m model.Model) requestOption
 			}
 			seen[c.Name] = true
 			b := []byte(`{"type":"function","function":{"name":`)
-			b = canonjson.AppendString(b, c.Name)
+			b = jsonwire.AppendString(b, c.Name)
 			b = append(b, `,"description":`...)
-			b = canonjson.AppendString(b, placeholderDescription)
+			b = jsonwire.AppendString(b, placeholderDescription)
 			b = append(b, `,"parameters":{"type":"object","properties":{}},"strict":false}}`...)
 			o.Tools = append(o.Tools, b)
 		}
@@ -86,7 +86,7 @@ func (o requestOptions) encode() []byte {
 	b = append(b, ']')
 	if o.ToolChoice != "" {
 		b = append(b, `,"tool_choice":`...)
-		b = canonjson.AppendString(b, o.ToolChoice)
+		b = jsonwire.AppendString(b, o.ToolChoice)
 	}
 	b = append(b, `,"max_output_tokens":`...)
 	b = strconv.AppendInt(b, o.MaxOutput, 10)
@@ -98,12 +98,12 @@ func (o requestOptions) encode() []byte {
 				b = append(b, ',')
 			}
 			first = false
-			b = canonjson.AppendString(b, k)
+			b = jsonwire.AppendString(b, k)
 			b = append(b, ':')
 		}
 		if r.Thinking != "" {
 			key("thinking")
-			b = canonjson.AppendString(b, r.Thinking)
+			b = jsonwire.AppendString(b, r.Thinking)
 		}
 		if r.BudgetTokens != 0 {
 			key("budget_tokens")
@@ -111,13 +111,13 @@ func (o requestOptions) encode() []byte {
 		}
 		if r.Effort != "" {
 			key("effort")
-			b = canonjson.AppendString(b, r.Effort)
+			b = jsonwire.AppendString(b, r.Effort)
 		}
 		b = append(b, '}')
 	}
 	if o.ToolSearch != "" {
 		b = append(b, `,"tool_search":{"mode":"native","variant":`...)
-		b = canonjson.AppendString(b, o.ToolSearch)
+		b = jsonwire.AppendString(b, o.ToolSearch)
 		b = append(b, '}')
 	}
 	return append(b, '}')

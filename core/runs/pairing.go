@@ -7,13 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // ReplacementKey is the pairing key the kernel mints for a call whose provider id is empty, too
@@ -78,18 +75,18 @@ func CheckCall(name, arguments string, declared, truncated bool) Verdict {
 		}
 		return Verdict{ToolName: name, Error: &TaskError{Key: KeyInvalidToolArguments, Detail: CutUTF8(problem, ArgumentsDetailBytes)}}
 	}
-	if path := unstorable(args); path != "" {
+	if path := jsonwire.UnstorablePath(args); path != "" {
 		// Checked before the size so that canonical encoding, which refuses such values, has a
 		// value it can measure; the law's order still holds, because a value the store cannot
 		// keep has no canonical size to compare.
-		canon, err := canonjson.Canonicalize(args)
+		canon, err := jsonwire.CanonicalValue(args)
 		if err == nil && len(canon) > MaxToolInputBytes {
 			return Verdict{ToolName: name, Error: &TaskError{Key: KeyToolInputTooLarge,
 				Detail: fmt.Sprintf("Arguments are %d bytes; the bound is %d.", len(canon), MaxToolInputBytes)}}
 		}
 		return Verdict{ToolName: name, Error: &TaskError{Key: KeyInvalidToolInput, Detail: path + " holds a value the store cannot keep."}}
 	}
-	canon, err := canonjson.Canonicalize(args)
+	canon, err := jsonwire.CanonicalValue(args)
 	if err != nil {
 		return Verdict{ToolName: name, Error: &TaskError{Key: KeyInvalidToolInput, Detail: "$ holds a value the store cannot keep."}}
 	}
@@ -140,113 +137,4 @@ func objectProblem(raw []byte) string {
 	default:
 		return "The arguments are JSON null, not an object."
 	}
-}
-
-// unstorable finds the first value the store cannot keep (check 6): a string with U+0000 or
-// an unpaired surrogate escape, or a number outside the IEEE-754 double range. It answers the
-// JSON path of the first one ("$.a[0]"), or "" when none.
-func unstorable(raw []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var walk func(path string) (string, error)
-	walk = func(path string) (string, error) {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", err
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{':
-				for dec.More() {
-					kt, err := dec.Token()
-					if err != nil {
-						return "", err
-					}
-					k := kt.(string)
-					p := path + "." + k
-					if strings.ContainsRune(k, 0) || strings.ContainsRune(k, utf8.RuneError) {
-						return p, nil
-					}
-					if bad, err := walk(p); bad != "" || err != nil {
-						return bad, err
-					}
-				}
-				_, err = dec.Token()
-				return "", err
-			case '[':
-				i := 0
-				for dec.More() {
-					if bad, err := walk(fmt.Sprintf("%s[%d]", path, i)); bad != "" || err != nil {
-						return bad, err
-					}
-					i++
-				}
-				_, err = dec.Token()
-				return "", err
-			}
-		case string:
-			if strings.ContainsRune(v, 0) || strings.ContainsRune(v, utf8.RuneError) {
-				return path, nil
-			}
-		case json.Number:
-			f, err := strconv.ParseFloat(v.String(), 64)
-			if err != nil || math.IsInf(f, 0) {
-				return path, nil
-			}
-		}
-		return "", nil
-	}
-	if hasLoneSurrogateEscape(raw) {
-		// encoding/json turns a lone surrogate escape into U+FFFD, which the walk reports at its
-		// path; a real U+FFFD in the input is storable, so re-check that one exists.
-		bad, _ := walk("$")
-		return bad
-	}
-	dec = json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if bytes.Contains(raw, []byte(`\u0000`)) || hasHugeNumber(raw) {
-		bad, _ := walk("$")
-		return bad
-	}
-	return ""
-}
-
-// hasLoneSurrogateEscape reports whether raw contains a \uD800-\uDFFF escape not paired.
-func hasLoneSurrogateEscape(raw []byte) bool {
-	s := string(raw)
-	for i := 0; i+6 <= len(s); i++ {
-		if s[i] != '\\' {
-			continue
-		}
-		if s[i+1] == '\\' {
-			i++
-			continue
-		}
-		if s[i+1] != 'u' {
-			continue
-		}
-		r, err := strconv.ParseUint(s[i+2:i+6], 16, 32)
-		if err != nil {
-			continue
-		}
-		if utf16.IsSurrogate(rune(r)) {
-			if r < 0xDC00 && i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
-				r2, err := strconv.ParseUint(s[i+8:i+12], 16, 32)
-				if err == nil && r2 >= 0xDC00 && r2 <= 0xDFFF {
-					i += 11
-					continue
-				}
-			}
-			return true
-		}
-		i += 5
-	}
-	return false
-}
-
-// hasHugeNumber is a cheap pre-check: an exponent or a long digit run is the only way to write
-// a number past the double range.
-func hasHugeNumber(raw []byte) bool {
-	return bytes.ContainsAny(raw, "eE") || len(raw) > 300
 }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // sealed is a round's request as assembled: the stored pieces and what the provider receives.
@@ -315,7 +315,7 @@ func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store
 			tr.ToolName = *src.ToolAlias
 		}
 		if src.ToolInput != nil {
-			c, err := canonjson.Canonicalize([]byte(*src.ToolInput))
+			c, err := jsonwire.CanonicalValue([]byte(*src.ToolInput))
 			if err == nil {
 				tr.ToolInput = c
 			}
@@ -339,9 +339,9 @@ func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store
 func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
 	var pre strings.Builder
 	pre.WriteString(`{"request":{"model":`)
-	pre.Write(canonjson.AppendString(nil, ref))
+	pre.Write(jsonwire.AppendString(nil, ref))
 	pre.WriteString(`,"sealed_at":`)
-	pre.Write(canonjson.AppendString(nil, formatMillis(sealedAt)))
+	pre.Write(jsonwire.AppendString(nil, store.FormatMillis(sealedAt)))
 	pre.WriteString(`,"entries":[`)
 	s.parts.Prefix = []byte(pre.String())
 	s.parts.Suffix = append(append([]byte(optionsPrefix), opts.encode()...), "}}"...)

@@ -152,8 +152,8 @@ type ExecutorSignal interface {
 
 // Reasons of work_canceled (docs/api.md#the-executor-plane).
 const (
-	CancelRunCanceled  = "run_canceled"
-	CancelTaskCanceled = "task_canceled"
+	CancelRunCanceled  = KeyRunCanceled
+	CancelTaskCanceled = KeyTaskCanceled
 	CancelExpired      = "expired"
 )
 

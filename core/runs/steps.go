@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // stepError is one failure of the step grammar: {code, path} plus a message.
@@ -192,7 +192,7 @@ func (p *stepParser) parseModel(s *step, body map[string]json.RawMessage, prev s
 			wellFormed := true
 			for j, id := range ids {
 				at := fmt.Sprintf("%s.attachments[%d]", s.path, j)
-				if !uuidPattern.MatchString(id) {
+				if !store.IsPublicID(id) {
 					p.fail(CodeInvalidAttachments, at, "%s is not an upload id.", at)
 					wellFormed = false
 				}
@@ -327,7 +327,7 @@ func (p *stepParser) parseTool(s *step, body map[string]json.RawMessage) {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(v, &obj) != nil || obj == nil {
 			p.fail(CodeInvalidToolInput, s.path+".input", "input must be a JSON object.")
-		} else if c, err := canonjson.Canonicalize(v); err != nil {
+		} else if c, err := jsonwire.CanonicalValue(v); err != nil {
 			p.fail(CodeInvalidToolInput, s.path+".input", "input holds a value the store cannot keep.")
 		} else if len(c) > MaxToolInputBytes {
 			p.fail(CodeToolInputTooLarge, s.path+".input", "input is %d bytes; the bound is %d.", len(c), MaxToolInputBytes)
@@ -412,7 +412,7 @@ func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
 	id := p.runner
 	if raw, ok := obj["runner_executor_public_id"]; ok {
 		v, ok := str(raw)
-		if !ok || !uuidPattern.MatchString(strings.ToLower(v)) {
+		if !ok || !store.IsPublicID(strings.ToLower(v)) {
 			p.fail(CodeInvalidToolRoute, at+".runner_executor_public_id", "runner_executor_public_id must be a UUID.")
 			return
 		}

@@ -138,7 +138,7 @@ func optTime(ms *int64) *string {
 	if ms == nil {
 		return nil
 	}
-	s := formatMillis(*ms)
+	s := store.FormatMillis(*ms)
 	return &s
 }
 
@@ -155,7 +155,7 @@ func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 	d := &TaskDoc{Key: t.Key, Kind: t.Kind, Status: t.Status, Mainline: t.Mainline, Origin: t.Origin,
 		ParentKey: t.ParentKey, DeclaringTaskKey: t.DeclaringTaskKey, After: afterOf(t), OnFailure: t.OnFailure,
 		Lifetime: t.Lifetime, Wake: t.Wake, Detached: t.Detached, Visibility: t.Visibility,
-		FailureResolution: t.FailureResolution, CreatedAt: formatMillis(t.CreatedAt), ReadyAt: optTime(t.ReadyAt),
+		FailureResolution: t.FailureResolution, CreatedAt: store.FormatMillis(t.CreatedAt), ReadyAt: optTime(t.ReadyAt),
 		DispatchedAt: optTime(t.DispatchedAt), StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt),
 		ResultDeliveredAt: optTime(t.ResultDeliveredAt), DeadlineAt: optTime(t.DeadlineAt), AwaitKind: t.AwaitKind,
 		Approval: raw(t.Approval)}
@@ -179,7 +179,7 @@ func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 			d.AddressedTo, _ = json.Marshal(to)
 		}
 		if t.ClaimedAt != nil && t.ClaimedBy != nil {
-			d.Claim = &ClaimDoc{Generation: t.ClaimGeneration, ClaimedBy: json.RawMessage(*t.ClaimedBy), ClaimedAt: formatMillis(*t.ClaimedAt)}
+			d.Claim = &ClaimDoc{Generation: t.ClaimGeneration, ClaimedBy: json.RawMessage(*t.ClaimedBy), ClaimedAt: store.FormatMillis(*t.ClaimedAt)}
 		}
 	}
 	if t.ErrorKey != nil {
@@ -258,7 +258,7 @@ func (e *Engine) runDocOf(ctx context.Context, q store.Querier, r *store.Run, ta
 		CreatedBy: Member{Kind: r.CreatedByKind, PublicID: r.CreatedByPublicID}, AnsweringAgentPublicID: r.AnsweringAgentPublicID,
 		Status: r.Status, ApprovalMode: r.ApprovalMode, ApprovalRules: json.RawMessage(r.ApprovalRules),
 		DefaultRunnerExecutorPublicID: r.DefaultRunnerExecutorPublicID, DeliverableTaskKey: r.DeliverableTaskKey,
-		Revision: r.Revision, Answer: r.Answer, CreatedAt: formatMillis(r.CreatedAt), StartedAt: optTime(r.StartedAt),
+		Revision: r.Revision, Answer: r.Answer, CreatedAt: store.FormatMillis(r.CreatedAt), StartedAt: optTime(r.StartedAt),
 		CompletedAt: optTime(r.CompletedAt), TaskProgress: map[string]int{"total": len(tasks)}}
 	for _, s := range taskStatuses {
 		d.TaskProgress[s] = 0
@@ -267,7 +267,7 @@ func (e *Engine) runDocOf(ctx context.Context, q store.Querier, r *store.Run, ta
 		d.TaskProgress[tasks[i].Status]++
 	}
 	if r.StopRequestedAt != nil {
-		d.Stop = &StopDoc{RequestedAt: formatMillis(*r.StopRequestedAt), By: Member{Kind: deref(r.StopByKind), PublicID: deref(r.StopByPublicID)}, Force: deref(r.StopForce)}
+		d.Stop = &StopDoc{RequestedAt: store.FormatMillis(*r.StopRequestedAt), By: Member{Kind: deref(r.StopByKind), PublicID: deref(r.StopByPublicID)}, Force: deref(r.StopForce)}
 	}
 	d.Attention = attention(r, tasks, byKey)
 	if r.ConversationID != nil {

@@ -1,6 +1,11 @@
 package runs
 
-import "github.com/nexuskernel/nexus/core/approval"
+import (
+	"github.com/nexuskernel/nexus/core/approval"
+	"github.com/nexuskernel/nexus/core/envelope"
+	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/refusal"
+)
 
 // Task kinds (docs/api.md#runs).
 const (
@@ -75,10 +80,10 @@ const (
 	KeyTruncatedToolArguments = "truncated_tool_arguments"
 	KeyToolInputTooLarge      = "tool_input_too_large"
 	KeyInvalidToolInput       = "invalid_tool_input"
-	KeyToolNotServed          = "tool_not_served"
+	KeyToolNotServed          = refusal.CodeToolNotServed
 	KeyToolFailed             = "tool_failed"
-	KeyExecutorRevoked        = "executor_revoked"
-	KeyResultUnstorable       = "result_unstorable"
+	KeyExecutorRevoked        = identity.CodeExecutorRevoked
+	KeyResultUnstorable       = envelope.CodeResultUnstorable
 	KeyToolTimeout            = "tool_timeout"
 	KeyToolUncertain          = "tool_uncertain"
 	KeyAwaitTimeout           = "await_timeout"
@@ -151,8 +156,8 @@ const (
 	CodeToolInputTooLarge          = "tool_input_too_large"
 	CodeInvalidToolRoute           = "invalid_tool_route"
 	CodeRunnerTargetRequired       = "runner_target_required"
-	CodeRunnerNotEligible          = "runner_not_eligible"
-	CodeToolNotServed              = "tool_not_served"
+	CodeRunnerNotEligible          = refusal.CodeRunnerNotEligible
+	CodeToolNotServed              = refusal.CodeToolNotServed
 	CodeInvalidTimeoutMS           = "invalid_timeout_ms"
 	CodeInvalidToolCallID          = "invalid_tool_call_id"
 	CodeInvalidOnFailure           = "invalid_on_failure"
@@ -164,7 +169,7 @@ const (
 	CodeInvalidApprovalMode        = "invalid_approval_mode"
 	CodeInvalidApprovalRules       = "invalid_approval_rules"
 	CodeInvalidPromptMechanism     = "invalid_prompt_mechanism"
-	CodeToolNotDeclared            = "tool_not_declared"
+	CodeToolNotDeclared            = refusal.CodeToolNotDeclared
 	CodeUnknownModel               = "unknown_model"
 	CodeModelCapabilityUnavailable = "model_capability_unavailable"
 )

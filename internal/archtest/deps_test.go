@@ -59,9 +59,13 @@ func under(path, prefix string) bool {
 	return path == prefix || strings.HasPrefix(path, prefix+"/")
 }
 
-// rule says which module packages a package (matched by prefix) may depend on, transitively.
+// rule says which module packages one package may depend on, transitively (a package's own
+// subpackages are always allowed). pkg is a package path, or a tree "x/..." that covers x and
+// every package under it; a package takes the exact rule when there is one, else the longest
+// tree. Every package of the module must have a rule: a new package without one fails
+// TestEveryPackageHasARule until its place in the direction below is stated here.
 type rule struct {
-	from  string
+	pkg   string
 	allow func(dep string) bool
 	why   string
 }
@@ -77,46 +81,143 @@ func anyOf(prefixes ...string) func(string) bool {
 	}
 }
 
+// except allows every module package but the denied trees.
+func except(denied ...string) func(string) bool {
+	deny := anyOf(denied...)
+	return func(dep string) bool { return !deny(dep) }
+}
+
+// The SDK's chain, root first: jsonwire ← announce ← plugin (and the internal shims) ← memory ←
+// toolprovider; the client and the runner beside it on announce.
+var (
+	sdkJSON     = []string{"sdk/jsonwire"}
+	sdkAnnounce = append([]string{"sdk/announce"}, sdkJSON...)
+	sdkPlugin   = append([]string{"sdk/plugin", "sdk/internal"}, sdkAnnounce...)
+	sdkMemory   = append([]string{"sdk/memory"}, sdkPlugin...)
+	sdkToolProv = append([]string{"sdk/toolprovider"}, sdkMemory...)
+	coreLeaves  = append([]string{"core/refusal"}, sdkJSON...)
+	coreStore   = []string{"core/store", "internal/memo"}
+	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/identity", "core/memory", "core/model",
+		"core/profiles", "core/projection", "core/registry", "core/uploads"}, coreLeaves...), coreStore...), sdkMemory...)
+	binariesAndUp = []string{"cmd", "internal/cli", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"}
+)
+
+func plus(base []string, more ...string) []string {
+	return append(append([]string(nil), base...), more...)
+}
+
 var rules = []rule{
-	{"sdk/announce", anyOf(), "announce imports nothing from the module: it is the root of the SDK"},
-	{"sdk/plugin", anyOf("sdk/announce", "sdk/internal"), "sdk/plugin builds on announce alone"},
-	{"sdk/memory", anyOf("sdk/announce", "sdk/plugin", "sdk/memory", "sdk/internal"), "sdk/memory builds on announce and plugin; its conformance kit on sdk/memory itself"},
-	{"sdk/toolprovider", anyOf("sdk/announce", "sdk/plugin", "sdk/memory", "sdk/toolprovider", "sdk/internal"), "toolprovider is the top of the SDK chain; its kit builds on it"},
-	{"sdk", anyOf("sdk"), "a plugin author needs sdk alone"},
-	{"providers", anyOf("sdk"), "providers build against the SDK only"},
-	{"plugins", anyOf("sdk"), "the plugin host drives the executor plane through an interface it declares"},
-	{"core/registry", anyOf("sdk/announce"), "the registry imports no other core package"},
+	// The SDK: a plugin author needs sdk alone.
+	{"sdk/jsonwire", anyOf(), "the JSON toolkit is the root of the SDK: it imports nothing from the module"},
+	{"sdk/announce", anyOf(sdkJSON...), "announce builds on the JSON toolkit alone"},
+	{"sdk/plugin", anyOf(sdkAnnounce...), "sdk/plugin builds on announce alone"},
+	{"sdk/internal/...", anyOf(sdkPlugin...), "the gRPC shims and generated code sit under the kinds, on plugin and announce"},
+	{"sdk/memory", anyOf(sdkMemory...), "sdk/memory builds on announce and plugin"},
+	{"sdk/memory/memorytest", anyOf(sdkMemory...), "the memory conformance kit builds on sdk/memory"},
+	{"sdk/toolprovider", anyOf(sdkToolProv...), "toolprovider is the top of the SDK chain"},
+	{"sdk/toolprovider/toolprovidertest", anyOf(sdkToolProv...), "the tool-provider kit builds on toolprovider"},
+	{"sdk/client", anyOf(sdkAnnounce...), "the Go client of the agent API needs announce's types only"},
+	{"sdk/runner", anyOf(plus(sdkAnnounce, "sdk/client")...), "the runner is a client of the executor plane"},
+	// Plugins and the binaries they ship.
+	{"providers/memory-fs", anyOf(sdkMemory...), "providers build against the SDK only"},
+	{"providers/memory-postgres", anyOf(sdkMemory...), "providers build against the SDK only"},
+	{"providers/tools-example", anyOf(sdkToolProv...), "providers build against the SDK only"},
+	{"providers/mcp-bridge", anyOf(sdkToolProv...), "the MCP bridge is a tool provider on the SDK (and the MCP Go SDK)"},
+	{"providers/mcp-bridge/mcpbridgetest", anyOf(plus(sdkToolProv, "providers/mcp-bridge")...), "the bridge's test servers build on the bridge and the SDK"},
+	{"plugins", anyOf(sdkToolProv...), "the plugin host drives the executor plane through an interface it declares"},
+	{"cmd/nexus", except("cmd", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"), "the server binary wires the CLI"},
+	{"cmd/nexus-memory-fs", anyOf(plus(sdkMemory, "providers/memory-fs")...), "a plugin binary wires its provider and the SDK"},
+	{"cmd/nexus-memory-postgres", anyOf(plus(sdkMemory, "providers/memory-postgres")...), "a plugin binary wires its provider and the SDK"},
+	{"cmd/nexus-tools-example", anyOf(plus(sdkToolProv, "providers/tools-example")...), "a plugin binary wires its provider and the SDK"},
+	{"cmd/nexus-mcp-bridge", anyOf(plus(sdkToolProv, "providers/mcp-bridge")...), "a plugin binary wires its provider and the SDK"},
+	// The edges of core.
 	{"core/refusal", anyOf(), "refusals are a leaf every service may use"},
-	{"core/canonjson", anyOf(), "canonical JSON is a leaf every package may use"},
-	{"core/model", anyOf("core/model", "core/refusal", "core/canonjson"), "the model layer is a leaf that runs, kernel and httpapi all use"},
-	{"core/approval", anyOf("sdk/announce/jsonwire"), "the approval rule grammar is a leaf the run door and the profile share"},
-	{"core/envelope", anyOf("core/refusal", "sdk/announce/jsonwire"), "the result envelope stands alone, on the JSON walker it shares with the announcement validator"},
-	{"core/declare", anyOf("core/registry", "core/refusal", "sdk/announce"), "the compiler needs only the registry"},
-	{"core/projection", anyOf("core/declare", "core/registry", "core/refusal", "sdk/announce"), "projection is pure over declare and registry"},
-	{"core/runs", func(dep string) bool {
-		return !under(dep, "core/conversations") && !under(dep, "core/kernel") && !under(dep, "core/executors") && !under(dep, "core/httpapi") && !under(dep, "core/server")
-	}, "runs is the engine: it defines the interfaces kernel and executors fill, and conversations builds on it"},
-	{"core/conversations", func(dep string) bool {
-		return !under(dep, "core/kernel") && !under(dep, "core/executors") && !under(dep, "core/httpapi") && !under(dep, "core/server")
-	}, "conversations builds on the engine; the kernel's tools call it, never the other way"},
-	{"core/store", anyOf("core/store", "internal/memo"), "the store holds no business rule: it builds on nothing of the module but the bounded memo"},
+	{"core/registry", anyOf(sdkAnnounce...), "the registry imports no other core package"},
+	{"core/declare", anyOf(plus(sdkAnnounce, "core/registry", "core/refusal")...), "the compiler needs only the registry (and the JSON toolkit)"},
+	{"core/declare/declaretest", anyOf(plus(sdkAnnounce, "core/declare", "core/registry", "core/refusal")...), "the compiler's fixtures build on the compiler"},
+	{"core/projection", anyOf(plus(sdkAnnounce, "core/declare", "core/registry", "core/refusal")...), "projection is pure over declare and registry"},
+	{"core/envelope", anyOf(plus(sdkJSON, "core/refusal")...), "the result envelope stands alone on the JSON toolkit"},
+	{"core/approval", anyOf(sdkJSON...), "the approval rule grammar is a leaf the run door and the profile share"},
+	{"core/model/...", anyOf(plus(coreLeaves, "core/model")...), "the model layer and its adapters import no other core package"},
+	{"core/store", anyOf("internal/memo"), "the store holds no business rule: it builds on nothing of the module but the bounded memo"},
+	{"core/store/storetest", anyOf(coreStore...), "the store's test kit builds on the store"},
+	{"internal/memo", anyOf(), "the bounded memo is a leaf"},
+	// The middle, bottom up.
+	{"core/identity", anyOf(plus(coreLeaves, coreStore...)...), "identity reads the store and refuses; it knows no run"},
+	{"core/memory", anyOf(plus(plus(coreLeaves, coreStore...), sdkMemory...)...), "kernel memory is a memory.Provider over the store; it knows no run"},
+	{"core/uploads", anyOf(plus(plus(coreLeaves, coreStore...), "core/envelope", "core/identity")...), "uploads sit on the store, the envelope and identity; they know no run"},
+	{"core/profiles", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model")...), "agent profiles compile declarations and store them; they know no run"},
+	{"core/profiles/profilestest", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model", "core/profiles")...), "the profiles' fixtures build on profiles"},
+	{"core/runs", anyOf(runsBelow...), "runs defines the interfaces kernel, conversations and executors fill; it imports none of them"},
+	{"core/conversations", anyOf(plus(runsBelow, "core/runs")...), "conversations are built on runs' transaction API"},
+	{"core/kernel", anyOf(plus(runsBelow, "core/runs", "core/conversations")...), "kernel tools run on runs (and conversations); the executor plane and HTTP are above them"},
+	{"core/executors", anyOf(plus(plus(runsBelow, sdkToolProv...), "core/runs", "plugins")...), "the executor plane is built on runs and fills the plugin host's interface"},
+	{"core/httpapi", except(plus(binariesAndUp, "core/server")...), "the doors sit on the services; only wiring and binaries are above them"},
+	{"core/server", except(binariesAndUp...), "the server wires every service; only the CLI and the binaries are above it"},
+	// The CLI and the test-only trees.
+	{"internal/cli", except("cmd", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"), "the CLI wires the server and the client; only binaries and tests are above it"},
+	{"internal/testserver", except("cmd", "internal/e2e", "internal/readmetest", "internal/archtest"), "the test server starts the real server for the tests above it"},
+	{"internal/e2e", anyOf(), "a test-only package: its package code imports nothing of the module"},
+	{"internal/readmetest", anyOf(), "a test-only package: its package code imports nothing of the module"},
+	{"internal/archtest", anyOf(), "a test-only package: its package code imports nothing of the module"},
+}
+
+// ruleFor is the package's rule: the exact one, else the longest tree that covers it.
+func ruleFor(path string) (rule, bool) {
+	var best rule
+	found := false
+	for _, r := range rules {
+		if r.pkg == path {
+			return r, true
+		}
+		if tree, ok := strings.CutSuffix(r.pkg, "/..."); ok && under(path, tree) && (!found || len(tree) > len(strings.TrimSuffix(best.pkg, "/..."))) {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
+func TestEveryPackageHasARule(t *testing.T) {
+	t.Parallel()
+	for path := range listPackages(t) {
+		if _, ok := ruleFor(path); !ok {
+			t.Errorf("%s has no dependency rule: state what it may import in rules (internal/archtest/deps_test.go)", path)
+		}
+	}
+}
+
+func TestRuleForPicksTheMostSpecific(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string]string{
+		"core/model":           "core/model/...",
+		"core/model/openai":    "core/model/...",
+		"core/store":           "core/store",
+		"core/store/storetest": "core/store/storetest",
+		"sdk/internal/wire":    "sdk/internal/...",
+	} {
+		if r, ok := ruleFor(path); !ok || r.pkg != want {
+			t.Errorf("%s takes rule %q, want %q", path, r.pkg, want)
+		}
+	}
+	if _, ok := ruleFor("core/newpackage"); ok {
+		t.Error("a package nobody stated has a rule")
+	}
 }
 
 func TestDependencyDirection(t *testing.T) {
 	t.Parallel()
 	pkgs := listPackages(t)
 	for path, p := range pkgs {
-		for _, r := range rules {
-			if !under(path, r.from) {
+		r, ok := ruleFor(path)
+		if !ok {
+			continue // TestEveryPackageHasARule reports it
+		}
+		for _, dep := range own(p) {
+			if under(dep, path) {
 				continue
 			}
-			for _, dep := range own(p) {
-				if under(dep, path) {
-					continue
-				}
-				if !r.allow(dep) {
-					t.Errorf("%s depends on %s: %s", path, dep, r.why)
-				}
+			if !r.allow(dep) {
+				t.Errorf("%s depends on %s: %s", path, dep, r.why)
 			}
 		}
 	}

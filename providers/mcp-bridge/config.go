@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/sdk/announce"
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 

@@ -9,7 +9,7 @@
 // this table, and the HTTP announcement door and the plugin host call the same validation, so
 // a plugin author who imports only this SDK agrees with the kernel on what a kernel name is and
 // on what an announcement may say. The package imports nothing from the rest of the project
-// but its own JSON walker (sdk/announce/jsonwire, which the kernel's result envelope shares)
+// but its own JSON walker (sdk/jsonwire, which the kernel's result envelope shares)
 // and only the standard library (it stays light for plugin authors: input schemas are checked
 // for shape, never compiled), it stores nothing and knows no transport, and it never derives
 // a wire name from a canonical one: both spellings are stored side by side.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"sort"
 
-	"github.com/nexuskernel/nexus/sdk/announce/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // ParseEffectProfile decodes an effect profile from JSON strictly: an object with exactly the

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/nexuskernel/nexus/core/canonjson"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Body is a request body under construction: compact JSON, HTML escaping off, fields in the
@@ -13,7 +13,7 @@ import (
 type Body struct{ B []byte }
 
 // String appends a JSON string.
-func (b *Body) String(s string) { b.B = canonjson.AppendString(b.B, s) }
+func (b *Body) String(s string) { b.B = jsonwire.AppendString(b.B, s) }
 
 // Raw appends bytes that already are JSON.
 func (b *Body) Raw(s string) { b.B = append(b.B, s...) }
@@ -47,7 +47,7 @@ func (b *Body) Key(name string) {
 	if n := len(b.B); n > 0 && b.B[n-1] != '{' && b.B[n-1] != '[' {
 		b.B = append(b.B, ',')
 	}
-	b.B = canonjson.AppendString(b.B, name)
+	b.B = jsonwire.AppendString(b.B, name)
 	b.B = append(b.B, ':')
 }
 

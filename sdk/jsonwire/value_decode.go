@@ -1,43 +1,21 @@
-package jsonv
+package jsonwire
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
-
-// MaxDepth bounds nesting. It matches encoding/json's limit, so anything the HTTP body decoder
-// accepted decodes here too, and nothing deeper can exhaust the stack.
-const MaxDepth = 10000
-
-// SyntaxError reports where a document stops being JSON.
-type SyntaxError struct {
-	Offset int
-	msg    string
-}
-
-func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("jsonv: %s at byte %d", e.msg, e.Offset)
-}
-
-// ErrSyntax matches every *SyntaxError with errors.Is.
-var ErrSyntax = errors.New("jsonv: syntax error")
-
-// Is makes errors.Is(err, ErrSyntax) true for a *SyntaxError.
-func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
 
 // Decode parses exactly one JSON value (surrounding whitespace allowed). Objects keep their
 // members in document order, repeated keys included (HasDuplicateKeys finds them); numbers keep
 // their literal text. Bytes that are not UTF-8 and unpaired surrogate escapes become U+FFFD, as
 // encoding/json does, so every decoded string is valid UTF-8.
 func Decode(data []byte) (Value, error) {
-	return DecodeString(string(data))
+	return DecodeText(string(data))
 }
 
-// DecodeString is Decode over a string. Decoded strings without escapes share its memory.
-func DecodeString(src string) (Value, error) {
+// DecodeText is Decode over a string. Decoded strings without escapes share its memory.
+func DecodeText(src string) (Value, error) {
 	d := decoder{src: src}
 	d.space()
 	v, err := d.value(0)
@@ -56,7 +34,7 @@ type decoder struct {
 	pos int
 }
 
-func (d *decoder) fail(msg string) error { return &SyntaxError{Offset: d.pos, msg: msg} }
+func (d *decoder) fail(msg string) error { return &SyntaxError{Offset: d.pos, Reason: msg} }
 
 func (d *decoder) space() {
 	for d.pos < len(d.src) {
@@ -113,7 +91,7 @@ func (d *decoder) literal(word string) error {
 func (d *decoder) object(depth int) (Value, error) {
 	d.pos++ // {
 	d.space()
-	members := []Member{}
+	members := []Field{}
 	if d.pos < len(d.src) && d.src[d.pos] == '}' {
 		d.pos++
 		return Value{kind: ObjectKind, members: members}, nil
@@ -137,7 +115,7 @@ func (d *decoder) object(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		members = append(members, Member{Key: key, Value: v})
+		members = append(members, Field{Key: key, Value: v})
 		d.space()
 		if d.pos >= len(d.src) {
 			return Value{}, d.fail("unexpected end")

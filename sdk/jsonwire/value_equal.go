@@ -1,16 +1,16 @@
-package jsonv
+package jsonwire
 
 import (
 	"math/big"
 	"strings"
 )
 
-// Equal compares two values as the declaration rules define equality: objects have the same
+// EqualValues compares two values as the declaration rules define equality: objects have the same
 // key set and equal values (order ignored), arrays are equal element by element, strings by
 // exact content, numbers by numeric value (1 equals 1.0 and 1e0), and true, false and null by
 // identity. An object that repeats a key is compared by its first occurrence of each key and
 // its member count.
-func Equal(a, b Value) bool {
+func EqualValues(a, b Value) bool {
 	if a.kind != b.kind {
 		return false
 	}
@@ -28,7 +28,7 @@ func Equal(a, b Value) bool {
 			return false
 		}
 		for i := range a.items {
-			if !Equal(a.items[i], b.items[i]) {
+			if !EqualValues(a.items[i], b.items[i]) {
 				return false
 			}
 		}
@@ -40,13 +40,13 @@ func Equal(a, b Value) bool {
 		for i, m := range a.members {
 			// Same order is the common case: compare pairwise before searching.
 			if i < len(b.members) && b.members[i].Key == m.Key {
-				if !Equal(m.Value, b.members[i].Value) {
+				if !EqualValues(m.Value, b.members[i].Value) {
 					return false
 				}
 				continue
 			}
 			other, ok := b.Get(m.Key)
-			if !ok || !Equal(m.Value, other) {
+			if !ok || !EqualValues(m.Value, other) {
 				return false
 			}
 		}

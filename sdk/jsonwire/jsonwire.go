@@ -22,6 +22,9 @@ type Facts struct {
 	// Unstorable: some string (key or value) holds U+0000, an unpaired surrogate escape or
 	// bytes that are not UTF-8, none of which PostgreSQL's text and jsonb can keep.
 	Unstorable bool
+	// HugeNumber: some number lies outside the double-precision range, so it has no shortest
+	// round-trip form; Canonical keeps its literal, CanonicalValue refuses it.
+	HugeNumber bool
 }
 
 // ErrSyntax matches every syntax error (each a *SyntaxError): the input is not exactly one JSON
@@ -33,9 +36,14 @@ var ErrSyntax = errors.New("not one JSON value")
 type SyntaxError struct {
 	// Offset is the byte offset, from the start of the input, at which the walk stopped.
 	Offset int
+	// Reason says what was wrong there, when the reader knows ("" for a walk).
+	Reason string
 }
 
 func (e *SyntaxError) Error() string {
+	if e.Reason != "" {
+		return "not one JSON value: " + e.Reason + " at byte " + strconv.Itoa(e.Offset)
+	}
 	return "not one JSON value: syntax error at byte " + strconv.Itoa(e.Offset)
 }
 
@@ -420,9 +428,28 @@ func (w *walker) number() ([]byte, error) {
 		return nil, w.syntaxError()
 	}
 	if !w.emit {
+		if mayBeHuge(lit) && !finite(lit) {
+			w.facts.HugeNumber = true
+		}
 		return nil, nil
 	}
-	return canonicalNumber(lit), nil
+	return w.canonicalNumber(lit), nil
+}
+
+// maxPlainDigits is the longest literal without an exponent that can still be a double: the
+// largest double, written out, has 309 digits.
+const maxPlainDigits = 309
+
+// mayBeHuge is a cheap pre-check: only an exponent or a long digit run puts a number past the
+// double range, so a scan parses nothing else.
+func mayBeHuge(lit []byte) bool {
+	return len(lit) > maxPlainDigits || bytes.ContainsAny(lit, "eE")
+}
+
+// finite reports whether the literal has a double value.
+func finite(lit []byte) bool {
+	f, err := strconv.ParseFloat(string(lit), 64)
+	return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 }
 
 // NonNegativeInteger decodes a JSON integer literal of at least zero that fits an int64: no
@@ -477,59 +504,67 @@ func ValidNumber(s []byte) bool {
 	return i == len(s)
 }
 
-// canonicalNumber writes a number in its shortest round-trip form, with the exponent
-// thresholds ECMAScript uses (as encoding/json does). Negative zero is 0.
-func canonicalNumber(lit []byte) []byte {
+// canonicalNumber writes a number in its shortest round-trip form (AppendNumber); a literal
+// with no double value is kept as written and noted.
+func (w *walker) canonicalNumber(lit []byte) []byte {
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		w.facts.HugeNumber = true
 		return append([]byte(nil), lit...)
 	}
-	if f == 0 {
-		return []byte("0")
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
-		format = 'e'
-	}
-	b := strconv.AppendFloat(nil, f, format, -1, 64)
-	if format == 'e' {
-		// 1e-07 -> 1e-7
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
+	return AppendNumber(nil, f)
 }
 
-// AppendString writes s as a JSON string with minimal escapes: the quote, the backslash and
-// control characters only.
-func AppendString(out []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	out = append(out, '"')
-	for i := 0; i < len(s); i++ {
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string with only the escapes JSON requires: the quote, the
+// backslash, and the control characters below U+0020 (the five with a short form use it, the
+// rest \u00xx in lower-case hex). Everything else, <, >, &, U+2028 and U+2029 included, is
+// written as its UTF-8 bytes; bytes that are not UTF-8 are written as U+FFFD, as a decoder
+// reads them.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			out = append(out, '\\', c)
-		case c >= 0x20:
-			out = append(out, c)
-		case c == '\b':
-			out = append(out, '\\', 'b')
-		case c == '\f':
-			out = append(out, '\\', 'f')
-		case c == '\n':
-			out = append(out, '\\', 'n')
-		case c == '\r':
-			out = append(out, '\\', 'r')
-		case c == '\t':
-			out = append(out, '\\', 't')
-		default:
-			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = utf8.AppendRune(b, utf8.RuneError)
+			i++
+			start = i
+			continue
+		}
+		i += size
 	}
-	return append(out, '"')
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // Scan checks that raw is one JSON value and gathers its facts without re-encoding it.
@@ -691,8 +726,19 @@ func (w *walker) end() error {
 // QuotedLen is len(AppendString(nil, s)).
 func QuotedLen(s string) int {
 	n := 2
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				n += utf8.RuneLen(utf8.RuneError)
+			} else {
+				n += size
+			}
+			i += size
+			continue
+		}
+		switch {
 		case c == '"' || c == '\\':
 			n += 2
 		case c >= 0x20:
@@ -702,6 +748,7 @@ func QuotedLen(s string) int {
 		default:
 			n += 6
 		}
+		i++
 	}
 	return n
 }

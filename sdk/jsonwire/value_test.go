@@ -1,4 +1,4 @@
-package jsonv
+package jsonwire
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ func TestRoundTrip(t *testing.T) {
 		`[]`:                                                       `[]`,
 		`""`:                                                       `""`,
 	} {
-		v, err := DecodeString(in)
+		v, err := DecodeText(in)
 		if err != nil {
 			t.Errorf("%s: %v", in, err)
 			continue
@@ -49,7 +49,7 @@ func TestDecodeRefuses(t *testing.T) {
 		`"\ud800\u12"`,
 		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1),
 	} {
-		if _, err := DecodeString(in); err == nil || !errors.Is(err, ErrSyntax) {
+		if _, err := DecodeText(in); err == nil || !errors.Is(err, ErrSyntax) {
 			t.Errorf("%q decoded (err %v)", in, err)
 		}
 		if json.Valid([]byte(in)) {
@@ -57,13 +57,13 @@ func TestDecodeRefuses(t *testing.T) {
 		}
 	}
 	deep := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
-	if _, err := DecodeString(deep); err != nil {
+	if _, err := DecodeText(deep); err != nil {
 		t.Errorf("depth %d refused: %v", MaxDepth, err)
 	}
 }
 
 // TestEqual: key order ignored, numbers by value, everything else exact.
-func TestEqual(t *testing.T) {
+func TestEqualValues(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		a, b string
@@ -90,8 +90,8 @@ func TestEqual(t *testing.T) {
 		{`{}`, `[]`, false},
 	} {
 		a, b := mustDecode(t, tc.a), mustDecode(t, tc.b)
-		if Equal(a, b) != tc.eq || Equal(b, a) != tc.eq {
-			t.Errorf("Equal(%s, %s) != %v", tc.a, tc.b, tc.eq)
+		if EqualValues(a, b) != tc.eq || EqualValues(b, a) != tc.eq {
+			t.Errorf("EqualValues(%s, %s) != %v", tc.a, tc.b, tc.eq)
 		}
 	}
 }
@@ -131,7 +131,7 @@ func TestValueEditing(t *testing.T) {
 
 func mustDecode(t *testing.T, s string) Value {
 	t.Helper()
-	v, err := DecodeString(s)
+	v, err := DecodeText(s)
 	if err != nil {
 		t.Fatalf("%s: %v", s, err)
 	}

@@ -1,4 +1,4 @@
-package jsonv
+package jsonwire
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(again.Encode(), enc) {
 			t.Fatalf("not a fixed point:\n%q\n%q", enc, again.Encode())
 		}
-		if !Equal(v, again) {
+		if !EqualValues(v, again) {
 			t.Fatal("a value is not Equal to its own round trip")
 		}
 		var a, b any

@@ -1,14 +1,13 @@
-package canonjson
+package jsonwire
 
 import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
 )
 
-func TestCanonicalize(t *testing.T) {
+func TestCanonicalValue(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name, in, want string
@@ -41,20 +40,20 @@ func TestCanonicalize(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := Canonicalize([]byte(c.in))
+			got, err := CanonicalValue([]byte(c.in))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != c.want {
-				t.Errorf("Canonicalize(%s) = %s, want %s", c.in, got, c.want)
+				t.Errorf("CanonicalValue(%s) = %s, want %s", c.in, got, c.want)
 			}
 		})
 	}
 }
 
-func TestCanonicalizeInvalidUTF8(t *testing.T) {
+func TestCanonicalValueInvalidUTF8(t *testing.T) {
 	t.Parallel()
-	got, err := Canonicalize([]byte("\"a\xffb\""))
+	got, err := CanonicalValue([]byte("\"a\xffb\""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,49 +66,29 @@ func TestCanonicalizeInvalidUTF8(t *testing.T) {
 	}
 }
 
-func TestCanonicalizeRefuses(t *testing.T) {
+func TestCanonicalValueRefuses(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{``, `   `, `{`, `{"a":}`, `[1,]`, `nul`, `1 2`, `{} x`, `"abc`} {
-		if got, err := Canonicalize([]byte(in)); err == nil {
-			t.Errorf("Canonicalize(%q) = %s, want an error", in, got)
+		if got, err := CanonicalValue([]byte(in)); err == nil {
+			t.Errorf("CanonicalValue(%q) = %s, want an error", in, got)
 		}
 	}
-	_, err := Canonicalize([]byte(`1 2`))
-	if !errors.Is(err, ErrTrailingData) {
+	_, err := CanonicalValue([]byte(`1 2`))
+	if !errors.Is(err, ErrSyntax) {
 		t.Errorf("trailing value: got %v", err)
 	}
 }
 
-func TestCanonicalizeNumberOutOfRange(t *testing.T) {
+func TestCanonicalValueRefusesHugeNumbers(t *testing.T) {
 	t.Parallel()
-	_, err := Canonicalize([]byte(`{"b":[1,{"c":-1e400}],"a":1}`))
-	var ne *NumberError
-	if !errors.As(err, &ne) {
-		t.Fatalf("got %v, want a *NumberError", err)
+	in := []byte(`{"b":[1,{"c":-1e400}],"a":1}`)
+	if _, err := CanonicalValue(in); !errors.Is(err, ErrHugeNumber) {
+		t.Fatalf("got %v, want ErrHugeNumber", err)
 	}
-	if ne.Path != "$.b[1].c" || ne.Literal != "-1e400" {
-		t.Errorf("got path %q literal %q", ne.Path, ne.Literal)
-	}
-	if !strings.Contains(ne.Error(), "$.b[1].c") {
-		t.Errorf("message %q does not name the path", ne.Error())
-	}
-}
-
-func TestMarshal(t *testing.T) {
-	t.Parallel()
-	type inner struct {
-		Z string  `json:"z"`
-		A float64 `json:"a"`
-	}
-	got, err := Marshal(map[string]any{"k": inner{Z: "<&>", A: 2.50}, "a": []int{3, 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"a":[3,1],"k":{"a":2.5,"z":"<&>"}}`; string(got) != want {
-		t.Errorf("got %s, want %s", got, want)
-	}
-	if _, err := Marshal(func() {}); err == nil {
-		t.Error("a function marshalled")
+	// Canonical, which measures what the store accepts, keeps the literal and notes it.
+	out, facts, err := Canonical(in)
+	if err != nil || !facts.HugeNumber || string(out) != `{"a":1,"b":[1,{"c":-1e400}]}` {
+		t.Fatalf("Canonical = %s, %+v, %v", out, facts, err)
 	}
 }
 
@@ -141,21 +120,21 @@ func TestEqual(t *testing.T) {
 	}
 }
 
-// FuzzCanonicalize checks that canonical output is valid JSON holding the same value, and that
+// FuzzCanonicalValue checks that canonical output is valid JSON holding the same value, and that
 // canonicalizing it again changes nothing.
-func FuzzCanonicalize(f *testing.F) {
+func FuzzCanonicalValue(f *testing.F) {
 	for _, s := range []string{`{"b":1,"a":[true,null,"x"]}`, `"\u2028<>&"`, `1e-7`, `-0`, `{"a":{"a":{}}}`, `[1.5e300,2]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, err := Canonicalize(data)
+		out, err := CanonicalValue(data)
 		if err != nil {
 			return
 		}
 		if !json.Valid(out) {
 			t.Fatalf("invalid output %q from %q", out, data)
 		}
-		again, err := Canonicalize(out)
+		again, err := CanonicalValue(out)
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("not idempotent: %q then %q (%v)", out, again, err)
 		}

@@ -1,4 +1,4 @@
-package jsonv
+package jsonwire
 
 // Kind is the JSON type of a Value.
 type Kind uint8
@@ -31,11 +31,11 @@ type Value struct {
 	// s is a string's content or a number's literal text.
 	s       string
 	items   []Value
-	members []Member
+	members []Field
 }
 
-// Member is one key and value of an object, in document order.
-type Member struct {
+// Field is one key and value of an object, in document order.
+type Field struct {
 	Key   string
 	Value Value
 }
@@ -66,15 +66,15 @@ func Array(items ...Value) Value {
 }
 
 // Object returns an object with members in the given order. The slice becomes the Value's own.
-func Object(members ...Member) Value {
+func Object(members ...Field) Value {
 	if members == nil {
-		members = []Member{}
+		members = []Field{}
 	}
 	return Value{kind: ObjectKind, members: members}
 }
 
-// M is shorthand for a Member.
-func M(key string, v Value) Member { return Member{Key: key, Value: v} }
+// M is shorthand for a Field.
+func M(key string, v Value) Field { return Field{Key: key, Value: v} }
 
 // Kind returns the JSON type.
 func (v Value) Kind() Kind { return v.kind }
@@ -101,7 +101,7 @@ func (v Value) NumberText() (string, bool) { return v.s, v.kind == NumberKind }
 func (v Value) Items() []Value { return v.items }
 
 // Members returns an object's members in order. The slice is shared: do not modify it.
-func (v Value) Members() []Member { return v.members }
+func (v Value) Members() []Field { return v.members }
 
 // Len is the number of elements of an array or members of an object.
 func (v Value) Len() int {
@@ -151,7 +151,7 @@ func (v Value) Keys() []string {
 // Set returns a copy of the object with key set to val: replaced in place when present,
 // appended last otherwise.
 func (v Value) Set(key string, val Value) Value {
-	out := make([]Member, len(v.members), len(v.members)+1)
+	out := make([]Field, len(v.members), len(v.members)+1)
 	copy(out, v.members)
 	for i := range out {
 		if out[i].Key == key {
@@ -159,12 +159,12 @@ func (v Value) Set(key string, val Value) Value {
 			return Value{kind: ObjectKind, members: out}
 		}
 	}
-	return Value{kind: ObjectKind, members: append(out, Member{key, val})}
+	return Value{kind: ObjectKind, members: append(out, Field{key, val})}
 }
 
 // Without returns a copy of the object without the members named by keys.
 func (v Value) Without(keys ...string) Value {
-	out := make([]Member, 0, len(v.members))
+	out := make([]Field, 0, len(v.members))
 next:
 	for _, m := range v.members {
 		for _, k := range keys {
@@ -202,7 +202,7 @@ func (v Value) HasDuplicateKeys() bool {
 // repeatsKeyLinear is the member count below which a pairwise scan beats building a set.
 const repeatsKeyLinear = 12
 
-func repeatsKey(ms []Member) bool {
+func repeatsKey(ms []Field) bool {
 	if len(ms) < repeatsKeyLinear {
 		for i := 1; i < len(ms); i++ {
 			for j := 0; j < i; j++ {

@@ -1,0 +1,317 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+	"github.com/nexuskernel/nexus/sdk/client"
+)
+
+// endToEndScript is the mock's two rounds: one call of the runner's tool, then the answer.
+const endToEndScript = "!mock\nround 1\ncall work {\"n\":1}\nround 2\nsay done"
+
+// e2ePollInterval spaces the member's reads of the run while it waits for completed: short
+// next to a round trip through the scheduler, long enough that the reads do not take the
+// server's cores from the work they wait for.
+const e2ePollInterval = 200 * time.Microsecond
+
+// oneToolRun is a standalone run of one model step that the mock answers with one call of the
+// runner's tool, routed to the runner.
+func (p *benchPlane) oneToolRun() map[string]any {
+	tool := map[string]any{"type": "function",
+		"function": map[string]any{"name": "work", "description": "Run work.", "parameters": map[string]any{"type": "object"}},
+		"route":    map[string]any{"kind": "runner", "runner_executor_public_id": p.id, "tool_name": "work"}}
+	return map[string]any{"approval_mode": "bypass", "steps": []any{map[string]any{"model": map[string]any{
+		"model": "mock/scripted", "prompt": endToEndScript, "tools": []any{tool}}}}}
+}
+
+// answers are the real answers of one end-to-end run, which the bare handlers send back.
+type answers struct {
+	created, claim, commit, read json.RawMessage
+	key                          string
+}
+
+// endToEnd drives one run through the server: create it, hear the runner's work_available for
+// it, claim and commit the call, and read the run until it is completed. It reports the reads.
+func (p *benchPlane) endToEnd(ctx context.Context, body json.RawMessage, stream *client.EventStream, keep *answers) (int, error) {
+	created, err := p.admin.CreateRun(ctx, "default", body, "")
+	if err != nil {
+		return 0, err
+	}
+	run := created.Run.PublicID
+	var key string
+	for key == "" {
+		ev, err := stream.Next()
+		if err != nil {
+			return 0, err
+		}
+		if ev.Type == "work_available" && ev.RunPublicID == run {
+			key = ev.TaskKey
+		}
+	}
+	cl, err := p.runner.ClaimWork(ctx, run, key)
+	if err != nil {
+		return 0, err
+	}
+	res, err := p.runner.Commit(ctx, run, key, cl.Claim.ClaimToken, &client.Result{Content: "done"})
+	if err != nil {
+		return 0, err
+	}
+	if !res.Applied {
+		return 0, fmt.Errorf("commit of %s not applied", run)
+	}
+	for reads := 1; ; reads++ {
+		got, err := p.admin.Run(ctx, "default", run)
+		if err != nil {
+			return reads, err
+		}
+		if got.Run.Status == "completed" {
+			if keep != nil {
+				*keep = answers{created: created.Raw, claim: cl.Raw, commit: res.Raw, read: got.Raw, key: key}
+			}
+			return reads, nil
+		}
+		time.Sleep(e2ePollInterval)
+	}
+}
+
+// bareServer answers the four requests of an end-to-end run with recorded bytes and does
+// nothing else: the HTTP share of the baseline.
+func bareServer(b testing.TB, a answers) *httptest.Server {
+	b.Helper()
+	mux := http.NewServeMux()
+	reply := func(status int, body []byte) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.WriteHeader(status)
+			_, _ = w.Write(body)
+			_, _ = w.Write([]byte("\n"))
+		}
+	}
+	mux.HandleFunc("POST /agent_api/v1/workspaces/{ws}/runs", reply(http.StatusCreated, a.created))
+	mux.HandleFunc("POST /agent_api/v1/executor/inbox/{run}/{key}/claim", reply(http.StatusOK, a.claim))
+	mux.HandleFunc("POST /agent_api/v1/executor/inbox/{run}/{key}/commit", reply(http.StatusOK, a.commit))
+	mux.HandleFunc("GET /agent_api/v1/workspaces/{ws}/runs/{run}", reply(http.StatusOK, a.read))
+	srv := httptest.NewServer(mux)
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// bareHTTP sends the same four requests, with the same clients' encoding and decoding, to the
+// bare handlers.
+func bareHTTP(ctx context.Context, member, runner *client.Client, body json.RawMessage, a answers) error {
+	created, err := member.CreateRun(ctx, "default", body, "")
+	if err != nil {
+		return err
+	}
+	run := created.Run.PublicID
+	cl, err := runner.ClaimWork(ctx, run, a.key)
+	if err != nil {
+		return err
+	}
+	if _, err := runner.Commit(ctx, run, a.key, cl.Claim.ClaimToken, &client.Result{Content: "done"}); err != nil {
+		return err
+	}
+	_, err = member.Run(ctx, "default", run)
+	return err
+}
+
+// rawRun is the SQL of one end-to-end run, written out and run directly: the run and its model
+// task inserted, the model task claimed, sealed and settled with its call's tool row and the
+// continuation, the tool row claimed by the runner and committed (the continuation made
+// runnable), the continuation claimed, sealed and settled with the run, and the run read.
+type rawRun struct {
+	st                *store.Store
+	run               store.Run
+	model, tool, cont store.Task
+	sealed            store.SealedParts
+	executor          string
+}
+
+func newRawRun(b testing.TB, st *store.Store, publicID, executor string) *rawRun {
+	b.Helper()
+	run, tasks := readRun(b, st, publicID)
+	if len(tasks) != 3 {
+		b.Fatalf("the template run has %d rows, want the model task, the tool row and the continuation", len(tasks))
+	}
+	r := &rawRun{st: st, run: *run, model: tasks[0], tool: tasks[1], cont: tasks[2], executor: executor}
+	if r.model.Kind != "model_task" || r.tool.Kind != "tool_task" || r.cont.Kind != "model_task" || r.model.SealedRequestID == nil {
+		b.Fatalf("template rows %s/%s/%s", r.model.Kind, r.tool.Kind, r.cont.Kind)
+	}
+	sealed, err := store.SealedRequest(context.Background(), st.Reader(), *r.model.SealedRequestID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.sealed = sealed
+	for _, t := range []*store.Task{&r.model, &r.tool, &r.cont} {
+		t.ClaimTokenHash, t.ClaimedBy, t.ClaimedAt, t.SealedRequestID, t.ClaimGeneration = nil, nil, nil, nil, 0
+	}
+	// The copies are lowered, a flag the server's own scheduler passes over, so that only this
+	// baseline claims them; the claims below name the same conditions with it set.
+	r.run.Status = "running"
+	r.model.Status, r.tool.Status, r.cont.Status = "running", "dispatched", "waiting"
+	r.model.Lowered, r.tool.Lowered, r.cont.Lowered = true, true, true
+	r.tool.AddressedExecutorPublicID = nil
+	return r
+}
+
+func (r *rawRun) once(ctx context.Context) error {
+	now := time.Now().UnixMilli()
+	run, model := r.run, r.model
+	run.PublicID = store.NewPublicID()
+	err := r.st.Write(ctx, func(tx *store.Tx) error {
+		if err := store.InsertRun(ctx, tx, &run); err != nil {
+			return err
+		}
+		model.RunID = run.ID
+		return store.InsertTask(ctx, tx, &model)
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.claim(ctx, rawModelRunnable, model.ID, kernelClaimant, now); err != nil {
+		return err
+	}
+	tool, cont := r.tool, r.cont
+	tool.RunID, cont.RunID = run.ID, run.ID
+	err = r.st.Write(ctx, func(tx *store.Tx) error {
+		if err := r.settleModel(ctx, tx, model.ID, now); err != nil {
+			return err
+		}
+		if err := store.InsertTask(ctx, tx, &tool); err != nil {
+			return err
+		}
+		return store.InsertTask(ctx, tx, &cont)
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.claim(ctx, rawToolRunnable, tool.ID, `{"executor_public_id":"`+r.executor+`"}`, now); err != nil {
+		return err
+	}
+	err = r.st.Write(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE tasks SET status = 'completed', output = 'done', content = '[{"type":"text","text":"done"}]', is_error = ?, completed_at = ? WHERE id = ? AND status = 'dispatched'`, false, now, tool.ID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE tasks SET status = 'running' WHERE id = ? AND status = 'waiting'`, cont.ID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.claim(ctx, rawModelRunnable, cont.ID, kernelClaimant, now); err != nil {
+		return err
+	}
+	err = r.st.Write(ctx, func(tx *store.Tx) error {
+		if err := r.settleModel(ctx, tx, cont.ID, now); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE runs SET status = 'completed', completed_at = ? WHERE id = ?`, now, run.ID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = store.RunByPublicID(ctx, r.st.Reader(), run.WorkspaceID, run.PublicID)
+	return err
+}
+
+// The baseline's claim conditions: the kernel's and an executor's runnable rows, with the row
+// named, as the scheduler and the claim door name theirs.
+const (
+	rawModelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running' AND t.kind = 'model_task' AND t.id = ?`
+	rawToolRunnable  = `t.status = 'dispatched' AND t.claimed_at IS NULL AND t.lowered = ? AND t.addressed_executor_public_id IS NULL AND t.id = ?`
+	kernelClaimant   = `{"kernel":true}`
+)
+
+func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by string, now int64) error {
+	return r.st.Write(ctx, func(tx *store.Tx) error {
+		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: predicate, Args: []any{true, id}, Limit: 1, Now: now, ClaimedBy: by})
+		if err == nil && len(got) != 1 {
+			err = fmt.Errorf("raw claim of task %d took %d rows", id, len(got))
+		}
+		return err
+	})
+}
+
+func (r *rawRun) settleModel(ctx context.Context, tx *store.Tx, id, now int64) error {
+	sealed, _, err := store.InsertSealed(ctx, tx, id, 1, r.sealed, now)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE tasks SET status = 'completed', sealed_request_id = ?, output = 'done', completed_at = ? WHERE id = ?`, sealed, now, id)
+	return err
+}
+
+// BenchmarkEndToEnd is B12: one run through a runner end to end over HTTP (the create, the
+// mock's round, the runner's claim and commit, the continuation, the run read at completed)
+// against the sum of the same four HTTP requests answered by bare handlers and the SQL of the
+// same run written out and run directly, measured in alternating rounds (paired), one client,
+// b.N runs of each. The parent logs the ratio (goal at most 2x).
+func BenchmarkEndToEnd(b *testing.B) {
+	for _, d := range storetest.Dialects() {
+		b.Run(string(d), func(b *testing.B) {
+			p := newBenchPlane(b, d)
+			ctx := context.Background()
+			stream, err := p.runner.Events(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer stream.Close()
+			body, _ := json.Marshal(p.oneToolRun())
+			var rec answers
+			if _, err := p.endToEnd(ctx, body, stream, &rec); err != nil {
+				b.Fatal(err)
+			}
+			var created struct {
+				Run struct {
+					PublicID string `json:"public_id"`
+				} `json:"run"`
+			}
+			if err := json.Unmarshal(rec.created, &created); err != nil {
+				b.Fatal(err)
+			}
+			raw := newRawRun(b, p.st, created.Run.PublicID, p.id)
+			bare := bareServer(b, rec)
+			member, runner := client.New(bare.URL, "member"), client.New(bare.URL, "runner")
+			var reads, runs int
+			var e2eRate, baseRate float64
+			b.Run("runs", func(b *testing.B) {
+				reads, runs = 0, b.N
+				var e2eTime, baseTime time.Duration
+				for done := 0; done < b.N; done += pairedRound {
+					m := min(pairedRound, b.N-done)
+					e2eTime += timed(b, 1, m, func(int) error {
+						n, err := p.endToEnd(ctx, body, stream, nil)
+						reads += n
+						return err
+					})
+					baseTime += timed(b, 1, m, func(int) error {
+						if err := bareHTTP(ctx, member, runner, body, rec); err != nil {
+							return err
+						}
+						return raw.once(ctx)
+					})
+				}
+				e2eRate, baseRate = float64(b.N)/e2eTime.Seconds(), float64(b.N)/baseTime.Seconds()
+				b.ReportMetric(e2eRate, "e2e-runs/s")
+				b.ReportMetric(baseRate, "base-runs/s")
+				b.ReportMetric(baseRate/e2eRate, "x-base")
+				b.ReportMetric(float64(reads)/float64(b.N), "reads/run")
+			})
+			if e2eRate > 0 {
+				b.Logf("B12 end to end (%s): a run %v, the bare requests plus its SQL %v (%.2fx, goal <= 2); %.1f run reads per run",
+					d, time.Duration(float64(time.Second)/e2eRate), time.Duration(float64(time.Second)/baseRate), baseRate/e2eRate, float64(reads)/float64(runs))
+			}
+		})
+	}
+}
