@@ -411,8 +411,31 @@ func TestExamples(t *testing.T) {
 	}
 }
 
+// envRef finds the env("NAME") references of a settings file.
+var envRef = regexp.MustCompile(`env\("([A-Za-z_][A-Za-z0-9_]*)"\)`)
+
+// exampleSecrets gives every variable a settings file reads with env("NAME") a made-up value, as
+// the operator the example is written for would have set the real one: the server refuses to
+// start on a missing secret, and no provider or MCP server is reached while the test serves.
+func exampleSecrets(t *testing.T, dir, path string) map[string]string {
+	t.Helper()
+	if path == "" {
+		return nil
+	}
+	text, err := os.ReadFile(filepath.Join(dir, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range envRef.FindAllStringSubmatch(string(text), -1) {
+		out[m[1]] = "example-secret-" + strings.ToLower(m[1])
+	}
+	return out
+}
+
 // serveBare starts the clone's server with the settings file path (none when empty) on a fresh
-// data directory and returns its address and data directory.
+// data directory, with made-up values for the secrets it names (exampleSecrets), and returns
+// its address and data directory.
 func serveBare(t *testing.T, dir, path string, d store.Dialect) (*process, string, string) {
 	t.Helper()
 	addr, data := freeAddr(t), t.TempDir()
@@ -423,7 +446,7 @@ func serveBare(t *testing.T, dir, path string, d store.Dialect) (*process, strin
 	if d == store.Postgres {
 		args = append(args, "--database-url", storetest.FreshURL(t, d))
 	}
-	p := start(t, dir, environ(nil), filepath.Join(dir, "bin", "nexus"), args...)
+	p := start(t, dir, environ(exampleSecrets(t, dir, path)), filepath.Join(dir, "bin", "nexus"), args...)
 	waitReady(t, p, addr, readyTimeout)
 	return p, addr, data
 }
