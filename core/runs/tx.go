@@ -116,3 +116,32 @@ func (x *Tx) CheckModel(ref string, hasTools bool) error {
 
 // DefaultModel is the deployment's default model reference.
 func (x *Tx) DefaultModel() string { return x.e.models.Default().Ref }
+
+// InputAttachments checks that every id is one of the actor's own complete uploads (422
+// unknown_input_upload at path[i] otherwise) and answers their descriptors in order, locked until
+// the transaction ends so that a turn posted in it binds them (TurnPost.Attachments).
+func (x *Tx) InputAttachments(ctx context.Context, a *Actor, ids []string, path string) ([]Attachment, error) {
+	return x.e.inputAttachments(ctx, x.Tx, a, ids, path)
+}
+
+// RunDoc is the run's document without its tasks, read in the transaction.
+func (x *Tx) RunDoc(ctx context.Context, r *store.Run) (*RunDoc, error) {
+	return x.e.runDoc(ctx, x.Tx, r, false)
+}
+
+// The engine's reads outside a transaction, for the doors above it.
+
+// Reader is the store's reader the engine's own reads use.
+func (e *Engine) Reader() store.Querier { return e.store.Reader() }
+
+// RunDoc is the run's document without its tasks, read through q.
+func (e *Engine) RunDoc(ctx context.Context, q store.Querier, r *store.Run) (*RunDoc, error) {
+	return e.runDoc(ctx, q, r, false)
+}
+
+// IsPublicID reports whether s has the form of a public id (a lowercase UUID); a door answers
+// not_found for anything else before reading.
+func IsPublicID(s string) bool { return uuidPattern.MatchString(s) }
+
+// FormatMillis is a Unix-millisecond instant in the API's timestamp form (docs/api.md#conventions).
+func FormatMillis(ms int64) string { return formatMillis(ms) }
