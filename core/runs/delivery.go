@@ -307,7 +307,8 @@ func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, 
 // spawn brief or send.
 type TurnPost struct {
 	PublicID string
-	// AuthorKind is "kernel" or "agent"; AuthorPublicID the agent's id ("" for the kernel).
+	// AuthorKind is "kernel", "agent" or "user" (a member's message); AuthorPublicID the
+	// author's id ("" for the kernel).
 	AuthorKind, AuthorPublicID string
 	SenderConversation         *string
 	Text                       string

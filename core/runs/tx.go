@@ -71,9 +71,9 @@ func (x *Tx) LockRow(ctx context.Context, runID, taskID int64) (*store.Run, *sto
 	return run, t, nil
 }
 
-// The engine's operations a kernel call's tools run on its Tx (core/conversations' spawn, send,
-// status and cancel), each the engine's own, so that a turn posted or a request canceled by a
-// tool goes through the same lifecycle and wake-ups as the member doors'.
+// The engine's operations core/conversations runs on a Tx (the spawn, send, status and cancel
+// tools on a kernel call's, the conversation doors on Engine.Write's), each the engine's own, so
+// that a turn posted or a request canceled goes through one lifecycle and its wake-ups.
 
 // Run is the calling run, under its lock, when the Tx settles a kernel call; nil otherwise.
 func (x *Tx) Run() *store.Run { return x.run }
