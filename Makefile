@@ -21,10 +21,10 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## plugins: the three plugin binaries into bin/, beside bin/nexus
+## plugins: the four plugin binaries into bin/, beside bin/nexus
 plugins:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/nexus-memory-fs ./cmd/nexus-memory-postgres ./cmd/nexus-tools-example
+	$(GO) build -o $(BIN)/ ./cmd/nexus-memory-fs ./cmd/nexus-memory-postgres ./cmd/nexus-tools-example ./cmd/nexus-mcp-bridge
 
 # CONFIG is the settings file `make run` serves with: the sample, which starts the two plugins
 # built beside bin/nexus. `make run CONFIG=` serves without a settings file.
@@ -53,10 +53,13 @@ test-unit:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-e2e: the end-to-end suite against the plugin binaries `make plugins` put in bin/ (without
-## NEXUS_PLUGIN_BIN_DIR the suite builds them itself), then README.md and examples/ run in a fresh
+## NEXUS_PLUGIN_BIN_DIR the suite builds them itself), the MCP bridge against the public MCP servers
+## (installed from npm with npm ci at the versions providers/mcp-bridge/mcpbridgetest/npm pins;
+## skipped without node and npm unless NEXUS_TEST_REQUIRE_NPM=1), then README.md and examples/ run in a fresh
 ## clone of HEAD (internal/readmetest, build tag e2e: it compiles the module again, in minutes)
 test-e2e: plugins
 	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -race -count=1 ./internal/e2e/...
+	$(GO) test -tags e2e -race -count=1 -timeout 20m ./providers/mcp-bridge/
 	$(GO) test -tags e2e -count=1 -timeout 40m -v ./internal/readmetest/
 
 ## test-postgres: the whole suite on PostgreSQL too; NEXUS_TEST_POSTGRES_URL names a database the
@@ -95,7 +98,9 @@ FUZZ_TARGETS := \
 	./core/runs:FuzzEscape:20000 \
 	./core/kernel:FuzzToolSearch:7000 \
 	./core/model/openai:FuzzStream:8000 \
-	./core/model/anthropic:FuzzStream:15000
+	./core/model/anthropic:FuzzStream:15000 \
+	./providers/mcp-bridge:FuzzNameMapping:6000 \
+	./providers/mcp-bridge:FuzzResultMapping:5000
 
 # FUZZ_FOR, when set, replaces every target's input count with one -fuzztime (a duration or Nx).
 FUZZ_FOR ?=
@@ -120,7 +125,8 @@ soak:
 
 ## bench: the benchmarks, measured side by side with their baselines (B1 in sdk/memory, B2 and a
 ## re-announcement's host path in plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
-## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic)
+## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic,
+## B15 in providers/mcp-bridge, B16 in internal/e2e)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 

@@ -37,8 +37,8 @@ var (
 	pluginBinErr  error
 )
 
-// pluginBinaries answers the directory of the three plugin binaries.
-func pluginBinaries(t *testing.T) string {
+// pluginBinaries answers the directory of the plugin binaries.
+func pluginBinaries(t testing.TB) string {
 	t.Helper()
 	pluginBinOnce.Do(func() {
 		if d := os.Getenv(pluginBinEnv); d != "" {
@@ -52,7 +52,7 @@ func pluginBinaries(t *testing.T) string {
 		}
 		pluginBinTemp = dir
 		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-			"./cmd/nexus-memory-fs", "./cmd/nexus-memory-postgres", "./cmd/nexus-tools-example")
+			"./cmd/nexus-memory-fs", "./cmd/nexus-memory-postgres", "./cmd/nexus-tools-example", "./cmd/nexus-mcp-bridge")
 		cmd.Dir = filepath.Join("..", "..")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			pluginBinErr = fmt.Errorf("building the plugins: %v\n%s", err, out)

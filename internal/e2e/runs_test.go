@@ -11,13 +11,17 @@ import (
 
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/internal/testserver"
+	"github.com/nexuskernel/nexus/providers/mcp-bridge/mcpbridgetest"
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
+// TestMain serves as a plugin or as the MCP fixture when this binary is started as one (a test
+// server's plugin; the bridge's stdio servers in TestPluginMCPBridge), else runs the suite.
 func TestMain(m *testing.M) {
 	if os.Getenv(e2ePluginEnv) != "" {
 		serveChangingPlugin() // this binary is a plugin of a test's server
 	}
+	mcpbridgetest.MaybeServe()
 	testserver.MainThen(m, removePluginBinaries)
 }
 
