@@ -323,3 +323,27 @@ func TestHistoryBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestPostedToolNames: a message's tool_names are stored on its turn as posted (an empty list
+// stays an empty list) and a message without them stores none; the history reads them back.
+func TestPostedToolNames(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := conversationHarness(t, s, nil)
+		narrowed := h.post(conv, "none of them", `"tool_names":[]`)
+		if narrowed.Turn.ToolNames == nil || len(narrowed.Turn.ToolNames) != 0 {
+			t.Fatalf("posted tool_names [] as %#v", narrowed.Turn.ToolNames)
+		}
+		plain := h.post(conv, "all of them", "")
+		if plain.Turn.ToolNames != nil {
+			t.Fatalf("posted no tool_names as %#v", plain.Turn.ToolNames)
+		}
+		hist, err := h.conv.History(h.ctx, h.actor, conv, 0, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist.Turns) != 2 || hist.Turns[0].ToolNames == nil || hist.Turns[1].ToolNames != nil {
+			t.Fatalf("history tool_names %#v, %#v", hist.Turns[0].ToolNames, hist.Turns[1].ToolNames)
+		}
+	})
+}
