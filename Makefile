@@ -53,12 +53,13 @@ test-unit:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-e2e: the end-to-end suite against the plugin binaries `make plugins` put in bin/ (without
-## NEXUS_PLUGIN_BIN_DIR the suite builds them itself), the MCP bridge against the public MCP servers
+## NEXUS_PLUGIN_BIN_DIR the suite builds them itself; with build tag e2e it adds a nexus server
+## whose plugin block bridges the public server-filesystem), the MCP bridge against the public MCP servers
 ## (installed from npm with npm ci at the versions providers/mcp-bridge/mcpbridgetest/npm pins;
 ## skipped without node and npm unless NEXUS_TEST_REQUIRE_NPM=1), then README.md and examples/ run in a fresh
 ## clone of HEAD (internal/readmetest, build tag e2e: it compiles the module again, in minutes)
 test-e2e: plugins
-	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -race -count=1 ./internal/e2e/...
+	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -tags e2e -race -count=1 ./internal/e2e/...
 	$(GO) test -tags e2e -race -count=1 -timeout 20m ./providers/mcp-bridge/
 	$(GO) test -tags e2e -count=1 -timeout 40m -v ./internal/readmetest/
 
@@ -136,9 +137,9 @@ bench:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./internal/readmetest/
+	$(GO) vet -tags e2e ./internal/readmetest/ ./internal/e2e/
 	$(GO) tool staticcheck ./...
-	$(GO) tool staticcheck -tags e2e ./internal/readmetest/
+	$(GO) tool staticcheck -tags e2e ./internal/readmetest/ ./internal/e2e/
 
 # The plugin protocol's sources and the one protoc that regenerates them. protoc writes its
 # version into every generated header, so regeneration is byte-exact only with this release
