@@ -3,47 +3,21 @@ package memory
 import (
 	"context"
 	"errors"
-	"sync"
 
 	pb "github.com/nexuskernel/nexus/sdk/internal/pb/nexus/plugin/v1"
 	"github.com/nexuskernel/nexus/sdk/internal/wire"
 )
 
-// errNotConfigured answers a store call that arrives before Configure built the store.
-var errNotConfigured = errors.New("memory: plugin is not configured")
-
-// providerSlot holds the Provider that Configure built, shared by the Plugin service and the
-// MemoryProvider service of one process.
-type providerSlot struct {
-	mu sync.RWMutex
-	p  Provider
-}
-
-func (s *providerSlot) get() (Provider, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, errNotConfigured
-	}
-	return s.p, nil
-}
-
-func (s *providerSlot) set(p Provider) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.p = p
-}
-
 // grpcServer is the plugin side of the MemoryProvider service: it only translates between the
 // generated types and the Provider, and carries errors as kinds.
 type grpcServer struct {
 	pb.UnimplementedMemoryProviderServer
-	slot *providerSlot
+	slot *wire.Slot[Provider]
 }
 
 // errorKindOf is the wire kind of a store error; one not configured yet is UNAVAILABLE.
 func errorKindOf(err error) int32 {
-	if errors.Is(err, errNotConfigured) {
+	if errors.Is(err, wire.ErrNotConfigured) {
 		return int32(KindUnavailable)
 	}
 	return int32(KindOf(err))
@@ -52,7 +26,7 @@ func errorKindOf(err error) int32 {
 func toStatus(err error) error { return wire.ToStatus(err, errorKindOf) }
 
 func (s *grpcServer) Ls(ctx context.Context, req *pb.LsRequest) (*pb.LsResponse, error) {
-	p, err := s.slot.get()
+	p, err := s.slot.Get()
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -67,7 +41,7 @@ func (s *grpcServer) Ls(ctx context.Context, req *pb.LsRequest) (*pb.LsResponse,
 }
 
 func (s *grpcServer) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
-	p, err := s.slot.get()
+	p, err := s.slot.Get()
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -82,7 +56,7 @@ func (s *grpcServer) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRes
 }
 
 func (s *grpcServer) Grep(ctx context.Context, req *pb.GrepRequest) (*pb.GrepResponse, error) {
-	p, err := s.slot.get()
+	p, err := s.slot.Get()
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -97,7 +71,7 @@ func (s *grpcServer) Grep(ctx context.Context, req *pb.GrepRequest) (*pb.GrepRes
 }
 
 func (s *grpcServer) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
-	p, err := s.slot.get()
+	p, err := s.slot.Get()
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -112,7 +86,7 @@ func (s *grpcServer) Write(ctx context.Context, req *pb.WriteRequest) (*pb.Write
 }
 
 func (s *grpcServer) Edit(ctx context.Context, req *pb.EditRequest) (*pb.EditResponse, error) {
-	p, err := s.slot.get()
+	p, err := s.slot.Get()
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -127,7 +101,7 @@ func (s *grpcServer) Edit(ctx context.Context, req *pb.EditRequest) (*pb.EditRes
 }
 
 func (s *grpcServer) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
-	p, err := s.slot.get()
+	p, err := s.slot.Get()
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -34,67 +33,39 @@ type Announcer interface {
 
 // Serve runs a memory plugin process: the handshake, protocol major 1, the Plugin and
 // MemoryProvider services over gRPC, and the parent watchdog. It blocks and never returns
-// normally; stdout belongs to go-plugin, and logs go to stderr through plugin.Logger.
+// normally; stdout belongs to go-plugin, and logs go to stderr through plugin.Logger. A store
+// that implements io.Closer is closed before the process exits.
 func Serve(cfg ServeConfig) {
-	logger := plugin.Logger()
-	wire.Serve(plugin.KindMemory, ServerPlugin(cfg), wire.NewCalls(logger), logger, nil)
+	wire.ServerAdapter(memoryKind, cfg.Info, cfg.Configure, plugin.ProtocolMinor).Serve()
 }
 
 // ServerPlugin is the go-plugin adapter a memory plugin serves; Serve uses it, and tests put it
 // in a plugin set to wire an in-process pair (plugin.TestPluginGRPCConn).
 func ServerPlugin(cfg ServeConfig) goplugin.Plugin {
-	return &grpcPlugin{cfg: &cfg}
+	return wire.ServerAdapter(memoryKind, cfg.Info, cfg.Configure, plugin.ProtocolMinor)
 }
 
 // ClientPlugin is the go-plugin adapter the host puts in its plugin set. The dispensed value
 // is a Client: it implements Provider and plugin.Describer.
 func ClientPlugin() goplugin.Plugin {
-	return &grpcPlugin{}
+	return wire.ClientAdapter(memoryKind)
 }
 
-// grpcPlugin implements goplugin.GRPCPlugin for the memory kind.
-type grpcPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	cfg *ServeConfig // nil on the host
-}
-
-// GRPCServer registers the Plugin and MemoryProvider services of one process.
-func (g *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if g.cfg == nil || g.cfg.Configure == nil {
-		return fmt.Errorf("memory: ServeConfig.Configure is required")
-	}
-	info := g.cfg.Info
-	info.Kind = plugin.KindMemory
-	info.ProtocolVersions = []int{plugin.ProtocolMajor}
-	info.ProtocolMinor = plugin.ProtocolMinor
-	slot := &providerSlot{}
-	configure := func(ctx context.Context, cfg plugin.Config) error {
-		p, err := g.cfg.Configure(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		if p == nil {
-			return fmt.Errorf("%w: Configure returned no store", plugin.ErrUnavailable)
-		}
-		slot.set(p)
-		return nil
-	}
-	announceFn := func(ctx context.Context) (announce.Announcement, error) {
-		p, err := slot.get()
-		if err != nil {
-			return announce.Announcement{}, err
-		}
+// memoryKind is what the shared adapter knows of the memory kind: the default announcement and
+// the MemoryProvider service.
+var memoryKind = wire.Kind[Provider]{
+	Kind:    plugin.KindMemory,
+	Package: "memory",
+	Noun:    "store",
+	Announce: func(ctx context.Context, p Provider) (announce.Announcement, error) {
 		if a, ok := p.(Announcer); ok {
 			return a.Announce(ctx)
 		}
 		return KernelAnnouncement(DefaultTimeout), nil
-	}
-	pb.RegisterPluginServer(s, wire.NewPluginServer(info, configure, announceFn))
-	pb.RegisterMemoryProviderServer(s, &grpcServer{slot: slot})
-	return nil
-}
-
-// GRPCClient dispenses the host's Client over the plugin's connection.
-func (g *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return newGRPCClient(conn), nil
+	},
+	Register: func(s *grpc.Server, describer *wire.PluginServer, slot *wire.Slot[Provider], _ int) {
+		pb.RegisterPluginServer(s, describer)
+		pb.RegisterMemoryProviderServer(s, &grpcServer{slot: slot})
+	},
+	Dial: func(conn grpc.ClientConnInterface) any { return newGRPCClient(conn) },
 }

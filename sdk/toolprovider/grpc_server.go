@@ -3,8 +3,6 @@ package toolprovider
 import (
 	"context"
 	"errors"
-	"io"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
@@ -17,41 +15,12 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// errNotConfigured answers a call that arrives before Configure built the provider.
-var errNotConfigured = errors.New("toolprovider: plugin is not configured")
+// providerSlot is the shared adapter's slot with the tool-provider kind's own readings of it.
+type providerSlot wire.Slot[Provider]
 
-// providerSlot holds the Provider Configure built.
-type providerSlot struct {
-	mu sync.RWMutex
-	p  Provider
-}
-
-func (s *providerSlot) get() (Provider, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.p == nil {
-		return nil, errNotConfigured
-	}
-	return s.p, nil
-}
-
-// close closes the provider when it implements io.Closer: the process is about to exit.
-func (s *providerSlot) close(logger hclog.Logger) {
-	s.mu.RLock()
-	p := s.p
-	s.mu.RUnlock()
-	if c, ok := p.(io.Closer); ok {
-		if err := c.Close(); err != nil {
-			logger.Warn("closing the provider failed", "error", err)
-		}
-	}
-}
-
-func (s *providerSlot) set(p Provider) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.p = p
-}
+func (s *providerSlot) get() (Provider, error)    { return (*wire.Slot[Provider])(s).Get() }
+func (s *providerSlot) set(p Provider)            { (*wire.Slot[Provider])(s).Set(p) }
+func (s *providerSlot) close(logger hclog.Logger) { (*wire.Slot[Provider])(s).Close(logger) }
 
 // errorKindOf is the wire kind of a Call error.
 func errorKindOf(err error) int32 {
@@ -60,7 +29,7 @@ func errorKindOf(err error) int32 {
 		return int32(pb.ErrorKind_ERROR_KIND_UNKNOWN_TOOL)
 	case errors.Is(err, ErrOutcomeUnknown):
 		return int32(pb.ErrorKind_ERROR_KIND_OUTCOME_UNKNOWN)
-	case errors.Is(err, errNotConfigured), errors.Is(err, plugin.ErrUnavailable):
+	case errors.Is(err, wire.ErrNotConfigured), errors.Is(err, plugin.ErrUnavailable):
 		return int32(pb.ErrorKind_ERROR_KIND_UNAVAILABLE)
 	case errors.Is(err, plugin.ErrConfigInvalid):
 		return int32(pb.ErrorKind_ERROR_KIND_CONFIG_INVALID)

@@ -2,7 +2,6 @@ package toolprovider
 
 import (
 	"context"
-	"fmt"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -29,9 +28,7 @@ type ServeConfig struct {
 // provider that implements io.Closer is closed before the process exits, on a graceful
 // shutdown and when the host is gone, so one that owns child processes can end them.
 func Serve(cfg ServeConfig) {
-	logger := plugin.Logger()
-	g := newServerPlugin(cfg, plugin.ProtocolMinor)
-	wire.Serve(plugin.KindToolProvider, g, wire.NewCalls(logger), logger, func() { g.slot.close(logger) })
+	newServerPlugin(cfg, plugin.ProtocolMinor).Serve()
 }
 
 // ServerPlugin is the go-plugin adapter a tool-provider plugin serves; Serve uses it, and tests
@@ -47,72 +44,43 @@ func ServerPlugin(cfg ServeConfig) goplugin.Plugin {
 // does), and ErrOutcomeUnknown, which minor 0 does not know, travels as INTERNAL. A minor at or
 // past the current one is the current protocol.
 func ServerPluginAtMinor(cfg ServeConfig, minor int) goplugin.Plugin {
-	return newServerPlugin(cfg, min(max(minor, 0), plugin.ProtocolMinor))
+	return newServerPlugin(cfg, minor)
 }
 
 // ClientPlugin is the go-plugin adapter the host puts in its plugin set. The dispensed value
 // is a Client: it implements Provider and plugin.Describer.
 func ClientPlugin() goplugin.Plugin {
-	return &grpcPlugin{}
+	return wire.ClientAdapter(toolProviderKind)
 }
 
-type grpcPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	cfg *ServeConfig // nil on the host
-	// minor is the protocol minor served; slot holds the provider Configure built.
-	minor int
-	slot  *providerSlot
+func newServerPlugin(cfg ServeConfig, minor int) *wire.Adapter[Provider] {
+	return wire.ServerAdapter(toolProviderKind, cfg.Info, cfg.Configure, minor)
 }
 
-func newServerPlugin(cfg ServeConfig, minor int) *grpcPlugin {
-	return &grpcPlugin{cfg: &cfg, minor: minor, slot: &providerSlot{}}
+// toolProviderKind is what the shared adapter knows of the tool-provider kind: the provider's
+// own announcement and the ToolProvider service of each minor.
+var toolProviderKind = wire.Kind[Provider]{
+	Kind:     plugin.KindToolProvider,
+	Package:  "toolprovider",
+	Noun:     "provider",
+	Announce: func(ctx context.Context, p Provider) (announce.Announcement, error) { return p.Announce(ctx) },
+	Register: registerServices,
+	Dial:     func(conn grpc.ClientConnInterface) any { return newGRPCClient(conn) },
 }
 
-// GRPCServer registers the Plugin and ToolProvider services of one process.
-func (g *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if g.cfg == nil || g.cfg.Configure == nil {
-		return fmt.Errorf("toolprovider: ServeConfig.Configure is required")
-	}
-	info := g.cfg.Info
-	info.Kind = plugin.KindToolProvider
-	info.ProtocolVersions = []int{plugin.ProtocolMajor}
-	info.ProtocolMinor = g.minor
-	slot := g.slot
-	configure := func(ctx context.Context, cfg plugin.Config) error {
-		p, err := g.cfg.Configure(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		if p == nil {
-			return fmt.Errorf("%w: Configure returned no provider", plugin.ErrUnavailable)
-		}
-		slot.set(p)
-		return nil
-	}
-	announceFn := func(ctx context.Context) (announce.Announcement, error) {
-		p, err := slot.get()
-		if err != nil {
-			return announce.Announcement{}, err
-		}
-		return p.Announce(ctx)
-	}
-	describer := wire.NewPluginServer(info, configure, announceFn)
+// registerServices registers the Plugin and ToolProvider services as protocol minor has them.
+func registerServices(s *grpc.Server, describer *wire.PluginServer, ws *wire.Slot[Provider], minor int) {
+	slot := (*providerSlot)(ws)
 	srv := &grpcServer{slot: slot, kindOf: errorKindOf}
-	if g.minor == 0 {
+	if minor == 0 {
 		// The minor-0 service: Call only, and no kind it did not know.
 		desc := pb.ToolProvider_ServiceDesc
 		desc.Streams = nil
 		srv.kindOf = errorKindOfMinor0
 		pb.RegisterPluginServer(s, describer)
 		s.RegisterService(&desc, srv)
-		return nil
+		return
 	}
 	pb.RegisterPluginServer(s, describer.WithRevision(slot.revision))
 	pb.RegisterToolProviderServer(s, srv)
-	return nil
-}
-
-// GRPCClient dispenses the host's Client over the plugin's connection.
-func (g *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return newGRPCClient(conn), nil
 }
