@@ -11,6 +11,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -308,7 +309,7 @@ func (w *walker) key() (string, error) {
 func (w *walker) str(keep bool) (string, error) {
 	w.pos++ // opening quote
 	start := w.pos
-	var b []byte
+	var b strings.Builder
 	escaped := false
 	for {
 		run := w.pos
@@ -320,7 +321,7 @@ func (w *walker) str(keep bool) (string, error) {
 			run++
 		}
 		if keep && escaped {
-			b = append(b, w.src[w.pos:run]...)
+			b.Write(w.src[w.pos:run])
 		}
 		w.pos = run
 		if w.pos >= len(w.src) {
@@ -339,10 +340,10 @@ func (w *walker) str(keep bool) (string, error) {
 				}
 				return string(w.src[start : w.pos-1]), nil
 			}
-			return string(b), nil
+			return b.String(), nil
 		case c == '\\':
 			if keep && !escaped {
-				b = append(b, w.src[start:w.pos]...)
+				w.startText(&b, start)
 				escaped = true
 			}
 			r, err := w.escape()
@@ -350,7 +351,7 @@ func (w *walker) str(keep bool) (string, error) {
 				return "", err
 			}
 			if keep {
-				b = utf8.AppendRune(b, r)
+				b.WriteRune(r)
 			}
 		case c < 0x20:
 			return "", w.syntaxError()
@@ -361,16 +362,23 @@ func (w *walker) str(keep bool) (string, error) {
 				// from the source from here on.
 				w.facts.Unstorable = true
 				if keep && !escaped {
-					b = append(b, w.src[start:w.pos]...)
+					w.startText(&b, start)
 					escaped = true
 				}
 			}
 			if keep && escaped {
-				b = utf8.AppendRune(b, r)
+				b.WriteRune(r)
 			}
 			w.pos += size
 		}
 	}
+}
+
+// startText begins the decoded text of a string that does not read as its source: the bytes
+// from start to w.pos so far, and a little room for what follows.
+func (w *walker) startText(b *strings.Builder, start int) {
+	b.Grow(w.pos - start + 16)
+	b.Write(w.src[start:w.pos])
 }
 
 // escape reads one backslash escape, joining a surrogate pair into one rune.
