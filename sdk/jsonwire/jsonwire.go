@@ -1,8 +1,8 @@
 package jsonwire
 
-// Canonical JSON (docs/api.md#conventions) and the storability facts of a raw JSON value: one
-// walker that the announcement validator (sdk/announce) and the result envelope (core/envelope)
-// share, so both measure bounds the same way.
+// Canonical JSON (docs/api.md#conventions) and the storability facts of a raw JSON value: the
+// package's one walker, which the splits, the storability check and Decode (value_decode.go) read
+// through as well, so every caller measures bounds the same way.
 
 import (
 	"bytes"
