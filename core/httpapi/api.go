@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
@@ -73,6 +74,8 @@ type API struct {
 	deps    Deps
 	mux     *http.ServeMux
 	catalog *catalog
+	// conversations serves the conversation doors over deps.Runs.
+	conversations *conversations.Doors
 	// patterns lists every registered route, for the tests that walk them all.
 	patterns []string
 }

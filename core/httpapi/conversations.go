@@ -5,15 +5,17 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
-// The conversation routes (docs/api.md#conversations): thin, the engine decides.
+// The conversation routes (docs/api.md#conversations): thin, core/conversations decides.
 func (a *API) conversationRoutes() {
 	if a.deps.Runs == nil {
 		return
 	}
+	a.conversations = conversations.NewDoors(a.deps.Runs)
 	const base = "/agent_api/v1/workspaces/{ws}/conversations"
 	a.handle("POST "+base, routeOpts{}, a.createConversation)
 	a.handle("GET "+base, routeOpts{}, a.listConversations)
@@ -34,7 +36,7 @@ func (a *API) createConversation(w http.ResponseWriter, r *http.Request, c *Call
 	if err := decodeRequired(c, wordValidation, "conversation", nil, &body); err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.CreateConversation(r.Context(), act, body.Conversation)
+	doc, err := a.conversations.CreateConversation(r.Context(), act, body.Conversation)
 	if err != nil {
 		return err
 	}
@@ -52,7 +54,7 @@ func (a *API) listConversations(w http.ResponseWriter, r *http.Request, c *Call)
 		return err
 	}
 	q := r.URL.Query()
-	page, err := a.deps.Runs.ListConversations(r.Context(), act, q.Get("status"), q.Get("after"), limit)
+	page, err := a.conversations.ListConversations(r.Context(), act, q.Get("status"), q.Get("after"), limit)
 	if err != nil {
 		return err
 	}
@@ -65,7 +67,7 @@ func (a *API) readConversation(w http.ResponseWriter, r *http.Request, c *Call) 
 	if err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.ReadConversation(r.Context(), act, r.PathValue("conversation"))
+	doc, err := a.conversations.ReadConversation(r.Context(), act, r.PathValue("conversation"))
 	if err != nil {
 		return err
 	}
@@ -89,7 +91,7 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, c *Call) error {
 			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "before_position must be a positive integer.").With("path", "before_position")
 		}
 	}
-	page, err := a.deps.Runs.History(r.Context(), act, r.PathValue("conversation"), before, limit)
+	page, err := a.conversations.History(r.Context(), act, r.PathValue("conversation"), before, limit)
 	if err != nil {
 		return err
 	}
@@ -113,7 +115,7 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request, c *Call) error
 	if err != nil {
 		return err
 	}
-	posted, err := a.deps.Runs.PostMessage(r.Context(), &runs.PostMessageRequest{Actor: act, ConversationID: r.PathValue("conversation"),
+	posted, err := a.conversations.PostMessage(r.Context(), &conversations.PostMessageRequest{Actor: act, ConversationID: r.PathValue("conversation"),
 		Message: body.Message, Replay: replayOf(c, key)})
 	if err != nil {
 		return err
@@ -134,7 +136,7 @@ func (a *API) archive(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.Archive(r.Context(), act, r.PathValue("conversation"))
+	doc, err := a.conversations.Archive(r.Context(), act, r.PathValue("conversation"))
 	if err != nil {
 		return err
 	}

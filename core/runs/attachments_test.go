@@ -3,6 +3,7 @@ package runs_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/nexuskernel/nexus/core/conversations"
 	"strings"
 	"testing"
 
@@ -91,7 +92,7 @@ func TestMessageAttachments(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h, conv := conversationHarness(t, s, nil)
 		img := h.upload("shot.png", pngBytes)
-		p, err := h.e.PostMessage(h.ctx, &runs.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"","attachments":["` + img + `"]}`), Replay: replayOf("", nil)})
+		p, err := h.conv.PostMessage(h.ctx, &conversations.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"","attachments":["` + img + `"]}`), Replay: replayOf("", nil)})
 		if err != nil {
 			t.Fatal(err)
 		}

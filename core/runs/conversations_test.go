@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nexuskernel/nexus/core/conversations"
 	"strings"
 	"testing"
 
@@ -50,14 +51,14 @@ func conversationHarness(t *testing.T, s *store.Store, p runs.Profiles) (*harnes
 	if err := s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
 		t.Fatal(err)
 	}
-	c, err := h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`","title":"Notes"}`))
+	c, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`","title":"Notes"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h, c.PublicID
 }
 
-func (h *harness) post(conv, text string, extra string) *runs.Posted {
+func (h *harness) post(conv, text string, extra string) *conversations.Posted {
 	h.t.Helper()
 	t, _ := json.Marshal(text)
 	msg := `{"text":` + string(t)
@@ -65,7 +66,7 @@ func (h *harness) post(conv, text string, extra string) *runs.Posted {
 		msg += "," + extra
 	}
 	msg += "}"
-	p, err := h.e.PostMessage(h.ctx, &runs.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(msg), Replay: replayOf("", []byte(`{"message":`+msg+`}`))})
+	p, err := h.conv.PostMessage(h.ctx, &conversations.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(msg), Replay: replayOf("", []byte(`{"message":`+msg+`}`))})
 	if err != nil {
 		h.t.Fatalf("post: %v", err)
 	}
@@ -84,7 +85,7 @@ func TestConversationRounds(t *testing.T) {
 			t.Fatalf("first turn %+v run %s", first.Turn, first.Run.Status)
 		}
 		h.drain()
-		hist, err := h.e.History(h.ctx, h.actor, conv, 0, 20)
+		hist, err := h.conv.History(h.ctx, h.actor, conv, 0, 20)
 		if err != nil || len(hist.Turns) != 1 {
 			t.Fatalf("history %+v %v", hist, err)
 		}
@@ -121,7 +122,7 @@ func TestConversationRounds(t *testing.T) {
 		}
 		// The mock finds turn 1's script in history and counts on from it; either way the turn
 		// completes and the conversation is idle.
-		d, err := h.e.ReadConversation(h.ctx, h.actor, conv)
+		d, err := h.conv.ReadConversation(h.ctx, h.actor, conv)
 		if err != nil || d.LiveTurnPublicID != nil || d.QueuedTurns != 0 {
 			t.Fatalf("conversation %+v %v", d, err)
 		}
@@ -153,7 +154,7 @@ func TestConversationQueue(t *testing.T) {
 		if b.Turn.Status != runs.TurnQueued || b.Run.Status != runs.RunPending || b.Turn.Position != 2 {
 			t.Fatalf("second turn %+v run %s", b.Turn, b.Run.Status)
 		}
-		d, _ := h.e.ReadConversation(h.ctx, h.actor, conv)
+		d, _ := h.conv.ReadConversation(h.ctx, h.actor, conv)
 		if d.LiveTurnPublicID == nil || *d.LiveTurnPublicID != a.Turn.PublicID || d.QueuedTurns != 2 {
 			t.Fatalf("conversation %+v", d)
 		}
@@ -163,7 +164,7 @@ func TestConversationQueue(t *testing.T) {
 		if _, err := h.e.Append(h.ctx, appendRequest(t, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "")); !isCode(err, runs.CodeConversationHosted) {
 			t.Fatalf("append to a hosted run: %v", err)
 		}
-		if _, err := h.e.Archive(h.ctx, h.actor, conv); !isCode(err, runs.CodeConversationBusy) {
+		if _, err := h.conv.Archive(h.ctx, h.actor, conv); !isCode(err, runs.CodeConversationBusy) {
 			t.Fatalf("archive a busy conversation: %v", err)
 		}
 		// Stopping the live turn's run cancels its turn and starts the next.
@@ -171,7 +172,7 @@ func TestConversationQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.drain()
-		hist, _ := h.e.History(h.ctx, h.actor, conv, 0, 20)
+		hist, _ := h.conv.History(h.ctx, h.actor, conv, 0, 20)
 		var got []string
 		for _, tr := range hist.Turns {
 			got = append(got, tr.Status)
@@ -182,18 +183,18 @@ func TestConversationQueue(t *testing.T) {
 		if hist.Turns[2].Answer == nil || hist.Turns[2].Answer.Text != "three" || c.Turn.Position != 3 {
 			t.Fatalf("third turn %+v", hist.Turns[2])
 		}
-		page, _ := h.e.History(h.ctx, h.actor, conv, 3, 1)
+		page, _ := h.conv.History(h.ctx, h.actor, conv, 3, 1)
 		if len(page.Turns) != 1 || page.Turns[0].Position != 2 || !page.HasOlder || *page.NextBeforePosition != 2 {
 			t.Fatalf("history page %+v", page)
 		}
-		arch, err := h.e.Archive(h.ctx, h.actor, conv)
+		arch, err := h.conv.Archive(h.ctx, h.actor, conv)
 		if err != nil || arch.Status != runs.ConversationArchived || arch.ArchivedAt == nil {
 			t.Fatalf("archive: %+v %v", arch, err)
 		}
-		if again, err := h.e.Archive(h.ctx, h.actor, conv); err != nil || again.ArchivedAt == nil || *again.ArchivedAt != *arch.ArchivedAt {
+		if again, err := h.conv.Archive(h.ctx, h.actor, conv); err != nil || again.ArchivedAt == nil || *again.ArchivedAt != *arch.ArchivedAt {
 			t.Fatalf("archive again: %+v %v", again, err)
 		}
-		_, err = h.e.PostMessage(h.ctx, &runs.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"x"}`), Replay: replayOf("", nil)})
+		_, err = h.conv.PostMessage(h.ctx, &conversations.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"x"}`), Replay: replayOf("", nil)})
 		if !isCode(err, runs.CodeConversationArchived) {
 			t.Fatalf("post to archived: %v", err)
 		}
@@ -217,7 +218,7 @@ func TestConversationWords(t *testing.T) {
 			}
 		}
 		post := func(msg string) error {
-			_, err := h.e.PostMessage(h.ctx, &runs.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(msg), Replay: replayOf("", []byte(`{"message":`+msg+`}`))})
+			_, err := h.conv.PostMessage(h.ctx, &conversations.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(msg), Replay: replayOf("", []byte(`{"message":`+msg+`}`))})
 			return err
 		}
 		expect("empty text", post(`{"text":""}`), refusal.CodeValidationFailed, "message.text")
@@ -226,16 +227,16 @@ func TestConversationWords(t *testing.T) {
 		expect("tool not declared", post(`{"text":"x","tool_names":["memory_read"]}`), runs.CodeToolNotDeclared, "message.tool_names[0]")
 		expect("unknown model", post(`{"text":"x","model":"mock/none"}`), runs.CodeUnknownModel, "message.model")
 		expect("unknown field", post(`{"text":"x","temperature":1}`), refusal.CodeValidationFailed, "message.temperature")
-		_, err := h.e.ReadConversation(h.ctx, h.actor, "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d")
+		_, err := h.conv.ReadConversation(h.ctx, h.actor, "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d")
 		expect("unknown conversation", err, refusal.CodeNotFound, "")
-		_, err = h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{}`))
+		_, err = h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{}`))
 		expect("user without an agent", err, refusal.CodeValidationFailed, "conversation.answering_agent_public_id")
-		_, err = h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`))
+		_, err = h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`))
 		expect("foreign agent", err, refusal.CodeValidationFailed, "conversation.answering_agent_public_id")
-		d, _ := h.e.ReadConversation(h.ctx, h.actor, conv)
-		_, err = h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+d.AnsweringAgentPublicID+`","title":"`+strings.Repeat("t", 257)+`"}`))
+		d, _ := h.conv.ReadConversation(h.ctx, h.actor, conv)
+		_, err = h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+d.AnsweringAgentPublicID+`","title":"`+strings.Repeat("t", 257)+`"}`))
 		expect("long title", err, refusal.CodeValidationFailed, "conversation.title")
-		_, err = h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+d.AnsweringAgentPublicID+`","default_runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`))
+		_, err = h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+d.AnsweringAgentPublicID+`","default_runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`))
 		expect("runner", err, runs.CodeRunnerNotEligible, "conversation.default_runner_executor_public_id")
 		// Sixteen queued turns are held; the seventeenth is refused.
 		for i := 0; i < 1+runs.MaxQueuedTurns; i++ {
@@ -297,11 +298,11 @@ func TestHistoryBudget(t *testing.T) {
 		if err := s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
 			t.Fatal(err)
 		}
-		c, err := h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`"}`))
+		c, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var posted []*runs.Posted
+		var posted []*conversations.Posted
 		for i := 0; i < 4; i++ {
 			posted = append(posted, h.post(c.PublicID, fmt.Sprintf("turn %d %s", i, strings.Repeat("w", 2500)), ""))
 			h.drain()
@@ -315,10 +316,34 @@ func TestHistoryBudget(t *testing.T) {
 		}
 		big := h.post(c.PublicID, strings.Repeat("x", 9000), "")
 		h.drain()
-		hist, _ := h.e.History(h.ctx, h.actor, c.PublicID, 0, 20)
+		hist, _ := h.conv.History(h.ctx, h.actor, c.PublicID, 0, 20)
 		last := hist.Turns[len(hist.Turns)-1]
 		if last.PublicID != big.Turn.PublicID || last.Status != runs.TurnFailed || last.Failure == nil || last.Failure.Key != "context_overflow" {
 			t.Fatalf("oversized turn: %+v %+v", last, last.Failure)
+		}
+	})
+}
+
+// TestPostedToolNames: a message's tool_names are stored on its turn as posted (an empty list
+// stays an empty list) and a message without them stores none; the history reads them back.
+func TestPostedToolNames(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h, conv := conversationHarness(t, s, nil)
+		narrowed := h.post(conv, "none of them", `"tool_names":[]`)
+		if narrowed.Turn.ToolNames == nil || len(narrowed.Turn.ToolNames) != 0 {
+			t.Fatalf("posted tool_names [] as %#v", narrowed.Turn.ToolNames)
+		}
+		plain := h.post(conv, "all of them", "")
+		if plain.Turn.ToolNames != nil {
+			t.Fatalf("posted no tool_names as %#v", plain.Turn.ToolNames)
+		}
+		hist, err := h.conv.History(h.ctx, h.actor, conv, 0, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist.Turns) != 2 || hist.Turns[0].ToolNames == nil || hist.Turns[1].ToolNames != nil {
+			t.Fatalf("history tool_names %#v, %#v", hist.Turns[0].ToolNames, hist.Turns[1].ToolNames)
 		}
 	})
 }

@@ -44,9 +44,9 @@ func convHarness(t *testing.T, s *store.Store) (*harness, string) {
 }
 
 // childOf reads the child conversation of conv with this label.
-func (h *harness) childOf(conv, label string) *runs.ConversationDoc {
+func (h *harness) childOf(conv, label string) *conversations.ConversationDoc {
 	h.t.Helper()
-	page, err := h.e.ListConversations(h.ctx, h.actor, "", "", 100)
+	page, err := h.conv.ListConversations(h.ctx, h.actor, "", "", 100)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestConversationToolRefusals(t *testing.T) {
 			t.Errorf("structured_content %v, want %s", sc, want)
 		}
 		// Only the first spawn made a conversation: refusals change nothing.
-		page, err := h.e.ListConversations(h.ctx, h.actor, "", "", 100)
+		page, err := h.conv.ListConversations(h.ctx, h.actor, "", "", 100)
 		if err != nil || len(page.Conversations) != 2 {
 			t.Fatalf("%d conversations, want the parent and one child (%v)", len(page.Conversations), err)
 		}
@@ -237,7 +237,7 @@ func TestAddressingTree(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h, conv := convHarness(t, s)
-		other, err := h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+h.agentID("scout")+`"}`))
+		other, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+h.agentID("scout")+`"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,7 +411,7 @@ func TestStatusAndCancel(t *testing.T) {
 		}
 
 		// Messages from a peer conversation wait in the caller's queue while its turn runs.
-		peer, err := h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+h.agentID("bot")+`"}`))
+		peer, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+h.agentID("bot")+`"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -506,9 +506,9 @@ func TestWaitedSpawnAndTurnLifetime(t *testing.T) {
 	})
 }
 
-func mustList(h *harness) []*runs.ConversationDoc {
+func mustList(h *harness) []*conversations.ConversationDoc {
 	h.t.Helper()
-	page, err := h.e.ListConversations(h.ctx, h.actor, "", "", 100)
+	page, err := h.conv.ListConversations(h.ctx, h.actor, "", "", 100)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -650,7 +650,7 @@ func TestSendDoorWords(t *testing.T) {
 		h.post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": childBrief, "label": "kid"})}, []string{"say opened"}), "")
 		h.drain()
 		kid := h.childOf(conv, "kid")
-		if _, err := h.e.Archive(h.ctx, h.actor, kid.PublicID); err != nil {
+		if _, err := h.conv.Archive(h.ctx, h.actor, kid.PublicID); err != nil {
 			t.Fatal(err)
 		}
 		p := h.post(conv, script("Doors.", []string{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
 )
 
 // Branch result delivery (docs/agent-tools.md#delegation-and-conversations). A detached branch's
@@ -306,7 +307,8 @@ func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, 
 // spawn brief or send.
 type TurnPost struct {
 	PublicID string
-	// AuthorKind is "kernel" or "agent"; AuthorPublicID the agent's id ("" for the kernel).
+	// AuthorKind is "kernel", "agent" or "user" (a member's message); AuthorPublicID the
+	// author's id ("" for the kernel).
 	AuthorKind, AuthorPublicID string
 	SenderConversation         *string
 	Text                       string
@@ -316,6 +318,11 @@ type TurnPost struct {
 	AgentID       int64
 	AgentPublicID string
 	Profile       *AcceptedProfile
+	// Attachments are the turn's input uploads, checked and locked by Tx.InputAttachments; the
+	// turn binds them.
+	Attachments []Attachment
+	// ToolNames is the turn's tool_names as posted; nil stores none.
+	ToolNames []string
 }
 
 // postTurn writes a turn, its run and the run's first round into a conversation the caller has
@@ -355,10 +362,19 @@ func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *sto
 	t := &store.Turn{PublicID: in.PublicID, ConversationID: c.ID, Position: pos, AuthorKind: in.AuthorKind,
 		SenderConversationPublicID: in.SenderConversation, InputText: in.Text, InputAttachments: "[]", Model: ref, Status: TurnQueued,
 		RunID: r.ID, RunPublicID: r.PublicID, CreatedAt: now}
+	if len(in.Attachments) > 0 {
+		t.InputAttachments = *jsonText(in.Attachments)
+	}
+	if in.ToolNames != nil {
+		t.ToolNames = jsonText(in.ToolNames)
+	}
 	if in.AuthorPublicID != "" {
 		t.AuthorPublicID = &createdBy
 	}
 	if err := store.InsertTurn(ctx, tx, t); err != nil {
+		return nil, err
+	}
+	if err := e.bindInputs(ctx, tx, uploads.TargetTurnInput, t.ID, c.WorkspaceID, in.Attachments, now); err != nil {
 		return nil, err
 	}
 	origin := OriginKernel
@@ -370,6 +386,9 @@ func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *sto
 		LineageRoot: "r1", RoundNumber: 1, Model: &ref, Prompt: &in.Text, Instructions: prof.Instructions,
 		ToolDefinitions: ptr(string(prof.Frozen.ToolDefinitions)), Environment: ptr(string(prof.Frozen.Environment)),
 		SkillCatalog: ptr(string(prof.Frozen.SkillCatalog)), CreatedAt: now}
+	if len(in.Attachments) > 0 {
+		round.Attachments = jsonText(in.Attachments)
+	}
 	if err := store.InsertTask(ctx, tx, round); err != nil {
 		return nil, err
 	}

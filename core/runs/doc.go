@@ -6,10 +6,11 @@
 // reply rows that bring answers back, scheduled sends and steers released, a stopped run's
 // requests canceled), the scheduler (kernel workers over the one tasks queue, the sweeper and its
 // expiry rule, crash recovery, wake-ups) and the transcript a model reads (the sealed request,
-// <task_result>, <tool_use_error>, escaping). It still serves the business logic of the member
-// doors over those rows (conversations and their turns, standalone runs, tasks, the
-// sealed-request read, approve and deny, stop, append, the member inbox, resolution and branch
-// cancel).
+// <task_result>, <tool_use_error>, escaping). It keeps a conversation's turns in step with their runs
+// (turns.go: the answerer's profile frozen onto a turn, a queued turn started, the next one after
+// it), while the conversation doors are core/conversations'. It still serves the business logic
+// of the run doors over those rows (standalone runs, tasks, the sealed-request read, approve and
+// deny, stop, append, the member inbox, resolution and branch cancel).
 //
 // Packages above it change rows only through its one transaction API, Tx (Engine.Write and
 // WriteIn; a kernel call's KernelCall.Engine): the run and row locks, the effects delivered after
@@ -21,8 +22,7 @@
 // behalf and executor push reach it through the KernelTools, ToolTexts and ExecutorSignal
 // interfaces it defines, which core/server fills, so the engine that settles work never depends
 // on the code that does it. It never speaks HTTP: its doors take typed requests
-// (CreateRunRequest, AppendRequest, ResolveRequest, PostMessageRequest, with a Replay for the
-// Idempotency-Key) and return typed refusals and document values. Append and Resolve answer the
+// (CreateRunRequest, AppendRequest, ResolveRequest, with a Replay for the Idempotency-Key) and return typed refusals and document values. Append and Resolve answer the
 // door's decoding refusal (the request's Invalid) at the body's place in their checks. Tool
 // declarations are read through the Declarations seam; declaration rules live in core/declare. It
 // reads no database driver: a conflict another transaction caused is store.ErrRetryable.

@@ -48,6 +48,7 @@ type harness struct {
 	t       testing.TB
 	s       *store.Store
 	e       *runs.Engine
+	conv    *conversations.Doors
 	clock   *clock
 	actor   *runs.Actor
 	ctx     context.Context
@@ -119,7 +120,7 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, s: s, e: e, clock: c, ctx: ctx, decls: opts.Declarations, uploads: up,
+	return &harness{t: t, s: s, e: e, conv: conversations.NewDoors(e), clock: c, ctx: ctx, decls: opts.Declarations, uploads: up,
 		actor: &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleOwner, WorkspaceID: w.ID, WorkspacePublicID: w.PublicID}}
 }
 

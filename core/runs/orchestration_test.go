@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/nexuskernel/nexus/core/conversations"
 	"strconv"
 	"strings"
 	"testing"
@@ -710,9 +711,9 @@ func graphConversation(t *testing.T, s *store.Store) (*harness, string) {
 	return h, conv
 }
 
-func (h *harness) turns(conv string) []*runs.TurnDoc {
+func (h *harness) turns(conv string) []*conversations.TurnDoc {
 	h.t.Helper()
-	page, err := h.e.History(h.ctx, h.actor, conv, 0, 100)
+	page, err := h.conv.History(h.ctx, h.actor, conv, 0, 100)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -808,7 +809,7 @@ func TestPassiveAndArchivedHolds(t *testing.T) {
 		if r := h.run(p.Run.PublicID); r.Status != runs.RunRunning || r.Attention[0].Reason != runs.ReasonAwaitingHuman {
 			t.Fatalf("run %s attention %+v", r.Status, r.Attention)
 		}
-		if _, err := h.e.Archive(h.ctx, h.actor, conv2); err != nil {
+		if _, err := h.conv.Archive(h.ctx, h.actor, conv2); err != nil {
 			t.Fatal(err)
 		}
 		h.resolve(p.Run.PublicID, "r2t0-r2t0-ask-1", `{"content":"yes"}`)
@@ -832,7 +833,7 @@ func (h *harness) conversation() string {
 	if err := h.s.Reader().Get(h.ctx, &agent, `SELECT public_id FROM agents ORDER BY id LIMIT 1`); err != nil {
 		h.t.Fatal(err)
 	}
-	c, err := h.e.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+agent+`"}`))
+	c, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+agent+`"}`))
 	if err != nil {
 		h.t.Fatal(err)
 	}

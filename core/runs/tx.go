@@ -71,9 +71,9 @@ func (x *Tx) LockRow(ctx context.Context, runID, taskID int64) (*store.Run, *sto
 	return run, t, nil
 }
 
-// The engine's operations a kernel call's tools run on its Tx (core/conversations' spawn, send,
-// status and cancel), each the engine's own, so that a turn posted or a request canceled by a
-// tool goes through the same lifecycle and wake-ups as the member doors'.
+// The engine's operations core/conversations runs on a Tx (the spawn, send, status and cancel
+// tools on a kernel call's, the conversation doors on Engine.Write's), each the engine's own, so
+// that a turn posted or a request canceled goes through one lifecycle and its wake-ups.
 
 // Run is the calling run, under its lock, when the Tx settles a kernel call; nil otherwise.
 func (x *Tx) Run() *store.Run { return x.run }
@@ -116,3 +116,25 @@ func (x *Tx) CheckModel(ref string, hasTools bool) error {
 
 // DefaultModel is the deployment's default model reference.
 func (x *Tx) DefaultModel() string { return x.e.models.Default().Ref }
+
+// InputAttachments checks that every id is one of the actor's own complete uploads (422
+// unknown_input_upload at path[i] otherwise) and answers their descriptors in order, locked until
+// the transaction ends so that a turn posted in it binds them (TurnPost.Attachments).
+func (x *Tx) InputAttachments(ctx context.Context, a *Actor, ids []string, path string) ([]Attachment, error) {
+	return x.e.inputAttachments(ctx, x.Tx, a, ids, path)
+}
+
+// RunDoc is the run's document without its tasks, read in the transaction.
+func (x *Tx) RunDoc(ctx context.Context, r *store.Run) (*RunDoc, error) {
+	return x.e.runDoc(ctx, x.Tx, r, false)
+}
+
+// The engine's reads outside a transaction, for the doors above it.
+
+// Reader is the store's reader the engine's own reads use.
+func (e *Engine) Reader() store.Querier { return e.store.Reader() }
+
+// RunDoc is the run's document without its tasks, read through q.
+func (e *Engine) RunDoc(ctx context.Context, q store.Querier, r *store.Run) (*RunDoc, error) {
+	return e.runDoc(ctx, q, r, false)
+}
