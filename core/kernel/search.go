@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/envelope"
@@ -168,36 +167,9 @@ func catalogItems(catalog []byte) (map[string][]catalogSkill, error) {
 }
 
 // escapedLen is how many bytes b adds to a JSON string that holds it, in the canonical
-// escaping the result bound is measured with (jsonwire.AppendString): the quote and the
-// backslash take two bytes, a control character two (\b \f \n \r \t) or six (\u00xx), a byte
-// of invalid UTF-8 the three of U+FFFD, anything else itself.
-func escapedLen(b []byte) int {
-	n := 0
-	for i := 0; i < len(b); {
-		c := b[i]
-		switch {
-		case c == '"' || c == '\\':
-			n += 2
-		case c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-			n += 2
-		case c < 0x20:
-			n += 6
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				n += 3
-			} else {
-				n += size
-			}
-			i += size
-			continue
-		default:
-			n++
-		}
-		i++
-	}
-	return n
-}
+// escaping the result bound is measured with (jsonwire.AppendString): its quoted length
+// without the two quotes.
+func escapedLen(b []byte) int { return jsonwire.QuotedLen(string(b)) - len(`""`) }
 
 // canonicalSize is the length of v's canonical JSON (sdk/jsonwire): its compact encoding with
 // every number in its shortest round-trip form. Strings escape alike in both encodings, and

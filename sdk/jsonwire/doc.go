@@ -12,5 +12,9 @@
 //
 // The announcement validator (sdk/announce), the result envelope, the run engine, the model
 // layer and the doors all read and measure JSON through it, so every bound is measured the same
-// way; no other package walks JSON bytes by hand. It imports nothing from the module.
+// way; no other package walks JSON bytes by hand. Inside it too there is one walker (jsonwire.go):
+// Canonical, Scan, UnstorablePath, the splits, DecodeString and Decode all read through its
+// tokens (strings, numbers, literals, and the containers' open, next and key steps), so they
+// accept exactly the same texts and a failure names the same byte. It imports nothing from the
+// module.
 package jsonwire

@@ -1,8 +1,8 @@
 package jsonwire
 
-// Canonical JSON (docs/api.md#conventions) and the storability facts of a raw JSON value: one
-// walker that the announcement validator (sdk/announce) and the result envelope (core/envelope)
-// share, so both measure bounds the same way.
+// Canonical JSON (docs/api.md#conventions) and the storability facts of a raw JSON value: the
+// package's one walker, which the splits, the storability check and Decode (value_decode.go) read
+// through as well, so every caller measures bounds the same way.
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -82,6 +83,9 @@ type walker struct {
 	// emit: build canonical output. Without it the walker only checks the syntax and
 	// gathers facts, which is what splitting and scanning need.
 	emit bool
+	// text, when set, holds the same bytes as src: a string read without escapes is sliced
+	// from it rather than copied (Decode's values share their source's memory).
+	text string
 }
 
 func (w *walker) skipSpace() {
@@ -140,32 +144,14 @@ type canonMember struct {
 }
 
 func (w *walker) object(depth int) ([]byte, error) {
-	w.pos++ // {
 	var members []canonMember
 	var keys keySet
-	w.skipSpace()
-	if w.pos < len(w.src) && w.src[w.pos] == '}' {
-		w.pos++
-		if !w.emit {
-			return nil, nil
-		}
-		return []byte("{}"), nil
-	}
-	for {
-		w.skipSpace()
-		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
-			return nil, w.syntaxError()
-		}
-		key, err := w.str(true)
-		if err != nil {
+	more, err := w.open('}')
+	for ; more && err == nil; more, err = w.next('}') {
+		var key string
+		if key, err = w.key(); err != nil {
 			return nil, err
 		}
-		w.skipSpace()
-		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
-			return nil, w.syntaxError()
-		}
-		w.pos++
-		w.skipSpace()
 		v, err := w.value(depth + 1)
 		if err != nil {
 			return nil, err
@@ -183,19 +169,9 @@ func (w *walker) object(depth int) ([]byte, error) {
 				members = append(members, canonMember{key, v})
 			}
 		}
-		w.skipSpace()
-		if w.pos >= len(w.src) {
-			return nil, w.syntaxError()
-		}
-		if w.src[w.pos] == ',' {
-			w.pos++
-			continue
-		}
-		if w.src[w.pos] != '}' {
-			return nil, w.syntaxError()
-		}
-		w.pos++
-		break
+	}
+	if err != nil {
+		return nil, err
 	}
 	if !w.emit {
 		return nil, nil
@@ -251,15 +227,12 @@ func (k *keySet) add(key string) {
 }
 
 func (w *walker) array(depth int) ([]byte, error) {
-	w.pos++ // [
-	out := []byte{'['}
-	w.skipSpace()
-	if w.pos < len(w.src) && w.src[w.pos] == ']' {
-		w.pos++
-		return append(out, ']'), nil
+	var out []byte
+	if w.emit {
+		out = []byte{'['}
 	}
-	for n := 0; ; n++ {
-		w.skipSpace()
+	more, err := w.open(']')
+	for n := 0; more && err == nil; more, err = w.next(']') {
 		v, err := w.value(depth + 1)
 		if err != nil {
 			return nil, err
@@ -270,20 +243,64 @@ func (w *walker) array(depth int) ([]byte, error) {
 			}
 			out = append(out, v...)
 		}
-		w.skipSpace()
-		if w.pos >= len(w.src) {
-			return nil, w.syntaxError()
-		}
-		if w.src[w.pos] == ',' {
-			w.pos++
-			continue
-		}
-		if w.src[w.pos] != ']' {
-			return nil, w.syntaxError()
-		}
-		w.pos++
-		return append(out, ']'), nil
+		n++
 	}
+	if err != nil || !w.emit {
+		return nil, err
+	}
+	return append(out, ']'), nil
+}
+
+// The grammar of the two containers, which every reader here (Canonical, Scan, the splits and
+// Decode) walks through these three steps, so that none of them spells the punctuation again.
+
+// open steps over the opening bracket at w.pos and any white space after it, and reports
+// whether a first member or element follows (false: the closing bracket, consumed).
+func (w *walker) open(closing byte) (bool, error) {
+	w.pos++
+	w.skipSpace()
+	if w.pos < len(w.src) && w.src[w.pos] == closing {
+		w.pos++
+		return false, nil
+	}
+	return true, nil
+}
+
+// next steps over what follows a member or element: a comma (true: another one follows) or the
+// closing bracket (false).
+func (w *walker) next(closing byte) (bool, error) {
+	w.skipSpace()
+	if w.pos >= len(w.src) {
+		return false, w.syntaxError()
+	}
+	switch w.src[w.pos] {
+	case ',':
+		w.pos++
+		w.skipSpace()
+		return true, nil
+	case closing:
+		w.pos++
+		return false, nil
+	}
+	return false, w.syntaxError()
+}
+
+// key reads an object member's key and its colon, leaving w.pos at the value.
+func (w *walker) key() (string, error) {
+	if w.pos >= len(w.src) || w.src[w.pos] != '"' {
+		return "", w.syntaxError()
+	}
+	key, err := w.str(true)
+	if err != nil {
+		return "", err
+	}
+	w.skipSpace()
+	if w.pos >= len(w.src) || w.src[w.pos] != ':' {
+		return "", w.syntaxError()
+	}
+	w.pos++
+	w.skipSpace()
+	return key, nil
 }
 
 // str reads a string token and returns its decoded text when keep is set, noting what the
@@ -292,7 +309,7 @@ func (w *walker) array(depth int) ([]byte, error) {
 func (w *walker) str(keep bool) (string, error) {
 	w.pos++ // opening quote
 	start := w.pos
-	var b []byte
+	var b strings.Builder
 	escaped := false
 	for {
 		run := w.pos
@@ -304,7 +321,7 @@ func (w *walker) str(keep bool) (string, error) {
 			run++
 		}
 		if keep && escaped {
-			b = append(b, w.src[w.pos:run]...)
+			b.Write(w.src[w.pos:run])
 		}
 		w.pos = run
 		if w.pos >= len(w.src) {
@@ -318,12 +335,15 @@ func (w *walker) str(keep bool) (string, error) {
 				return "", nil
 			}
 			if !escaped {
+				if w.text != "" {
+					return w.text[start : w.pos-1], nil
+				}
 				return string(w.src[start : w.pos-1]), nil
 			}
-			return string(b), nil
+			return b.String(), nil
 		case c == '\\':
 			if keep && !escaped {
-				b = append(b, w.src[start:w.pos]...)
+				w.startText(&b, start)
 				escaped = true
 			}
 			r, err := w.escape()
@@ -331,7 +351,7 @@ func (w *walker) str(keep bool) (string, error) {
 				return "", err
 			}
 			if keep {
-				b = utf8.AppendRune(b, r)
+				b.WriteRune(r)
 			}
 		case c < 0x20:
 			return "", w.syntaxError()
@@ -342,16 +362,23 @@ func (w *walker) str(keep bool) (string, error) {
 				// from the source from here on.
 				w.facts.Unstorable = true
 				if keep && !escaped {
-					b = append(b, w.src[start:w.pos]...)
+					w.startText(&b, start)
 					escaped = true
 				}
 			}
 			if keep && escaped {
-				b = utf8.AppendRune(b, r)
+				b.WriteRune(r)
 			}
 			w.pos += size
 		}
 	}
+}
+
+// startText begins the decoded text of a string that does not read as its source: the bytes
+// from start to w.pos so far, and a little room for what follows.
+func (w *walker) startText(b *strings.Builder, start int) {
+	b.Grow(w.pos - start + 16)
+	b.Write(w.src[start:w.pos])
 }
 
 // escape reads one backslash escape, joining a surrogate pair into one rune.
@@ -414,6 +441,21 @@ func (w *walker) hex4() (rune, bool) {
 }
 
 func (w *walker) number() ([]byte, error) {
+	lit, err := w.numberLiteral()
+	if err != nil {
+		return nil, err
+	}
+	if !w.emit {
+		if mayBeHuge(lit) && !finite(lit) {
+			w.facts.HugeNumber = true
+		}
+		return nil, nil
+	}
+	return w.canonicalNumber(lit), nil
+}
+
+// numberLiteral reads a number token and returns its literal as written.
+func (w *walker) numberLiteral() ([]byte, error) {
 	start := w.pos
 	for w.pos < len(w.src) {
 		c := w.src[w.pos]
@@ -427,13 +469,7 @@ func (w *walker) number() ([]byte, error) {
 	if !ValidNumber(lit) {
 		return nil, w.syntaxError()
 	}
-	if !w.emit {
-		if mayBeHuge(lit) && !finite(lit) {
-			w.facts.HugeNumber = true
-		}
-		return nil, nil
-	}
-	return w.canonicalNumber(lit), nil
+	return lit, nil
 }
 
 // maxPlainDigits is the longest literal without an exponent that can still be a double: the
@@ -620,47 +656,23 @@ func SplitObject(raw []byte) (Members, error) {
 	if w.pos >= len(w.src) || w.src[w.pos] != '{' {
 		return nil, w.syntaxError()
 	}
-	w.pos++
 	var out Members
-	w.skipSpace()
-	if w.pos < len(w.src) && w.src[w.pos] == '}' {
-		w.pos++
-		return out, w.end()
-	}
-	for {
-		w.skipSpace()
-		if w.pos >= len(w.src) || w.src[w.pos] != '"' {
-			return nil, w.syntaxError()
-		}
-		key, err := w.str(true)
+	more, err := w.open('}')
+	for ; more && err == nil; more, err = w.next('}') {
+		key, err := w.key()
 		if err != nil {
 			return nil, err
 		}
-		w.skipSpace()
-		if w.pos >= len(w.src) || w.src[w.pos] != ':' {
-			return nil, w.syntaxError()
-		}
-		w.pos++
-		w.skipSpace()
 		start := w.pos
 		if _, err := w.value(1); err != nil {
 			return nil, err
 		}
 		out = append(out, Member{key, raw[start:w.pos]})
-		w.skipSpace()
-		if w.pos >= len(w.src) {
-			return nil, w.syntaxError()
-		}
-		if w.src[w.pos] == ',' {
-			w.pos++
-			continue
-		}
-		if w.src[w.pos] != '}' {
-			return nil, w.syntaxError()
-		}
-		w.pos++
-		return out, w.end()
 	}
+	if err != nil {
+		return nil, err
+	}
+	return out, w.end()
 }
 
 // SplitArray reads raw as exactly one JSON array and returns its elements' bytes.
@@ -670,34 +682,19 @@ func SplitArray(raw []byte) ([]json.RawMessage, error) {
 	if w.pos >= len(w.src) || w.src[w.pos] != '[' {
 		return nil, w.syntaxError()
 	}
-	w.pos++
 	out := []json.RawMessage{}
-	w.skipSpace()
-	if w.pos < len(w.src) && w.src[w.pos] == ']' {
-		w.pos++
-		return out, w.end()
-	}
-	for {
-		w.skipSpace()
+	more, err := w.open(']')
+	for ; more && err == nil; more, err = w.next(']') {
 		start := w.pos
 		if _, err := w.value(1); err != nil {
 			return nil, err
 		}
 		out = append(out, raw[start:w.pos])
-		w.skipSpace()
-		if w.pos >= len(w.src) {
-			return nil, w.syntaxError()
-		}
-		if w.src[w.pos] == ',' {
-			w.pos++
-			continue
-		}
-		if w.src[w.pos] != ']' {
-			return nil, w.syntaxError()
-		}
-		w.pos++
-		return out, w.end()
 	}
+	if err != nil {
+		return nil, err
+	}
+	return out, w.end()
 }
 
 // DecodeString reads raw as exactly one JSON string.

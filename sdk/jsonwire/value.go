@@ -51,7 +51,7 @@ func String(s string) Value { return Value{kind: StringKind, s: s} }
 
 // Number returns the number whose literal is lit. ok is false when lit is not a JSON number.
 func Number(lit string) (Value, bool) {
-	if !validNumber(lit) {
+	if !ValidNumber([]byte(lit)) {
 		return Value{}, false
 	}
 	return Value{kind: NumberKind, s: lit}, true

@@ -49,8 +49,16 @@ func TestDecodeRefuses(t *testing.T) {
 		`"\ud800\u12"`,
 		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1),
 	} {
-		if _, err := DecodeText(in); err == nil || !errors.Is(err, ErrSyntax) {
+		_, err := DecodeText(in)
+		if err == nil || !errors.Is(err, ErrSyntax) {
 			t.Errorf("%q decoded (err %v)", in, err)
+			continue
+		}
+		// Decode reads with Scan's walker, so both stop at the same byte.
+		_, serr := Scan([]byte(in))
+		var de, se *SyntaxError
+		if !errors.As(err, &de) || !errors.As(serr, &se) || de.Offset != se.Offset {
+			t.Errorf("%q: Decode fails with %v, Scan with %v", in, err, serr)
 		}
 		if json.Valid([]byte(in)) {
 			t.Errorf("%q is valid for encoding/json but refused here", in)
