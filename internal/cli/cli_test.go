@@ -151,6 +151,15 @@ func TestServeSubprocess(t *testing.T) {
 			if code != 0 || !strings.HasPrefix(out, `{"models":[{"ref":"mock/scripted"`) || !strings.Contains(out, `"next_offset":1`) {
 				t.Fatalf("models --json: exit %d, stderr %s, out %s", code, errs, out)
 			}
+			out, errs, code = inProcess(t, map[string]string{EnvAddr: "http://" + addr, EnvToken: strings.TrimSpace(string(tok))}, "instances")
+			if code != 0 || !strings.Contains(out, "HEARTBEAT") || !strings.Contains(out, "inst_") || strings.Count(out, "(this one)") != 1 ||
+				!strings.Contains(out, "heartbeat every 2s; an instance silent for 10s is taken over") {
+				t.Fatalf("instances: exit %d, stderr %s, out:\n%s", code, errs, out)
+			}
+			out, errs, code = inProcess(t, nil, "instances", "--json", "--server", addr, "--data-dir", dataDir)
+			if code != 0 || !strings.HasPrefix(out, `{"instances":[{"id":"inst_`) || !strings.Contains(out, `"self":true`) {
+				t.Fatalf("instances --json: exit %d, stderr %s, out %s", code, errs, out)
+			}
 			_, errs, code = inProcess(t, nil, "tools", "--server", addr, "--token", "nxm_"+strings.Repeat("x", 40))
 			if code != 1 || !strings.Contains(errs, "unauthorized (401)") {
 				t.Fatalf("tools with an unknown token: exit %d, stderr %s", code, errs)

@@ -121,6 +121,7 @@ func newRoot(e *env) *cobra.Command {
 		newToken(e, g),
 		newTools(e, g),
 		newModels(e, g),
+		newInstances(e, g),
 		newWorkspace(e, g),
 		newAgent(e, g),
 		newUser(e, g),

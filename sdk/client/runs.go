@@ -275,6 +275,13 @@ func (c *Client) Models(ctx context.Context, query string, limit, offset int) (j
 	return body, err
 }
 
+// Instances reads GET /agent_api/v1/instances, the live instances serving the store with their
+// heartbeats (an owner of a workspace; docs/api.md#instances).
+func (c *Client) Instances(ctx context.Context) (json.RawMessage, error) {
+	_, body, err := c.do(ctx, http.MethodGet, "/agent_api/v1/instances", nil, nil)
+	return body, err
+}
+
 // Conversation is a conversation (docs/api.md#conversations).
 type Conversation struct {
 	PublicID               string  `json:"public_id"`
