@@ -1,14 +1,22 @@
-// Package conversations owns the conversation doors (Doors: create, read, list, history, archive
-// and post message, docs/api.md#conversations), what a conversation-hosted run does to
-// conversations and what their history answers: the conversation tools' side of spawn, send, status and cancel (resolving the
+// Package conversations owns the member doors above the engine: the conversation doors (Doors:
+// create, read, list, history, archive and post message, docs/api.md#conversations) and the run
+// doors (create, read, list, task and sealed-request reads, start, stop, approve and deny, the
+// member inbox, append, resolve and branch cancel, docs/api.md#runs), which share the actor's
+// write standing, the Idempotency-Key replay and the response documents (RunDoc, TaskDoc,
+// ConversationDoc, TurnDoc). A door checks the caller and the request in the documented order;
+// the engine's operations on runs.Tx make the changes.
+//
+// It also owns what a conversation-hosted run does to conversations and what their history
+// answers: the conversation tools' side of spawn, send, status and cancel (resolving the
 // addressee, the tree and standing checks, the messaging policy, the answerer's profile and model,
 // and the child conversation, turn and request rows they write), the session history read and
 // search of session_read and session_search, and the state of a conversation kernel memory binds
 // to (gone, read-only or writable).
 //
 // It works inside the engine's transaction (runs.Tx: Engine.Write for the doors, a kernel call's
-// KernelCall.Engine through On for the tools): turns are posted and requests canceled by the engine's own operations, so that they go
-// through its lifecycle and wake-ups. The engine never imports it; core/kernel's tools check the
-// arguments, call it, and word its refusals (Refused) as their error results. It must not import
-// core/kernel, core/executors, core/httpapi or core/server.
+// KernelCall.Engine through On for the tools): runs are created, turns posted, runs stopped and
+// requests canceled by the engine's own operations, so that they go through its lifecycle and
+// wake-ups. The engine never imports it; core/kernel's tools check the arguments, call it, and
+// word its refusals (Refused) as their error results. It must not import core/kernel,
+// core/executors, core/httpapi or core/server.
 package conversations

@@ -348,7 +348,7 @@ func conversationStanding(ctx context.Context, q store.Querier, a *runs.Actor, c
 // Posted answers the post-message door.
 type Posted struct {
 	Turn     *TurnDoc
-	Run      *runs.RunDoc
+	Run      *RunDoc
 	Replayed bool
 }
 
@@ -360,7 +360,7 @@ type PostMessageRequest struct {
 	Actor          *runs.Actor
 	ConversationID string
 	Message        json.RawMessage
-	Replay         runs.Replay
+	Replay         Replay
 }
 
 // PostMessage is the post-message door (docs/api.md#conversations): the turn, its run and the run's
@@ -476,7 +476,7 @@ func (d *Doors) PostMessage(ctx context.Context, req *PostMessageRequest) (*Post
 		if err != nil {
 			return err
 		}
-		doc, err := x.RunDoc(ctx, r)
+		doc, err := runDoc(ctx, tx, r, false)
 		if err != nil {
 			return err
 		}
@@ -520,7 +520,7 @@ func (d *Doors) replayMessage(ctx context.Context, a *runs.Actor, c *store.Conve
 	if err != nil {
 		return nil, true, err
 	}
-	doc, err := d.e.RunDoc(ctx, q, r)
+	doc, err := runDoc(ctx, q, r, false)
 	if err != nil {
 		return nil, true, err
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/refusal"
-	"github.com/nexuskernel/nexus/core/runs"
 )
 
 // The conversation routes (docs/api.md#conversations): thin, core/conversations decides.
@@ -49,7 +48,7 @@ func (a *API) listConversations(w http.ResponseWriter, r *http.Request, c *Call)
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(r, runs.DefaultPage, runs.MaxPage)
+	limit, err := pageLimit(r, conversations.DefaultPage, conversations.MaxPage)
 	if err != nil {
 		return err
 	}
@@ -80,7 +79,7 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(r, runs.DefaultPage, runs.MaxPage)
+	limit, err := pageLimit(r, conversations.DefaultPage, conversations.MaxPage)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@
 // Every door decodes its body once, strictly (body.go: an unknown key refused by name, malformed
 // JSON at its byte offset), into the typed request of the service it calls, a type the service's
 // package declares; headers become typed fields (an Idempotency-Key and the body's canonical JSON
-// as runs.Replay). No service sees a body, a header or a status. A door whose documented order
+// as conversations.Replay). No service sees a body, a header or a status. A door whose documented order
 // puts a row's lookup before the body (extend, commit, append, resolution) decodes the body before
 // the call all the same and hands the first refusal of the body's own rules to the service as the
 // request's Invalid: the service answers it at the body's place, so the door's whole order is in

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/model"
@@ -117,15 +118,15 @@ func idempotencyKey(r *http.Request) (string, error) {
 
 // replayOf is a request's idempotency: the key, and the body's canonical JSON (its bytes as sent
 // when they are not JSON) that a replay must match; no fingerprint without a key.
-func replayOf(c *Call, key string) runs.Replay {
+func replayOf(c *Call, key string) conversations.Replay {
 	if key == "" {
-		return runs.Replay{}
+		return conversations.Replay{}
 	}
 	canon, err := jsonwire.CanonicalValue(c.Body)
 	if err != nil {
 		canon = c.Body
 	}
-	return runs.Replay{Key: key, Fingerprint: canon}
+	return conversations.Replay{Key: key, Fingerprint: canon}
 }
 
 // appendKeys are the append door's keys.
@@ -188,7 +189,7 @@ func (a *API) createRunAs(w http.ResponseWriter, r *http.Request, c *Call, act *
 	if err != nil {
 		return err
 	}
-	created, err := a.deps.Runs.CreateRun(r.Context(), &runs.CreateRunRequest{Actor: act, Run: body.Run, Replay: replayOf(c, key)})
+	created, err := a.conversations.CreateRun(r.Context(), &conversations.CreateRunRequest{Actor: act, Run: body.Run, Replay: replayOf(c, key)})
 	if err != nil {
 		return err
 	}
@@ -205,12 +206,12 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(r, runs.DefaultPage, runs.MaxPage)
+	limit, err := pageLimit(r, conversations.DefaultPage, conversations.MaxPage)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	page, err := a.deps.Runs.ListRuns(r.Context(), act, q.Get("status"), q.Get("conversation_public_id"), q.Get("after"), limit)
+	page, err := a.conversations.ListRuns(r.Context(), act, q.Get("status"), q.Get("conversation_public_id"), q.Get("after"), limit)
 	if err != nil {
 		return err
 	}
@@ -223,7 +224,7 @@ func (a *API) readRun(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.ReadRun(r.Context(), act, r.PathValue("run"))
+	doc, err := a.conversations.ReadRun(r.Context(), act, r.PathValue("run"))
 	if err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func (a *API) startRun(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.StartRun(r.Context(), act, r.PathValue("run"))
+	doc, err := a.conversations.StartRun(r.Context(), act, r.PathValue("run"))
 	if err != nil {
 		return err
 	}
@@ -264,7 +265,7 @@ func (a *API) stopRun(w http.ResponseWriter, r *http.Request, c *Call) error {
 			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "force must be true or false.").With("path", "force")
 		}
 	}
-	doc, err := a.deps.Runs.StopRun(r.Context(), act, r.PathValue("run"), force)
+	doc, err := a.conversations.StopRun(r.Context(), act, r.PathValue("run"), force)
 	if err != nil {
 		return err
 	}
@@ -281,9 +282,9 @@ func (a *API) appendSteps(w http.ResponseWriter, r *http.Request, c *Call) error
 	if err != nil {
 		return err
 	}
-	req := &runs.AppendRequest{Actor: act, RunID: r.PathValue("run"), Replay: replayOf(c, key)}
+	req := &conversations.AppendRequest{Actor: act, RunID: r.PathValue("run"), Replay: replayOf(c, key)}
 	req.Steps, req.ExpectedRevision, req.Invalid = decodeAppend(c)
-	res, err := a.deps.Runs.Append(r.Context(), req)
+	res, err := a.conversations.Append(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -300,7 +301,7 @@ func (a *API) readTask(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.ReadTask(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
+	doc, err := a.conversations.ReadTask(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
 	if err != nil {
 		return err
 	}
@@ -314,7 +315,7 @@ func (a *API) readRequest(w http.ResponseWriter, r *http.Request, c *Call) error
 	if err != nil {
 		return err
 	}
-	b, err := a.deps.Runs.ReadRequest(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
+	b, err := a.conversations.ReadRequest(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
 	if err != nil {
 		return err
 	}
@@ -327,14 +328,14 @@ func (a *API) resolve(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	req := &runs.ResolveRequest{Actor: act, RunID: r.PathValue("run"), TaskKey: r.PathValue("task_key")}
+	req := &conversations.ResolveRequest{Actor: act, RunID: r.PathValue("run"), TaskKey: r.PathValue("task_key")}
 	// The resolution looks its row up before it reads the body: its refusal rides in Invalid.
 	if members, err := bodyMembers(c, wordParameter, &envelope.Keys{}); err != nil {
 		req.Invalid = err
 	} else {
 		req.Result = envelope.Decode(members)
 	}
-	res, err := a.deps.Runs.Resolve(r.Context(), req)
+	res, err := a.conversations.Resolve(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -350,7 +351,7 @@ func (a *API) approve(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.Decide(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), false, "")
+	doc, err := a.conversations.Decide(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), false, "")
 	if err != nil {
 		return err
 	}
@@ -375,7 +376,7 @@ func (a *API) deny(w http.ResponseWriter, r *http.Request, c *Call) error {
 			return refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "reason must be a string.").With("path", "reason")
 		}
 	}
-	doc, err := a.deps.Runs.Decide(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), true, reason)
+	doc, err := a.conversations.Decide(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"), true, reason)
 	if err != nil {
 		return err
 	}
@@ -391,7 +392,7 @@ func (a *API) cancelBranch(w http.ResponseWriter, r *http.Request, c *Call) erro
 	if _, err := decodeBody(c, wordParameter, &noFields{}); err != nil {
 		return err
 	}
-	doc, err := a.deps.Runs.CancelBranch(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
+	doc, err := a.conversations.CancelBranch(r.Context(), act, r.PathValue("run"), r.PathValue("task_key"))
 	if err != nil {
 		return err
 	}
@@ -400,11 +401,11 @@ func (a *API) cancelBranch(w http.ResponseWriter, r *http.Request, c *Call) erro
 }
 
 func (a *API) inbox(w http.ResponseWriter, r *http.Request, c *Call) error {
-	limit, err := pageLimit(r, runs.DefaultInboxPage, runs.MaxInboxPage)
+	limit, err := pageLimit(r, conversations.DefaultInboxPage, conversations.MaxInboxPage)
 	if err != nil {
 		return err
 	}
-	page, err := a.deps.Runs.Inbox(r.Context(), c.Member.Kind, c.Member.PublicID, r.URL.Query().Get("after"), limit)
+	page, err := a.conversations.Inbox(r.Context(), c.Member.Kind, c.Member.PublicID, r.URL.Query().Get("after"), limit)
 	if err != nil {
 		return err
 	}

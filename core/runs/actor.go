@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/nexuskernel/nexus/core/refusal"
@@ -42,64 +41,6 @@ func (a *Actor) standing() store.Standing {
 }
 
 func (a *Actor) member() Member { return Member{Kind: a.Kind, PublicID: a.PublicID} }
-
-var errNotAuthorized = refusal.New(refusal.Forbidden, refusal.CodeNotAuthorized, "Write standing on this run is required.")
-
-// writeStanding checks the write standing on a run (docs/api.md#conventions): a workspace owner;
-// the run's creator; for a conversation-hosted run the conversation's creator and its answering
-// agent; the steward user of any agent among them.
-func (e *Engine) writeStanding(ctx context.Context, q store.Querier, a *Actor, run *store.Run) error {
-	if a.Role == store.RoleOwner {
-		return nil
-	}
-	members := []Member{{Kind: run.CreatedByKind, PublicID: run.CreatedByPublicID}}
-	if run.AnsweringAgentPublicID != nil && run.ConversationID != nil {
-		members = append(members, Member{Kind: "agent", PublicID: *run.AnsweringAgentPublicID})
-	}
-	if run.ConversationID != nil {
-		var c struct {
-			Kind string `db:"created_by_kind"`
-			ID   string `db:"created_by_public_id"`
-		}
-		if err := q.Get(ctx, &c, `SELECT created_by_kind, created_by_public_id FROM conversations WHERE id = ?`, *run.ConversationID); err == nil {
-			members = append(members, Member{Kind: c.Kind, PublicID: c.ID})
-		}
-	}
-	for _, m := range members {
-		if m.Kind == a.Kind && m.PublicID == a.PublicID {
-			return nil
-		}
-	}
-	if a.Kind == "user" {
-		for _, m := range members {
-			if m.Kind != "agent" {
-				continue
-			}
-			var steward string
-			err := q.Get(ctx, &steward, `SELECT u.public_id FROM agents a JOIN users u ON u.id = a.steward_user_id WHERE a.public_id = ?`, m.PublicID)
-			if err == nil && steward == a.PublicID {
-				return nil
-			}
-		}
-	}
-	return errNotAuthorized
-}
-
-// loadRun finds a run of the actor's workspace; a malformed or unknown id is not_found.
-func (e *Engine) loadRun(ctx context.Context, q store.Querier, a *Actor, publicID string) (*store.Run, error) {
-	if !store.IsPublicID(publicID) {
-		return nil, refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No run %s in this workspace.", publicID)
-	}
-	r, err := store.RunByPublicID(ctx, q, a.WorkspaceID, publicID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No run %s in this workspace.", publicID)
-	}
-	return r, err
-}
-
-func taskNotFound(key string) error {
-	return refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No task %s in this run.", key)
-}
 
 func conflict(code, format string, args ...any) *refusal.Error {
 	return refusal.New(refusal.Conflict, code, fmt.Sprintf(format, args...))

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nexuskernel/nexus/core/approval"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-func afterOf(t *store.Task) []string {
+// AfterKeys are the keys of the rows t waits on.
+func AfterKeys(t *store.Task) []string {
 	if t.AfterKeys == nil {
 		return nil
 	}
@@ -17,9 +19,9 @@ func afterOf(t *store.Task) []string {
 	return keys
 }
 
-// failedStatus reports whether a settled status counts as a failure for the failure policy
+// FailedStatus reports whether a settled status counts as a failure for the failure policy
 // (docs/api.md#runs): failed, timed out, uncertain, canceled, and skipped (which propagates).
-func failedStatus(s string) bool {
+func FailedStatus(s string) bool {
 	switch s {
 	case StatusFailed, StatusTimedOut, StatusUncertain, StatusCanceled, StatusSkipped:
 		return true
@@ -80,13 +82,13 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 				}
 				settled, held := true, false
 				var skipBy *store.Task
-				for _, k := range afterOf(t) {
+				for _, k := range AfterKeys(t) {
 					p := byKey[k]
 					if p == nil || !Terminal(p.Status) {
 						settled = false
 						continue
 					}
-					if failedStatus(p.Status) {
+					if FailedStatus(p.Status) {
 						switch p.OnFailure {
 						case OnFailurePropagate:
 							if skipBy == nil {
@@ -185,7 +187,7 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		// Only a rule with a path reads the input (matchRule): without one, a trace row's
 		// input is not read.
 		full := t
-		if !whole && readsInput(rules) {
+		if !whole && approval.ReadsInput(rules) {
 			if full, err = store.TaskByID(ctx, tx, t.ID); err != nil {
 				return err
 			}

@@ -39,7 +39,7 @@ func TestInputAttachments(t *testing.T) {
 			c := h.create(run)
 			h.drain()
 			r := h.run(c.Run.PublicID)
-			req, err := h.e.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "s1-model-1")
+			req, err := h.conv.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "s1-model-1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestInputAttachments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","attachments":["`+theirs.PublicID+`"]}}],"approval_mode":"bypass"}`), "", nil))
+		_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","attachments":["`+theirs.PublicID+`"]}}],"approval_mode":"bypass"}`), "", nil))
 		if !isCode(err, runs.CodeUnknownInputUpload) {
 			t.Fatalf("another member's upload: %v", err)
 		}
@@ -100,7 +100,7 @@ func TestMessageAttachments(t *testing.T) {
 			t.Fatalf("turn input %+v", p.Turn.Input)
 		}
 		h.drain()
-		req, err := h.e.ReadRequest(h.ctx, h.actor, p.Run.PublicID, "r1")
+		req, err := h.conv.ReadRequest(h.ctx, h.actor, p.Run.PublicID, "r1")
 		if err != nil {
 			t.Fatal(err)
 		}

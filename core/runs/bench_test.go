@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/acceptance"
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/kernel"
@@ -50,7 +51,7 @@ func benchEngine(b *testing.B, s *store.Store, workers int, onClaim func(*store.
 		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}},
 		Models: &kernel.Models{Catalog: models},
 	})
-	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Declarations: &runs.Compiler{C: comp}, Kernel: tools,
+	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Declarations: &acceptance.Compiler{C: comp}, Kernel: tools,
 		Config: runs.Config{Workers: workers}, OnClaim: onClaim})
 	if err != nil {
 		b.Fatal(err)
@@ -134,7 +135,7 @@ func BenchmarkB8Wakeup(b *testing.B) {
 			// Another instance on the same database creates the runs; it runs no workers, so only
 			// its NOTIFY can wake the worker instance.
 			var err error
-			creator, err = runs.New(runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New(), Config: runs.Config{Workers: 1}})
+			creator, err = runs.New(runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}), Config: runs.Config{Workers: 1}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -148,7 +149,7 @@ func BenchmarkB8Wakeup(b *testing.B) {
 		ds := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			c, err := creator.CreateRun(ctx, createRequest(actor, run, "", nil))
+			c, err := conversations.NewDoors(creator).CreateRun(ctx, createRequest(actor, run, "", nil))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -163,7 +164,7 @@ func BenchmarkB8Wakeup(b *testing.B) {
 			// pool, as a wake-up does.
 			b.StopTimer()
 			for {
-				r, err := worker.ReadRun(ctx, actor, c.Run.PublicID)
+				r, err := conversations.NewDoors(worker).ReadRun(ctx, actor, c.Run.PublicID)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -224,7 +225,7 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					defer func() { <-sem }()
-					c, err := e.CreateRun(ctx, createRequest(actor, run, "", nil))
+					c, err := conversations.NewDoors(e).CreateRun(ctx, createRequest(actor, run, "", nil))
 					if err != nil {
 						b.Error(err)
 						return
@@ -232,7 +233,7 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 					for {
 						// Polling reads cost the store too; every 20 ms keeps them a small share.
 						time.Sleep(20 * time.Millisecond)
-						r, err := e.ReadRun(ctx, actor, c.Run.PublicID)
+						r, err := conversations.NewDoors(e).ReadRun(ctx, actor, c.Run.PublicID)
 						if err != nil {
 							b.Error(err)
 							return

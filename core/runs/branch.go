@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -132,61 +131,37 @@ func branchMembers(tasks []store.Task, root string) []*store.Task {
 	return out
 }
 
-// CancelBranch is branch cancel (docs/api.md#tasks-and-decisions), in its check order: 404
-// not_found, 403 not_authorized, 409 not_a_branch, 409 already_terminal. Every live row of the
-// branch settles canceled (task_canceled, failure_resolution canceled) in one transaction; the
-// waited call that observes it, or the mainline round that reads it, then reads a canceled
-// <task_result>. It answers the branch's first round.
-func (e *Engine) CancelBranch(ctx context.Context, a *Actor, runID, key string) (*TaskDoc, error) {
-	var doc *TaskDoc
-	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
-		r, err := e.loadRun(ctx, tx, a, runID)
-		if err != nil {
-			return err
+// CancelBranch cancels the branch t names, a row of r (docs/api.md#tasks-and-decisions): 409
+// not_a_branch, then 409 already_terminal. Every live row of the branch settles canceled
+// (task_canceled, failure_resolution canceled); the waited call that observes it, or the mainline
+// round that reads it, then reads a canceled <task_result>. It answers the key of the branch's
+// first round.
+func (x *Tx) CancelBranch(ctx context.Context, r *store.Run, t *store.Task) (string, error) {
+	e, tx, fx := x.e, x.Tx, x.fx
+	tasks, err := store.TraceTasks(ctx, tx, r.ID)
+	if err != nil {
+		return "", err
+	}
+	root, ok := branchRootOf(tasks, t)
+	if !ok {
+		return "", conflict(CodeNotABranch, "Task %s is not a branch: only a delegate_task call's branch, or one of its rounds, is canceled here.", t.Key)
+	}
+	members := branchMembers(tasks, root)
+	now := e.nowMS()
+	canceled := 0
+	for _, m := range members {
+		if Terminal(m.Status) {
+			continue
 		}
-		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
-			return err
+		if err := e.cancelRow(ctx, tx, fx, r, m, KeyTaskCanceled, now); err != nil {
+			return "", err
 		}
-		t, err := store.TaskByKey(ctx, tx, r.ID, key)
-		if errors.Is(err, store.ErrNotFound) {
-			return taskNotFound(key)
-		}
-		if err != nil {
-			return err
-		}
-		if err := e.writeStanding(ctx, tx, a, r); err != nil {
-			return err
-		}
-		tasks, err := store.TraceTasks(ctx, tx, r.ID)
-		if err != nil {
-			return err
-		}
-		root, ok := branchRootOf(tasks, t)
-		if !ok {
-			return conflict(CodeNotABranch, "Task %s is not a branch: only a delegate_task call's branch, or one of its rounds, is canceled here.", key)
-		}
-		members := branchMembers(tasks, root)
-		now := e.nowMS()
-		canceled := 0
-		for _, m := range members {
-			if Terminal(m.Status) {
-				continue
-			}
-			if err := e.cancelRow(ctx, tx, fx, r, m, KeyTaskCanceled, now); err != nil {
-				return err
-			}
-			canceled++
-		}
-		if canceled == 0 {
-			return conflict(CodeAlreadyTerminal, "Every row of the branch %s is already settled.", root)
-		}
-		if err := e.advance(ctx, tx, fx, r); err != nil {
-			return err
-		}
-		doc, err = e.taskDoc(ctx, tx, r, root)
-		return err
-	})
-	return doc, err
+		canceled++
+	}
+	if canceled == 0 {
+		return "", conflict(CodeAlreadyTerminal, "Every row of the branch %s is already settled.", root)
+	}
+	return root, e.advance(ctx, tx, fx, r)
 }
 
 // branchRootOf finds the branch a cancel names: a delegate_task call that placed one, or any
@@ -259,5 +234,5 @@ func (e *Engine) canceledDetail(ctx context.Context, q store.Querier, t *store.T
 	} else {
 		target = waitInputTask(full.ToolInput)
 	}
-	return e.texts().WaitCanceled(target), nil
+	return e.texts.WaitCanceled(target), nil
 }

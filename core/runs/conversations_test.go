@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/nexuskernel/nexus/core/conversations"
 	"strings"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/acceptance"
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
@@ -97,13 +98,13 @@ func TestConversationRounds(t *testing.T) {
 		if r.Status != runs.RunCompleted || r.ConversationPublicID == nil || *r.ConversationPublicID != conv {
 			t.Fatalf("run %s", r.Status)
 		}
-		last, err := h.e.ReadRequest(h.ctx, h.actor, first.Run.PublicID, "r4")
+		last, err := h.conv.ReadRequest(h.ctx, h.actor, first.Run.PublicID, "r4")
 		if err != nil {
 			t.Fatal(err)
 		}
 		second := h.post(conv, "And now?", "")
 		h.drain()
-		req, err := h.e.ReadRequest(h.ctx, h.actor, second.Run.PublicID, "r1")
+		req, err := h.conv.ReadRequest(h.ctx, h.actor, second.Run.PublicID, "r1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,17 +159,17 @@ func TestConversationQueue(t *testing.T) {
 		if d.LiveTurnPublicID == nil || *d.LiveTurnPublicID != a.Turn.PublicID || d.QueuedTurns != 2 {
 			t.Fatalf("conversation %+v", d)
 		}
-		if _, err := h.e.StartRun(h.ctx, h.actor, b.Run.PublicID); !isCode(err, runs.CodeConversationHosted) {
+		if _, err := h.conv.StartRun(h.ctx, h.actor, b.Run.PublicID); !isCode(err, runs.CodeConversationHosted) {
 			t.Fatalf("start a hosted run: %v", err)
 		}
-		if _, err := h.e.Append(h.ctx, appendRequest(t, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "")); !isCode(err, runs.CodeConversationHosted) {
+		if _, err := h.conv.Append(h.ctx, appendRequest(t, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "")); !isCode(err, runs.CodeConversationHosted) {
 			t.Fatalf("append to a hosted run: %v", err)
 		}
 		if _, err := h.conv.Archive(h.ctx, h.actor, conv); !isCode(err, runs.CodeConversationBusy) {
 			t.Fatalf("archive a busy conversation: %v", err)
 		}
 		// Stopping the live turn's run cancels its turn and starts the next.
-		if _, err := h.e.StopRun(h.ctx, h.actor, a.Run.PublicID, true); err != nil {
+		if _, err := h.conv.StopRun(h.ctx, h.actor, a.Run.PublicID, true); err != nil {
 			t.Fatal(err)
 		}
 		h.drain()
@@ -259,16 +260,16 @@ func TestCapabilityUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, s, harnessOptions{models: cat})
-	_, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(modelStep("x", memoryTools)), "", nil))
+	_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(modelStep("x", memoryTools)), "", nil))
 	if err != nil {
 		t.Fatalf("tools model: %v", err)
 	}
 	run := strings.Replace(modelStep("x", memoryTools), "mock/scripted", "mock/plain", 1)
-	_, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", nil))
+	_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", nil))
 	if !isCode(err, runs.CodeModelCapabilityUnavailable) {
 		t.Fatalf("tools on a plain model: %v", err)
 	}
-	if _, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(strings.Replace(modelStep("x", ""), "mock/scripted", "mock/plain", 1)), "", nil)); err != nil {
+	if _, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(strings.Replace(modelStep("x", ""), "mock/scripted", "mock/plain", 1)), "", nil)); err != nil {
 		t.Fatalf("no tools on a plain model: %v", err)
 	}
 }
@@ -279,7 +280,7 @@ func newCompiler(t *testing.T) runs.Declarations {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runs.Compiler{C: comp}
+	return &acceptance.Compiler{C: comp}
 }
 
 // TestHistoryBudget: when history does not fit the model's window less its output, the oldest
@@ -307,7 +308,7 @@ func TestHistoryBudget(t *testing.T) {
 			posted = append(posted, h.post(c.PublicID, fmt.Sprintf("turn %d %s", i, strings.Repeat("w", 2500)), ""))
 			h.drain()
 		}
-		req, err := h.e.ReadRequest(h.ctx, h.actor, posted[3].Run.PublicID, "r1")
+		req, err := h.conv.ReadRequest(h.ctx, h.actor, posted[3].Run.PublicID, "r1")
 		if err != nil {
 			t.Fatal(err)
 		}

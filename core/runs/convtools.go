@@ -253,7 +253,7 @@ func (e *Engine) spawnStillWorking(ctx context.Context, q store.Querier, call *s
 		return nil, err
 	}
 	label := deref(conv.Label)
-	out := e.texts().SpawnStillWorking(conv.PublicID, label, "@"+agent.Handle)
+	out := e.texts.SpawnStillWorking(conv.PublicID, label, "@"+agent.Handle)
 	sc := jsonText(SpawnStructured{ConversationPublicID: conv.PublicID, Label: conv.Label, AnsweredBy: "@" + agent.Handle,
 		RunPublicID: run.PublicID, Task: call.Key, Wait: true})
 	return &settlement{status: StatusCompleted, isError: ptr(false), output: out, content: textContent(out), structuredContent: sc}, nil

@@ -548,7 +548,7 @@ func TestSteerAndSchedule(t *testing.T) {
 		if last := req.Entries[len(req.Entries)-1]; last.Role != "user" || last.Content[0].Text != "focus on tests" {
 			t.Fatalf("the steer is not the trailing user message: %+v", last)
 		}
-		if d, err := h.e.ReadTask(h.ctx, h.actor, rid, "r2t0-delegation-1"); err == nil {
+		if d, err := h.conv.ReadTask(h.ctx, h.actor, rid, "r2t0-delegation-1"); err == nil {
 			t.Fatalf("a steer promised a reply: %+v", d)
 		}
 		// The landed steer belongs to the child's turn: the history tools read it as its steers.
@@ -619,7 +619,7 @@ func TestStopCancelsDerivedWork(t *testing.T) {
 		first := h.post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": hold, "label": "kid"})}, []string{"say opened"}), "")
 		h.drain()
 		kid := h.childOf(conv, "kid")
-		if _, err := h.e.StopRun(h.ctx, h.actor, first.Run.PublicID, true); err != nil {
+		if _, err := h.conv.StopRun(h.ctx, h.actor, first.Run.PublicID, true); err != nil {
 			t.Fatal(err)
 		}
 		h.drain()

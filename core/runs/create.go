@@ -3,167 +3,59 @@ package runs
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
-	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
-// Receipt is what a create or append accepted (docs/api.md#runs).
-type Receipt struct {
-	AcceptedTaskKeys   []string `json:"accepted_task_keys"`
-	DeliverableTaskKey string   `json:"deliverable_task_key"`
-	Revision           int64    `json:"revision"`
+// NewRun is a create's run object, judged as far as the create door judges it without the store:
+// the object's fields, its approval mode and rules, and whether it starts at once.
+type NewRun struct {
+	Object map[string]json.RawMessage
+	Mode   string
+	Rules  []byte
+	Start  bool
 }
 
-// Created is the answer of the create door.
-type Created struct {
-	Run      *RunDoc
-	Receipt  Receipt
-	Replayed bool
+// CreatedRun is a run a create wrote: the run, its steps' keys in order, and its every row as
+// written (readiness applied when it started), in id order.
+type CreatedRun struct {
+	Run  *store.Run
+	Keys []string
+	Rows []store.Task
 }
 
-var runObjectKeys = map[string]bool{"steps": true, "approval_mode": true, "approval_rules": true,
-	"default_runner_executor_public_id": true, "prompt_mechanism": true, "start": true}
-var edgeKeys = []string{"compaction_policy", "deliverable", "tasks", "tools"}
-
-// Replay is a request's idempotency (docs/api.md#conventions): the Idempotency-Key ("" for none)
-// and the request's canonical JSON, which a repeat under the same key must match. The door
-// canonicalises what it was sent (sdk/jsonwire), only when a key was given: without one nothing reads
-// it.
-type Replay struct {
-	Key         string
-	Fingerprint []byte
-}
-
-// CreateRunRequest is the create door's request: the caller, the body's "run" object (the run
-// grammar's, judged here) and its idempotency.
-type CreateRunRequest struct {
-	Actor  *Actor
-	Run    json.RawMessage
-	Replay Replay
-}
-
-// CreateRun is the create door (docs/api.md#runs).
-func (e *Engine) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created, error) {
-	a, run, key, canon := req.Actor, req.Run, req.Replay.Key, req.Replay.Fingerprint
-	scope := fmt.Sprintf("runs:%d:%s:%s", a.WorkspaceID, a.Kind, a.PublicID)
-	if key != "" {
-		if c, found, err := e.replayCreate(ctx, a, scope, key, canon); found || err != nil {
-			return c, err
-		}
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(run, &obj); err != nil || obj == nil {
-		return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "run must be an object.").With("path", "run")
-	}
-	for _, k := range edgeKeys {
-		if _, ok := obj[k]; ok {
-			return nil, refusal.Newf(refusal.Unprocessable, CodeEdgeAuthoringRefused, "run.%s is the kernel's: nobody outside the kernel authors edges.", k).With("path", "run."+k)
-		}
-	}
-	for _, k := range sortedKeys(obj) {
-		if !runObjectKeys[k] {
-			return nil, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "run.%s is not a run field.", k).With("path", "run."+k)
-		}
-	}
-	if _, ok := obj["steps"]; !ok || isNull(obj["steps"]) {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The run must carry steps.").With("path", "run.steps")
-	}
-	mode, _ := str(obj["approval_mode"])
-	if mode != ModeBypass && mode != ModeAsk && mode != ModeRules {
-		return nil, refusal.New(refusal.Unprocessable, CodeInvalidApprovalMode, "approval_mode must be bypass, ask or rules.").With("path", "run.approval_mode")
-	}
-	_, rules, err := ParseRules(obj["approval_rules"], "run.approval_rules")
+// CreateRun accepts in for a (its default Runner, its memory configuration, its steps) and writes
+// the run and its steps' rows; a run that starts at once is born running and readiness runs on
+// the rows as written.
+func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *NewRun) (*CreatedRun, error) {
+	r, steps, err := x.e.acceptRun(ctx, x.Tx, x.Tx, x.fx, a, in)
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := obj["prompt_mechanism"]; ok && !isNull(v) {
-		if s, ok := str(v); !ok || s != "raw" {
-			return nil, refusal.New(refusal.Unprocessable, CodeInvalidPromptMechanism, "prompt_mechanism must be raw.").With("path", "run.prompt_mechanism")
+	keys, rows, err := x.e.insertRunWithSteps(ctx, x.Tx, r, steps, r.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	// The rows just written are the run's every row: readiness and the door's run document work
+	// on them as written rather than reading them back.
+	if in.Start {
+		if rows, err = x.e.advanceTrace(ctx, x.Tx, x.fx, r, rows); err != nil {
+			return nil, err
 		}
 	}
-	start := true
-	if v, ok := obj["start"]; ok {
-		if json.Unmarshal(v, &start) != nil {
-			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
-		}
-	}
-	in := &runRequest{obj: obj, mode: mode, rules: rules, start: start}
-	if key == "" {
-		// Without a key, a new run is a candidate for one statement (createInStatement); with
-		// one, the idempotency record is a second write, and the run is a transaction.
-		created, err := e.createInStatement(ctx, a, in)
-		if !errors.Is(err, errNeedsTransaction) {
-			return created, err
-		}
-	}
-	var created *Created
-	err = e.write(ctx, func(tx *store.Tx, fx *effects) error {
-		a, err := a.reread(ctx, tx)
-		if err != nil {
-			return err
-		}
-		r, steps, err := e.acceptRun(ctx, tx, tx, fx, a, in)
-		if err != nil {
-			return err
-		}
-		keys, rows, err := e.insertRunWithSteps(ctx, tx, r, steps, r.CreatedAt)
-		if err != nil {
-			return err
-		}
-		// The rows just written are the run's every row: readiness and the answer's run
-		// document work on them as written rather than reading them back.
-		if start {
-			if rows, err = e.advanceTrace(ctx, tx, fx, r, rows); err != nil {
-				return err
-			}
-		}
-		created = &Created{Receipt: Receipt{AcceptedTaskKeys: keys, DeliverableTaskKey: r.DeliverableTaskKey, Revision: 1}}
-		doc, err := e.runDocOf(ctx, tx, r, rows, false)
-		if err != nil {
-			return err
-		}
-		created.Run = doc
-		if key != "" {
-			res, _ := json.Marshal(struct {
-				Run     string  `json:"run_public_id"`
-				Receipt Receipt `json:"receipt"`
-			}{r.PublicID, created.Receipt})
-			if err := store.InsertIdempotency(ctx, tx, scope, key, string(canon), string(res), r.CreatedAt, r.CreatedAt-IdempotencyTTL.Milliseconds()); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil && key != "" && store.IsUniqueViolation(err) {
-		// A concurrent request with the same key committed first: replay or refuse against it.
-		if c, found, err := e.replayCreate(ctx, a, scope, key, canon); found || err != nil {
-			return c, err
-		}
-	}
-	return created, err
-}
-
-// runRequest is a create's run object, judged as far as it can be without the store.
-type runRequest struct {
-	obj   map[string]json.RawMessage
-	mode  string
-	rules []byte
-	start bool
+	return &CreatedRun{Run: r, Keys: keys, Rows: rows}, nil
 }
 
 // acceptRun accepts a run object for the actor: its default Runner, its memory configuration,
 // its steps, read through q. tx is the write transaction it is accepted in, nil when it is
 // accepted for a statement: a step that needs the transaction (one that binds uploads) then
-// answers errNeedsTransaction. It answers the unwritten run (born running when it starts) and
+// answers ErrNeedsTransaction. It answers the unwritten run (born running when it starts) and
 // its steps.
-func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, fx *effects, a *Actor, in *runRequest) (*store.Run, []*step, error) {
+func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, fx *effects, a *Actor, in *NewRun) (*store.Run, []*step, error) {
 	runner := ""
-	if v, ok := in.obj["default_runner_executor_public_id"]; ok && !isNull(v) {
+	if v, ok := in.Object["default_runner_executor_public_id"]; ok && !isNull(v) {
 		id, ok := str(v)
 		if !ok || !store.IsPublicID(id) || !e.eligibleRunner(ctx, q, a.WorkspaceID, id) {
 			return nil, nil, refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
@@ -179,9 +71,9 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 	}
 	p := &stepParser{e: e, ctx: ctx, q: q, tx: tx, actor: a, runner: runner, existing: map[string]bool{}, fx: fx,
 		skills: &SkillFacts{MemoryContext: mc, WorkspacePublicID: a.WorkspacePublicID, Principal: principal}}
-	steps := p.parse(in.obj["steps"], 1, "")
+	steps := p.parse(in.Object["steps"], 1, "")
 	if p.needsTx {
-		return nil, nil, errNeedsTransaction
+		return nil, nil, ErrNeedsTransaction
 	}
 	if err := p.refusal(""); err != nil {
 		return nil, nil, err
@@ -192,8 +84,8 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 	now := e.nowMS()
 	r := &store.Run{
 		PublicID: store.NewPublicID(), WorkspaceID: a.WorkspaceID, WorkspacePublicID: a.WorkspacePublicID,
-		CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: in.mode,
-		ApprovalRules: string(in.rules), DeliverableTaskKey: steps[len(steps)-1].key, Revision: 1,
+		CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: in.Mode,
+		ApprovalRules: string(in.Rules), DeliverableTaskKey: steps[len(steps)-1].key, Revision: 1,
 		MainlineRoundCounter: 1, MemoryContext: mc, CreatedAt: now, UpdatedAt: now,
 	}
 	if runner != "" {
@@ -202,43 +94,13 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 	if a.Kind == "agent" {
 		r.AnsweringAgentPublicID = &a.PublicID
 	}
-	if in.start {
+	if in.Start {
 		// A run that starts at once is born running (docs/development.md#how-the-kernel-runs-work): the
 		// row startRun would write a statement later, status running and started_at now, is inserted as
 		// such, and readiness runs once its steps are written.
 		r.Status, r.StartedAt = RunRunning, &now
 	}
 	return r, steps, nil
-}
-
-func (e *Engine) replayCreate(ctx context.Context, a *Actor, scope, key string, canon []byte) (*Created, bool, error) {
-	now := e.nowMS()
-	rec, err := store.LookupIdempotency(ctx, e.store.Reader(), scope, key, now-IdempotencyTTL.Milliseconds())
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, true, err
-	}
-	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
-		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
-	}
-	var res struct {
-		Run     string  `json:"run_public_id"`
-		Receipt Receipt `json:"receipt"`
-	}
-	if err := json.Unmarshal([]byte(rec.Result), &res); err != nil {
-		return nil, true, err
-	}
-	r, err := store.RunByPublicID(ctx, e.store.Reader(), a.WorkspaceID, res.Run)
-	if err != nil {
-		return nil, true, err
-	}
-	doc, err := e.runDoc(ctx, e.store.Reader(), r, false)
-	if err != nil {
-		return nil, true, err
-	}
-	return &Created{Run: doc, Receipt: res.Receipt, Replayed: true}, true, nil
 }
 
 func (e *Engine) eligibleRunner(ctx context.Context, q store.Querier, workspaceID int64, id string) bool {

@@ -8,15 +8,15 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// errNeedsTransaction says that a create cannot be one statement (a guard of the statement
+// ErrNeedsTransaction says that a create cannot be one statement (a guard of the statement
 // failed, or the run is of a shape the statement does not hold) and runs as a transaction.
-var errNeedsTransaction = errors.New("runs: the create needs a transaction")
+var ErrNeedsTransaction = errors.New("runs: the create needs a transaction")
 
-// createInStatement creates a run without an idempotency key in one statement
+// CreateInStatement creates a run without an idempotency key in one statement
 // (store.CreateRun; docs/development.md#how-a-door-reaches-the-store): the run is accepted by plain
 // reads, its rows are built with their first readiness applied, and the statement writes them
 // only while the caller's standing and the executors the rows are parked for still hold. It
-// answers errNeedsTransaction, having written nothing, when the statement's guard failed or the
+// answers ErrNeedsTransaction, having written nothing, when the statement's guard failed or the
 // run is of a shape the statement does not hold (a step that attaches uploads, more rows than
 // store.MaxCreateRunTasks, a first step that the gate holds or denies, or any other row than a
 // model or tool step): the caller then runs the create as its ordinary transaction, which reads
@@ -26,41 +26,41 @@ var errNeedsTransaction = errors.New("runs: the create needs a transaction")
 // COMMITTED each statement of a transaction takes a new snapshot, and a plain read locks nothing.
 // What the transaction checks in the statement that writes (the standing it rereads, the
 // addressee's revocation a dispatch checks in its UPDATE) is a guard of this statement.
-func (e *Engine) createInStatement(ctx context.Context, a *Actor, in *runRequest) (*Created, error) {
+//
+// answer runs through the store's reader on the run and rows as they will be written, before the
+// write, so that a create is never reported failed once its run is written.
+func (e *Engine) CreateInStatement(ctx context.Context, a *Actor, in *NewRun, answer func(q store.Querier, c *CreatedRun) error) error {
 	fx := &effects{}
 	q := e.store.Reader()
 	r, steps, err := e.acceptRun(ctx, q, nil, fx, a, in)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(steps) > store.MaxCreateRunTasks {
-		return nil, errNeedsTransaction
+		return ErrNeedsTransaction
 	}
 	keys, rows := stepRows(0, steps, "", r.CreatedAt)
 	stmt := &store.CreateRun{Run: r, Tasks: rows, Standing: a.standing()}
-	if in.start {
+	if in.Start {
 		ok, err := e.bornReady(ctx, q, fx, stmt)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
-			return nil, errNeedsTransaction
+			return ErrNeedsTransaction
 		}
 	}
-	// The answer's document is built before the write, so that a create is never reported
-	// failed once its run is written.
-	doc, err := e.runDocOf(ctx, q, r, rows, false)
-	if err != nil {
-		return nil, err
+	if err := answer(q, &CreatedRun{Run: r, Keys: keys, Rows: rows}); err != nil {
+		return err
 	}
 	if err := e.store.CreateRun(ctx, stmt); err != nil {
 		if errors.Is(err, store.ErrGuardFailed) {
-			return nil, errNeedsTransaction
+			return ErrNeedsTransaction
 		}
-		return nil, err
+		return err
 	}
 	e.afterCommit(ctx, fx)
-	return &Created{Run: doc, Receipt: Receipt{AcceptedTaskKeys: keys, DeliverableTaskKey: r.DeliverableTaskKey, Revision: 1}}, nil
+	return nil
 }
 
 // bornReady applies the first readiness of a run born running to its unwritten rows, as

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -55,10 +56,10 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		create := func(a *runs.Actor, run json.RawMessage, key string) (*runs.Created, store.CreateRunStats, error) {
+		create := func(a *runs.Actor, run json.RawMessage, key string) (*conversations.Created, store.CreateRunStats, error) {
 			t.Helper()
 			before := s.CreateRunStats()
-			c, err := h.e.CreateRun(h.ctx, createRequest(a, run, key, []byte(`{"run":`+string(run)+`}`)))
+			c, err := h.conv.CreateRun(h.ctx, createRequest(a, run, key, []byte(`{"run":`+string(run)+`}`)))
 			after := s.CreateRunStats()
 			return c, store.CreateRunStats{Written: after.Written - before.Written, Guarded: after.Guarded - before.Guarded}, err
 		}

@@ -373,7 +373,7 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, run *store.Run, from
 		if inFan[tk.Key] || Terminal(tk.Status) {
 			continue
 		}
-		after := afterOf(tk)
+		after := AfterKeys(tk)
 		changed := false
 		for j, k := range after {
 			if k == from {

@@ -71,7 +71,11 @@ type Options struct {
 	// Declarations reads and freezes tool declarations; nil accepts only steps without tools.
 	Declarations Declarations
 	// Kernel runs kernel tool calls; nil fails every kernel row tool_not_served.
-	Kernel        KernelTools
+	Kernel KernelTools
+	// Texts words the results the engine settles on a kernel tool's behalf (an expired or
+	// canceled wait, a waited spawn still working); nil means Kernel's. New refuses an engine
+	// with neither: one without kernel tools still settles the waits another instance placed.
+	Texts         ToolTexts
 	Signal        ExecutorSignal
 	Announcements Announcements
 	Overrides     MemoryOverrides
@@ -103,6 +107,7 @@ type Engine struct {
 	registry *registry.Registry
 	decls    Declarations
 	kernel   KernelTools
+	texts    ToolTexts
 	signal   ExecutorSignal
 	ann      Announcements
 	over     MemoryOverrides
@@ -136,6 +141,12 @@ func New(o Options) (*Engine, error) {
 	if o.Store == nil || o.Models == nil || o.Registry == nil {
 		return nil, errors.New("runs: Options.Store, Models and Registry are required")
 	}
+	if o.Texts == nil && o.Kernel != nil {
+		o.Texts = o.Kernel
+	}
+	if o.Texts == nil {
+		return nil, errors.New("runs: Options.Texts (or Kernel) is required: the engine words the waits it settles")
+	}
 	if o.Config.Workers <= 0 {
 		o.Config.Workers = DefaultWorkers
 	}
@@ -168,7 +179,7 @@ func New(o Options) (*Engine, error) {
 		o.Log = hclog.NewNullLogger()
 	}
 	return &Engine{
-		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel,
+		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel, texts: o.Texts,
 		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, inst: inst,

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/kernel"
+	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -26,7 +29,7 @@ func TestMemoryRoundTrip(t *testing.T) {
 		if w.Title == nil || *w.Title != "wrote workspace/plan.md" || *w.Output != "Wrote workspace/plan.md (8 bytes)." {
 			t.Fatalf("write row: %+v", w)
 		}
-		req, err := h.e.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "r3")
+		req, err := h.conv.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "r3")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,4 +37,25 @@ func TestMemoryRoundTrip(t *testing.T) {
 			t.Fatalf("sealed r3: %s", req)
 		}
 	})
+}
+
+// TestNewRequiresToolTexts: an engine words the waits it settles even when it runs no kernel
+// tools (one another instance's waits expire on), so one built without texts is refused.
+func TestNewRequiresToolTexts(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, store.SQLite)
+	base := runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New()}
+	if _, err := runs.New(base); err == nil || !strings.Contains(err.Error(), "Texts") {
+		t.Fatalf("New without Texts or Kernel = %v, want the refusal naming Texts", err)
+	}
+	withTexts := base
+	withTexts.Texts = kernel.New(kernel.Options{})
+	if _, err := runs.New(withTexts); err != nil {
+		t.Fatalf("New with Texts: %v", err)
+	}
+	withKernel := base
+	withKernel.Kernel = kernel.New(kernel.Options{})
+	if _, err := runs.New(withKernel); err != nil {
+		t.Fatalf("New with Kernel (its texts): %v", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/acceptance"
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/envelope"
@@ -92,7 +93,7 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: resolver,
 		Config: runs.Config{Workers: 2, ModelTimeout: time.Minute}}
 	if !o.noDecl {
-		opts.Declarations = &runs.Compiler{C: comp, KernelSkills: runs.KernelSkillReader(kmemory.New(s), resolver)}
+		opts.Declarations = &acceptance.Compiler{C: comp, KernelSkills: acceptance.KernelSkillReader(kmemory.New(s), resolver)}
 	}
 	opts.Profiles = o.profiles
 	opts.Announcements = o.announcements
@@ -125,20 +126,20 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 }
 
 // replayOf is the idempotency of a request sent under key with body ("" key: none).
-func replayOf(key string, body []byte) runs.Replay {
+func replayOf(key string, body []byte) conversations.Replay {
 	if key == "" {
-		return runs.Replay{}
+		return conversations.Replay{}
 	}
-	return runs.Replay{Key: key, Fingerprint: body}
+	return conversations.Replay{Key: key, Fingerprint: body}
 }
 
 // createRequest is the create door's request for a run object.
-func createRequest(a *runs.Actor, run json.RawMessage, key string, body []byte) *runs.CreateRunRequest {
-	return &runs.CreateRunRequest{Actor: a, Run: run, Replay: replayOf(key, body)}
+func createRequest(a *runs.Actor, run json.RawMessage, key string, body []byte) *conversations.CreateRunRequest {
+	return &conversations.CreateRunRequest{Actor: a, Run: run, Replay: replayOf(key, body)}
 }
 
 // appendRequest is the append door's request for a body of steps and an expected revision.
-func appendRequest(t testing.TB, a *runs.Actor, runID string, body []byte, key string) *runs.AppendRequest {
+func appendRequest(t testing.TB, a *runs.Actor, runID string, body []byte, key string) *conversations.AppendRequest {
 	t.Helper()
 	var b struct {
 		Steps            json.RawMessage `json:"steps"`
@@ -147,14 +148,14 @@ func appendRequest(t testing.TB, a *runs.Actor, runID string, body []byte, key s
 	if err := json.Unmarshal(body, &b); err != nil {
 		t.Fatalf("append body %s: %v", body, err)
 	}
-	return &runs.AppendRequest{Actor: a, RunID: runID, Steps: b.Steps, ExpectedRevision: b.ExpectedRevision, Replay: replayOf(key, body)}
+	return &conversations.AppendRequest{Actor: a, RunID: runID, Steps: b.Steps, ExpectedRevision: b.ExpectedRevision, Replay: replayOf(key, body)}
 }
 
 // resolveRequest is the resolution door's request for an answer's body; a body that is not one
 // object rides as the door's refusal, for Resolve to answer at its place.
-func resolveRequest(t testing.TB, a *runs.Actor, runID, key string, body []byte) *runs.ResolveRequest {
+func resolveRequest(t testing.TB, a *runs.Actor, runID, key string, body []byte) *conversations.ResolveRequest {
 	t.Helper()
-	req := &runs.ResolveRequest{Actor: a, RunID: runID, TaskKey: key}
+	req := &conversations.ResolveRequest{Actor: a, RunID: runID, TaskKey: key}
 	var members jsonwire.Members
 	if len(body) > 0 {
 		var err error
@@ -168,10 +169,10 @@ func resolveRequest(t testing.TB, a *runs.Actor, runID, key string, body []byte)
 }
 
 // create posts a run object and fails the test on a refusal.
-func (h *harness) create(run string) *runs.Created {
+func (h *harness) create(run string) *conversations.Created {
 	h.t.Helper()
 	body := `{"run":` + run + `}`
-	c, err := h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", []byte(body)))
+	c, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", []byte(body)))
 	if err != nil {
 		h.t.Fatalf("create: %v", err)
 	}
@@ -208,18 +209,18 @@ func (h *harness) drain() int {
 	return n
 }
 
-func (h *harness) run(id string) *runs.RunDoc {
+func (h *harness) run(id string) *conversations.RunDoc {
 	h.t.Helper()
-	d, err := h.e.ReadRun(h.ctx, h.actor, id)
+	d, err := h.conv.ReadRun(h.ctx, h.actor, id)
 	if err != nil {
 		h.t.Fatalf("read run: %v", err)
 	}
 	return d
 }
 
-func (h *harness) task(run, key string) *runs.TaskDoc {
+func (h *harness) task(run, key string) *conversations.TaskDoc {
 	h.t.Helper()
-	d, err := h.e.ReadTask(h.ctx, h.actor, run, key)
+	d, err := h.conv.ReadTask(h.ctx, h.actor, run, key)
 	if err != nil {
 		h.t.Fatalf("read task %s: %v", key, err)
 	}

@@ -30,7 +30,7 @@ func TestAliasCall(t *testing.T) {
 		if in["path"] != "workspace/x.md" || in["content"] != "hi" || len(in) != 2 {
 			t.Fatalf("mapped input %v", in)
 		}
-		req, _ := h.e.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "r2")
+		req, _ := h.conv.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "r2")
 		if !strings.Contains(string(req), `"role":"tool","tool_call_id":"mock_r1_0","name":"Remember"`) {
 			t.Fatalf("tool entry does not carry the alias: %s", req)
 		}
@@ -56,11 +56,11 @@ func TestApprovalHoldApproveDeny(t *testing.T) {
 		if held.Status != runs.StatusNeedsApproval || held.EffectProfile == nil || held.DeadlineAt == nil {
 			t.Fatalf("held row %+v", held)
 		}
-		page, err := h.e.Inbox(h.ctx, "user", h.actor.PublicID, "", 50)
+		page, err := h.conv.Inbox(h.ctx, "user", h.actor.PublicID, "", 50)
 		if err != nil || len(page.Tasks) != 2 || page.Tasks[0].Kind != "approval" || page.Tasks[0].TaskKey != "r2t0" {
 			t.Fatalf("inbox %+v %v", page, err)
 		}
-		got, err := h.e.Decide(h.ctx, h.actor, id, "r2t0", false, "")
+		got, err := h.conv.Decide(h.ctx, h.actor, id, "r2t0", false, "")
 		if err != nil || got.Status != runs.StatusRunning {
 			t.Fatalf("approve: %v %+v", err, got)
 		}
@@ -70,11 +70,11 @@ func TestApprovalHoldApproveDeny(t *testing.T) {
 			t.Fatalf("approval %+v", ap)
 		}
 		reason := strings.Repeat("é", 200)
-		got, err = h.e.Decide(h.ctx, h.actor, id, "r2t1", true, reason)
+		got, err = h.conv.Decide(h.ctx, h.actor, id, "r2t1", true, reason)
 		if err != nil || got.Status != runs.StatusFailed || got.Error.Key != runs.KeyApprovalDenied || len(got.Error.Detail) != 256 {
 			t.Fatalf("deny: %v %+v", err, got)
 		}
-		if _, err := h.e.Decide(h.ctx, h.actor, id, "r2t1", false, ""); !isCode(err, runs.CodeNotAwaitingApproval) {
+		if _, err := h.conv.Decide(h.ctx, h.actor, id, "r2t1", false, ""); !isCode(err, runs.CodeNotAwaitingApproval) {
 			t.Fatalf("second decision: %v", err)
 		}
 		h.drain()
@@ -82,7 +82,7 @@ func TestApprovalHoldApproveDeny(t *testing.T) {
 		if r.Status != runs.RunCompleted || !strings.HasPrefix(deref(r.Answer), "<tool_use_error>The tool call was declined at approval. (approval_denied) ") {
 			t.Fatalf("after decisions: %s %q", r.Status, deref(r.Answer))
 		}
-		if _, err := h.e.Decide(h.ctx, h.actor, id, "r2t0", false, ""); !isCode(err, runs.CodeNotAdjudicable) {
+		if _, err := h.conv.Decide(h.ctx, h.actor, id, "r2t0", false, ""); !isCode(err, runs.CodeNotAdjudicable) {
 			t.Fatalf("decision on a completed run: %v", err)
 		}
 	})
@@ -102,7 +102,7 @@ func TestExpiryCases(t *testing.T) {
 		c := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\nround 2\nsay {{last_result}}",` + memoryTools + `}}],"approval_mode":"ask"}`)
 		h.drain()
 		h.clock.Advance(runs.ApprovalHold)
-		if _, err := h.e.Decide(h.ctx, h.actor, c.Run.PublicID, "r2t0", false, ""); !isCode(err, runs.CodeNotAwaitingApproval) {
+		if _, err := h.conv.Decide(h.ctx, h.actor, c.Run.PublicID, "r2t0", false, ""); !isCode(err, runs.CodeNotAwaitingApproval) {
 			t.Fatalf("approve after the deadline: %v", err)
 		}
 		if tk := h.task(c.Run.PublicID, "r2t0"); tk.Status != runs.StatusTimedOut || tk.Error.Key != runs.KeyApprovalExpired {
@@ -172,7 +172,7 @@ func TestExpiryCases(t *testing.T) {
 		if err := h.e.Evaluate(h.ctx, cl); err != nil {
 			t.Fatal(err)
 		}
-		first, _ := h.e.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "s1-model-1")
+		first, _ := h.conv.ReadRequest(h.ctx, h.actor, c.Run.PublicID, "s1-model-1")
 		if r := h.run(c.Run.PublicID); r.Status != runs.RunCompleted {
 			t.Fatalf("run %s", r.Status)
 		}
@@ -203,7 +203,7 @@ func TestHaltAndRepair(t *testing.T) {
 		if tk := h.task(id, "write"); tk.Status != runs.StatusWaiting || strings.Join(tk.WaitingOn, ",") != "" {
 			t.Fatalf("held row %s waiting on %v", tk.Status, tk.WaitingOn)
 		}
-		got, err := h.e.Append(h.ctx, appendRequest(t, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay {{last_result}}"}}]}`), ""))
+		got, err := h.conv.Append(h.ctx, appendRequest(t, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay {{last_result}}"}}]}`), ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestHaltAndRepair(t *testing.T) {
 		if r.Status != runs.RunCompleted || r.DeliverableTaskKey != got.Receipt.DeliverableTaskKey {
 			t.Fatalf("repaired run %s", r.Status)
 		}
-		req, _ := h.e.ReadRequest(h.ctx, h.actor, id, got.Receipt.DeliverableTaskKey)
+		req, _ := h.conv.ReadRequest(h.ctx, h.actor, id, got.Receipt.DeliverableTaskKey)
 		if !strings.Contains(string(req), `<task_result task=\"write\" status=\"skipped\">`) {
 			t.Fatalf("the repair step reads the old deliverable: %s", req)
 		}

@@ -122,7 +122,7 @@ type sealedRequest struct {
 
 func readRequest(t *testing.T, h *harness, run, key string) sealedRequest {
 	t.Helper()
-	b, err := h.e.ReadRequest(h.ctx, h.actor, run, key)
+	b, err := h.conv.ReadRequest(h.ctx, h.actor, run, key)
 	if err != nil {
 		t.Fatalf("request %s: %v", key, err)
 	}
@@ -299,7 +299,7 @@ func TestWaitTool(t *testing.T) {
 		if w.Status != runs.StatusCompleted || deref(w.Output) != envelope || deref(w.Title) != "wait for r2t0" || w.AwaitingChild != nil {
 			t.Fatalf("wait on a settled target %+v output %q", w, deref(w.Output))
 		}
-		if _, err := h.e.ReadTask(h.ctx, h.actor, did, "r3t0-wait-1"); !isCode(err, "not_found") {
+		if _, err := h.conv.ReadTask(h.ctx, h.actor, did, "r3t0-wait-1"); !isCode(err, "not_found") {
 			t.Fatalf("an await was placed for a settled target: %v", err)
 		}
 	})
@@ -340,9 +340,9 @@ func (h *harness) member(handle string) *runs.Actor {
 		WorkspacePublicID: h.actor.WorkspacePublicID}
 }
 
-func (h *harness) resolve(run, key, body string) *runs.Resolution {
+func (h *harness) resolve(run, key, body string) *conversations.Resolution {
 	h.t.Helper()
-	res, err := h.e.Resolve(h.ctx, resolveRequest(h.t, h.actor, run, key, []byte(body)))
+	res, err := h.conv.Resolve(h.ctx, resolveRequest(h.t, h.actor, run, key, []byte(body)))
 	if err != nil {
 		h.t.Fatalf("resolve %s: %v", key, err)
 	}
@@ -438,7 +438,7 @@ func TestAskTool(t *testing.T) {
 			!cmp.Equal(r.Attention[0].TaskKeys, []string{"r2t0-ask-1"}) {
 			t.Fatalf("run %s attention %+v", r.Status, r.Attention)
 		}
-		page, err := h.e.Inbox(h.ctx, "user", h.actor.PublicID, "", 50)
+		page, err := h.conv.Inbox(h.ctx, "user", h.actor.PublicID, "", 50)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,7 +452,7 @@ func TestAskTool(t *testing.T) {
 		if string(row) != wantRow {
 			t.Fatalf("inbox row\n got %s\nwant %s", row, wantRow)
 		}
-		if other, _ := h.e.Inbox(h.ctx, "user", h.member("li").PublicID, "", 50); len(other.Tasks) != 0 {
+		if other, _ := h.conv.Inbox(h.ctx, "user", h.member("li").PublicID, "", 50); len(other.Tasks) != 0 {
 			t.Fatalf("another member's inbox lists %+v", other.Tasks)
 		}
 
@@ -474,7 +474,7 @@ func TestAskTool(t *testing.T) {
 		if r := h.run(id); r.Status != runs.RunCompleted || deref(r.Answer) != answer {
 			t.Fatalf("run %s answer %q", r.Status, deref(r.Answer))
 		}
-		if page, _ := h.e.Inbox(h.ctx, "user", h.actor.PublicID, "", 50); len(page.Tasks) != 0 {
+		if page, _ := h.conv.Inbox(h.ctx, "user", h.actor.PublicID, "", 50); len(page.Tasks) != 0 {
 			t.Fatalf("an answered ask is still listed: %+v", page.Tasks)
 		}
 	})
@@ -598,7 +598,7 @@ func TestResolutionDoor(t *testing.T) {
 			{"unstorable", h.actor, id, "r2t0", `{"content":"a\u0000b"}`, "result_unstorable", refusal.Unprocessable, "content"},
 		}
 		for _, c := range cases {
-			_, err := h.e.Resolve(h.ctx, resolveRequest(t, c.actor, c.run, c.key, []byte(c.body)))
+			_, err := h.conv.Resolve(h.ctx, resolveRequest(t, c.actor, c.run, c.key, []byte(c.body)))
 			r, ok := refusal.As(err)
 			if !ok || r.Code != c.code || r.Kind != c.kind {
 				t.Errorf("%s: %v, want %s", c.name, err, c.code)
@@ -650,11 +650,11 @@ func TestBranchCancel(t *testing.T) {
 			{"an await", h.actor, "r2t0-r2t0-ask-1", runs.CodeNotABranch},
 		}
 		for _, c := range cases {
-			if _, err := h.e.CancelBranch(h.ctx, c.actor, id, c.key); !isCode(err, c.code) {
+			if _, err := h.conv.CancelBranch(h.ctx, c.actor, id, c.key); !isCode(err, c.code) {
 				t.Errorf("%s: %v, want %s", c.name, err, c.code)
 			}
 		}
-		doc, err := h.e.CancelBranch(h.ctx, h.actor, id, "r2t1")
+		doc, err := h.conv.CancelBranch(h.ctx, h.actor, id, "r2t1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -677,10 +677,10 @@ func TestBranchCancel(t *testing.T) {
 		if c := h.task(id, "r2t1"); c.Status != runs.StatusCompleted || !deref(c.IsError) || deref(c.Output) != canceled {
 			t.Fatalf("waited call after the cancel: %s %q", c.Status, deref(c.Output))
 		}
-		if _, err := h.e.CancelBranch(h.ctx, h.actor, id, "r2t1-model-1"); !isCode(err, runs.CodeAlreadyTerminal) {
+		if _, err := h.conv.CancelBranch(h.ctx, h.actor, id, "r2t1-model-1"); !isCode(err, runs.CodeAlreadyTerminal) {
 			t.Fatalf("second cancel: %v", err)
 		}
-		if _, err := h.e.CancelBranch(h.ctx, h.actor, id, "r2t0-r2"); err != nil {
+		if _, err := h.conv.CancelBranch(h.ctx, h.actor, id, "r2t0-r2"); err != nil {
 			t.Fatal(err)
 		}
 		h.drain()
@@ -895,7 +895,7 @@ func TestWaitedDelegationsInOneAnswer(t *testing.T) {
 		if k := h.step(); k != "r2t0" {
 			t.Fatalf("stepped %s", k)
 		}
-		if _, err := h.e.CancelBranch(h.ctx, h.actor, id, "r2t0-model-1"); err != nil {
+		if _, err := h.conv.CancelBranch(h.ctx, h.actor, id, "r2t0-model-1"); err != nil {
 			t.Fatal(err)
 		}
 		want := "<task_result task=\"r2t0\" status=\"canceled\">\n<prompt>" + quickBrief + "</prompt>\nerror: task_canceled\n[model: requested mock/scripted, not started]\n</task_result>"
@@ -922,7 +922,7 @@ func TestStopEndsObservations(t *testing.T) {
 		if deref(aw.TimeoutMS) != 86400000 || deref(aw.DeadlineAt) != deadline || !strings.Contains(string(aw.Wait), `"timeout_ms":604800000`) {
 			t.Fatalf("clamped wait %+v %s", aw, aw.Wait)
 		}
-		if _, err := h.e.StopRun(h.ctx, h.actor, id, true); err != nil {
+		if _, err := h.conv.StopRun(h.ctx, h.actor, id, true); err != nil {
 			t.Fatal(err)
 		}
 		detail := kernel.WaitCanceledDetail("r2t0")
@@ -959,7 +959,7 @@ func TestAskAddressee(t *testing.T) {
 		asking := script("Ask twice.", []string{call("ask", map[string]any{"prompt": "One?"}), call("ask", map[string]any{"prompt": "Two?"})},
 			[]string{"say done"})
 		body := modelStep(asking, graphTools)
-		created, err := h.e.CreateRun(h.ctx, createRequest(bot, json.RawMessage(body), "", []byte(`{"run":`+body+`}`)))
+		created, err := h.conv.CreateRun(h.ctx, createRequest(bot, json.RawMessage(body), "", []byte(`{"run":`+body+`}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -969,14 +969,14 @@ func TestAskAddressee(t *testing.T) {
 			t.Fatalf("addressed to %s", aw.AddressedTo)
 		}
 		for _, who := range []*runs.Actor{steward, bot} {
-			page, err := h.e.Inbox(h.ctx, who.Kind, who.PublicID, "", 1)
+			page, err := h.conv.Inbox(h.ctx, who.Kind, who.PublicID, "", 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(page.Tasks) != 1 || page.Tasks[0].TaskKey != "r2t0-ask-1" || page.NextAfter == nil {
 				t.Fatalf("%s's first page %+v", who.Kind, page)
 			}
-			next, err := h.e.Inbox(h.ctx, who.Kind, who.PublicID, *page.NextAfter, 1)
+			next, err := h.conv.Inbox(h.ctx, who.Kind, who.PublicID, *page.NextAfter, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -984,7 +984,7 @@ func TestAskAddressee(t *testing.T) {
 				t.Fatalf("%s's second page %+v", who.Kind, next)
 			}
 		}
-		if page, _ := h.e.Inbox(h.ctx, "user", h.actor.PublicID, "", 50); len(page.Tasks) != 0 {
+		if page, _ := h.conv.Inbox(h.ctx, "user", h.actor.PublicID, "", 50); len(page.Tasks) != 0 {
 			t.Fatalf("the owner is not the addressee, yet lists %+v", page.Tasks)
 		}
 		// Any member with write standing answers: the owner here.

@@ -71,7 +71,7 @@ func TestPairingLawExample(t *testing.T) {
 			if r.Status != runs.RunCompleted {
 				t.Fatalf("run %s", r.Status)
 			}
-			req, err := h.e.ReadRequest(h.ctx, h.actor, id, "r2")
+			req, err := h.conv.ReadRequest(h.ctx, h.actor, id, "r2")
 			if err != nil {
 				t.Fatal(err)
 			}

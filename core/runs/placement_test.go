@@ -181,7 +181,7 @@ func TestPlacementWaitsOnTheChild(t *testing.T) {
 		if call := h.task(id, "r2t0"); call.Status != runs.StatusRunning {
 			t.Fatalf("the sweeper settled the waiting call: %+v", call)
 		}
-		if _, err := h.e.StopRun(h.ctx, h.actor, id, true); err != nil {
+		if _, err := h.conv.StopRun(h.ctx, h.actor, id, true); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range []string{"r2t0", "r2t0-call-1"} {

@@ -6,119 +6,13 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/envelope"
-	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
 )
 
-// Resolution is what the resolution door answers: the await as it stands, and whether this
-// answer settled it.
-type Resolution struct {
-	Task    *TaskDoc
-	Applied bool
-}
-
-// ResolveRequest is the resolution door's request: the caller, the await (or its ask call) and the
-// answer as submitted.
-type ResolveRequest struct {
-	Actor   *Actor
-	RunID   string
-	TaskKey string
-	// Result is the answer as submitted; nil is an empty one.
-	Result *envelope.Submission
-	// Invalid is the refusal of the body's own rules (not one object, a key beside the
-	// envelope's own), found when the door decoded it: Resolve answers it after the row's
-	// lookup and the caller's standing, where the documented order puts the body.
-	Invalid error
-}
-
-// Resolve is the resolution door (docs/api.md#tasks-and-decisions), the only door that answers an
-// ask. Checks, in this order: 404 not_found (run, then key); 403 not_authorized; 400
-// parameter_invalid (req.Invalid); 409 await_not_resolvable (anything but an ask await, reached by its own key or
-// its call's); a settled await answers applied: false; an await whose deadline passed is first
-// settled by the expiry rule, then answers applied: false; the result envelope's grammar (422, the
-// park stands); result_unstorable (422, the park stands too: the resolver is a person at an
-// interactive door). A fresh answer settles the await completed (failed, await_failed, when outcome
-// is failed), binds the uploads it links, and settles the ask call in the same transaction.
-func (e *Engine) Resolve(ctx context.Context, req *ResolveRequest) (*Resolution, error) {
-	a, runID, key := req.Actor, req.RunID, req.TaskKey
-	sub := req.Result
-	if sub == nil {
-		sub = &envelope.Submission{}
-	}
-	var res *Resolution
-	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
-		res = nil
-		r, err := e.loadRun(ctx, tx, a, runID)
-		if err != nil {
-			return err
-		}
-		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
-			return err
-		}
-		t, err := store.TaskByKey(ctx, tx, r.ID, key)
-		if errors.Is(err, store.ErrNotFound) {
-			return taskNotFound(key)
-		}
-		if err != nil {
-			return err
-		}
-		if err := e.writeStanding(ctx, tx, a, r); err != nil {
-			return err
-		}
-		if req.Invalid != nil {
-			return req.Invalid
-		}
-		await, err := askAwaitOf(ctx, tx, r.ID, t)
-		if err != nil {
-			return err
-		}
-		if await == nil {
-			return conflict(CodeAwaitNotResolvable, "Task %s is not an ask await; only asks are answered here.", key)
-		}
-		if await, err = store.LockTask(ctx, tx, await.ID); err != nil {
-			return err
-		}
-		if Terminal(await.Status) {
-			return e.resolution(ctx, tx, r, await.Key, false, &res)
-		}
-		now := e.nowMS()
-		if await.DeadlineAt != nil && now >= *await.DeadlineAt {
-			// The deadline wins (docs/development.md#how-the-kernel-runs-work): the late answer is
-			// discarded.
-			if err := e.expire(ctx, tx, fx, r, await, now); err != nil {
-				return err
-			}
-			return e.resolution(ctx, tx, r, await.Key, false, &res)
-		}
-		p := &identity.Principal{Kind: a.Kind, ID: a.ID, PublicID: a.PublicID}
-		result, err := envelope.Validate(sub, func(ids []string) ([]string, error) { return uploads.OwnedInputs(ctx, tx, p, ids) })
-		if err != nil {
-			return err
-		}
-		if err := e.answerAsk(ctx, tx, r, await, result, a.member(), now); err != nil {
-			return err
-		}
-		if err := e.advance(ctx, tx, fx, r); err != nil {
-			return err
-		}
-		return e.resolution(ctx, tx, r, await.Key, true, &res)
-	})
-	return res, err
-}
-
-func (e *Engine) resolution(ctx context.Context, q store.Querier, r *store.Run, key string, applied bool, out **Resolution) error {
-	doc, err := e.taskDoc(ctx, q, r, key)
-	if err != nil {
-		return err
-	}
-	*out = &Resolution{Task: doc, Applied: applied}
-	return nil
-}
-
-// askAwaitOf finds the ask await a resolution names: the await itself, or the ask call that
+// AskAwaitOf finds the ask await a resolution names: the await itself, or the ask call that
 // placed it (docs/api.md#tasks-and-decisions). nil when the key names anything else.
-func askAwaitOf(ctx context.Context, q store.Querier, runID int64, t *store.Task) (*store.Task, error) {
+func AskAwaitOf(ctx context.Context, q store.Querier, runID int64, t *store.Task) (*store.Task, error) {
 	if t.Kind == KindAwait {
 		if deref(t.AwaitKind) == AwaitAsk {
 			return t, nil
@@ -133,6 +27,14 @@ func askAwaitOf(ctx context.Context, q store.Querier, runID int64, t *store.Task
 		return nil, nil // an ask call that placed nothing (an error result)
 	}
 	return await, err
+}
+
+// AnswerAsk settles the live ask await of r with by's answer, as answerAsk does, and advances r.
+func (x *Tx) AnswerAsk(ctx context.Context, r *store.Run, await *store.Task, res *envelope.Result, by Member) error {
+	if err := x.e.answerAsk(ctx, x.Tx, r, await, res, by, x.NowMS()); err != nil {
+		return err
+	}
+	return x.e.advance(ctx, x.Tx, x.fx, r)
 }
 
 // answerAsk settles a live ask await with a member's answer: completed with the result as

@@ -66,7 +66,7 @@ func TestCreateRouteEligibility(t *testing.T) {
 			t.Fatalf("route with the step's tool_name: %s", tk.Status)
 		}
 		other := `{"steps":[{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"` + active + `","tool_name":"get"}}}],"approval_mode":"bypass"}`
-		_, err = h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(other), "", nil))
+		_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(other), "", nil))
 		if r, ok := refusal.As(err); !ok || r.Code != runs.CodeInvalidToolRoute || r.Message != `route.tool_name must be the step's name, "fetch" (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.` {
 			t.Fatalf("route with another tool_name: %v", err)
 		} else if p, _ := r.Get("path"); p != "steps[0].tool.route.tool_name" {
@@ -79,7 +79,7 @@ func TestCreateRouteEligibility(t *testing.T) {
 			{"another workspace", foreign, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + foreign + " is not an active Runner of this workspace."},
 		} {
 			run := step(c.runner, c.tool)
-			_, err := h.e.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", []byte(`{"run":`+run+`}`)))
+			_, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", []byte(`{"run":`+run+`}`)))
 			r, ok := refusal.As(err)
 			if !ok {
 				t.Fatalf("%s: got %v, want %s", c.name, err, c.code)

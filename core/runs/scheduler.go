@@ -453,7 +453,7 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
 		// A wait's expiry ends only the observation, and says so
 		// (docs/agent-tools.md#delegation-and-conversations).
-		x.Error.Detail = e.texts().WaitTimedOut(spec.Task, deref(t.TimeoutMS))
+		x.Error.Detail = e.texts.WaitTimedOut(spec.Task, deref(t.TimeoutMS))
 	}
 	if x.Release {
 		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "claimed_at", Val: nil},

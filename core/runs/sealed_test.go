@@ -36,7 +36,7 @@ func TestSealedStorage(t *testing.T) {
 			if i == 1 {
 				key = "s1-model-1"
 			}
-			b, err := h.e.ReadRequest(h.ctx, h.actor, c.Run.PublicID, key)
+			b, err := h.conv.ReadRequest(h.ctx, h.actor, c.Run.PublicID, key)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,22 +33,6 @@ type ToolTexts interface {
 	SpawnStillWorking(conversationPublicID, label, answeredBy string) string
 }
 
-// unworded is the ToolTexts of an engine without kernel tools: it runs no wait or spawn of its
-// own, and a row another instance placed settles here with its error key and no text.
-type unworded struct{}
-
-func (unworded) WaitTimedOut(string, int64) string               { return "" }
-func (unworded) WaitCanceled(string) string                      { return "" }
-func (unworded) SpawnStillWorking(string, string, string) string { return "" }
-
-// texts is the engine's ToolTexts: its kernel's.
-func (e *Engine) texts() ToolTexts {
-	if e.kernel == nil {
-		return unworded{}
-	}
-	return e.kernel
-}
-
 // KernelCall is one claimed kernel tool row, with the run facts a handler reads.
 type KernelCall struct {
 	RunID                int64

@@ -33,7 +33,7 @@ func (h *harness) writeSkill(path, body, description string) {
 // sealedEntries reads a round's sealed request: its entries and offered tool names.
 func (h *harness) sealedEntries(run, key string) (entries []json.RawMessage, tools []string) {
 	h.t.Helper()
-	raw, err := h.e.ReadRequest(h.ctx, h.actor, run, key)
+	raw, err := h.conv.ReadRequest(h.ctx, h.actor, run, key)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -28,15 +28,15 @@ func TestWriteStanding(t *testing.T) {
 			t.Fatal(err)
 		}
 		li := &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleMember, WorkspaceID: h.actor.WorkspaceID, WorkspacePublicID: h.actor.WorkspacePublicID}
-		if _, err := h.e.ReadRun(h.ctx, li, c.Run.PublicID); err != nil {
+		if _, err := h.conv.ReadRun(h.ctx, li, c.Run.PublicID); err != nil {
 			t.Fatalf("a member reads: %v", err)
 		}
 		for name, err := range map[string]error{
-			"stop":    second(h.e.StopRun(h.ctx, li, c.Run.PublicID, true)),
-			"approve": second(h.e.Decide(h.ctx, li, c.Run.PublicID, "r2t0", false, "")),
-			"deny":    second(h.e.Decide(h.ctx, li, c.Run.PublicID, "r2t0", true, "")),
-			"append":  second(h.e.Append(h.ctx, appendRequest(t, li, c.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), ""))),
-			"start":   second(h.e.StartRun(h.ctx, li, c.Run.PublicID)),
+			"stop":    second(h.conv.StopRun(h.ctx, li, c.Run.PublicID, true)),
+			"approve": second(h.conv.Decide(h.ctx, li, c.Run.PublicID, "r2t0", false, "")),
+			"deny":    second(h.conv.Decide(h.ctx, li, c.Run.PublicID, "r2t0", true, "")),
+			"append":  second(h.conv.Append(h.ctx, appendRequest(t, li, c.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), ""))),
+			"start":   second(h.conv.StartRun(h.ctx, li, c.Run.PublicID)),
 		} {
 			r, ok := refusal.As(err)
 			if !ok || r.Code != refusal.CodeNotAuthorized || r.Kind != refusal.Forbidden {
@@ -44,11 +44,11 @@ func TestWriteStanding(t *testing.T) {
 			}
 		}
 		// Li's inbox is empty: the held rows are addressed to the creator.
-		page, err := h.e.Inbox(h.ctx, "user", li.PublicID, "", 50)
+		page, err := h.conv.Inbox(h.ctx, "user", li.PublicID, "", 50)
 		if err != nil || len(page.Tasks) != 0 {
 			t.Fatalf("li's inbox: %+v %v", page, err)
 		}
-		if _, err := h.e.Inbox(h.ctx, "user", li.PublicID, "%%%", 50); !isCode(err, refusal.CodeParameterInvalid) {
+		if _, err := h.conv.Inbox(h.ctx, "user", li.PublicID, "%%%", 50); !isCode(err, refusal.CodeParameterInvalid) {
 			t.Fatalf("malformed cursor: %v", err)
 		}
 	})
@@ -64,7 +64,7 @@ func TestStop(t *testing.T) {
 		h := newHarness(t, s, harnessOptions{})
 		c := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\ncall memory_ls {}\nround 2\nsay x",` + memoryTools + `}}],"approval_mode":"ask"}`)
 		h.drain()
-		doc, err := h.e.StopRun(h.ctx, h.actor, c.Run.PublicID, true)
+		doc, err := h.conv.StopRun(h.ctx, h.actor, c.Run.PublicID, true)
 		if err != nil || doc.Status != runs.RunCanceled || doc.Stop == nil || !doc.Stop.Force || doc.CompletedAt == nil {
 			t.Fatalf("forced stop: %+v %v", doc, err)
 		}
@@ -83,7 +83,7 @@ func TestStop(t *testing.T) {
 		if err != nil || cl == nil {
 			t.Fatal(err)
 		}
-		doc, err = h.e.StopRun(h.ctx, h.actor, c.Run.PublicID, false)
+		doc, err = h.conv.StopRun(h.ctx, h.actor, c.Run.PublicID, false)
 		if err != nil || doc.Status != runs.RunCanceling {
 			t.Fatalf("graceful stop: %+v %v", doc, err)
 		}
@@ -96,7 +96,7 @@ func TestStop(t *testing.T) {
 		}
 		// A pending run goes straight to canceled.
 		p := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}],"approval_mode":"bypass","start":false}`)
-		if doc, err := h.e.StopRun(h.ctx, h.actor, p.Run.PublicID, false); err != nil || doc.Status != runs.RunCanceled {
+		if doc, err := h.conv.StopRun(h.ctx, h.actor, p.Run.PublicID, false); err != nil || doc.Status != runs.RunCanceled {
 			t.Fatalf("pending stop: %+v %v", doc, err)
 		}
 	})

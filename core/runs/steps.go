@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/refusal"
@@ -496,13 +495,4 @@ func (e *Engine) kernelName(name string) (string, bool) {
 	}
 	entry, ok := e.registry.Resolve(name)
 	return entry.Wire, ok
-}
-
-func sortedStrings(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -141,7 +141,7 @@ func (e *Engine) firstAttentionError(ctx context.Context, q store.Querier, run *
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}
-	for _, att := range attention(run, tasks, byKey) {
+	for _, att := range AttentionOf(run, tasks, byKey) {
 		for _, k := range att.TaskKeys {
 			if t := byKey[k]; t != nil && t.ErrorKey != nil {
 				return TaskError{Key: *t.ErrorKey, Detail: deref(t.ErrorDetail)}, nil

@@ -124,17 +124,57 @@ func (x *Tx) InputAttachments(ctx context.Context, a *Actor, ids []string, path 
 	return x.e.inputAttachments(ctx, x.Tx, a, ids, path)
 }
 
-// RunDoc is the run's document without its tasks, read in the transaction.
-func (x *Tx) RunDoc(ctx context.Context, r *store.Run) (*RunDoc, error) {
-	return x.e.runDoc(ctx, x.Tx, r, false)
-}
-
 // The engine's reads outside a transaction, for the doors above it.
 
 // Reader is the store's reader the engine's own reads use.
 func (e *Engine) Reader() store.Querier { return e.store.Reader() }
 
-// RunDoc is the run's document without its tasks, read through q.
-func (e *Engine) RunDoc(ctx context.Context, q store.Querier, r *store.Run) (*RunDoc, error) {
-	return e.runDoc(ctx, q, r, false)
+// NowMS is the engine's clock in Unix milliseconds.
+func (e *Engine) NowMS() int64 { return e.nowMS() }
+
+// The engine's operations the run doors (core/conversations) run on a Tx, on a run the door has
+// locked and found the caller standing on: what a start, a stop, a decision, an answer, an
+// append or a branch cancel changes, and the readiness that follows.
+
+// StartRun moves the pending run r to running and makes its roots ready.
+func (x *Tx) StartRun(ctx context.Context, r *store.Run) error {
+	return x.e.startRun(ctx, x.Tx, x.fx, r, x.NowMS())
+}
+
+// StopRun stops r (docs/api.md#runs): its open rows are canceled (without force, rows a claimant
+// holds are left to finish), and so is the unfinished work derived from its spawn briefs and sends
+// (docs/agent-tools.md#delegation-and-conversations), whose undelivered replies were suppressed
+// with the run's rows.
+func (x *Tx) StopRun(ctx context.Context, r *store.Run, by Member, force bool) error {
+	if err := x.e.stopRunTx(ctx, x.Tx, x.fx, r, by, force, x.NowMS()); err != nil {
+		return err
+	}
+	return x.e.cancelRequestsOf(ctx, x.Tx, x.fx, r, by)
+}
+
+// Decide approves (deny false) or denies t, a row of r awaiting approval, for a: the approval is
+// recorded and the row dispatched, or settled failed approval_denied with the reason. A row whose
+// deadline passed is settled by the expiry rule instead, and Decide answers expired.
+func (x *Tx) Decide(ctx context.Context, r *store.Run, t *store.Task, a *Actor, deny bool, reason string) (expired bool, err error) {
+	e, tx, fx := x.e, x.Tx, x.fx
+	now := e.nowMS()
+	if t.DeadlineAt != nil && now >= *t.DeadlineAt {
+		return true, e.expire(ctx, tx, fx, r, t, now)
+	}
+	origin := ApprovalOriginHuman
+	if a.Kind == "agent" {
+		origin = ApprovalOriginAgent
+	}
+	by := a.member()
+	if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "approval", Val: jsonText(approvalOf(origin, &by, now))}); err != nil {
+		return false, err
+	}
+	if deny {
+		if err := e.settleRow(ctx, tx, r, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: CutUTF8(reason, MaxReasonBytes)}, now); err != nil {
+			return false, err
+		}
+	} else if err := e.dispatch(ctx, tx, fx, r, t, now); err != nil {
+		return false, err
+	}
+	return false, e.advance(ctx, tx, fx, r)
 }

@@ -30,9 +30,11 @@ const (
 	StatusSkipped       = "skipped"
 )
 
-// taskStatuses lists every status in the order task_progress serves them.
-var taskStatuses = []string{StatusWaiting, StatusNeedsApproval, StatusRunning, StatusDispatched,
-	StatusAwaitingInput, StatusCompleted, StatusFailed, StatusCanceled, StatusTimedOut, StatusUncertain, StatusSkipped}
+// TaskStatuses lists every status in the order task_progress serves them.
+func TaskStatuses() []string {
+	return []string{StatusWaiting, StatusNeedsApproval, StatusRunning, StatusDispatched,
+		StatusAwaitingInput, StatusCompleted, StatusFailed, StatusCanceled, StatusTimedOut, StatusUncertain, StatusSkipped}
+}
 
 // Terminal reports whether a task status is settled.
 func Terminal(status string) bool {
@@ -55,9 +57,9 @@ const (
 
 // Origins, failure policies, lifetimes, wakes and visibilities (docs/api.md#runs).
 const (
-	OriginModel  = "model"
-	OriginAuthor = "author"
-	OriginKernel = "kernel"
+	OriginModel  = approval.OriginModel
+	OriginAuthor = approval.OriginAuthor
+	OriginKernel = approval.OriginKernel
 
 	OnFailureHalt      = "halt"
 	OnFailurePropagate = "propagate"
@@ -102,19 +104,19 @@ const (
 
 // Approval modes, verdicts and approval origins (docs/agent-tools.md#the-approval-gate).
 const (
-	ModeBypass = "bypass"
-	ModeAsk    = "ask"
-	ModeRules  = "rules"
+	ModeBypass = approval.ModeBypass
+	ModeAsk    = approval.ModeAsk
+	ModeRules  = approval.ModeRules
 
 	// The verdicts of a rule (core/approval owns the rule grammar).
 	VerdictAllow = approval.VerdictAllow
 	VerdictAsk   = approval.VerdictAsk
 	VerdictDeny  = approval.VerdictDeny
 
-	ApprovalOriginMode   = "mode"
-	ApprovalOriginRule   = "rule"
-	ApprovalOriginAuthor = "author"
-	ApprovalOriginKernel = "kernel"
+	ApprovalOriginMode   = approval.ApprovedByMode
+	ApprovalOriginRule   = approval.ApprovedByRule
+	ApprovalOriginAuthor = approval.ApprovedByAuthor
+	ApprovalOriginKernel = approval.ApprovedByKernel
 	ApprovalOriginHuman  = "human"
 	ApprovalOriginAgent  = "agent"
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mattn/go-isatty"
 
+	"github.com/nexuskernel/nexus/core/acceptance"
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/executors"
@@ -216,12 +217,12 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 			HeartbeatInterval: s.Kernel.HeartbeatInterval, HeartbeatTimeout: s.Kernel.HeartbeatTimeout}
 	}
 	// Acceptance freezes kernel skill catalogs from kernel memory, under the work's bindings.
-	skills := runs.KernelSkillReader(kmem, resolver)
+	skills := acceptance.KernelSkillReader(kmem, resolver)
 	// The push hub is the engine's executor signal; it listens for the other instances'
 	// executor wake-ups before any stream opens.
 	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
-	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &runs.Compiler{C: compiler, KernelSkills: skills},
-		Profiles: runs.ProfileService{S: profileService, KernelSkills: skills}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
+	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &acceptance.Compiler{C: compiler, KernelSkills: skills},
+		Profiles: acceptance.ProfileService{S: profileService, KernelSkills: skills}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
 		Signal: hub, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel"),
 		Version: opts.Version})
 	if err != nil {

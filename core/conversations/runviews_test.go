@@ -1,10 +1,11 @@
-package runs
+package conversations
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -23,8 +24,8 @@ func TestTaskReadKeepsNullAndFalse(t *testing.T) {
 		{nil, ""},
 	}
 	for _, c := range cases {
-		row := &store.Task{Key: "r2t0", Kind: KindTool, Status: StatusCompleted, Origin: OriginModel, OnFailure: OnFailureAbsorb,
-			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityCollapsed, ToolName: ptr("t"), IsError: ptr(false),
+		row := &store.Task{Key: "r2t0", Kind: runs.KindTool, Status: runs.StatusCompleted, Origin: runs.OriginModel, OnFailure: runs.OnFailureAbsorb,
+			Lifetime: runs.LifetimeTurn, Wake: runs.WakeAuto, Visibility: runs.VisibilityCollapsed, ToolName: ptr("t"), IsError: ptr(false),
 			Output: ptr(""), StructuredContent: c.stored, Title: ptr("did it"), Metadata: ptr(`{"checkpoint":{"cwd":"/"}}`)}
 		b, err := json.Marshal(fullDoc(row, nil))
 		if err != nil {

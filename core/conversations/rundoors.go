@@ -1,4 +1,4 @@
-package runs
+package conversations
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
 // ReadRun is the run read (docs/api.md#runs).
-func (e *Engine) ReadRun(ctx context.Context, a *Actor, runID string) (*RunDoc, error) {
-	q := e.store.Reader()
-	r, err := e.loadRun(ctx, q, a, runID)
+func (d *Doors) ReadRun(ctx context.Context, a *runs.Actor, runID string) (*RunDoc, error) {
+	q := d.e.Reader()
+	r, err := loadRun(ctx, q, a, runID)
 	if err != nil {
 		return nil, err
 	}
-	return e.runDoc(ctx, q, r, true)
+	return runDoc(ctx, q, r, true)
 }
 
 // RunPage is one page of the run listing.
@@ -34,12 +35,8 @@ const (
 	DefaultPage = 20
 )
 
-func badCursor(path string) error {
-	return refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "%s is not a cursor this listing issued.", path).With("path", path)
-}
-
 // ListRuns lists the workspace's runs newest first; after is the opaque cursor.
-func (e *Engine) ListRuns(ctx context.Context, a *Actor, status, conversation, after string, limit int) (*RunPage, error) {
+func (d *Doors) ListRuns(ctx context.Context, a *runs.Actor, status, conversation, after string, limit int) (*RunPage, error) {
 	var before int64
 	if after != "" {
 		b, err := base64.RawURLEncoding.DecodeString(after)
@@ -50,7 +47,7 @@ func (e *Engine) ListRuns(ctx context.Context, a *Actor, status, conversation, a
 			return nil, badCursor("after")
 		}
 	}
-	q := e.store.Reader()
+	q := d.e.Reader()
 	rs, err := store.RunsOfWorkspace(ctx, q, a.WorkspaceID, store.RunFilter{Status: status, ConversationPublicID: conversation, BeforeID: before, Limit: limit + 1})
 	if err != nil {
 		return nil, err
@@ -62,26 +59,26 @@ func (e *Engine) ListRuns(ctx context.Context, a *Actor, status, conversation, a
 			page.NextAfter = &c
 			break
 		}
-		d, err := e.runDoc(ctx, q, &rs[i], false)
+		doc, err := runDoc(ctx, q, &rs[i], false)
 		if err != nil {
 			return nil, err
 		}
-		page.Runs = append(page.Runs, d)
+		page.Runs = append(page.Runs, doc)
 	}
 	return page, nil
 }
 
 // ReadTask is the task read (docs/api.md#tasks-and-decisions).
-func (e *Engine) ReadTask(ctx context.Context, a *Actor, runID, key string) (*TaskDoc, error) {
-	q := e.store.Reader()
-	r, err := e.loadRun(ctx, q, a, runID)
+func (d *Doors) ReadTask(ctx context.Context, a *runs.Actor, runID, key string) (*TaskDoc, error) {
+	q := d.e.Reader()
+	r, err := loadRun(ctx, q, a, runID)
 	if err != nil {
 		return nil, err
 	}
-	return e.taskDoc(ctx, q, r, key)
+	return taskDoc(ctx, q, r, key)
 }
 
-func (e *Engine) taskDoc(ctx context.Context, q store.Querier, r *store.Run, key string) (*TaskDoc, error) {
+func taskDoc(ctx context.Context, q store.Querier, r *store.Run, key string) (*TaskDoc, error) {
 	t, err := store.TaskByKey(ctx, q, r.ID, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, taskNotFound(key)
@@ -90,7 +87,7 @@ func (e *Engine) taskDoc(ctx context.Context, q store.Querier, r *store.Run, key
 		return nil, err
 	}
 	byKey := map[string]*store.Task{}
-	if t.Status == StatusWaiting {
+	if t.Status == runs.StatusWaiting {
 		trace, err := store.TraceTasks(ctx, q, r.ID)
 		if err != nil {
 			return nil, err
@@ -103,9 +100,9 @@ func (e *Engine) taskDoc(ctx context.Context, q store.Querier, r *store.Run, key
 }
 
 // ReadRequest is the sealed request read: the bytes handed to the provider, reassembled.
-func (e *Engine) ReadRequest(ctx context.Context, a *Actor, runID, key string) ([]byte, error) {
-	q := e.store.Reader()
-	r, err := e.loadRun(ctx, q, a, runID)
+func (d *Doors) ReadRequest(ctx context.Context, a *runs.Actor, runID, key string) ([]byte, error) {
+	q := d.e.Reader()
+	r, err := loadRun(ctx, q, a, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +113,8 @@ func (e *Engine) ReadRequest(ctx context.Context, a *Actor, runID, key string) (
 	if err != nil {
 		return nil, err
 	}
-	if t.Kind != KindModel || t.SealedRequestID == nil {
-		return nil, refusal.Newf(refusal.NotFound, CodeRequestNotSealed, "Task %s has no sealed request.", key)
+	if t.Kind != runs.KindModel || t.SealedRequestID == nil {
+		return nil, refusal.Newf(refusal.NotFound, runs.CodeRequestNotSealed, "Task %s has no sealed request.", key)
 	}
 	p, err := store.SealedRequest(ctx, q, *t.SealedRequestID)
 	if err != nil {
@@ -127,65 +124,61 @@ func (e *Engine) ReadRequest(ctx context.Context, a *Actor, runID, key string) (
 }
 
 // StartRun starts a pending standalone run (docs/api.md#runs).
-func (e *Engine) StartRun(ctx context.Context, a *Actor, runID string) (*RunDoc, error) {
+func (d *Doors) StartRun(ctx context.Context, a *runs.Actor, runID string) (*RunDoc, error) {
 	var doc *RunDoc
-	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
-		r, err := e.loadRun(ctx, tx, a, runID)
+	err := d.e.Write(ctx, func(x *runs.Tx) error {
+		tx := x.Tx
+		r, err := loadRun(ctx, tx, a, runID)
 		if err != nil {
 			return err
 		}
-		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
+		if r, err = x.LockRun(ctx, r.ID); err != nil {
 			return err
 		}
-		if err := e.writeStanding(ctx, tx, a, r); err != nil {
+		if err := writeStanding(ctx, tx, a, r); err != nil {
 			return err
 		}
 		if r.ConversationID != nil {
-			return conflict(CodeConversationHosted, "A conversation-hosted run is started by its conversation's queue.")
+			return conflict(runs.CodeConversationHosted, "A conversation-hosted run is started by its conversation's queue.")
 		}
-		if r.Status != RunPending {
-			return conflict(CodeNotStartable, "Only a pending run starts; this one is %s.", r.Status)
+		if r.Status != runs.RunPending {
+			return conflict(runs.CodeNotStartable, "Only a pending run starts; this one is %s.", r.Status)
 		}
-		if err := e.startRun(ctx, tx, fx, r, e.nowMS()); err != nil {
+		if err := x.StartRun(ctx, r); err != nil {
 			return err
 		}
-		doc, err = e.runDoc(ctx, tx, r, true)
+		doc, err = runDoc(ctx, tx, r, true)
 		return err
 	})
 	return doc, err
 }
 
 // StopRun is the stop verb (docs/api.md#runs). force defaults to true.
-func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool) (*RunDoc, error) {
+func (d *Doors) StopRun(ctx context.Context, a *runs.Actor, runID string, force bool) (*RunDoc, error) {
 	var doc *RunDoc
-	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
-		r, err := e.loadRun(ctx, tx, a, runID)
+	err := d.e.Write(ctx, func(x *runs.Tx) error {
+		tx := x.Tx
+		r, err := loadRun(ctx, tx, a, runID)
 		if err != nil {
 			return err
 		}
-		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
+		if r, err = x.LockRun(ctx, r.ID); err != nil {
 			return err
 		}
-		if err := e.writeStanding(ctx, tx, a, r); err != nil {
+		if err := writeStanding(ctx, tx, a, r); err != nil {
 			return err
 		}
-		if r.Status == RunCompleted || r.Status == RunCanceled {
-			return conflict(CodeAlreadyTerminal, "The run is already %s.", r.Status)
+		if r.Status == runs.RunCompleted || r.Status == runs.RunCanceled {
+			return conflict(runs.CodeAlreadyTerminal, "The run is already %s.", r.Status)
 		}
-		by := Member{Kind: a.Kind, PublicID: a.PublicID}
-		if err := e.stopRunTx(ctx, tx, fx, r, by, force, e.nowMS()); err != nil {
-			return err
-		}
-		// Stopping the originating run cancels the unfinished work derived from its spawn briefs and
-		// sends (docs/agent-tools.md#delegation-and-conversations); their undelivered replies were
-		// suppressed with the run's rows.
-		if err := e.cancelRequestsOf(ctx, tx, fx, r, by); err != nil {
+		by := runs.Member{Kind: a.Kind, PublicID: a.PublicID}
+		if err := x.StopRun(ctx, r, by, force); err != nil {
 			return err
 		}
 		if r, err = store.RunByID(ctx, tx, r.ID); err != nil {
 			return err
 		}
-		doc, err = e.runDoc(ctx, tx, r, true)
+		doc, err = runDoc(ctx, tx, r, true)
 		return err
 	})
 	return doc, err
@@ -193,15 +186,16 @@ func (e *Engine) StopRun(ctx context.Context, a *Actor, runID string, force bool
 
 // Decide is approve (deny false) or deny (deny true) of a held row
 // (docs/api.md#tasks-and-decisions).
-func (e *Engine) Decide(ctx context.Context, a *Actor, runID, key string, deny bool, reason string) (*TaskDoc, error) {
+func (d *Doors) Decide(ctx context.Context, a *runs.Actor, runID, key string, deny bool, reason string) (*TaskDoc, error) {
 	var doc *TaskDoc
 	var expired bool
-	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
-		r, err := e.loadRun(ctx, tx, a, runID)
+	err := d.e.Write(ctx, func(x *runs.Tx) error {
+		tx := x.Tx
+		r, err := loadRun(ctx, tx, a, runID)
 		if err != nil {
 			return err
 		}
-		if r, err = store.LockRun(ctx, tx, r.ID); err != nil {
+		if r, err = x.LockRun(ctx, r.ID); err != nil {
 			return err
 		}
 		t, err := store.TaskByKey(ctx, tx, r.ID, key)
@@ -211,43 +205,23 @@ func (e *Engine) Decide(ctx context.Context, a *Actor, runID, key string, deny b
 		if err != nil {
 			return err
 		}
-		if err := e.writeStanding(ctx, tx, a, r); err != nil {
+		if err := writeStanding(ctx, tx, a, r); err != nil {
 			return err
 		}
-		if r.Status != RunRunning && r.Status != RunNeedsAttention {
-			return conflict(CodeNotAdjudicable, "The run is %s; only a running run's rows are decided.", r.Status)
+		if r.Status != runs.RunRunning && r.Status != runs.RunNeedsAttention {
+			return conflict(runs.CodeNotAdjudicable, "The run is %s; only a running run's rows are decided.", r.Status)
 		}
-		if t.Status != StatusNeedsApproval {
-			return conflict(CodeNotAwaitingApproval, "Task %s is not awaiting approval.", key)
+		if t.Status != runs.StatusNeedsApproval {
+			return conflict(runs.CodeNotAwaitingApproval, "Task %s is not awaiting approval.", key)
 		}
-		now := e.nowMS()
-		if t.DeadlineAt != nil && now >= *t.DeadlineAt {
-			expired = true
-			return e.expire(ctx, tx, fx, r, t, now)
-		}
-		origin := ApprovalOriginHuman
-		if a.Kind == "agent" {
-			origin = ApprovalOriginAgent
-		}
-		by := a.member()
-		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "approval", Val: jsonText(approvalOf(origin, &by, now))}); err != nil {
+		if expired, err = x.Decide(ctx, r, t, a, deny, reason); err != nil || expired {
 			return err
 		}
-		if deny {
-			if err := e.settleRow(ctx, tx, r, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: CutUTF8(reason, MaxReasonBytes)}, now); err != nil {
-				return err
-			}
-		} else if err := e.dispatch(ctx, tx, fx, r, t, now); err != nil {
-			return err
-		}
-		if err := e.advance(ctx, tx, fx, r); err != nil {
-			return err
-		}
-		doc, err = e.taskDoc(ctx, tx, r, key)
+		doc, err = taskDoc(ctx, tx, r, key)
 		return err
 	})
 	if err == nil && expired {
-		return nil, conflict(CodeNotAwaitingApproval, "Task %s expired while awaiting approval.", key)
+		return nil, conflict(runs.CodeNotAwaitingApproval, "Task %s expired while awaiting approval.", key)
 	}
 	return doc, err
 }
@@ -334,7 +308,7 @@ type InboxPage struct {
 // the runs that act for it (the user who created them, else the steward of their answering
 // agent) and the asks addressed to it; for an agent, every held approval and open ask of the
 // runs it answers or created.
-func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string, limit int) (*InboxPage, error) {
+func (d *Doors) Inbox(ctx context.Context, kind, publicID string, after string, limit int) (*InboxPage, error) {
 	var afterID int64
 	if after != "" {
 		b, err := base64.RawURLEncoding.DecodeString(after)
@@ -345,8 +319,11 @@ func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string,
 			return nil, badCursor("after")
 		}
 	}
-	addressed := *jsonText(AddressedMember{Role: "member", Member: Member{Kind: kind, PublicID: publicID}})
-	rows, err := store.InboxForMember(ctx, e.store.Reader(), kind, publicID, addressed, afterID, limit+1)
+	addressed, err := json.Marshal(runs.AddressedMember{Role: "member", Member: runs.Member{Kind: kind, PublicID: publicID}})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := store.InboxForMember(ctx, d.e.Reader(), kind, publicID, string(addressed), afterID, limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -360,17 +337,17 @@ func (e *Engine) Inbox(ctx context.Context, kind, publicID string, after string,
 		t := h.Task
 		row := InboxRow{RunPublicID: h.RunPublicID, WorkspacePublicID: h.WorkspacePublicID, ConversationPublicID: h.ConversationPublicID,
 			TaskKey: t.Key, CreatedAt: store.FormatMillis(t.CreatedAt), DeadlineAt: optTime(t.DeadlineAt)}
-		if t.Kind == KindAwait {
+		if t.Kind == runs.KindAwait {
 			row.Kind, row.CallKey, row.Prompt, row.Multi = InboxAsk, deref(t.ParentKey), deref(t.Prompt), deref(t.Multi)
 			if t.Options != nil {
 				_ = json.Unmarshal([]byte(*t.Options), &row.Options)
 			}
 		} else {
-			d := fullDoc(&t, nil)
+			doc := fullDoc(&t, nil)
 			row.Kind, row.ToolName, row.ToolAlias = InboxApproval, t.ToolName, t.ToolAlias
-			row.EffectProfile, row.AddressedTo = raw(t.EffectProfile), d.AddressedTo
-			if d.ToolInput != nil {
-				row.ToolInput = *d.ToolInput
+			row.EffectProfile, row.AddressedTo = raw(t.EffectProfile), doc.AddressedTo
+			if doc.ToolInput != nil {
+				row.ToolInput = *doc.ToolInput
 			}
 		}
 		page.Tasks = append(page.Tasks, row)
@@ -384,48 +361,35 @@ const (
 	DefaultInboxPage = 50
 )
 
-// stopRunTx stops a run the caller has locked (docs/api.md#runs): every open row is canceled
-// (run_canceled), except, without force, rows a claimant holds; the run becomes canceled, or
-// canceling while claimed rows remain, and its turn follows.
-func (e *Engine) stopRunTx(ctx context.Context, tx *store.Tx, fx *effects, r *store.Run, by Member, force bool, now int64) error {
-	if err := store.SetRun(ctx, tx, r.ID, store.Assign{Col: "stop_requested_at", Val: now},
-		store.Assign{Col: "stop_by_kind", Val: by.Kind}, store.Assign{Col: "stop_by_public_id", Val: by.PublicID},
-		store.Assign{Col: "stop_force", Val: force}); err != nil {
-		return err
-	}
-	tasks, err := store.TraceTasks(ctx, tx, r.ID)
-	if err != nil {
-		return err
-	}
-	claimedLeft := false
-	for i := range tasks {
-		t := &tasks[i]
-		if Terminal(t.Status) {
-			continue
-		}
-		claimed := t.ClaimedAt != nil && (t.Status == StatusRunning || t.Status == StatusDispatched)
-		if claimed && !force && r.Status != RunPending {
-			claimedLeft = true
-			continue
-		}
-		if err := e.signalCanceled(ctx, tx, fx, r, t, CancelRunCanceled); err != nil {
-			return err
-		}
-		fx.abandon = append(fx.abandon, t.ID)
-		detail, err := e.canceledDetail(ctx, tx, t)
+// CancelBranch is branch cancel (docs/api.md#tasks-and-decisions), in its check order: 404
+// not_found, 403 not_authorized, then the engine's 409 not_a_branch and 409 already_terminal
+// (runs.Tx.CancelBranch). It answers the branch's first round.
+func (d *Doors) CancelBranch(ctx context.Context, a *runs.Actor, runID, key string) (*TaskDoc, error) {
+	var doc *TaskDoc
+	err := d.e.Write(ctx, func(x *runs.Tx) error {
+		r, err := loadRun(ctx, x.Tx, a, runID)
 		if err != nil {
 			return err
 		}
-		if err := e.settleRow(ctx, tx, r, t, StatusCanceled, TaskError{Key: KeyRunCanceled, Detail: detail}, now); err != nil {
+		if r, err = x.LockRun(ctx, r.ID); err != nil {
 			return err
 		}
-	}
-	status := RunCanceled
-	if claimedLeft {
-		status = RunCanceling
-	}
-	if err := e.setRunStatus(ctx, tx, r, status, now); err != nil {
+		t, err := store.TaskByKey(ctx, x.Tx, r.ID, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return taskNotFound(key)
+		}
+		if err != nil {
+			return err
+		}
+		if err := writeStanding(ctx, x.Tx, a, r); err != nil {
+			return err
+		}
+		root, err := x.CancelBranch(ctx, r, t)
+		if err != nil {
+			return err
+		}
+		doc, err = taskDoc(ctx, x.Tx, r, root)
 		return err
-	}
-	return e.runChanged(ctx, tx, fx, r, now)
+	})
+	return doc, err
 }

@@ -1,4 +1,4 @@
-package runs
+package acceptance
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/projection"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
@@ -20,13 +21,13 @@ type Compiler struct {
 	C *declare.Compiler
 	// KernelSkills reads the kernel skill documents the work's memory bindings resolve, for a
 	// kernel skill callable; nil means none.
-	KernelSkills KernelSkills
+	KernelSkills runs.KernelSkills
 }
 
-var _ Declarations = (*Compiler)(nil)
+var _ runs.Declarations = (*Compiler)(nil)
 
 // AcceptStep freezes a model step's declaration (docs/agent-tools.md#declaring-tools).
-func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDeclaration) (*FrozenDeclaration, error) {
+func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *runs.StepDeclaration) (*runs.FrozenDeclaration, error) {
 	door := declare.RunDoor(in.Path + ".")
 	if in.NarrowPath != "" {
 		door = declare.NarrowingDoor(in.NarrowPath)
@@ -84,12 +85,12 @@ func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *StepDecl
 	if err != nil {
 		return nil, err
 	}
-	return &FrozenDeclaration{ToolDefinitions: f.ToolDefinitions.Bytes(), Environment: env, SkillCatalog: cat,
+	return &runs.FrozenDeclaration{ToolDefinitions: f.ToolDefinitions.Bytes(), Environment: env, SkillCatalog: cat,
 		HasTools: f.ToolDefinitions.Len() > 0}, nil
 }
 
 // Open reads a round's frozen set (its stored render compiles to itself) and skill catalog.
-func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (Toolset, error) {
+func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (runs.Toolset, error) {
 	set, err := c.C.Compile(toolDefinitions)
 	if err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (Toolset, error) {
 		}
 	}
 	p := projection.Project(set, cat)
-	ts := &frozenSet{set: set, catalog: cat, offers: map[projection.Target]Offer{}}
+	ts := &frozenSet{set: set, catalog: cat, offers: map[projection.Target]runs.Offer{}}
 	ts.offers[projection.Target{}] = offerOf(p)
 	if block, ok := projection.SkillsBlock(set, p, cat); ok {
 		ts.skills = block
@@ -109,8 +110,8 @@ func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (Toolset, error) {
 	return ts, nil
 }
 
-func offerOf(p projection.Projection) Offer {
-	o := Offer{ToolSearch: p.ToolSearch}
+func offerOf(p projection.Projection) runs.Offer {
+	o := runs.Offer{ToolSearch: p.ToolSearch}
 	for _, v := range p.Tools {
 		o.Tools = append(o.Tools, json.RawMessage(v.Encode()))
 	}
@@ -130,7 +131,7 @@ type frozenSet struct {
 	set     *declare.Set
 	catalog declare.SkillCatalog
 	mu      sync.Mutex
-	offers  map[projection.Target]Offer // by target; kernel deferral is the zero target
+	offers  map[projection.Target]runs.Offer // by target; kernel deferral is the zero target
 	skills  string
 }
 
@@ -143,21 +144,21 @@ func (f *frozenSet) FrozenSkill(callable, name string) (declare.SkillEntry, bool
 	return declare.SkillEntry{}, false
 }
 
-func (f *frozenSet) ResolveCall(name string, input json.RawMessage) (CallResolution, error) {
+func (f *frozenSet) ResolveCall(name string, input json.RawMessage) (runs.CallResolution, error) {
 	r, err := f.set.ResolveCall(name, input)
 	if err != nil {
-		return CallResolution{}, err
+		return runs.CallResolution{}, err
 	}
-	out := CallResolution{Declared: r.Declared, ToolName: r.ToolName, Canonical: r.Canonical, Input: r.Input, Alias: r.Alias}
+	out := runs.CallResolution{Declared: r.Declared, ToolName: r.ToolName, Canonical: r.Canonical, Input: r.Input, Alias: r.Alias}
 	if r.Route != nil {
-		out.Route = &Route{Kind: "runner", RunnerExecutorPublicID: strings.ToLower(r.Route.RunnerID), ToolName: r.Route.ToolName}
+		out.Route = &runs.Route{Kind: "runner", RunnerExecutorPublicID: strings.ToLower(r.Route.RunnerID), ToolName: r.Route.ToolName}
 	}
 	return out, nil
 }
 
 // Offered projects the set for a provider; only native deferral changes what is offered, so
 // every kernel-mode target shares the zero target's projection.
-func (f *frozenSet) Offered(t projection.Target) Offer {
+func (f *frozenSet) Offered(t projection.Target) runs.Offer {
 	if t.NativeSearch == "" {
 		t = projection.Target{}
 	}

@@ -1,10 +1,11 @@
-package runs
+package acceptance
 
 import (
 	"context"
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/profiles"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -14,13 +15,13 @@ import (
 type ProfileService struct {
 	S *profiles.Service
 	// KernelSkills reads the kernel skill documents for a kernel skill callable; nil reads none.
-	KernelSkills KernelSkills
+	KernelSkills runs.KernelSkills
 }
 
-var _ Profiles = ProfileService{}
+var _ runs.Profiles = ProfileService{}
 
 // AcceptProfile implements Profiles.
-func (p ProfileService) AcceptProfile(ctx context.Context, q store.Querier, agentID int64, in *ProfileAcceptance) (*AcceptedProfile, error) {
+func (p ProfileService) AcceptProfile(ctx context.Context, q store.Querier, agentID int64, in *runs.ProfileAcceptance) (*runs.AcceptedProfile, error) {
 	door := declare.NarrowingDoor(in.Path)
 	prof, err := p.S.Current(ctx, q, agentID)
 	if err != nil {
@@ -44,8 +45,8 @@ func (p ProfileService) AcceptProfile(ctx context.Context, q store.Querier, agen
 	if err != nil {
 		return nil, err
 	}
-	return &AcceptedProfile{
-		Frozen:        FrozenDeclaration{ToolDefinitions: f.ToolDefinitions.Bytes(), Environment: env, SkillCatalog: cat, HasTools: f.ToolDefinitions.Len() > 0},
+	return &runs.AcceptedProfile{
+		Frozen:        runs.FrozenDeclaration{ToolDefinitions: f.ToolDefinitions.Bytes(), Environment: env, SkillCatalog: cat, HasTools: f.ToolDefinitions.Len() > 0},
 		Instructions:  prof.Instructions,
 		DefaultModel:  deref(prof.DefaultModel),
 		ApprovalMode:  prof.FrozenApprovalMode(),

@@ -1,38 +1,39 @@
-package runs
+package conversations
 
 import (
 	"context"
 	"encoding/json"
 
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The document types below are the JSON the read routes serve (docs/api.md#runs,
-// docs/api.md#tasks-and-decisions). The engine builds them because their presence rules (absent,
+// The document types below are the JSON the run doors serve (docs/api.md#runs,
+// docs/api.md#tasks-and-decisions). The doors build them because their presence rules (absent,
 // null and false kept apart) are this package's contract; the HTTP layer only writes them.
 
 // RunDoc is a run document.
 type RunDoc struct {
-	PublicID                      string          `json:"public_id"`
-	WorkspacePublicID             string          `json:"workspace_public_id"`
-	ConversationPublicID          *string         `json:"conversation_public_id"`
-	Turn                          *TurnRef        `json:"turn"`
-	CreatedBy                     Member          `json:"created_by"`
-	AnsweringAgentPublicID        *string         `json:"answering_agent_public_id"`
-	Status                        string          `json:"status"`
-	ApprovalMode                  string          `json:"approval_mode"`
-	ApprovalRules                 json.RawMessage `json:"approval_rules"`
-	DefaultRunnerExecutorPublicID *string         `json:"default_runner_executor_public_id"`
-	DeliverableTaskKey            string          `json:"deliverable_task_key"`
-	Revision                      int64           `json:"revision"`
-	Attention                     []Attention     `json:"attention,omitempty"`
-	TaskProgress                  map[string]int  `json:"task_progress"`
-	Answer                        *string         `json:"answer"`
-	Stop                          *StopDoc        `json:"stop"`
-	CreatedAt                     string          `json:"created_at"`
-	StartedAt                     *string         `json:"started_at"`
-	CompletedAt                   *string         `json:"completed_at"`
-	Tasks                         []*TaskDoc      `json:"tasks,omitempty"`
+	PublicID                      string           `json:"public_id"`
+	WorkspacePublicID             string           `json:"workspace_public_id"`
+	ConversationPublicID          *string          `json:"conversation_public_id"`
+	Turn                          *TurnRef         `json:"turn"`
+	CreatedBy                     runs.Member      `json:"created_by"`
+	AnsweringAgentPublicID        *string          `json:"answering_agent_public_id"`
+	Status                        string           `json:"status"`
+	ApprovalMode                  string           `json:"approval_mode"`
+	ApprovalRules                 json.RawMessage  `json:"approval_rules"`
+	DefaultRunnerExecutorPublicID *string          `json:"default_runner_executor_public_id"`
+	DeliverableTaskKey            string           `json:"deliverable_task_key"`
+	Revision                      int64            `json:"revision"`
+	Attention                     []runs.Attention `json:"attention,omitempty"`
+	TaskProgress                  map[string]int   `json:"task_progress"`
+	Answer                        *string          `json:"answer"`
+	Stop                          *StopDoc         `json:"stop"`
+	CreatedAt                     string           `json:"created_at"`
+	StartedAt                     *string          `json:"started_at"`
+	CompletedAt                   *string          `json:"completed_at"`
+	Tasks                         []*TaskDoc       `json:"tasks,omitempty"`
 }
 
 // TurnRef is a conversation-hosted run's turn.
@@ -42,18 +43,11 @@ type TurnRef struct {
 	Status   string `json:"status"`
 }
 
-// Attention is one standing reason (docs/api.md#runs).
-type Attention struct {
-	Reason   string   `json:"reason"`
-	TaskKeys []string `json:"task_keys"`
-	Overflow int      `json:"overflow,omitempty"`
-}
-
 // StopDoc is a stop request.
 type StopDoc struct {
-	RequestedAt string `json:"requested_at"`
-	By          Member `json:"by"`
-	Force       bool   `json:"force"`
+	RequestedAt string      `json:"requested_at"`
+	By          runs.Member `json:"by"`
+	Force       bool        `json:"force"`
 }
 
 // TaskDoc is a task: the trace row, plus the full fields on the task read.
@@ -111,7 +105,7 @@ type TaskDoc struct {
 	StructuredContent *json.RawMessage `json:"structured_content,omitempty"`
 	Title             *string          `json:"title,omitempty"`
 	Metadata          json.RawMessage  `json:"metadata,omitempty"`
-	Error             *TaskError       `json:"error,omitempty"`
+	Error             *runs.TaskError  `json:"error,omitempty"`
 	CreatedAt         string           `json:"created_at"`
 	ReadyAt           *string          `json:"ready_at,omitempty"`
 	DispatchedAt      *string          `json:"dispatched_at,omitempty"`
@@ -134,14 +128,6 @@ type ClaimDoc struct {
 	ClaimedAt  string          `json:"claimed_at"`
 }
 
-func optTime(ms *int64) *string {
-	if ms == nil {
-		return nil
-	}
-	s := store.FormatMillis(*ms)
-	return &s
-}
-
 func raw(s *string) json.RawMessage {
 	if s == nil {
 		return nil
@@ -153,23 +139,23 @@ func raw(s *string) json.RawMessage {
 // approval, error, deadline and timestamps (docs/api.md#runs).
 func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 	d := &TaskDoc{Key: t.Key, Kind: t.Kind, Status: t.Status, Mainline: t.Mainline, Origin: t.Origin,
-		ParentKey: t.ParentKey, DeclaringTaskKey: t.DeclaringTaskKey, After: afterOf(t), OnFailure: t.OnFailure,
+		ParentKey: t.ParentKey, DeclaringTaskKey: t.DeclaringTaskKey, After: runs.AfterKeys(t), OnFailure: t.OnFailure,
 		Lifetime: t.Lifetime, Wake: t.Wake, Detached: t.Detached, Visibility: t.Visibility,
 		FailureResolution: t.FailureResolution, CreatedAt: store.FormatMillis(t.CreatedAt), ReadyAt: optTime(t.ReadyAt),
 		DispatchedAt: optTime(t.DispatchedAt), StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt),
 		ResultDeliveredAt: optTime(t.ResultDeliveredAt), DeadlineAt: optTime(t.DeadlineAt), AwaitKind: t.AwaitKind,
 		Approval: raw(t.Approval)}
-	if t.Status == StatusWaiting {
+	if t.Status == runs.StatusWaiting {
 		for _, k := range d.After {
-			if p := byKey[k]; p == nil || !Terminal(p.Status) {
+			if p := byKey[k]; p == nil || !runs.Terminal(p.Status) {
 				d.WaitingOn = append(d.WaitingOn, k)
 			}
 		}
 	}
 	switch t.Kind {
-	case KindModel:
+	case runs.KindModel:
 		d.Model, d.Finish = t.Model, t.Finish
-	case KindTool:
+	case runs.KindTool:
 		d.ToolName, d.ToolAlias, d.ToolCallID, d.Target = t.ToolName, t.ToolAlias, t.ToolCallID, raw(t.Target)
 		if t.AddressedRole != nil {
 			to := map[string]string{"role": *t.AddressedRole}
@@ -183,7 +169,7 @@ func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 		}
 	}
 	if t.ErrorKey != nil {
-		d.Error = &TaskError{Key: *t.ErrorKey, Detail: deref(t.ErrorDetail)}
+		d.Error = &runs.TaskError{Key: *t.ErrorKey, Detail: deref(t.ErrorDetail)}
 	}
 	return d
 }
@@ -193,7 +179,7 @@ func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 	d := traceDoc(t, byKey)
 	switch t.Kind {
-	case KindModel:
+	case runs.KindModel:
 		d.Prompt, d.Instructions = t.Prompt, t.Instructions
 		d.Attachments, d.Results = raw(t.Attachments), raw(t.Results)
 		d.ToolDefinitions, d.SkillCatalog, d.Environment = raw(t.ToolDefinitions), raw(t.SkillCatalog), raw(t.Environment)
@@ -203,17 +189,14 @@ func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 		d.Usage = raw(t.Usage)
 		d.Attempts, d.RequestBytes = ptr(t.Attempts), t.RequestBytes
 		if t.AnswerCalls != nil {
-			var calls []answerCall
-			_ = json.Unmarshal([]byte(*t.AnswerCalls), &calls)
-			for _, c := range calls {
-				d.Calls = append(d.Calls, CallDoc{ToolCallID: c.ToolCallID, Name: c.Name, TaskKey: c.TaskKey})
-			}
+			// The stored answer's calls (core/runs' answer rows) carry these fields among others.
+			_ = json.Unmarshal([]byte(*t.AnswerCalls), &d.Calls)
 		}
-	case KindAwait:
+	case runs.KindAwait:
 		// An ask shows its question and addressee, a wait its target (docs/api.md#tasks-and-decisions).
 		d.Prompt, d.Options, d.Multi, d.TimeoutMS = t.Prompt, raw(t.Options), t.Multi, t.TimeoutMS
 		d.AddressedTo, d.Wait, d.ResolvedBy = raw(t.AddressedMember), raw(t.WaitSpec), raw(t.ResolvedBy)
-	case KindTool:
+	case runs.KindTool:
 		in := json.RawMessage("null")
 		if t.ToolInput != nil {
 			in = json.RawMessage(*t.ToolInput)
@@ -222,10 +205,10 @@ func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 		d.Route, d.EffectProfile, d.TimeoutMS = raw(t.Route), raw(t.EffectProfile), t.TimeoutMS
 		d.AwaitingChild, d.ModelDefaults = t.AwaitingChild, raw(t.ModelDefaults)
 	}
-	if Terminal(t.Status) {
+	if runs.Terminal(t.Status) {
 		out := deref(t.Output)
 		d.Output = &out
-		if t.Kind != KindModel || t.IsError != nil {
+		if t.Kind != runs.KindModel || t.IsError != nil {
 			d.IsError = ptr(deref(t.IsError))
 		}
 	}
@@ -239,37 +222,37 @@ func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 }
 
 // runDoc builds a run document; withTasks adds the trace rows.
-func (e *Engine) runDoc(ctx context.Context, q store.Querier, r *store.Run, withTasks bool) (*RunDoc, error) {
+func runDoc(ctx context.Context, q store.Querier, r *store.Run, withTasks bool) (*RunDoc, error) {
 	tasks, err := store.TraceTasks(ctx, q, r.ID)
 	if err != nil {
 		return nil, err
 	}
-	return e.runDocOf(ctx, q, r, tasks, withTasks)
+	return runDocOf(ctx, q, r, tasks, withTasks)
 }
 
 // runDocOf is runDoc over tasks, the run's every row in id order, which the caller holds
 // current.
-func (e *Engine) runDocOf(ctx context.Context, q store.Querier, r *store.Run, tasks []store.Task, withTasks bool) (*RunDoc, error) {
+func runDocOf(ctx context.Context, q store.Querier, r *store.Run, tasks []store.Task, withTasks bool) (*RunDoc, error) {
 	byKey := make(map[string]*store.Task, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}
 	d := &RunDoc{PublicID: r.PublicID, WorkspacePublicID: r.WorkspacePublicID, ConversationPublicID: r.ConversationPublicID,
-		CreatedBy: Member{Kind: r.CreatedByKind, PublicID: r.CreatedByPublicID}, AnsweringAgentPublicID: r.AnsweringAgentPublicID,
+		CreatedBy: runs.Member{Kind: r.CreatedByKind, PublicID: r.CreatedByPublicID}, AnsweringAgentPublicID: r.AnsweringAgentPublicID,
 		Status: r.Status, ApprovalMode: r.ApprovalMode, ApprovalRules: json.RawMessage(r.ApprovalRules),
 		DefaultRunnerExecutorPublicID: r.DefaultRunnerExecutorPublicID, DeliverableTaskKey: r.DeliverableTaskKey,
 		Revision: r.Revision, Answer: r.Answer, CreatedAt: store.FormatMillis(r.CreatedAt), StartedAt: optTime(r.StartedAt),
 		CompletedAt: optTime(r.CompletedAt), TaskProgress: map[string]int{"total": len(tasks)}}
-	for _, s := range taskStatuses {
+	for _, s := range runs.TaskStatuses() {
 		d.TaskProgress[s] = 0
 	}
 	for i := range tasks {
 		d.TaskProgress[tasks[i].Status]++
 	}
 	if r.StopRequestedAt != nil {
-		d.Stop = &StopDoc{RequestedAt: store.FormatMillis(*r.StopRequestedAt), By: Member{Kind: deref(r.StopByKind), PublicID: deref(r.StopByPublicID)}, Force: deref(r.StopForce)}
+		d.Stop = &StopDoc{RequestedAt: store.FormatMillis(*r.StopRequestedAt), By: runs.Member{Kind: deref(r.StopByKind), PublicID: deref(r.StopByPublicID)}, Force: deref(r.StopForce)}
 	}
-	d.Attention = attention(r, tasks, byKey)
+	d.Attention = runs.AttentionOf(r, tasks, byKey)
 	if r.ConversationID != nil {
 		t, err := store.TurnOfRun(ctx, q, r.ID)
 		if err != nil {
@@ -286,55 +269,4 @@ func (e *Engine) runDocOf(ctx context.Context, q store.Querier, r *store.Run, ta
 		}
 	}
 	return d, nil
-}
-
-// attention lists the standing reasons, in order (docs/api.md#runs).
-func attention(r *store.Run, tasks []store.Task, byKey map[string]*store.Task) []Attention {
-	var halt, approvals, asks []string
-	for i := range tasks {
-		t := &tasks[i]
-		switch t.Status {
-		case StatusNeedsApproval:
-			approvals = append(approvals, t.Key)
-		case StatusAwaitingInput:
-			asks = append(asks, t.Key)
-		}
-		if failedStatus(t.Status) && t.OnFailure == OnFailureHalt {
-			for j := range tasks {
-				if tasks[j].Status == StatusWaiting && contains(afterOf(&tasks[j]), t.Key) {
-					halt = append(halt, t.Key)
-					break
-				}
-			}
-		}
-	}
-	var out []Attention
-	add := func(reason string, keys []string) {
-		if len(keys) == 0 {
-			return
-		}
-		a := Attention{Reason: reason, TaskKeys: keys}
-		if len(keys) > MaxAttentionKeys {
-			a.TaskKeys, a.Overflow = keys[:MaxAttentionKeys], len(keys)-MaxAttentionKeys
-		}
-		out = append(out, a)
-	}
-	if r.Status == RunNeedsAttention {
-		add(ReasonHaltFailure, halt)
-		if d := byKey[r.DeliverableTaskKey]; d != nil && Terminal(d.Status) && d.Status != StatusCompleted {
-			add(ReasonDeliverableUnresolved, []string{d.Key})
-		}
-	}
-	add(ReasonApprovalRequired, approvals)
-	add(ReasonAwaitingHuman, asks)
-	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

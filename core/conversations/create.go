@@ -1,0 +1,189 @@
+package conversations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
+)
+
+// Receipt is what a create or append accepted (docs/api.md#runs).
+type Receipt struct {
+	AcceptedTaskKeys   []string `json:"accepted_task_keys"`
+	DeliverableTaskKey string   `json:"deliverable_task_key"`
+	Revision           int64    `json:"revision"`
+}
+
+// Created is the answer of the create door.
+type Created struct {
+	Run      *RunDoc
+	Receipt  Receipt
+	Replayed bool
+}
+
+var runObjectKeys = map[string]bool{"steps": true, "approval_mode": true, "approval_rules": true,
+	"default_runner_executor_public_id": true, "prompt_mechanism": true, "start": true}
+var edgeKeys = []string{"compaction_policy", "deliverable", "tasks", "tools"}
+
+// Replay is a request's idempotency (docs/api.md#conventions): the Idempotency-Key ("" for none)
+// and the request's canonical JSON, which a repeat under the same key must match. The door
+// canonicalises what it was sent (sdk/jsonwire), only when a key was given: without one nothing reads
+// it.
+type Replay struct {
+	Key         string
+	Fingerprint []byte
+}
+
+// CreateRunRequest is the create door's request: the caller, the body's "run" object (the run
+// grammar's, judged here and by the engine's step grammar) and its idempotency.
+type CreateRunRequest struct {
+	Actor  *runs.Actor
+	Run    json.RawMessage
+	Replay Replay
+}
+
+// CreateRun is the create door (docs/api.md#runs).
+func (d *Doors) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created, error) {
+	a, run, key, canon := req.Actor, req.Run, req.Replay.Key, req.Replay.Fingerprint
+	scope := fmt.Sprintf("runs:%d:%s:%s", a.WorkspaceID, a.Kind, a.PublicID)
+	if key != "" {
+		if c, found, err := d.replayCreate(ctx, a, scope, key, canon); found || err != nil {
+			return c, err
+		}
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(run, &obj); err != nil || obj == nil {
+		return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "run must be an object.").With("path", "run")
+	}
+	for _, k := range edgeKeys {
+		if _, ok := obj[k]; ok {
+			return nil, refusal.Newf(refusal.Unprocessable, runs.CodeEdgeAuthoringRefused, "run.%s is the kernel's: nobody outside the kernel authors edges.", k).With("path", "run."+k)
+		}
+	}
+	for _, k := range sortedKeys(obj) {
+		if !runObjectKeys[k] {
+			return nil, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "run.%s is not a run field.", k).With("path", "run."+k)
+		}
+	}
+	if _, ok := obj["steps"]; !ok || isNull(obj["steps"]) {
+		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The run must carry steps.").With("path", "run.steps")
+	}
+	mode, _ := str(obj["approval_mode"])
+	if mode != runs.ModeBypass && mode != runs.ModeAsk && mode != runs.ModeRules {
+		return nil, refusal.New(refusal.Unprocessable, runs.CodeInvalidApprovalMode, "approval_mode must be bypass, ask or rules.").With("path", "run.approval_mode")
+	}
+	_, rules, err := runs.ParseRules(obj["approval_rules"], "run.approval_rules")
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := obj["prompt_mechanism"]; ok && !isNull(v) {
+		if s, ok := str(v); !ok || s != "raw" {
+			return nil, refusal.New(refusal.Unprocessable, runs.CodeInvalidPromptMechanism, "prompt_mechanism must be raw.").With("path", "run.prompt_mechanism")
+		}
+	}
+	start := true
+	if v, ok := obj["start"]; ok {
+		if json.Unmarshal(v, &start) != nil {
+			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
+		}
+	}
+	in := &runs.NewRun{Object: obj, Mode: mode, Rules: rules, Start: start}
+	if key == "" {
+		// Without a key, a new run is a candidate for one statement (runs.Engine.CreateInStatement);
+		// with one, the idempotency record is a second write, and the run is a transaction.
+		var created *Created
+		err := d.e.CreateInStatement(ctx, a, in, func(q store.Querier, c *runs.CreatedRun) error {
+			var err error
+			created, err = createdOf(ctx, q, c)
+			return err
+		})
+		if err == nil {
+			return created, nil
+		}
+		if !errors.Is(err, runs.ErrNeedsTransaction) {
+			return nil, err
+		}
+	}
+	var created *Created
+	err = d.e.Write(ctx, func(x *runs.Tx) error {
+		a := a
+		if a.Reread != nil {
+			// The transaction stands on the standing it reads itself (runs.Actor.Reread).
+			var err error
+			if a, err = a.Reread(ctx, x.Tx); err != nil {
+				return err
+			}
+		}
+		c, err := x.CreateRun(ctx, a, in)
+		if err != nil {
+			return err
+		}
+		if created, err = createdOf(ctx, x.Tx, c); err != nil {
+			return err
+		}
+		if key != "" {
+			r := c.Run
+			res, _ := json.Marshal(struct {
+				Run     string  `json:"run_public_id"`
+				Receipt Receipt `json:"receipt"`
+			}{r.PublicID, created.Receipt})
+			if err := store.InsertIdempotency(ctx, x.Tx, scope, key, string(canon), string(res), r.CreatedAt, r.CreatedAt-runs.IdempotencyTTL.Milliseconds()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && key != "" && store.IsUniqueViolation(err) {
+		// A concurrent request with the same key committed first: replay or refuse against it.
+		if c, found, err := d.replayCreate(ctx, a, scope, key, canon); found || err != nil {
+			return c, err
+		}
+	}
+	return created, err
+}
+
+// createdOf is the create door's answer for a run as written: its document (from the rows as
+// written, not read back) and its receipt.
+func createdOf(ctx context.Context, q store.Querier, c *runs.CreatedRun) (*Created, error) {
+	doc, err := runDocOf(ctx, q, c.Run, c.Rows, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Created{Run: doc, Receipt: Receipt{AcceptedTaskKeys: c.Keys, DeliverableTaskKey: c.Run.DeliverableTaskKey, Revision: 1}}, nil
+}
+
+func (d *Doors) replayCreate(ctx context.Context, a *runs.Actor, scope, key string, canon []byte) (*Created, bool, error) {
+	now := d.e.NowMS()
+	q := d.e.Reader()
+	rec, err := store.LookupIdempotency(ctx, q, scope, key, now-runs.IdempotencyTTL.Milliseconds())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
+		return nil, true, conflict(runs.CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
+	}
+	var res struct {
+		Run     string  `json:"run_public_id"`
+		Receipt Receipt `json:"receipt"`
+	}
+	if err := json.Unmarshal([]byte(rec.Result), &res); err != nil {
+		return nil, true, err
+	}
+	r, err := store.RunByPublicID(ctx, q, a.WorkspaceID, res.Run)
+	if err != nil {
+		return nil, true, err
+	}
+	doc, err := runDoc(ctx, q, r, false)
+	if err != nil {
+		return nil, true, err
+	}
+	return &Created{Run: doc, Receipt: res.Receipt, Replayed: true}, true, nil
+}
