@@ -18,9 +18,11 @@ import (
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
-// Doors serves the conversation doors (docs/api.md#conversations): create, read, list, history,
-// archive and post message. Its writes run in the engine's transaction (runs.Tx), so that a posted
-// turn goes through the engine's lifecycle and wake-ups.
+// Doors serves the member doors above the engine: the conversation doors
+// (docs/api.md#conversations: create, read, list, history, archive and post message) and the run
+// doors (docs/api.md#runs, rundoors.go, create.go, append.go, resolve.go). Its writes run in the
+// engine's transaction (runs.Tx), so that a posted turn or a created run goes through the
+// engine's lifecycle and wake-ups.
 type Doors struct {
 	e *runs.Engine
 }

@@ -184,7 +184,7 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		if err != nil {
 			return err
 		}
-		// Only a rule with a path reads the input (matchRule): without one, a trace row's
+		// Only a rule with a path reads the input (approval.ReadsInput): without one, a trace row's
 		// input is not read.
 		full := t
 		if !whole && approval.ReadsInput(rules) {
