@@ -24,14 +24,6 @@ type Actor struct {
 	Reread func(ctx context.Context, q store.Querier) (*Actor, error)
 }
 
-// reread is the Actor a write's transaction stands on (Actor.Reread).
-func (a *Actor) reread(ctx context.Context, tx *store.Tx) (*Actor, error) {
-	if a.Reread == nil {
-		return a, nil
-	}
-	return a.Reread(ctx, tx)
-}
-
 // standing is the membership a's statement checks (store.CreateRun's guard).
 func (a *Actor) standing() store.Standing {
 	if a.Kind == "user" {
