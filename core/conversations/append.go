@@ -74,11 +74,11 @@ func (d *Doors) Append(ctx context.Context, req *AppendRequest) (*Appended, erro
 		}
 		switch {
 		case r.ConversationID != nil:
-			return conflict(runs.CodeConversationHosted, "Append is for standalone runs; a conversation-hosted run takes messages.")
+			return conflict(CodeConversationHosted, "Append is for standalone runs; a conversation-hosted run takes messages.")
 		case expected != nil && *expected != r.Revision:
-			return conflict(runs.CodeStaleRevision, "The run is at revision %d, not %d.", r.Revision, *expected).With("current_revision", r.Revision)
+			return conflict(CodeStaleRevision, "The run is at revision %d, not %d.", r.Revision, *expected).With("current_revision", r.Revision)
 		case r.Status != runs.RunPending && r.Status != runs.RunRunning && r.Status != runs.RunNeedsAttention:
-			return conflict(runs.CodeRunNotAppendable, "The run is %s; nothing can be appended.", r.Status)
+			return conflict(CodeRunNotAppendable, "The run is %s; nothing can be appended.", r.Status)
 		}
 		keys, err := x.AppendSteps(ctx, r, trace, steps, existing)
 		if err != nil {
@@ -118,7 +118,7 @@ func (d *Doors) replayAppend(ctx context.Context, scope, key string, canon []byt
 		return nil, true, err
 	}
 	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
-		return nil, true, conflict(runs.CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
+		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
 	}
 	var rc Receipt
 	if err := json.Unmarshal([]byte(rec.Result), &rc); err != nil {

@@ -47,63 +47,39 @@ type CreateRunRequest struct {
 	Replay Replay
 }
 
-// CreateRun is the create door (docs/api.md#runs).
+// CreateRun is the create door (docs/api.md#runs). An Actor the door left unresolved has its
+// standing read by the statement that writes the run (runs.Engine.CreateInStatement), or first,
+// through Actor.Resolve: before a refusal of the body (the standing's word comes first) and
+// before a keyed create, whose idempotency scope is the workspace's.
 func (d *Doors) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created, error) {
 	a, run, key, canon := req.Actor, req.Run, req.Replay.Key, req.Replay.Fingerprint
+	if key != "" {
+		var err error
+		if a, err = a.Resolve(ctx, d.e.Reader()); err != nil {
+			return nil, err
+		}
+	}
 	scope := fmt.Sprintf("runs:%d:%s:%s", a.WorkspaceID, a.Kind, a.PublicID)
 	if key != "" {
 		if c, found, err := d.replayCreate(ctx, a, scope, key, canon); found || err != nil {
 			return c, err
 		}
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(run, &obj); err != nil || obj == nil {
-		return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "run must be an object.").With("path", "run")
-	}
-	for _, k := range edgeKeys {
-		if _, ok := obj[k]; ok {
-			return nil, refusal.Newf(refusal.Unprocessable, runs.CodeEdgeAuthoringRefused, "run.%s is the kernel's: nobody outside the kernel authors edges.", k).With("path", "run."+k)
-		}
-	}
-	for _, k := range sortedKeys(obj) {
-		if !runObjectKeys[k] {
-			return nil, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "run.%s is not a run field.", k).With("path", "run."+k)
-		}
-	}
-	if _, ok := obj["steps"]; !ok || isNull(obj["steps"]) {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The run must carry steps.").With("path", "run.steps")
-	}
-	mode, _ := str(obj["approval_mode"])
-	if mode != runs.ModeBypass && mode != runs.ModeAsk && mode != runs.ModeRules {
-		return nil, refusal.New(refusal.Unprocessable, runs.CodeInvalidApprovalMode, "approval_mode must be bypass, ask or rules.").With("path", "run.approval_mode")
-	}
-	_, rules, err := runs.ParseRules(obj["approval_rules"], "run.approval_rules")
+	in, err := parseRunRequest(run)
 	if err != nil {
+		if _, rerr := a.Resolve(ctx, d.e.Reader()); rerr != nil {
+			return nil, rerr
+		}
 		return nil, err
 	}
-	if v, ok := obj["prompt_mechanism"]; ok && !isNull(v) {
-		if s, ok := str(v); !ok || s != "raw" {
-			return nil, refusal.New(refusal.Unprocessable, runs.CodeInvalidPromptMechanism, "prompt_mechanism must be raw.").With("path", "run.prompt_mechanism")
-		}
-	}
-	start := true
-	if v, ok := obj["start"]; ok {
-		if json.Unmarshal(v, &start) != nil {
-			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
-		}
-	}
-	in := &runs.NewRun{Object: obj, Mode: mode, Rules: rules, Start: start}
 	if key == "" {
 		// Without a key, a new run is a candidate for one statement (runs.Engine.CreateInStatement);
 		// with one, the idempotency record is a second write, and the run is a transaction.
-		var created *Created
-		err := d.e.CreateInStatement(ctx, a, in, func(q store.Querier, c *runs.CreatedRun) error {
-			var err error
-			created, err = createdOf(ctx, q, c)
-			return err
-		})
+		c, err := d.e.CreateInStatement(ctx, a, in)
 		if err == nil {
-			return created, nil
+			// A standalone run's document reads nothing, so a create is never reported failed
+			// once its run is written.
+			return createdOf(ctx, d.e.Reader(), c)
 		}
 		if !errors.Is(err, runs.ErrNeedsTransaction) {
 			return nil, err
@@ -147,6 +123,48 @@ func (d *Doors) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created,
 	return created, err
 }
 
+// parseRunRequest judges a create's run object as far as it can be without the store, in the
+// order docs/api.md#runs states.
+func parseRunRequest(run json.RawMessage) (*runs.NewRun, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(run, &obj); err != nil || obj == nil {
+		return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "run must be an object.").With("path", "run")
+	}
+	for _, k := range edgeKeys {
+		if _, ok := obj[k]; ok {
+			return nil, refusal.Newf(refusal.Unprocessable, CodeEdgeAuthoringRefused, "run.%s is the kernel's: nobody outside the kernel authors edges.", k).With("path", "run."+k)
+		}
+	}
+	for _, k := range sortedKeys(obj) {
+		if !runObjectKeys[k] {
+			return nil, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "run.%s is not a run field.", k).With("path", "run."+k)
+		}
+	}
+	if _, ok := obj["steps"]; !ok || isNull(obj["steps"]) {
+		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The run must carry steps.").With("path", "run.steps")
+	}
+	mode, _ := str(obj["approval_mode"])
+	if mode != runs.ModeBypass && mode != runs.ModeAsk && mode != runs.ModeRules {
+		return nil, refusal.New(refusal.Unprocessable, CodeInvalidApprovalMode, "approval_mode must be bypass, ask or rules.").With("path", "run.approval_mode")
+	}
+	_, rules, err := ParseRules(obj["approval_rules"], "run.approval_rules")
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := obj["prompt_mechanism"]; ok && !isNull(v) {
+		if s, ok := str(v); !ok || s != "raw" {
+			return nil, refusal.New(refusal.Unprocessable, CodeInvalidPromptMechanism, "prompt_mechanism must be raw.").With("path", "run.prompt_mechanism")
+		}
+	}
+	start := true
+	if v, ok := obj["start"]; ok {
+		if json.Unmarshal(v, &start) != nil {
+			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
+		}
+	}
+	return &runs.NewRun{Object: obj, Mode: mode, Rules: rules, Start: start}, nil
+}
+
 // createdOf is the create door's answer for a run as written: its document (from the rows as
 // written, not read back) and its receipt.
 func createdOf(ctx context.Context, q store.Querier, c *runs.CreatedRun) (*Created, error) {
@@ -168,7 +186,7 @@ func (d *Doors) replayCreate(ctx context.Context, a *runs.Actor, scope, key stri
 		return nil, true, err
 	}
 	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
-		return nil, true, conflict(runs.CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
+		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
 	}
 	var res struct {
 		Run     string  `json:"run_public_id"`

@@ -1,7 +1,8 @@
 // Package conversations owns the member doors above the engine: the conversation doors (Doors:
 // create, read, list, history, archive and post message, docs/api.md#conversations) and the run
 // doors (create, read, list, task and sealed-request reads, start, stop, approve and deny, the
-// member inbox, append, resolve and branch cancel, docs/api.md#runs), which share the actor's
+// member inbox, append, resolve and branch cancel, docs/api.md#runs) and the instance listing
+// (docs/api.md#instances), which share the actor's
 // write standing, the Idempotency-Key replay and the response documents (RunDoc, TaskDoc,
 // ConversationDoc, TurnDoc). A door checks the caller and the request in the documented order;
 // the engine's operations on runs.Tx make the changes.

@@ -317,7 +317,7 @@ func (d *Doors) Archive(ctx context.Context, a *runs.Actor, id string) (*Convers
 				return err
 			}
 			if len(open) > 0 {
-				return conflict(runs.CodeConversationBusy, "The conversation has a running or queued turn.")
+				return conflict(CodeConversationBusy, "The conversation has a running or queued turn.")
 			}
 			now := d.e.Now().UnixMilli()
 			if err := store.SetConversation(ctx, tx, c.ID, runs.ConversationArchived, now, &now); err != nil {
@@ -452,7 +452,7 @@ func (d *Doors) PostMessage(ctx context.Context, req *PostMessageRequest) (*Post
 			return r.With("path", "message.model")
 		}
 		if c.Status == runs.ConversationArchived {
-			return conflict(runs.CodeConversationArchived, "The conversation is archived.")
+			return conflict(CodeConversationArchived, "The conversation is archived.")
 		}
 		open, err := store.OpenTurns(ctx, tx, c.ID)
 		if err != nil {
@@ -465,7 +465,7 @@ func (d *Doors) PostMessage(ctx context.Context, req *PostMessageRequest) (*Post
 			}
 		}
 		if queued >= runs.MaxQueuedTurns {
-			return conflict(runs.CodeInputQueueFull, "The conversation already has %d queued turns.", runs.MaxQueuedTurns)
+			return conflict(CodeInputQueueFull, "The conversation already has %d queued turns.", runs.MaxQueuedTurns)
 		}
 		now := x.NowMS()
 		t, err := x.PostTurn(ctx, c, &runs.TurnPost{PublicID: store.NewPublicID(), AuthorKind: a.Kind, AuthorPublicID: a.PublicID,
@@ -507,7 +507,7 @@ func (d *Doors) replayMessage(ctx context.Context, a *runs.Actor, c *store.Conve
 		return nil, true, err
 	}
 	if same, _ := jsonwire.Equal([]byte(rec.Body), canon); !same {
-		return nil, true, conflict(runs.CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
+		return nil, true, conflict(CodeIdempotencyEnvelopeMismatch, "The Idempotency-Key %s was used with a different body.", key)
 	}
 	var res map[string]string
 	if err := json.Unmarshal([]byte(rec.Result), &res); err != nil {

@@ -75,7 +75,7 @@ func (d *Doors) Resolve(ctx context.Context, req *ResolveRequest) (*Resolution, 
 			return err
 		}
 		if await == nil {
-			return conflict(runs.CodeAwaitNotResolvable, "Task %s is not an ask await; only asks are answered here.", key)
+			return conflict(CodeAwaitNotResolvable, "Task %s is not an ask await; only asks are answered here.", key)
 		}
 		if await, err = store.LockTask(ctx, tx, await.ID); err != nil {
 			return err

@@ -114,7 +114,7 @@ func (d *Doors) ReadRequest(ctx context.Context, a *runs.Actor, runID, key strin
 		return nil, err
 	}
 	if t.Kind != runs.KindModel || t.SealedRequestID == nil {
-		return nil, refusal.Newf(refusal.NotFound, runs.CodeRequestNotSealed, "Task %s has no sealed request.", key)
+		return nil, refusal.Newf(refusal.NotFound, CodeRequestNotSealed, "Task %s has no sealed request.", key)
 	}
 	p, err := store.SealedRequest(ctx, q, *t.SealedRequestID)
 	if err != nil {
@@ -139,10 +139,10 @@ func (d *Doors) StartRun(ctx context.Context, a *runs.Actor, runID string) (*Run
 			return err
 		}
 		if r.ConversationID != nil {
-			return conflict(runs.CodeConversationHosted, "A conversation-hosted run is started by its conversation's queue.")
+			return conflict(CodeConversationHosted, "A conversation-hosted run is started by its conversation's queue.")
 		}
 		if r.Status != runs.RunPending {
-			return conflict(runs.CodeNotStartable, "Only a pending run starts; this one is %s.", r.Status)
+			return conflict(CodeNotStartable, "Only a pending run starts; this one is %s.", r.Status)
 		}
 		if err := x.StartRun(ctx, r); err != nil {
 			return err
@@ -209,10 +209,10 @@ func (d *Doors) Decide(ctx context.Context, a *runs.Actor, runID, key string, de
 			return err
 		}
 		if r.Status != runs.RunRunning && r.Status != runs.RunNeedsAttention {
-			return conflict(runs.CodeNotAdjudicable, "The run is %s; only a running run's rows are decided.", r.Status)
+			return conflict(CodeNotAdjudicable, "The run is %s; only a running run's rows are decided.", r.Status)
 		}
 		if t.Status != runs.StatusNeedsApproval {
-			return conflict(runs.CodeNotAwaitingApproval, "Task %s is not awaiting approval.", key)
+			return conflict(CodeNotAwaitingApproval, "Task %s is not awaiting approval.", key)
 		}
 		if expired, err = x.Decide(ctx, r, t, a, deny, reason); err != nil || expired {
 			return err
@@ -221,7 +221,7 @@ func (d *Doors) Decide(ctx context.Context, a *runs.Actor, runID, key string, de
 		return err
 	})
 	if err == nil && expired {
-		return nil, conflict(runs.CodeNotAwaitingApproval, "Task %s expired while awaiting approval.", key)
+		return nil, conflict(CodeNotAwaitingApproval, "Task %s expired while awaiting approval.", key)
 	}
 	return doc, err
 }

@@ -590,7 +590,7 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 			int(MaxScheduleAhead/(24*time.Hour))), nil
 	}
 	if target.Status == runs.ConversationArchived {
-		return nil, &Refused{Word: runs.CodeConversationArchived, Detail: "The conversation is archived."}, nil
+		return nil, &Refused{Word: CodeConversationArchived, Detail: "The conversation is archived."}, nil
 	}
 	ref, err := c.replyModel(ctx, target, agent.PublicID, prof, sp.Model, sp.RoundModel)
 	if err != nil {
@@ -623,7 +623,7 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 			}
 		}
 		if queued >= runs.MaxQueuedTurns {
-			return nil, &Refused{Word: runs.CodeInputQueueFull, Detail: fmt.Sprintf("The conversation already has %d queued turns.", runs.MaxQueuedTurns)}, nil
+			return nil, &Refused{Word: CodeInputQueueFull, Detail: fmt.Sprintf("The conversation already has %d queued turns.", runs.MaxQueuedTurns)}, nil
 		}
 		sender := s.PublicID
 		turn, err := c.x.PostTurn(ctx, target, &runs.TurnPost{PublicID: req.PublicID, AuthorKind: store.KindAgent,

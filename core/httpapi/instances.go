@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/conversations"
 )
 
 // instanceRoutes serves the live instances of the deployment (docs/api.md#instances).
@@ -20,7 +20,7 @@ func (a *API) listInstances(w http.ResponseWriter, r *http.Request, c *Call) err
 	if err := a.deploymentOwner(r, c); err != nil {
 		return err
 	}
-	out, err := a.deps.Runs.Instances(r.Context(), &runs.InstancesRequest{})
+	out, err := a.conversations.Instances(r.Context(), &conversations.InstancesRequest{})
 	if err != nil {
 		return err
 	}

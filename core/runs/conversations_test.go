@@ -159,13 +159,13 @@ func TestConversationQueue(t *testing.T) {
 		if d.LiveTurnPublicID == nil || *d.LiveTurnPublicID != a.Turn.PublicID || d.QueuedTurns != 2 {
 			t.Fatalf("conversation %+v", d)
 		}
-		if _, err := h.conv.StartRun(h.ctx, h.actor, b.Run.PublicID); !isCode(err, runs.CodeConversationHosted) {
+		if _, err := h.conv.StartRun(h.ctx, h.actor, b.Run.PublicID); !isCode(err, conversations.CodeConversationHosted) {
 			t.Fatalf("start a hosted run: %v", err)
 		}
-		if _, err := h.conv.Append(h.ctx, appendRequest(t, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "")); !isCode(err, runs.CodeConversationHosted) {
+		if _, err := h.conv.Append(h.ctx, appendRequest(t, h.actor, b.Run.PublicID, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), "")); !isCode(err, conversations.CodeConversationHosted) {
 			t.Fatalf("append to a hosted run: %v", err)
 		}
-		if _, err := h.conv.Archive(h.ctx, h.actor, conv); !isCode(err, runs.CodeConversationBusy) {
+		if _, err := h.conv.Archive(h.ctx, h.actor, conv); !isCode(err, conversations.CodeConversationBusy) {
 			t.Fatalf("archive a busy conversation: %v", err)
 		}
 		// Stopping the live turn's run cancels its turn and starts the next.
@@ -196,7 +196,7 @@ func TestConversationQueue(t *testing.T) {
 			t.Fatalf("archive again: %+v %v", again, err)
 		}
 		_, err = h.conv.PostMessage(h.ctx, &conversations.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"x"}`), Replay: replayOf("", nil)})
-		if !isCode(err, runs.CodeConversationArchived) {
+		if !isCode(err, conversations.CodeConversationArchived) {
 			t.Fatalf("post to archived: %v", err)
 		}
 	})
@@ -245,7 +245,7 @@ func TestConversationWords(t *testing.T) {
 				t.Fatalf("turn %d: %v", i+1, err)
 			}
 		}
-		expect("queue full", post(`{"text":"one too many"}`), runs.CodeInputQueueFull, "")
+		expect("queue full", post(`{"text":"one too many"}`), conversations.CodeInputQueueFull, "")
 	})
 }
 

@@ -51,17 +51,20 @@ func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *NewRun) (*CreatedRun, 
 // acceptRun accepts a run object for the actor: its default Runner, its memory configuration,
 // its steps, read through q. tx is the write transaction it is accepted in, nil when it is
 // accepted for a statement: a step that needs the transaction (one that binds uploads) then
-// answers ErrNeedsTransaction. It answers the unwritten run (born running when it starts) and
-// its steps.
+// answers ErrNeedsTransaction, one that needs the workspace of an unresolved actor
+// errNeedsWorkspace, and the default Runner and routed steps' Runners are left to the statement
+// (the run's DefaultRunnerExecutorPublicID, the steps' served), which checks them as guards; a
+// refusal found without them, or without the actor's standing, answers ErrNeedsTransaction. It
+// answers the unwritten run (born running when it starts) and its steps.
 func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, fx *effects, a *Actor, in *NewRun) (*store.Run, []*step, error) {
-	runner := ""
+	runner, deferred := "", false
 	if v, ok := in.Object["default_runner_executor_public_id"]; ok && !isNull(v) {
 		id, ok := str(v)
-		if !ok || !store.IsPublicID(id) || !e.eligibleRunner(ctx, q, a.WorkspaceID, id) {
+		if !ok || !store.IsPublicID(id) || (tx != nil && !e.eligibleRunner(ctx, q, a.WorkspaceID, id)) {
 			return nil, nil, refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
 				With("path", "run.default_runner_executor_public_id")
 		}
-		runner = id
+		runner, deferred = id, tx == nil
 	}
 	// The memory configuration is frozen first: the steps' skill catalogs are read against it.
 	principal := a.member()
@@ -75,10 +78,17 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 	if p.needsTx {
 		return nil, nil, ErrNeedsTransaction
 	}
-	if err := p.refusal(""); err != nil {
-		return nil, nil, err
+	if p.needsWorkspace {
+		return nil, nil, errNeedsWorkspace
 	}
-	if err := duplicateKeys(steps, nil, ""); err != nil {
+	err = p.refusal("")
+	if err == nil {
+		err = duplicateKeys(steps, nil, "")
+	}
+	if err != nil {
+		if tx == nil && (deferred || p.deferred || !a.resolved()) {
+			return nil, nil, ErrNeedsTransaction
+		}
 		return nil, nil, err
 	}
 	now := e.nowMS()
@@ -195,7 +205,12 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 			if s.defaults != nil {
 				t.ModelDefaults = ptr(string(s.defaults))
 			}
-			applyAddress(t, s.address)
+			if s.served {
+				// The statement writes the rest of the address (store.Served).
+				t.AddressedRole, t.AddressedExecutorPublicID = &s.address.Role, &s.address.Executor
+			} else {
+				applyAddress(t, s.address)
+			}
 		}
 		keys[i] = s.key
 		rows = append(rows, *t)

@@ -26,15 +26,15 @@ func TestCreateRefusals(t *testing.T) {
 			code      string
 			path      string
 		}{
-			{"edges", `{"steps":[` + m + `],"approval_mode":"bypass","tasks":[]}`, refusal.Unprocessable, runs.CodeEdgeAuthoringRefused, "run.tasks"},
-			{"deliverable", `{"steps":[` + m + `],"approval_mode":"bypass","deliverable":"x"}`, refusal.Unprocessable, runs.CodeEdgeAuthoringRefused, "run.deliverable"},
-			{"tools on the run", `{"steps":[` + m + `],"approval_mode":"bypass","tools":[]}`, refusal.Unprocessable, runs.CodeEdgeAuthoringRefused, "run.tools"},
-			{"compaction", `{"steps":[` + m + `],"approval_mode":"bypass","compaction_policy":{}}`, refusal.Unprocessable, runs.CodeEdgeAuthoringRefused, "run.compaction_policy"},
+			{"edges", `{"steps":[` + m + `],"approval_mode":"bypass","tasks":[]}`, refusal.Unprocessable, conversations.CodeEdgeAuthoringRefused, "run.tasks"},
+			{"deliverable", `{"steps":[` + m + `],"approval_mode":"bypass","deliverable":"x"}`, refusal.Unprocessable, conversations.CodeEdgeAuthoringRefused, "run.deliverable"},
+			{"tools on the run", `{"steps":[` + m + `],"approval_mode":"bypass","tools":[]}`, refusal.Unprocessable, conversations.CodeEdgeAuthoringRefused, "run.tools"},
+			{"compaction", `{"steps":[` + m + `],"approval_mode":"bypass","compaction_policy":{}}`, refusal.Unprocessable, conversations.CodeEdgeAuthoringRefused, "run.compaction_policy"},
 			{"no steps", `{"approval_mode":"bypass"}`, refusal.BadRequest, refusal.CodeParameterMissing, "run.steps"},
-			{"mode missing", `{"steps":[` + m + `]}`, refusal.Unprocessable, runs.CodeInvalidApprovalMode, "run.approval_mode"},
-			{"mode wrong", `{"steps":[` + m + `],"approval_mode":"yolo"}`, refusal.Unprocessable, runs.CodeInvalidApprovalMode, "run.approval_mode"},
-			{"rules", `{"steps":[` + m + `],"approval_mode":"rules","approval_rules":[{"tool":"x","verdict":"allow"},{"tool":"y"}]}`, refusal.Unprocessable, runs.CodeInvalidApprovalRules, "run.approval_rules[1].verdict"},
-			{"prompt mechanism", `{"steps":[` + m + `],"approval_mode":"bypass","prompt_mechanism":"fancy"}`, refusal.Unprocessable, runs.CodeInvalidPromptMechanism, "run.prompt_mechanism"},
+			{"mode missing", `{"steps":[` + m + `]}`, refusal.Unprocessable, conversations.CodeInvalidApprovalMode, "run.approval_mode"},
+			{"mode wrong", `{"steps":[` + m + `],"approval_mode":"yolo"}`, refusal.Unprocessable, conversations.CodeInvalidApprovalMode, "run.approval_mode"},
+			{"rules", `{"steps":[` + m + `],"approval_mode":"rules","approval_rules":[{"tool":"x","verdict":"allow"},{"tool":"y"}]}`, refusal.Unprocessable, conversations.CodeInvalidApprovalRules, "run.approval_rules[1].verdict"},
+			{"prompt mechanism", `{"steps":[` + m + `],"approval_mode":"bypass","prompt_mechanism":"fancy"}`, refusal.Unprocessable, conversations.CodeInvalidPromptMechanism, "run.prompt_mechanism"},
 			{"start", `{"steps":[` + m + `],"approval_mode":"bypass","start":"yes"}`, refusal.Unprocessable, refusal.CodeValidationFailed, "run.start"},
 			{"runner", `{"steps":[` + m + `],"approval_mode":"bypass","default_runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`, refusal.Unprocessable, runs.CodeRunnerNotEligible, "run.default_runner_executor_public_id"},
 			{"empty steps", wrap(``), refusal.Unprocessable, refusal.CodeValidationFailed, "steps"},
@@ -137,7 +137,7 @@ func TestDoorConflicts(t *testing.T) {
 			}
 		}
 		_, err := h.conv.ReadRequest(h.ctx, h.actor, id, "s1-model-1")
-		expect("request before sealing", err, runs.CodeRequestNotSealed)
+		expect("request before sealing", err, conversations.CodeRequestNotSealed)
 		_, err = h.conv.ReadTask(h.ctx, h.actor, id, "nope")
 		expect("unknown task", err, refusal.CodeNotFound)
 		_, err = h.conv.ReadRun(h.ctx, h.actor, "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d")
@@ -145,9 +145,9 @@ func TestDoorConflicts(t *testing.T) {
 		_, err = h.conv.ReadRun(h.ctx, h.actor, "not-a-uuid")
 		expect("malformed run id", err, refusal.CodeNotFound)
 		_, err = h.conv.Decide(h.ctx, h.actor, id, "s1-model-1", false, "")
-		expect("approve a pending run", err, runs.CodeNotAdjudicable)
+		expect("approve a pending run", err, conversations.CodeNotAdjudicable)
 		_, err = h.conv.Resolve(h.ctx, resolveRequest(t, h.actor, id, "s1-model-1", []byte(`{"content":"x"}`)))
-		expect("resolve a model task", err, runs.CodeAwaitNotResolvable)
+		expect("resolve a model task", err, conversations.CodeAwaitNotResolvable)
 		// The body's own refusal is answered after the row's lookup, before the await's.
 		errBody := refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
 		_, err = h.conv.Resolve(h.ctx, &conversations.ResolveRequest{Actor: h.actor, RunID: id, TaskKey: "nope", Invalid: errBody})
@@ -160,15 +160,15 @@ func TestDoorConflicts(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = h.conv.StartRun(h.ctx, h.actor, id)
-		expect("start twice", err, runs.CodeNotStartable)
+		expect("start twice", err, conversations.CodeNotStartable)
 		h.drain()
 		if _, err := h.conv.ReadRequest(h.ctx, h.actor, id, "s1-model-1"); err != nil {
 			t.Fatalf("request after sealing: %v", err)
 		}
 		_, err = h.conv.Decide(h.ctx, h.actor, id, "s1-model-1", false, "")
-		expect("approve a completed run", err, runs.CodeNotAdjudicable)
+		expect("approve a completed run", err, conversations.CodeNotAdjudicable)
 		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), ""))
-		expect("append to a completed run", err, runs.CodeRunNotAppendable)
+		expect("append to a completed run", err, conversations.CodeRunNotAppendable)
 		_, err = h.conv.StopRun(h.ctx, h.actor, id, true)
 		expect("stop a completed run", err, runs.CodeAlreadyTerminal)
 
@@ -183,7 +183,7 @@ func TestDoorConflicts(t *testing.T) {
 		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"tool":{"name":"memory_read"}}]}`), ""))
 		expect("append a kernel tool", err, runs.CodeReservedToolName)
 		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}],"expected_revision":7}`), ""))
-		expect("stale revision", err, runs.CodeStaleRevision)
+		expect("stale revision", err, conversations.CodeStaleRevision)
 		r, _ := refusal.As(err)
 		if v, _ := r.Get("current_revision"); v != int64(1) {
 			t.Errorf("current_revision %v", v)
@@ -201,7 +201,7 @@ func TestDoorConflicts(t *testing.T) {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
 		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"other"}}]}`), "k1"))
-		expect("same key, other body", err, runs.CodeIdempotencyEnvelopeMismatch)
+		expect("same key, other body", err, conversations.CodeIdempotencyEnvelopeMismatch)
 		h.drain()
 		rd := h.run(lid)
 		if rd.Status != runs.RunCompleted || deref(rd.Answer) != "two" {
@@ -232,7 +232,7 @@ func TestIdempotentCreate(t *testing.T) {
 		}
 		other := modelStep("!mock\nround 1\nsay other", "")
 		_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(other), "key-1", []byte(`{"run":`+other+`}`)))
-		if !isCode(err, runs.CodeIdempotencyEnvelopeMismatch) {
+		if !isCode(err, conversations.CodeIdempotencyEnvelopeMismatch) {
 			t.Fatalf("mismatch: %v", err)
 		}
 		h.clock.Advance(runs.IdempotencyTTL)

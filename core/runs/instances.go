@@ -156,40 +156,10 @@ func (e *Engine) HeartbeatLapse() string {
 	return ""
 }
 
-// InstancesRequest asks for the live instances.
-type InstancesRequest struct{}
-
-// InstanceView is one live instance as GET /agent_api/v1/instances shows it (docs/api.md#instances).
-type InstanceView struct {
-	ID          string `json:"id"`
-	Host        string `json:"host"`
-	Version     string `json:"version"`
-	StartedAt   string `json:"started_at"`
-	HeartbeatAt string `json:"heartbeat_at"`
-	// Self is set on the instance that answered.
-	Self bool `json:"self"`
-}
-
-// InstancesResponse lists the live instances, oldest start first.
-type InstancesResponse struct {
-	Instances         []InstanceView `json:"instances"`
-	HeartbeatInterval string         `json:"heartbeat_interval"`
-	HeartbeatTimeout  string         `json:"heartbeat_timeout"`
-}
-
-// Instances lists the instances whose heartbeat is current, as the store says.
-func (e *Engine) Instances(ctx context.Context, _ *InstancesRequest) (*InstancesResponse, error) {
-	rows, err := store.LiveInstances(ctx, e.store.Reader(), e.nowMS()-e.cfg.HeartbeatTimeout.Milliseconds())
-	if err != nil {
-		return nil, err
-	}
-	out := &InstancesResponse{Instances: make([]InstanceView, 0, len(rows)),
-		HeartbeatInterval: e.cfg.HeartbeatInterval.String(), HeartbeatTimeout: e.cfg.HeartbeatTimeout.String()}
-	for _, r := range rows {
-		out.Instances = append(out.Instances, InstanceView{ID: r.ID, Host: r.Host, Version: r.Version,
-			StartedAt: store.FormatMillis(r.StartedAt), HeartbeatAt: store.FormatMillis(r.HeartbeatAt), Self: r.ID == e.inst.row.ID})
-	}
-	return out, nil
+// Heartbeat is this instance's heartbeat interval and the timeout past which another instance
+// declares it dead (docs/operations.md#several-instances).
+func (e *Engine) Heartbeat() (interval, timeout time.Duration) {
+	return e.cfg.HeartbeatInterval, e.cfg.HeartbeatTimeout
 }
 
 // takeOver declares dead the other instances whose heartbeat lapsed, and releases the kernel claims

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
@@ -74,7 +75,7 @@ func TestApprovalHoldApproveDeny(t *testing.T) {
 		if err != nil || got.Status != runs.StatusFailed || got.Error.Key != runs.KeyApprovalDenied || len(got.Error.Detail) != 256 {
 			t.Fatalf("deny: %v %+v", err, got)
 		}
-		if _, err := h.conv.Decide(h.ctx, h.actor, id, "r2t1", false, ""); !isCode(err, runs.CodeNotAwaitingApproval) {
+		if _, err := h.conv.Decide(h.ctx, h.actor, id, "r2t1", false, ""); !isCode(err, conversations.CodeNotAwaitingApproval) {
 			t.Fatalf("second decision: %v", err)
 		}
 		h.drain()
@@ -82,7 +83,7 @@ func TestApprovalHoldApproveDeny(t *testing.T) {
 		if r.Status != runs.RunCompleted || !strings.HasPrefix(deref(r.Answer), "<tool_use_error>The tool call was declined at approval. (approval_denied) ") {
 			t.Fatalf("after decisions: %s %q", r.Status, deref(r.Answer))
 		}
-		if _, err := h.conv.Decide(h.ctx, h.actor, id, "r2t0", false, ""); !isCode(err, runs.CodeNotAdjudicable) {
+		if _, err := h.conv.Decide(h.ctx, h.actor, id, "r2t0", false, ""); !isCode(err, conversations.CodeNotAdjudicable) {
 			t.Fatalf("decision on a completed run: %v", err)
 		}
 	})
@@ -102,7 +103,7 @@ func TestExpiryCases(t *testing.T) {
 		c := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\nround 2\nsay {{last_result}}",` + memoryTools + `}}],"approval_mode":"ask"}`)
 		h.drain()
 		h.clock.Advance(runs.ApprovalHold)
-		if _, err := h.conv.Decide(h.ctx, h.actor, c.Run.PublicID, "r2t0", false, ""); !isCode(err, runs.CodeNotAwaitingApproval) {
+		if _, err := h.conv.Decide(h.ctx, h.actor, c.Run.PublicID, "r2t0", false, ""); !isCode(err, conversations.CodeNotAwaitingApproval) {
 			t.Fatalf("approve after the deadline: %v", err)
 		}
 		if tk := h.task(c.Run.PublicID, "r2t0"); tk.Status != runs.StatusTimedOut || tk.Error.Key != runs.KeyApprovalExpired {

@@ -131,21 +131,9 @@ const (
 
 // Door refusal words of the member plane (docs/api.md#runs).
 const (
-	CodeConversationArchived        = "conversation_archived"
-	CodeConversationBusy            = "conversation_busy"
-	CodeInputQueueFull              = "input_queue_full"
-	CodeConversationHosted          = "conversation_hosted"
-	CodeNotStartable                = "not_startable"
-	CodeAlreadyTerminal             = "already_terminal"
-	CodeRunNotAppendable            = "run_not_appendable"
-	CodeDuplicateTaskKey            = "duplicate_task_key"
-	CodeStaleRevision               = "stale_revision"
-	CodeIdempotencyEnvelopeMismatch = "idempotency_envelope_mismatch"
-	CodeAwaitNotResolvable          = "await_not_resolvable"
-	CodeNotAdjudicable              = "not_adjudicable"
-	CodeNotAwaitingApproval         = "not_awaiting_approval"
-	CodeNotABranch                  = "not_a_branch"
-	CodeRequestNotSealed            = "request_not_sealed"
+	CodeAlreadyTerminal  = "already_terminal"
+	CodeDuplicateTaskKey = "duplicate_task_key"
+	CodeNotABranch       = "not_a_branch"
 
 	CodeReservedToolName           = "reserved_tool_name"
 	CodeReservedTaskKey            = "reserved_task_key"
@@ -167,10 +155,6 @@ const (
 	CodeUnknownResultKey           = "unknown_result_key"
 	CodeUnknownInputUpload         = "unknown_input_upload"
 	CodeInvalidAttachments         = "invalid_attachments"
-	CodeEdgeAuthoringRefused       = "edge_authoring_refused"
-	CodeInvalidApprovalMode        = "invalid_approval_mode"
-	CodeInvalidApprovalRules       = "invalid_approval_rules"
-	CodeInvalidPromptMechanism     = "invalid_prompt_mechanism"
 	CodeToolNotDeclared            = refusal.CodeToolNotDeclared
 	CodeUnknownModel               = "unknown_model"
 	CodeModelCapabilityUnavailable = "model_capability_unavailable"

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -63,7 +64,7 @@ func twoCallRun(i int) map[string]any {
 }
 
 // listInstances reads GET /agent_api/v1/instances on in with token.
-func listInstances(t testing.TB, in *testserver.Instance, token string) (int, runs.InstancesResponse, []byte) {
+func listInstances(t testing.TB, in *testserver.Instance, token string) (int, conversations.InstancesResponse, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, in.URL+"/agent_api/v1/instances", nil)
 	if err != nil {
@@ -76,7 +77,7 @@ func listInstances(t testing.TB, in *testserver.Instance, token string) (int, ru
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	var out runs.InstancesResponse
+	var out conversations.InstancesResponse
 	if resp.StatusCode == http.StatusOK {
 		if err := json.Unmarshal(body, &out); err != nil {
 			t.Fatalf("instances: %v: %s", err, body)
