@@ -378,7 +378,7 @@ func writeCache(dataDir string, s ServerConfig, l *serverList) error {
 	body, err := json.Marshal(cacheFile{
 		Format:          cacheFormat,
 		ConfigSHA256:    s.digest,
-		ListedAt:        l.ListedAt.UTC().Format("2006-01-02T15:04:05.000Z"),
+		ListedAt:        l.ListedAt.UTC().Format(jsonwire.TimeLayout),
 		ProtocolVersion: l.ProtocolVersion,
 		ServerInfo:      l.ServerInfo,
 		Tools:           l.Tools,
