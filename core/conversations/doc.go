@@ -9,6 +9,7 @@
 // It works inside the engine's transaction (runs.Tx: Engine.Write for the doors, a kernel call's
 // KernelCall.Engine through On for the tools): turns are posted and requests canceled by the engine's own operations, so that they go
 // through its lifecycle and wake-ups. The engine never imports it; core/kernel's tools check the
-// arguments, call it, and word its refusals (Refused) as their error results. It must not import
+// arguments, call it, and word its refusals (core/refusal's one type, never a type of its own) as their error
+// results. It must not import
 // core/kernel, core/executors, core/httpapi or core/server.
 package conversations
