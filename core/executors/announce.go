@@ -9,6 +9,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/profiles"
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
@@ -70,13 +71,20 @@ func (s *Service) Announce(ctx context.Context, req *AnnounceRequest) (*Announce
 // again before anything is written), with its served names, in one transaction: the door's path,
 // and the one a plugin host's executor plane takes after announce.ValidatePlugin.
 func (s *Service) PutAnnouncement(ctx context.Context, executorID, workspaceID int64, a announce.Announcement, at time.Time) error {
-	served, err := servedTools(workspaceID, a)
-	if err != nil {
-		return err
+	if r := announce.Validate(a); r != nil {
+		return r
 	}
 	return s.store.Write(ctx, func(tx *store.Tx) error {
 		// Two announcements of one executor replace its rows one after the other.
 		if err := store.LockExecutor(ctx, tx, executorID); err != nil {
+			return err
+		}
+		ex, err := store.ExecutorByID(ctx, tx, executorID)
+		if err != nil {
+			return err
+		}
+		served, err := servedTools(workspaceID, ex, a)
+		if err != nil {
 			return err
 		}
 		if err := profiles.PutAnnouncement(ctx, tx, executorID, a, at); err != nil {
@@ -86,11 +94,9 @@ func (s *Service) PutAnnouncement(ctx context.Context, executorID, workspaceID i
 	})
 }
 
-// servedTools derives the served-names rows of a validated announcement.
-func servedTools(workspaceID int64, a announce.Announcement) ([]store.ServedTool, error) {
-	if r := announce.Validate(a); r != nil {
-		return nil, r
-	}
+// servedTools derives the served-names rows of executor ex's validated announcement, each with
+// the address a row addressed to it freezes (runs.FrozenAddress).
+func servedTools(workspaceID int64, ex *store.Executor, a announce.Announcement) ([]store.ServedTool, error) {
 	out := make([]store.ServedTool, 0, len(a.Tools))
 	for _, t := range a.Tools {
 		p, err := t.EffectProfile.Profile()
@@ -101,7 +107,13 @@ func servedTools(workspaceID int64, a announce.Announcement) ([]store.ServedTool
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, store.ServedTool{WorkspaceID: workspaceID, Name: t.Name, Profile: string(raw), TimeoutMS: t.TimeoutMS})
+		sv := runs.Served{ExecutorPublicID: ex.PublicID, DisplayName: ex.DisplayName, Profile: p}
+		if t.TimeoutMS != nil {
+			sv.TimeoutMS = *t.TimeoutMS
+		}
+		target, frozen := runs.FrozenAddress(sv)
+		out = append(out, store.ServedTool{WorkspaceID: workspaceID, Name: t.Name, Profile: string(raw), TimeoutMS: t.TimeoutMS,
+			FrozenTarget: target, FrozenProfile: frozen})
 	}
 	return out, nil
 }

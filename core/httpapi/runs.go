@@ -76,20 +76,24 @@ func actorOf(acc *identity.Access) *runs.Actor {
 		WorkspaceID: acc.Workspace.ID, WorkspacePublicID: acc.Workspace.PublicID}
 }
 
-// creatingActor is actor for a create, whose write stands on the standing it checks itself:
-// the run's statement checks it as a guard, and the transaction reads it afresh (Reread).
+// creatingActor is actor for a create, whose write stands on the standing it checks itself: the
+// door reads nothing, the run's statement checks the standing as a guard, naming the workspace by
+// the route's reference, and the create reads it (Reread) where it needs it, its transaction
+// afresh. A reference that cannot name a workspace is refused as Access refuses it.
 func (a *API) creatingActor(r *http.Request, c *Call) (*runs.Actor, error) {
-	acc, err := a.deps.Directory.Access(r.Context(), c.Member, r.PathValue("ws"), identity.NeedMember)
-	if err != nil {
-		return nil, err
+	ref := r.PathValue("ws")
+	publicID, handle, ok := identity.WorkspaceRef(ref)
+	if !ok {
+		return a.actor(r, c)
 	}
-	act := actorOf(acc)
+	caller := c.Member
+	act := &runs.Actor{Kind: caller.Kind, ID: caller.ID, PublicID: caller.PublicID, WorkspacePublicID: publicID, WorkspaceHandle: handle}
 	act.Reread = func(ctx context.Context, q store.Querier) (*runs.Actor, error) {
-		fresh, err := acc.Reread(ctx, q)
+		acc, err := a.deps.Directory.AccessIn(ctx, q, caller, ref, identity.NeedMember)
 		if err != nil {
 			return nil, err
 		}
-		return actorOf(fresh), nil
+		return actorOf(acc), nil
 	}
 	return act, nil
 }

@@ -85,15 +85,6 @@ const (
 type Access struct {
 	Caller    *Principal
 	Workspace Workspace
-	// check is what Reread repeats.
-	check accessCheck
-}
-
-// accessCheck is the check an Access answered: the directory, the reference and the need.
-type accessCheck struct {
-	d    *Directory
-	ref  string
-	need Need
 }
 
 // Access resolves ref (a workspace public id, or a handle: a UUID-form value is a public id) to a
@@ -101,32 +92,21 @@ type accessCheck struct {
 // (docs/api.md#identity): visibility (404 not_found), kind (403 not_user), role (403
 // not_authorized).
 func (d *Directory) Access(ctx context.Context, caller *Principal, ref string, need Need) (*Access, error) {
-	w, err := d.visible(ctx, d.store.Reader(), caller, ref)
+	return d.AccessIn(ctx, d.store.Reader(), caller, ref, need)
+}
+
+// AccessIn is Access read through q: a write that reads the caller's standing in the statement
+// that acts (store.Standing) reads it here only when it needs the word of a refusal or the
+// workspace itself, through q.
+func (d *Directory) AccessIn(ctx context.Context, q store.Querier, caller *Principal, ref string, need Need) (*Access, error) {
+	w, err := d.visible(ctx, q, caller, ref)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkNeed(caller, w.Role, need); err != nil {
 		return nil, err
 	}
-	return &Access{Caller: caller, Workspace: *w, check: accessCheck{d: d, ref: ref, need: need}}, nil
-}
-
-// Reread repeats the check acc answered through q (a write's transaction), refusing as Access
-// does: a write whose statement found the standing it was decided on gone reads it afresh here,
-// and answers the caller's word (not_found for a member removed since).
-func (acc *Access) Reread(ctx context.Context, q store.Querier) (*Access, error) {
-	c := acc.check
-	if c.d == nil {
-		return nil, errors.New("identity: Reread of an Access the directory did not answer")
-	}
-	w, err := c.d.visible(ctx, q, acc.Caller, c.ref)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNeed(acc.Caller, w.Role, c.need); err != nil {
-		return nil, err
-	}
-	return &Access{Caller: acc.Caller, Workspace: *w, check: c}, nil
+	return &Access{Caller: caller, Workspace: *w}, nil
 }
 
 func checkNeed(caller *Principal, role string, need Need) error {
@@ -299,6 +279,17 @@ func nullMillis(v sql.NullInt64) *int64 {
 
 // workspaceRef is the column value a reference names a workspace by: its canonical public id
 // (byID) or its handle.
+// WorkspaceRef parses a route's workspace reference as Access takes it, reading nothing: a
+// UUID-form value is a public id (answered in its stored form), anything else a handle. It
+// answers false for a reference that cannot name a workspace, which Access refuses not_found.
+func WorkspaceRef(ref string) (publicID, handle string, ok bool) {
+	id, byID := workspaceRef(ref)
+	if byID {
+		return id, "", true
+	}
+	return "", ref, ValidHandle(ref)
+}
+
 func workspaceRef(ref string) (string, bool) {
 	if id, byID := canonicalID(ref); byID {
 		return id, true

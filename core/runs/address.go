@@ -45,6 +45,14 @@ type storedProfile struct {
 
 const memoryNamespace = "nexus.memory"
 
+// FrozenAddress is what a tool row addressed to s freezes of it, as stored text: its target and
+// its effect profile, the same bytes applyAddress writes. The announcement door stores it beside
+// each served name, so that the create statement addresses a routed row from the store alone
+// (store.Served).
+func FrozenAddress(s Served) (target, profile string) {
+	return *jsonText(&Target{s.ExecutorPublicID, s.DisplayName}), *jsonText(storedProfile{s.Profile, s.TimeoutMS})
+}
+
 // address decides who runs a tool row, in the specified order: an explicit Runner route, a
 // kernel tool (or the workspace's memory override), a tool provider pool, nobody.
 func (e *Engine) address(ctx context.Context, q store.Querier, run *store.Run, res CallResolution) (Address, error) {

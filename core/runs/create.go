@@ -47,52 +47,32 @@ type CreateRunRequest struct {
 	Replay Replay
 }
 
-// CreateRun is the create door (docs/api.md#runs).
+// CreateRun is the create door (docs/api.md#runs). An Actor the door left unresolved has its
+// standing read by the statement that writes the run (createInStatement), or first, through
+// Actor.Reread: before a refusal of the body (the standing's word comes first) and before a keyed
+// create, whose idempotency scope is the workspace's.
 func (e *Engine) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created, error) {
 	a, run, key, canon := req.Actor, req.Run, req.Replay.Key, req.Replay.Fingerprint
+	if key != "" {
+		var err error
+		if a, err = a.resolve(ctx, e.store.Reader()); err != nil {
+			return nil, err
+		}
+	}
 	scope := fmt.Sprintf("runs:%d:%s:%s", a.WorkspaceID, a.Kind, a.PublicID)
 	if key != "" {
 		if c, found, err := e.replayCreate(ctx, a, scope, key, canon); found || err != nil {
 			return c, err
 		}
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(run, &obj); err != nil || obj == nil {
-		return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "run must be an object.").With("path", "run")
-	}
-	for _, k := range edgeKeys {
-		if _, ok := obj[k]; ok {
-			return nil, refusal.Newf(refusal.Unprocessable, CodeEdgeAuthoringRefused, "run.%s is the kernel's: nobody outside the kernel authors edges.", k).With("path", "run."+k)
-		}
-	}
-	for _, k := range sortedKeys(obj) {
-		if !runObjectKeys[k] {
-			return nil, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "run.%s is not a run field.", k).With("path", "run."+k)
-		}
-	}
-	if _, ok := obj["steps"]; !ok || isNull(obj["steps"]) {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The run must carry steps.").With("path", "run.steps")
-	}
-	mode, _ := str(obj["approval_mode"])
-	if mode != ModeBypass && mode != ModeAsk && mode != ModeRules {
-		return nil, refusal.New(refusal.Unprocessable, CodeInvalidApprovalMode, "approval_mode must be bypass, ask or rules.").With("path", "run.approval_mode")
-	}
-	_, rules, err := ParseRules(obj["approval_rules"], "run.approval_rules")
+	in, err := parseRunRequest(run)
 	if err != nil {
+		if _, rerr := a.resolve(ctx, e.store.Reader()); rerr != nil {
+			return nil, rerr
+		}
 		return nil, err
 	}
-	if v, ok := obj["prompt_mechanism"]; ok && !isNull(v) {
-		if s, ok := str(v); !ok || s != "raw" {
-			return nil, refusal.New(refusal.Unprocessable, CodeInvalidPromptMechanism, "prompt_mechanism must be raw.").With("path", "run.prompt_mechanism")
-		}
-	}
-	start := true
-	if v, ok := obj["start"]; ok {
-		if json.Unmarshal(v, &start) != nil {
-			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
-		}
-	}
-	in := &runRequest{obj: obj, mode: mode, rules: rules, start: start}
+	start := in.start
 	if key == "" {
 		// Without a key, a new run is a candidate for one statement (createInStatement); with
 		// one, the idempotency record is a second write, and the run is a transaction.
@@ -156,20 +136,65 @@ type runRequest struct {
 	start bool
 }
 
+// parseRunRequest judges a create's run object as far as it can be without the store, in the
+// order docs/api.md#runs states.
+func parseRunRequest(run json.RawMessage) (*runRequest, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(run, &obj); err != nil || obj == nil {
+		return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "run must be an object.").With("path", "run")
+	}
+	for _, k := range edgeKeys {
+		if _, ok := obj[k]; ok {
+			return nil, refusal.Newf(refusal.Unprocessable, CodeEdgeAuthoringRefused, "run.%s is the kernel's: nobody outside the kernel authors edges.", k).With("path", "run."+k)
+		}
+	}
+	for _, k := range sortedKeys(obj) {
+		if !runObjectKeys[k] {
+			return nil, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "run.%s is not a run field.", k).With("path", "run."+k)
+		}
+	}
+	if _, ok := obj["steps"]; !ok || isNull(obj["steps"]) {
+		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The run must carry steps.").With("path", "run.steps")
+	}
+	mode, _ := str(obj["approval_mode"])
+	if mode != ModeBypass && mode != ModeAsk && mode != ModeRules {
+		return nil, refusal.New(refusal.Unprocessable, CodeInvalidApprovalMode, "approval_mode must be bypass, ask or rules.").With("path", "run.approval_mode")
+	}
+	_, rules, err := ParseRules(obj["approval_rules"], "run.approval_rules")
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := obj["prompt_mechanism"]; ok && !isNull(v) {
+		if s, ok := str(v); !ok || s != "raw" {
+			return nil, refusal.New(refusal.Unprocessable, CodeInvalidPromptMechanism, "prompt_mechanism must be raw.").With("path", "run.prompt_mechanism")
+		}
+	}
+	start := true
+	if v, ok := obj["start"]; ok {
+		if json.Unmarshal(v, &start) != nil {
+			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
+		}
+	}
+	return &runRequest{obj: obj, mode: mode, rules: rules, start: start}, nil
+}
+
 // acceptRun accepts a run object for the actor: its default Runner, its memory configuration,
 // its steps, read through q. tx is the write transaction it is accepted in, nil when it is
 // accepted for a statement: a step that needs the transaction (one that binds uploads) then
-// answers errNeedsTransaction. It answers the unwritten run (born running when it starts) and
-// its steps.
+// answers errNeedsTransaction, one that needs the workspace of an unresolved actor
+// errNeedsWorkspace, and the default Runner and routed steps' Runners are left to the statement
+// (the run's DefaultRunnerExecutorPublicID, the steps' served), which checks them as guards; a
+// refusal found without them, or without the actor's standing, answers errNeedsTransaction. It
+// answers the unwritten run (born running when it starts) and its steps.
 func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, fx *effects, a *Actor, in *runRequest) (*store.Run, []*step, error) {
-	runner := ""
+	runner, deferred := "", false
 	if v, ok := in.obj["default_runner_executor_public_id"]; ok && !isNull(v) {
 		id, ok := str(v)
-		if !ok || !store.IsPublicID(id) || !e.eligibleRunner(ctx, q, a.WorkspaceID, id) {
+		if !ok || !store.IsPublicID(id) || (tx != nil && !e.eligibleRunner(ctx, q, a.WorkspaceID, id)) {
 			return nil, nil, refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
 				With("path", "run.default_runner_executor_public_id")
 		}
-		runner = id
+		runner, deferred = id, tx == nil
 	}
 	// The memory configuration is frozen first: the steps' skill catalogs are read against it.
 	principal := a.member()
@@ -183,10 +208,17 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 	if p.needsTx {
 		return nil, nil, errNeedsTransaction
 	}
-	if err := p.refusal(""); err != nil {
-		return nil, nil, err
+	if p.needsWorkspace {
+		return nil, nil, errNeedsWorkspace
 	}
-	if err := duplicateKeys(steps, nil, ""); err != nil {
+	err = p.refusal("")
+	if err == nil {
+		err = duplicateKeys(steps, nil, "")
+	}
+	if err != nil {
+		if tx == nil && (deferred || p.deferred || !a.resolved()) {
+			return nil, nil, errNeedsTransaction
+		}
 		return nil, nil, err
 	}
 	now := e.nowMS()
@@ -333,7 +365,12 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 			if s.defaults != nil {
 				t.ModelDefaults = ptr(string(s.defaults))
 			}
-			applyAddress(t, s.address)
+			if s.served {
+				// The statement writes the rest of the address (store.Served).
+				t.AddressedRole, t.AddressedExecutorPublicID = &s.address.Role, &s.address.Executor
+			} else {
+				applyAddress(t, s.address)
+			}
 		}
 		keys[i] = s.key
 		rows = append(rows, *t)

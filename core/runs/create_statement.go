@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -12,15 +13,24 @@ import (
 // failed, or the run is of a shape the statement does not hold) and runs as a transaction.
 var errNeedsTransaction = errors.New("runs: the create needs a transaction")
 
+// errNeedsWorkspace says that a create's acceptance for a statement reads the workspace (a
+// declaration, a kernel or pool tool) of an actor whose standing the door left to the statement:
+// the create reads the standing first (Actor.Reread) and accepts the run again.
+var errNeedsWorkspace = errors.New("runs: the create needs the workspace read")
+
 // createInStatement creates a run without an idempotency key in one statement
 // (store.CreateRun; docs/development.md#how-a-door-reaches-the-store): the run is accepted by plain
 // reads, its rows are built with their first readiness applied, and the statement writes them
-// only while the caller's standing and the executors the rows are parked for still hold. It
-// answers errNeedsTransaction, having written nothing, when the statement's guard failed or the
-// run is of a shape the statement does not hold (a step that attaches uploads, more rows than
-// store.MaxCreateRunTasks, a first step that the gate holds or denies, or any other row than a
-// model or tool step): the caller then runs the create as its ordinary transaction, which reads
-// everything afresh and finds the refusal word when there is one.
+// only while its guards still hold: the caller's standing (read in the statement itself when the
+// door left it unresolved), the default Runner, the Runners that routed rows are addressed to
+// (whose announcements the statement addresses the rows from, store.Served) and the executors
+// the rows are parked for. A standalone run of routed tool steps created by a user is thus one
+// round trip. It answers errNeedsTransaction, having written nothing, when the statement's guard
+// failed or the run is of a shape the statement does not hold (a step that attaches uploads,
+// more rows than store.MaxCreateRunTasks, a first step that the gate holds or denies, or any
+// other row than a model or tool step), or when acceptance found a refusal without a fact the
+// statement was to check: the caller then runs the create as its ordinary transaction, which
+// reads everything afresh and finds the refusal word, in order, when there is one.
 //
 // Plain reads before the statement see what the transaction's own plain reads would: at READ
 // COMMITTED each statement of a transaction takes a new snapshot, and a plain read locks nothing.
@@ -30,6 +40,17 @@ func (e *Engine) createInStatement(ctx context.Context, a *Actor, in *runRequest
 	fx := &effects{}
 	q := e.store.Reader()
 	r, steps, err := e.acceptRun(ctx, q, nil, fx, a, in)
+	if errors.Is(err, errNeedsWorkspace) {
+		if a, err = a.resolve(ctx, q); err != nil {
+			return nil, err
+		}
+		fx = &effects{}
+		r, steps, err = e.acceptRun(ctx, q, nil, fx, a, in)
+	}
+	if _, ok := refusal.As(err); ok && !a.resolved() {
+		// The standing's word comes before the body's: the transaction reads it first.
+		return nil, errNeedsTransaction
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -38,20 +59,23 @@ func (e *Engine) createInStatement(ctx context.Context, a *Actor, in *runRequest
 	}
 	keys, rows := stepRows(0, steps, "", r.CreatedAt)
 	stmt := &store.CreateRun{Run: r, Tasks: rows, Standing: a.standing()}
+	if r.DefaultRunnerExecutorPublicID != nil {
+		stmt.DefaultRunner = *r.DefaultRunnerExecutorPublicID
+	}
+	for i, s := range steps {
+		if s.served {
+			stmt.Served = append(stmt.Served, store.Served{Task: i, RunnerPublicID: s.address.Executor, Name: s.name,
+				DefaultTimeoutMS: ToolParkDefault.Milliseconds()})
+		}
+	}
 	if in.start {
-		ok, err := e.bornReady(ctx, q, fx, stmt)
+		ok, err := e.bornReady(ctx, q, fx, stmt, len(steps) > 0 && steps[0].served)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, errNeedsTransaction
 		}
-	}
-	// The answer's document is built before the write, so that a create is never reported
-	// failed once its run is written.
-	doc, err := e.runDocOf(ctx, q, r, rows, false)
-	if err != nil {
-		return nil, err
 	}
 	if err := e.store.CreateRun(ctx, stmt); err != nil {
 		if errors.Is(err, store.ErrGuardFailed) {
@@ -60,6 +84,12 @@ func (e *Engine) createInStatement(ctx context.Context, a *Actor, in *runRequest
 		return nil, err
 	}
 	e.afterCommit(ctx, fx)
+	// The statement gave the run its workspace and the served rows their address. A standalone
+	// run's document reads nothing, so a create is never reported failed once its run is written.
+	doc, err := e.runDocOf(ctx, q, r, rows, false)
+	if err != nil {
+		return nil, err
+	}
 	return &Created{Run: doc, Receipt: Receipt{AcceptedTaskKeys: keys, DeliverableTaskKey: r.DeliverableTaskKey, Revision: 1}}, nil
 }
 
@@ -68,8 +98,9 @@ func (e *Engine) createInStatement(ctx context.Context, a *Actor, in *runRequest
 // on the one before it) is a model row running for the kernel, or a tool row the gate grants,
 // parked for its executor or running for the kernel. It adds the statement's guard that the
 // row's executor is not revoked and its kernel wake-up, and notes the signals owed once it
-// commits. It answers false, having changed nothing, for a first row it does not hold.
-func (e *Engine) bornReady(ctx context.Context, q store.Querier, fx *effects, stmt *store.CreateRun) (bool, error) {
+// commits. A served first row's deadline is the statement's, from the budget it reads
+// (store.Served). It answers false, having changed nothing, for a first row it does not hold.
+func (e *Engine) bornReady(ctx context.Context, q store.Querier, fx *effects, stmt *store.CreateRun, served bool) (bool, error) {
 	r, t := stmt.Run, &stmt.Tasks[0]
 	now := r.CreatedAt
 	switch t.Kind {
@@ -91,9 +122,12 @@ func (e *Engine) bornReady(ctx context.Context, q store.Querier, fx *effects, st
 			return false, nil
 		}
 		status, timeout := parkOf(t)
-		deadline := now + timeout
 		t.ReadyAt, t.Approval = &now, jsonText(approvalOf(d.Origin, nil, now))
-		t.Status, t.DispatchedAt, t.DeadlineAt = status, &now, &deadline
+		t.Status, t.DispatchedAt = status, &now
+		if !served {
+			deadline := now + timeout
+			t.DeadlineAt = &deadline
+		}
 		if t.AddressedExecutorPublicID != nil {
 			stmt.UnlessRevoked = append(stmt.UnlessRevoked, *t.AddressedExecutorPublicID)
 		}

@@ -12,12 +12,13 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// A create without an idempotency key is one statement (store.CreateRun) on both stores. When
-// the standing it was decided on changed before the statement ran, the statement's guard fails,
-// nothing is written by it, and the ordinary transaction rereads the standing: a member removed
-// since is refused not_found and no run is left; a member whose role changed is created on the
-// new one. A shape the statement does not hold (more rows than it writes, a keyed create)
-// never reaches it.
+// A create without an idempotency key is one statement (store.CreateRun) on both stores, whether
+// the door read the standing or left it to the statement. When the standing changed before the
+// statement ran, the statement's guard fails, nothing is written by it, and the ordinary
+// transaction rereads the standing: a member removed since is refused not_found and no run is
+// left, and a removed member's faulty body is refused not_found too, before the body's word. A
+// member made owner still holds the standing a create needs. A shape the statement does not hold
+// (more rows than it writes, a keyed create) never reaches it.
 func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -26,22 +27,28 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 		mia := h.member("mia")
 		principal := &identity.Principal{Kind: "user", ID: mia.ID, PublicID: mia.PublicID}
 		pending := json.RawMessage(`{"approval_mode":"bypass","start":false,"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`)
-		// asRead is Mia's Actor as the door reads it now, with the door's Reread.
+		// reread is the door's Reread: Mia's standing read through q.
+		reread := func(ctx context.Context, q store.Querier) (*runs.Actor, error) {
+			fresh, err := dir.AccessIn(ctx, q, principal, mia.WorkspacePublicID, identity.NeedMember)
+			if err != nil {
+				return nil, err
+			}
+			return &runs.Actor{Kind: "user", ID: mia.ID, PublicID: mia.PublicID, Role: fresh.Workspace.Role, WorkspaceID: fresh.Workspace.ID,
+				WorkspacePublicID: fresh.Workspace.PublicID}, nil
+		}
+		// asRead is Mia's Actor as a door that reads the standing reads it now.
 		asRead := func() *runs.Actor {
 			t.Helper()
-			acc, err := dir.Access(h.ctx, principal, mia.WorkspacePublicID, identity.NeedMember)
+			a, err := reread(h.ctx, s.Reader())
 			if err != nil {
 				t.Fatal(err)
 			}
-			return &runs.Actor{Kind: "user", ID: mia.ID, PublicID: mia.PublicID, Role: acc.Workspace.Role, WorkspaceID: acc.Workspace.ID,
-				WorkspacePublicID: acc.Workspace.PublicID, Reread: func(ctx context.Context, q store.Querier) (*runs.Actor, error) {
-					fresh, err := acc.Reread(ctx, q)
-					if err != nil {
-						return nil, err
-					}
-					return &runs.Actor{Kind: "user", ID: mia.ID, PublicID: mia.PublicID, Role: fresh.Workspace.Role, WorkspaceID: fresh.Workspace.ID,
-						WorkspacePublicID: fresh.Workspace.PublicID}, nil
-				}}
+			a.Reread = reread
+			return a
+		}
+		// unread is Mia's Actor as the create door leaves it: the route's reference, unread.
+		unread := func() *runs.Actor {
+			return &runs.Actor{Kind: "user", ID: mia.ID, PublicID: mia.PublicID, WorkspacePublicID: mia.WorkspacePublicID, Reread: reread}
 		}
 		setRole := func(role string) {
 			t.Helper()
@@ -83,14 +90,23 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 			want("a member's create", stats, 1, 0)
 		}
 
-		// Made owner after the door's read: the guard fails, the transaction creates as owner.
+		if c, stats, err := create(unread(), pending, ""); err != nil {
+			t.Fatal(err)
+		} else {
+			want("a member's create, the standing read by the statement", stats, 1, 0)
+			if c.Run.WorkspacePublicID != mia.WorkspacePublicID {
+				t.Fatalf("created in %s; want %s", c.Run.WorkspacePublicID, mia.WorkspacePublicID)
+			}
+		}
+
+		// Made owner after the door's read: a member's standing still holds.
 		stale := asRead()
 		setRole(store.RoleOwner)
 		c, stats, err := create(stale, pending, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want("a create whose role changed", stats, 0, 1)
+		want("a create whose role changed", stats, 1, 0)
 		if c.Run.CreatedBy.PublicID != mia.PublicID {
 			t.Fatalf("created by %+v", c.Run.CreatedBy)
 		}
@@ -104,8 +120,18 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 			t.Fatalf("a removed member's create: %v; want not_found", err)
 		}
 		want("a removed member's create", stats, 0, 1)
+		_, stats, err = create(unread(), pending, "")
+		if r, ok := refusal.As(err); !ok || r.Code != refusal.CodeNotFound {
+			t.Fatalf("a removed member's create, the standing read by the statement: %v; want not_found", err)
+		}
+		want("a removed member's create, the standing read by the statement", stats, 0, 1)
+		_, stats, err = create(unread(), json.RawMessage(`{"approval_mode":"sometimes","steps":[]}`), "")
+		if r, ok := refusal.As(err); !ok || r.Code != refusal.CodeNotFound {
+			t.Fatalf("a removed member's faulty body: %v; want not_found", err)
+		}
+		want("a removed member's faulty body", stats, 0, 0)
 		if got := runCount(); got != n {
-			t.Fatalf("a removed member's create wrote %d runs", got-n)
+			t.Fatalf("a removed member's creates wrote %d runs", got-n)
 		}
 
 		// Shapes the statement does not hold are transactions from the start.

@@ -43,10 +43,13 @@ type step struct {
 	frozen                      *FrozenDeclaration
 	attachments                 []Attachment
 	// tool
-	name      string
-	input     []byte
-	route     *Route
-	address   Address
+	name    string
+	input   []byte
+	route   *Route
+	address Address
+	// served says that the statement addresses the row from its Runner's announcement
+	// (addressStep): address holds only its role and executor.
+	served    bool
 	timeoutMS int64
 	defaults  []byte
 }
@@ -61,8 +64,16 @@ type stepParser struct {
 	q       store.Querier
 	tx      *store.Tx
 	needsTx bool
-	actor   *Actor
-	runner  string // the run's default Runner
+	// needsWorkspace says that a step accepted for a statement needs a read of the actor's
+	// workspace, which the door left to the statement (Actor.resolved): the create reads its
+	// standing first and accepts the steps again.
+	needsWorkspace bool
+	// deferred says that a step accepted for a statement left a Runner's lookup to it
+	// (store.Served): a refusal found without that lookup may not be the first, and the create
+	// runs as its transaction, which finds the words in order.
+	deferred bool
+	actor    *Actor
+	runner   string // the run's default Runner
 	// skills are the run's facts a kernel skill catalog is read against.
 	skills   *SkillFacts
 	existing map[string]bool
@@ -287,6 +298,10 @@ func (p *stepParser) declare(path string, body map[string]json.RawMessage) (*Fro
 		p.fail(CodeInvalidTools, path+".tools", "This server has no declaration compiler; declare no tools.")
 		return nil, false
 	}
+	if !p.actor.resolved() {
+		p.needsWorkspace = true
+		return nil, false
+	}
 	f, err := p.e.decls.AcceptStep(p.ctx, p.q, in)
 	if err != nil {
 		if r, ok := refusal.As(err); ok {
@@ -430,7 +445,23 @@ func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
 // by that very answer (Announcements.RunnerTool), so the executor row is read only when it does
 // not, to tell the two refusals apart; the eligible Runner is noted on the transaction, whose
 // dispatch then need not read its row again.
+//
+// A step accepted for a statement (tx nil) that a route sends to a Runner leaves the lookup to
+// the statement (store.Served), which addresses the row from the Runner's announcement or writes
+// nothing; any other step's addressing reads the workspace's executors, which an actor the door
+// left unresolved needs read first (needsWorkspace).
 func (p *stepParser) addressStep(s *step) {
+	if p.tx == nil && s.route != nil {
+		r := *s.route
+		r.ToolName = s.name
+		s.route, s.served, p.deferred = &r, true, true
+		s.address = Address{Role: "runner", Executor: r.RunnerExecutorPublicID}
+		return
+	}
+	if !p.actor.resolved() {
+		p.needsWorkspace = true
+		return
+	}
 	res := CallResolution{Declared: true, ToolName: s.name, Input: s.input}
 	if s.route != nil {
 		r := *s.route

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -155,7 +156,8 @@ func TestCreateStatementStoresWhatTheTransactionStores(t *testing.T) {
 				t.Fatalf("the statement parked the row for %d ms; want the new 45000", *againRows[0].DeadlineAt)
 			}
 
-			// Revoked: both paths refuse alike, and nothing reaches the statement.
+			// Revoked: both paths refuse alike; the statement, which reads the Runner itself,
+			// writes nothing, and the transaction finds the word.
 			if _, err := admin.RevokeExecutor(ctx, id); err != nil {
 				t.Fatal(err)
 			}
@@ -167,14 +169,16 @@ func TestCreateStatementStoresWhatTheTransactionStores(t *testing.T) {
 			if !errors.As(errStatement, &e1) || !errors.As(errTx, &e2) || e1.Status != e2.Status || e1.Code != e2.Code || e1.Code != "runner_not_eligible" {
 				t.Fatalf("a create addressing a revoked Runner: statement %v, transaction %v", errStatement, errTx)
 			}
-			want("create addressing a revoked Runner", stats, 0, 0)
+			want("create addressing a revoked Runner", stats, 0, 1)
 		})
 	}
 }
 
-// A create's standing is read, never remembered: a member removed since their last create is
-// refused not_found and nothing is written, even when the body has a fault of its own; a member
-// whose role changed creates on the new role.
+// A create's standing is read, never remembered: the create door reads nothing, and the run's
+// statement reads the standing itself. A member removed since their last create is refused
+// not_found and nothing is written (the statement's guard fails and the transaction finds the
+// word), even when the body has a fault of its own; a member whose role changed creates on the
+// new role.
 func TestCreateReadsTheStanding(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
@@ -215,17 +219,17 @@ func TestCreateReadsTheStanding(t *testing.T) {
 				}
 				return fmt.Sprintf("%d %s", e.Status, e.Code), stats
 			}
-			want := func(what, code, wantCode string, got store.CreateRunStats, written int64) {
+			want := func(what, code, wantCode string, got store.CreateRunStats, written, guarded int64) {
 				t.Helper()
-				if code != wantCode || got.Written != written || got.Guarded != 0 {
-					t.Fatalf("%s: %q with statements %+v; want %q with %d written", what, code, got, wantCode, written)
+				if code != wantCode || got.Written != written || got.Guarded != guarded {
+					t.Fatalf("%s: %q with statements %+v; want %q with %d written, %d guarded", what, code, got, wantCode, written, guarded)
 				}
 			}
 
 			code, stats := create(body)
-			want("first create", code, "", stats, 1)
+			want("first create", code, "", stats, 1, 0)
 			code, stats = create(bad)
-			want("a member's faulty body", code, "422 invalid_approval_mode", stats, 0)
+			want("a member's faulty body", code, "422 invalid_approval_mode", stats, 0, 0)
 
 			// Another role: the create stands on it.
 			if err := admin.RemoveMember(ctx, "default", mia.User.PublicID); err != nil {
@@ -235,7 +239,7 @@ func TestCreateReadsTheStanding(t *testing.T) {
 				t.Fatal(err)
 			}
 			code, stats = create(body)
-			want("create after a role change", code, "", stats, 1)
+			want("create after a role change", code, "", stats, 1, 0)
 
 			// Removed: refused not_found before any other word, and nothing is written.
 			if err := admin.RemoveMember(ctx, "default", mia.User.PublicID); err != nil {
@@ -243,11 +247,92 @@ func TestCreateReadsTheStanding(t *testing.T) {
 			}
 			n := runs()
 			code, stats = create(bad)
-			want("a removed member's faulty body", code, "404 not_found", stats, 0)
+			want("a removed member's faulty body", code, "404 not_found", stats, 0, 0)
 			code, stats = create(body)
-			want("a removed member's create", code, "404 not_found", stats, 0)
+			want("a removed member's create", code, "404 not_found", stats, 0, 1)
 			if got := runs(); got != n {
 				t.Fatalf("a removed member's creates wrote %d runs", got-n)
+			}
+		})
+	}
+}
+
+// Each guard of the create statement that fails answers the word the transaction answers, the
+// create door reading nothing first: a route to a Runner that does not announce the tool
+// (tool_not_served), a default Runner revoked since (runner_not_eligible at its path), a workspace
+// the handle does not name (not_found). The workspace named by its public id is created in by the
+// statement.
+func TestCreateGuardsAnswerTheTransactionsWords(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := context.Background()
+			srv := testserver.Start(t, testserver.Options{Dialect: d})
+			st := srv.Server().Store()
+			admin := srv.Client()
+			id, tok := newRunner(t, srv, "guards")
+			spare, _ := newRunner(t, srv, "spare")
+			destructive := false
+			if _, err := srv.ClientWith(tok).Announce(ctx, announce.Announcement{Tools: []announce.Tool{{Name: "work",
+				EffectProfile: &announce.AnnouncedProfile{Kind: "read_only", Destructive: &destructive, EffectScope: "closed", Idempotency: "intrinsic", Reconciliation: "none"}}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := admin.RevokeExecutor(ctx, spare); err != nil {
+				t.Fatal(err)
+			}
+			routed := func(name string) map[string]any {
+				return map[string]any{"approval_mode": "bypass", "steps": []any{map[string]any{"tool": map[string]any{
+					"name": name, "input": map[string]any{}, "route": map[string]any{"kind": "runner", "runner_executor_public_id": id}}}}}
+			}
+			// answer creates in ws, with and without a key, and answers both refusals ("" when
+			// created) and the statements the keyless one took.
+			keys := 0
+			answer := func(ws string, run map[string]any) (string, string, store.CreateRunStats) {
+				t.Helper()
+				word := func(err error) string {
+					if err == nil {
+						return ""
+					}
+					var e *client.Error
+					if !errors.As(err, &e) {
+						t.Fatal(err)
+					}
+					var path string
+					if raw, ok := e.Extra["path"]; ok {
+						if err := json.Unmarshal(raw, &path); err != nil {
+							t.Fatal(err)
+						}
+					}
+					return fmt.Sprintf("%d %s %s", e.Status, e.Code, path)
+				}
+				before := st.CreateRunStats()
+				_, err := admin.CreateRun(ctx, ws, run, "")
+				stats := createStats(st, before)
+				keys++
+				_, errTx := admin.CreateRun(ctx, ws, run, fmt.Sprintf("guards-%d", keys))
+				return word(err), word(errTx), stats
+			}
+			ws, err := admin.Workspaces(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases := []struct {
+				name, ws string
+				run      map[string]any
+				want     string
+				stats    store.CreateRunStats
+			}{
+				{"a routed tool the Runner does not announce", "default", routed("other"), "422 tool_not_served steps[0].tool.name", store.CreateRunStats{Guarded: 1}},
+				{"a revoked default Runner", "default", map[string]any{"approval_mode": "bypass", "default_runner_executor_public_id": spare, "steps": routed("work")["steps"]},
+					"422 runner_not_eligible run.default_runner_executor_public_id", store.CreateRunStats{Guarded: 1}},
+				{"a handle that names no workspace", "nowhere", routed("work"), "404 not_found ", store.CreateRunStats{Guarded: 1}},
+				{"the workspace by its public id", ws.Workspaces[0].PublicID, routed("work"), "", store.CreateRunStats{Written: 1}},
+			}
+			for _, c := range cases {
+				got, gotTx, stats := answer(c.ws, c.run)
+				if got != c.want || gotTx != c.want || stats != c.stats {
+					t.Errorf("%s: %q (the transaction %q) with statements %+v; want %q with %+v", c.name, got, gotTx, stats, c.want, c.stats)
+				}
 			}
 		})
 	}

@@ -18,7 +18,8 @@ type createFixture struct {
 	ws, other     *store.Workspace
 	user          *store.User
 	agent, agent2 *store.Agent
-	runner        *store.Executor
+	// runner is a Runner of ws, otherRunner one of other.
+	runner, otherRunner *store.Executor
 }
 
 // newCreateFixture writes a fixture into s; n tells its handles from those of the other
@@ -50,7 +51,13 @@ func newCreateFixture(t *testing.T, s *store.Store, n int) *createFixture {
 			}
 		}
 		f.runner = &store.Executor{PublicID: store.NewPublicID(), WorkspaceID: f.ws.ID, Kind: store.ExecutorRunner, DisplayName: "r", Status: store.ExecutorActive, CreatedAt: 1}
-		return store.InsertExecutor(ctx, tx, f.runner)
+		f.otherRunner = &store.Executor{PublicID: store.NewPublicID(), WorkspaceID: f.other.ID, Kind: store.ExecutorRunner, DisplayName: "o", Status: store.ExecutorActive, CreatedAt: 1}
+		for _, e := range []*store.Executor{f.runner, f.otherRunner} {
+			if err := store.InsertExecutor(ctx, tx, e); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -191,11 +198,11 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 	}
 	nothing := func(context.Context, *createFixture) error { return nil }
 	// userStanding is the transaction's read of a user's standing (identity's, through
-	// WorkspaceWithRole): it accepts the role the request was decided on.
+	// WorkspaceWithRole): it accepts a membership of at least the role the door needs.
 	userStanding := func(role string) func(ctx context.Context, f *createFixture, tx *store.Tx) (bool, error) {
 		return func(ctx context.Context, f *createFixture, tx *store.Tx) (bool, error) {
 			w, err := store.WorkspaceWithRole(ctx, tx, f.ws.PublicID, true, f.user.ID)
-			return err == nil && w.Role == role, err
+			return err == nil && w.Role != "" && (role != store.RoleOwner || w.Role == store.RoleOwner), err
 		}
 	}
 	// agentStanding is the transaction's read of an agent's standing: the workspace its row names.
@@ -220,6 +227,22 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 		return func(f *createFixture, c *store.CreateRun) { c.Standing = g(f) }
 	}
 	member := func(f *createFixture) store.Standing { return f.member() }
+	// eligible is the transaction's read of a default Runner (the create door's): an active
+	// Runner of the workspace.
+	eligibleOf := func(ex func(f *createFixture) *store.Executor) func(ctx context.Context, f *createFixture, tx *store.Tx) (bool, error) {
+		return func(ctx context.Context, f *createFixture, tx *store.Tx) (bool, error) {
+			e, err := store.ExecutorByPublicID(ctx, tx, ex(f).PublicID)
+			return err == nil && e.WorkspaceID == f.ws.ID && e.Kind == store.ExecutorRunner && e.Status == store.ExecutorActive, err
+		}
+	}
+	eligible := eligibleOf(func(f *createFixture) *store.Executor { return f.runner })
+	eligibleOther := eligibleOf(func(f *createFixture) *store.Executor { return f.otherRunner })
+	revoke := func(ctx context.Context, f *createFixture) error {
+		return f.s.Write(ctx, func(tx *store.Tx) error {
+			_, err := store.RevokeExecutor(ctx, tx, f.runner.ID, 3)
+			return err
+		})
+	}
 	cases := []guardCase{
 		{"a member as read", nothing, standing(member), userStanding(store.RoleMember), true},
 		{"a member removed since", func(ctx context.Context, f *createFixture) error {
@@ -235,7 +258,30 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 				}
 				return store.InsertMembership(ctx, tx, f.ws.ID, f.user.ID, store.RoleOwner, 2)
 			})
-		}, standing(member), userStanding(store.RoleMember), false},
+		}, standing(member), userStanding(store.RoleMember), true},
+		{"an owner's standing held by a member", nothing, standing(func(f *createFixture) store.Standing {
+			return store.Standing{WorkspaceID: f.ws.ID, UserID: f.user.ID, Role: store.RoleOwner}
+		}), userStanding(store.RoleOwner), false},
+		{"a member of the workspace by handle", nothing, standing(func(f *createFixture) store.Standing {
+			return store.Standing{WorkspaceHandle: f.ws.Handle, UserID: f.user.ID, Role: store.RoleMember}
+		}), userStanding(store.RoleMember), true},
+		{"a member of the workspace by public id", nothing, standing(func(f *createFixture) store.Standing {
+			return store.Standing{WorkspacePublicID: f.ws.PublicID, UserID: f.user.ID, Role: store.RoleMember}
+		}), userStanding(store.RoleMember), true},
+		{"a member removed since, by handle", func(ctx context.Context, f *createFixture) error {
+			return f.s.Write(ctx, func(tx *store.Tx) error {
+				_, err := store.DeleteMembership(ctx, tx, f.ws.ID, f.user.ID)
+				return err
+			})
+		}, standing(func(f *createFixture) store.Standing {
+			return store.Standing{WorkspaceHandle: f.ws.Handle, UserID: f.user.ID, Role: store.RoleMember}
+		}), userStanding(store.RoleMember), false},
+		{"an unknown handle", nothing, standing(func(f *createFixture) store.Standing {
+			return store.Standing{WorkspaceHandle: f.ws.Handle + "-gone", UserID: f.user.ID, Role: store.RoleMember}
+		}), func(ctx context.Context, f *createFixture, tx *store.Tx) (bool, error) {
+			_, err := store.WorkspaceWithRole(ctx, tx, f.ws.Handle+"-gone", false, f.user.ID)
+			return err == nil, err
+		}, false},
 		{"a member of another workspace", nothing, standing(func(f *createFixture) store.Standing {
 			return store.Standing{WorkspaceID: f.other.ID, UserID: f.user.ID, Role: store.RoleMember}
 		}), func(ctx context.Context, f *createFixture, tx *store.Tx) (bool, error) {
@@ -248,6 +294,18 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 		{"an agent of another workspace", nothing, standing(func(f *createFixture) store.Standing {
 			return store.Standing{WorkspaceID: f.ws.ID, AgentID: f.agent2.ID}
 		}), agentStanding(func(f *createFixture) *store.Agent { return f.agent2 }), false},
+		{"an agent of another workspace, by handle", nothing, standing(func(f *createFixture) store.Standing {
+			return store.Standing{WorkspaceHandle: f.ws.Handle, AgentID: f.agent2.ID}
+		}), agentStanding(func(f *createFixture) *store.Agent { return f.agent2 }), false},
+		{"an active default Runner", nothing, func(f *createFixture, c *store.CreateRun) {
+			c.Standing, c.DefaultRunner = f.member(), f.runner.PublicID
+		}, eligible, true},
+		{"a default Runner revoked since", revoke, func(f *createFixture, c *store.CreateRun) {
+			c.Standing, c.DefaultRunner = f.member(), f.runner.PublicID
+		}, eligible, false},
+		{"a default Runner of another workspace", nothing, func(f *createFixture, c *store.CreateRun) {
+			c.Standing, c.DefaultRunner = f.member(), f.otherRunner.PublicID
+		}, eligibleOther, false},
 		{"an active addressee", nothing, func(f *createFixture, c *store.CreateRun) {
 			c.Standing, c.UnlessRevoked = f.member(), []string{f.runner.PublicID}
 		}, parks, true},
@@ -294,4 +352,152 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 			})
 		}
 	})
+}
+
+// A Served row takes its address from the Runner's announcement in the statement itself, on both
+// stores alike: the frozen target and profile, the budget (the row's own, else the announced
+// one, else the default) and, dispatched, the deadline from it. The statement writes nothing when
+// the Runner does not announce the name, announced it before the frozen address was stored, is
+// revoked, or is another workspace's.
+func TestCreateRunAddressesServedRows(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		announced := int64(45_000)
+		serve := func(f *createFixture, ex *store.Executor, tools ...store.ServedTool) {
+			t.Helper()
+			for i := range tools {
+				tools[i].WorkspaceID = ex.WorkspaceID
+			}
+			if err := s.Write(ctx, func(tx *store.Tx) error { return store.ReplaceServedTools(ctx, tx, ex.ID, tools) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		work := func(name string, timeout *int64) store.ServedTool {
+			return store.ServedTool{Name: name, Profile: `{"kind":"read_only"}`, TimeoutMS: timeout,
+				FrozenTarget: `{"target":"` + name + `"}`, FrozenProfile: `{"profile":"` + name + `"}`}
+		}
+		// statement is a run of three rows of which the first two are served by runner's work
+		// and fetch: the first dispatched at 5, the second with a budget of its own.
+		statement := func(f *createFixture, runner *store.Executor) *store.CreateRun {
+			r, tasks := f.run(3)
+			own := int64(7_000)
+			tasks[1].TimeoutMS = &own
+			fetch := "fetch"
+			tasks[1].ToolName = &fetch
+			tasks[0].DeadlineAt = nil
+			return &store.CreateRun{Run: r, Tasks: tasks, Standing: store.Standing{WorkspaceHandle: f.ws.Handle, UserID: f.user.ID, Role: store.RoleMember},
+				Served: []store.Served{{Task: 0, RunnerPublicID: runner.PublicID, Name: "work", DefaultTimeoutMS: 30_000},
+					{Task: 1, RunnerPublicID: runner.PublicID, Name: "fetch", DefaultTimeoutMS: 30_000}}}
+		}
+
+		f := newCreateFixture(t, s, 100)
+		serve(f, f.runner, work("work", &announced), work("fetch", nil))
+		c := statement(f, f.runner)
+		if err := s.CreateRun(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Run.WorkspaceID != f.ws.ID || c.Run.WorkspacePublicID != f.ws.PublicID {
+			t.Fatalf("the run's workspace %d %s; want %d %s", c.Run.WorkspaceID, c.Run.WorkspacePublicID, f.ws.ID, f.ws.PublicID)
+		}
+		_, stored := readRows(t, s, c.Run.PublicID)
+		for i, want := range []struct {
+			target, profile   *string
+			timeout, deadline *int64
+		}{
+			{ptr(`{"target":"work"}`), ptr(`{"profile":"work"}`), ptr(int64(45_000)), ptr(int64(45_005))},
+			{ptr(`{"target":"fetch"}`), ptr(`{"profile":"fetch"}`), ptr(int64(7_000)), nil},
+			{nil, nil, nil, nil},
+		} {
+			for _, got := range []store.Task{c.Tasks[i], stored[i]} {
+				if !same(got.Target, want.target) || !same(got.EffectProfile, want.profile) || !same(got.TimeoutMS, want.timeout) || !same(got.DeadlineAt, want.deadline) {
+					t.Fatalf("row %d: target %v profile %v timeout %v deadline %v; want %v %v %v %v", i,
+						str(got.Target), str(got.EffectProfile), str(got.TimeoutMS), str(got.DeadlineAt),
+						str(want.target), str(want.profile), str(want.timeout), str(want.deadline))
+				}
+			}
+		}
+		// The default budget when neither the row nor the announcement gives one.
+		c = statement(f, f.runner)
+		c.Tasks[0].ToolName = ptr("fetch")
+		c.Served[0].Name = "fetch"
+		if err := s.CreateRun(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if *c.Tasks[0].TimeoutMS != 30_000 || *c.Tasks[0].DeadlineAt != 30_005 {
+			t.Fatalf("the default budget: %d, deadline %d", *c.Tasks[0].TimeoutMS, *c.Tasks[0].DeadlineAt)
+		}
+
+		guarded := []struct {
+			name  string
+			setup func(f *createFixture) *store.CreateRun
+		}{
+			{"a name the Runner does not announce", func(f *createFixture) *store.CreateRun {
+				serve(f, f.runner, work("work", nil))
+				return statement(f, f.runner)
+			}},
+			{"a name announced before the frozen address", func(f *createFixture) *store.CreateRun {
+				old := work("fetch", nil)
+				old.FrozenTarget, old.FrozenProfile = "", ""
+				serve(f, f.runner, work("work", nil), old)
+				return statement(f, f.runner)
+			}},
+			{"a revoked Runner", func(f *createFixture) *store.CreateRun {
+				serve(f, f.runner, work("work", nil), work("fetch", nil))
+				if err := s.Write(ctx, func(tx *store.Tx) error {
+					_, err := store.RevokeExecutor(ctx, tx, f.runner.ID, 3)
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return statement(f, f.runner)
+			}},
+			{"another workspace's Runner", func(f *createFixture) *store.CreateRun {
+				serve(f, f.otherRunner, work("work", nil), work("fetch", nil))
+				return statement(f, f.otherRunner)
+			}},
+		}
+		for i, g := range guarded {
+			f := newCreateFixture(t, s, 101+i)
+			c := g.setup(f)
+			if err := s.CreateRun(ctx, c); !errors.Is(err, store.ErrGuardFailed) {
+				t.Fatalf("%s: %v; want ErrGuardFailed", g.name, err)
+			}
+			if f.runExists(t, c.Run.PublicID) {
+				t.Fatalf("%s: the run was written", g.name)
+			}
+		}
+	})
+}
+
+// readRows reads a run's rows back in id order.
+func readRows(t *testing.T, s *store.Store, publicID string) (int64, []store.Task) {
+	t.Helper()
+	ctx := context.Background()
+	var id int64
+	if err := s.Reader().Get(ctx, &id, `SELECT id FROM runs WHERE public_id = ?`, publicID); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	if err := s.Reader().Select(ctx, &ids, `SELECT id FROM tasks WHERE run_id = ? ORDER BY id`, id); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]store.Task, len(ids))
+	for i, tid := range ids {
+		row, err := store.TaskByID(ctx, s.Reader(), tid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = *row
+	}
+	return id, out
+}
+
+func same[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func str[T any](p *T) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }

@@ -14,10 +14,15 @@ type ServedTool struct {
 	Profile string `db:"profile"`
 	// TimeoutMS is the announced park budget; nil when none was announced.
 	TimeoutMS *int64 `db:"timeout_ms"`
+	// FrozenTarget and FrozenProfile are what a row addressed to this executor for this name
+	// freezes (its target and effect profile, stored JSON), which CreateRun's Served rows take;
+	// "" stores NULL, which CreateRun does not take.
+	FrozenTarget  string `db:"frozen_target"`
+	FrozenProfile string `db:"frozen_profile"`
 }
 
 // servedInsertBatch bounds the rows of one multi-row insert: 512 tools (the announcement
-// bound) go in a few statements, each well under SQLite's 32,766 bound parameters.
+// bound) go in a few statements, each well under SQLite's 32,766 bound parameters (seven a row).
 const servedInsertBatch = 128
 
 // ReplaceServedTools replaces an executor's served names whole, in the caller's transaction,
@@ -29,14 +34,14 @@ func ReplaceServedTools(ctx context.Context, q Querier, executorID int64, tools 
 	for start := 0; start < len(tools); start += servedInsertBatch {
 		batch := tools[start:min(start+servedInsertBatch, len(tools))]
 		var b strings.Builder
-		b.WriteString(`INSERT INTO executor_served_tools (executor_id, workspace_id, name, profile, timeout_ms) VALUES `)
-		args := make([]any, 0, 5*len(batch))
+		b.WriteString(`INSERT INTO executor_served_tools (executor_id, workspace_id, name, profile, timeout_ms, frozen_target, frozen_profile) VALUES `)
+		args := make([]any, 0, 7*len(batch))
 		for i, t := range batch {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?)")
-			args = append(args, executorID, t.WorkspaceID, t.Name, t.Profile, t.TimeoutMS)
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, executorID, t.WorkspaceID, t.Name, t.Profile, t.TimeoutMS, nullIfEmpty(t.FrozenTarget), nullIfEmpty(t.FrozenProfile))
 		}
 		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
 			return err
@@ -85,4 +90,12 @@ func Announces(ctx context.Context, q Querier, executorID int64, name string) (b
 	var n int64
 	err := q.Get(ctx, &n, `SELECT COUNT(*) FROM executor_served_tools WHERE executor_id = ? AND name = ?`, executorID, name)
 	return n > 0, err
+}
+
+// nullIfEmpty is s as a nullable column: NULL for "".
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
