@@ -277,8 +277,6 @@ func nullMillis(v sql.NullInt64) *int64 {
 	return &x
 }
 
-// workspaceRef is the column value a reference names a workspace by: its canonical public id
-// (byID) or its handle.
 // WorkspaceRef parses a route's workspace reference as Access takes it, reading nothing: a
 // UUID-form value is a public id (answered in its stored form), anything else a handle. It
 // answers false for a reference that cannot name a workspace, which Access refuses not_found.
@@ -290,6 +288,8 @@ func WorkspaceRef(ref string) (publicID, handle string, ok bool) {
 	return "", ref, ValidHandle(ref)
 }
 
+// workspaceRef is the column value a reference names a workspace by: its canonical public id
+// (byID) or its handle.
 func workspaceRef(ref string) (string, bool) {
 	if id, byID := canonicalID(ref); byID {
 		return id, true

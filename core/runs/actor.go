@@ -24,7 +24,7 @@ type Actor struct {
 	WorkspacePublicID string
 	WorkspaceHandle   string
 	// Reread, when set, repeats the door's standing check through q, a write's transaction, and
-	// answers the Actor it finds or the refusal the door would give (identity.Access.Reread): a
+	// answers the Actor it finds or the refusal the door would give (identity.Directory.AccessIn): a
 	// create's transaction stands on what it reads itself, never on the door's earlier read. An
 	// unresolved Actor has it.
 	Reread func(ctx context.Context, q store.Querier) (*Actor, error)

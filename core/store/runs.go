@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -172,14 +173,21 @@ func RunByID(ctx context.Context, q Querier, id int64) (*Run, error) {
 }
 
 // LockRun takes the run's lock (docs/development.md#how-the-kernel-runs-work) and reads the row
-// under it.
+// under it, in one statement: on PostgreSQL the read locks the run's row (FOR UPDATE OF r) and
+// answers it as it is once locked; SQLite's immediate transaction already holds the lock.
 func LockRun(ctx context.Context, tx *Tx, id int64) (*Run, error) {
+	q := selectRunSQL + ` WHERE r.id = ?`
 	if tx.Dialect() == Postgres {
-		if _, err := tx.Exec(ctx, `SELECT id FROM runs WHERE id = ? FOR UPDATE`, id); err != nil {
-			return nil, fmt.Errorf("store: lock run %d: %w", id, err)
-		}
+		q += ` FOR UPDATE OF r`
 	}
-	return RunByID(ctx, tx, id)
+	var r Run
+	if err := tx.Get(ctx, &r, q, id); err != nil {
+		if err = notFound(err); errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store: lock run %d: %w", id, err)
+	}
+	return &r, nil
 }
 
 // SetRun updates a run's columns.
