@@ -10,6 +10,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/memory"
 	"github.com/nexuskernel/nexus/sdk/plugin"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 
@@ -268,9 +269,8 @@ func (s *supervisor) resultBody(c *call, r toolprovider.Result) (CommitBody, err
 func (s *supervisor) commit(c *call, body CommitBody) {
 	ctx := c.ctx
 	err := s.h.plane.Commit(ctx, s.executorID, c.claim, body)
-	var refusal *CommitRefusal
-	if errors.As(err, &refusal) && refusal.Code != CodeResultUnstorable && body.Outcome != OutcomeFailed {
-		body = failedBody(refusal.Code + ": " + refusal.Message)
+	if r, ok := refusal.As(err); ok && r.Kind == refusal.Unprocessable && r.Code != CodeResultUnstorable && body.Outcome != OutcomeFailed {
+		body = failedBody(r.Code + ": " + r.Message)
 		err = s.h.plane.Commit(ctx, s.executorID, c.claim, body)
 	}
 	s.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 func dirOf(path string) string {
@@ -42,18 +44,18 @@ func (r Resolver) Dirs() []string {
 // Resolve answers the executable for an entry: an absolute command as is, a relative one with
 // "/" against the configuration's directory, a bare name in Dirs, first match winning. A
 // missing, non-regular or non-executable file is a refusal naming every directory searched.
-func (r Resolver) Resolve(e Entry) (string, *Refusal) {
+func (r Resolver) Resolve(e Entry) (string, *refusal.Refusal) {
 	cmd := e.Command
 	switch {
 	case filepath.IsAbs(cmd):
 		if err := executable(cmd); err != nil {
-			return "", notFound(e.Name, "%s: %v", cmd, err)
+			return "", notFound("%s: %v", cmd, err)
 		}
 		return cmd, nil
 	case strings.Contains(cmd, "/"):
 		p := filepath.Join(e.ConfigDir, cmd)
 		if err := executable(p); err != nil {
-			return "", notFound(e.Name, "%s (relative to %s): %v", cmd, e.ConfigDir, err)
+			return "", notFound("%s (relative to %s): %v", cmd, e.ConfigDir, err)
 		}
 		return p, nil
 	}
@@ -67,11 +69,11 @@ func (r Resolver) Resolve(e Entry) (string, *Refusal) {
 			return p, nil
 		}
 	}
-	return "", notFound(e.Name, "%s is not an executable file in any of: %s", cmd, strings.Join(dirs, ", "))
+	return "", notFound("%s is not an executable file in any of: %s", cmd, strings.Join(dirs, ", "))
 }
 
-func notFound(name, format string, args ...any) *Refusal {
-	return &Refusal{Code: CodeCommandNotFound, Message: fmt.Sprintf(format, args...), plugin: name}
+func notFound(format string, args ...any) *refusal.Refusal {
+	return loadRefusal(CodeCommandNotFound, format, args...)
 }
 
 // executable checks that path is a regular file with an execute bit.

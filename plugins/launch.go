@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/memory"
 	"github.com/nexuskernel/nexus/sdk/plugin"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 
@@ -84,9 +84,9 @@ func (w infoWriter) Write(p []byte) (int, error) {
 }
 
 // launch starts the process and runs the load sequence up to the validated announcement
-// (docs/plugins.md#what-the-host-checks). On any failure the process is killed and a *Refusal
+// (docs/plugins.md#what-the-host-checks). On any failure the process is killed and a *refusal.Refusal
 // answered.
-func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *Refusal) {
+func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *refusal.Refusal) {
 	e := spec.entry
 	cmd := exec.Command(spec.command, e.Args...)
 	cmd.Dir = spec.dataDir
@@ -123,12 +123,11 @@ func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *R
 		SyncStderr:       io.Discard,
 		GRPCDialOptions:  dialOptions(),
 	})
-	fail := func(r *Refusal) (*instance, *Refusal) {
+	fail := func(r *refusal.Refusal) (*instance, *refusal.Refusal) {
 		client.Kill()
 		if cmd.Process != nil {
 			killGroup(cmd.Process.Pid)
 		}
-		r.plugin = e.Name
 		return nil, r
 	}
 	rpc, err := client.Client()
@@ -137,7 +136,7 @@ func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *R
 	}
 	raw, err := rpc.Dispense(e.Kind.PluginSetKey())
 	if err != nil {
-		return fail(&Refusal{Code: CodeHandshakeFailed, Message: "dispense: " + err.Error(), retry: true})
+		return fail(startFailure(CodeHandshakeFailed, "dispense: "+err.Error()))
 	}
 	in := &instance{client: client, generation: generation, startedAt: time.Now(), stderr: ring}
 	if cmd.Process != nil {
@@ -149,28 +148,28 @@ func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *R
 	case toolprovider.Client:
 		in.tools, in.describer = c, c
 	default:
-		return fail(&Refusal{Code: CodeKindMismatch, Message: fmt.Sprintf("dispensed %T", raw)})
+		return fail(loadRefusal(CodeKindMismatch, "dispensed %T", raw))
 	}
 
 	startCtx, cancel := context.WithTimeout(ctx, e.StartTimeout)
 	defer cancel()
 	info, _, err := in.describer.Describe(startCtx)
 	if err != nil {
-		return fail(&Refusal{Code: CodeHandshakeFailed, Message: "describe: " + err.Error(), retry: true})
+		return fail(startFailure(CodeHandshakeFailed, "describe: "+err.Error()))
 	}
 	if info.Kind != e.Kind {
-		return fail(&Refusal{Code: CodeKindMismatch, Message: fmt.Sprintf("the catalog says %s; the plugin serves %q", e.Kind, info.Kind)})
+		return fail(loadRefusal(CodeKindMismatch, "the catalog says %s; the plugin serves %q", e.Kind, info.Kind))
 	}
 	if !slices.Contains(info.ProtocolVersions, plugin.ProtocolMajor) {
-		return fail(&Refusal{Code: CodeProtocolUnsupported, Message: fmt.Sprintf("the plugin serves protocol majors %v; the host speaks %d", info.ProtocolVersions, plugin.ProtocolMajor)})
+		return fail(loadRefusal(CodeProtocolUnsupported, "the plugin serves protocol majors %v; the host speaks %d", info.ProtocolVersions, plugin.ProtocolMajor))
 	}
 	in.info = info
 	dataDir := spec.dataDir
 	if err := in.describer.Configure(startCtx, plugin.Config{PluginName: e.Name, DataDir: dataDir, Raw: e.Config}); err != nil {
 		if errors.Is(err, plugin.ErrConfigInvalid) {
-			return fail(&Refusal{Code: CodeConfigRefused, Message: err.Error()})
+			return fail(loadRefusal(CodeConfigRefused, "%s", err.Error()))
 		}
-		return fail(&Refusal{Code: CodeStartFailed, Message: "configure: " + err.Error(), retry: true})
+		return fail(startFailure(CodeStartFailed, "configure: "+err.Error()))
 	}
 	var a announce.Announcement
 	if in.tools != nil {
@@ -179,10 +178,10 @@ func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *R
 		_, a, err = in.describer.Describe(startCtx)
 	}
 	if err != nil {
-		return fail(&Refusal{Code: CodeStartFailed, Message: "describe: " + err.Error(), retry: true})
+		return fail(startFailure(CodeStartFailed, "describe: "+err.Error()))
 	}
 	if r := announce.ValidatePlugin(string(e.Kind), a); r != nil {
-		return fail(announcementRefusal(e.Name, r))
+		return fail(r)
 	}
 	if e.Kind == plugin.KindMemory {
 		// The host states the family's effects itself: a memory plugin cannot misstate them.
@@ -201,18 +200,18 @@ func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *R
 // startRefusal classifies a failed start: a checksum mismatch and a protocol without a common
 // major are deterministic; everything else (wrong cookie, stdout noise, timeout, early exit) is
 // a handshake failure the supervisor retries.
-func startRefusal(err error, pinned, digest string, ring *lineRing) *Refusal {
+func startRefusal(err error, pinned, digest string, ring *lineRing) *refusal.Refusal {
 	switch {
 	case errors.Is(err, goplugin.ErrChecksumsDoNotMatch):
-		return &Refusal{Code: CodeChecksumMismatch, Message: fmt.Sprintf("the catalog pins sha256 %s; the file's is %s", pinned, digest)}
+		return loadRefusal(CodeChecksumMismatch, "the catalog pins sha256 %s; the file's is %s", pinned, digest)
 	case strings.Contains(err.Error(), "incompatible API version"):
-		return &Refusal{Code: CodeProtocolUnsupported, Message: err.Error()}
+		return loadRefusal(CodeProtocolUnsupported, "%s", err.Error())
 	}
 	msg := err.Error()
 	if tail := ring.Lines(); len(tail) > 0 {
 		msg += "; stderr: " + tail[len(tail)-1]
 	}
-	return &Refusal{Code: CodeHandshakeFailed, Message: msg, retry: true}
+	return startFailure(CodeHandshakeFailed, msg)
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 
@@ -38,8 +39,12 @@ type ExecutorPlane interface {
 	ClaimActive(ctx context.Context, executorID string, c Claim) (bool, error)
 	// StageCapture stages a file as the executor's own capture and answers its upload id.
 	StageCapture(ctx context.Context, executorID, filename string, data []byte) (uploadID string, err error)
-	// Commit commits the claim's result with the HTTP commit's validation. A grammar refusal is
-	// a *CommitRefusal; ErrClaimLost says the claim is no longer held (cancelled, expired).
+	// Commit commits the claim's result with the HTTP commit's validation. A refusal of the
+	// result envelope's grammar (invalid_content, unsupported_content_kind,
+	// too_many_content_blocks, unknown_result_upload, invalid_metadata, metadata_too_large,
+	// result_too_large, invalid_title) or result_unstorable is a *refusal.Refusal (sdk/refusal)
+	// of kind Unprocessable, the commit door's own; ErrClaimLost says the claim is no longer held
+	// (cancelled, expired).
 	Commit(ctx context.Context, executorID string, c Claim, body CommitBody) error
 	// ExpireNow applies the expiry rule to the claim at once (a lost non-replayable call).
 	ExpireNow(ctx context.Context, executorID string, c Claim) error
@@ -55,19 +60,9 @@ var (
 	ErrClaimLost = errors.New("plugins: claim no longer held")
 )
 
-// CommitRefusal is a commit the executor plane refused for the result envelope's grammar
-// (invalid_content, unsupported_content_kind, too_many_content_blocks, unknown_result_upload,
-// invalid_metadata, metadata_too_large, result_too_large, invalid_title) or result_unstorable.
-type CommitRefusal struct {
-	Code    string
-	Message string
-}
-
-func (r *CommitRefusal) Error() string { return r.Code + ": " + r.Message }
-
 // CodeResultUnstorable closes the park itself (docs/api.md#the-executor-plane): the host commits
 // nothing more.
-const CodeResultUnstorable = "result_unstorable"
+const CodeResultUnstorable = refusal.CodeResultUnstorable
 
 // ManagedExecutor is the executor the host registers for a plugin
 // (docs/plugins.md#what-the-host-checks).

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 // recordingPlane stands in for the executor plane, which the server implements later over the
@@ -358,20 +359,20 @@ func (p *recordingPlane) rowLocked(id string, c Claim) *planeRow {
 }
 
 // checkLocked refuses a resource_link that names no upload this executor staged.
-func (p *recordingPlane) checkLocked(id string, body CommitBody) *CommitRefusal {
+func (p *recordingPlane) checkLocked(id string, body CommitBody) *refusal.Refusal {
 	for i, b := range body.Blocks {
 		switch {
 		case b.Text != nil:
 		case b.Link != nil:
 			upload, ok := strings.CutPrefix(b.Link.URI, "nexus://uploads/")
 			if !ok {
-				return &CommitRefusal{Code: "invalid_content", Message: fmt.Sprintf("content[%d].uri is not a nexus upload", i)}
+				return refusal.New(refusal.Unprocessable, "invalid_content", fmt.Sprintf("content[%d].uri is not a nexus upload", i))
 			}
 			if s, staged := p.staged[upload]; !staged || s.executor != id {
-				return &CommitRefusal{Code: "unknown_result_upload", Message: upload}
+				return refusal.New(refusal.Unprocessable, "unknown_result_upload", upload)
 			}
 		default:
-			return &CommitRefusal{Code: "invalid_content", Message: fmt.Sprintf("content[%d] has no known type", i)}
+			return refusal.New(refusal.Unprocessable, "invalid_content", fmt.Sprintf("content[%d] has no known type", i))
 		}
 	}
 	return nil

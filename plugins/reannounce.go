@@ -22,9 +22,9 @@ const watchRetry = time.Second
 // (0 when the plugin keeps none), when it was written, and the last re-announcement refused,
 // which changed nothing.
 type AnnouncementStatus struct {
-	Revision    uint64     `json:"revision"`
-	AnnouncedAt *time.Time `json:"announced_at"`
-	Refusal     *Refusal   `json:"refusal"`
+	Revision    uint64         `json:"revision"`
+	AnnouncedAt *time.Time     `json:"announced_at"`
+	Refusal     *RefusalStatus `json:"refusal"`
 }
 
 // announced records what the executor now serves; the caller holds s.mu.
@@ -126,12 +126,12 @@ func (s *supervisor) reannounce(ctx context.Context, in *instance) bool {
 		return true // a draining or replaced instance's changes are not its executor's any more
 	}
 	if r := announce.ValidatePlugin(string(s.entry.Kind), a); r != nil {
-		ref := announcementRefusal(s.entry.Name, r)
 		s.mu.Lock()
-		s.annRefusal = ref
+		s.annRefusal = r
 		s.mu.Unlock()
+		st := refusalStatus(r)
 		s.logger.Warn("re-announcement refused; the previous announcement stays", "plugin", s.entry.Name,
-			"revision", rev, "code", ref.Code, "name", ref.Name, "path", ref.Path, "message", ref.Message)
+			"revision", rev, "code", r.Code, "name", st.Name, "path", st.Path, "message", r.Message)
 		return true
 	}
 	a = a.Normalize()

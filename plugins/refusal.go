@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 // Load-refusal words (docs/plugins.md#what-the-host-checks). They are contracts: operators and the
@@ -22,24 +23,42 @@ const (
 	CodeStartFailed = "plugin_start_failed"
 )
 
-// Refusal is why a plugin did not load: its word, the offending tool or document name and path
-// when an announcement was refused, and a message for people.
-type Refusal struct {
+// A load refusal, why a plugin did not load, is the one refusal type (sdk/refusal): its word, a
+// message for people and, for a refused announcement, every failure the validator listed (the
+// first names the offending tool or document and its path). Its kind says what happens next: a
+// deterministic refusal (Unprocessable) waits for a reload, a failed start after the handshake
+// (Unavailable) is retried by the supervisor with backoff.
+
+// loadRefusal is a deterministic load refusal.
+func loadRefusal(code, format string, args ...any) *refusal.Refusal {
+	return refusal.Newf(refusal.Unprocessable, code, format, args...)
+}
+
+// startFailure is a failed start the supervisor retries.
+func startFailure(code, message string) *refusal.Refusal {
+	return refusal.New(refusal.Unavailable, code, message)
+}
+
+// deterministic reports whether the refusal waits for a reload instead of a retry.
+func deterministic(r *refusal.Refusal) bool { return r.Kind != refusal.Unavailable }
+
+// RefusalStatus is a load refusal as the status route shows it: its word, the offending tool or
+// document name and path when an announcement was refused, and the message.
+type RefusalStatus struct {
 	Code    string `json:"code"`
 	Name    string `json:"name,omitempty"`
 	Path    string `json:"path,omitempty"`
 	Message string `json:"message"`
-	plugin  string
-	// retry says the failure is a failed start the supervisor retries with backoff, rather
-	// than a deterministic refusal that waits for a reload.
-	retry bool
 }
 
-func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
-
-// Deterministic reports whether the refusal waits for a reload instead of a retry.
-func (r *Refusal) Deterministic() bool { return !r.retry }
-
-func announcementRefusal(name string, r *announce.Refusal) *Refusal {
-	return &Refusal{Code: r.Code, Name: r.Name, Path: r.Path, Message: r.Message, plugin: name}
+// refusalStatus is r as the status route shows it, nil for none.
+func refusalStatus(r *refusal.Refusal) *RefusalStatus {
+	if r == nil {
+		return nil
+	}
+	st := &RefusalStatus{Code: r.Code, Message: r.Message}
+	if len(r.Errors) > 0 {
+		st.Name, st.Path = r.Errors[0].Name, r.Errors[0].Path
+	}
+	return st
 }

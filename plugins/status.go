@@ -42,7 +42,7 @@ type Status struct {
 	Tools     []string   `json:"tools"`
 	// Announcement is the announcement the executor serves (docs/plugins.md#protocol-11).
 	Announcement AnnouncementStatus `json:"announcement"`
-	Refusal      *Refusal           `json:"refusal"`
+	Refusal      *RefusalStatus     `json:"refusal"`
 	LastError    *string            `json:"last_error"`
 	LastStderr   []string           `json:"last_stderr"`
 }
@@ -81,7 +81,7 @@ func (s *supervisor) status() Status {
 		Name: s.entry.Name, Kind: string(s.entry.Kind), Enabled: s.entry.Enabled, State: s.state,
 		Command: s.command, SHA256: s.digest, ChecksumPinned: s.entry.SHA256 != "",
 		Generation: s.gen, Restarts: s.restarts, InFlight: len(s.inflight), PollFound: s.pollFinds, Calls: s.counts,
-		Refusal: s.refusal, Tools: []string{}, LastStderr: []string{},
+		Refusal: refusalStatus(s.refusal), Tools: []string{}, LastStderr: []string{},
 		Breaker: BreakerState{State: s.breaker.state(now), Failures: len(s.breaker.failures)},
 	}
 	if s.executorID != "" {
@@ -96,7 +96,7 @@ func (s *supervisor) status() Status {
 		e := s.lastErr
 		st.LastError = &e
 	}
-	st.Announcement.Refusal = s.annRefusal
+	st.Announcement.Refusal = refusalStatus(s.annRefusal)
 	if !s.annAt.IsZero() {
 		at := s.annAt.UTC()
 		st.Announcement.AnnouncedAt = &at

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/sdk/announce"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 // supervisor owns one catalog entry: its process, restarts, breaker, claim loop and calls.
@@ -27,7 +28,7 @@ type supervisor struct {
 	gen        int
 	restarts   int
 	executorID string
-	refusal    *Refusal
+	refusal    *refusal.Refusal
 	lastErr    string
 	lastStderr []string
 	command    string
@@ -49,7 +50,7 @@ type supervisor struct {
 	// annAt is when the executor's announcement was last written (load or re-announcement);
 	// annRefusal the last re-announcement refused since then.
 	annAt      time.Time
-	annRefusal *Refusal
+	annRefusal *refusal.Refusal
 }
 
 func newSupervisor(h *Host, e Entry) *supervisor {
@@ -113,11 +114,12 @@ func (s *supervisor) run() {
 		if r != nil {
 			s.mu.Lock()
 			s.lastErr = r.Code + ": " + r.Message
-			if !r.retry {
+			if deterministic(r) {
 				s.refusal = r
 				s.setStateLocked(StateRefused)
 				s.mu.Unlock()
-				s.logger.Error("plugin refused", "plugin", s.entry.Name, "code", r.Code, "name", r.Name, "path", r.Path, "message", r.Message)
+				st := refusalStatus(r)
+				s.logger.Error("plugin refused", "plugin", s.entry.Name, "code", r.Code, "name", st.Name, "path", st.Path, "message", r.Message)
 				s.clearAnnouncement()
 				s.settle()
 				s.wait(-1) // until a reload or restart
@@ -196,7 +198,7 @@ func (s *supervisor) wait(d time.Duration) {
 }
 
 // start runs the load sequence (docs/plugins.md#what-the-host-checks) and registers the executor.
-func (s *supervisor) start() (*instance, *Refusal) {
+func (s *supervisor) start() (*instance, *refusal.Refusal) {
 	e := s.entry
 	path, r := s.h.resolver.Resolve(e)
 	if r != nil {
@@ -204,7 +206,7 @@ func (s *supervisor) start() (*instance, *Refusal) {
 	}
 	digest, err := FileDigest(path)
 	if err != nil {
-		return nil, notFound(e.Name, "%s: %v", path, err)
+		return nil, notFound("%s: %v", path, err)
 	}
 	s.mu.Lock()
 	s.command, s.digest = path, digest
@@ -216,11 +218,11 @@ func (s *supervisor) start() (*instance, *Refusal) {
 	s.mu.Unlock()
 	if e.SHA256 != "" && e.SHA256 != digest {
 		// go-plugin checks again immediately before the start; this gives both digests early.
-		return nil, &Refusal{Code: CodeChecksumMismatch, Message: fmt.Sprintf("the catalog pins sha256 %s; the file's is %s", e.SHA256, digest)}
+		return nil, loadRefusal(CodeChecksumMismatch, "the catalog pins sha256 %s; the file's is %s", e.SHA256, digest)
 	}
 	dataDir, err := pluginDataDir(s.h.dataDir, e.Name)
 	if err != nil {
-		return nil, &Refusal{Code: CodeStartFailed, Message: "data dir: " + err.Error(), retry: true}
+		return nil, startFailure(CodeStartFailed, "data dir: "+err.Error())
 	}
 	s.logger.Info("plugin launched", "plugin", e.Name, "command", path, "generation", gen)
 	in, r := launch(s.ctx, launchSpec{entry: e, command: path, digest: digest, dataDir: dataDir, logger: s.logger}, gen)
@@ -244,7 +246,7 @@ func (s *supervisor) start() (*instance, *Refusal) {
 	}
 	if err != nil {
 		in.kill()
-		return nil, &Refusal{Code: CodeStartFailed, Message: "executor plane: " + err.Error(), retry: true}
+		return nil, startFailure(CodeStartFailed, "executor plane: "+err.Error())
 	}
 	s.mu.Lock()
 	s.announcedLocked(in, in.announce, in.revision, time.Now())

@@ -18,6 +18,6 @@
 // KernelCall.Engine through On for the tools): runs are created, turns posted, runs stopped and
 // requests canceled by the engine's own operations, so that they go through its lifecycle and
 // wake-ups. The engine never imports it; core/kernel's tools check the arguments, call it, and
-// word its refusals (Refused) as their error results. It must not import core/kernel,
+// word its refusals (core/refusal's one type, never a type of its own) as their error results. It must not import core/kernel,
 // core/executors, core/httpapi or core/server.
 package conversations

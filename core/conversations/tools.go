@@ -54,12 +54,12 @@ const (
 	WordSideConversation     = "side_conversation"
 	WordParentWaiting        = "parent_waiting"
 	WordAncestorConversation = "ancestor_conversation"
-	WordNotAuthorized        = "not_authorized"
+	WordNotAuthorized        = refusal.CodeNotAuthorized
 	WordPrincipalUnknown     = "principal_unknown"
 	WordAnswererNotEligible  = "answerer_not_eligible"
 	WordAgentPrivate         = "agent_private"
 	WordLabelTaken           = "label_taken"
-	WordRunnerNotEligible    = "runner_not_eligible"
+	WordRunnerNotEligible    = refusal.CodeRunnerNotEligible
 	WordModelNotAuthorized   = "model_not_authorized"
 	WordScheduleOutOfRange   = "schedule_out_of_range"
 )
@@ -80,13 +80,11 @@ const (
 	maxTreeDepth = 1000
 )
 
-// Refused is a conversation tool's error result: its word and detail sentence.
-type Refused struct {
-	Word, Detail string
-}
-
-func refused(word, format string, args ...any) *Refused {
-	return &Refused{Word: word, Detail: fmt.Sprintf(format, args...)}
+// refused is a conversation tool's refusal, the one refusal type (core/refusal): its word (Code)
+// and detail sentence (Message), which core/kernel words as the tool's error result. It never
+// reaches an HTTP writer, so its kind is only the one the word would have at a door.
+func refused(word, format string, args ...any) *refusal.Error {
+	return refusal.Newf(refusal.Unprocessable, word, format, args...)
 }
 
 // Caller is the conversation tools' hold on a kernel call's settling transaction: the engine's
@@ -130,7 +128,7 @@ const (
 // Resolve resolves a to (docs/agent-tools.md#delegation-and-conversations): a child label of the
 // sender conversation (compared lowercased), else a conversation public id of the run's workspace;
 // then, for send and cancel, the tree and standing checks in their documented order.
-func (c *Caller) Resolve(ctx context.Context, to string, mode Addressing) (*store.Conversation, *Refused, error) {
+func (c *Caller) Resolve(ctx context.Context, to string, mode Addressing) (*store.Conversation, *refusal.Error, error) {
 	s, err := c.senderConversation(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -248,7 +246,7 @@ func (c *Caller) State(ctx context.Context, target *store.Conversation) (*Conver
 // answerer resolves an agent argument (spawn.agent, send.agent): @handle or public id. where is
 // "" for spawn and the addressee's public id for send, whose answerer_not_eligible sentence
 // names it.
-func (c *Caller) answerer(ctx context.Context, ref, where string) (*store.AgentRow, *Refused, error) {
+func (c *Caller) answerer(ctx context.Context, ref, where string) (*store.AgentRow, *refusal.Error, error) {
 	var a *store.AgentRow
 	var err error
 	handle, id := "", ""
@@ -262,7 +260,7 @@ func (c *Caller) answerer(ctx context.Context, ref, where string) (*store.AgentR
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, nil, err
 	}
-	notEligible := func() *Refused {
+	notEligible := func() *refusal.Error {
 		if where == "" {
 			return refused(WordAnswererNotEligible, "agent %q cannot answer a conversation here: it is not an agent with write standing in this workspace.", ref)
 		}
@@ -303,7 +301,7 @@ func handleList(agents []store.AgentRow) string {
 }
 
 // modelRefused checks an explicit model for work whose declaration has tools or not.
-func (c *Caller) modelRefused(ref string, hasTools bool) (*Refused, error) {
+func (c *Caller) modelRefused(ref string, hasTools bool) (*refusal.Error, error) {
 	if err := c.x.CheckModel(ref, hasTools); err != nil {
 		rf, ok := refusal.As(err)
 		if !ok {
@@ -316,9 +314,9 @@ func (c *Caller) modelRefused(ref string, hasTools bool) (*Refused, error) {
 
 // profileRefused turns a profile acceptance refusal (a declaration word found while freezing
 // the answerer's profile) into an error result with the door's word and sentence.
-func profileRefused(err error) (*Refused, error) {
+func profileRefused(err error) (*refusal.Error, error) {
 	if rf, ok := refusal.As(err); ok {
-		return &Refused{Word: rf.Code, Detail: rf.Message}, nil
+		return refusal.New(refusal.Unprocessable, rf.Code, rf.Message), nil
 	}
 	return nil, err
 }
@@ -379,7 +377,7 @@ type Spawned struct {
 // (docs/agent-tools.md#delegation-and-conversations), in the check order of
 // docs/agent-tools.md#delegation-and-conversations. Everything is keyed by the call: a second
 // evaluation of the same row finds its request and creates nothing twice.
-func (c *Caller) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (*Spawned, *Refused, error) {
+func (c *Caller) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (*Spawned, *refusal.Error, error) {
 	if prior, err := store.RequestByCall(ctx, c.Tx, c.run.ID, callKey); err == nil {
 		out, err := c.spawnedOf(ctx, prior)
 		return out, nil, err
@@ -396,7 +394,7 @@ func (c *Caller) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (*Spa
 			return nil, nil, err
 		}
 	} else {
-		var rf *Refused
+		var rf *refusal.Error
 		if agent, rf, err = c.answerer(ctx, sp.Agent, ""); rf != nil || err != nil {
 			return nil, rf, err
 		}
@@ -542,7 +540,7 @@ type Sent struct {
 // Send addresses an input to a conversation (docs/agent-tools.md#delegation-and-conversations) in
 // the check order of docs/agent-tools.md#delegation-and-conversations after the argument shapes:
 // to, agent, the messaging policy, model, then the input door.
-func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent, *Refused, error) {
+func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent, *refusal.Error, error) {
 	if prior, err := store.RequestByCall(ctx, c.Tx, c.run.ID, callKey); err == nil {
 		var out Sent
 		if err := json.Unmarshal([]byte(prior.Receipt), &out); err != nil {
@@ -590,7 +588,7 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 			int(MaxScheduleAhead/(24*time.Hour))), nil
 	}
 	if target.Status == runs.ConversationArchived {
-		return nil, &Refused{Word: CodeConversationArchived, Detail: "The conversation is archived."}, nil
+		return nil, refusal.New(refusal.Unprocessable, CodeConversationArchived, "The conversation is archived."), nil
 	}
 	ref, err := c.replyModel(ctx, target, agent.PublicID, prof, sp.Model, sp.RoundModel)
 	if err != nil {
@@ -623,7 +621,7 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 			}
 		}
 		if queued >= runs.MaxQueuedTurns {
-			return nil, &Refused{Word: CodeInputQueueFull, Detail: fmt.Sprintf("The conversation already has %d queued turns.", runs.MaxQueuedTurns)}, nil
+			return nil, refusal.Newf(refusal.Unprocessable, CodeInputQueueFull, "The conversation already has %d queued turns.", runs.MaxQueuedTurns), nil
 		}
 		sender := s.PublicID
 		turn, err := c.x.PostTurn(ctx, target, &runs.TurnPost{PublicID: req.PublicID, AuthorKind: store.KindAgent,
@@ -660,7 +658,7 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 // (docs/agent-tools.md#delegation-and-conversations): a private agent accepts new requests only
 // from itself (its own spawned copies included); the sender is the calling run's answering agent.
 // An agent absent from the policy is public.
-func (c *Caller) privateRefusal(ctx context.Context, recipient *store.AgentRow) (*Refused, error) {
+func (c *Caller) privateRefusal(ctx context.Context, recipient *store.AgentRow) (*refusal.Error, error) {
 	if recipient.PublicID == c.senderAgent() {
 		return nil, nil
 	}

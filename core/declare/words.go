@@ -6,7 +6,7 @@ import "github.com/nexuskernel/nexus/core/refusal"
 // defined once here.
 const (
 	WordInvalid                       = "invalid"
-	WordContentTooLarge               = "content_too_large"
+	WordContentTooLarge               = refusal.CodeContentTooLarge
 	WordDuplicateToolName             = "duplicate_tool_name"
 	WordKernelToolRedefined           = "kernel_tool_redefined"
 	WordAliasCanonicalUnknown         = "alias_canonical_unknown"

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/nexuskernel/nexus/core/refusal"
+	sdkrefusal "github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 // The refusal words of the envelope (docs/api.md#the-result-envelope), all 422. They are contracts:
@@ -19,7 +20,7 @@ const (
 	CodeUnsupportedContentKind = "unsupported_content_kind"
 	CodeResultTooLarge         = "result_too_large"
 	CodeUnknownResultUpload    = "unknown_result_upload"
-	CodeResultUnstorable       = "result_unstorable"
+	CodeResultUnstorable       = sdkrefusal.CodeResultUnstorable
 )
 
 // What a tool row that refused result_unstorable settles with (docs/api.md#the-result-envelope):

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/profiles"
-	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
@@ -48,8 +47,8 @@ func announcementOf(a *profiles.Announced) *Announcement {
 }
 
 // AnnounceRequest is the announcement door's request: the executor, and the announcement its body
-// parses to by sdk/announce (ParseAnnouncement, the one parser, whose refusal the door answers
-// through AnnouncementRefusal).
+// parses to by sdk/announce (ParseAnnouncement, the one parser, whose refusal, already in the door's
+// shape, the door answers as it is).
 type AnnounceRequest struct {
 	Executor     *identity.Executor
 	Announcement announce.Announcement
@@ -63,10 +62,6 @@ type AnnounceRequest struct {
 func (s *Service) Announce(ctx context.Context, req *AnnounceRequest) (*Announcement, error) {
 	ex := req.Executor
 	if err := s.PutAnnouncement(ctx, ex.ID, ex.WorkspaceID, req.Announcement, s.now()); err != nil {
-		var r *announce.Refusal
-		if errors.As(err, &r) {
-			return nil, AnnouncementRefusal(r)
-		}
 		return nil, err
 	}
 	return s.AnnouncementOf(ctx, ex.ID)
@@ -147,38 +142,4 @@ func (s *Service) Announcements(ctx context.Context, executorIDs []int64) (map[i
 		out[id] = a
 	}
 	return out, nil
-}
-
-// problemJSON is one item of an announcement refusal's errors list: code, path, name.
-type problemJSON struct {
-	Code string `json:"code"`
-	Path string `json:"path,omitempty"`
-	Name string `json:"name,omitempty"`
-}
-
-// AnnouncementRefusal turns sdk/announce's refusal into the door's: the first failure's word,
-// message, path and name, then every failure in errors (docs/api.md#the-executor-plane).
-func AnnouncementRefusal(r *announce.Refusal) error {
-	kind := refusal.Unprocessable
-	switch r.Status() {
-	case 400:
-		kind = refusal.BadRequest
-	case 413:
-		kind = refusal.TooLarge
-	}
-	out := refusal.New(kind, r.Code, r.Message)
-	if r.Path != "" {
-		out = out.With("path", r.Path)
-	}
-	if r.Name != "" {
-		out = out.With("name", r.Name)
-	}
-	if kind == refusal.Unprocessable {
-		items := make([]problemJSON, len(r.Errors))
-		for i, p := range r.Errors {
-			items[i] = problemJSON{Code: p.Code, Path: p.Path, Name: p.Name}
-		}
-		out = out.With("errors", items)
-	}
-	return out
 }

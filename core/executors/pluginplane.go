@@ -475,7 +475,7 @@ func (p *PluginPlane) StageCapture(ctx context.Context, id, filename string, dat
 
 // Commit commits through the executor door's commit, with its validation and write-once rules:
 // every refusal of the envelope's grammar (422, result_unstorable included) is a
-// *plugins.CommitRefusal, a claim no longer held plugins.ErrClaimLost
+// 422 refusal, handed over as it is, a claim no longer held plugins.ErrClaimLost
 // (docs/development.md#the-plugin-host).
 func (p *PluginPlane) Commit(ctx context.Context, id string, c plugins.Claim, body plugins.CommitBody) error {
 	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
@@ -490,7 +490,7 @@ func (p *PluginPlane) Commit(ctx context.Context, id string, c plugins.Claim, bo
 			case r.Code == CodeStaleClaim || r.Code == CodeTaskNotRunning:
 				return fmt.Errorf("%w: %v", plugins.ErrClaimLost, err)
 			case r.Kind == refusal.Unprocessable:
-				return &plugins.CommitRefusal{Code: r.Code, Message: r.Message}
+				return r
 			}
 		}
 		return err

@@ -186,8 +186,7 @@ func TestAddressingSeam(t *testing.T) {
 		}
 		// An unvalidated announcement is refused and changes nothing.
 		bad := announce.Announcement{Tools: []announce.Tool{{Name: "delegate_task", EffectProfile: announce.Announced(announce.EffectPure)}}}
-		var ref *announce.Refusal
-		if err := svc.PutAnnouncement(ctx, provider2.ID, ws, bad, epoch); !errors.As(err, &ref) || ref.Code != CodeReservedNamespace {
+		if err := svc.PutAnnouncement(ctx, provider2.ID, ws, bad, epoch); !errors.Is(err, refusal.New(refusal.Unprocessable, CodeReservedNamespace, "")) {
 			t.Fatalf("reserved name stored: %v", err)
 		}
 		if pool, _ := a.PoolTool(ctx, s.Reader(), ws, "fetch"); len(pool) != 1 {
@@ -203,20 +202,19 @@ func encodeRaw(s string) string {
 func TestAnnouncementRefusalShape(t *testing.T) {
 	t.Parallel()
 	_, ref := announce.ParseAnnouncement([]byte(`{"tools":[{"name":"delegate_task","effect_profile":{"kind":"pure","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}},{"name":"x"}]}`))
-	err := AnnouncementRefusal(ref)
+	var err error = ref
 	r, ok := refusal.As(err)
 	if !ok || r.Kind != refusal.Unprocessable || r.Code != CodeReservedNamespace {
 		t.Fatalf("%v", err)
 	}
 	path, _ := r.Get("path")
 	name, _ := r.Get("name")
-	items, _ := r.Get("errors")
-	b, _ := json.Marshal(items)
+	b, _ := json.Marshal(r.Errors)
 	if path != "tools[0].name" || name != "delegate_task" || string(b) != `[{"code":"reserved_namespace","path":"tools[0].name","name":"delegate_task"},{"code":"invalid_announcement","path":"tools[1].effect_profile"}]` {
 		t.Fatalf("path %v name %v errors %s", path, name, b)
 	}
 	_, ref = announce.ParseAnnouncement([]byte(`{}`))
-	if r, _ := refusal.As(AnnouncementRefusal(ref)); r.Kind != refusal.BadRequest || r.Code != CodeParameterMissing {
+	if r := ref; r.Kind != refusal.BadRequest || r.Code != CodeParameterMissing || len(r.Errors) != 0 {
 		t.Fatalf("missing tools: %v", r)
 	}
 }

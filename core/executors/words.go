@@ -7,6 +7,7 @@ import (
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // CodeRateLimited is the refusal of a request over an executor's rate or concurrency limit
@@ -71,21 +72,21 @@ const (
 	CodeNotClaimableKind    = "not_claimable_kind"
 	CodeTaskNotClaimable    = "task_not_claimable"
 	CodeAlreadyClaimed      = "already_claimed"
-	CodeNotEligible         = "not_eligible"
+	CodeNotEligible         = WordNotEligible
 	CodeNotAuthorized       = refusal.CodeNotAuthorized
 	CodeNotClaimant         = "not_claimant"
 	CodeNotExtendable       = "not_extendable"
 	CodeExtensionTooLong    = "extension_too_long"
 	CodeTaskNotRunning      = "task_not_running"
 	CodeStaleClaim          = "stale_claim"
-	CodeInvalidTimeoutMS    = "invalid_timeout_ms"
+	CodeInvalidTimeoutMS    = runs.CodeInvalidTimeoutMS
 	CodeResultUnstorable    = envelope.CodeResultUnstorable
-	CodeParameterInvalid    = "parameter_invalid"
-	CodeParameterMissing    = "parameter_missing"
-	CodeNotFound            = "not_found"
-	CodeReservedNamespace   = "reserved_namespace"
-	CodeInvalidAnnouncement = "invalid_announcement"
-	CodeValidationFailed    = "validation_failed"
+	CodeParameterInvalid    = refusal.CodeParameterInvalid
+	CodeParameterMissing    = refusal.CodeParameterMissing
+	CodeNotFound            = refusal.CodeNotFound
+	CodeReservedNamespace   = announce.CodeReservedNamespace
+	CodeInvalidAnnouncement = announce.CodeInvalidAnnouncement
+	CodeValidationFailed    = refusal.CodeValidationFailed
 )
 
 // Row kinds and addressing roles as the executor plane serves them

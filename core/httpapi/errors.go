@@ -59,8 +59,8 @@ func writeError(w http.ResponseWriter, log hclog.Logger, requestID string, err e
 	writeJSONBytes(w, status, errorBody(ref))
 }
 
-// errorBody encodes {"error":{"code","message",extras…}} with the extras in the order the refusal
-// lists them.
+// errorBody encodes {"error":{"code","message",extras…,"errors"}} with the extras in the order the
+// refusal lists them and the list of every failure, where there is one, last.
 func errorBody(ref *refusal.Error) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"error":{"code":`)
@@ -72,6 +72,10 @@ func errorBody(ref *refusal.Error) []byte {
 		b.Write(marshal(f.Key))
 		b.WriteByte(':')
 		b.Write(marshal(f.Value))
+	}
+	if len(ref.Errors) > 0 {
+		b.WriteString(`,"errors":`)
+		b.Write(marshal(ref.Errors))
 	}
 	b.WriteString("}}\n")
 	return b.Bytes()

@@ -81,7 +81,7 @@ func (a *API) putAnnouncement(w http.ResponseWriter, r *http.Request, c *Call) e
 	}
 	parsed, ref := announce.ParseAnnouncement(c.Body)
 	if ref != nil {
-		return executors.AnnouncementRefusal(ref)
+		return ref
 	}
 	an, err := a.deps.Executors.Announce(r.Context(), &executors.AnnounceRequest{Executor: c.Executor, Announcement: parsed})
 	if err != nil {

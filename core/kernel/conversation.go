@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/conversations"
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -75,8 +76,8 @@ func hosted(call *runs.KernelCall, wire string) (*runs.KernelOutcome, error) {
 	return nil, nil
 }
 
-func refusedWith(wire string, rf *conversations.Refused) *runs.KernelOutcome {
-	return ErrorResult(wire, rf.Word, rf.Detail)
+func refusedWith(wire string, rf *refusal.Error) *runs.KernelOutcome {
+	return ErrorResult(wire, rf.Code, rf.Message)
 }
 
 // SpawnStillWorkingText is a waited spawn's result when its await expired or was canceled

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
@@ -25,7 +26,7 @@ const (
 
 // The graph family's refusal words (docs/agent-tools.md#delegation-and-conversations).
 const (
-	WordModelNotAuthorized = "model_not_authorized"
+	WordModelNotAuthorized = conversations.WordModelNotAuthorized
 	WordWaitTargetNotFound = "wait_target_not_found"
 	WordWaitCycle          = "wait_cycle"
 )

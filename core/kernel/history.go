@@ -25,7 +25,7 @@ const (
 
 // The history tools' refusal words (docs/agent-tools.md#delegation-and-conversations).
 const (
-	WordUnknownConversation = "unknown_conversation"
+	WordUnknownConversation = conversations.WordUnknownConversation
 	WordTurnNotFound        = "turn_not_found"
 )
 

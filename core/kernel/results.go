@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/runs"
 )
 
 // WordInvalidArguments is the refusal word of a kernel tool's argument checks
 // (docs/agent-tools.md#what-a-model-reads).
-const WordInvalidArguments = "invalid_arguments"
+const WordInvalidArguments = model.CodeInvalidArguments
 
 // refusedTitle is the title of a kernel tool's error result: "<wire name> refused"
 // (docs/agent-tools.md#what-a-model-reads).

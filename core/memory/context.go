@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
@@ -92,7 +93,7 @@ func (c Context) Validate() error {
 			return fmt.Errorf("%w: bindings[%d].access %q", ErrContextInvalid, i, b.Access)
 		case b.ConversationPublicID != "" && b.Scope != memsdk.ScopeConversation:
 			return fmt.Errorf("%w: bindings[%d] names a conversation on a %s binding", ErrContextInvalid, i, b.Scope)
-		case b.ConversationPublicID != "" && !memsdk.IsUUID(b.ConversationPublicID):
+		case b.ConversationPublicID != "" && !jsonwire.IsPublicID(b.ConversationPublicID):
 			return fmt.Errorf("%w: bindings[%d].conversation_public_id %q", ErrContextInvalid, i, b.ConversationPublicID)
 		}
 		seen[b.Name] = true

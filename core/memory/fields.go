@@ -3,11 +3,11 @@ package memory
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 	"math"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/refusal"
-	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
 // field is one member-door request field as sent: nil when absent, else its JSON text.
@@ -124,7 +124,7 @@ func expectation(publicID, lockVersion field, allowCreate bool) (*Expect, error)
 	}
 	id, ok := publicID.str()
 	id = strings.ToLower(id)
-	if !ok || !memsdk.IsUUID(id) {
+	if !ok || !jsonwire.IsPublicID(id) {
 		return nil, invalidParameter(pathExpectedPublicID, "%s must be a document's public id (a UUID).", pathExpectedPublicID)
 	}
 	v, ok := lockVersion.integer()

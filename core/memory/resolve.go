@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 
 	"github.com/nexuskernel/nexus/core/store"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
@@ -66,7 +67,7 @@ func (r *Resolver) ControllingPerson(ctx context.Context, q store.Querier, p Pri
 	case PrincipalUser:
 		return p.PublicID, nil
 	case PrincipalAgent:
-		if !memsdk.IsUUID(p.PublicID) {
+		if !jsonwire.IsPublicID(p.PublicID) {
 			return "", nil
 		}
 		id, err := store.AgentStewardPublicID(ctx, r.querier(q), p.PublicID)
@@ -106,7 +107,7 @@ func (r *Resolver) Resolve(ctx context.Context, q store.Querier, frozen Context,
 	if err := frozen.Validate(); err != nil {
 		return nil, err
 	}
-	if !memsdk.IsUUID(f.WorkspacePublicID) {
+	if !jsonwire.IsPublicID(f.WorkspacePublicID) {
 		return nil, fmt.Errorf("memory: workspace id %q is not a canonical UUID", f.WorkspacePublicID)
 	}
 	out := make([]memsdk.Scope, 0, len(frozen.Bindings))

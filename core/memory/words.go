@@ -1,5 +1,9 @@
 package memory
 
+import (
+	"github.com/nexuskernel/nexus/core/refusal"
+)
+
 // Words of the member doors and the skill load path beyond sdk/memory's vocabulary
 // (docs/agent-tools.md#memory-and-skills, docs/api.md#memory). The memory words the doors share
 // with the tools (memory_path_invalid, memory_full, …) are sdk/memory's Code constants.
@@ -15,7 +19,7 @@ const (
 	// a string of at most 1,024 bytes of text.
 	CodeDescriptionInvalid = "memory_description_invalid"
 	// CodeStaleObject: a conditional write whose expected document is not the one at the path.
-	CodeStaleObject = "stale_object"
+	CodeStaleObject = refusal.CodeStaleObject
 	// CodeSkillUnknown: a skill name not in the frozen catalog, or whose document is gone.
 	CodeSkillUnknown = "skill_unknown"
 	// TitleSkillRefused is the title of a skill_unknown result.

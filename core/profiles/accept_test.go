@@ -12,6 +12,7 @@ import (
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/profiles/profilestest"
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/sdk/announce"
@@ -118,8 +119,7 @@ func TestPutAnnouncementValidates(t *testing.T) {
 		err := s.Write(ctx, func(tx *store.Tx) error {
 			return profiles.PutAnnouncement(ctx, tx, box, bad, time.Now())
 		})
-		var r *announce.Refusal
-		if !errors.As(err, &r) || r.Code != "reserved_namespace" {
+		if r, ok := refusal.As(err); !ok || r.Code != announce.CodeReservedNamespace {
 			t.Fatalf("err = %v, want reserved_namespace", err)
 		}
 		after, _ := profiles.AnnouncementOf(ctx, s.Reader(), box)

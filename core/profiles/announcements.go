@@ -16,7 +16,7 @@ import (
 // PutAnnouncement replaces an executor's announcement with a, which must be an announcement
 // sdk/announce accepted (ParseAnnouncement for the HTTP door, ValidatePlugin for the host). It
 // is checked again here, so that nothing unvalidated is ever stored: a refused one is returned
-// as its *announce.Refusal and the previous announcement stays. The stored form is a's
+// as sdk/announce's *refusal.Refusal and the previous announcement stays. The stored form is a's
 // normalized form (announce.Announcement.Normalize), encoded without HTML escaping.
 func PutAnnouncement(ctx context.Context, q store.Querier, executorID int64, a announce.Announcement, at time.Time) error {
 	if r := announce.Validate(a); r != nil {

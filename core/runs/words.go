@@ -2,9 +2,13 @@ package runs
 
 import (
 	"github.com/nexuskernel/nexus/core/approval"
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/uploads"
+	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
 // Task kinds (docs/api.md#runs).
@@ -80,8 +84,8 @@ const (
 	KeyUnknownTool            = "unknown_tool"
 	KeyInvalidToolArguments   = "invalid_tool_arguments"
 	KeyTruncatedToolArguments = "truncated_tool_arguments"
-	KeyToolInputTooLarge      = "tool_input_too_large"
-	KeyInvalidToolInput       = "invalid_tool_input"
+	KeyToolInputTooLarge      = CodeToolInputTooLarge
+	KeyInvalidToolInput       = CodeInvalidToolInput
 	KeyToolNotServed          = refusal.CodeToolNotServed
 	KeyToolFailed             = "tool_failed"
 	KeyExecutorRevoked        = identity.CodeExecutorRevoked
@@ -96,10 +100,10 @@ const (
 	KeyTaskCanceled           = "task_canceled"
 	KeyRoundExpansionRefused  = "round_expansion_refused"
 	KeyAttemptBudgetSpent     = "attempt_budget_spent"
-	KeyProviderError          = "provider_error"
+	KeyProviderError          = model.KeyProviderError
 	KeyPredecessorFailed      = "predecessor_failed"
-	KeyMemoryScopeUnavailable = "memory_scope_unavailable"
-	KeyMemoryReadOnly         = "memory_read_only"
+	KeyMemoryScopeUnavailable = memsdk.CodeScopeUnavailable
+	KeyMemoryReadOnly         = memsdk.CodeReadOnly
 )
 
 // Approval modes, verdicts and approval origins (docs/agent-tools.md#the-approval-gate).
@@ -141,11 +145,11 @@ const (
 	CodeStepVerbUnavailable        = "step_verb_unavailable"
 	CodeUnknownStepOption          = "unknown_step_option"
 	CodePromptRequired             = "prompt_required"
-	CodeInvalidTools               = "invalid_tools"
+	CodeInvalidTools               = declare.WordInvalidTools
 	CodeInvalidToolInput           = "invalid_tool_input"
 	CodeToolInputTooLarge          = "tool_input_too_large"
-	CodeInvalidToolRoute           = "invalid_tool_route"
-	CodeRunnerTargetRequired       = "runner_target_required"
+	CodeInvalidToolRoute           = declare.WordInvalidToolRoute
+	CodeRunnerTargetRequired       = declare.WordRunnerTargetRequired
 	CodeRunnerNotEligible          = refusal.CodeRunnerNotEligible
 	CodeToolNotServed              = refusal.CodeToolNotServed
 	CodeInvalidTimeoutMS           = "invalid_timeout_ms"
@@ -153,11 +157,11 @@ const (
 	CodeInvalidOnFailure           = "invalid_on_failure"
 	CodeInvalidVisibility          = "invalid_visibility"
 	CodeUnknownResultKey           = "unknown_result_key"
-	CodeUnknownInputUpload         = "unknown_input_upload"
+	CodeUnknownInputUpload         = uploads.CodeUnknownInputUpload
 	CodeInvalidAttachments         = "invalid_attachments"
 	CodeToolNotDeclared            = refusal.CodeToolNotDeclared
-	CodeUnknownModel               = "unknown_model"
-	CodeModelCapabilityUnavailable = "model_capability_unavailable"
+	CodeUnknownModel               = model.CodeUnknownModel
+	CodeModelCapabilityUnavailable = model.CodeModelCapabilityUnavailable
 )
 
 // Conversation statuses (docs/api.md#conversations) and turn statuses (docs/api.md#conversations).

@@ -87,16 +87,18 @@ func except(denied ...string) func(string) bool {
 	return func(dep string) bool { return !deny(dep) }
 }
 
-// The SDK's chain, root first: jsonwire ← announce ← plugin (and the internal shims) ← memory ←
+// The SDK's chain, roots first: jsonwire and refusal ← announce ← plugin (and the internal shims) ← memory ←
 // toolprovider; the client and the runner beside it on announce.
 var (
 	sdkJSON     = []string{"sdk/jsonwire"}
-	sdkAnnounce = append([]string{"sdk/announce"}, sdkJSON...)
+	sdkRefusal  = []string{"sdk/refusal"}
+	sdkRoots    = append(append([]string(nil), sdkJSON...), sdkRefusal...)
+	sdkAnnounce = append([]string{"sdk/announce"}, sdkRoots...)
 	sdkPlugin   = append([]string{"sdk/plugin", "sdk/internal"}, sdkAnnounce...)
 	sdkMemory   = append([]string{"sdk/memory"}, sdkPlugin...)
 	sdkToolProv = append([]string{"sdk/toolprovider"}, sdkMemory...)
-	coreLeaves  = append([]string{"core/refusal"}, sdkJSON...)
-	coreStore   = []string{"core/store", "internal/memo"}
+	coreLeaves  = append([]string{"core/refusal"}, sdkRoots...)
+	coreStore   = append([]string{"core/store", "internal/memo"}, sdkJSON...)
 	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/identity", "core/memory", "core/model",
 		"core/profiles", "core/projection", "core/registry", "core/uploads"}, coreLeaves...), coreStore...), sdkMemory...)
 	binariesAndUp = []string{"cmd", "internal/cli", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"}
@@ -109,7 +111,8 @@ func plus(base []string, more ...string) []string {
 var rules = []rule{
 	// The SDK: a plugin author needs sdk alone.
 	{"sdk/jsonwire", anyOf(), "the JSON toolkit is the root of the SDK: it imports nothing from the module"},
-	{"sdk/announce", anyOf(sdkJSON...), "announce builds on the JSON toolkit alone"},
+	{"sdk/refusal", anyOf(), "the one refusal type is a root of the SDK: it imports nothing from the module"},
+	{"sdk/announce", anyOf(sdkRoots...), "announce builds on the JSON toolkit and the refusal type alone"},
 	{"sdk/plugin", anyOf(sdkAnnounce...), "sdk/plugin builds on announce alone"},
 	{"sdk/internal/...", anyOf(sdkPlugin...), "the gRPC shims and generated code sit under the kinds, on plugin and announce"},
 	{"sdk/memory", anyOf(sdkMemory...), "sdk/memory builds on announce and plugin"},
@@ -131,15 +134,15 @@ var rules = []rule{
 	{"cmd/nexus-tools-example", anyOf(plus(sdkToolProv, "providers/tools-example")...), "a plugin binary wires its provider and the SDK"},
 	{"cmd/nexus-mcp-bridge", anyOf(plus(sdkToolProv, "providers/mcp-bridge")...), "a plugin binary wires its provider and the SDK"},
 	// The edges of core.
-	{"core/refusal", anyOf(), "refusals are a leaf every service may use"},
+	{"core/refusal", anyOf(sdkRefusal...), "refusals are a leaf every service may use, on the SDK's one refusal type"},
 	{"core/registry", anyOf(sdkAnnounce...), "the registry imports no other core package"},
 	{"core/declare", anyOf(plus(sdkAnnounce, "core/registry", "core/refusal")...), "the compiler needs only the registry (and the JSON toolkit)"},
 	{"core/declare/declaretest", anyOf(plus(sdkAnnounce, "core/declare", "core/registry", "core/refusal")...), "the compiler's fixtures build on the compiler"},
 	{"core/projection", anyOf(plus(sdkAnnounce, "core/declare", "core/registry", "core/refusal")...), "projection is pure over declare and registry"},
-	{"core/envelope", anyOf(plus(sdkJSON, "core/refusal")...), "the result envelope stands alone on the JSON toolkit"},
+	{"core/envelope", anyOf(coreLeaves...), "the result envelope stands alone on the JSON toolkit"},
 	{"core/approval", anyOf(sdkJSON...), "the approval rule grammar is a leaf the run door and the profile share"},
 	{"core/model/...", anyOf(plus(coreLeaves, "core/model")...), "the model layer and its adapters import no other core package"},
-	{"core/store", anyOf("internal/memo"), "the store holds no business rule: it builds on nothing of the module but the bounded memo"},
+	{"core/store", anyOf(plus(sdkJSON, "internal/memo")...), "the store holds no business rule: it builds on nothing of the module but the bounded memo and the SDK's root (the id and time forms)"},
 	{"core/store/storetest", anyOf(coreStore...), "the store's test kit builds on the store"},
 	{"internal/memo", anyOf(), "the bounded memo is a leaf"},
 	// The middle, bottom up.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 // Announcement bounds (docs/plugins.md#mcp-servers).
@@ -152,12 +153,12 @@ func assemble(cfg Config, lists map[string]*serverList, warn func(msg string, ar
 			out.announcement = a
 			break
 		}
-		i, ok := refusedTool(r, len(tools))
+		i, path, ok := refusedTool(r, len(tools))
 		if !ok {
 			// A refusal outside the tool list is a bridge bug; announce no tools rather
 			// than an announcement the host refuses whole.
 			if warn != nil {
-				warn("announcement refused; announcing no tools", "code", r.Code, "path", r.Path)
+				warn("announcement refused; announcing no tools", "code", r.Code, "path", path)
 			}
 			for _, rt := range routes {
 				out.withheld = append(out.withheld, withheld{Server: rt.server, Tool: rt.tool.Name, Reason: withheldRefused, Code: r.Code})
@@ -166,7 +167,7 @@ func assemble(cfg Config, lists map[string]*serverList, warn func(msg string, ar
 			continue
 		}
 		if warn != nil {
-			warn("withheld: the announcement check refused a tool", "name", tools[i].Name, "code", r.Code, "path", r.Path)
+			warn("withheld: the announcement check refused a tool", "name", tools[i].Name, "code", r.Code, "path", path)
 		}
 		out.withheld = append(out.withheld, withheld{Server: routes[i].server, Tool: routes[i].tool.Name, Reason: withheldRefused, Code: r.Code})
 		tools = append(tools[:i:i], tools[i+1:]...)
@@ -183,17 +184,21 @@ func assemble(cfg Config, lists map[string]*serverList, warn func(msg string, ar
 
 var toolPathRE = regexp.MustCompile(`^tools\[(\d+)\]`)
 
-// refusedTool is the index of the tool a refusal's path names.
-func refusedTool(r *announce.Refusal, n int) (int, bool) {
-	m := toolPathRE.FindStringSubmatch(r.Path)
+// refusedTool is the index of the tool a refusal's first failure names, and that failure's path.
+func refusedTool(r *refusal.Refusal, n int) (int, string, bool) {
+	if len(r.Errors) == 0 {
+		return 0, "", false
+	}
+	path := r.Errors[0].Path
+	m := toolPathRE.FindStringSubmatch(path)
 	if m == nil {
-		return 0, false
+		return 0, path, false
 	}
 	i, err := strconv.Atoi(m[1])
 	if err != nil || i >= n {
-		return 0, false
+		return 0, path, false
 	}
-	return i, true
+	return i, path, true
 }
 
 // allowed applies allow and deny: deny wins.
@@ -378,7 +383,7 @@ func writeCache(dataDir string, s ServerConfig, l *serverList) error {
 	body, err := json.Marshal(cacheFile{
 		Format:          cacheFormat,
 		ConfigSHA256:    s.digest,
-		ListedAt:        l.ListedAt.UTC().Format("2006-01-02T15:04:05.000Z"),
+		ListedAt:        l.ListedAt.UTC().Format(jsonwire.TimeLayout),
 		ProtocolVersion: l.ProtocolVersion,
 		ServerInfo:      l.ServerInfo,
 		Tools:           l.Tools,

@@ -33,10 +33,13 @@ func FuzzValidateAnnouncement(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, r := ParseAnnouncement(in)
 		if r != nil {
-			if status, ok := words[r.Code]; !ok || status != r.Status() {
-				t.Fatalf("refusal word %q status %d", r.Code, r.Status())
+			if want, ok := words[r.Code]; !ok || want != status(r) {
+				t.Fatalf("refusal word %q status %d", r.Code, status(r))
 			}
-			if len(r.Errors) == 0 || r.Errors[0].Code != r.Code || r.Errors[0].Path != r.Path || r.Errors[0].Name != r.Name {
+			if status(r) != 422 && len(r.Errors) != 0 {
+				t.Fatalf("a %d refusal lists errors: %+v", status(r), r.Errors)
+			}
+			if status(r) == 422 && (len(r.Errors) == 0 || r.Errors[0].Code != r.Code || r.Errors[0].Path != pathOf(r) || r.Errors[0].Name != nameOf(r)) {
 				t.Fatalf("refusal head %+v does not lead its list %+v", r, r.Errors)
 			}
 			for _, p := range r.Errors {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 // Top-level keys of an announcement body.
@@ -44,7 +45,7 @@ var (
 // replacement); JSON null is a mistyped value everywhere except tools, where it reads as
 // absent as it does on every door with a required root; timeout_ms is an integer literal
 // (no fraction or exponent), the form every JSON encoder writes for an integer.
-func ParseAnnouncement(body []byte) (Announcement, *Refusal) {
+func ParseAnnouncement(body []byte) (Announcement, *refusal.Refusal) {
 	if len(body) > MaxBodyBytes {
 		return Announcement{}, single(CodeContentTooLarge, "", fmt.Sprintf("The announcement is over %d bytes.", MaxBodyBytes))
 	}
@@ -88,7 +89,7 @@ func ParseAnnouncement(body []byte) (Announcement, *Refusal) {
 
 // rawBounds lists the bound failures of docs/api.md#the-executor-plane in document order, reading
 // only values of the right type: a mistyped value is the entry checks' to refuse.
-func rawBounds(top objectMembers) []Problem {
+func rawBounds(top objectMembers) []refusal.Problem {
 	var ps problems
 	if raw, ok := top.Get(keyTools); ok {
 		if items, err := decodeArray(raw); err == nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 const (
@@ -41,13 +43,13 @@ func jsonQuote(s string) string {
 func body(tools ...string) string { return `{"tools":[` + strings.Join(tools, ",") + `]}` }
 
 // problemsOf returns the refusal's list as {code, path, name} items for comparison.
-func problemsOf(r *Refusal) []Problem {
+func problemsOf(r *refusal.Refusal) []refusal.Problem {
 	if r == nil {
 		return nil
 	}
-	out := make([]Problem, len(r.Errors))
+	out := make([]refusal.Problem, len(r.Errors))
 	for i, p := range r.Errors {
-		out[i] = Problem{Code: p.Code, Path: p.Path, Name: p.Name}
+		out[i] = refusal.Problem{Code: p.Code, Path: p.Path, Name: p.Name}
 	}
 	return out
 }
@@ -118,10 +120,11 @@ func TestParseAnnouncementRequestWords(t *testing.T) {
 			if r == nil {
 				t.Fatalf("accepted: %+v", a)
 			}
-			if r.Code != tt.code || r.Path != tt.path || r.Status() != tt.status {
-				t.Errorf("refusal = %s at %q (%d), want %s at %q (%d)", r.Code, r.Path, r.Status(), tt.code, tt.path, tt.status)
+			if r.Code != tt.code || pathOf(r) != tt.path || status(r) != tt.status {
+				t.Errorf("refusal = %s at %q (%d), want %s at %q (%d)", r.Code, pathOf(r), status(r), tt.code, tt.path, tt.status)
 			}
-			if len(r.Errors) != 1 || r.Errors[0].Code != r.Code {
+			// A body that is no announcement at all (400, 413) lists no errors: only a 422 does.
+			if len(r.Errors) != 0 {
 				t.Errorf("errors = %+v", r.Errors)
 			}
 		})
@@ -147,29 +150,29 @@ func TestParseAnnouncementBounds(t *testing.T) {
 	doc := `{"name":"d%d","description":"x"}`
 	tests := []struct {
 		name, body string
-		want       []Problem
+		want       []refusal.Problem
 	}{
 		{"512 tools", `{"tools":[` + many(MaxTools, `{"name":"t%d","effect_profile":`+profileRO+`}`) + `]}`, nil},
 		{"513 tools", `{"tools":[` + many(MaxTools+1, `{"name":"t%d","effect_profile":`+profileRO+`}`) + `]}`,
-			[]Problem{{Code: CodeValidationFailed, Path: "tools"}}},
+			[]refusal.Problem{{Code: CodeValidationFailed, Path: "tools"}}},
 		{"256 documents", `{"tools":[],"documents":[` + many(MaxDocuments, doc) + `]}`, nil},
 		{"257 documents", `{"tools":[],"documents":[` + many(MaxDocuments+1, doc) + `]}`,
-			[]Problem{{Code: CodeValidationFailed, Path: "documents"}}},
+			[]refusal.Problem{{Code: CodeValidationFailed, Path: "documents"}}},
 		{"environment at the bound", `{"tools":[],"environment":` + objectOf(MaxEnvironmentBytes) + `}`, nil},
 		{"environment over", `{"tools":[],"environment":` + objectOf(MaxEnvironmentBytes+1) + `}`,
-			[]Problem{{Code: CodeValidationFailed, Path: "environment"}}},
+			[]refusal.Problem{{Code: CodeValidationFailed, Path: "environment"}}},
 		{"description at the bound", body(tool("a", desc(MaxDescriptionBytes))), nil},
 		{"description over", body(tool("a", desc(MaxDescriptionBytes+1))),
-			[]Problem{{Code: CodeValidationFailed, Path: "tools[0].description"}}},
+			[]refusal.Problem{{Code: CodeValidationFailed, Path: "tools[0].description"}}},
 		{"input schema at the bound", body(tool("a", schema(MaxInputSchemaBytes))), nil},
 		{"input schema over", body(tool("a", schema(MaxInputSchemaBytes+1))),
-			[]Problem{{Code: CodeValidationFailed, Path: "tools[0].input_schema"}}},
+			[]refusal.Problem{{Code: CodeValidationFailed, Path: "tools[0].input_schema"}}},
 		{
 			// Every bound failure is listed in document order, and no entry is checked.
 			"all bounds at once",
 			`{"documents":[` + many(MaxDocuments+1, doc) + `],"environment":` + objectOf(MaxEnvironmentBytes+1) +
 				`,"tools":[` + tool("delegate_task", desc(MaxDescriptionBytes+1)) + `,` + tool("b", schema(MaxInputSchemaBytes+1)) + `]}`,
-			[]Problem{
+			[]refusal.Problem{
 				{Code: CodeValidationFailed, Path: "tools[0].description"},
 				{Code: CodeValidationFailed, Path: "tools[1].input_schema"},
 				{Code: CodeValidationFailed, Path: "environment"},
@@ -184,8 +187,8 @@ func TestParseAnnouncementBounds(t *testing.T) {
 			if diff := cmp.Diff(tt.want, problemsOf(r)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
-			if r != nil && r.Status() != 422 {
-				t.Errorf("status = %d", r.Status())
+			if r != nil && status(r) != 422 {
+				t.Errorf("status = %d", status(r))
 			}
 		})
 	}
@@ -198,7 +201,7 @@ func TestParseAnnouncementReservedNames(t *testing.T) {
 			_, r := ParseAnnouncement([]byte(body(tool("ok"), tool(name))))
 			switch {
 			case k.Class == ClassReserved:
-				want := []Problem{{Code: CodeReservedNamespace, Path: "tools[1].name", Name: name}}
+				want := []refusal.Problem{{Code: CodeReservedNamespace, Path: "tools[1].name", Name: name}}
 				if diff := cmp.Diff(want, problemsOf(r)); diff != "" {
 					t.Errorf("%s (-want +got):\n%s", name, diff)
 				}
@@ -208,7 +211,7 @@ func TestParseAnnouncementReservedNames(t *testing.T) {
 				}
 			case name == k.Canonical:
 				// A dotted spelling of an admitted name fails the name grammar.
-				want := []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[1].name", Name: name}}
+				want := []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[1].name", Name: name}}
 				if diff := cmp.Diff(want, problemsOf(r)); diff != "" {
 					t.Errorf("%s (-want +got):\n%s", name, diff)
 				}
@@ -226,7 +229,7 @@ func TestParseAnnouncementReservedNames(t *testing.T) {
 func TestAcceptanceAnnouncementRefusals(t *testing.T) {
 	t.Parallel()
 	_, r := ParseAnnouncement([]byte(body(tool("delegate_task"), tool("nexus.graph.delegate_task"), tool("tool_search"), tool("runners_list"), tool("spawn"))))
-	want := []Problem{
+	want := []refusal.Problem{
 		{Code: CodeReservedNamespace, Path: "tools[0].name", Name: "delegate_task"},
 		{Code: CodeReservedNamespace, Path: "tools[1].name", Name: "nexus.graph.delegate_task"},
 		{Code: CodeReservedNamespace, Path: "tools[2].name", Name: "tool_search"},
@@ -236,8 +239,8 @@ func TestAcceptanceAnnouncementRefusals(t *testing.T) {
 	if diff := cmp.Diff(want, problemsOf(r)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
-	if r.Code != CodeReservedNamespace || r.Path != "tools[0].name" || r.Name != "delegate_task" || r.Status() != 422 {
-		t.Errorf("head = %s %s %s %d", r.Code, r.Path, r.Name, r.Status())
+	if r.Code != CodeReservedNamespace || pathOf(r) != "tools[0].name" || nameOf(r) != "delegate_task" || status(r) != 422 {
+		t.Errorf("head = %s %s %s %d", r.Code, pathOf(r), nameOf(r), status(r))
 	}
 	// The worked body: the first failure named, all of them listed.
 	_, r = ParseAnnouncement([]byte(body(tool("delegate_task"), tool("fine"),
@@ -260,73 +263,73 @@ func TestParseAnnouncementInvalid(t *testing.T) {
 	ro := `"effect_profile":` + profileRO
 	tests := []struct {
 		name, body string
-		want       []Problem
+		want       []refusal.Problem
 	}{
-		{"tools not an array", `{"tools":{}}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools"}}},
-		{"tools a string", `{"tools":"a"}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools"}}},
-		{"entry not an object", body(`"screenshot"`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0]"}}},
-		{"entry null", body(`null`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0]"}}},
-		{"entry repeats a key", body(`{"name":"a","name":"b",` + ro + `}`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
-		{"name missing", body(`{` + ro + `}`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
-		{"name empty", body(tool("")), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
-		{"name a number", body(`{"name":7,` + ro + `}`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
-		{"name null", body(`{"name":null,` + ro + `}`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
-		{"name with a dot", body(tool("nexus.memory.read")), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "nexus.memory.read"}}},
-		{"unknown dotted name", body(tool("nexus.graph.other")), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "nexus.graph.other"}}},
-		{"name with a space", body(tool("a b")), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "a b"}}},
-		{"name of 129", body(tool(strings.Repeat("a", MaxToolNameLength+1))), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
+		{"tools not an array", `{"tools":{}}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools"}}},
+		{"tools a string", `{"tools":"a"}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools"}}},
+		{"entry not an object", body(`"screenshot"`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0]"}}},
+		{"entry null", body(`null`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0]"}}},
+		{"entry repeats a key", body(`{"name":"a","name":"b",` + ro + `}`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
+		{"name missing", body(`{` + ro + `}`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
+		{"name empty", body(tool("")), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
+		{"name a number", body(`{"name":7,` + ro + `}`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
+		{"name null", body(`{"name":null,` + ro + `}`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
+		{"name with a dot", body(tool("nexus.memory.read")), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "nexus.memory.read"}}},
+		{"unknown dotted name", body(tool("nexus.graph.other")), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "nexus.graph.other"}}},
+		{"name with a space", body(tool("a b")), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "a b"}}},
+		{"name of 129", body(tool(strings.Repeat("a", MaxToolNameLength+1))), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
 		{"name of 128", body(tool(strings.Repeat("a", MaxToolNameLength))), nil},
 		{"mixed-case name", body(tool("Read-File_2")), nil},
-		{"duplicate name", body(tool("a"), tool("b"), tool("a")), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[2].name", Name: "a"}}},
+		{"duplicate name", body(tool("a"), tool("b"), tool("a")), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[2].name", Name: "a"}}},
 		{"names differ by case", body(tool("a"), tool("A")), nil},
-		{"profile missing", body(`{"name":"a"}`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile"}}},
-		{"profile null", body(`{"name":"a","effect_profile":null}`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile"}}},
-		{"profile a string", body(`{"name":"a","effect_profile":"read_only"}`), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile"}}},
+		{"profile missing", body(`{"name":"a"}`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile"}}},
+		{"profile null", body(`{"name":"a","effect_profile":null}`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile"}}},
+		{"profile a string", body(`{"name":"a","effect_profile":"read_only"}`), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile"}}},
 		{"profile unknown key", body(`{"name":"a","effect_profile":{"kind":"pure","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none","risk":"low"}}`),
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.risk"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.risk"}}},
 		{"profile repeated key", body(`{"name":"a","effect_profile":{"kind":"pure","kind":"pure","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}}`),
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.kind"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.kind"}}},
 		{"profile missing destructive", body(`{"name":"a","effect_profile":{"kind":"pure","effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}}`),
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
 		{"profile destructive a string", body(`{"name":"a","effect_profile":{"kind":"write","destructive":"no","effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}}`),
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
 		{"profile kind outside", body(`{"name":"a","effect_profile":{"kind":"delete","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}}`),
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.kind"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.kind"}}},
 		{"profile scope outside", body(`{"name":"a","effect_profile":{"kind":"write","destructive":false,"effect_scope":"world","idempotency":"intrinsic","reconciliation":"none"}}`),
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.effect_scope"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.effect_scope"}}},
 		{"profile reconciliation outside", body(`{"name":"a","effect_profile":{"kind":"write","destructive":false,"effect_scope":"open","idempotency":"intrinsic","reconciliation":"retry"}}`),
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.reconciliation"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.reconciliation"}}},
 		{"read-only destructive", body(`{"name":"a","effect_profile":{"kind":"read_only","destructive":true,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}}`),
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
 		{"write destructive", body(`{"name":"a","effect_profile":{"kind":"write","destructive":true,"effect_scope":"open","idempotency":"keyed","reconciliation":"lookup"}}`), nil},
-		{"timeout 0", body(tool("a", `"timeout_ms":0`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"timeout negative", body(tool("a", `"timeout_ms":-5`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"timeout 0", body(tool("a", `"timeout_ms":0`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"timeout negative", body(tool("a", `"timeout_ms":-5`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
 		{"timeout 1", body(tool("a", `"timeout_ms":1`)), nil},
 		{"timeout 7 days", body(tool("a", `"timeout_ms":604800000`)), nil},
-		{"timeout over 7 days", body(tool("a", `"timeout_ms":604800001`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"timeout beyond int64", body(tool("a", `"timeout_ms":99999999999999999999`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"timeout a string", body(tool("a", `"timeout_ms":"1000"`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"timeout a fraction", body(tool("a", `"timeout_ms":1000.5`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"timeout an exponent", body(tool("a", `"timeout_ms":1e3`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"timeout null", body(tool("a", `"timeout_ms":null`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"description empty", body(tool("a", `"description":""`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
-		{"description a number", body(tool("a", `"description":3`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
-		{"description null", body(tool("a", `"description":null`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
-		{"description with NUL", body(tool("a", `"description":"a\u0000b"`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
-		{"schema an array", body(tool("a", `"input_schema":[]`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
-		{"schema null", body(tool("a", `"input_schema":null`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
-		{"schema without type", body(tool("a", `"input_schema":{"properties":{}}`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema.type"}}},
-		{"schema of type array", body(tool("a", `"input_schema":{"type":"array"}`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema.type"}}},
-		{"schema with type list", body(tool("a", `"input_schema":{"type":["object"]}`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema.type"}}},
-		{"schema repeats a key", body(tool("a", `"input_schema":{"type":"object","properties":{"a":{},"a":{}}}`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
-		{"schema with NUL", body(tool("a", `"input_schema":{"type":"object","description":"\u0000"}`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
-		{"schema with lone surrogate", body(tool("a", `"input_schema":{"type":"object","description":"\ud800"}`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
+		{"timeout over 7 days", body(tool("a", `"timeout_ms":604800001`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"timeout beyond int64", body(tool("a", `"timeout_ms":99999999999999999999`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"timeout a string", body(tool("a", `"timeout_ms":"1000"`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"timeout a fraction", body(tool("a", `"timeout_ms":1000.5`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"timeout an exponent", body(tool("a", `"timeout_ms":1e3`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"timeout null", body(tool("a", `"timeout_ms":null`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"description empty", body(tool("a", `"description":""`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
+		{"description a number", body(tool("a", `"description":3`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
+		{"description null", body(tool("a", `"description":null`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
+		{"description with NUL", body(tool("a", `"description":"a\u0000b"`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
+		{"schema an array", body(tool("a", `"input_schema":[]`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
+		{"schema null", body(tool("a", `"input_schema":null`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
+		{"schema without type", body(tool("a", `"input_schema":{"properties":{}}`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema.type"}}},
+		{"schema of type array", body(tool("a", `"input_schema":{"type":"array"}`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema.type"}}},
+		{"schema with type list", body(tool("a", `"input_schema":{"type":["object"]}`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema.type"}}},
+		{"schema repeats a key", body(tool("a", `"input_schema":{"type":"object","properties":{"a":{},"a":{}}}`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
+		{"schema with NUL", body(tool("a", `"input_schema":{"type":"object","description":"\u0000"}`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
+		{"schema with lone surrogate", body(tool("a", `"input_schema":{"type":"object","description":"\ud800"}`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
 		{"schema not compiled", body(tool("a", `"input_schema":{"type":"object","properties":7}`)), nil},
-		{"unknown key", body(tool("a", `"parameters":{}`, `"strict":true`)), []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].parameters"}}},
+		{"unknown key", body(tool("a", `"parameters":{}`, `"strict":true`)), []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].parameters"}}},
 		{
 			"one entry, every field wrong",
 			body(`{"extra":1,"name":"a.b","effect_profile":{},"timeout_ms":0,"description":"","input_schema":1}`),
-			[]Problem{
+			[]refusal.Problem{
 				{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "a.b"},
 				{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.kind"},
 				{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"},
@@ -335,39 +338,39 @@ func TestParseAnnouncementInvalid(t *testing.T) {
 				{Code: CodeInvalidAnnouncement, Path: "tools[0].extra"},
 			},
 		},
-		{"environment an array", `{"tools":[],"environment":[]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
-		{"environment a string", `{"tools":[],"environment":"linux"}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
-		{"environment null", `{"tools":[],"environment":null}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
-		{"environment repeats a key", `{"tools":[],"environment":{"os":"a","os":"b"}}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
-		{"environment with NUL", `{"tools":[],"environment":{"os":"\u0000"}}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
+		{"environment an array", `{"tools":[],"environment":[]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
+		{"environment a string", `{"tools":[],"environment":"linux"}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
+		{"environment null", `{"tools":[],"environment":null}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
+		{"environment repeats a key", `{"tools":[],"environment":{"os":"a","os":"b"}}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
+		{"environment with NUL", `{"tools":[],"environment":{"os":"\u0000"}}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
 		{"environment nested", `{"tools":[],"environment":{"os":{"name":"linux","tags":[1,2.5,null,true]}}}`, nil},
-		{"documents an object", `{"tools":[],"documents":{}}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents"}}},
-		{"documents null", `{"tools":[],"documents":null}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents"}}},
-		{"document not an object", `{"tools":[],"documents":["guide"]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0]"}}},
-		{"document repeats a key", `{"tools":[],"documents":[{"name":"a","name":"b","description":"x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name"}}},
-		{"document without name", `{"tools":[],"documents":[{"description":"x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name"}}},
-		{"document name a number", `{"tools":[],"documents":[{"name":1,"description":"x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name"}}},
-		{"document name uppercase", `{"tools":[],"documents":[{"name":"Guide","description":"x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name", Name: "Guide"}}},
-		{"document name double hyphen", `{"tools":[],"documents":[{"name":"a--b","description":"x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name", Name: "a--b"}}},
-		{"document name trailing hyphen", `{"tools":[],"documents":[{"name":"a-","description":"x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name", Name: "a-"}}},
+		{"documents an object", `{"tools":[],"documents":{}}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents"}}},
+		{"documents null", `{"tools":[],"documents":null}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents"}}},
+		{"document not an object", `{"tools":[],"documents":["guide"]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0]"}}},
+		{"document repeats a key", `{"tools":[],"documents":[{"name":"a","name":"b","description":"x"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name"}}},
+		{"document without name", `{"tools":[],"documents":[{"description":"x"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name"}}},
+		{"document name a number", `{"tools":[],"documents":[{"name":1,"description":"x"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name"}}},
+		{"document name uppercase", `{"tools":[],"documents":[{"name":"Guide","description":"x"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name", Name: "Guide"}}},
+		{"document name double hyphen", `{"tools":[],"documents":[{"name":"a--b","description":"x"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name", Name: "a--b"}}},
+		{"document name trailing hyphen", `{"tools":[],"documents":[{"name":"a-","description":"x"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name", Name: "a-"}}},
 		{"document name of 64", `{"tools":[],"documents":[{"name":"` + strings.Repeat("a", 64) + `","description":"x"}]}`, nil},
-		{"document name of 65", `{"tools":[],"documents":[{"name":"` + strings.Repeat("a", 65) + `","description":"x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name", Name: strings.Repeat("a", 65)}}},
-		{"document without description", `{"tools":[],"documents":[{"name":"a"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
-		{"document description empty", `{"tools":[],"documents":[{"name":"a","description":""}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
+		{"document name of 65", `{"tools":[],"documents":[{"name":"` + strings.Repeat("a", 65) + `","description":"x"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name", Name: strings.Repeat("a", 65)}}},
+		{"document without description", `{"tools":[],"documents":[{"name":"a"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
+		{"document description empty", `{"tools":[],"documents":[{"name":"a","description":""}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
 		{"document description of 1024", `{"tools":[],"documents":[{"name":"a","description":"` + strings.Repeat("é", 512) + `"}]}`, nil},
-		{"document description of 1025", `{"tools":[],"documents":[{"name":"a","description":"` + strings.Repeat("é", 512) + `x"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
-		{"document description a bool", `{"tools":[],"documents":[{"name":"a","description":true}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
-		{"document unknown key", `{"tools":[],"documents":[{"name":"a","description":"x","body":"…"}]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].body"}}},
+		{"document description of 1025", `{"tools":[],"documents":[{"name":"a","description":"` + strings.Repeat("é", 512) + `x"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
+		{"document description a bool", `{"tools":[],"documents":[{"name":"a","description":true}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
+		{"document unknown key", `{"tools":[],"documents":[{"name":"a","description":"x","body":"…"}]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].body"}}},
 		// docs/api.md#the-executor-plane: a duplicate document is refused at the second entry.
 		{"duplicate document", `{"tools":[],"documents":[{"name":"guide","description":"x"},{"name":"guide","description":"y"}]}`,
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "documents[1]", Name: "guide"}}},
-		{"top-level key repeated", `{"tools":[],"tools":[]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools"}}},
-		{"top-level unknown key", `{"tools":[],"document":[]}`, []Problem{{Code: CodeInvalidAnnouncement, Path: "document"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[1]", Name: "guide"}}},
+		{"top-level key repeated", `{"tools":[],"tools":[]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools"}}},
+		{"top-level unknown key", `{"tools":[],"document":[]}`, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "document"}}},
 		{
 			// Document order: tools, environment, documents, unknown keys last.
 			"order across the body",
 			`{"extra":1,"documents":[{"name":"X","description":"x"}],"environment":[],"tools":[` + tool("spawn") + `,` + tool("ok", `"timeout_ms":0`) + `]}`,
-			[]Problem{
+			[]refusal.Problem{
 				{Code: CodeReservedNamespace, Path: "tools[0].name", Name: "spawn"},
 				{Code: CodeInvalidAnnouncement, Path: "tools[1].timeout_ms"},
 				{Code: CodeInvalidAnnouncement, Path: "environment"},
@@ -375,7 +378,7 @@ func TestParseAnnouncementInvalid(t *testing.T) {
 				{Code: CodeInvalidAnnouncement, Path: "extra"},
 			},
 		},
-		{"a reserved name is not a duplicate", body(tool("ask"), tool("ask")), []Problem{
+		{"a reserved name is not a duplicate", body(tool("ask"), tool("ask")), []refusal.Problem{
 			{Code: CodeReservedNamespace, Path: "tools[0].name", Name: "ask"},
 			{Code: CodeReservedNamespace, Path: "tools[1].name", Name: "ask"},
 		}},
@@ -394,13 +397,13 @@ func TestParseAnnouncementInvalid(t *testing.T) {
 				}
 				return
 			}
-			if r.Status() != 422 {
-				t.Errorf("status = %d, want 422", r.Status())
+			if status(r) != 422 {
+				t.Errorf("status = %d, want 422", status(r))
 			}
-			if r.Code != r.Errors[0].Code || r.Path != r.Errors[0].Path || r.Name != r.Errors[0].Name {
-				t.Errorf("head %s %s %s differs from errors[0] %+v", r.Code, r.Path, r.Name, r.Errors[0])
+			if r.Code != r.Errors[0].Code || pathOf(r) != r.Errors[0].Path || nameOf(r) != r.Errors[0].Name {
+				t.Errorf("head %s %s %s differs from errors[0] %+v", r.Code, pathOf(r), nameOf(r), r.Errors[0])
 			}
-			if !strings.HasPrefix(r.Message, r.Path+": ") {
+			if !strings.HasPrefix(r.Message, pathOf(r)+": ") {
 				t.Errorf("message %q does not name its path", r.Message)
 			}
 			if a.Tools != nil || a.Documents != nil || a.Environment != nil {

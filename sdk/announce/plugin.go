@@ -1,5 +1,9 @@
 package announce
 
+import (
+	"github.com/nexuskernel/nexus/sdk/refusal"
+)
+
 // Plugin kinds whose announcements ValidatePlugin checks (docs/development.md#the-plugin-host).
 const (
 	PluginKindMemory       = "memory"
@@ -33,7 +37,7 @@ func memoryWireNames() []string {
 //
 // Any other kind is refused invalid_announcement at the root: the host's catalog admits only
 // the two kinds, so this guards a programming error rather than a plugin.
-func ValidatePlugin(kind string, a Announcement) *Refusal {
+func ValidatePlugin(kind string, a Announcement) *refusal.Refusal {
 	if kind != PluginKindMemory && kind != PluginKindToolProvider {
 		return single(CodeInvalidAnnouncement, "", "A plugin of kind "+quote(kind)+" announces nothing; the kinds are memory and tool_provider.")
 	}

@@ -1,6 +1,10 @@
 package announce
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/nexuskernel/nexus/sdk/refusal"
+)
 
 // The words an announcement refusal carries (docs/api.md#the-executor-plane,
 // docs/plugins.md#what-the-host-checks). They are contracts: clients and plugin operators match on
@@ -11,80 +15,64 @@ const (
 	// CodeInvalidAnnouncement: a malformed entry.
 	CodeInvalidAnnouncement = "invalid_announcement"
 	// CodeValidationFailed: a bound of docs/api.md#the-executor-plane
-	CodeValidationFailed = "validation_failed"
+	CodeValidationFailed = refusal.CodeValidationFailed
 	// CodeParameterInvalid: the HTTP body is not one JSON object (ParseAnnouncement only).
-	CodeParameterInvalid = "parameter_invalid"
+	CodeParameterInvalid = refusal.CodeParameterInvalid
 	// CodeParameterMissing: the HTTP body has no tools (ParseAnnouncement only).
-	CodeParameterMissing = "parameter_missing"
+	CodeParameterMissing = refusal.CodeParameterMissing
 	// CodeContentTooLarge: the HTTP body is over MaxBodyBytes (ParseAnnouncement only).
-	CodeContentTooLarge = "content_too_large"
+	CodeContentTooLarge = refusal.CodeContentTooLarge
 )
 
-// Problem is one failure found in an announcement.
-type Problem struct {
-	Code string `json:"code"`
-	// Path names the field in the announcement's own tree ("tools[3].name"); "" for the
-	// body as a whole.
-	Path string `json:"path,omitempty"`
-	// Name is the offending tool or document name, where there is one.
-	Name string `json:"name,omitempty"`
-	// Message is one sentence for people; it may change. The HTTP body's errors list carries
-	// code, path and name only.
-	Message string `json:"-"`
-}
+// Keys of an announcement refusal's body: the first failure's path and name follow code and
+// message; the list of every failure is the refusal's Errors.
+const (
+	keyRefusalPath = "path"
+	keyRefusalName = "name"
+)
 
-// Refusal is a refused announcement: the first failure, in check order, and every failure
-// found. Nothing of a refused announcement is stored.
-type Refusal struct {
-	Code    string
-	Path    string
-	Name    string
-	Message string
-	// Errors lists every failure in check order; Errors[0] is the failure named above.
-	Errors []Problem
-}
-
-func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
-
-// Status is the HTTP status the announcement door answers with this refusal.
-func (r *Refusal) Status() int {
-	switch r.Code {
-	case CodeParameterInvalid, CodeParameterMissing:
-		return 400
-	case CodeContentTooLarge:
-		return 413
-	default:
-		return 422
-	}
-}
-
-// refusalOf builds the refusal from the problems found, or nil when there are none.
-func refusalOf(problems []Problem) *Refusal {
+// refusalOf builds the refusal from the problems found, or nil when there are none: the first
+// failure, in check order, names the word, message, path and name, and a 422 lists every failure
+// found in Errors (docs/api.md#the-executor-plane). It is the door's body as it stands, so the
+// HTTP announcement door and the plugin host report the same value. Nothing of a refused
+// announcement is stored.
+func refusalOf(problems []refusal.Problem) *refusal.Refusal {
 	if len(problems) == 0 {
 		return nil
 	}
 	first := problems[0]
-	return &Refusal{
-		Code:    first.Code,
-		Path:    first.Path,
-		Name:    first.Name,
-		Message: first.Message,
-		Errors:  problems,
+	kind := refusal.Unprocessable
+	switch first.Code {
+	case CodeParameterInvalid, CodeParameterMissing:
+		kind = refusal.BadRequest
+	case CodeContentTooLarge:
+		kind = refusal.TooLarge
 	}
+	r := refusal.New(kind, first.Code, first.Message)
+	if first.Path != "" {
+		r = r.With(keyRefusalPath, first.Path)
+	}
+	if first.Name != "" {
+		r = r.With(keyRefusalName, first.Name)
+	}
+	if kind == refusal.Unprocessable {
+		r.Errors = problems
+	}
+	return r
 }
 
 // single is a refusal with one failure.
-func single(code, path, message string) *Refusal {
-	return refusalOf([]Problem{{Code: code, Path: path, Message: message}})
+func single(code, path, message string) *refusal.Refusal {
+	return refusalOf([]refusal.Problem{{Code: code, Path: path, Message: message}})
 }
 
 // problems collects failures in check order.
-type problems []Problem
+type problems []refusal.Problem
 
 func (ps *problems) add(code, path, name, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if path != "" {
 		msg = path + ": " + msg
 	}
-	*ps = append(*ps, Problem{Code: code, Path: path, Name: name, Message: msg})
+	*ps = append(*ps, refusal.Problem{Code: code, Path: path, Name: name, Message: msg})
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 const (
@@ -52,7 +53,7 @@ func IsDocumentName(s string) bool {
 // holds a U+0000 or unpaired surrogate escape, is invalid_announcement, because the store and
 // every later reader would silently keep one of the repeated values. JSON null is not an
 // object, so an environment or input_schema of null is refused as mistyped; omit the field.
-func Validate(a Announcement) *Refusal {
+func Validate(a Announcement) *refusal.Refusal {
 	if r := refusalOf(typedBounds(a)); r != nil {
 		return r
 	}
@@ -78,7 +79,7 @@ func Validate(a Announcement) *Refusal {
 }
 
 // typedBounds lists the bound failures of docs/api.md#the-executor-plane in document order.
-func typedBounds(a Announcement) []Problem {
+func typedBounds(a Announcement) []refusal.Problem {
 	var ps problems
 	if len(a.Tools) > MaxTools {
 		ps.add(CodeValidationFailed, "tools", "", "%d tools is more than the %d an announcement may hold.", len(a.Tools), MaxTools)

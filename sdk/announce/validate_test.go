@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nexuskernel/nexus/sdk/refusal"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -23,7 +25,7 @@ func TestValidateTyped(t *testing.T) {
 	tests := []struct {
 		name string
 		a    Announcement
-		want []Problem
+		want []refusal.Problem
 	}{
 		{"empty", Announcement{}, nil},
 		{"full", Announcement{
@@ -35,42 +37,42 @@ func TestValidateTyped(t *testing.T) {
 			Environment: json.RawMessage(`{"os":"linux"}`),
 			Documents:   []Document{{Name: "deploy-guide", Description: "How to deploy."}},
 		}, nil},
-		{"too many tools", Announcement{Tools: tooMany}, []Problem{{Code: CodeValidationFailed, Path: "tools"}}},
-		{"too many documents", Announcement{Documents: make([]Document, MaxDocuments+1)}, []Problem{{Code: CodeValidationFailed, Path: "documents"}}},
+		{"too many tools", Announcement{Tools: tooMany}, []refusal.Problem{{Code: CodeValidationFailed, Path: "tools"}}},
+		{"too many documents", Announcement{Documents: make([]Document, MaxDocuments+1)}, []refusal.Problem{{Code: CodeValidationFailed, Path: "documents"}}},
 		{"long description", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), Description: ptr(strings.Repeat("d", MaxDescriptionBytes+1))}}},
-			[]Problem{{Code: CodeValidationFailed, Path: "tools[0].description"}}},
+			[]refusal.Problem{{Code: CodeValidationFailed, Path: "tools[0].description"}}},
 		{"large schema", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), InputSchema: json.RawMessage(`{"type":"object","d":"` + strings.Repeat("d", MaxInputSchemaBytes) + `"}`)}}},
-			[]Problem{{Code: CodeValidationFailed, Path: "tools[0].input_schema"}}},
+			[]refusal.Problem{{Code: CodeValidationFailed, Path: "tools[0].input_schema"}}},
 		{"large environment", Announcement{Environment: json.RawMessage(`{"d":"` + strings.Repeat("d", MaxEnvironmentBytes) + `"}`)},
-			[]Problem{{Code: CodeValidationFailed, Path: "environment"}}},
+			[]refusal.Problem{{Code: CodeValidationFailed, Path: "environment"}}},
 		{"reserved canonical", Announcement{Tools: []Tool{goodTool("nexus.human.ask")}},
-			[]Problem{{Code: CodeReservedNamespace, Path: "tools[0].name", Name: "nexus.human.ask"}}},
-		{"no name", Announcement{Tools: []Tool{goodTool("")}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
-		{"bad name", Announcement{Tools: []Tool{goodTool("a/b")}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "a/b"}}},
-		{"unprintable name is not echoed", Announcement{Tools: []Tool{goodTool("a\x00")}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
-		{"duplicate", Announcement{Tools: []Tool{goodTool("a"), goodTool("a")}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[1].name", Name: "a"}}},
-		{"no profile", Announcement{Tools: []Tool{{Name: "a"}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile"}}},
+			[]refusal.Problem{{Code: CodeReservedNamespace, Path: "tools[0].name", Name: "nexus.human.ask"}}},
+		{"no name", Announcement{Tools: []Tool{goodTool("")}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
+		{"bad name", Announcement{Tools: []Tool{goodTool("a/b")}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name", Name: "a/b"}}},
+		{"unprintable name is not echoed", Announcement{Tools: []Tool{goodTool("a\x00")}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].name"}}},
+		{"duplicate", Announcement{Tools: []Tool{goodTool("a"), goodTool("a")}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[1].name", Name: "a"}}},
+		{"no profile", Announcement{Tools: []Tool{{Name: "a"}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile"}}},
 		{"profile without destructive", Announcement{Tools: []Tool{{Name: "a", EffectProfile: &AnnouncedProfile{Kind: "pure", EffectScope: "closed", Idempotency: "intrinsic", Reconciliation: "none"}}}},
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
 		{"profile without kind", Announcement{Tools: []Tool{{Name: "a", EffectProfile: &AnnouncedProfile{Destructive: ptr(false), EffectScope: "closed", Idempotency: "intrinsic", Reconciliation: "none"}}}},
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.kind"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.kind"}}},
 		{"profile idempotency outside", Announcement{Tools: []Tool{{Name: "a", EffectProfile: &AnnouncedProfile{Kind: "write", Destructive: ptr(false), EffectScope: "closed", Idempotency: "twice", Reconciliation: "none"}}}},
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.idempotency"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.idempotency"}}},
 		{"pure destructive", Announcement{Tools: []Tool{{Name: "a", EffectProfile: &AnnouncedProfile{Kind: "pure", Destructive: ptr(true), EffectScope: "closed", Idempotency: "intrinsic", Reconciliation: "none"}}}},
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
-		{"timeout 0", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), TimeoutMS: ptr(int64(0))}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"timeout over", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), TimeoutMS: ptr(int64(MaxTimeoutMS + 1))}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
-		{"empty description", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), Description: ptr("")}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
-		{"description not utf-8", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), Description: ptr("\xff")}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
-		{"schema not json", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), InputSchema: json.RawMessage(`{"type":`)}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
-		{"schema null", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), InputSchema: json.RawMessage(`null`)}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
-		{"environment not json", Announcement{Environment: json.RawMessage(`{`)}, []Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
-		{"environment null", Announcement{Environment: json.RawMessage(`null`)}, []Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
-		{"environment with invalid utf-8", Announcement{Environment: json.RawMessage("{\"a\":\"\xff\"}")}, []Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
-		{"document without name", Announcement{Documents: []Document{{Description: "x"}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name"}}},
-		{"document with NUL description", Announcement{Documents: []Document{{Name: "a", Description: "\x00"}}}, []Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].effect_profile.destructive"}}},
+		{"timeout 0", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), TimeoutMS: ptr(int64(0))}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"timeout over", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), TimeoutMS: ptr(int64(MaxTimeoutMS + 1))}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].timeout_ms"}}},
+		{"empty description", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), Description: ptr("")}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
+		{"description not utf-8", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), Description: ptr("\xff")}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].description"}}},
+		{"schema not json", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), InputSchema: json.RawMessage(`{"type":`)}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
+		{"schema null", Announcement{Tools: []Tool{{Name: "a", EffectProfile: Announced(EffectPure), InputSchema: json.RawMessage(`null`)}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "tools[0].input_schema"}}},
+		{"environment not json", Announcement{Environment: json.RawMessage(`{`)}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
+		{"environment null", Announcement{Environment: json.RawMessage(`null`)}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
+		{"environment with invalid utf-8", Announcement{Environment: json.RawMessage("{\"a\":\"\xff\"}")}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "environment"}}},
+		{"document without name", Announcement{Documents: []Document{{Description: "x"}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].name"}}},
+		{"document with NUL description", Announcement{Documents: []Document{{Name: "a", Description: "\x00"}}}, []refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[0].description"}}},
 		{"document duplicate", Announcement{Documents: []Document{{Name: "a", Description: "x"}, {Name: "a", Description: "y"}}},
-			[]Problem{{Code: CodeInvalidAnnouncement, Path: "documents[1]", Name: "a"}}},
+			[]refusal.Problem{{Code: CodeInvalidAnnouncement, Path: "documents[1]", Name: "a"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,7 +130,7 @@ func TestNormalizeCopies(t *testing.T) {
 
 func TestRefusalStatus(t *testing.T) {
 	t.Parallel()
-	for code, status := range map[string]int{
+	for code, want := range map[string]int{
 		CodeReservedNamespace:   422,
 		CodeInvalidAnnouncement: 422,
 		CodeValidationFailed:    422,
@@ -136,9 +138,9 @@ func TestRefusalStatus(t *testing.T) {
 		CodeParameterMissing:    400,
 		CodeContentTooLarge:     413,
 	} {
-		r := &Refusal{Code: code, Message: "m"}
-		if r.Status() != status {
-			t.Errorf("%s: status %d, want %d", code, r.Status(), status)
+		r := single(code, "", "m")
+		if status(r) != want {
+			t.Errorf("%s: status %d, want %d", code, status(r), want)
 		}
 		if r.Error() != code+": m" {
 			t.Errorf("Error() = %q", r.Error())

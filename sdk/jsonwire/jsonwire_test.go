@@ -155,3 +155,21 @@ func TestSyntaxOffset(t *testing.T) {
 		t.Errorf("SplitObject: %v", err)
 	}
 }
+
+func TestIsPublicID(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{
+		"0190a3f2-7c4e-7d2a-9b1e-3f5a6c7d8e9f":  true,
+		"00000000-0000-0000-0000-000000000000":  true,
+		"0190A3F2-7C4E-7D2A-9B1E-3F5A6C7D8E9F":  false, // upper case is read by lowering, never a public id
+		"0190a3f2-7c4e-7d2a-9b1e-3f5a6c7d8e9":   false,
+		"0190a3f2-7c4e-7d2a-9b1e-3f5a6c7d8e9ff": false,
+		"0190a3f27c4e-7d2a-9b1e-3f5a6c7d8e9f-":  false,
+		"0190a3f2-7c4e-7d2a-9b1e-3f5a6c7d8e9g":  false,
+		"":                                      false,
+	} {
+		if got := IsPublicID(s); got != want {
+			t.Errorf("IsPublicID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package memory
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
+)
 
 // ScopeKind is the kind of owner an anchor belongs to.
 type ScopeKind string
@@ -46,11 +50,11 @@ func ValidScope(s Scope) error {
 		return fmt.Errorf("%w: binding name %q", ErrInvalidArgument, s.Binding)
 	case s.Kind != ScopeConversation && s.Kind != ScopeWorkspace && s.Kind != ScopeUser:
 		return fmt.Errorf("%w: scope kind %q", ErrInvalidArgument, s.Kind)
-	case !IsUUID(s.OwnerID):
+	case !jsonwire.IsPublicID(s.OwnerID):
 		return fmt.Errorf("%w: owner id %q is not a canonical lowercase UUID", ErrInvalidArgument, s.OwnerID)
 	case s.Access != AccessRead && s.Access != AccessReadWrite:
 		return fmt.Errorf("%w: access %q", ErrInvalidArgument, s.Access)
-	case s.WorkspaceID != "" && !IsUUID(s.WorkspaceID):
+	case s.WorkspaceID != "" && !jsonwire.IsPublicID(s.WorkspaceID):
 		return fmt.Errorf("%w: workspace id %q is not a canonical lowercase UUID", ErrInvalidArgument, s.WorkspaceID)
 	}
 	return nil
@@ -65,27 +69,6 @@ func ValidBindingName(name string) bool {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			return false
-		}
-	}
-	return true
-}
-
-// IsUUID reports whether s is a canonical lowercase UUID (8-4-4-4-12 hex digits).
-func IsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-				return false
-			}
 		}
 	}
 	return true
