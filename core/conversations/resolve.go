@@ -2,7 +2,6 @@ package conversations
 
 import (
 	"context"
-	"errors"
 
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
@@ -50,21 +49,8 @@ func (d *Doors) Resolve(ctx context.Context, req *ResolveRequest) (*Resolution, 
 	err := d.e.Write(ctx, func(x *runs.Tx) error {
 		tx := x.Tx
 		res = nil
-		r, err := loadRun(ctx, tx, a, runID)
+		r, t, err := lockRowForWrite(ctx, x, a, runID, key)
 		if err != nil {
-			return err
-		}
-		if r, err = x.LockRun(ctx, r.ID); err != nil {
-			return err
-		}
-		t, err := store.TaskByKey(ctx, tx, r.ID, key)
-		if errors.Is(err, store.ErrNotFound) {
-			return taskNotFound(key)
-		}
-		if err != nil {
-			return err
-		}
-		if err := writeStanding(ctx, tx, a, r); err != nil {
 			return err
 		}
 		if req.Invalid != nil {

@@ -128,14 +128,8 @@ func (d *Doors) StartRun(ctx context.Context, a *runs.Actor, runID string) (*Run
 	var doc *RunDoc
 	err := d.e.Write(ctx, func(x *runs.Tx) error {
 		tx := x.Tx
-		r, err := loadRun(ctx, tx, a, runID)
+		r, err := lockForWrite(ctx, x, a, runID)
 		if err != nil {
-			return err
-		}
-		if r, err = x.LockRun(ctx, r.ID); err != nil {
-			return err
-		}
-		if err := writeStanding(ctx, tx, a, r); err != nil {
 			return err
 		}
 		if r.ConversationID != nil {
@@ -158,14 +152,8 @@ func (d *Doors) StopRun(ctx context.Context, a *runs.Actor, runID string, force 
 	var doc *RunDoc
 	err := d.e.Write(ctx, func(x *runs.Tx) error {
 		tx := x.Tx
-		r, err := loadRun(ctx, tx, a, runID)
+		r, err := lockForWrite(ctx, x, a, runID)
 		if err != nil {
-			return err
-		}
-		if r, err = x.LockRun(ctx, r.ID); err != nil {
-			return err
-		}
-		if err := writeStanding(ctx, tx, a, r); err != nil {
 			return err
 		}
 		if r.Status == runs.RunCompleted || r.Status == runs.RunCanceled {
@@ -191,21 +179,8 @@ func (d *Doors) Decide(ctx context.Context, a *runs.Actor, runID, key string, de
 	var expired bool
 	err := d.e.Write(ctx, func(x *runs.Tx) error {
 		tx := x.Tx
-		r, err := loadRun(ctx, tx, a, runID)
+		r, t, err := lockRowForWrite(ctx, x, a, runID, key)
 		if err != nil {
-			return err
-		}
-		if r, err = x.LockRun(ctx, r.ID); err != nil {
-			return err
-		}
-		t, err := store.TaskByKey(ctx, tx, r.ID, key)
-		if errors.Is(err, store.ErrNotFound) {
-			return taskNotFound(key)
-		}
-		if err != nil {
-			return err
-		}
-		if err := writeStanding(ctx, tx, a, r); err != nil {
 			return err
 		}
 		if r.Status != runs.RunRunning && r.Status != runs.RunNeedsAttention {

@@ -66,3 +66,42 @@ func loadRun(ctx context.Context, q store.Querier, a *runs.Actor, publicID strin
 func taskNotFound(key string) error {
 	return refusal.Newf(refusal.NotFound, refusal.CodeNotFound, "No task %s in this run.", key)
 }
+
+// lockForWrite is the head every changing run door shares: the run by its public id, its lock,
+// then the actor's write standing on it, in the order docs/api.md#runs states.
+func lockForWrite(ctx context.Context, x *runs.Tx, a *runs.Actor, runID string) (*store.Run, error) {
+	r, err := loadRun(ctx, x.Tx, a, runID)
+	if err != nil {
+		return nil, err
+	}
+	if r, err = x.LockRun(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	if err := writeStanding(ctx, x.Tx, a, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// lockRowForWrite is lockForWrite for a door on one of the run's rows: an unknown row is
+// not_found before the standing is read.
+func lockRowForWrite(ctx context.Context, x *runs.Tx, a *runs.Actor, runID, key string) (*store.Run, *store.Task, error) {
+	r, err := loadRun(ctx, x.Tx, a, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r, err = x.LockRun(ctx, r.ID); err != nil {
+		return nil, nil, err
+	}
+	t, err := store.TaskByKey(ctx, x.Tx, r.ID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, taskNotFound(key)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := writeStanding(ctx, x.Tx, a, r); err != nil {
+		return nil, nil, err
+	}
+	return r, t, nil
+}
