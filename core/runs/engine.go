@@ -231,18 +231,19 @@ func (e *Engine) wakeKernel(ctx context.Context, tx *store.Tx, fx *effects, runP
 	if fx.kernel > 1 {
 		return nil
 	}
-	return store.Notify(ctx, tx, e.channel, kernelWake(runPublicID, key))
+	return store.Notify(ctx, tx, e.channel, kernelWake(e.inst.row.ID, runPublicID, key))
 }
 
 // kernelWake is a kernel wake-up's payload (docs/development.md#how-the-kernel-runs-work), compact
-// JSON.
-func kernelWake(runPublicID, key string) string {
+// JSON; origin is the sending instance, which kicked its own workers at commit.
+func kernelWake(origin, runPublicID, key string) string {
 	payload, _ := json.Marshal(struct {
 		Kind      string   `json:"kind"`
 		Run       string   `json:"run_public_id"`
 		Key       string   `json:"task_key"`
 		Executors []string `json:"executor_public_ids"`
-	}{"kernel", runPublicID, key, []string{}})
+		Origin    string   `json:"origin"`
+	}{"kernel", runPublicID, key, []string{}, origin})
 	return string(payload)
 }
 

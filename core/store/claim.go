@@ -143,9 +143,14 @@ WHERE id = ? RETURNING claim_generation, deadline_at`,
 // claim door uses. On PostgreSQL it is one autocommitted statement,
 // `UPDATE … WHERE id = (SELECT … FOR UPDATE OF t SKIP LOCKED) RETURNING …`: the same lock, the
 // same compare-free take, in one round trip instead of four, which is most of a wake-up's
-// latency. On SQLite it is Claim inside the writer's immediate transaction.
+// latency. On SQLite it is Claim inside the writer's immediate transaction, which takes the one
+// write lock: a look on a reader (AnyRunnable) comes first, so that a claim that would find
+// nothing does not queue beside the writes that do work.
 func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) {
 	if s.dialect != Postgres {
+		if found, err := AnyRunnable(ctx, s.Reader(), spec.Predicate, spec.Args...); err != nil || !found {
+			return nil, err
+		}
 		var got []Claimed
 		err := s.Write(ctx, func(tx *Tx) error {
 			spec.Limit = 1
@@ -250,6 +255,19 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 		s.relaxed = db
 	})
 	return s.relaxed, s.relaxedErr
+}
+
+// AnyRunnable reports whether some row matches the runnable predicate (over `t` and `r`, as
+// ClaimSpec's), read without a lock: a worker's look before it opens the transaction that would
+// lock and claim one. It decides nothing but whether to look: the claim reads the rows again
+// under its lock.
+func AnyRunnable(ctx context.Context, q Querier, predicate string, args ...any) (bool, error) {
+	var one int
+	err := notFound(q.Get(ctx, &one, `SELECT 1 FROM tasks t JOIN runs r ON r.id = t.run_id WHERE `+predicate+` LIMIT 1`, args...))
+	if err == ErrNotFound {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // LockRunWithRunnable finds a run that has a row matching the runnable predicate (over `t` and `r`,
