@@ -135,7 +135,8 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 	}
 	var s *sealed
 	var opts requestOptions
-	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+	// Relaxed: the settle that follows is synchronous (store.Store.WriteRelaxed).
+	err := e.writeWith(ctx, e.store.WriteRelaxed, func(tx *store.Tx, fx *effects) error {
 		var err error
 		s, err = e.assemble(ctx, tx, run, t, ts, m)
 		if err != nil {

@@ -254,11 +254,16 @@ const maxTxRetries = 3
 
 // write runs fn in one transaction and, once it commits, delivers its effects.
 func (e *Engine) write(ctx context.Context, fn func(tx *store.Tx, fx *effects) error) error {
+	return e.writeWith(ctx, e.store.Write, fn)
+}
+
+// writeWith is write on the store's write (store.Store.Write or WriteRelaxed).
+func (e *Engine) writeWith(ctx context.Context, write func(context.Context, func(*store.Tx) error) error, fn func(tx *store.Tx, fx *effects) error) error {
 	var fx *effects
 	var err error
 	for attempt := 0; attempt < maxTxRetries; attempt++ {
 		fx = &effects{}
-		err = e.store.Write(ctx, func(tx *store.Tx) error { return fn(tx, fx) })
+		err = write(ctx, func(tx *store.Tx) error { return fn(tx, fx) })
 		if errors.Is(err, store.ErrRetryable) {
 			continue
 		}

@@ -39,13 +39,13 @@ type ClaimSpec struct {
 	// stored as claimed_instance so that a survivor can release the claims of a dead one; empty
 	// (NULL) for an executor's claim, which the claim's deadline alone settles.
 	Instance string
-	// Relaxed lets a PostgreSQL claim commit without waiting for its WAL flush
-	// (synchronous_commit = off). It is for claims whose every effect is itself a later,
-	// synchronous write to this database, as the kernel's are: that write flushes the WAL up to
-	// and including the claim, so a claim lost in a database crash took nothing durable with it
-	// and the row is simply claimed again. An executor's claim hands its token to the outside
-	// world and must not be relaxed. The flush is most of a claim's latency (B8). Only ClaimOne
-	// reads it: Claim runs in the caller's transaction, which commits as the caller decides.
+	// Relaxed lets a claim commit without waiting for its flush to disk (Store.WriteRelaxed).
+	// It is for claims whose every effect is itself a later, synchronous write to this
+	// database, as the kernel's are: that write flushes the log up to and including the claim,
+	// so a claim lost in a database crash took nothing durable with it and the row is simply
+	// claimed again. An executor's claim hands its token to the outside world and must not be
+	// relaxed. The flush is most of a claim's latency (B8). Only ClaimOne reads it: Claim runs
+	// in the caller's transaction, which commits as the caller decides.
 	Relaxed bool
 	// CountAttemptKind, when set, increments attempts on taken rows of that kind (model tasks
 	// count their claims, docs/development.md#how-the-kernel-runs-work).
@@ -152,7 +152,11 @@ func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) 
 			return nil, err
 		}
 		var got []Claimed
-		err := s.Write(ctx, func(tx *Tx) error {
+		write := s.Write
+		if spec.Relaxed {
+			write = s.WriteRelaxed
+		}
+		err := write(ctx, func(tx *Tx) error {
 			spec.Limit = 1
 			var err error
 			got, err = Claim(ctx, tx, spec)
@@ -229,9 +233,10 @@ RETURNING id, run_id, task_key, kind, claim_generation, deadline_at`, args...)
 	return &c, nil
 }
 
-// relaxedPoolSize bounds the relaxed-claim connections: claims are short single statements, and
-// a few connections serve a whole worker pool.
-const relaxedPoolSize = 4
+// relaxedPoolSize bounds the relaxed-write connections: a kernel claim is one statement and a
+// round's seal one short transaction, so as many connections as the default kernel worker pool
+// has workers (eight) never make a worker wait; a larger pool queues its seals here.
+const relaxedPoolSize = 8
 
 // relaxedPool opens the pool whose sessions run with synchronous_commit = off.
 func (s *Store) relaxedPool() (*sqlx.DB, error) {
