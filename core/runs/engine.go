@@ -191,9 +191,10 @@ func (e *Engine) nowMS() int64 { return e.now().UnixMilli() }
 // effects collects what a transaction owes the world once it commits: kernel wake-ups,
 // executor signals, evaluations to abandon.
 type effects struct {
-	// kernel counts kernel rows made runnable; one NOTIFY per transaction is enough, but as
-	// many workers are woken as there are rows.
+	// kernel counts kernel rows made runnable; one NOTIFY per transaction is enough (wake, its
+	// payload, sent after the commit), but as many workers are woken as there are rows.
 	kernel    int
+	wake      string
 	available []signalRow
 	canceled  []signalRow
 	abandon   []int64
@@ -224,14 +225,22 @@ type signalRow struct {
 	executors              []string
 }
 
-// wakeKernel records that a kernel row became runnable and notifies other instances when the
-// transaction commits (PostgreSQL delivers NOTIFY only on commit).
-func (e *Engine) wakeKernel(ctx context.Context, tx *store.Tx, fx *effects, runPublicID, key string) error {
+// wakeKernel records that a kernel row became runnable: this instance's workers are kicked
+// once the transaction commits and the other instances are told through a NOTIFY queued then
+// (store.Store.NotifyLater), so that the committing transaction waits for no round trip of it.
+// A wake-up is a hint (docs/development.md#how-the-kernel-runs-work): a lost one costs the
+// other instances a poll, never work.
+func (e *Engine) wakeKernel(fx *effects, runPublicID, key string) {
 	fx.kernel++
-	if fx.kernel > 1 {
-		return nil
+	if fx.kernel == 1 {
+		fx.wake = kernelWake(e.inst.row.ID, runPublicID, key)
 	}
-	return store.Notify(ctx, tx, e.channel, kernelWake(e.inst.row.ID, runPublicID, key))
+}
+
+// lostWake logs a kernel wake-up the other instances were not sent: they find the row by their
+// poll instead.
+func (e *Engine) lostWake(err error) {
+	e.log.Warn("notifying other instances of kernel work failed", "error", err)
 }
 
 // kernelWake is a kernel wake-up's payload (docs/development.md#how-the-kernel-runs-work), compact
@@ -288,6 +297,9 @@ func (e *Engine) afterCommit(ctx context.Context, fx *effects) {
 func (e *Engine) deliver(fx *effects) {
 	if fx.kernel > 0 {
 		e.Kick(fx.kernel)
+	}
+	if fx.wake != "" {
+		e.store.NotifyLater(e.channel, fx.wake, e.lostWake)
 	}
 	if e.signal != nil {
 		for _, s := range fx.available {

@@ -464,7 +464,8 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 			return err
 		}
 		fx.abandon = append(fx.abandon, t.ID)
-		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
+		e.wakeKernel(fx, run.PublicID, t.Key)
+		return nil
 	}
 	if err := e.signalCanceled(ctx, tx, fx, run, t, CancelExpired); err != nil {
 		return err
