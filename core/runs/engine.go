@@ -225,11 +225,9 @@ type signalRow struct {
 	executors              []string
 }
 
-// wakeKernel records that a kernel row became runnable: this instance's workers are kicked
-// once the transaction commits and the other instances are told through a NOTIFY queued then
-// (store.Store.NotifyLater), so that the committing transaction waits for no round trip of it.
-// A wake-up is a hint (docs/development.md#how-the-kernel-runs-work): a lost one costs the
-// other instances a poll, never work.
+// wakeKernel records that a kernel row became runnable: after the commit this instance's workers
+// are kicked and the others told by a queued NOTIFY (store.Store.NotifyLater), a hint whose loss
+// costs a poll, never work (docs/development.md#how-the-kernel-runs-work).
 func (e *Engine) wakeKernel(fx *effects, runPublicID, key string) {
 	fx.kernel++
 	if fx.kernel == 1 {
