@@ -7,6 +7,7 @@ import (
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
@@ -92,6 +93,6 @@ const (
 // Row kinds and addressing roles as the executor plane serves them
 // (docs/api.md#the-executor-plane).
 const (
-	RoleRunner       = "runner"
-	RoleToolProvider = "tool_provider"
+	RoleRunner       = store.ExecutorRunner
+	RoleToolProvider = store.ExecutorToolProvider
 )
