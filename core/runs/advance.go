@@ -178,7 +178,8 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 			return err
 		}
 		t.Status = StatusRunning
-		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
+		e.wakeKernel(fx, run.PublicID, t.Key)
+		return nil
 	case KindTool:
 		rules, err := storedRules(run.ApprovalRules)
 		if err != nil {
@@ -243,7 +244,8 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 	}
 	t.Status = status
 	if status == StatusRunning {
-		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
+		e.wakeKernel(fx, run.PublicID, t.Key)
+		return nil
 	}
 	ids, err := e.addressees(ctx, tx, run, t)
 	if err != nil {

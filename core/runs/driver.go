@@ -50,11 +50,7 @@ func (emptyToolset) FrozenSkill(string, string) (declare.SkillEntry, bool) {
 // evaluateModel runs one claimed model round (docs/development.md#how-the-kernel-runs-work): seal
 // (or replay the seal), call the provider, settle and expand under the claim.
 func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
-	t, err := store.TaskByID(ctx, e.store.Reader(), c.ID)
-	if err != nil {
-		return err
-	}
-	run, err := store.RunByID(ctx, e.store.Reader(), t.RunID)
+	run, t, err := store.TaskAndRunByID(ctx, e.store.Reader(), c.ID)
 	if err != nil {
 		return err
 	}
@@ -109,7 +105,7 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 		}
 		return e.failModel(ctx, c, te)
 	}
-	return e.settleModel(ctx, c, m, ts, resp)
+	return e.settleModel(ctx, c, t, m, ts, resp)
 }
 
 // sealRound seals the round once; a later attempt replays the stored request unchanged, its
@@ -139,7 +135,8 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 	}
 	var s *sealed
 	var opts requestOptions
-	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
+	// Relaxed: the settle that follows is synchronous (store.Store.WriteRelaxed).
+	err := e.writeWith(ctx, e.store.WriteRelaxed, func(tx *store.Tx, fx *effects) error {
 		var err error
 		s, err = e.assemble(ctx, tx, run, t, ts, m)
 		if err != nil {
@@ -200,14 +197,10 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, 
 				return err
 			}
 		}
-		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-		if err != nil {
-			return err
-		}
 		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), store.Assign{Col: "status", Val: StatusFailed},
 			store.Assign{Col: "error_key", Val: te.Key}, store.Assign{Col: "error_detail", Val: nullable(te.Detail)},
 			store.Assign{Col: "output", Val: ""}, store.Assign{Col: "completed_at", Val: e.nowMS()},
-			store.Assign{Col: "settle_seq", Val: seq})
+			store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
 		if err != nil || !ok {
 			return err
 		}
@@ -235,19 +228,15 @@ func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
 }
 
 // settleModel stores the answer and expands it (docs/development.md#how-the-kernel-runs-work) in
-// the transaction that settles the round, under the run's lock and the claim.
-func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, m model.Model, ts Toolset, resp *model.Response) error {
+// the transaction that settles the round, under the run's lock and the claim. t is the round as
+// read when it was claimed: what expansion reads of it (key, round, lineage, model, tools) never
+// changes, and the settling update's claim guard is what decides that the round is still
+// running on this claim (errLostClaim rolls back every row written before it).
+func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Task, m model.Model, ts Toolset, resp *model.Response) error {
 	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		run, err := store.LockRun(ctx, tx, c.RunID)
 		if err != nil {
 			return err
-		}
-		t, err := store.TaskByID(ctx, tx, c.ID)
-		if err != nil {
-			return err
-		}
-		if t.Status != StatusRunning || t.ClaimGeneration != c.Generation {
-			return nil
 		}
 		now := e.nowMS()
 		cost, _ := m.Cost(resp.Usage)
@@ -288,11 +277,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, m model.Mode
 			set = append(set, store.Assign{Col: "error_key", Val: expandErr.Key}, store.Assign{Col: "error_detail", Val: expandErr.Detail})
 			expand = false
 		}
-		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-		if err != nil {
-			return err
-		}
-		set = append(set, store.Assign{Col: "status", Val: status}, store.Assign{Col: "settle_seq", Val: seq})
+		set = append(set, store.Assign{Col: "status", Val: status}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
 		if expand {
 			calls, err := e.expand(ctx, tx, run, t, ts, resp, finish, now)
 			if err != nil {
@@ -315,10 +300,9 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, m model.Mode
 // them all, moves the deliverable and re-points readers of the expanding round.
 func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, error) {
 	n, callPrefix, contKey := roundKeys(run, t)
+	var runSet []store.Assign // written once, after the rows
 	if t.Mainline {
-		if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "mainline_round_counter", Val: n}); err != nil {
-			return nil, err
-		}
+		runSet = append(runSet, store.Assign{Col: "mainline_round_counter", Val: n})
 		run.MainlineRoundCounter = n
 	}
 	ids := make([]string, len(resp.ToolCalls))
@@ -347,10 +331,13 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		return nil, err
 	}
 	if run.DeliverableTaskKey == t.Key {
-		if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "deliverable_task_key", Val: contKey}); err != nil {
+		runSet = append(runSet, store.Assign{Col: "deliverable_task_key", Val: contKey})
+		run.DeliverableTaskKey = contKey
+	}
+	if len(runSet) > 0 {
+		if err := store.SetRun(ctx, tx, run.ID, runSet...); err != nil {
 			return nil, err
 		}
-		run.DeliverableTaskKey = contKey
 	}
 	if err := e.repoint(ctx, tx, run, t.Key, contKey, fan); err != nil {
 		return nil, err

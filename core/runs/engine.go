@@ -191,9 +191,10 @@ func (e *Engine) nowMS() int64 { return e.now().UnixMilli() }
 // effects collects what a transaction owes the world once it commits: kernel wake-ups,
 // executor signals, evaluations to abandon.
 type effects struct {
-	// kernel counts kernel rows made runnable; one NOTIFY per transaction is enough, but as
-	// many workers are woken as there are rows.
+	// kernel counts kernel rows made runnable; one NOTIFY per transaction is enough (wake, its
+	// payload, sent after the commit), but as many workers are woken as there are rows.
 	kernel    int
+	wake      string
 	available []signalRow
 	canceled  []signalRow
 	abandon   []int64
@@ -224,25 +225,32 @@ type signalRow struct {
 	executors              []string
 }
 
-// wakeKernel records that a kernel row became runnable and notifies other instances when the
-// transaction commits (PostgreSQL delivers NOTIFY only on commit).
-func (e *Engine) wakeKernel(ctx context.Context, tx *store.Tx, fx *effects, runPublicID, key string) error {
+// wakeKernel records that a kernel row became runnable: after the commit this instance's workers
+// are kicked and the others told by a queued NOTIFY (store.Store.NotifyLater), a hint whose loss
+// costs a poll, never work (docs/development.md#how-the-kernel-runs-work).
+func (e *Engine) wakeKernel(fx *effects, runPublicID, key string) {
 	fx.kernel++
-	if fx.kernel > 1 {
-		return nil
+	if fx.kernel == 1 {
+		fx.wake = kernelWake(e.inst.row.ID, runPublicID, key)
 	}
-	return store.Notify(ctx, tx, e.channel, kernelWake(runPublicID, key))
+}
+
+// lostWake logs a kernel wake-up the other instances were not sent: they find the row by their
+// poll instead.
+func (e *Engine) lostWake(err error) {
+	e.log.Warn("notifying other instances of kernel work failed", "error", err)
 }
 
 // kernelWake is a kernel wake-up's payload (docs/development.md#how-the-kernel-runs-work), compact
-// JSON.
-func kernelWake(runPublicID, key string) string {
+// JSON; origin is the sending instance, which kicked its own workers at commit.
+func kernelWake(origin, runPublicID, key string) string {
 	payload, _ := json.Marshal(struct {
 		Kind      string   `json:"kind"`
 		Run       string   `json:"run_public_id"`
 		Key       string   `json:"task_key"`
 		Executors []string `json:"executor_public_ids"`
-	}{"kernel", runPublicID, key, []string{}})
+		Origin    string   `json:"origin"`
+	}{"kernel", runPublicID, key, []string{}, origin})
 	return string(payload)
 }
 
@@ -253,11 +261,16 @@ const maxTxRetries = 3
 
 // write runs fn in one transaction and, once it commits, delivers its effects.
 func (e *Engine) write(ctx context.Context, fn func(tx *store.Tx, fx *effects) error) error {
+	return e.writeWith(ctx, e.store.Write, fn)
+}
+
+// writeWith is write on the store's write (store.Store.Write or WriteRelaxed).
+func (e *Engine) writeWith(ctx context.Context, write func(context.Context, func(*store.Tx) error) error, fn func(tx *store.Tx, fx *effects) error) error {
 	var fx *effects
 	var err error
 	for attempt := 0; attempt < maxTxRetries; attempt++ {
 		fx = &effects{}
-		err = e.store.Write(ctx, func(tx *store.Tx) error { return fn(tx, fx) })
+		err = write(ctx, func(tx *store.Tx) error { return fn(tx, fx) })
 		if errors.Is(err, store.ErrRetryable) {
 			continue
 		}
@@ -282,6 +295,9 @@ func (e *Engine) afterCommit(ctx context.Context, fx *effects) {
 func (e *Engine) deliver(fx *effects) {
 	if fx.kernel > 0 {
 		e.Kick(fx.kernel)
+	}
+	if fx.wake != "" {
+		e.store.NotifyLater(e.channel, fx.wake, e.lostWake)
 	}
 	if e.signal != nil {
 		for _, s := range fx.available {

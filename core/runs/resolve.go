@@ -59,12 +59,8 @@ func (e *Engine) answerAsk(ctx context.Context, tx *store.Tx, run *store.Run, aw
 		}
 	}
 	output := res.Output(func(id string) bool { return media[strings.ToLower(id)] })
-	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-	if err != nil {
-		return err
-	}
 	set := []store.Assign{{Col: "is_error", Val: res.IsError}, {Col: "output", Val: output},
-		{Col: "resolved_by", Val: *jsonText(by)}, {Col: "completed_at", Val: now}, {Col: "settle_seq", Val: seq}}
+		{Col: "resolved_by", Val: *jsonText(by)}, {Col: "completed_at", Val: now}, {Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)}}
 	if c := res.ContentJSON(); c != nil {
 		set = append(set, store.Assign{Col: "content", Val: string(c)})
 	}

@@ -91,10 +91,11 @@ func (h wakeHandler) Notified(payload string) {
 	if !strings.Contains(payload, `"kind":"kernel"`) {
 		return
 	}
+	// A wake-up this instance sent was kicked here when its transaction committed.
 	var p struct {
-		Kind string `json:"kind"`
+		Kind, Origin string
 	}
-	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" {
+	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" && p.Origin != h.e.inst.row.ID {
 		h.e.Kick(1)
 	}
 }
@@ -199,6 +200,11 @@ const kernelToolRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.
 // flushes, and a process that dies mid-call leaves the row unclaimed and runnable at once
 // instead of parked until its deadline. It reports whether a row ran.
 func (e *Engine) RunNextKernelTool(ctx context.Context) (bool, error) {
+	// Most looks find nothing: they read without opening a write transaction, and a row made
+	// runnable after the look kicks a worker once its transaction commits.
+	if found, err := store.AnyRunnable(ctx, e.store.Reader(), kernelToolRunnable, false, e.nowMS()); err != nil || !found {
+		return false, err
+	}
 	ran := false
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		ran = false
@@ -259,10 +265,6 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 // settleKernel settles a claimed kernel tool row with its outcome, under its claim, then runs
 // readiness.
 func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, c *store.Claimed, out *KernelOutcome) error {
-	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-	if err != nil {
-		return err
-	}
 	var set []store.Assign
 	if out.Failure != nil {
 		set = []store.Assign{{Col: "status", Val: StatusFailed}, {Col: "error_key", Val: out.Failure.Key},
@@ -275,7 +277,7 @@ func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, ru
 		set = []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: r.IsError}}
 		set = append(set, resultColumns(r.Content, r.StructuredContent, r.Title, nil)...)
 	}
-	set = append(set, store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: seq})
+	set = append(set, store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
 	ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
 	if err != nil {
 		return err
@@ -462,7 +464,8 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 			return err
 		}
 		fx.abandon = append(fx.abandon, t.ID)
-		return e.wakeKernel(ctx, tx, fx, run.PublicID, t.Key)
+		e.wakeKernel(fx, run.PublicID, t.Key)
+		return nil
 	}
 	if err := e.signalCanceled(ctx, tx, fx, run, t, CancelExpired); err != nil {
 		return err

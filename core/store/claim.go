@@ -39,13 +39,13 @@ type ClaimSpec struct {
 	// stored as claimed_instance so that a survivor can release the claims of a dead one; empty
 	// (NULL) for an executor's claim, which the claim's deadline alone settles.
 	Instance string
-	// Relaxed lets a PostgreSQL claim commit without waiting for its WAL flush
-	// (synchronous_commit = off). It is for claims whose every effect is itself a later,
-	// synchronous write to this database, as the kernel's are: that write flushes the WAL up to
-	// and including the claim, so a claim lost in a database crash took nothing durable with it
-	// and the row is simply claimed again. An executor's claim hands its token to the outside
-	// world and must not be relaxed. The flush is most of a claim's latency (B8). Only ClaimOne
-	// reads it: Claim runs in the caller's transaction, which commits as the caller decides.
+	// Relaxed lets a claim commit without waiting for its flush to disk (Store.WriteRelaxed).
+	// It is for claims whose every effect is itself a later, synchronous write to this
+	// database, as the kernel's are: that write flushes the log up to and including the claim,
+	// so a claim lost in a database crash took nothing durable with it and the row is simply
+	// claimed again. An executor's claim hands its token to the outside world and must not be
+	// relaxed. The flush is most of a claim's latency (B8). Only ClaimOne reads it: Claim runs
+	// in the caller's transaction, which commits as the caller decides.
 	Relaxed bool
 	// CountAttemptKind, when set, increments attempts on taken rows of that kind (model tasks
 	// count their claims, docs/development.md#how-the-kernel-runs-work).
@@ -143,11 +143,20 @@ WHERE id = ? RETURNING claim_generation, deadline_at`,
 // claim door uses. On PostgreSQL it is one autocommitted statement,
 // `UPDATE … WHERE id = (SELECT … FOR UPDATE OF t SKIP LOCKED) RETURNING …`: the same lock, the
 // same compare-free take, in one round trip instead of four, which is most of a wake-up's
-// latency. On SQLite it is Claim inside the writer's immediate transaction.
+// latency. On SQLite it is Claim inside the writer's immediate transaction, which takes the one
+// write lock: a look on a reader (AnyRunnable) comes first, so that a claim that would find
+// nothing does not queue beside the writes that do work.
 func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) {
 	if s.dialect != Postgres {
+		if found, err := AnyRunnable(ctx, s.Reader(), spec.Predicate, spec.Args...); err != nil || !found {
+			return nil, err
+		}
 		var got []Claimed
-		err := s.Write(ctx, func(tx *Tx) error {
+		write := s.Write
+		if spec.Relaxed {
+			write = s.WriteRelaxed
+		}
+		err := write(ctx, func(tx *Tx) error {
 			spec.Limit = 1
 			var err error
 			got, err = Claim(ctx, tx, spec)
@@ -224,9 +233,10 @@ RETURNING id, run_id, task_key, kind, claim_generation, deadline_at`, args...)
 	return &c, nil
 }
 
-// relaxedPoolSize bounds the relaxed-claim connections: claims are short single statements, and
-// a few connections serve a whole worker pool.
-const relaxedPoolSize = 4
+// relaxedPoolSize bounds the relaxed-write connections: a kernel claim is one statement and a
+// round's seal one short transaction, so as many connections as the default kernel worker pool
+// has workers (eight) never make a worker wait; a larger pool queues its seals here.
+const relaxedPoolSize = 8
 
 // relaxedPool opens the pool whose sessions run with synchronous_commit = off.
 func (s *Store) relaxedPool() (*sqlx.DB, error) {
@@ -250,6 +260,19 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 		s.relaxed = db
 	})
 	return s.relaxed, s.relaxedErr
+}
+
+// AnyRunnable reports whether some row matches the runnable predicate (over `t` and `r`, as
+// ClaimSpec's), read without a lock: a worker's look before it opens the transaction that would
+// lock and claim one. It decides nothing but whether to look: the claim reads the rows again
+// under its lock.
+func AnyRunnable(ctx context.Context, q Querier, predicate string, args ...any) (bool, error) {
+	var one int
+	err := notFound(q.Get(ctx, &one, `SELECT 1 FROM tasks t JOIN runs r ON r.id = t.run_id WHERE `+predicate+` LIMIT 1`, args...))
+	if err == ErrNotFound {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // LockRunWithRunnable finds a run that has a row matching the runnable predicate (over `t` and `r`,

@@ -303,3 +303,62 @@ func TestLockTaskOfRun(t *testing.T) {
 		}
 	})
 }
+
+// TestAnyRunnable: the lock-free look answers whether a claim would find a row, and neither
+// claims nor locks anything: the row is still claimed afterwards, and once it is, the look
+// finds nothing.
+func TestAnyRunnable(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable); err != nil || found {
+			t.Fatalf("empty store: %v, %v", found, err)
+		}
+		r := seedRun(t, s, 1)
+		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable+` AND t.run_id = ?`, r.ID); err != nil || !found {
+			t.Fatalf("a runnable row: %v, %v", found, err)
+		}
+		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable+` AND t.run_id = ?`, r.ID+1); err != nil || found {
+			t.Fatalf("another run's predicate: %v, %v", found, err)
+		}
+		c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: `{"kernel":true}`})
+		if err != nil || c == nil {
+			t.Fatalf("claim after the look: %v, %v", c, err)
+		}
+		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable); err != nil || found {
+			t.Fatalf("after the claim: %v, %v", found, err)
+		}
+		if c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 11, ClaimedBy: `{"kernel":true}`}); err != nil || c != nil {
+			t.Fatalf("a second claim: %v, %v", c, err)
+		}
+	})
+}
+
+// TestTaskAndRunByID: the joined read answers the row and its run as the separate reads do,
+// and ErrNotFound for an unknown row.
+func TestTaskAndRunByID(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		r := seedRun(t, s, 2)
+		ctx := context.Background()
+		tasks, err := store.TraceTasks(ctx, s.Reader(), r.ID)
+		if err != nil || len(tasks) != 2 {
+			t.Fatalf("tasks %d, %v", len(tasks), err)
+		}
+		wantTask, err := store.TaskByID(ctx, s.Reader(), tasks[1].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRun, err := store.RunByID(ctx, s.Reader(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, task, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID)
+		if err != nil || !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) {
+			t.Fatalf("joined read\n%+v\n%+v\nwant\n%+v\n%+v (%v)", run, task, wantRun, wantTask, err)
+		}
+		if _, _, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID+100); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("unknown row: %v", err)
+		}
+	})
+}

@@ -187,6 +187,23 @@ func creatorInWorkspaceSQL(d Dialect) string {
   ELSE TRUE END AS creator_in_workspace`
 }
 
+// TaskAndRunByID reads a task row and its run in one statement, without a lock: what a kernel
+// worker reads of the row it claimed before it seals the row's request.
+func TaskAndRunByID(ctx context.Context, q Querier, taskID int64) (*Run, *Task, error) {
+	cols := make([]string, len(taskColumns))
+	for i, c := range taskColumns {
+		cols[i] = "t." + c
+	}
+	var row taskAndRun
+	err := q.Get(ctx, &row, `SELECT `+strings.Join(cols, ", ")+`, `+runOfTaskColumns+`
+FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
+WHERE t.id = ?`, taskID)
+	if err != nil {
+		return nil, nil, notFound(err)
+	}
+	return &row.Run, &row.Task, nil
+}
+
 // LockTaskOfRun is RunByPublicID then LockTaskByKey in one statement: the workspace's run named
 // by public id, read without its lock, and its row by key under the row's lock (PostgreSQL FOR
 // UPDATE OF the task alone). The run's columns are read as the statement starts, before any

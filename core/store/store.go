@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -49,7 +50,8 @@ type Store struct {
 	channelSuffix string
 	// onClose runs after the pools close (the test harness drops its schema there).
 	onClose []func()
-	// relaxed is the PostgreSQL pool of relaxed claims (ClaimSpec.Relaxed), opened on first use.
+	// relaxed is the PostgreSQL pool of relaxed writes (WriteRelaxed, ClaimSpec.Relaxed), opened on
+	// first use.
 	relaxedOnce sync.Once
 	relaxed     *sqlx.DB
 	relaxedErr  error
@@ -170,8 +172,46 @@ type Tx struct {
 // a lock upgrade; on PostgreSQL it runs at READ COMMITTED and repositories lock what they change.
 // A write the database refused for a conflict with another transaction returns an error that
 // matches ErrRetryable.
-func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) (err error) {
-	sqlTx, err := s.writer.BeginTxx(ctx, nil)
+func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.writeIn(ctx, s.writer.BeginTxx, fn)
+}
+
+// WriteRelaxed is Write for a transaction whose commit need not wait for its flush to disk:
+// one whose every effect is itself followed by a synchronous write of this database before
+// anything acts on it, as the kernel's claims and seals are (docs/development.md#how-the-kernel-runs-work).
+// That later commit flushes the log up to and including this one, so a database crash between
+// them loses only what is then done again (the row is claimed and sealed anew); a process crash
+// loses nothing. On PostgreSQL it runs on the relaxed pool (synchronous_commit = off); on SQLite,
+// on the one writer connection with synchronous = NORMAL for this transaction alone (in WAL mode
+// a commit then skips its fsync), set back to FULL before the connection serves anyone else.
+func (s *Store) WriteRelaxed(ctx context.Context, fn func(tx *Tx) error) error {
+	if s.dialect == Postgres {
+		db, err := s.relaxedPool()
+		if err != nil {
+			return err
+		}
+		return s.writeIn(ctx, db.BeginTxx, fn)
+	}
+	conn, err := s.writer.Connx(ctx)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return fmt.Errorf("store: relax: %w", err)
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
+			// A connection that cannot be made durable again is discarded, never reused.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return s.writeIn(ctx, conn.BeginTxx, fn)
+}
+
+// writeIn is Write's transaction, begun by begin.
+func (s *Store) writeIn(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sqlx.Tx, error), fn func(tx *Tx) error) (err error) {
+	sqlTx, err := begin(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}

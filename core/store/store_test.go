@@ -211,3 +211,61 @@ func parseMigrations(t *testing.T, dir string) []store.Column {
 	})
 	return out
 }
+
+// TestWriteRelaxed: a relaxed write commits like any other and rolls back on an error; only its
+// own transaction runs without waiting for the flush (PostgreSQL synchronous_commit off, SQLite
+// synchronous NORMAL), and every ordinary write after it is synchronous again.
+func TestWriteRelaxed(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		setting := `SHOW synchronous_commit`
+		relaxed, durable := "off", "on"
+		if s.Dialect() == store.SQLite {
+			setting, relaxed, durable = `PRAGMA synchronous`, "1", "2" // NORMAL, FULL
+		}
+		read := func(tx *store.Tx) string {
+			var v string
+			if err := tx.Get(ctx, &v, setting); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		w := &store.Workspace{PublicID: store.NewPublicID(), Handle: "relaxed", Name: "R"}
+		err := s.WriteRelaxed(ctx, func(tx *store.Tx) error {
+			if got := read(tx); got != relaxed {
+				t.Errorf("inside a relaxed write: %s = %s, want %s", setting, got, relaxed)
+			}
+			return store.InsertWorkspace(ctx, tx, w)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := errors.New("refused")
+		if err := s.WriteRelaxed(ctx, func(tx *store.Tx) error {
+			if err := store.InsertWorkspace(ctx, tx, &store.Workspace{PublicID: store.NewPublicID(), Handle: "rolled", Name: "R"}); err != nil {
+				return err
+			}
+			return refused
+		}); !errors.Is(err, refused) {
+			t.Fatalf("a failing relaxed write: %v", err)
+		}
+		for range 3 {
+			if err := s.Write(ctx, func(tx *store.Tx) error {
+				if got := read(tx); got != durable {
+					t.Errorf("an ordinary write after relaxed ones: %s = %s, want %s", setting, got, durable)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var handles []string
+		if err := s.Reader().Select(ctx, &handles, `SELECT handle FROM workspaces WHERE handle IN ('relaxed', 'rolled')`); err != nil {
+			t.Fatal(err)
+		}
+		if len(handles) != 1 || handles[0] != "relaxed" {
+			t.Fatalf("workspaces after the writes: %v", handles)
+		}
+	})
+}
