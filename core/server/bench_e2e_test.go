@@ -255,9 +255,15 @@ const (
 	kernelClaimant   = `{"kernel":true}`
 )
 
+// rawClaimTimeout is the clock of the baseline's claims, as the kernel's model timeout is of its
+// own: a claim without one would be past its deadline at once, and the server's sweeper would
+// lock the baseline's rows and settle them by the expiry rule while the baseline writes them.
+const rawClaimTimeout = 10 * time.Minute
+
 func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by string, now int64) error {
 	return r.st.Write(ctx, func(tx *store.Tx) error {
-		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: predicate, Args: []any{true, id}, Limit: 1, Now: now, ClaimedBy: by})
+		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: predicate, Args: []any{true, id}, Limit: 1, Now: now, ClaimedBy: by,
+			DefaultTimeoutMS: rawClaimTimeout.Milliseconds()})
 		if err == nil && len(got) != 1 {
 			err = fmt.Errorf("raw claim of task %d took %d rows", id, len(got))
 		}
