@@ -145,12 +145,7 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		now := e.nowMS()
 		opts = optionsFor(ts.Offered(target(m)), s.entries, m)
 		s.seal(m.Ref, now, opts)
-		id, size, err := store.InsertSealed(ctx, tx, t.ID, c.Generation, s.parts, now)
-		if err != nil {
-			return err
-		}
-		ok, err := store.SetTask(ctx, tx, t.ID, e.guard(c), store.Assign{Col: "sealed_request_id", Val: id},
-			store.Assign{Col: "request_bytes", Val: size}, store.Assign{Col: "history_entries", Val: s.historyCount})
+		_, ok, err := store.SealTask(ctx, tx, t.ID, c.Generation, s.parts, now, e.guard(c), store.Assign{Col: "history_entries", Val: s.historyCount})
 		if err != nil {
 			return err
 		}

@@ -271,12 +271,10 @@ func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by strin
 	})
 }
 
+// settleModel seals the round and settles it with the statements the server seals with.
 func (r *rawRun) settleModel(ctx context.Context, tx *store.Tx, id, now int64) error {
-	sealed, _, err := store.InsertSealed(ctx, tx, id, 1, r.sealed, now)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `UPDATE tasks SET status = 'completed', sealed_request_id = ?, output = 'done', completed_at = ? WHERE id = ?`, sealed, now, id)
+	_, _, err := store.SealTask(ctx, tx, id, 1, r.sealed, now, nil, store.Assign{Col: "status", Val: "completed"},
+		store.Assign{Col: "output", Val: "done"}, store.Assign{Col: "completed_at", Val: now})
 	return err
 }
 
