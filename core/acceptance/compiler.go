@@ -93,7 +93,7 @@ func (c *Compiler) AcceptStep(ctx context.Context, q store.Querier, in *runs.Ste
 func (c *Compiler) Open(toolDefinitions, skillCatalog []byte) (runs.Toolset, error) {
 	set, err := c.C.Compile(toolDefinitions)
 	if err != nil {
-		return nil, err
+		return nil, declare.Fault(err)
 	}
 	var cat declare.SkillCatalog
 	if s := strings.TrimSpace(string(skillCatalog)); s != "" && s != "null" {

@@ -1,6 +1,7 @@
 package declare
 
 import (
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -61,13 +62,13 @@ func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 	var selected *Runner
 	if in.Selection != "" {
 		if requested && !containsRunner(im.RunnerExecutorPublicIDs, in.Selection) {
-			return nil, &Refusal{Word: WordRunnerNotDeclared, Field: FieldDefaultRunner, Index: -1, RunnerID: in.Selection,
-				Detail: "the selected Runner is not one of runner_executor_public_ids"}
+			return nil, rooted(WordRunnerNotDeclared, FieldDefaultRunner, FieldDefaultRunner, acceptanceFacts{runnerID: in.Selection},
+				"the selected Runner is not one of runner_executor_public_ids")
 		}
 		selected = runners[lowerID(in.Selection)]
 		if selected == nil || !selected.Eligible {
-			return nil, &Refusal{Word: WordRunnerNotEligible, Field: FieldDefaultRunner, Index: -1, RunnerID: in.Selection,
-				Detail: "the selected Runner is unknown or not eligible"}
+			return nil, rooted(WordRunnerNotEligible, FieldDefaultRunner, FieldDefaultRunner, acceptanceFacts{runnerID: in.Selection},
+				"the selected Runner is unknown or not eligible")
 		}
 	}
 
@@ -80,7 +81,7 @@ func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 	for j, name := range im.KernelTools {
 		t := c.byCanonical(name)
 		if t == nil {
-			return nil, refuse(WordInvalid, FieldKernelTools, j, indexPath("", j), "%s names no kernel tool", quote(name))
+			return nil, refuse(WordInvalid, FieldKernelTools, indexPath("", j), "%s names no kernel tool", quote(name))
 		}
 		if taken[t.entry.Wire] {
 			continue
@@ -98,7 +99,7 @@ func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 	}
 	// 4. Narrowing.
 	if in.ToolNames != nil {
-		var r *Refusal
+		var r *refusal.Error
 		if entries, r = narrowEntries(entries, in.ToolNames); r != nil {
 			return nil, r
 		}
@@ -118,8 +119,8 @@ func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 	}
 	// 7. Bound.
 	if n := set.EncodedSize(); n > MaxDeclarationBytes {
-		return nil, &Refusal{Word: WordContentTooLarge, Field: FieldToolDefinitions, Index: -1, Assembled: true,
-			Detail: "the assembled declaration is " + itoa(n) + " bytes; the bound is " + itoa(MaxDeclarationBytes)}
+		return nil, assembledRefusal(WordContentTooLarge, FieldToolDefinitions, acceptanceFacts{},
+			"the assembled declaration is "+itoa(n)+" bytes; the bound is "+itoa(MaxDeclarationBytes))
 	}
 	// 8. Freeze.
 	return &Frozen{
@@ -160,7 +161,7 @@ func containsRunner(ids []string, id string) bool {
 // entries (docs/agent-tools.md#declaring-tools). A served name that collides with a callable
 // already in the set, or with any kernel spelling, gets its qualified name; a qualified name that
 // still collides is refused.
-func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]bool) ([]entry, *Refusal) {
+func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]bool) ([]entry, *refusal.Error) {
 	var allowed map[string]bool
 	if allow != nil {
 		allowed = make(map[string]bool, len(allow))
@@ -241,13 +242,13 @@ func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]boo
 	return out, nil
 }
 
-func collision(callable string) *Refusal {
-	return &Refusal{Word: WordDuplicateToolName, Field: FieldToolDefinitions, Index: -1, Assembled: true, Callable: callable,
-		Detail: quote(callable) + " is already a callable of the assembled set"}
+func collision(callable string) *refusal.Error {
+	return assembledRefusal(WordDuplicateToolName, FieldToolDefinitions, acceptanceFacts{callable: callable},
+		quote(callable)+" is already a callable of the assembled set")
 }
 
 // narrowEntries keeps the entries wanted names, refusing the first name that is none of them.
-func narrowEntries(entries []entry, wanted []string) ([]entry, *Refusal) {
+func narrowEntries(entries []entry, wanted []string) ([]entry, *refusal.Error) {
 	have := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		have[e.name] = true
@@ -255,8 +256,8 @@ func narrowEntries(entries []entry, wanted []string) ([]entry, *Refusal) {
 	keep := make(map[string]bool, len(wanted))
 	for j, name := range wanted {
 		if !have[name] {
-			return nil, &Refusal{Word: WordToolNotDeclared, Field: FieldToolNames, Index: j, Suffix: indexPath("", j),
-				ToolName: name, Detail: quote(name) + " is not one of the declared tools"}
+			return nil, rooted(WordToolNotDeclared, FieldToolNames, FieldToolNames+indexPath("", j), acceptanceFacts{toolName: name},
+				quote(name)+" is not one of the declared tools")
 		}
 		keep[name] = true
 	}
@@ -286,18 +287,18 @@ func (s servedNames) serves(r *Runner, name string) bool {
 }
 
 // checkRouteTarget is step 5 for one entry: its Runner is eligible and announces the tool.
-func checkRouteTarget(e *entry, runners map[string]*Runner, served servedNames) *Refusal {
+func checkRouteTarget(e *entry, runners map[string]*Runner, served servedNames) *refusal.Error {
 	if e.route == nil {
 		return nil
 	}
 	r := runners[lowerID(e.route.RunnerID)]
 	if r == nil || !r.Eligible {
-		return &Refusal{Word: WordRunnerNotEligible, Index: -1, Callable: e.name, RunnerID: e.route.RunnerID,
-			Detail: quote(e.name) + ": its Runner is unknown or not eligible"}
+		return assembledRefusal(WordRunnerNotEligible, "", acceptanceFacts{callable: e.name, runnerID: e.route.RunnerID},
+			quote(e.name)+": its Runner is unknown or not eligible")
 	}
 	if served.serves(r, e.route.ToolName) {
 		return nil
 	}
-	return &Refusal{Word: WordToolNotServed, Index: -1, Callable: e.name, RunnerID: e.route.RunnerID, ToolName: e.route.ToolName,
-		Detail: quote(e.name) + ": Runner " + e.route.RunnerID + " does not serve " + quote(e.route.ToolName)}
+	return assembledRefusal(WordToolNotServed, "", acceptanceFacts{callable: e.name, runnerID: e.route.RunnerID, toolName: e.route.ToolName},
+		quote(e.name)+": Runner "+e.route.RunnerID+" does not serve "+quote(e.route.ToolName))
 }

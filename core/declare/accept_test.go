@@ -54,7 +54,7 @@ func TestQualifiedCollision(t *testing.T) {
 		tools = append(tools, r)
 		_, err = c.Accept(Acceptance{Explicit: set, Imports: &Imports{RunnerExecutorPublicIDs: []string{runner51}}, Selection: runner51, Runners: tools})
 		ref := refusalOf(t, err)
-		if ref.Word != WordDuplicateToolName || ref.Callable != q || !ref.Assembled {
+		if ref.Word != WordDuplicateToolName || ref.Callable != q || ref.Path != "" {
 			t.Errorf("%s: got %+v", name, ref)
 		}
 	}
@@ -289,8 +289,8 @@ func TestParseImports(t *testing.T) {
 		{kt: `["nexus.graph.wait"]`, names: `{}`, path: "runner_tool_names"},
 	} {
 		_, err := c.ParseImports(raw(tc.kt), raw(tc.ids), raw(tc.names))
-		if r := refusalOf(t, err); r.Word != WordInvalid || r.Path() != tc.path {
-			t.Errorf("%+v: got %s at %s", tc, r.Word, r.Path())
+		if r := refusalOf(t, err); r.Word != WordInvalid || r.Path != tc.path {
+			t.Errorf("%+v: got %s at %s", tc, r.Word, r.Path)
 		}
 	}
 }

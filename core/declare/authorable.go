@@ -35,5 +35,5 @@ func CheckAuthorable(a Authoring, field string) error {
 	default:
 		return nil
 	}
-	return &Refusal{Word: WordContextNotAuthorable, Field: field, Index: -1, Detail: why}
+	return FieldRefusal(WordContextNotAuthorable, field, "", why)
 }

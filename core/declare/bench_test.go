@@ -150,7 +150,7 @@ func TestFreezeBenchmarkInputs(t *testing.T) {
 	}
 	in, _ = freezeImport(t, 10000)
 	_, err = c.Accept(in)
-	if r := refusalOf(t, err); r.Word != WordContentTooLarge || !r.Assembled {
+	if r := refusalOf(t, err); r.Word != WordContentTooLarge || r.Path != "" {
 		t.Fatalf("10,000 tools: %+v", r)
 	}
 }

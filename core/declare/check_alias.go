@@ -3,6 +3,7 @@ package declare
 import (
 	"sort"
 
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
@@ -13,7 +14,7 @@ var (
 
 // checkAlias is stage A (docs/agent-tools.md#declaration-refusals), rows A1 to A14 in order. Within
 // A8 to A13 the params keys are examined in bytewise order, one row at a time across all keys.
-func (c *Compiler) checkAlias(i int, v jsonwire.Value, sp *spellings) (entry, *Refusal) {
+func (c *Compiler) checkAlias(i int, v jsonwire.Value, sp *spellings) (entry, *refusal.Error) {
 	// A1: the closed key set and the shapes of type and function.
 	if k, bad := smallestKey(v, aliasKeys...); bad {
 		return entry{}, entryRefusal(WordInvalid, i, pathKey(k), "%s is not a key of an alias", quote(k))
@@ -84,7 +85,7 @@ func (c *Compiler) checkAlias(i int, v jsonwire.Value, sp *spellings) (entry, *R
 }
 
 // checkOmit is A6 (the shape) and A7 (every name a parameter of the tool).
-func checkOmit(i int, v jsonwire.Value, t *kernelTool, a *aliasSpec) *Refusal {
+func checkOmit(i int, v jsonwire.Value, t *kernelTool, a *aliasSpec) *refusal.Error {
 	ov, ok := v.Get("omit")
 	if !ok || ov.IsNull() {
 		return nil
@@ -110,7 +111,7 @@ func checkOmit(i int, v jsonwire.Value, t *kernelTool, a *aliasSpec) *Refusal {
 }
 
 // checkParams is A8 to A13, each row across all keys in bytewise order before the next row.
-func checkParams(i int, v jsonwire.Value, t *kernelTool, a *aliasSpec) *Refusal {
+func checkParams(i int, v jsonwire.Value, t *kernelTool, a *aliasSpec) *refusal.Error {
 	pv, ok := v.Get("params")
 	if !ok || pv.IsNull() {
 		return nil

@@ -1,6 +1,7 @@
 package declare
 
 import (
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
@@ -13,7 +14,7 @@ var (
 )
 
 // checkNonAlias is stage P: a plain kernel entry (P1) or a function tool (P2–P4).
-func (c *Compiler) checkNonAlias(i int, v jsonwire.Value, sp *spellings) (entry, *Refusal) {
+func (c *Compiler) checkNonAlias(i int, v jsonwire.Value, sp *spellings) (entry, *refusal.Error) {
 	name, isString := callableName(v)
 	// P1: a kernel name must carry the catalog's bytes or the set's render, nothing else.
 	if isString {
@@ -52,7 +53,7 @@ func (c *Compiler) checkNonAlias(i int, v jsonwire.Value, sp *spellings) (entry,
 }
 
 // checkFunctionShape is P3: key sets and value types of the nested or flat form.
-func checkFunctionShape(i int, v jsonwire.Value) *Refusal {
+func checkFunctionShape(i int, v jsonwire.Value) *refusal.Error {
 	fn, nested := v.Get("function")
 	allowed := flatKeys
 	if nested {
@@ -93,7 +94,7 @@ func checkFunctionShape(i int, v jsonwire.Value) *Refusal {
 }
 
 // checkRoute is P4: the route grammar of docs/agent-tools.md#declaring-tools, in its order.
-func (c *Compiler) checkRoute(i int, rv jsonwire.Value) (*Route, *Refusal) {
+func (c *Compiler) checkRoute(i int, rv jsonwire.Value) (*Route, *refusal.Error) {
 	kind, _ := rv.GetString("kind")
 	if !rv.IsObject() || kind != "runner" {
 		return nil, entryRefusal(WordInvalidToolRoute, i, ".route", `route must be an object whose kind is "runner"`)

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Compile checks an authored tool list (the raw JSON of tool_definitions or a model step's tools)
 // and returns its stored form: rendered with the set's spellings and sorted by callable
 // (docs/development.md#the-declaration-compiler). Absent, empty and null raw JSON compile to the
-// empty set. A refused list returns a *Refusal naming the first failing check in the order of
+// empty set. A refused list returns the refusal rooted at the declaration (see the package
+// documentation) of the first failing check in the order of
 // docs/agent-tools.md#declaration-refusals; anything else is an internal fault.
 func (c *Compiler) Compile(raw []byte) (*Set, error) {
 	values, r := decodeList(raw)
@@ -56,7 +58,7 @@ func (c *Compiler) compileValues(values []jsonwire.Value) (*Set, error) {
 	}
 	// Stage B: rendering expands compact aliases, so the stored form is bounded again.
 	if n := set.EncodedSize(); n > MaxDeclarationBytes {
-		return nil, refuse(WordContentTooLarge, FieldToolDefinitions, -1, "",
+		return nil, refuse(WordContentTooLarge, FieldToolDefinitions, "",
 			"the stored declaration is %d bytes; the bound is %d", n, MaxDeclarationBytes)
 	}
 	return set, nil
@@ -87,12 +89,12 @@ func (c *Compiler) finish(entries []entry) (*Set, error) {
 	return &Set{entries: out}, nil
 }
 
-func listNotArray() *Refusal {
-	return refuse(WordInvalid, FieldToolDefinitions, -1, "", "the declaration must be an array of tool entries or null")
+func listNotArray() *refusal.Error {
+	return refuse(WordInvalid, FieldToolDefinitions, "", "the declaration must be an array of tool entries or null")
 }
 
 // decodeList is check L1: absent, null or an array.
-func decodeList(raw []byte) ([]jsonwire.Value, *Refusal) {
+func decodeList(raw []byte) ([]jsonwire.Value, *refusal.Error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, nil
@@ -105,7 +107,7 @@ func decodeList(raw []byte) ([]jsonwire.Value, *Refusal) {
 }
 
 // validate runs stages L2, L3, D and E over an authored list and returns its entries parsed.
-func (c *Compiler) validate(values []jsonwire.Value) ([]entry, *Refusal) {
+func (c *Compiler) validate(values []jsonwire.Value) ([]entry, *refusal.Error) {
 	// L2: objects only, and no object anywhere inside one repeats a key.
 	for i, v := range values {
 		if !v.IsObject() {
@@ -117,7 +119,7 @@ func (c *Compiler) validate(values []jsonwire.Value) ([]entry, *Refusal) {
 	}
 	// L3: the authored list's bound.
 	if n := jsonwire.Array(values...).EncodedSize(); n > MaxDeclarationBytes {
-		return nil, refuse(WordContentTooLarge, FieldToolDefinitions, -1, "",
+		return nil, refuse(WordContentTooLarge, FieldToolDefinitions, "",
 			"the declaration is %d bytes; the bound is %d", n, MaxDeclarationBytes)
 	}
 	// D: callable names are unique across every kind of entry.
@@ -145,7 +147,7 @@ func (c *Compiler) validate(values []jsonwire.Value) ([]entry, *Refusal) {
 	return entries, nil
 }
 
-func (c *Compiler) checkEntry(i int, v jsonwire.Value, sp *spellings) (entry, *Refusal) {
+func (c *Compiler) checkEntry(i int, v jsonwire.Value, sp *spellings) (entry, *refusal.Error) {
 	// E1: defer_loading is a boolean when present.
 	var deferLoading *bool
 	if d, ok := v.Get("defer_loading"); ok {
@@ -157,7 +159,7 @@ func (c *Compiler) checkEntry(i int, v jsonwire.Value, sp *spellings) (entry, *R
 	}
 	// E2: aliases by their key, everything else as a plain kernel entry or a function tool.
 	var e entry
-	var r *Refusal
+	var r *refusal.Error
 	if v.Has("canonical") {
 		e, r = c.checkAlias(i, v, sp)
 	} else {

@@ -143,7 +143,7 @@ func TestEmptyDeclarations(t *testing.T) {
 	if string(nilSet.Bytes()) != "[]" || nilSet.Len() != 0 || len(nilSet.Callables()) != 0 {
 		t.Fatal("a nil set is not the empty set")
 	}
-	if _, err := c.Compile([]byte("{not json")); refusalOf(t, err).Path() != "tool_definitions" {
+	if _, err := c.Compile([]byte("{not json")); refusalOf(t, err).Path != "tool_definitions" {
 		t.Fatal("malformed JSON is not refused at tool_definitions")
 	}
 }

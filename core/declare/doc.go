@@ -9,7 +9,27 @@
 //
 // Everything here is a pure function of its inputs and the kernel registry: no store, no clock,
 // no HTTP. Announcements, eligibility and skill rows come in as plain values that the caller
-// read; refusals come out as *Refusal, which a Door turns into the refusal envelope of the route
-// that asked. Texts are rendered only through core/registry's render functions, and wire names
-// are read from the registry, never derived.
+// read. Texts are rendered only through core/registry's render functions, and wire names are
+// read from the registry, never derived.
+//
+// # Refusals
+//
+// The compiler reports its first failing check only, as the one refusal type (core/refusal's
+// Error) rooted at the declaration (docs/agent-tools.md#declaration-refusals):
+//
+//   - Kind is Unprocessable, Code the word, Message the detail sentence (tests and clients never
+//     read it);
+//   - Errors holds one Problem: the word, the unprefixed path (the request field followed by the
+//     path inside it, "tool_definitions[1].params.bg.maps_to") and, as Name, the tool name where
+//     there is one;
+//   - Extra holds the located facts under their wire keys, each only when set, in this order:
+//     field (FieldToolDefinitions, FieldKernelTools, …), callable, runner_executor_public_id,
+//     tool_name.
+//
+// A refusal of the assembled set rather than of a request field (the bound of the final set, an
+// imported tool that still collides after qualification, a route whose Runner is not eligible or
+// does not serve the tool) has an empty path: it names the field it counts against, if any, and
+// the callable. FieldRefusal builds a refusal of one request field for the callers that check
+// fields of their own (core/profiles). A Door re-roots a refusal rooted at the declaration into
+// the envelope of the route that asked: the prefix, status, code and extras of that route.
 package declare

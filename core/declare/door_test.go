@@ -133,11 +133,22 @@ var wordCases = map[string]wordCase{
 	}},
 }
 
-// envelope is what a test expects of a door's refusal.
+// envelope is what a test expects of a door's refusal; Extra ends with "errors" where the body
+// writes the list of failures last.
 type envelope struct {
 	Kind  refusal.Kind
 	Code  string
 	Extra []refusal.Field
+}
+
+// bodyFields are a refusal's extra keys in the order the body writes them: the extras, then
+// the list of failures as "errors" where there is one.
+func bodyFields(r *refusal.Error) []refusal.Field {
+	out := append([]refusal.Field(nil), r.Extra...)
+	if len(r.Errors) > 0 {
+		out = append(out, f("errors", r.Errors))
+	}
+	return out
 }
 
 func f(k string, v any) refusal.Field { return refusal.Field{Key: k, Value: v} }
@@ -154,11 +165,11 @@ func TestDoorEnvelopes(t *testing.T) {
 	u, tl := refusal.Unprocessable, refusal.TooLarge
 	const runPrefix = "steps[0].model."
 	run := func(code, path string, extra ...refusal.Field) envelope {
-		item := ErrorItem{Code: code, Path: path}
+		item := refusal.Problem{Code: code, Path: path}
 		if path != "" {
 			extra = append(extra, f("path", path))
 		}
-		return vf(u, code, append(extra, f("errors", []ErrorItem{item}))...)
+		return vf(u, code, append(extra, f("errors", []refusal.Problem{item}))...)
 	}
 	grammar := func(word, field, path string) map[string]envelope {
 		return map[string]envelope{
@@ -199,11 +210,11 @@ func TestDoorEnvelopes(t *testing.T) {
 		},
 		"runner_not_declared": {
 			"assembly": vf(u, "runner_not_declared", f("runner_executor_public_id", runner52), f("path", "default_runner_executor_public_id")),
-			"run":      vf(u, "runner_not_declared", f("runner_executor_public_id", runner52), f("path", "default_runner_executor_public_id"), f("errors", []ErrorItem{{Code: "runner_not_declared", Path: "default_runner_executor_public_id"}})),
+			"run":      vf(u, "runner_not_declared", f("runner_executor_public_id", runner52), f("path", "default_runner_executor_public_id"), f("errors", []refusal.Problem{{Code: "runner_not_declared", Path: "default_runner_executor_public_id"}})),
 		},
 		"runner_not_eligible": {
 			"assembly": vf(u, "runner_not_eligible", f("runner_executor_public_id", runner51)),
-			"run":      vf(u, "runner_not_eligible", f("runner_executor_public_id", runner51), f("errors", []ErrorItem{{Code: "runner_not_eligible", Path: "default_runner_executor_public_id"}})),
+			"run":      vf(u, "runner_not_eligible", f("runner_executor_public_id", runner51), f("errors", []refusal.Problem{{Code: "runner_not_eligible", Path: "default_runner_executor_public_id"}})),
 		},
 		"runner_not_eligible route": {
 			"assembly": vf(u, "runner_not_eligible", f("runner_executor_public_id", runner51), f("callable", "remote_read")),
@@ -215,7 +226,7 @@ func TestDoorEnvelopes(t *testing.T) {
 		},
 		"tool_not_declared": {
 			"narrowing": vf(u, "tool_not_declared", f("path", "message.tool_names[0]"), f("tool_name", "nope")),
-			"run":       vf(u, "tool_not_declared", f("path", runPrefix+"tool_names[0]"), f("tool_name", "nope"), f("errors", []ErrorItem{{Code: "tool_not_declared", Path: runPrefix + "tool_names[0]"}})),
+			"run":       vf(u, "tool_not_declared", f("path", runPrefix+"tool_names[0]"), f("tool_name", "nope"), f("errors", []refusal.Problem{{Code: "tool_not_declared", Path: runPrefix + "tool_names[0]"}})),
 		},
 		"context_not_authorable": {
 			"run": run("context_not_authorable", runPrefix+"kernel_tools"),
@@ -229,10 +240,10 @@ func TestDoorEnvelopes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			err := wc.produce(t, c)
-			r := refusalOf(t, err)
-			if r.Word != wc.word {
+			if r := refusalOf(t, err); r.Word != wc.word {
 				t.Fatalf("word = %s, want %s (%v)", r.Word, wc.word, err)
 			}
+			r, _ := refusal.As(err)
 			want, ok := cases[name]
 			if !ok {
 				t.Fatalf("no envelope expectations for %s", name)
@@ -242,7 +253,7 @@ func TestDoorEnvelopes(t *testing.T) {
 				if got.Kind != env.Kind || got.Code != env.Code {
 					t.Errorf("%s door: kind %v code %s, want kind %v code %s", door, got.Kind, got.Code, env.Kind, env.Code)
 				}
-				if d := cmp.Diff(env.Extra, got.Extra); d != "" {
+				if d := cmp.Diff(env.Extra, bodyFields(got)); d != "" {
 					t.Errorf("%s door: extra fields (-want +got):\n%s", door, d)
 				}
 				if got.Message == "" {
@@ -263,9 +274,35 @@ func TestDoorRefusePassesOtherErrors(t *testing.T) {
 	if ProfileDoor.Refuse(nil) != nil {
 		t.Fatal("Refuse(nil) is not nil")
 	}
-	r := &Refusal{Word: WordInvalid, Field: FieldToolDefinitions, Index: -1}
-	if _, ok := refusal.As(ProfileDoor.Refuse(r)); !ok {
-		t.Fatal("Refuse did not produce a *refusal.Error")
+	r := FieldRefusal(WordInvalid, FieldToolDefinitions, "", "the declaration must be an array")
+	if got, ok := refusal.As(ProfileDoor.Refuse(r)); !ok || got.Code != refusal.CodeValidationFailed {
+		t.Fatalf("Refuse did not produce the profile door's refusal: %v", got)
+	}
+	// Another validator's refusal (path and name, every failure listed) is not re-rooted.
+	other := refusal.New(refusal.Unprocessable, "invalid_announcement", "bad").With("path", "tools[0]").With("name", "x")
+	other.Errors = []refusal.Problem{{Code: "invalid_announcement", Path: "tools[0]", Name: "x"}}
+	if got := ProfileDoor.Refuse(other); got != error(other) {
+		t.Fatalf("Refuse re-rooted another validator's refusal: %v", got)
+	}
+}
+
+// TestFaultHidesTheWord: a refusal of a stored set is an internal fault that names the path,
+// word and detail; any other error passes unchanged.
+func TestFaultHidesTheWord(t *testing.T) {
+	t.Parallel()
+	c := fixture(t)
+	_, err := c.Compile([]byte(`[{"type":"function","name":"x","extra":1}]`))
+	refusalOf(t, err)
+	got := Fault(err)
+	if _, ok := refusal.As(got); ok {
+		t.Fatalf("Fault kept a refusal: %v", got)
+	}
+	if !strings.HasPrefix(got.Error(), "tool_definitions[0].extra: invalid: ") {
+		t.Fatalf("Fault = %q", got.Error())
+	}
+	plain := errString("boom")
+	if Fault(plain) != error(plain) || Fault(nil) != nil {
+		t.Fatal("Fault changed an error that is no declaration refusal")
 	}
 }
 

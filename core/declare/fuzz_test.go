@@ -37,12 +37,9 @@ func FuzzCompile(f *testing.F) {
 			t.Fatal("Compile modified its input")
 		}
 		if err != nil {
-			r, ok := AsRefusal(err)
-			if !ok {
-				t.Fatalf("internal error: %v", err)
-			}
-			if !knownWords[r.Word] || !strings.HasPrefix(r.Path(), FieldToolDefinitions) {
-				t.Fatalf("refusal %s at %q", r.Word, r.Path())
+			r := refusalOf(t, err)
+			if !knownWords[r.Word] || !strings.HasPrefix(r.Path, FieldToolDefinitions) {
+				t.Fatalf("refusal %s at %q", r.Word, r.Path)
 			}
 			return
 		}
@@ -195,7 +192,7 @@ func FuzzCompileAlias(f *testing.F) {
 		}
 		set, err := c.Compile(raw)
 		if err != nil {
-			if r, ok := AsRefusal(err); !ok || !knownWords[r.Word] {
+			if r := refusalOf(t, err); !knownWords[r.Word] {
 				t.Fatalf("%v", err)
 			}
 			return

@@ -84,14 +84,10 @@ func mustDecode(t testing.TB, s string) jsonwire.Value {
 	return v
 }
 
-// refusalOf asserts err is a *Refusal.
-func refusalOf(t testing.TB, err error) *Refusal {
+// refusalOf asserts err is a refusal rooted at the declaration and reads it.
+func refusalOf(t testing.TB, err error) declaretest.Refused {
 	t.Helper()
-	r, ok := AsRefusal(err)
-	if !ok {
-		t.Fatalf("error %v is not a refusal", err)
-	}
-	return r
+	return declaretest.RefusalOf(t, err)
 }
 
 func clip(s string) string {

@@ -3,6 +3,7 @@ package declare
 import (
 	"bytes"
 
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
@@ -51,7 +52,7 @@ func DeclaresTools(explicit *Set, im Imports) bool {
 // content_too_large with the field and the item's path.
 func (c *Compiler) ParseImports(kernelTools, runnerIDs, runnerToolNames []byte) (Imports, error) {
 	var im Imports
-	var r *Refusal
+	var r *refusal.Error
 	if im.KernelTools, r = parseList(FieldKernelTools, kernelTools, c.checkKernelImport, exact); r != nil {
 		return Imports{}, r
 	}
@@ -69,34 +70,34 @@ type itemCheck func(item string) string
 
 // parseList reads one import list: repeats are found by dedupKey (ids compare
 // case-insensitively), the grammar of each item by check.
-func parseList(field string, raw []byte, check itemCheck, dedupKey func(string) string) ([]string, *Refusal) {
+func parseList(field string, raw []byte, check itemCheck, dedupKey func(string) string) ([]string, *refusal.Error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, nil
 	}
 	v, err := jsonwire.Decode(trimmed)
 	if err != nil || !v.IsArray() {
-		return nil, refuse(WordInvalid, field, -1, "", "%s must be an array or null", field)
+		return nil, refuse(WordInvalid, field, "", "%s must be an array or null", field)
 	}
 	out := make([]string, 0, v.Len())
 	seen := make(map[string]bool, v.Len())
 	for j, it := range v.Items() {
 		s, ok := it.AsString()
 		if !ok {
-			return nil, refuse(WordInvalid, field, j, indexPath("", j), "each item of %s must be a string", field)
+			return nil, refuse(WordInvalid, field, indexPath("", j), "each item of %s must be a string", field)
 		}
 		if why := check(s); why != "" {
-			return nil, refuse(WordInvalid, field, j, indexPath("", j), "%s %s", quote(s), why)
+			return nil, refuse(WordInvalid, field, indexPath("", j), "%s %s", quote(s), why)
 		}
 		k := dedupKey(s)
 		if seen[k] {
-			return nil, refuse(WordInvalid, field, j, indexPath("", j), "%s is listed twice", quote(s))
+			return nil, refuse(WordInvalid, field, indexPath("", j), "%s is listed twice", quote(s))
 		}
 		seen[k] = true
 		out = append(out, s)
 	}
 	if n := v.EncodedSize(); n > MaxDeclarationBytes {
-		return nil, refuse(WordContentTooLarge, field, -1, "", "%s is %d bytes; the bound is %d", field, n, MaxDeclarationBytes)
+		return nil, refuse(WordContentTooLarge, field, "", "%s is %d bytes; the bound is %d", field, n, MaxDeclarationBytes)
 	}
 	return out, nil
 }

@@ -1,11 +1,15 @@
 package declare
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/nexuskernel/nexus/core/refusal"
+)
 
 // Narrow keeps the entries of a frozen set whose callables wanted names
 // (docs/agent-tools.md#declaring-tools). A nil wanted keeps everything and returns s itself; an
 // empty one keeps nothing; repeats are harmless. The first wanted name that is no callable of s is
-// refused tool_not_declared, with Index and the path of that name. The kept entries are rendered
+// refused tool_not_declared, with the path of that name and the name as tool_name. The kept entries are rendered
 // again over the subset, so a plain kernel entry whose text named a narrowed-away alias says the
 // kernel's name again.
 func (c *Compiler) Narrow(s *Set, wanted []string) (*Set, error) {
@@ -25,7 +29,7 @@ func (c *Compiler) narrow(s *Set, wanted []string, delegation bool) (*Set, error
 	}
 	kept := s.entriesOrNil()
 	if wanted != nil {
-		var r *Refusal
+		var r *refusal.Error
 		if kept, r = narrowEntries(kept, wanted); r != nil {
 			return nil, r
 		}

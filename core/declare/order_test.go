@@ -56,8 +56,8 @@ func TestCheckOrder(t *testing.T) {
 			t.Parallel()
 			_, err := c.Compile([]byte(tc.list))
 			r := refusalOf(t, err)
-			if r.Word != tc.word || r.Path() != tc.path {
-				t.Errorf("got %s at %s, want %s at %s", r.Word, r.Path(), tc.word, tc.path)
+			if r.Word != tc.word || r.Path != tc.path {
+				t.Errorf("got %s at %s, want %s at %s", r.Word, r.Path, tc.word, tc.path)
 			}
 		})
 	}
@@ -86,8 +86,8 @@ func TestRefusalIgnoresKeyOrder(t *testing.T) {
 		_, e1 := c.Compile([]byte(p[0]))
 		_, e2 := c.Compile([]byte(p[1]))
 		r1, r2 := refusalOf(t, e1), refusalOf(t, e2)
-		if r1.Word != r2.Word || r1.Path() != r2.Path() {
-			t.Errorf("%s at %s vs %s at %s", r1.Word, r1.Path(), r2.Word, r2.Path())
+		if r1.Word != r2.Word || r1.Path != r2.Path {
+			t.Errorf("%s at %s vs %s at %s", r1.Word, r1.Path, r2.Word, r2.Path)
 		}
 	}
 }

@@ -3,60 +3,91 @@ package declare
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/refusal"
 )
 
-// Refusal is one refused declaration: the word, the request field and the path inside it, and
-// the facts an acceptance refusal reports. The compiler reports the first failing check only.
-// A Door turns it into the envelope of the route that asked.
-type Refusal struct {
-	Word string
-	// Field is the request field the refusal is about (FieldToolDefinitions, FieldKernelTools,
-	// …), or "" when it is about no field.
-	Field string
-	// Index is the authored index of the offending entry or list item, or -1.
-	Index int
-	// Suffix is the path inside Field: "[1].params.bg.maps_to", or "" for the field itself.
-	Suffix string
-	// Detail is a human sentence; tests and clients never read it.
-	Detail string
-	// Callable, RunnerID and ToolName are the acceptance facts (the extra fields
-	// (docs/api.md#agent-profiles)).
-	Callable string
-	RunnerID string
-	ToolName string
-	// Assembled marks a refusal of the set acceptance assembled rather than of a request
-	// field: the bound of the final set, or an imported tool that still collides after
-	// qualification. It carries no path.
-	Assembled bool
+// acceptanceFacts are the acceptance facts a refusal reports (docs/api.md#agent-profiles).
+type acceptanceFacts struct {
+	callable, runnerID, toolName string
 }
 
-// Path is the unprefixed path: Field followed by Suffix ("tool_definitions[1].params.bg").
-func (r *Refusal) Path() string { return r.Field + r.Suffix }
-
-func (r *Refusal) Error() string {
-	if p := r.Path(); p != "" {
-		return p + ": " + r.Word + ": " + r.Detail
+// rooted is the refusal rooted at the declaration: word about field, at path (the unprefixed
+// path, or "" for a refusal of the assembled set).
+func rooted(word, field, path string, f acceptanceFacts, detail string) *refusal.Error {
+	r := refusal.New(refusal.Unprocessable, word, detail)
+	located := [...][2]string{{extraField, field}, {extraCallable, f.callable}, {extraRunnerID, f.runnerID},
+		{extraToolName, f.toolName}}
+	for _, kv := range located {
+		if kv[1] != "" {
+			r.Extra = append(r.Extra, refusal.Field{Key: kv[0], Value: kv[1]})
+		}
 	}
-	return r.Word + ": " + r.Detail
+	r.Errors = []refusal.Problem{{Code: word, Path: path, Name: f.toolName}}
+	return r
 }
 
-// AsRefusal returns the *Refusal inside err.
-func AsRefusal(err error) (*Refusal, bool) {
-	var r *Refusal
-	ok := errors.As(err, &r)
-	return r, ok
+// FieldRefusal refuses the request field at the path suffix inside it ("[1].params.bg.maps_to",
+// or "" for the field itself), rooted at the declaration.
+func FieldRefusal(word, field, suffix, detail string) *refusal.Error {
+	return rooted(word, field, field+suffix, acceptanceFacts{}, detail)
 }
 
-func refuse(word, field string, index int, suffix, format string, args ...any) *Refusal {
-	return &Refusal{Word: word, Field: field, Index: index, Suffix: suffix, Detail: fmt.Sprintf(format, args...)}
+func refuse(word, field, suffix, format string, args ...any) *refusal.Error {
+	return FieldRefusal(word, field, suffix, fmt.Sprintf(format, args...))
 }
 
 // entryRefusal refuses entry i of tool_definitions at the path suffix after "[i]".
-func entryRefusal(word string, i int, rest, format string, args ...any) *Refusal {
-	return refuse(word, FieldToolDefinitions, i, fmt.Sprintf("[%d]%s", i, rest), format, args...)
+func entryRefusal(word string, i int, rest, format string, args ...any) *refusal.Error {
+	return refuse(word, FieldToolDefinitions, fmt.Sprintf("[%d]%s", i, rest), format, args...)
+}
+
+// assembledRefusal refuses the assembled set: it carries no path, only the facts.
+func assembledRefusal(word, field string, f acceptanceFacts, detail string) *refusal.Error {
+	return rooted(word, field, "", f, detail)
+}
+
+// declaration returns the refusal rooted at the declaration inside err: Unprocessable, one
+// problem naming its code, and no extra key but the located facts, so that another validator's
+// refusal (which carries path and name) passes unchanged. A door's envelope is written, never
+// handed to another door.
+func declaration(err error) (*refusal.Error, bool) {
+	r, ok := refusal.As(err)
+	if !ok || r.Kind != refusal.Unprocessable || len(r.Errors) != 1 || r.Errors[0].Code != r.Code {
+		return nil, false
+	}
+	for _, f := range r.Extra {
+		switch f.Key {
+		case extraField, extraCallable, extraRunnerID, extraToolName:
+		default:
+			return nil, false
+		}
+	}
+	return r, true
+}
+
+// Fault is err for a caller that compiles a set the server stored itself (a round's frozen set,
+// which always compiles to itself): a refusal rooted at the declaration is then an internal
+// fault, its word no client's, so it becomes a plain error reading "path: word: detail". Any
+// other error, and nil, is returned unchanged.
+func Fault(err error) error {
+	r, ok := declaration(err)
+	if !ok {
+		return err
+	}
+	if p := unprefixed(r); p != "" {
+		return errors.New(p + ": " + r.Code + ": " + r.Message)
+	}
+	return errors.New(r.Code + ": " + r.Message)
+}
+
+// fact is the string value of an extra key of r, or "".
+func fact(r *refusal.Error, key string) string {
+	v, _ := r.Get(key)
+	s, _ := v.(string)
+	return s
 }
 
 // quote renders a client string for a message, clipped to maxMessageQuote code points.
@@ -108,18 +139,18 @@ func RunDoor(prefix string) Door { return Door{kind: runDoor, prefix: prefix} }
 // 422 tool_not_declared with path and tool_name.
 func NarrowingDoor(prefix string) Door { return Door{kind: narrowingDoor, prefix: prefix} }
 
-// Refuse turns a *Refusal inside err into the door's *refusal.Error. Any other error, and nil,
-// is returned unchanged.
+// Refuse re-roots the refusal rooted at the declaration inside err into the door's envelope. Any
+// other error, and nil, is returned unchanged.
 func (d Door) Refuse(err error) error {
-	r, ok := AsRefusal(err)
+	r, ok := declaration(err)
 	if !ok {
 		return err
 	}
 	return d.Envelope(r)
 }
 
-// Envelope is the door's refusal for r.
-func (d Door) Envelope(r *Refusal) *refusal.Error {
+// Envelope is the door's refusal for r, a refusal rooted at the declaration.
+func (d Door) Envelope(r *refusal.Error) *refusal.Error {
 	switch d.kind {
 	case profileDoor:
 		return d.validationFailed(r)
@@ -128,97 +159,105 @@ func (d Door) Envelope(r *Refusal) *refusal.Error {
 	case runDoor:
 		return d.run(r)
 	default:
-		return d.acceptance(r, r.Word)
+		return d.acceptance(r, r.Code)
 	}
 }
 
-func (d Door) path(r *Refusal) string {
-	field := r.Field
+// unprefixed is r's unprefixed path, "" for a refusal of the assembled set.
+func unprefixed(r *refusal.Error) string {
+	if len(r.Errors) == 0 {
+		return ""
+	}
+	return r.Errors[0].Path
+}
+
+// path is r's path on the door, "" for a refusal of the assembled set.
+func (d Door) path(r *refusal.Error) string {
+	p := unprefixed(r)
+	if p == "" {
+		return ""
+	}
+	field := fact(r, extraField)
+	suffix := strings.TrimPrefix(p, field)
 	if d.kind == runDoor && field == FieldToolDefinitions {
 		field = fieldStepTools
 	}
 	if field == "" || field == FieldDefaultRunner {
 		// The selection is a top-level request field on every door.
-		return field + r.Suffix
+		return field + suffix
 	}
-	return d.prefix + field + r.Suffix
+	return d.prefix + field + suffix
 }
 
-func (d Door) message(r *Refusal) string {
-	if p := d.path(r); p != "" && !r.Assembled {
-		return p + ": " + r.Word + ": " + r.Detail
+func (d Door) message(r *refusal.Error) string {
+	if p := d.path(r); p != "" {
+		return p + ": " + r.Code + ": " + r.Message
 	}
-	if r.Field != "" {
-		return r.Field + ": " + r.Word + ": " + r.Detail
+	if field := fact(r, extraField); field != "" {
+		return field + ": " + r.Code + ": " + r.Message
 	}
-	return r.Word + ": " + r.Detail
+	return r.Code + ": " + r.Message
 }
 
-func (d Door) validationFailed(r *Refusal) *refusal.Error {
+func (d Door) validationFailed(r *refusal.Error) *refusal.Error {
 	e := refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, d.message(r)).
-		With(extraField, r.Field).With(extraWord, r.Word)
-	if r.Assembled {
-		return e.With(extraCallable, r.Callable)
+		With(extraField, fact(r, extraField)).With(extraWord, r.Code)
+	if unprefixed(r) == "" {
+		return e.With(extraCallable, fact(r, extraCallable))
 	}
 	return e.With(extraPath, d.path(r))
 }
 
-func (d Door) assembly(r *Refusal) *refusal.Error {
-	switch r.Word {
+func (d Door) assembly(r *refusal.Error) *refusal.Error {
+	switch r.Code {
 	case WordContentTooLarge:
-		e := refusal.New(refusal.TooLarge, refusal.CodeContentTooLarge, d.message(r)).With(extraField, r.Field)
-		if r.Assembled {
+		e := refusal.New(refusal.TooLarge, refusal.CodeContentTooLarge, d.message(r)).With(extraField, fact(r, extraField))
+		if unprefixed(r) == "" {
 			return e
 		}
 		return e.With(extraPath, d.path(r))
 	case WordRunnerNotDeclared, WordRunnerNotEligible, WordToolNotServed, WordToolNotDeclared, WordContextNotAuthorable:
-		return d.acceptance(r, r.Word)
+		return d.acceptance(r, r.Code)
 	default:
 		return d.validationFailed(r)
 	}
 }
 
-func (d Door) run(r *Refusal) *refusal.Error {
-	code := r.Word
+// run writes the word as the code (invalid reads invalid_tools) and lists the one failure in
+// Errors, which the body writes last as "errors".
+func (d Door) run(r *refusal.Error) *refusal.Error {
+	code := r.Code
 	if code == WordInvalid {
 		code = WordInvalidTools
 	}
 	e := d.acceptance(r, code)
-	item := ErrorItem{Code: code}
-	if !r.Assembled {
-		item.Path = d.path(r)
-	}
-	return e.With(extraErrors, []ErrorItem{item})
+	e.Errors = []refusal.Problem{{Code: code, Path: d.path(r)}}
+	return e
 }
 
-// ErrorItem is one failure in a run door's errors list.
-type ErrorItem struct {
-	Code string `json:"code"`
-	Path string `json:"path,omitempty"`
-}
-
-// acceptance writes the word as the code with the facts docs/api.md#agent-profiles lists for it, in
-// its order.
-func (d Door) acceptance(r *Refusal, code string) *refusal.Error {
+// acceptance writes the code with the facts docs/api.md#agent-profiles lists for the word, in its
+// order.
+func (d Door) acceptance(r *refusal.Error, code string) *refusal.Error {
 	e := refusal.New(refusal.Unprocessable, code, d.message(r))
-	switch r.Word {
+	callable, runnerID := fact(r, extraCallable), fact(r, extraRunnerID)
+	switch r.Code {
 	case WordRunnerNotDeclared:
-		return e.With(extraRunnerID, r.RunnerID).With(extraPath, FieldDefaultRunner)
+		return e.With(extraRunnerID, runnerID).With(extraPath, FieldDefaultRunner)
 	case WordRunnerNotEligible:
-		e = e.With(extraRunnerID, r.RunnerID)
-		if r.Callable != "" {
-			e = e.With(extraCallable, r.Callable)
+		e = e.With(extraRunnerID, runnerID)
+		if callable != "" {
+			e = e.With(extraCallable, callable)
 		}
 		return e
 	case WordToolNotServed:
-		return e.With(extraCallable, r.Callable).With(extraRunnerID, r.RunnerID).With(extraToolName, r.ToolName)
+		return e.With(extraCallable, callable).With(extraRunnerID, runnerID).With(extraToolName, fact(r, extraToolName))
 	case WordToolNotDeclared:
-		return e.With(extraPath, d.path(r)).With(extraToolName, r.ToolName)
+		return e.With(extraPath, d.path(r)).With(extraToolName, fact(r, extraToolName))
 	}
-	if r.Callable != "" {
-		e = e.With(extraCallable, r.Callable)
+	if callable != "" {
+		e = e.With(extraCallable, callable)
 	}
-	if p := d.path(r); p != "" && !r.Assembled {
+	if p := d.path(r); p != "" {
 		e = e.With(extraPath, p)
 	}
 	return e
@@ -231,5 +270,4 @@ const (
 	extraCallable = "callable"
 	extraToolName = "tool_name"
 	extraRunnerID = "runner_executor_public_id"
-	extraErrors   = "errors"
 )

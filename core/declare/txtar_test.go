@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
+
+	"github.com/nexuskernel/nexus/core/declare/declaretest"
 )
 
 // goldenArchive is one txtar golden file: input sections, and want/… sections the test
@@ -106,12 +108,12 @@ func (g *goldenArchive) finish(t *testing.T) {
 
 // refusalJSON is the golden form of a refusal: the word, then the unprefixed path and the
 // acceptance facts when set.
-func refusalJSON(r *Refusal) []byte {
+func refusalJSON(r declaretest.Refused) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"word":`)
 	b.Write(mustMarshal(r.Word))
 	for _, kv := range [][2]string{
-		{"path", pathUnlessAssembled(r)},
+		{"path", r.Path},
 		{"callable", r.Callable},
 		{"runner_executor_public_id", r.RunnerID},
 		{"tool_name", r.ToolName},
@@ -123,11 +125,4 @@ func refusalJSON(r *Refusal) []byte {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
-}
-
-func pathUnlessAssembled(r *Refusal) string {
-	if r.Assembled {
-		return ""
-	}
-	return r.Path()
 }

@@ -67,7 +67,7 @@ func (d *Discovery) Index(toolDefinitions, skillCatalog []byte) (*SearchIndex, e
 	return d.cache.get(toolDefinitions, skillCatalog, func() (*SearchIndex, error) {
 		set, err := d.Compiler.Compile(toolDefinitions)
 		if err != nil {
-			return nil, err
+			return nil, declare.Fault(err)
 		}
 		return BuildSearchIndex(set, skillCatalog)
 	})

@@ -136,19 +136,19 @@ func (g *Graph) Delegate(ctx context.Context, call *runs.KernelCall) (*runs.Kern
 	}
 	set, err := g.Compiler.Compile(round.ToolDefinitions)
 	if err != nil {
-		return nil, fmt.Errorf("kernel: the calling round's declaration: %w", err)
+		return nil, fmt.Errorf("kernel: the calling round's declaration: %w", declare.Fault(err))
 	}
 	var wanted []string
 	if narrow {
 		wanted = tools
 	}
 	branchSet, err := g.Compiler.NarrowForDelegation(set, wanted)
-	if r, ok := declare.AsRefusal(err); ok && r.Word == declare.WordToolNotDeclared {
-		text := declare.ToolNotDeclaredText(r.ToolName, set)
+	if r, ok := refusal.As(err); ok && r.Code == declare.WordToolNotDeclared && len(r.Errors) == 1 {
+		text := declare.ToolNotDeclaredText(r.Errors[0].Name, set)
 		return ErrorResult(wireDelegateTask, WordToolNotDeclared, strings.TrimPrefix(text, WordToolNotDeclared+": ")), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kernel: narrowing for a branch: %w", err)
+		return nil, fmt.Errorf("kernel: narrowing for a branch: %w", declare.Fault(err))
 	}
 	ref := round.Model
 	if requested = strings.TrimSpace(requested); requested != "" {

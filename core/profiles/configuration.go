@@ -8,6 +8,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -96,13 +97,13 @@ type proposal struct {
 }
 
 // fieldRefusal is a refusal of a configuration field other than the declaration sources.
-func fieldRefusal(word, field, suffix, format string, args ...any) *declare.Refusal {
-	return &declare.Refusal{Word: word, Field: field, Index: -1, Suffix: suffix, Detail: fmt.Sprintf(format, args...)}
+func fieldRefusal(word, field, suffix, format string, args ...any) *refusal.Error {
+	return declare.FieldRefusal(word, field, suffix, fmt.Sprintf(format, args...))
 }
 
 // field reads one field of a configuration object. A field given twice is refused invalid, never
 // merged; each field is read at its turn, so the first failure in validation order still wins.
-func field(cfg jsonwire.Value, name string) (jsonwire.Value, bool, *declare.Refusal) {
+func field(cfg jsonwire.Value, name string) (jsonwire.Value, bool, *refusal.Error) {
 	n := 0
 	for _, k := range cfg.Keys() {
 		if k == name {
@@ -121,12 +122,13 @@ func field(cfg jsonwire.Value, name string) (jsonwire.Value, bool, *declare.Refu
 // field given twice is refused at its turn: the import fields before it are parsed first.
 func (s *Service) sources(cfg jsonwire.Value) (*declare.Set, declare.Imports, error) {
 	raw := make([][]byte, len(sourceFields))
-	var repeated *declare.Refusal
+	var repeated *refusal.Error
+	var repeatedField string
 	var declared *jsonwire.Value
 	for i, name := range sourceFields {
 		v, ok, r := field(cfg, name)
 		if r != nil {
-			repeated = r
+			repeated, repeatedField = r, name
 			break
 		}
 		switch {
@@ -142,7 +144,7 @@ func (s *Service) sources(cfg jsonwire.Value) (*declare.Set, declare.Imports, er
 		if tools, err = s.compiler.CompileValue(*declared); err != nil {
 			return nil, declare.Imports{}, err
 		}
-	} else if repeated != nil && repeated.Field == declare.FieldToolDefinitions {
+	} else if repeated != nil && repeatedField == declare.FieldToolDefinitions {
 		return nil, declare.Imports{}, repeated
 	}
 	im, err := s.compiler.ParseImports(raw[1], raw[2], raw[3])
@@ -166,11 +168,11 @@ func (s *Service) validate(cfg jsonwire.Value) (*proposal, error) {
 	p := &proposal{tools: tools, imports: im}
 	checks := []struct {
 		name  string
-		check func(v jsonwire.Value, present bool) *declare.Refusal
+		check func(v jsonwire.Value, present bool) *refusal.Error
 	}{
 		{FieldApprovalMode, p.approvalModeOf},
 		{FieldApprovalRules, p.approvalRulesOf},
-		{FieldDefaultModel, func(v jsonwire.Value, present bool) *declare.Refusal { return p.defaultModelOf(v, present, s.models) }},
+		{FieldDefaultModel, func(v jsonwire.Value, present bool) *refusal.Error { return p.defaultModelOf(v, present, s.models) }},
 		{FieldInstructions, p.instructionsOf},
 	}
 	for _, c := range checks {
@@ -186,7 +188,7 @@ func (s *Service) validate(cfg jsonwire.Value) (*proposal, error) {
 }
 
 // approvalModeOf: bypass, ask or rules; required when the profile declares tools.
-func (p *proposal) approvalModeOf(v jsonwire.Value, present bool) *declare.Refusal {
+func (p *proposal) approvalModeOf(v jsonwire.Value, present bool) *refusal.Error {
 	if !present || v.IsNull() {
 		if declare.DeclaresTools(p.tools, p.imports) {
 			return fieldRefusal(WordRequired, FieldApprovalMode, "", "approval_mode is required when the profile declares tools")
@@ -202,17 +204,17 @@ func (p *proposal) approvalModeOf(v jsonwire.Value, present bool) *declare.Refus
 }
 
 // approvalRulesOf: the grammar (docs/agent-tools.md#the-approval-gate).
-func (p *proposal) approvalRulesOf(v jsonwire.Value, present bool) *declare.Refusal {
+func (p *proposal) approvalRulesOf(v jsonwire.Value, present bool) *refusal.Error {
 	if !present {
 		return nil
 	}
-	var r *declare.Refusal
+	var r *refusal.Error
 	p.approvalRules, r = checkApprovalRules(v)
 	return r
 }
 
 // defaultModelOf: a provider/model ref the catalog holds.
-func (p *proposal) defaultModelOf(v jsonwire.Value, present bool, models Models) *declare.Refusal {
+func (p *proposal) defaultModelOf(v jsonwire.Value, present bool, models Models) *refusal.Error {
 	if !present || v.IsNull() {
 		return nil
 	}
@@ -228,7 +230,7 @@ func (p *proposal) defaultModelOf(v jsonwire.Value, present bool, models Models)
 }
 
 // instructionsOf: a string of at most MaxInstructionsBytes bytes.
-func (p *proposal) instructionsOf(v jsonwire.Value, present bool) *declare.Refusal {
+func (p *proposal) instructionsOf(v jsonwire.Value, present bool) *refusal.Error {
 	if !present || v.IsNull() {
 		return nil
 	}

@@ -198,8 +198,8 @@ func TestFieldRefusals(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				_, err := e.put(t, e.agent, tc.cfg)
 				r := refusalOf(t, err)
-				if r.Word != tc.word || r.Field != tc.field || r.Path() != tc.path {
-					t.Fatalf("refusal %s %s %s, want %s %s %s", r.Word, r.Field, r.Path(), tc.word, tc.field, tc.path)
+				if r.Word != tc.word || r.Field != tc.field || r.Path != tc.path {
+					t.Fatalf("refusal %s %s %s, want %s %s %s", r.Word, r.Field, r.Path, tc.word, tc.field, tc.path)
 				}
 				after, err := e.svc.Configuration(context.Background(), e.agent)
 				if err != nil {
@@ -262,8 +262,8 @@ func TestApprovalRulesGrammar(t *testing.T) {
 		for _, tc := range cases {
 			_, err := e.put(t, e.agent, `{"approval_rules":`+tc.rules+`}`)
 			r := refusalOf(t, err)
-			if r.Word != "invalid" || r.Field != "approval_rules" || r.Path() != tc.path {
-				t.Errorf("rules %.60s: %s %s %s, want invalid at %s", tc.rules, r.Word, r.Field, r.Path(), tc.path)
+			if r.Word != "invalid" || r.Field != "approval_rules" || r.Path != tc.path {
+				t.Errorf("rules %.60s: %s %s %s, want invalid at %s", tc.rules, r.Word, r.Field, r.Path, tc.path)
 			}
 		}
 		got := e.mustPut(t, `{"approval_rules":`+lawful+`}`)
@@ -332,8 +332,8 @@ func TestStoredRenderThatNoLongerCompiles(t *testing.T) {
 			t.Fatalf("read-back: %v %s", err, c.ToolDefinitions)
 		}
 		_, err = e.svc.Current(ctx, s.Reader(), e.agent.ID)
-		if r := refusalOf(t, err); r.Word != "kernel_tool_redefined" || r.Path() != "tool_definitions[0]" {
-			t.Fatalf("refusal %s at %s", r.Word, r.Path())
+		if r := refusalOf(t, err); r.Word != "kernel_tool_redefined" || r.Path != "tool_definitions[0]" {
+			t.Fatalf("refusal %s at %s", r.Word, r.Path)
 		}
 		if _, err := e.svc.Current(ctx, s.Reader(), e.agent.ID+1000); err == nil {
 			t.Fatal("Current of an unknown agent succeeded")

@@ -7,7 +7,9 @@
 // with the Runners acceptance may read, so that every door freezes through one path.
 //
 // Every declaration rule is core/declare's: this package only feeds it values read from the
-// store and returns its *declare.Refusal unchanged, so that each caller reports it through its
-// own door. It knows no HTTP, and it never re-resolves anything after acceptance: accepted work
-// keeps what it froze.
+// store and returns its refusals unchanged, so that each caller reports them through its own
+// door. A refusal of another profile field (approval mode and rules, default model,
+// instructions) is built the same way, rooted at the declaration with declare.FieldRefusal. It
+// knows no HTTP, and it never re-resolves anything after acceptance: accepted work keeps what it
+// froze.
 package profiles

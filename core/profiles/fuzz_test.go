@@ -42,8 +42,7 @@ func FuzzProfileReadBack(f *testing.F) {
 		}
 		p, err := s.validate(cfg)
 		if err != nil {
-			r, ok := declare.AsRefusal(err)
-			if !ok || !fields[r.Field] || r.Word == "" {
+			if r := declaretest.RefusalOf(t, err); !fields[r.Field] {
 				t.Fatalf("not a field refusal: %#v", err)
 			}
 			return

@@ -104,11 +104,7 @@ func readBack(t *testing.T, c *profiles.Configuration) string {
 	return string(b)
 }
 
-func refusalOf(t *testing.T, err error) *declare.Refusal {
+func refusalOf(t *testing.T, err error) declaretest.Refused {
 	t.Helper()
-	r, ok := declare.AsRefusal(err)
-	if !ok {
-		t.Fatalf("error %v is not a refusal", err)
-	}
-	return r
+	return declaretest.RefusalOf(t, err)
 }

@@ -48,7 +48,7 @@ func (p *Profile) FrozenApprovalMode() string {
 // transaction, so that the snapshot and the work it creates are one, or the store's reader.
 // An agent that never replaced its profile has the empty one. An unknown agent is
 // store.ErrNotFound. A stored declaration that no longer compiles against this build's kernel
-// registry (a kernel text changed since it was stored) is returned as its *declare.Refusal, so
+// registry (a kernel text changed since it was stored) is returned as its refusal, so
 // acceptance refuses with the declaration word, as it does for any grammar refusal it finds.
 func (s *Service) Current(ctx context.Context, q store.Querier, agentID int64) (*Profile, error) {
 	agent, err := store.AgentOf(ctx, q, agentID)
@@ -91,9 +91,9 @@ type Acceptance struct {
 // Accept freezes the profile onto new work (docs/agent-tools.md#declaring-tools): kernel imports,
 // the selected Runner's announcements, narrowing, route checks, render and sort, bound, then the
 // environment and the skill catalog. It reads the workspace's Runners and their current
-// announcements through q, and nothing later reads them again. A refusal is a *declare.Refusal that
-// the caller's door turns into its envelope (declare.RunDoor for a run, declare.AssemblyDoor for
-// the assembly); anything else is a store fault.
+// announcements through q, and nothing later reads them again. A refusal is rooted at the
+// declaration; the caller's door re-roots it into its envelope (declare.RunDoor for a run,
+// declare.AssemblyDoor for the assembly); anything else is a store fault.
 func (s *Service) Accept(ctx context.Context, q store.Querier, p *Profile, in Acceptance) (*declare.Frozen, error) {
 	ids := make([]string, 0, 1+len(p.Imports.RunnerExecutorPublicIDs))
 	if in.Selection != "" {
@@ -132,8 +132,8 @@ type AssemblyRequest struct {
 
 // Assemble answers what new work would freeze for the agent: the proposed sources (validated as
 // on the profile door) or the stored profile, accepted with the selection and no narrowing,
-// from current announcements. It creates and changes nothing. Refusals are *declare.Refusal
-// for declare.AssemblyDoor.
+// from current announcements. It creates and changes nothing. Refusals are rooted at the
+// declaration, for declare.AssemblyDoor.
 func (s *Service) Assemble(ctx context.Context, agent Agent, req AssemblyRequest) (*declare.Frozen, error) {
 	q := s.store.Reader()
 	var p *Profile

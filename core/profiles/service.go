@@ -67,10 +67,9 @@ func (s *Service) Configuration(ctx context.Context, agent Agent) (*Configuratio
 
 // PutConfiguration replaces the agent's profile whole with cfg, the request's configuration
 // object: a field it omits is cleared, unknown fields are ignored (the door refuses them before
-// it calls). The fields are validated in
-// the door's order and the first failure is returned as a *declare.Refusal (the caller's door
-// writes it) with nothing stored. Replacements of one agent are serialized; each one that is
-// stored gets the next revision. It returns the stored profile's read-back.
+// it calls). The fields are validated in the door's order and the first failure is returned as
+// a refusal rooted at the declaration (the caller's door re-roots it) with nothing stored.
+// Replacements of one agent are serialized; each one that is stored gets the next revision. It returns the stored profile's read-back.
 func (s *Service) PutConfiguration(ctx context.Context, agent Agent, cfg jsonwire.Value) (*Configuration, error) {
 	if !cfg.IsObject() {
 		return nil, errors.New("profiles: the configuration is not a JSON object")

@@ -15,6 +15,9 @@ type Kind = refusal.Kind
 // Field is one extra key of a refusal body.
 type Field = refusal.Field
 
+// Problem is one failure in a refusal's list of every failure, written last as "errors".
+type Problem = refusal.Problem
+
 // The kinds, sdk/refusal's.
 const (
 	Internal            = refusal.Internal

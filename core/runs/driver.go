@@ -145,12 +145,7 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		now := e.nowMS()
 		opts = optionsFor(ts.Offered(target(m)), s.entries, m)
 		s.seal(m.Ref, now, opts)
-		id, size, err := store.InsertSealed(ctx, tx, t.ID, c.Generation, s.parts, now)
-		if err != nil {
-			return err
-		}
-		ok, err := store.SetTask(ctx, tx, t.ID, e.guard(c), store.Assign{Col: "sealed_request_id", Val: id},
-			store.Assign{Col: "request_bytes", Val: size}, store.Assign{Col: "history_entries", Val: s.historyCount})
+		_, ok, err := store.SealTask(ctx, tx, t.ID, c.Generation, s.parts, now, e.guard(c), store.Assign{Col: "history_entries", Val: s.historyCount})
 		if err != nil {
 			return err
 		}
@@ -278,9 +273,9 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			expand = false
 		}
 		set = append(set, store.Assign{Col: "status", Val: status}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
+		calls, cont := []answerCall(nil), ""
 		if expand {
-			calls, err := e.expand(ctx, tx, run, t, ts, resp, finish, now)
-			if err != nil {
+			if calls, cont, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
 				return err
 			}
 			set = append(set, store.Assign{Col: "answer_calls", Val: *jsonText(calls)})
@@ -292,13 +287,20 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 		if !ok {
 			return errLostClaim
 		}
-		return e.advance(ctx, tx, fx, run)
+		var tasks []store.Task // re-pointing's read serves readiness too
+		if expand {
+			if tasks, err = e.repoint(ctx, tx, run.ID, t.Key, cont, calls); err != nil {
+				return err
+			}
+		}
+		_, err = e.advanceTrace(ctx, tx, fx, run, tasks)
+		return err
 	})
 }
 
 // expand writes one tool row per call under the pairing law and one continuation that waits on
-// them all, moves the deliverable and re-points readers of the expanding round.
-func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, error) {
+// them all, and moves the deliverable; the caller re-points readers of the expanding round.
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, error) {
 	n, callPrefix, contKey := roundKeys(run, t)
 	var runSet []store.Assign // written once, after the rows
 	if t.Mainline {
@@ -317,7 +319,7 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		fan[i] = key
 		calls[i] = answerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
 		if err := e.birth(ctx, tx, run, t, ts, call, pairing[i], key, finish == model.FinishLength, now); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	cont := &store.Task{
@@ -328,7 +330,7 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		Environment: t.Environment, CreatedAt: now,
 	}
 	if err := store.InsertTask(ctx, tx, cont); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if run.DeliverableTaskKey == t.Key {
 		runSet = append(runSet, store.Assign{Col: "deliverable_task_key", Val: contKey})
@@ -336,24 +338,22 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 	}
 	if len(runSet) > 0 {
 		if err := store.SetRun(ctx, tx, run.ID, runSet...); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	if err := e.repoint(ctx, tx, run, t.Key, contKey, fan); err != nil {
-		return nil, err
-	}
-	return calls, nil
+	return calls, contKey, nil
 }
 
-// repoint moves readers of an expanding round outside its fan onto the continuation.
-func (e *Engine) repoint(ctx context.Context, tx *store.Tx, run *store.Run, from, to string, fan []string) error {
-	tasks, err := store.TraceTasks(ctx, tx, run.ID)
+// repoint moves readers of a settled expanding round (from) outside its fan (the calls' rows and
+// the continuation to) onto the continuation, and answers the run's trace as it left it.
+func (e *Engine) repoint(ctx context.Context, tx *store.Tx, runID int64, from, to string, calls []answerCall) ([]store.Task, error) {
+	tasks, err := store.TraceTasks(ctx, tx, runID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	inFan := map[string]bool{to: true}
-	for _, k := range fan {
-		inFan[k] = true
+	for _, c := range calls {
+		inFan[c.TaskKey] = true
 	}
 	for i := range tasks {
 		tk := &tasks[i]
@@ -369,12 +369,13 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, run *store.Run, from
 			}
 		}
 		if changed {
-			if _, err := store.SetTask(ctx, tx, tk.ID, nil, store.Assign{Col: "after_keys", Val: *jsonText(after)}); err != nil {
-				return err
+			tk.AfterKeys = jsonText(after)
+			if _, err := store.SetTask(ctx, tx, tk.ID, nil, store.Assign{Col: "after_keys", Val: *tk.AfterKeys}); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return tasks, nil
 }
 
 // birth writes one call's tool row, paired with the round's call and waiting on the round.

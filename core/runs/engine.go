@@ -235,12 +235,6 @@ func (e *Engine) wakeKernel(fx *effects, runPublicID, key string) {
 	}
 }
 
-// lostWake logs a kernel wake-up the other instances were not sent: they find the row by their
-// poll instead.
-func (e *Engine) lostWake(err error) {
-	e.log.Warn("notifying other instances of kernel work failed", "error", err)
-}
-
 // kernelWake is a kernel wake-up's payload (docs/development.md#how-the-kernel-runs-work), compact
 // JSON; origin is the sending instance, which kicked its own workers at commit.
 func kernelWake(origin, runPublicID, key string) string {
@@ -297,7 +291,7 @@ func (e *Engine) deliver(fx *effects) {
 		e.Kick(fx.kernel)
 	}
 	if fx.wake != "" {
-		e.store.NotifyLater(e.channel, fx.wake, e.lostWake)
+		e.store.NotifyLater(e.channel, fx.wake, func(err error) { e.log.Warn("notifying other instances of kernel work failed", "error", err) })
 	}
 	if e.signal != nil {
 		for _, s := range fx.available {

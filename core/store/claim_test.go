@@ -362,3 +362,51 @@ func TestTaskAndRunByID(t *testing.T) {
 		}
 	})
 }
+
+// TestSealTask: sealing stores the request and points the row at it with the columns set, in
+// one statement fewer on PostgreSQL; a guard that no longer holds points nothing, and the
+// stored request reads back as sealed.
+func TestSealTask(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := seedRun(t, s, 1)
+		tasks, err := store.TraceTasks(ctx, s.Reader(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := tasks[0].ID
+		parts := store.SealedParts{Prefix: []byte(`{"entries":[`), Entries: [][]byte{[]byte(`{"role":"user"}`)}, Suffix: []byte(`]}`)}
+		var id int64
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			stale := int64(7)
+			if _, ok, err := store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}, Generation: &stale}); err != nil || ok {
+				return fmt.Errorf("a guard that no longer holds: ok %v, %v", ok, err)
+			}
+			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.SealedRequestID != nil {
+				return fmt.Errorf("the refused seal pointed the row at %v (%v)", got.SealedRequestID, err)
+			}
+			var ok bool
+			id, ok, err = store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}}, store.Assign{Col: "history_entries", Val: 3})
+			if err != nil || !ok {
+				return fmt.Errorf("seal: ok %v, %v", ok, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.TaskByID(ctx, s.Reader(), row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.SealedRequestID == nil || *got.SealedRequestID != id || got.RequestBytes == nil || *got.RequestBytes != int64(len(parts.Bytes())) ||
+			got.HistoryEntries == nil || *got.HistoryEntries != 3 {
+			t.Fatalf("sealed row: request %v (want %d), bytes %v, history %v", got.SealedRequestID, id, got.RequestBytes, got.HistoryEntries)
+		}
+		back, err := store.SealedRequest(ctx, s.Reader(), id)
+		if err != nil || string(back.Bytes()) != string(parts.Bytes()) {
+			t.Fatalf("read back %q, %v", back.Bytes(), err)
+		}
+	})
+}

@@ -53,9 +53,25 @@ func hexSum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// InsertSealed stores a sealed request for a task and returns its id, the SHA-256 and the size
-// of its whole bytes.
+// InsertSealed stores a sealed request for a task and returns its id and the size of its whole
+// bytes.
 func InsertSealed(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64) (id int64, size int64, err error) {
+	args, size, err := putSealed(ctx, q, taskID, generation, p, at)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := q.Get(ctx, &id, insertSealedSQL+` RETURNING id`, args...); err != nil {
+		return 0, 0, fmt.Errorf("store: seal: %w", err)
+	}
+	return id, size, nil
+}
+
+// insertSealedSQL writes a sealed request's index row; putSealed answers its arguments.
+const insertSealedSQL = `INSERT INTO sealed_requests (task_id, generation_sealed, parts, sha256, byte_size, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+
+// putSealed stores a sealed request's pieces and answers the arguments of its index row and the
+// size of its whole bytes.
+func putSealed(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64) ([]any, int64, error) {
 	idx := sealedIndex{Prefix: hexSum(p.Prefix), Suffix: hexSum(p.Suffix), Base: p.BaseID, BaseCount: p.BaseCount}
 	if p.BaseID == 0 {
 		idx.BaseCount = 0
@@ -66,30 +82,61 @@ func InsertSealed(ctx context.Context, q Querier, taskID, generation int64, p Se
 		return h, err
 	}
 	if _, err := put(p.Prefix); err != nil {
-		return 0, 0, fmt.Errorf("store: seal: %w", err)
+		return nil, 0, fmt.Errorf("store: seal: %w", err)
 	}
 	if _, err := put(p.Suffix); err != nil {
-		return 0, 0, fmt.Errorf("store: seal: %w", err)
+		return nil, 0, fmt.Errorf("store: seal: %w", err)
 	}
 	for _, e := range p.Entries[idx.BaseCount:] {
 		h, err := put(e)
 		if err != nil {
-			return 0, 0, fmt.Errorf("store: seal: %w", err)
+			return nil, 0, fmt.Errorf("store: seal: %w", err)
 		}
 		idx.Entries = append(idx.Entries, h)
 	}
 	whole := p.Bytes()
 	parts, err := json.Marshal(idx)
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
-	err = q.Get(ctx, &id, `INSERT INTO sealed_requests (task_id, generation_sealed, parts, sha256, byte_size, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-		taskID, generation, string(parts), hexSum(whole), len(whole), at)
-	if err != nil {
-		return 0, 0, fmt.Errorf("store: seal: %w", err)
-	}
-	return id, int64(len(whole)), nil
+	return []any{taskID, generation, string(parts), hexSum(whole), len(whole), at}, int64(len(whole)), nil
 }
+
+// SealTask stores a sealed request for a task (InsertSealed) and points the task at it
+// (sealed_request_id and request_bytes, with the columns set) under guard, answering the
+// request's id and whether the guard held. On PostgreSQL the index row and the task's update are one
+// statement; a guard that no longer holds leaves the index row written, for the caller's
+// rollback. Without a guard the task is updated whatever its state.
+func SealTask(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64, guard *TaskGuard, set ...Assign) (id int64, ok bool, err error) {
+	if q.Dialect() != Postgres {
+		id, size, err := InsertSealed(ctx, q, taskID, generation, p, at)
+		if err != nil {
+			return 0, false, err
+		}
+		ok, err = SetTask(ctx, q, taskID, guard, append([]Assign{{Col: "sealed_request_id", Val: id}, {Col: "request_bytes", Val: size}}, set...)...)
+		return id, ok, err
+	}
+	args, size, err := putSealed(ctx, q, taskID, generation, p, at)
+	if err != nil {
+		return 0, false, err
+	}
+	update, updateArgs, err := taskUpdate(taskID, guard, append([]Assign{{Col: "sealed_request_id", Val: sealedInStatement{}}, {Col: "request_bytes", Val: size}}, set...))
+	if err != nil {
+		return 0, false, err
+	}
+	err = notFound(q.Get(ctx, &id, `WITH sealed AS (`+insertSealedSQL+` RETURNING id) `+update+` RETURNING sealed_request_id`, append(args, updateArgs...)...))
+	if err == ErrNotFound {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("store: seal task %d: %w", taskID, err)
+	}
+	return id, true, nil
+}
+
+// sealedInStatement, as an Assign's value, is the id of the sealed request SealTask's statement
+// writes.
+type sealedInStatement struct{}
 
 // SealedRequest reassembles a stored sealed request, following its base chain; it checks the
 // result against the stored SHA-256, so a damaged piece is an error rather than different bytes

@@ -237,12 +237,29 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 	if len(set) == 0 {
 		return true, nil
 	}
+	query, args, err := taskUpdate(id, guard, set)
+	if err != nil {
+		return false, err
+	}
+	res, err := q.Exec(ctx, query, args...)
+	if err != nil {
+		return false, fmt.Errorf("store: update task %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}
+
+// taskUpdate is SetTask's statement and its arguments.
+func taskUpdate(id int64, guard *TaskGuard, set []Assign) (string, []any, error) {
 	var b strings.Builder
 	b.WriteString(`UPDATE tasks SET `)
 	args := make([]any, 0, len(set)+4)
 	for i, a := range set {
 		if !taskColumnSet[a.Col] || a.Col == "id" {
-			return false, fmt.Errorf("store: SetTask: unknown column %q", a.Col)
+			return "", nil, fmt.Errorf("store: SetTask: unknown column %q", a.Col)
 		}
 		if i > 0 {
 			b.WriteString(", ")
@@ -251,6 +268,10 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 		if run, ok := a.Val.(NextSettleSeqOf); ok {
 			b.WriteString(" = (" + nextSettleSeqSQL + ")")
 			args = append(args, int64(run))
+			continue
+		}
+		if _, ok := a.Val.(sealedInStatement); ok {
+			b.WriteString(" = (SELECT id FROM sealed)")
 			continue
 		}
 		b.WriteString(" = ?")
@@ -274,15 +295,7 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 			args = append(args, guard.UnlessRevoked, ExecutorRevoked)
 		}
 	}
-	res, err := q.Exec(ctx, b.String(), args...)
-	if err != nil {
-		return false, fmt.Errorf("store: update task %d: %w", id, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	return n == 1, nil
+	return b.String(), args, nil
 }
 
 // DueTasks lists up to limit task ids whose park has expired (deadline_at ≤ now) in a status the
