@@ -37,7 +37,7 @@ const (
 )
 
 // MemoryWireNames are the six names an override target must announce, in wire spelling.
-var MemoryWireNames = []string{"memory_ls", "memory_read", "memory_grep", "memory_write", "memory_edit", "memory_delete"}
+var MemoryWireNames = []string{memsdk.ToolLs, memsdk.ToolRead, memsdk.ToolGrep, memsdk.ToolWrite, memsdk.ToolEdit, memsdk.ToolDelete}
 
 // OverridesDoc is the override routes' answer.
 type OverridesDoc struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -84,12 +85,9 @@ type HubOptions struct {
 	PingInterval time.Duration
 }
 
-// workChannel is the base name of the wake-up channel every instance listens on
-// (docs/development.md#how-the-kernel-runs-work); executor wake-ups carry kind "executor", the run
-// engine's own "kernel".
-const workChannel = "nexus_work"
-
-// NewHub returns a hub over s. Start it before serving streams.
+// NewHub returns a hub over s. Start it before serving streams. The hub listens on the engine's
+// wake-up channel, runs.WorkChannel (docs/development.md#how-the-kernel-runs-work): executor
+// wake-ups carry kind "executor", the run engine's own "kernel".
 func NewHub(s *store.Store, o HubOptions) *Hub {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -103,7 +101,7 @@ func NewHub(s *store.Store, o HubOptions) *Hub {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &Hub{
-		store: s, channel: s.Channel(workChannel), origin: hex.EncodeToString(b[:]), now: o.Now, log: o.Log, ping: o.PingInterval,
+		store: s, channel: s.Channel(runs.WorkChannel), origin: hex.EncodeToString(b[:]), now: o.Now, log: o.Log, ping: o.PingInterval,
 		streams: map[int64]*executorStreams{}, byPublic: map[string]*executorStreams{}, stop: make(chan struct{}),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
@@ -16,10 +17,10 @@ const CodeRateLimited = "rate_limited"
 
 // Event words of the stream (docs/api.md#the-executor-plane).
 const (
-	EventWorkAvailable = "work_available"
-	EventWorkCanceled  = "work_canceled"
+	EventWorkAvailable = announce.EventWorkAvailable
+	EventWorkCanceled  = announce.EventWorkCanceled
 	// KindToolCall is the only row kind this version pushes; clients skip others.
-	KindToolCall = "tool_call"
+	KindToolCall = announce.RowKindToolCall
 )
 
 // Reasons of work_canceled (docs/api.md#the-executor-plane); clients treat an unknown word as a
@@ -70,8 +71,8 @@ var errHubClosed = refusal.New(refusal.Unavailable, refusal.CodeUnavailable,
 const (
 	CodeNotAddressedHere    = "not_addressed_here"
 	CodeNotClaimableKind    = "not_claimable_kind"
-	CodeTaskNotClaimable    = "task_not_claimable"
-	CodeAlreadyClaimed      = "already_claimed"
+	CodeTaskNotClaimable    = announce.CodeTaskNotClaimable
+	CodeAlreadyClaimed      = announce.CodeAlreadyClaimed
 	CodeNotEligible         = WordNotEligible
 	CodeNotAuthorized       = refusal.CodeNotAuthorized
 	CodeNotClaimant         = "not_claimant"
@@ -92,6 +93,6 @@ const (
 // Row kinds and addressing roles as the executor plane serves them
 // (docs/api.md#the-executor-plane).
 const (
-	RoleRunner       = "runner"
-	RoleToolProvider = "tool_provider"
+	RoleRunner       = store.ExecutorRunner
+	RoleToolProvider = store.ExecutorToolProvider
 )

@@ -13,6 +13,7 @@ import (
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // The graph family's canonical and wire names (docs/agent-tools.md#delegation-and-conversations).
@@ -20,14 +21,14 @@ const (
 	CanonicalDelegateTask = "nexus.graph.delegate_task"
 	CanonicalWait         = "nexus.graph.wait"
 
-	wireDelegateTask = "delegate_task"
+	wireDelegateTask = announce.WireDelegateTask
 	wireWait         = "wait"
 )
 
 // The graph family's refusal words (docs/agent-tools.md#delegation-and-conversations).
 const (
 	WordModelNotAuthorized = conversations.WordModelNotAuthorized
-	WordWaitTargetNotFound = "wait_target_not_found"
+	WordWaitTargetNotFound = runs.WordWaitTargetNotFound
 	WordWaitCycle          = "wait_cycle"
 )
 

@@ -68,7 +68,7 @@ func (e *Engine) address(ctx context.Context, q store.Querier, run *store.Run, r
 		if !ok {
 			return notServed(fmt.Sprintf("runner %s does not announce %s", res.Route.RunnerExecutorPublicID, name)), nil
 		}
-		return Address{Role: "runner", Executor: s.ExecutorPublicID, Target: &Target{s.ExecutorPublicID, s.DisplayName},
+		return Address{Role: store.ExecutorRunner, Executor: s.ExecutorPublicID, Target: &Target{s.ExecutorPublicID, s.DisplayName},
 			Profile: s.Profile, TimeoutMS: s.TimeoutMS}, nil
 	}
 	if res.Canonical != "" {
@@ -88,7 +88,7 @@ func (e *Engine) address(ctx context.Context, q store.Querier, run *store.Run, r
 		}
 		if len(pool) > 0 {
 			p, t := PoolProfile(pool)
-			return Address{Role: "tool_provider", Profile: p, TimeoutMS: t}, nil
+			return Address{Role: store.ExecutorToolProvider, Profile: p, TimeoutMS: t}, nil
 		}
 	}
 	return notServed("no executor announces " + name + " in this workspace"), nil
@@ -131,7 +131,7 @@ func (e *Engine) addressOverride(ctx context.Context, q store.Querier, run *stor
 	}
 	for _, s := range pool {
 		if s.ExecutorPublicID == provider {
-			return Address{Role: "tool_provider", Executor: provider, Profile: s.Profile, TimeoutMS: s.TimeoutMS,
+			return Address{Role: store.ExecutorToolProvider, Executor: provider, Profile: s.Profile, TimeoutMS: s.TimeoutMS,
 				Scope: kmemory.Project(scopes).Encode()}, nil
 		}
 	}

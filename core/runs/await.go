@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
@@ -282,7 +283,7 @@ func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task
 		}
 		t = parent
 	}
-	if t.Kind == KindTool && deref(t.ToolName) == wireDelegateTask {
+	if t.Kind == KindTool && deref(t.ToolName) == announce.WireDelegateTask {
 		branch, err := store.TaskByKey(ctx, q, runID, BranchKey(t.Key))
 		switch {
 		case err == nil:
@@ -464,9 +465,9 @@ func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child 
 	return nil, fmt.Errorf("runs: %s awaits %s, a %s await, which no observation reads in this version", call.Key, child.Key, deref(child.AwaitKind))
 }
 
-// wordWaitTargetNotFound is wait's refusal word, also its answer when its target was
+// WordWaitTargetNotFound is wait's refusal word, also its answer when its target was
 // collected while observed (docs/agent-tools.md#delegation-and-conversations).
-const wordWaitTargetNotFound = "wait_target_not_found"
+const WordWaitTargetNotFound = "wait_target_not_found"
 
 // WaitTargetGoneDetail is the detail of a target collected while a wait observed it.
 func WaitTargetGoneDetail(task string) string {
@@ -478,11 +479,11 @@ func WaitTargetGoneDetail(task string) string {
 // collects tasks in this version; the rule is kept for the one that will.
 func (e *Engine) targetGone(ctx context.Context, q store.Querier, await, child *store.Task, task string) (*settlement, error) {
 	detail := WaitTargetGoneDetail(task)
-	out := wordWaitTargetNotFound + ": " + detail
+	out := WordWaitTargetNotFound + ": " + detail
 	sc := jsonText(struct {
 		Status string    `json:"status"`
 		Error  TaskError `json:"error"`
-	}{"unavailable", TaskError{Key: wordWaitTargetNotFound, Detail: detail}})
+	}{"unavailable", TaskError{Key: WordWaitTargetNotFound, Detail: detail}})
 	if err := e.resolveWait(ctx, q, await, out, true); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // RoleModel is the role of a delegate_task branch's first round in its key (C-model-1).
@@ -171,7 +172,7 @@ func branchRootOf(tasks []store.Task, t *store.Task) (string, bool) {
 	switch {
 	case isBranchRound(t):
 		return t.LineageRoot, true
-	case t.Kind == KindTool && deref(t.ToolName) == wireDelegateTask:
+	case t.Kind == KindTool && deref(t.ToolName) == announce.WireDelegateTask:
 		root := BranchKey(t.Key)
 		for i := range tasks {
 			if tasks[i].Key == root && isBranchRound(&tasks[i]) {
@@ -181,10 +182,6 @@ func branchRootOf(tasks []store.Task, t *store.Task) (string, bool) {
 	}
 	return "", false
 }
-
-// wireDelegateTask is delegate_task's wire name: a row's tool_name for a kernel tool is always
-// the wire name (docs/api.md#runs), never the alias.
-const wireDelegateTask = "delegate_task"
 
 // cancelRow settles one live row canceled by a branch cancel or a stop: its executor hears
 // work_canceled, an in-flight evaluation is abandoned, and a wait call that was observing keeps

@@ -13,8 +13,8 @@ import (
 const (
 	UploadCreatorUser         = "user"
 	UploadCreatorAgent        = "agent"
-	UploadCreatorRunner       = "runner"
-	UploadCreatorToolProvider = "tool_provider"
+	UploadCreatorRunner       = ExecutorRunner
+	UploadCreatorToolProvider = ExecutorToolProvider
 )
 
 // Upload binding target kinds: what keeps an upload alive (docs/api.md#uploads).

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexuskernel/nexus/sdk/client"
+	"github.com/nexuskernel/nexus/sdk/memory"
 )
 
 // conditionFlags name the document a change expects. Left out, the command reads the document
@@ -47,7 +48,7 @@ func (cf *conditionFlags) expected(ctx context.Context, cmd *cobra.Command, c *c
 	}
 	cur, err := c.MemoryShow(ctx, ws, path)
 	var ce *client.Error
-	if errors.As(err, &ce) && ce.Status == 404 && ce.Code == "memory_not_found" {
+	if errors.As(err, &ce) && ce.Status == 404 && ce.Code == memory.CodeNotFound {
 		return nil, nil
 	}
 	if err != nil {

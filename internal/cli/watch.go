@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
@@ -24,11 +25,11 @@ const (
 
 // Run statuses and attention reasons the watch decides on (docs/api.md, "Runs").
 const (
-	runCompleted      = "completed"
-	runCanceled       = "canceled"
-	runNeedsAttention = "needs_attention"
-	reasonHuman       = "awaiting_human"
-	reasonApproval    = "approval_required"
+	runCompleted      = runs.RunCompleted
+	runCanceled       = runs.RunCanceled
+	runNeedsAttention = runs.RunNeedsAttention
+	reasonHuman       = runs.ReasonAwaitingHuman
+	reasonApproval    = runs.ReasonApprovalRequired
 )
 
 // errWatchTimeout is the end of a watch whose --timeout passed.

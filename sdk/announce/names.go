@@ -27,11 +27,15 @@ type KernelName struct {
 	Class Class
 }
 
+// WireDelegateTask is delegate_task's wire name, which the engine reads on a row's tool_name: a
+// row of a kernel tool always carries the wire name (docs/api.md#runs), never an alias.
+const WireDelegateTask = "delegate_task"
+
 // kernelNames is the kernel name table in catalog order. Appending a row is a deliberate
 // change to docs/agent-tools.md, the golden catalog and the contract pack; a row is never
 // reordered, renamed or removed.
 var kernelNames = [...]KernelName{
-	{1, "nexus.graph.delegate_task", "delegate_task", ClassReserved},
+	{1, "nexus.graph.delegate_task", WireDelegateTask, ClassReserved},
 	{2, "nexus.graph.wait", "wait", ClassReserved},
 	{3, "nexus.human.ask", "ask", ClassReserved},
 	{4, "nexus.conversation.spawn", "spawn", ClassReserved},

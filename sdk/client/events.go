@@ -10,13 +10,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // Event words of the executor's stream. Clients skip event types and row kinds they do not
 // know, and treat an unknown work_canceled reason as a cancel.
 const (
-	EventWorkAvailable = "work_available"
-	EventWorkCanceled  = "work_canceled"
+	EventWorkAvailable = announce.EventWorkAvailable
+	EventWorkCanceled  = announce.EventWorkCanceled
 )
 
 // Event is one event of the executor's stream: a hint that work changed. The inbox stays

@@ -1,6 +1,10 @@
 package plugin
 
-import goplugin "github.com/hashicorp/go-plugin"
+import (
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/nexuskernel/nexus/sdk/announce"
+)
 
 // Protocol constants. The protocol version is also written in the header of
 // contracts/proto/nexus/plugin/v1/plugin.proto; a test fails when the two disagree.
@@ -29,9 +33,9 @@ type Kind string
 
 const (
 	// KindMemory stores the memory family for workspaces that opt in.
-	KindMemory Kind = "memory"
+	KindMemory Kind = announce.PluginKindMemory
 	// KindToolProvider serves tools a third party ships.
-	KindToolProvider Kind = "tool_provider"
+	KindToolProvider Kind = announce.PluginKindToolProvider
 )
 
 // Valid reports whether k is one of the two kinds.

@@ -185,7 +185,7 @@ func (st *runState) session(ctx context.Context) time.Duration {
 		case ev := <-events:
 			switch ev.Type {
 			case client.EventWorkAvailable:
-				if ev.Kind == "tool_call" {
+				if ev.Kind == announce.RowKindToolCall {
 					st.start(ctx, ev.RunPublicID, ev.TaskKey, ev.ToolName)
 				}
 			case client.EventWorkCanceled:
@@ -207,7 +207,7 @@ func (st *runState) drainInbox(ctx context.Context) {
 			return
 		}
 		for _, row := range page.Tasks {
-			if row.Kind == "tool_call" && !row.Claimed {
+			if row.Kind == announce.RowKindToolCall && !row.Claimed {
 				st.start(ctx, row.RunPublicID, row.TaskKey, row.ToolName)
 			}
 		}
@@ -278,7 +278,7 @@ func (st *runState) serve(ctx context.Context, run, key string, h Handler) {
 	cl, err := st.r.Client.ClaimWork(ctx, run, key)
 	if err != nil {
 		var ce *client.Error
-		if !errors.As(err, &ce) || (ce.Code != "already_claimed" && ce.Code != "task_not_claimable") {
+		if !errors.As(err, &ce) || (ce.Code != announce.CodeAlreadyClaimed && ce.Code != announce.CodeTaskNotClaimable) {
 			st.r.logf("runner: claiming %s/%s: %v", run, key, err)
 		}
 		return
