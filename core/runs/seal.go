@@ -167,7 +167,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			hist = hist[1:]
 		}
 	} else {
-		prev, err := store.LineageRound(ctx, q, run.ID, t.LineageRoot, t.RoundNumber-1)
+		prev, rows, err := store.LineageRoundAndCalls(ctx, q, run.ID, t.LineageRoot, t.RoundNumber-1)
 		if err != nil {
 			return nil, fmt.Errorf("runs: round %s: previous round: %w", t.Key, err)
 		}
@@ -197,14 +197,6 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			asst.ToolCalls = append(asst.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
 		if err := add(asst); err != nil {
-			return nil, err
-		}
-		keys := make([]string, len(calls))
-		for i, c := range calls {
-			keys[i] = c.TaskKey
-		}
-		rows, err := store.TasksByKeys(ctx, q, run.ID, keys)
-		if err != nil {
 			return nil, err
 		}
 		byKey := map[string]*store.Task{}

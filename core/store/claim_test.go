@@ -410,3 +410,41 @@ func TestSealTask(t *testing.T) {
 		}
 	})
 }
+
+// TestLineageRoundAndCalls: the round is found by lineage and number, with the rows it declared
+// and no other; a round that does not exist is ErrNotFound.
+func TestLineageRoundAndCalls(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := seedRun(t, s, 1) // k0, a row of another lineage
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			for _, row := range []store.Task{
+				{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1},
+				{Key: "r1t0", Kind: "tool_task", LineageRoot: "r1t0", DeclaringTaskKey: ptr("r1")},
+				{Key: "r2", Kind: "model_task", LineageRoot: "r1", RoundNumber: 2},
+				{Key: "r1t1", Kind: "tool_task", LineageRoot: "r1t1", DeclaringTaskKey: ptr("r1")},
+				{Key: "r2t0", Kind: "tool_task", LineageRoot: "r2t0", DeclaringTaskKey: ptr("r2")},
+			} {
+				row.RunID, row.Status, row.OnFailure, row.Lifetime, row.Wake, row.Visibility = r.ID, "waiting", "absorb", "turn", "auto", "collapsed"
+				if err := store.InsertTask(ctx, tx, &row); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		round, calls, err := store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 1)
+		if err != nil || round.Key != "r1" || len(calls) != 2 || calls[0].Key != "r1t0" || calls[1].Key != "r1t1" {
+			t.Fatalf("round %+v, calls %+v, %v", round, calls, err)
+		}
+		if round, calls, err = store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 2); err != nil || round.Key != "r2" || len(calls) != 1 || calls[0].Key != "r2t0" {
+			t.Fatalf("second round %+v, calls %+v, %v", round, calls, err)
+		}
+		if _, _, err := store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 3); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a round that does not exist: %v", err)
+		}
+	})
+}

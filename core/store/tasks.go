@@ -198,20 +198,6 @@ func TraceTasks(ctx context.Context, q Querier, runID int64) ([]Task, error) {
 	return ts, err
 }
 
-// TasksByKeys reads whole rows of one run by key, in creation order.
-func TasksByKeys(ctx context.Context, q Querier, runID int64, keys []string) ([]Task, error) {
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	args := []any{runID}
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	var ts []Task
-	err := q.Select(ctx, &ts, selectTaskSQL+` WHERE run_id = ? AND task_key IN (`+placeholders(len(keys))+`) ORDER BY id`, args...)
-	return ts, err
-}
-
 // Assign is one column assignment of an update.
 type Assign struct {
 	Col string
@@ -343,14 +329,23 @@ func forUpdate(q Querier) string {
 	return ``
 }
 
-// LineageRound reads the model round of a lineage with this round number.
-func LineageRound(ctx context.Context, q Querier, runID int64, root string, round int64) (*Task, error) {
-	var t Task
-	err := q.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND lineage_root = ? AND round_number = ? AND kind = 'model_task'`, runID, root, round)
+// LineageRoundAndCalls reads the model round of a lineage with this round number and the rows it
+// declared (its calls' rows, in creation order) in one statement: what a continuation's seal
+// reads of the round before it. ErrNotFound when the lineage has no such round.
+func LineageRoundAndCalls(ctx context.Context, q Querier, runID int64, root string, round int64) (*Task, []Task, error) {
+	const theRound = `run_id = ? AND lineage_root = ? AND round_number = ? AND kind = 'model_task'`
+	var rows []Task
+	err := q.Select(ctx, &rows, selectTaskSQL+` WHERE `+theRound+` OR (run_id = ? AND declaring_task_key = (SELECT task_key FROM tasks WHERE `+theRound+`)) ORDER BY id`,
+		runID, root, round, runID, runID, root, round)
 	if err != nil {
-		return nil, notFound(err)
+		return nil, nil, err
 	}
-	return &t, nil
+	for i, r := range rows {
+		if r.Kind == "model_task" && r.LineageRoot == root && r.RoundNumber == round {
+			return &r, append(append([]Task{}, rows[:i]...), rows[i+1:]...), nil
+		}
+	}
+	return nil, nil, ErrNotFound
 }
 
 // LastLineageRound reads the newest model round of a lineage.
