@@ -333,10 +333,11 @@ func forUpdate(q Querier) string {
 // declared (its calls' rows, in creation order) in one statement: what a continuation's seal
 // reads of the round before it. ErrNotFound when the lineage has no such round.
 func LineageRoundAndCalls(ctx context.Context, q Querier, runID int64, root string, round int64) (*Task, []Task, error) {
-	const theRound = `run_id = ? AND lineage_root = ? AND round_number = ? AND kind = 'model_task'`
+	// Both halves read the run's rows only (its index), the round's by its lineage and number.
+	const theRound = `lineage_root = ? AND round_number = ? AND kind = 'model_task'`
 	var rows []Task
-	err := q.Select(ctx, &rows, selectTaskSQL+` WHERE `+theRound+` OR (run_id = ? AND declaring_task_key = (SELECT task_key FROM tasks WHERE `+theRound+`)) ORDER BY id`,
-		runID, root, round, runID, runID, root, round)
+	err := q.Select(ctx, &rows, selectTaskSQL+` WHERE run_id = ? AND (`+theRound+` OR declaring_task_key = (SELECT task_key FROM tasks WHERE run_id = ? AND `+theRound+`)) ORDER BY id`,
+		runID, root, round, runID, root, round)
 	if err != nil {
 		return nil, nil, err
 	}
