@@ -143,29 +143,28 @@ WHERE id = ? RETURNING claim_generation, deadline_at`,
 // claim door uses. On PostgreSQL it is one autocommitted statement,
 // `UPDATE … WHERE id = (SELECT … FOR UPDATE OF t SKIP LOCKED) RETURNING …`: the same lock, the
 // same compare-free take, in one round trip instead of four, which is most of a wake-up's
-// latency. On SQLite it is Claim inside the writer's immediate transaction, which takes the one
-// write lock: a look on a reader (AnyRunnable) comes first, so that a claim that would find
-// nothing does not queue beside the writes that do work.
+// latency. On SQLite it is the same statement (ClaimFirst) inside the writer's immediate
+// transaction, which takes the one write lock: a look on a reader (AnyRunnable) comes first, so
+// that a claim that would find nothing does not queue beside the writes that do work.
 func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) {
 	if s.dialect != Postgres {
 		if found, err := AnyRunnable(ctx, s.Reader(), spec.Predicate, spec.Args...); err != nil || !found {
 			return nil, err
 		}
-		var got []Claimed
+		var got *Claimed
 		write := s.Write
 		if spec.Relaxed {
 			write = s.WriteRelaxed
 		}
 		err := write(ctx, func(tx *Tx) error {
-			spec.Limit = 1
 			var err error
-			got, err = Claim(ctx, tx, spec)
+			got, err = ClaimFirst(ctx, tx, spec)
 			return err
 		})
-		if err != nil || len(got) == 0 {
+		if err != nil {
 			return nil, err
 		}
-		return &got[0], nil
+		return got, nil
 	}
 	tok, err := NewClaimToken()
 	if err != nil {
