@@ -93,7 +93,8 @@ func (h wakeHandler) Notified(payload string) {
 	}
 	// A wake-up this instance sent was kicked here when its transaction committed.
 	var p struct {
-		Kind, Origin string
+		Kind   string `json:"kind"`
+		Origin string `json:"origin"`
 	}
 	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" && p.Origin != h.e.inst.row.ID {
 		h.e.Kick(1)
