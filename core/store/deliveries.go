@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"strings"
 )
 
 // HeldDeliveries lists the held results of a conversation
@@ -12,12 +11,8 @@ import (
 // kernel-authored turn has carried, oldest settlement first. A branch round that continued is never
 // final: a newer round of its lineage exists.
 func HeldDeliveries(ctx context.Context, q Querier, conversationID, exceptRunID int64) ([]Task, error) {
-	cols := make([]string, len(taskColumns))
-	for i, c := range taskColumns {
-		cols[i] = "t." + c
-	}
 	var ts []Task
-	err := q.Select(ctx, &ts, `SELECT `+strings.Join(cols, ", ")+` FROM tasks t JOIN runs r ON r.id = t.run_id
+	err := q.Select(ctx, &ts, `SELECT `+taskColumnsOfT+` FROM tasks t JOIN runs r ON r.id = t.run_id
 WHERE r.conversation_id = ? AND r.id <> ? AND t.mainline = ? AND t.detached = ?
   AND t.lifetime = 'conversation' AND t.delivered_with IS NULL AND t.result_delivered_at IS NULL
   AND t.status IN ('completed', 'failed', 'canceled', 'timed_out', 'uncertain', 'skipped')
@@ -43,10 +38,6 @@ ORDER BY id LIMIT ?`, afterID, limit)
 // the asks addressed to it (addressed is its stored addressee, compared byte for byte); an agent
 // sees both kinds on every run it answers or created, whoever they are addressed to.
 func InboxForMember(ctx context.Context, q Querier, kind, publicID, addressed string, afterID int64, limit int) ([]HeldRow, error) {
-	cols := make([]string, len(taskColumns))
-	for i, c := range taskColumns {
-		cols[i] = "t." + c
-	}
 	var where string
 	args := []any{}
 	if kind == KindAgent {
@@ -61,7 +52,7 @@ func InboxForMember(ctx context.Context, q Querier, kind, publicID, addressed st
 	}
 	args = append(args, afterID, limit)
 	var rows []HeldRow
-	err := q.Select(ctx, &rows, `SELECT `+strings.Join(cols, ", ")+`, r.public_id AS run_public_id, w.public_id AS workspace_public_id,
+	err := q.Select(ctx, &rows, `SELECT `+taskColumnsOfT+`, r.public_id AS run_public_id, w.public_id AS workspace_public_id,
   c.public_id AS conversation_public_id
 FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
 WHERE `+where+` AND t.id > ? ORDER BY t.id LIMIT ?`, args...)

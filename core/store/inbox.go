@@ -35,15 +35,17 @@ type InboxRow struct {
 	ConversationPublicID *string `db:"conversation_public_id"`
 }
 
-func prefixedTaskColumns() string {
+// taskColumnsOfT is the task columns over the alias t, for statements that join tasks to other
+// tables.
+var taskColumnsOfT = func() string {
 	cols := make([]string, len(taskColumns))
 	for i, c := range taskColumns {
 		cols[i] = "t." + c
 	}
 	return strings.Join(cols, ", ")
-}
+}()
 
-var inboxSelect = `SELECT ` + prefixedTaskColumns() + `, CAST(r.public_id AS TEXT) AS run_public_id,
+var inboxSelect = `SELECT ` + taskColumnsOfT + `, CAST(r.public_id AS TEXT) AS run_public_id,
   CAST(w.public_id AS TEXT) AS workspace_public_id, CAST(c.public_id AS TEXT) AS conversation_public_id
 FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id
 LEFT JOIN conversations c ON c.id = r.conversation_id`
@@ -187,16 +189,15 @@ func creatorInWorkspaceSQL(d Dialect) string {
   ELSE TRUE END AS creator_in_workspace`
 }
 
+// taskAndRunFrom joins a task (t) to its run and what runOfTaskColumns reads of it.
+const taskAndRunFrom = `
+FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id`
+
 // TaskAndRunByID reads a task row and its run in one statement, without a lock: what a kernel
 // worker reads of the row it claimed before it seals the row's request.
 func TaskAndRunByID(ctx context.Context, q Querier, taskID int64) (*Run, *Task, error) {
-	cols := make([]string, len(taskColumns))
-	for i, c := range taskColumns {
-		cols[i] = "t." + c
-	}
 	var row taskAndRun
-	err := q.Get(ctx, &row, `SELECT `+strings.Join(cols, ", ")+`, `+runOfTaskColumns+`
-FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
+	err := q.Get(ctx, &row, `SELECT `+taskColumnsOfT+`, `+runOfTaskColumns+taskAndRunFrom+`
 WHERE t.id = ?`, taskID)
 	if err != nil {
 		return nil, nil, notFound(err)
@@ -212,12 +213,7 @@ WHERE t.id = ?`, taskID)
 // creatorIn is whether the run's creator still belongs to its workspace (creatorInWorkspaceSQL),
 // read by the same statement rather than by one more round trip.
 func LockTaskOfRun(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string) (run *Run, task *Task, creatorIn bool, err error) {
-	cols := make([]string, len(taskColumns))
-	for i, c := range taskColumns {
-		cols[i] = "t." + c
-	}
-	q := `SELECT ` + strings.Join(cols, ", ") + `, ` + runOfTaskColumns + `, ` + creatorInWorkspaceSQL(tx.Dialect()) + `
-FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
+	q := `SELECT ` + taskColumnsOfT + `, ` + runOfTaskColumns + `, ` + creatorInWorkspaceSQL(tx.Dialect()) + taskAndRunFrom + `
 WHERE r.workspace_id = ? AND r.public_id = ? AND t.task_key = ?`
 	if tx.Dialect() == Postgres {
 		q += ` FOR UPDATE OF t`

@@ -371,10 +371,6 @@ type HeldRow struct {
 // created (a user) or whose answering agent's steward is the member; for an agent, rows of runs
 // it answers or created.
 func HeldForMember(ctx context.Context, q Querier, kind, publicID string, afterID int64, limit int) ([]HeldRow, error) {
-	cols := make([]string, len(taskColumns))
-	for i, c := range taskColumns {
-		cols[i] = "t." + c
-	}
 	var who string
 	args := []any{}
 	if kind == KindAgent {
@@ -387,7 +383,7 @@ func HeldForMember(ctx context.Context, q Querier, kind, publicID string, afterI
 	}
 	args = append(args, afterID, limit)
 	var rows []HeldRow
-	err := q.Select(ctx, &rows, `SELECT `+strings.Join(cols, ", ")+`, r.public_id AS run_public_id, w.public_id AS workspace_public_id,
+	err := q.Select(ctx, &rows, `SELECT `+taskColumnsOfT+`, r.public_id AS run_public_id, w.public_id AS workspace_public_id,
   c.public_id AS conversation_public_id
 FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id
 WHERE t.status = 'needs_approval' AND `+who+` AND t.id > ? ORDER BY t.id LIMIT ?`, args...)
