@@ -53,19 +53,6 @@ func hexSum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// InsertSealed stores a sealed request for a task and returns its id and the size of its whole
-// bytes.
-func InsertSealed(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64) (id int64, size int64, err error) {
-	args, size, err := putSealed(ctx, q, taskID, generation, p, at)
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := q.Get(ctx, &id, insertSealedSQL+` RETURNING id`, args...); err != nil {
-		return 0, 0, fmt.Errorf("store: seal: %w", err)
-	}
-	return id, size, nil
-}
-
 // insertSealedSQL writes a sealed request's index row; putSealed answers its arguments.
 const insertSealedSQL = `INSERT INTO sealed_requests (task_id, generation_sealed, parts, sha256, byte_size, created_at) VALUES (?, ?, ?, ?, ?, ?)`
 
@@ -102,25 +89,26 @@ func putSealed(ctx context.Context, q Querier, taskID, generation int64, p Seale
 	return []any{taskID, generation, string(parts), hexSum(whole), len(whole), at}, int64(len(whole)), nil
 }
 
-// SealTask stores a sealed request for a task (InsertSealed) and points the task at it
-// (sealed_request_id and request_bytes, with the columns set) under guard, answering the
-// request's id and whether the guard held. On PostgreSQL the index row and the task's update are one
-// statement; a guard that no longer holds leaves the index row written, for the caller's
-// rollback. Without a guard the task is updated whatever its state.
+// SealTask stores a sealed request for a task and points the task at it (sealed_request_id and
+// request_bytes, with the columns set) under guard, answering the request's id and whether the
+// guard held. On PostgreSQL the index row and the task's update are one statement; a guard that
+// no longer holds leaves the index row written, for the caller's rollback. Without a guard the
+// task is updated whatever its state.
 func SealTask(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64, guard *TaskGuard, set ...Assign) (id int64, ok bool, err error) {
-	if q.Dialect() != Postgres {
-		id, size, err := InsertSealed(ctx, q, taskID, generation, p, at)
-		if err != nil {
-			return 0, false, err
-		}
-		ok, err = SetTask(ctx, q, taskID, guard, append([]Assign{{Col: "sealed_request_id", Val: id}, {Col: "request_bytes", Val: size}}, set...)...)
-		return id, ok, err
-	}
 	args, size, err := putSealed(ctx, q, taskID, generation, p, at)
 	if err != nil {
 		return 0, false, err
 	}
-	update, updateArgs, err := taskUpdate(taskID, guard, append([]Assign{{Col: "sealed_request_id", Val: sealedInStatement{}}, {Col: "request_bytes", Val: size}}, set...))
+	set = append([]Assign{{Col: "sealed_request_id", Val: sealedInStatement{}}, {Col: "request_bytes", Val: size}}, set...)
+	if q.Dialect() != Postgres {
+		if err := q.Get(ctx, &id, insertSealedSQL+` RETURNING id`, args...); err != nil {
+			return 0, false, fmt.Errorf("store: seal: %w", err)
+		}
+		set[0].Val = id
+		ok, err = SetTask(ctx, q, taskID, guard, set...)
+		return id, ok, err
+	}
+	update, updateArgs, err := taskUpdate(taskID, guard, set)
 	if err != nil {
 		return 0, false, err
 	}
