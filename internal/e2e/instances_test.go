@@ -130,6 +130,23 @@ WHERE claimed_instance = ? AND claimed_at IS NOT NULL AND status = 'running'`, i
 	return rows
 }
 
+// freshClaim is how recent a first round's claim must be for a kill to land inside its model
+// call of a tenth of a second (twoCallRun).
+const freshClaim = 30 * time.Millisecond
+
+// holdsFreshRound reports whether the instance holds the claim of a lineage's first round taken
+// within the last freshClaim.
+func holdsFreshRound(t testing.TB, st *store.Store, id string) bool {
+	t.Helper()
+	var n int
+	if err := st.Reader().Get(context.Background(), &n, `SELECT COUNT(*) FROM tasks
+WHERE claimed_instance = ? AND claimed_at > ? AND status = 'running' AND kind = 'model_task' AND task_key = lineage_root`,
+		id, time.Now().Add(-freshClaim).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
 // takeoverTime waits until every held row was claimed again (a later generation) and answers how
 // many were, and the time from killed to the last of those claims, as the rows record them. A
 // row the dead instance's last commit settled (it reached the database just before the
@@ -233,8 +250,11 @@ func TestInstanceKilledUnderLoad(t *testing.T) {
 		}(w)
 	}
 	time.Sleep(killAt)
-	// The kill comes while the instance holds a kernel claim: the rows are its work in flight.
-	for deadline := time.Now().Add(30 * time.Second); len(heldBy(t, st, oneID)) == 0; time.Sleep(2 * time.Millisecond) {
+	// The kill comes while the instance holds a kernel claim: the rows are its work in flight. It
+	// waits for a first round claimed in the last freshClaim, whose model call (a tenth of a
+	// second) is then still running when the kill lands: a claim seen in its last milliseconds
+	// could settle before the kill, and leave nothing for the survivor to take over.
+	for deadline := time.Now().Add(30 * time.Second); !holdsFreshRound(t, st, oneID); time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the first instance never held a kernel claim under the load")
 		}
