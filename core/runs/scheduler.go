@@ -114,12 +114,19 @@ func (e *Engine) worker(ctx context.Context) {
 	// the tool path. After each piece of work the other kind goes first, so neither starves.
 	modelFirst := true
 	for {
-		if e.workOnce(ctx, modelFirst) {
+		worked := e.workOnce(ctx, modelFirst)
+		if worked {
 			modelFirst = !modelFirst
-			continue
+		} else {
+			worked = e.workOnce(ctx, !modelFirst)
 		}
-		if e.workOnce(ctx, !modelFirst) {
-			continue
+		// After a piece of work one read over both kinds decides whether to claim again at once:
+		// most find nothing, and a claim that finds nothing is a write on PostgreSQL. A row made
+		// runnable after the read kicks a worker at its commit; a failed read leaves it to the claims.
+		if worked {
+			if found, err := store.AnyRunnable(ctx, e.store.Reader(), kernelRunnable, false, e.nowMS()); found || err != nil {
+				continue
+			}
 		}
 		modelFirst = true
 		if !poll.Stop() {
