@@ -24,11 +24,13 @@ import (
 // engine's transaction (runs.Tx), so that a posted turn or a created run goes through the
 // engine's lifecycle and wake-ups.
 type Doors struct {
-	e *runs.Engine
+	e     *runs.Engine
+	watch *RunWatch
 }
 
-// NewDoors serves the conversation doors over the engine.
-func NewDoors(e *runs.Engine) *Doors { return &Doors{e: e} }
+// NewDoors serves the conversation doors over the engine; w wakes waiting run reads, and nil
+// answers every run read at once.
+func NewDoors(e *runs.Engine, w *RunWatch) *Doors { return &Doors{e: e, watch: w} }
 
 // Limits of the conversation doors (docs/api.md#conversations).
 const (

@@ -53,6 +53,8 @@ type Deps struct {
 	Now func() time.Time
 	// Runs is the run engine; nil serves no run routes.
 	Runs *runs.Engine
+	// RunWatch wakes waiting run reads (the engine's RunChanged); nil answers them at once.
+	RunWatch *conversations.RunWatch
 	// Models is the models catalog; nil serves no models route.
 	Models *model.Catalog
 	// Profiles serves the profile configuration and tool assembly routes; nil serves neither.

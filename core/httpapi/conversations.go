@@ -14,7 +14,7 @@ func (a *API) conversationRoutes() {
 	if a.deps.Runs == nil {
 		return
 	}
-	a.conversations = conversations.NewDoors(a.deps.Runs)
+	a.conversations = conversations.NewDoors(a.deps.Runs, a.deps.RunWatch)
 	const base = "/agent_api/v1/workspaces/{ws}/conversations"
 	a.handle("POST "+base, routeOpts{}, a.createConversation)
 	a.handle("GET "+base, routeOpts{}, a.listConversations)

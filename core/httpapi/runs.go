@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/envelope"
@@ -228,12 +229,31 @@ func (a *API) readRun(w http.ResponseWriter, r *http.Request, c *Call) error {
 	if err != nil {
 		return err
 	}
-	doc, err := a.conversations.ReadRun(r.Context(), act, r.PathValue("run"))
+	wait, err := runWait(r)
+	if err != nil {
+		return err
+	}
+	doc, err := a.conversations.ReadRunWaiting(r.Context(), act, r.PathValue("run"), wait)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"run": doc})
 	return nil
+}
+
+// runWait reads the run read's wait parameter (docs/api.md#waiting-for-a-run): whole
+// seconds from 0 to conversations.MaxRunWait; absent is 0, an answer at once.
+func runWait(r *http.Request) (time.Duration, error) {
+	s, ok := r.URL.Query()["wait"]
+	if !ok {
+		return 0, nil
+	}
+	maxS := int(conversations.MaxRunWait / time.Second)
+	n, err := strconv.Atoi(s[0])
+	if err != nil || len(s) != 1 || n < 0 || n > maxS || strconv.Itoa(n) != s[0] {
+		return 0, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "wait must be an integer from 0 to %d (seconds).", maxS).With("path", "wait")
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 func (a *API) startRun(w http.ResponseWriter, r *http.Request, c *Call) error {

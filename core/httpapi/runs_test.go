@@ -217,6 +217,16 @@ func TestRunRouteWords(t *testing.T) {
 		}
 		f.refused(t, 400, "parameter_invalid", "after", "GET", runsBase+"?after=zzz", f.admin, nil)
 		f.refused(t, 400, "parameter_invalid", "limit", "GET", runsBase+"?limit=101", f.admin, nil)
+		// A run read's wait is whole seconds, 0..30, given once.
+		someRun := runsBase + "/0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
+		for _, q := range []string{"?wait=", "?wait=x", "?wait=-1", "?wait=31", "?wait=1.5", "?wait=05", "?wait=+1", "?wait=1&wait=2"} {
+			e := f.refused(t, 400, "parameter_invalid", "wait", "GET", someRun+q, f.admin, nil)
+			if e["message"] != "wait must be an integer from 0 to 30 (seconds)." {
+				t.Fatalf("wait refusal %q: %v", q, e["message"])
+			}
+		}
+		f.refused(t, 404, "not_found", "", "GET", someRun+"?wait=0", f.admin, nil)
+		f.refused(t, 404, "not_found", "", "GET", someRun+"?wait=30", f.admin, nil)
 		f.refused(t, 400, "parameter_invalid", "after", "GET", "/agent_api/v1/inbox?after=zzz", f.admin, nil)
 		f.refused(t, 400, "parameter_invalid", "limit", "GET", "/agent_api/v1/inbox?limit=201", f.admin, nil)
 		// 413.

@@ -136,6 +136,8 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 		if err := e.runChanged(ctx, tx, fx, run, now); err != nil {
 			return nil, err
 		}
+	} else if e.changed != nil && len(AttentionOf(run, tasks, byKey)) > 0 {
+		fx.changed = append(fx.changed, run.PublicID) // a waiting read answers attention too
 	}
 	return tasks, nil
 }
@@ -402,8 +404,11 @@ func (e *Engine) setRunStatus(ctx context.Context, tx *store.Tx, run *store.Run,
 	return nil
 }
 
-// runChanged follows a run's status change onto its turn and queue.
+// runChanged follows a run's status change onto its turn and queue, and owes its readers a word.
 func (e *Engine) runChanged(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, now int64) error {
+	if e.changed != nil {
+		fx.changed = append(fx.changed, run.PublicID)
+	}
 	if run.ConversationID == nil {
 		return nil
 	}

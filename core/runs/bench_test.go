@@ -149,7 +149,7 @@ func BenchmarkB8Wakeup(b *testing.B) {
 		ds := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			c, err := conversations.NewDoors(creator).CreateRun(ctx, createRequest(actor, run, "", nil))
+			c, err := conversations.NewDoors(creator, nil).CreateRun(ctx, createRequest(actor, run, "", nil))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func BenchmarkB8Wakeup(b *testing.B) {
 			// pool, as a wake-up does.
 			b.StopTimer()
 			for {
-				r, err := conversations.NewDoors(worker).ReadRun(ctx, actor, c.Run.PublicID)
+				r, err := conversations.NewDoors(worker, nil).ReadRun(ctx, actor, c.Run.PublicID)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -225,7 +225,7 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					defer func() { <-sem }()
-					c, err := conversations.NewDoors(e).CreateRun(ctx, createRequest(actor, run, "", nil))
+					c, err := conversations.NewDoors(e, nil).CreateRun(ctx, createRequest(actor, run, "", nil))
 					if err != nil {
 						b.Error(err)
 						return
@@ -233,7 +233,7 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 					for {
 						// Polling reads cost the store too; every 20 ms keeps them a small share.
 						time.Sleep(20 * time.Millisecond)
-						r, err := conversations.NewDoors(e).ReadRun(ctx, actor, c.Run.PublicID)
+						r, err := conversations.NewDoors(e, nil).ReadRun(ctx, actor, c.Run.PublicID)
 						if err != nil {
 							b.Error(err)
 							return

@@ -158,10 +158,7 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 				return err
 			}
 		}
-		if err := store.MarkSteersCarried(ctx, tx, s.steers, t.Key, now); err != nil {
-			return err
-		}
-		return nil
+		return store.MarkSteersCarried(ctx, tx, s.steers, t.Key, now)
 	})
 	if err != nil {
 		return nil, err

@@ -75,8 +75,11 @@ type Options struct {
 	// Texts words the results the engine settles on a kernel tool's behalf (an expired or
 	// canceled wait, a waited spawn still working); nil means Kernel's. New refuses an engine
 	// with neither: one without kernel tools still settles the waits another instance placed.
-	Texts         ToolTexts
-	Signal        ExecutorSignal
+	Texts  ToolTexts
+	Signal ExecutorSignal
+	// RunChanged hears after each commit of every run whose status it changed or that needs a
+	// person (attention); nil hears none.
+	RunChanged    func(runPublicID string)
 	Announcements Announcements
 	Overrides     MemoryOverrides
 	// Uploads checks, binds and reads input attachments; nil refuses every attachment
@@ -109,6 +112,7 @@ type Engine struct {
 	kernel   KernelTools
 	texts    ToolTexts
 	signal   ExecutorSignal
+	changed  func(runPublicID string)
 	ann      Announcements
 	over     MemoryOverrides
 	mem      *memory.Resolver
@@ -180,7 +184,7 @@ func New(o Options) (*Engine, error) {
 	}
 	return &Engine{
 		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel, texts: o.Texts,
-		signal: o.Signal, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
+		signal: o.Signal, changed: o.RunChanged, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, inst: inst,
 	}, nil
@@ -198,6 +202,8 @@ type effects struct {
 	available []signalRow
 	canceled  []signalRow
 	abandon   []int64
+	// changed are the public ids of runs whose status this transaction changed.
+	changed []string
 	// observe lists runs whose reply rows observe a turn this transaction ended; each is
 	// advanced in its own transaction after the commit (docs/development.md#how-the-kernel-runs-work).
 	observe []int64
@@ -301,6 +307,9 @@ func (e *Engine) deliver(fx *effects) {
 			e.signal.WorkCanceled(s.run, s.key, s.executors, s.reason)
 		}
 	}
+	for _, id := range fx.changed {
+		e.changed(id)
+	}
 	if len(fx.abandon) > 0 {
 		e.mu.Lock()
 		for _, id := range fx.abandon {
@@ -335,12 +344,11 @@ func jsonText(v any) *string {
 
 func ptr[T any](v T) *T { return &v }
 
-func deref[T any](p *T) T {
-	var z T
-	if p == nil {
-		return z
+func deref[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
 	}
-	return *p
+	return v
 }
 
 func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }
@@ -348,16 +356,13 @@ func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }
 // freezeMemory is the memory configuration a run freezes at acceptance
 // (docs/agent-tools.md#memory-and-skills).
 func (e *Engine) freezeMemory(ctx context.Context, q store.Querier, workspacePublicID, conversationPublicID string, principal Member) (string, error) {
-	var mc memory.Context
+	mc := memory.DefaultContext(conversationPublicID != "", true)
+	var err error
 	if e.mem != nil {
-		var err error
-		mc, err = e.mem.Freeze(ctx, q, memory.RunFacts{WorkspacePublicID: workspacePublicID, ConversationPublicID: conversationPublicID,
-			Principal: memory.Principal{Kind: principal.Kind, PublicID: principal.PublicID}})
-		if err != nil {
+		if mc, err = e.mem.Freeze(ctx, q, memory.RunFacts{WorkspacePublicID: workspacePublicID, ConversationPublicID: conversationPublicID,
+			Principal: memory.Principal{Kind: principal.Kind, PublicID: principal.PublicID}}); err != nil {
 			return "", err
 		}
-	} else {
-		mc = memory.DefaultContext(conversationPublicID != "", true)
 	}
 	b, err := mc.MarshalJSON()
 	return string(b), err

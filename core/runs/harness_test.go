@@ -53,6 +53,11 @@ type harness struct {
 	clock   *clock
 	actor   *runs.Actor
 	ctx     context.Context
+	// watch wakes the doors' waiting reads; changed records every run status change the engine
+	// reported, in order.
+	watch     *conversations.RunWatch
+	changedMu sync.Mutex
+	changed   []string
 }
 
 type harnessOptions struct {
@@ -102,6 +107,13 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	opts.Uploads = up
+	h := &harness{t: t, s: s, clock: c, ctx: ctx, decls: opts.Declarations, uploads: up, watch: conversations.NewRunWatch()}
+	opts.RunChanged = func(id string) {
+		h.changedMu.Lock()
+		h.changed = append(h.changed, id)
+		h.changedMu.Unlock()
+		h.watch.RunChanged(id)
+	}
 	e, err := runs.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +133,16 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, s: s, e: e, conv: conversations.NewDoors(e), clock: c, ctx: ctx, decls: opts.Declarations, uploads: up,
-		actor: &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleOwner, WorkspaceID: w.ID, WorkspacePublicID: w.PublicID}}
+	h.e, h.conv = e, conversations.NewDoors(e, h.watch)
+	h.actor = &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleOwner, WorkspaceID: w.ID, WorkspacePublicID: w.PublicID}
+	return h
+}
+
+// changes answers the run status changes the engine reported so far.
+func (h *harness) changes() []string {
+	h.changedMu.Lock()
+	defer h.changedMu.Unlock()
+	return append([]string(nil), h.changed...)
 }
 
 // replayOf is the idempotency of a request sent under key with body ("" key: none).

@@ -76,6 +76,7 @@ type Server struct {
 	engine        *runs.Engine
 	uploads       *uploads.Service
 	push          *executors.Hub
+	runWatch      *conversations.RunWatch
 	// plugins runs the catalog's plugins; pluginPlane is their executor plane.
 	plugins     *plugins.Host
 	pluginPlane *executors.PluginPlane
@@ -221,9 +222,12 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	// The push hub is the engine's executor signal; it listens for the other instances'
 	// executor wake-ups before any stream opens.
 	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
+	// The run watch hears of every run status change this instance commits, for waiting reads.
+	watch := conversations.NewRunWatch()
+	srv.runWatch = watch
 	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &acceptance.Compiler{C: compiler, KernelSkills: skills},
 		Profiles: acceptance.ProfileService{S: profileService, KernelSkills: skills}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
-		Signal: hub, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel"),
+		Signal: hub, RunChanged: watch.RunChanged, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel"),
 		Version: opts.Version})
 	if err != nil {
 		stopListening()
@@ -260,10 +264,11 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	srv.plugins = host
 	srv.pluginsStarted = make(chan struct{})
 	api, err := httpapi.New(httpapi.Deps{
-		Runs:   engine,
-		Models: models,
-		Log:    log.Named("http"),
-		Auth:   auth,
+		Runs:     engine,
+		RunWatch: watch,
+		Models:   models,
+		Log:      log.Named("http"),
+		Auth:     auth,
 		// Revoking an executor settles its dispatched work executor_revoked and closes its
 		// event streams on every instance.
 		Directory: identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now,
@@ -383,6 +388,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Event streams never end by themselves: shutting down closes them, so that draining waits
 	// only for ordinary requests.
 	hs.RegisterOnShutdown(s.push.CloseStreams)
+	// Waiting run reads answer the run as it is, for the same reason.
+	hs.RegisterOnShutdown(s.runWatch.Close)
 	reclaimCtx, stopReclaim := context.WithCancel(ctx)
 	defer stopReclaim()
 	go s.reclaimUploads(reclaimCtx)

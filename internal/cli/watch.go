@@ -9,14 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// The member plane has no event stream for runs, so watching is polling. The first reads come
-// quickly (a mock run ends in milliseconds), later ones slow down to a second apart, so a long run
-// costs one small read a second.
+// Watching a run is a waiting read (docs/api.md#waiting-for-a-run): the server answers when the
+// run leaves running or needs a person, or after watchWait. Between reads that answer a run the
+// watch does not settle on (canceling, a wait that passed), the watch polls: the first reads come
+// quickly, later ones slow down to a second apart.
 const (
+	// watchWait is each read's wait in seconds, the longest the server grants.
+	watchWait = int(conversations.MaxRunWait / time.Second)
 	// watchFirstPoll is the wait before the second read of a watched run.
 	watchFirstPoll = 50 * time.Millisecond
 	// watchMaxPoll is the longest wait between two reads.
@@ -91,10 +95,10 @@ func poll[T any](ctx context.Context, timeout time.Duration, read func(context.C
 	}
 }
 
-// watchRun polls a run until settled says it is over.
+// watchRun reads a run, waiting, until settled says it is over.
 func watchRun(ctx context.Context, c *client.Client, ws, run string, timeout time.Duration) (*client.RunResponse, error) {
 	res, err := poll(ctx, timeout, func(ctx context.Context) (*client.RunResponse, error) {
-		return c.Run(ctx, ws, run)
+		return c.WaitRun(ctx, ws, run, watchWait)
 	}, func(r *client.RunResponse) bool { return settled(&r.Run) })
 	if err != nil && !errors.Is(err, errWatchTimeout) {
 		err = apiError(err)

@@ -163,6 +163,13 @@ func (c *Client) Run(ctx context.Context, ws, run string) (*RunResponse, error) 
 	return out, c.call(ctx, http.MethodGet, runPath(ws, run, ""), nil, out, &out.Raw)
 }
 
+// WaitRun reads a run, waiting while it is running: the server holds the answer until the
+// run's status changes or seconds (1..30) have passed, then answers the run as it is.
+func (c *Client) WaitRun(ctx context.Context, ws, run string, seconds int) (*RunResponse, error) {
+	out := &RunResponse{}
+	return out, c.call(ctx, http.MethodGet, runPath(ws, run, "")+"?wait="+strconv.Itoa(seconds), nil, out, &out.Raw)
+}
+
 // Runs lists runs newest first; empty filters are not sent.
 func (c *Client) Runs(ctx context.Context, ws, status, after string, limit int) (*RunsResponse, error) {
 	q := url.Values{}

@@ -1,0 +1,79 @@
+package runs_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nexuskernel/nexus/core/conversations"
+	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/store/storetest"
+)
+
+// TestRunChangedWakesWaitingRead: the engine reports a run's status change after the commit that
+// made it, a read waiting on the run answers the changed run, and a stop is a change too.
+func TestRunChangedWakesWaitingRead(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		id := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}],"approval_mode":"bypass"}`).Run.PublicID
+		if slices.Contains(h.changes(), id) {
+			t.Fatalf("a run created running reported a change: %v", h.changes())
+		}
+		type answer struct {
+			doc *conversations.RunDoc
+			err error
+		}
+		got := make(chan answer, 1)
+		go func() {
+			d, err := h.conv.ReadRunWaiting(h.ctx, h.actor, id, time.Minute)
+			got <- answer{d, err}
+		}()
+		for deadline := time.Now().Add(10 * time.Second); h.watch.Waiting(id) == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the read never began to wait")
+			}
+		}
+		h.drain()
+		if c := h.changes(); !slices.Equal(c, []string{id}) {
+			t.Fatalf("changes %v, want the run's completion", c)
+		}
+		a := <-got
+		if a.err != nil || a.doc.Status != "completed" {
+			t.Fatalf("waiting read = %+v, %v; want completed", a.doc, a.err)
+		}
+		if n := h.watch.Waiting(id); n != 0 {
+			t.Fatalf("%d waiters left after the answer", n)
+		}
+		busy := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}],"approval_mode":"bypass"}`).Run.PublicID
+		if _, err := h.conv.StopRun(h.ctx, h.actor, busy, true); err != nil {
+			t.Fatal(err)
+		}
+		if c := h.changes(); !slices.Equal(c, []string{id, busy}) {
+			t.Fatalf("changes %v, want the stop reported", c)
+		}
+		// A call held for approval leaves the run running, and is a change a waiting read answers.
+		held := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\nround 2\nsay x",` + memoryTools + `}}],"approval_mode":"ask"}`).Run.PublicID
+		go func() {
+			d, err := h.conv.ReadRunWaiting(h.ctx, h.actor, held, time.Minute)
+			got <- answer{d, err}
+		}()
+		for deadline := time.Now().Add(10 * time.Second); h.watch.Waiting(held) == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the read of the held run never began to wait")
+			}
+		}
+		h.drain()
+		if c := h.changes(); !slices.Equal(c, []string{id, busy, held}) {
+			t.Fatalf("changes %v, want the hold reported", c)
+		}
+		if a := <-got; a.err != nil || a.doc.Status != "running" || len(a.doc.Attention) != 1 || a.doc.Attention[0].Reason != "approval_required" {
+			t.Fatalf("waiting read of a held run = %+v, %v; want it with its attention", a.doc, a.err)
+		}
+		// A read of a run that is not running answers at once, whatever its wait.
+		start := time.Now()
+		if d, err := h.conv.ReadRunWaiting(h.ctx, h.actor, busy, time.Minute); err != nil || d.Status != "canceled" || time.Since(start) > 10*time.Second {
+			t.Fatalf("read of a stopped run = %+v, %v", d, err)
+		}
+	})
+}
