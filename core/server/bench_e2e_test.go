@@ -18,10 +18,10 @@ import (
 // endToEndScript is the mock's two rounds: one call of the runner's tool, then the answer.
 const endToEndScript = "!mock\nround 1\ncall work {\"n\":1}\nround 2\nsay done"
 
-// e2ePollInterval spaces the member's reads of the run while it waits for completed: short
-// next to a round trip through the scheduler, long enough that the reads do not take the
-// server's cores from the work they wait for.
-const e2ePollInterval = 200 * time.Microsecond
+// e2eWait is the member's wait on its run read (docs/api.md#waiting-for-a-run): one read that
+// the server answers when the run leaves running, as a member waiting on a run reads it,
+// instead of reads polled while the scheduler works.
+const e2eWait = 30
 
 // oneToolRun is a standalone run of one model step that the mock answers with one call of the
 // runner's tool, routed to the runner.
@@ -90,7 +90,7 @@ func (p *benchPlane) endToEnd(ctx context.Context, body json.RawMessage, stream 
 		return 0, fmt.Errorf("commit of %s not applied", run)
 	}
 	for reads := 1; ; reads++ {
-		got, err := p.admin.Run(ctx, "default", run)
+		got, err := p.admin.WaitRun(ctx, "default", run, e2eWait)
 		if err != nil {
 			return reads, err
 		}
@@ -101,7 +101,6 @@ func (p *benchPlane) endToEnd(ctx context.Context, body json.RawMessage, stream 
 			}
 			return reads, nil
 		}
-		time.Sleep(e2ePollInterval)
 	}
 }
 
@@ -143,7 +142,7 @@ func bareHTTP(ctx context.Context, member, runner *client.Client, body json.RawM
 	if _, err := runner.Commit(ctx, run, a.key, cl.Claim.ClaimToken, &client.Result{Content: "done"}); err != nil {
 		return err
 	}
-	_, err = member.Run(ctx, "default", run)
+	_, err = member.WaitRun(ctx, "default", run, e2eWait)
 	return err
 }
 
