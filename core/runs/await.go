@@ -74,7 +74,7 @@ func WaitAwait(callKey string, spec WaitSpec) *store.Task {
 	key := ChildKey(callKey, RoleWait, 1)
 	clock := min(spec.TimeoutMS, WaitClamp.Milliseconds())
 	return &store.Task{Key: key, Kind: KindAwait, Status: StatusDispatched, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
-		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: ptr(AwaitWait),
+		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: new(AwaitWait),
 		WaitSpec: jsonText(spec), TimeoutMS: &clock}
 }
 
@@ -110,8 +110,8 @@ func AskAwait(ctx context.Context, call *KernelCall, q Question) (*store.Task, e
 	key := ChildKey(call.TaskKey, RoleAsk, 1)
 	clock := AskPark.Milliseconds()
 	t := &store.Task{Key: key, Kind: KindAwait, Status: StatusAwaitingInput, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
-		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: ptr(AwaitAsk),
-		Prompt: ptr(q.Prompt), Multi: ptr(q.Multi), AddressedMember: jsonText(AddressedMember{Role: "member", Member: to}),
+		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: new(AwaitAsk),
+		Prompt: new(q.Prompt), Multi: new(q.Multi), AddressedMember: jsonText(AddressedMember{Role: "member", Member: to}),
 		TimeoutMS: &clock}
 	if len(q.Options) > 0 {
 		t.Options = jsonText(q.Options)
@@ -150,7 +150,7 @@ func inheritPlacement(t, call *store.Task, now int64) {
 		return
 	}
 	t.ReadyAt, t.DispatchedAt = &now, &now
-	t.DeadlineAt = ptr(now + *t.TimeoutMS)
+	t.DeadlineAt = new(now + *t.TimeoutMS)
 }
 
 // WaitTarget is what a wait call would observe (docs/agent-tools.md#delegation-and-conversations).
@@ -390,7 +390,7 @@ func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child
 		tr.ModelLine = fmt.Sprintf("[model: requested %s, %s]", requested, ran)
 	}
 	out := tr.Render()
-	return &settlement{status: StatusCompleted, isError: ptr(final.Status != StatusCompleted), output: out, content: textContent(out)}, nil
+	return &settlement{status: StatusCompleted, isError: new(final.Status != StatusCompleted), output: out, content: textContent(out)}, nil
 }
 
 // requestedModel is a delegate_task call's explicit model argument, "" when absent or blank.
@@ -424,7 +424,7 @@ func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child 
 		}
 		if full.Status == StatusCompleted {
 			out := Answer(full.Key, deref(full.Output))
-			return &settlement{status: StatusCompleted, isError: ptr(false), output: out, content: textContent(out)}, nil
+			return &settlement{status: StatusCompleted, isError: new(false), output: out, content: textContent(out)}, nil
 		}
 		return carried(full, ""), nil
 	case AwaitWait:
@@ -488,8 +488,8 @@ func (e *Engine) targetGone(ctx context.Context, q store.Querier, await, child *
 		return nil, err
 	}
 	child.Status = StatusCompleted
-	return &settlement{status: StatusCompleted, isError: ptr(true), output: out, content: textContent(out), structuredContent: sc,
-		title: ptr(wireWait + " refused")}, nil
+	return &settlement{status: StatusCompleted, isError: new(true), output: out, content: textContent(out), structuredContent: sc,
+		title: new(wireWait + " refused")}, nil
 }
 
 // carried is the settlement of a call whose await failed: its status and error, unchanged.

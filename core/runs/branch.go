@@ -48,7 +48,7 @@ func BranchRow(callKey string, b Branch) *store.Task {
 	}
 	t := &store.Task{Key: key, Kind: KindModel, Status: StatusWaiting, Mainline: false, Origin: OriginKernel,
 		OnFailure: OnFailureAbsorb, Lifetime: b.Lifetime, Wake: b.Wake, Detached: b.Detached, Visibility: VisibilityVisible,
-		LineageRoot: key, RoundNumber: 1, Model: ptr(b.Model), Prompt: ptr(b.Prompt), Instructions: b.Instructions,
+		LineageRoot: key, RoundNumber: 1, Model: new(b.Model), Prompt: new(b.Prompt), Instructions: b.Instructions,
 		ToolDefinitions: &defs}
 	if cat != "" {
 		t.SkillCatalog = &cat
@@ -206,7 +206,7 @@ func (e *Engine) cancelRow(ctx context.Context, tx *store.Tx, fx *effects, run *
 		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "failure_resolution", Val: StatusCanceled}); err != nil {
 			return err
 		}
-		t.FailureResolution = ptr(StatusCanceled)
+		t.FailureResolution = new(StatusCanceled)
 	}
 	return nil
 }

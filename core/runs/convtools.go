@@ -256,7 +256,7 @@ func (e *Engine) spawnStillWorking(ctx context.Context, q store.Querier, call *s
 	out := e.texts.SpawnStillWorking(conv.PublicID, label, "@"+agent.Handle)
 	sc := jsonText(SpawnStructured{ConversationPublicID: conv.PublicID, Label: conv.Label, AnsweredBy: "@" + agent.Handle,
 		RunPublicID: run.PublicID, Task: call.Key, Wait: true})
-	return &settlement{status: StatusCompleted, isError: ptr(false), output: out, content: textContent(out), structuredContent: sc}, nil
+	return &settlement{status: StatusCompleted, isError: new(false), output: out, content: textContent(out), structuredContent: sc}, nil
 }
 
 // noteReply records, when a turn ends, the sending run whose reply row observes it: the

@@ -188,14 +188,14 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 				t.Attachments = jsonText(s.attachments)
 			}
 			if s.frozen != nil {
-				t.ToolDefinitions = ptr(string(s.frozen.ToolDefinitions))
-				t.Environment = ptr(string(s.frozen.Environment))
-				t.SkillCatalog = ptr(string(s.frozen.SkillCatalog))
+				t.ToolDefinitions = new(string(s.frozen.ToolDefinitions))
+				t.Environment = new(string(s.frozen.Environment))
+				t.SkillCatalog = new(string(s.frozen.SkillCatalog))
 			}
 		} else {
 			t.Kind = KindTool
 			t.ToolName = &s.name
-			t.ToolInput = ptr(string(s.input))
+			t.ToolInput = new(string(s.input))
 			if s.route != nil {
 				t.Route = jsonText(s.route)
 			}
@@ -203,7 +203,7 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 				t.TimeoutMS = &s.timeoutMS
 			}
 			if s.defaults != nil {
-				t.ModelDefaults = ptr(string(s.defaults))
+				t.ModelDefaults = new(string(s.defaults))
 			}
 			if s.served {
 				// The statement writes the rest of the address (store.Served).

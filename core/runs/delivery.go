@@ -238,7 +238,7 @@ func (e *Engine) completeTurnEarly(ctx context.Context, tx *store.Tx, fx *effect
 	if err != nil {
 		return err
 	}
-	turn.Status, turn.AnswerTaskKey, turn.AnswerText, turn.CompletedAt = TurnCompleted, &d.Key, ptr(deref(full.Output)), &now
+	turn.Status, turn.AnswerTaskKey, turn.AnswerText, turn.CompletedAt = TurnCompleted, &d.Key, new(deref(full.Output)), &now
 	if err := store.SetTurn(ctx, tx, turn); err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func (e *Engine) deliverToConversation(ctx context.Context, tx *store.Tx, fx *ef
 	}
 	_, err = store.SetTask(ctx, tx, b.final.ID, nil, store.Assign{Col: "delivered_with", Val: deliveredToTurn + turn.PublicID},
 		store.Assign{Col: "result_delivered_at", Val: now})
-	b.final.DeliveredWith = ptr(deliveredToTurn + turn.PublicID)
+	b.final.DeliveredWith = new(deliveredToTurn + turn.PublicID)
 	return err
 }
 
@@ -384,8 +384,8 @@ func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *sto
 	round := &store.Task{RunID: r.ID, Key: "r1", Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: origin,
 		OnFailure: OnFailureHalt, Lifetime: LifetimeConversation, Wake: WakeAuto, Visibility: VisibilityVisible,
 		LineageRoot: "r1", RoundNumber: 1, Model: &ref, Prompt: &in.Text, Instructions: prof.Instructions,
-		ToolDefinitions: ptr(string(prof.Frozen.ToolDefinitions)), Environment: ptr(string(prof.Frozen.Environment)),
-		SkillCatalog: ptr(string(prof.Frozen.SkillCatalog)), CreatedAt: now}
+		ToolDefinitions: new(string(prof.Frozen.ToolDefinitions)), Environment: new(string(prof.Frozen.Environment)),
+		SkillCatalog: new(string(prof.Frozen.SkillCatalog)), CreatedAt: now}
 	if len(in.Attachments) > 0 {
 		round.Attachments = jsonText(in.Attachments)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -77,8 +78,7 @@ type Options struct {
 	// with neither: one without kernel tools still settles the waits another instance placed.
 	Texts  ToolTexts
 	Signal ExecutorSignal
-	// RunChanged hears after each commit of every run whose status it changed or that needs a
-	// person (attention); nil hears none.
+	// RunChanged hears after each commit of the runs whose status it changed or that need a person.
 	RunChanged    func(runPublicID string)
 	Announcements Announcements
 	Overrides     MemoryOverrides
@@ -126,8 +126,9 @@ type Engine struct {
 	inst     *instance
 
 	// kick wakes idle workers; its capacity is the pool size so that every signal finds room
-	// without blocking a committing writer.
-	kick chan struct{}
+	// without blocking a committing writer. backlog: a kick found no room (see worker).
+	kick    chan struct{}
+	backlog atomic.Bool
 	// cancels holds the contexts of in-flight evaluations by task id, so a stop can abandon
 	// a provider call promptly.
 	mu      sync.Mutex
@@ -321,13 +322,14 @@ func (e *Engine) deliver(fx *effects) {
 	}
 }
 
-// Kick wakes up to n idle workers of this instance (the in-process notifier): one per row made
-// runnable, so a single row does not send the whole pool racing for one claim.
+// Kick wakes up to n idle workers (the in-process notifier), one per row made runnable: one row
+// does not send the whole pool racing for one claim, and a kick with no room notes a backlog.
 func (e *Engine) Kick(n int) {
-	for i := 0; i < n && i < cap(e.kick); i++ {
+	for i := 0; i < n; i++ {
 		select {
 		case e.kick <- struct{}{}:
 		default:
+			e.backlog.Store(true)
 			return
 		}
 	}
@@ -342,7 +344,7 @@ func jsonText(v any) *string {
 	return &s
 }
 
-func ptr[T any](v T) *T { return &v }
+func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }
 
 func deref[T any](p *T) (v T) {
 	if p != nil {
@@ -350,8 +352,6 @@ func deref[T any](p *T) (v T) {
 	}
 	return v
 }
-
-func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }
 
 // freezeMemory is the memory configuration a run freezes at acceptance
 // (docs/agent-tools.md#memory-and-skills).

@@ -66,6 +66,8 @@ type harnessOptions struct {
 	profiles      runs.Profiles
 	models        *model.Catalog
 	announcements runs.Announcements
+	// config, when it names workers, replaces the harness's engine configuration.
+	config runs.Config
 }
 
 func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
@@ -97,6 +99,9 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	}
 	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: resolver,
 		Config: runs.Config{Workers: 2, ModelTimeout: time.Minute}}
+	if o.config.Workers > 0 {
+		opts.Config = o.config
+	}
 	if !o.noDecl {
 		opts.Declarations = &acceptance.Compiler{C: comp, KernelSkills: acceptance.KernelSkillReader(kmemory.New(s), resolver)}
 	}

@@ -120,11 +120,11 @@ func (e *Engine) worker(ctx context.Context) {
 		} else {
 			worked = e.workOnce(ctx, !modelFirst)
 		}
-		// After a piece of work one read over both kinds decides whether to claim again at once:
-		// most find nothing, and a claim that finds nothing is a write on PostgreSQL. A row made
-		// runnable after the read kicks a worker at its commit; a failed read leaves it to the claims.
-		if worked {
+		// Every row made runnable kicks a worker at its commit, so the next kick says whether to
+		// claim again; when kicks found no room (backlog) one read over both kinds decides.
+		if worked && e.backlog.Swap(false) {
 			if found, err := store.AnyRunnable(ctx, e.store.Reader(), kernelRunnable, false, e.nowMS()); found || err != nil {
+				e.backlog.Store(true)
 				continue
 			}
 		}
@@ -258,7 +258,7 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 	out, err := e.runKernel(ctx, tx, fx, run, t, c)
 	if errors.Is(err, errDeadline) {
 		// The handler outlived the row's clock: the expiry rule settles it, in this transaction.
-		t.ClaimedAt, t.ClaimedBy = &now, ptr(claimedByKernel)
+		t.ClaimedAt, t.ClaimedBy = &now, new(claimedByKernel)
 		return e.expire(ctx, tx, fx, run, t, e.nowMS())
 	}
 	if err != nil {

@@ -105,7 +105,7 @@ func (e *Engine) followTurn(ctx context.Context, tx *store.Tx, fx *effects, run 
 	switch run.Status {
 	case RunCompleted:
 		d := run.DeliverableTaskKey
-		t.Status, t.AnswerTaskKey, t.AnswerText, t.CompletedAt = TurnCompleted, &d, ptr(deref(run.Answer)), &now
+		t.Status, t.AnswerTaskKey, t.AnswerText, t.CompletedAt = TurnCompleted, &d, new(deref(run.Answer)), &now
 	case RunNeedsAttention:
 		t.Status, t.CompletedAt = TurnFailed, &now
 		te, err := e.firstAttentionError(ctx, tx, run)
