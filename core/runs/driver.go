@@ -50,10 +50,7 @@ func (emptyToolset) FrozenSkill(string, string) (declare.SkillEntry, bool) {
 // evaluateModel runs one claimed model round (docs/development.md#how-the-kernel-runs-work): seal
 // (or replay the seal), call the provider, settle and expand under the claim.
 func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
-	run, t, err := store.TaskAndRunByID(ctx, e.store.Reader(), c.ID)
-	if err != nil {
-		return err
-	}
+	run, t := c.Run, c.Task // the claim's (store.ClaimSpec.WithRow)
 	m, merr := e.models.Resolve(deref(t.Model))
 	ts, terr := e.toolset(t)
 	if merr != nil || terr != nil {
@@ -460,7 +457,7 @@ func (e *Engine) bornFailed(ctx context.Context, tx *store.Tx, row *store.Task, 
 	row.Status = StatusFailed
 	row.ErrorKey = &te.Key
 	row.ErrorDetail = nullable(te.Detail)
-	row.Output = ptr("")
+	row.Output = new("")
 	row.CompletedAt = &now
 	row.SettleSeq = &seq
 	return store.InsertTask(ctx, tx, row)

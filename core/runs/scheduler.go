@@ -37,8 +37,9 @@ func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, e
 		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
 		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID, CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
-		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed).
-		Relaxed: true,
+		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed); a
+		// model round reads its row and run next, which the claim answers.
+		Relaxed: true, WithRow: true,
 	})
 }
 
@@ -171,7 +172,7 @@ func (e *Engine) workOnce(ctx context.Context, model bool) bool {
 	return true
 }
 
-// Evaluate runs one claimed kernel row: a model round or a kernel tool.
+// Evaluate runs one kernel row ClaimKernel claimed (with its row): a model round or a kernel tool.
 func (e *Engine) Evaluate(ctx context.Context, c *store.Claimed) error {
 	if c.Kind == KindModel {
 		return e.evaluateModel(ctx, c)

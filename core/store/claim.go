@@ -50,6 +50,11 @@ type ClaimSpec struct {
 	// CountAttemptKind, when set, increments attempts on taken rows of that kind (model tasks
 	// count their claims, docs/development.md#how-the-kernel-runs-work).
 	CountAttemptKind string
+	// WithRow has ClaimOne and ClaimFirst answer the taken row and its run as the claim left
+	// them (Claimed.Task and Claimed.Run, TaskAndRunByID's columns): on PostgreSQL in the claim's
+	// one statement, the UPDATE inside a WITH; on SQLite by a read in the claim's transaction.
+	// It is for a claimant that reads the row next, as the kernel's worker does.
+	WithRow bool
 }
 
 // instance is Instance as stored: NULL when empty.
@@ -71,6 +76,9 @@ type Claimed struct {
 	Token      string
 	TokenHash  []byte
 	DeadlineAt int64
+	// Task and Run are the taken row and its run, when the claim asked for them (WithRow).
+	Task *Task
+	Run  *Run
 }
 
 // HashClaimToken is the stored form of a claim token.
@@ -210,7 +218,7 @@ func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Cl
 	if q.Dialect() == Postgres {
 		lock = ` FOR UPDATE OF t SKIP LOCKED`
 	}
-	err := q.Get(ctx, &row, `UPDATE tasks SET
+	update := `UPDATE tasks SET
   claim_generation = claim_generation + 1,
   claim_token_hash = ?,
   claimed_by = ?,
@@ -219,9 +227,23 @@ func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Cl
   started_at = COALESCE(started_at, ?),
   deadline_at = ? + COALESCE(timeout_ms, ?),
   attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
-WHERE id = (SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE `+spec.Predicate+`
-  ORDER BY t.dispatched_at, t.id LIMIT 1`+lock+`)
-RETURNING id, run_id, task_key, kind, claim_generation, deadline_at`, args...)
+WHERE id = (SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + spec.Predicate + `
+  ORDER BY t.dispatched_at, t.id LIMIT 1` + lock + `)
+RETURNING `
+	var err error
+	if spec.WithRow && q.Dialect() == Postgres {
+		var tr taskAndRun
+		err = q.Get(ctx, &tr, `WITH claimed AS (`+update+`*)
+SELECT `+taskColumnsOfT+`, `+runOfTaskColumns+`
+FROM claimed t`+taskAndRunJoins, args...)
+		row.ID, row.RunID, row.Key, row.Kind, row.Generation = tr.ID, tr.RunID, tr.Key, tr.Kind, tr.ClaimGeneration
+		if tr.DeadlineAt != nil {
+			row.Deadline = *tr.DeadlineAt
+		}
+		c.Task, c.Run = &tr.Task, &tr.Run
+	} else {
+		err = q.Get(ctx, &row, update+`id, run_id, task_key, kind, claim_generation, deadline_at`, args...)
+	}
 	if err != nil {
 		if err = notFound(err); err == ErrNotFound {
 			return nil, nil
@@ -229,6 +251,11 @@ RETURNING id, run_id, task_key, kind, claim_generation, deadline_at`, args...)
 		return nil, fmt.Errorf("store: claim: %w", err)
 	}
 	c.ID, c.RunID, c.Key, c.Kind, c.Generation, c.DeadlineAt = row.ID, row.RunID, row.Key, row.Kind, row.Generation, row.Deadline
+	if spec.WithRow && c.Task == nil {
+		if c.Run, c.Task, err = TaskAndRunByID(ctx, q, c.ID); err != nil {
+			return nil, fmt.Errorf("store: claimed row %d: %w", c.ID, err)
+		}
+	}
 	return &c, nil
 }
 

@@ -448,3 +448,48 @@ func TestLineageRoundAndCalls(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimWithRow: a claim that asks for its row answers the taken row and its run as the claim
+// left them, what TaskAndRunByID reads after it, through ClaimOne (one statement on PostgreSQL)
+// and ClaimFirst in a transaction alike; a claim that takes nothing answers nothing.
+func TestClaimWithRow(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := seedRun(t, s, 2)
+		spec := store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: `{"kernel":true}`, DefaultTimeoutMS: 1000, WithRow: true}
+		check := func(c *store.Claimed) {
+			t.Helper()
+			if c == nil || c.Task == nil || c.Run == nil {
+				t.Fatalf("claim with its row answered %+v", c)
+			}
+			run, task, err := store.TaskAndRunByID(ctx, s.Reader(), c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.Task, task) || !reflect.DeepEqual(c.Run, run) {
+				t.Fatalf("claimed row %+v\nrun %+v\nread after %+v\nrun %+v", c.Task, c.Run, task, run)
+			}
+			if c.Task.ClaimGeneration != c.Generation || c.Task.DeadlineAt == nil || *c.Task.DeadlineAt != c.DeadlineAt ||
+				c.Task.ClaimedAt == nil || c.Run.ID != r.ID || c.Run.PublicID != r.PublicID {
+				t.Fatalf("claimed row %+v of run %+v, claim %+v", c.Task, c.Run, c)
+			}
+		}
+		c, err := s.ClaimOne(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(c)
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			c, err = store.ClaimFirst(ctx, tx, spec)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(c)
+		if c, err := s.ClaimOne(ctx, spec); err != nil || c != nil {
+			t.Fatalf("a third claim of two rows = %+v, %v", c, err)
+		}
+	})
+}

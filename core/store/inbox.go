@@ -191,10 +191,13 @@ func creatorInWorkspaceSQL(d Dialect) string {
 
 // taskAndRunFrom joins a task (t) to its run and what runOfTaskColumns reads of it.
 const taskAndRunFrom = `
-FROM tasks t JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id`
+FROM tasks t` + taskAndRunJoins
 
-// TaskAndRunByID reads a task row and its run in one statement, without a lock: what a kernel
-// worker reads of the row it claimed before it seals the row's request.
+// taskAndRunJoins joins a task row t to its run and what the run's columns read.
+const taskAndRunJoins = ` JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id`
+
+// TaskAndRunByID reads a task row and its run in one statement, without a lock: what a claim
+// with ClaimSpec.WithRow answers on SQLite, and what that claim answers on PostgreSQL.
 func TaskAndRunByID(ctx context.Context, q Querier, taskID int64) (*Run, *Task, error) {
 	var row taskAndRun
 	err := q.Get(ctx, &row, `SELECT `+taskColumnsOfT+`, `+runOfTaskColumns+taskAndRunFrom+`
