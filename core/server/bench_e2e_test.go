@@ -321,11 +321,12 @@ func BenchmarkEndToEnd(b *testing.B) {
 				var e2eTime, baseTime time.Duration
 				for done, analyzeAt := 0, 0; done < b.N; done += e2eRound {
 					m := min(e2eRound, b.N-done)
-					// Every pairedRound runs of each side add some thousand rows to tables that
-					// began empty: the statistics are refreshed then, as autovacuum does in
-					// service, so that neither side is measured on plans made for empty tables.
+					// The runs of each side add rows to tables that began nearly empty: the
+					// statistics are refreshed each time the tables have about doubled, then
+					// every pairedRound runs, as autovacuum's analyze does in service, so that
+					// neither side is measured on plans made for empty tables.
 					if done >= analyzeAt {
-						analyzeAt += pairedRound
+						analyzeAt = max(e2eRound, min(2*done, done+pairedRound))
 						b.StopTimer()
 						p.analyze(b)
 						b.StartTimer()
