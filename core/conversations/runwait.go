@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/store"
 )
 
 // Bounds of a waiting run read (docs/api.md#waiting-for-a-run).
@@ -80,9 +81,9 @@ func (w *RunWatch) watch(runPublicID string) (ch chan struct{}, stop func()) {
 // ReadRunWaiting is the run read that waits (docs/api.md#waiting-for-a-run): while the run is
 // running with no attention it holds the answer until the status changes, attention stands or
 // wait has passed, then answers the run as it is. Any other run, and a wait of zero, answer at
-// once. The waiter is
-// registered before the first read, so that a change committed between a read and the wait
-// is not missed.
+// once. The waiter is registered before the first look, so that a change committed between a
+// look and the wait is not missed; a look that finds the run waiting reads its standing only
+// (store.RunStanding), and each wake-up reads the whole run, which answers it or waits again.
 func (d *Doors) ReadRunWaiting(ctx context.Context, a *runs.Actor, runID string, wait time.Duration) (*RunDoc, error) {
 	if wait <= 0 || d.watch == nil {
 		return d.ReadRun(ctx, a, runID)
@@ -93,20 +94,39 @@ func (d *Doors) ReadRunWaiting(ctx context.Context, a *runs.Actor, runID string,
 	defer timeout.Stop()
 	recheck := time.NewTicker(RunWaitRecheck)
 	defer recheck.Stop()
-	for last := false; ; {
-		doc, err := d.ReadRun(ctx, a, runID)
-		if err != nil || last || doc.Status != runs.RunRunning || len(doc.Attention) > 0 {
-			return doc, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-changed:
-		case <-recheck.C:
-		case <-timeout.C:
-			last = true
-		case <-d.watch.closed:
-			last = true
+	over := false
+	if store.IsPublicID(runID) {
+		// Attention on a running run is a row held for a person (runs.AttentionOf).
+		status, parked, err := store.RunStanding(ctx, d.e.Reader(), a.WorkspaceID, runID, runs.StatusNeedsApproval, runs.StatusAwaitingInput)
+		if err == nil && status == runs.RunRunning && !parked {
+			if over, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
+				return nil, err
+			}
 		}
 	}
+	for {
+		doc, err := d.ReadRun(ctx, a, runID)
+		if err != nil || over || doc.Status != runs.RunRunning || len(doc.Attention) > 0 {
+			return doc, err
+		}
+		if over, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// await waits for a word on the run or the next re-read; over is whether the wait passed or
+// the watch closed, after which the read answers as the run is.
+func (d *Doors) await(ctx context.Context, changed <-chan struct{}, recheck, timeout <-chan time.Time) (over bool, err error) {
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-changed:
+	case <-recheck:
+	case <-timeout:
+		return true, nil
+	case <-d.watch.closed:
+		return true, nil
+	}
+	return false, nil
 }

@@ -493,3 +493,29 @@ func TestClaimWithRow(t *testing.T) {
 		}
 	})
 }
+
+// TestRunStanding: the run's status and whether a row is parked, read in one statement; another
+// workspace's run is not found.
+func TestRunStanding(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := seedRun(t, s, 2)
+		status, parked, err := store.RunStanding(ctx, s.Reader(), r.WorkspaceID, r.PublicID, "needs_approval", "awaiting_input")
+		if err != nil || status != "running" || parked {
+			t.Fatalf("standing = %q %v %v, want running with nothing parked", status, parked, err)
+		}
+		if err := s.Write(ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE tasks SET status = 'awaiting_input' WHERE run_id = ? AND task_key = 'k1'`, r.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if status, parked, err = store.RunStanding(ctx, s.Reader(), r.WorkspaceID, r.PublicID, "needs_approval", "awaiting_input"); err != nil || status != "running" || !parked {
+			t.Fatalf("standing = %q %v %v, want a parked row", status, parked, err)
+		}
+		if _, _, err := store.RunStanding(ctx, s.Reader(), r.WorkspaceID+1, r.PublicID, "needs_approval"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("another workspace's run: %v, want ErrNotFound", err)
+		}
+	})
+}

@@ -163,6 +163,27 @@ func RunByPublicID(ctx context.Context, q Querier, workspaceID int64, publicID s
 	return &r, nil
 }
 
+// RunStanding is what a waiting run read decides on before it waits: the run's status and
+// whether one of its rows is in one of the parked statuses (held for a person), in one
+// statement. ErrNotFound for another workspace's run.
+func RunStanding(ctx context.Context, q Querier, workspaceID int64, publicID string, parked ...string) (status string, anyParked bool, err error) {
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(parked)), ", ")
+	if in == "" {
+		in = "NULL"
+	}
+	args := []any{}
+	for _, p := range parked {
+		args = append(args, p)
+	}
+	var row struct {
+		Status string `db:"status"`
+		Parked bool   `db:"parked"`
+	}
+	err = q.Get(ctx, &row, `SELECT r.status, EXISTS (SELECT 1 FROM tasks t WHERE t.run_id = r.id AND t.status IN (`+in+`)) AS parked
+FROM runs r WHERE r.workspace_id = ? AND r.public_id = ?`, append(args, workspaceID, publicID)...)
+	return row.Status, row.Parked, notFound(err)
+}
+
 // RunByID reads a run.
 func RunByID(ctx context.Context, q Querier, id int64) (*Run, error) {
 	var r Run
