@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -126,9 +125,8 @@ type Engine struct {
 	inst     *instance
 
 	// kick wakes idle workers; its capacity is the pool size so that every signal finds room
-	// without blocking a committing writer. backlog: a kick found no room (see worker).
-	kick    chan struct{}
-	backlog atomic.Bool
+	// without blocking a committing writer.
+	kick chan struct{}
 	// cancels holds the contexts of in-flight evaluations by task id, so a stop can abandon
 	// a provider call promptly.
 	mu      sync.Mutex
@@ -322,14 +320,13 @@ func (e *Engine) deliver(fx *effects) {
 	}
 }
 
-// Kick wakes up to n idle workers (the in-process notifier), one per row made runnable: one row
-// does not send the whole pool racing for one claim, and a kick with no room notes a backlog.
+// Kick wakes up to n idle workers of this instance (the in-process notifier): one per row made
+// runnable, so a single row does not send the whole pool racing for one claim.
 func (e *Engine) Kick(n int) {
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && i < cap(e.kick); i++ {
 		select {
 		case e.kick <- struct{}{}:
 		default:
-			e.backlog.Store(true)
 			return
 		}
 	}

@@ -79,10 +79,10 @@ func TestRunChangedWakesWaitingRead(t *testing.T) {
 	})
 }
 
-// TestBacklogDrainsWithoutPolling: one worker, a poll an hour away, and one answer that makes
-// three kernel rows runnable: the commit's kicks find room for one, and the worker, after each
-// row, looks again because of the backlog, so the run completes without waiting for the poll.
-func TestBacklogDrainsWithoutPolling(t *testing.T) {
+// TestWorkerLooksAgainAfterWork: one worker, a poll an hour away, and one answer that makes
+// three kernel rows of one run runnable: the commit's kicks find room for one, and the worker
+// looks again after each row, so the run completes without waiting for the poll.
+func TestWorkerLooksAgainAfterWork(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHarness(t, s, harnessOptions{config: runs.Config{Workers: 1, ModelTimeout: time.Minute, Poll: time.Hour}})

@@ -121,11 +121,11 @@ func (e *Engine) worker(ctx context.Context) {
 		} else {
 			worked = e.workOnce(ctx, !modelFirst)
 		}
-		// Every row made runnable kicks a worker at its commit, so the next kick says whether to
-		// claim again; when kicks found no room (backlog) one read over both kinds decides.
-		if worked && e.backlog.Swap(false) {
+		// After a piece of work one read over both kinds decides whether to claim again at once:
+		// a kick may have gone to a worker that found its row's run locked, and a claim that finds
+		// nothing would be a write on PostgreSQL. A failed read leaves it to the claims.
+		if worked {
 			if found, err := store.AnyRunnable(ctx, e.store.Reader(), kernelRunnable, false, e.nowMS()); found || err != nil {
-				e.backlog.Store(true)
 				continue
 			}
 		}

@@ -60,9 +60,6 @@ func TestKicksCoalesceWhileWorkersAreBusy(t *testing.T) {
 	if got := len(e.kick); got != cap(e.kick) {
 		t.Fatalf("%d tokens waiting for %d busy workers", got, cap(e.kick))
 	}
-	if !e.backlog.Load() {
-		t.Fatal("kicks that found no room left no backlog")
-	}
 	<-e.kick // a worker frees up and takes one
 	e.Kick(1)
 	if got := len(e.kick); got != cap(e.kick) {
