@@ -130,6 +130,19 @@ WHERE claimed_instance = ? AND claimed_at IS NOT NULL AND status = 'running'`, i
 	return rows
 }
 
+// holdsSealedRound reports whether the instance holds the claim of a model round it has sealed:
+// the seal commits before the model call, so such a round is in its call, with no transaction of
+// the instance open that another instance's takeover would wait on.
+func holdsSealedRound(t testing.TB, st *store.Store, id string) bool {
+	t.Helper()
+	var n int
+	if err := st.Reader().Get(context.Background(), &n, `SELECT COUNT(*) FROM tasks
+WHERE claimed_instance = ? AND claimed_at IS NOT NULL AND status = 'running' AND kind = 'model_task' AND sealed_request_id IS NOT NULL`, id); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
 // freshClaim is how recent a first round's claim must be for a kill to land inside its model
 // call of a tenth of a second (twoCallRun).
 const freshClaim = 30 * time.Millisecond
@@ -312,10 +325,12 @@ func TestPausedInstanceCommitRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := created.Run.PublicID
+	// The pause lands in the round's model call: paused inside the seal's transaction, the
+	// instance would hold the locks the survivor's own seal of the round waits on.
 	deadline := time.Now().Add(30 * time.Second)
-	for len(heldBy(t, st, oneID)) == 0 {
+	for !holdsSealedRound(t, st, oneID) {
 		if time.Now().After(deadline) {
-			t.Fatal("the round never was claimed on the first instance")
+			t.Fatal("the round never was claimed and sealed on the first instance")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
