@@ -11,6 +11,28 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
+// waitedRun is what a waiting read answered.
+type waitedRun struct {
+	doc *conversations.RunDoc
+	err error
+}
+
+// waitingRead starts a read that waits up to a minute on the run, and returns once it waits.
+func waitingRead(t *testing.T, h *harness, id string) <-chan waitedRun {
+	t.Helper()
+	got := make(chan waitedRun, 1)
+	go func() {
+		d, err := h.conv.ReadRunWaiting(h.ctx, h.actor, id, time.Minute)
+		got <- waitedRun{d, err}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); h.watch.Waiting(id) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the read of %s never began to wait", id)
+		}
+	}
+	return got
+}
+
 // TestRunChangedWakesWaitingRead: the engine reports a run's status change after the commit that
 // made it, a read waiting on the run answers the changed run, and a stop is a change too.
 func TestRunChangedWakesWaitingRead(t *testing.T) {
@@ -21,20 +43,7 @@ func TestRunChangedWakesWaitingRead(t *testing.T) {
 		if slices.Contains(h.changes(), id) {
 			t.Fatalf("a run created running reported a change: %v", h.changes())
 		}
-		type answer struct {
-			doc *conversations.RunDoc
-			err error
-		}
-		got := make(chan answer, 1)
-		go func() {
-			d, err := h.conv.ReadRunWaiting(h.ctx, h.actor, id, time.Minute)
-			got <- answer{d, err}
-		}()
-		for deadline := time.Now().Add(10 * time.Second); h.watch.Waiting(id) == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the read never began to wait")
-			}
-		}
+		got := waitingRead(t, h, id)
 		h.drain()
 		if c := h.changes(); !slices.Equal(c, []string{id}) {
 			t.Fatalf("changes %v, want the run's completion", c)
@@ -55,15 +64,7 @@ func TestRunChangedWakesWaitingRead(t *testing.T) {
 		}
 		// A call held for approval leaves the run running, and is a change a waiting read answers.
 		held := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\nround 2\nsay x",` + memoryTools + `}}],"approval_mode":"ask"}`).Run.PublicID
-		go func() {
-			d, err := h.conv.ReadRunWaiting(h.ctx, h.actor, held, time.Minute)
-			got <- answer{d, err}
-		}()
-		for deadline := time.Now().Add(10 * time.Second); h.watch.Waiting(held) == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the read of the held run never began to wait")
-			}
-		}
+		got = waitingRead(t, h, held)
 		h.drain()
 		if c := h.changes(); !slices.Equal(c, []string{id, busy, held}) {
 			t.Fatalf("changes %v, want the hold reported", c)

@@ -15,10 +15,10 @@ import (
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// serveFor serves srv on a fresh listener and answers an admin client and the function that
-// shuts the server down and reports what Serve returned; the test's cleanup shuts it down if
-// the test did not.
-func serveFor(t *testing.T, srv *Server, s Settings) (*client.Client, func() error) {
+// serveFor serves srv on a fresh listener and answers an admin client, the address, the admin's
+// token and the function that shuts the server down and reports what Serve returned; the test's
+// cleanup shuts it down if the test did not.
+func serveFor(t *testing.T, srv *Server, s Settings) (c *client.Client, addr, token string, stop func() error) {
 	t.Helper()
 	tok, err := os.ReadFile(filepath.Join(s.DataDir, "admin.token"))
 	if err != nil {
@@ -33,7 +33,7 @@ func serveFor(t *testing.T, srv *Server, s Settings) (*client.Client, func() err
 	go func() { done <- srv.Serve(ctx, ln) }()
 	var served error
 	stopped := false
-	stop := func() error {
+	stop = func() error {
 		if !stopped {
 			stopped = true
 			cancel()
@@ -42,7 +42,8 @@ func serveFor(t *testing.T, srv *Server, s Settings) (*client.Client, func() err
 		return served
 	}
 	t.Cleanup(func() { _ = stop() })
-	return client.New("http://"+ln.Addr().String(), strings.TrimSpace(string(tok))), stop
+	token = strings.TrimSpace(string(tok))
+	return client.New("http://"+ln.Addr().String(), token), ln.Addr().String(), token, stop
 }
 
 // sleepyRun is a standalone run whose one round sleeps ms before it answers.
@@ -57,7 +58,7 @@ func TestWaitingRunRead(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			srv, s := openServer(t, d, Options{})
-			c, _ := serveFor(t, srv, s)
+			c, _, _, _ := serveFor(t, srv, s)
 			ctx := context.Background()
 			created, err := c.CreateRun(ctx, "default", sleepyRun(300), "")
 			if err != nil {
@@ -92,7 +93,7 @@ func TestWaitingRunRead(t *testing.T) {
 func TestShutdownAnswersWaitingReads(t *testing.T) {
 	t.Parallel()
 	srv, s := openServer(t, storetest.Dialects()[0], Options{DrainTimeout: 5 * time.Second})
-	c, stop := serveFor(t, srv, s)
+	c, _, _, stop := serveFor(t, srv, s)
 	ctx := context.Background()
 	created, err := c.CreateRun(ctx, "default", sleepyRun(60000), "")
 	if err != nil {

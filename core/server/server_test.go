@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,20 +45,9 @@ func TestServeCatalogThenDrain(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			srv, s := openServer(t, d, Options{})
-			tok, err := os.ReadFile(filepath.Join(s.DataDir, "admin.token"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve(ctx, ln) }()
-
-			req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/agent_api/v1/tools", nil)
-			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+			_, addr, tok, stop := serveFor(t, srv, s)
+			req, _ := http.NewRequest("GET", "http://"+addr+"/agent_api/v1/tools", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -70,11 +57,10 @@ func TestServeCatalogThenDrain(t *testing.T) {
 			if resp.StatusCode != 200 || string(body) != string(registry.New().CatalogBody()) {
 				t.Fatalf("catalog: status %d, %d bytes", resp.StatusCode, len(body))
 			}
-			cancel()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Fatalf("Serve after cancel: %v, want nil", err)
 			}
-			if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			if _, err := net.Dial("tcp", addr); err == nil {
 				t.Fatal("the listener still accepts after shutdown")
 			}
 		})
@@ -83,17 +69,11 @@ func TestServeCatalogThenDrain(t *testing.T) {
 
 func TestDrainTimeout(t *testing.T) {
 	t.Parallel()
-	srv, _ := openServer(t, store.SQLite, Options{DrainTimeout: 200 * time.Millisecond})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	srv, s := openServer(t, store.SQLite, Options{DrainTimeout: 200 * time.Millisecond})
+	_, addr, _, stop := serveFor(t, srv, s)
 	// A request whose headers never finish keeps its connection active, so the drain cannot
 	// complete.
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +82,7 @@ func TestDrainTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond) // let the server read the first bytes
-	cancel()
-	if err := <-done; !errors.Is(err, ErrDrainTimeout) {
+	if err := stop(); !errors.Is(err, ErrDrainTimeout) {
 		t.Fatalf("Serve = %v, want ErrDrainTimeout", err)
 	}
 }
