@@ -21,8 +21,9 @@ const (
 )
 
 // RunWatch wakes waiting run reads when a run's status changes or attention stands on it. The
-// engine tells it, after each commit, of the runs the commit changed so (runs.Options.RunChanged); Close
-// answers every waiting read at once, as the server does when it shuts down.
+// engine tells it, after each commit, of the runs that commit changed so
+// (runs.Options.RunChanged); Close answers every waiting read at once, as the server does when it
+// shuts down.
 type RunWatch struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
@@ -82,8 +83,9 @@ func (w *RunWatch) watch(runPublicID string) (ch chan struct{}, stop func()) {
 // running with no attention it holds the answer until the status changes, attention stands or
 // wait has passed, then answers the run as it is. Any other run, and a wait of zero, answer at
 // once. The waiter is registered before the first look, so that a change committed between a
-// look and the wait is not missed; a look that finds the run waiting reads its standing only
-// (store.RunStanding), and each wake-up reads the whole run, which answers it or waits again.
+// look and the wait is not missed. A look reads the run's standing only (store.RunStanding), as
+// does each re-read while nothing was heard; a word from the engine reads the whole run, which
+// answers it or waits again.
 func (d *Doors) ReadRunWaiting(ctx context.Context, a *runs.Actor, runID string, wait time.Duration) (*RunDoc, error) {
 	if wait <= 0 || d.watch == nil {
 		return d.ReadRun(ctx, a, runID)
@@ -94,39 +96,46 @@ func (d *Doors) ReadRunWaiting(ctx context.Context, a *runs.Actor, runID string,
 	defer timeout.Stop()
 	recheck := time.NewTicker(RunWaitRecheck)
 	defer recheck.Stop()
-	over := false
-	if store.IsPublicID(runID) {
-		// Attention on a running run is a row held for a person (runs.AttentionOf).
-		status, parked, err := store.RunStanding(ctx, d.e.Reader(), a.WorkspaceID, runID, runs.StatusNeedsApproval, runs.StatusAwaitingInput)
-		if err == nil && status == runs.RunRunning && !parked {
-			if over, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
-				return nil, err
+	heard := waitRecheck // what ended the last wait; the first look is a re-read
+	for {
+		if heard == waitRecheck && store.IsPublicID(runID) {
+			// Attention on a running run is a row held for a person (runs.AttentionOf).
+			status, parked, err := store.RunStanding(ctx, d.e.Reader(), a.WorkspaceID, runID, runs.StatusNeedsApproval, runs.StatusAwaitingInput)
+			if err == nil && status == runs.RunRunning && !parked {
+				if heard, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
+					return nil, err
+				}
+				continue
 			}
 		}
-	}
-	for {
 		doc, err := d.ReadRun(ctx, a, runID)
-		if err != nil || over || doc.Status != runs.RunRunning || len(doc.Attention) > 0 {
+		if err != nil || heard == waitOver || doc.Status != runs.RunRunning || len(doc.Attention) > 0 {
 			return doc, err
 		}
-		if over, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
+		if heard, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// await waits for a word on the run or the next re-read; over is whether the wait passed or
-// the watch closed, after which the read answers as the run is.
-func (d *Doors) await(ctx context.Context, changed <-chan struct{}, recheck, timeout <-chan time.Time) (over bool, err error) {
+// What ended a wait of a waiting read.
+const (
+	waitWord    = iota // the engine's word on the run
+	waitRecheck        // the next re-read
+	waitOver           // the wait passed or the watch closed: the read answers the run as it is
+)
+
+// await waits for a word on the run, the next re-read or the end of the wait.
+func (d *Doors) await(ctx context.Context, changed <-chan struct{}, recheck, timeout <-chan time.Time) (int, error) {
 	select {
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return 0, ctx.Err()
 	case <-changed:
+		return waitWord, nil
 	case <-recheck:
+		return waitRecheck, nil
 	case <-timeout:
-		return true, nil
 	case <-d.watch.closed:
-		return true, nil
 	}
-	return false, nil
+	return waitOver, nil
 }

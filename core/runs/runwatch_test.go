@@ -17,15 +17,16 @@ type waitedRun struct {
 	err error
 }
 
-// waitingRead starts a read that waits up to a minute on the run, and returns once it waits.
-func waitingRead(t *testing.T, h *harness, id string) <-chan waitedRun {
+// waitingRead starts a read through doors that waits up to a minute on the run, and returns once
+// it waits on w.
+func waitingRead(t *testing.T, h *harness, doors *conversations.Doors, w *conversations.RunWatch, id string) <-chan waitedRun {
 	t.Helper()
 	got := make(chan waitedRun, 1)
 	go func() {
-		d, err := h.conv.ReadRunWaiting(h.ctx, h.actor, id, time.Minute)
+		d, err := doors.ReadRunWaiting(h.ctx, h.actor, id, time.Minute)
 		got <- waitedRun{d, err}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); h.watch.Waiting(id) == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); w.Waiting(id) == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the read of %s never began to wait", id)
 		}
@@ -43,7 +44,7 @@ func TestRunChangedWakesWaitingRead(t *testing.T) {
 		if slices.Contains(h.changes(), id) {
 			t.Fatalf("a run created running reported a change: %v", h.changes())
 		}
-		got := waitingRead(t, h, id)
+		got := waitingRead(t, h, h.conv, h.watch, id)
 		h.drain()
 		if c := h.changes(); !slices.Equal(c, []string{id}) {
 			t.Fatalf("changes %v, want the run's completion", c)
@@ -64,13 +65,22 @@ func TestRunChangedWakesWaitingRead(t *testing.T) {
 		}
 		// A call held for approval leaves the run running, and is a change a waiting read answers.
 		held := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\nround 2\nsay x",` + memoryTools + `}}],"approval_mode":"ask"}`).Run.PublicID
-		got = waitingRead(t, h, held)
+		got = waitingRead(t, h, h.conv, h.watch, held)
 		h.drain()
 		if c := h.changes(); !slices.Equal(c, []string{id, busy, held}) {
 			t.Fatalf("changes %v, want the hold reported", c)
 		}
 		if a := <-got; a.err != nil || a.doc.Status != "running" || len(a.doc.Attention) != 1 || a.doc.Attention[0].Reason != "approval_required" {
 			t.Fatalf("waiting read of a held run = %+v, %v; want it with its attention", a.doc, a.err)
+		}
+		// A watch the engine does not tell, as another instance's, sees the change at a re-read.
+		deafWatch := conversations.NewRunWatch()
+		deaf := conversations.NewDoors(h.e, deafWatch)
+		other := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}],"approval_mode":"bypass"}`).Run.PublicID
+		fromAfar := waitingRead(t, h, deaf, deafWatch, other)
+		h.drain()
+		if a := <-fromAfar; a.err != nil || a.doc.Status != "completed" {
+			t.Fatalf("read on a watch the engine does not tell = %+v, %v; want completed at a re-read", a.doc, a.err)
 		}
 		// A read of a run that is not running answers at once, whatever its wait.
 		start := time.Now()
