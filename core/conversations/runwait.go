@@ -100,8 +100,8 @@ func (d *Doors) ReadRunWaiting(ctx context.Context, a *runs.Actor, runID string,
 	for {
 		if heard == waitRecheck && store.IsPublicID(runID) {
 			// Attention on a running run is a row held for a person (runs.AttentionOf).
-			status, parked, err := store.RunStanding(ctx, d.e.Reader(), a.WorkspaceID, runID, runs.StatusNeedsApproval, runs.StatusAwaitingInput)
-			if err == nil && status == runs.RunRunning && !parked {
+			status, held, err := store.RunStanding(ctx, d.e.Reader(), a.WorkspaceID, runID)
+			if err == nil && status == runs.RunRunning && !held {
 				if heard, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
 					return nil, err
 				}

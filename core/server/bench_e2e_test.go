@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/sdk/client"
@@ -18,10 +19,10 @@ import (
 // endToEndScript is the mock's two rounds: one call of the runner's tool, then the answer.
 const endToEndScript = "!mock\nround 1\ncall work {\"n\":1}\nround 2\nsay done"
 
-// e2eWait is the member's wait on its run read (docs/api.md#waiting-for-a-run): one read that
-// the server answers when the run leaves running, as a member waiting on a run reads it,
-// instead of reads polled while the scheduler works.
-const e2eWait = 30
+// e2eWait is the member's wait on its run read (docs/api.md#waiting-for-a-run), the longest the
+// server grants: one read that the server answers when the run leaves running, as a member
+// waiting on a run reads it, instead of reads polled while the scheduler works.
+const e2eWait = int(conversations.MaxRunWait / time.Second)
 
 // oneToolRun is a standalone run of one model step that the mock answers with one call of the
 // runner's tool, routed to the runner.

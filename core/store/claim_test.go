@@ -494,14 +494,14 @@ func TestClaimWithRow(t *testing.T) {
 	})
 }
 
-// TestRunStanding: the run's status and whether a row is parked, read in one statement; another
+// TestRunStanding: the run's status and whether a row is held for a person, read in one statement; another
 // workspace's run is not found.
 func TestRunStanding(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		r := seedRun(t, s, 2)
-		status, parked, err := store.RunStanding(ctx, s.Reader(), r.WorkspaceID, r.PublicID, "needs_approval", "awaiting_input")
+		status, parked, err := store.RunStanding(ctx, s.Reader(), r.WorkspaceID, r.PublicID)
 		if err != nil || status != "running" || parked {
 			t.Fatalf("standing = %q %v %v, want running with nothing parked", status, parked, err)
 		}
@@ -511,10 +511,10 @@ func TestRunStanding(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if status, parked, err = store.RunStanding(ctx, s.Reader(), r.WorkspaceID, r.PublicID, "needs_approval", "awaiting_input"); err != nil || status != "running" || !parked {
+		if status, parked, err = store.RunStanding(ctx, s.Reader(), r.WorkspaceID, r.PublicID); err != nil || status != "running" || !parked {
 			t.Fatalf("standing = %q %v %v, want a parked row", status, parked, err)
 		}
-		if _, _, err := store.RunStanding(ctx, s.Reader(), r.WorkspaceID+1, r.PublicID, "needs_approval"); !errors.Is(err, store.ErrNotFound) {
+		if _, _, err := store.RunStanding(ctx, s.Reader(), r.WorkspaceID+1, r.PublicID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("another workspace's run: %v, want ErrNotFound", err)
 		}
 	})

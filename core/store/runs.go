@@ -164,24 +164,17 @@ func RunByPublicID(ctx context.Context, q Querier, workspaceID int64, publicID s
 }
 
 // RunStanding is what a waiting run read decides on before it waits: the run's status and
-// whether one of its rows is in one of the parked statuses (held for a person), in one
-// statement. ErrNotFound for another workspace's run.
-func RunStanding(ctx context.Context, q Querier, workspaceID int64, publicID string, parked ...string) (status string, anyParked bool, err error) {
-	in := strings.TrimSuffix(strings.Repeat("?, ", len(parked)), ", ")
-	if in == "" {
-		in = "NULL"
-	}
-	args := []any{}
-	for _, p := range parked {
-		args = append(args, p)
-	}
+// whether one of its rows is held for a person (needs_approval or awaiting_input, the held rows
+// the inbox lists), in one statement. ErrNotFound for another workspace's run.
+func RunStanding(ctx context.Context, q Querier, workspaceID int64, publicID string) (status string, held bool, err error) {
 	var row struct {
 		Status string `db:"status"`
-		Parked bool   `db:"parked"`
+		Held   bool   `db:"held"`
 	}
-	err = q.Get(ctx, &row, `SELECT r.status, EXISTS (SELECT 1 FROM tasks t WHERE t.run_id = r.id AND t.status IN (`+in+`)) AS parked
-FROM runs r WHERE r.workspace_id = ? AND r.public_id = ?`, append(args, workspaceID, publicID)...)
-	return row.Status, row.Parked, notFound(err)
+	err = q.Get(ctx, &row, `SELECT r.status, EXISTS (SELECT 1 FROM tasks t WHERE t.run_id = r.id
+  AND t.status IN ('needs_approval', 'awaiting_input')) AS held
+FROM runs r WHERE r.workspace_id = ? AND r.public_id = ?`, workspaceID, publicID)
+	return row.Status, row.Held, notFound(err)
 }
 
 // RunByID reads a run.

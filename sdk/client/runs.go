@@ -163,8 +163,9 @@ func (c *Client) Run(ctx context.Context, ws, run string) (*RunResponse, error) 
 	return out, c.call(ctx, http.MethodGet, runPath(ws, run, ""), nil, out, &out.Raw)
 }
 
-// WaitRun reads a run, waiting while it is running: the server holds the answer until the
-// run's status changes or seconds (1..30) have passed, then answers the run as it is.
+// WaitRun reads a run, waiting while it is running with no attention: the server holds the
+// answer until the run's status changes, a person is needed or seconds (0..30) have passed, then
+// answers the run as it is.
 func (c *Client) WaitRun(ctx context.Context, ws, run string, seconds int) (*RunResponse, error) {
 	out := &RunResponse{}
 	return out, c.call(ctx, http.MethodGet, runPath(ws, run, "")+"?wait="+strconv.Itoa(seconds), nil, out, &out.Raw)
