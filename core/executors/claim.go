@@ -85,21 +85,29 @@ func lockRow(ctx context.Context, tx *store.Tx, ex *identity.Executor, runID, ke
 	if !store.IsPublicID(runID) {
 		return nil, nil, notFoundRun(runID)
 	}
-	run, err := store.LockRunByPublicID(ctx, tx, ex.WorkspaceID, runID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, notFoundRun(runID)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
 	if !validKey(key) {
+		// The run's 404 comes before the key's.
+		if _, err := store.RunByPublicID(ctx, tx, ex.WorkspaceID, runID); err != nil {
+			return nil, nil, runMissing(err, runID)
+		}
 		return nil, nil, errNoTask(key)
 	}
-	t, err := store.LockTaskByKey(ctx, tx, run.ID, key)
-	if errors.Is(err, store.ErrNotFound) {
+	run, t, err := store.LockRunAndTask(ctx, tx, ex.WorkspaceID, runID, key)
+	switch {
+	case run == nil && err != nil:
+		return nil, nil, runMissing(err, runID)
+	case errors.Is(err, store.ErrNotFound):
 		return nil, nil, errNoTask(key)
 	}
 	return run, t, err
+}
+
+// runMissing is the door's answer to a failed read of the run: 404 for an unknown run.
+func runMissing(err error, runID string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundRun(runID)
+	}
+	return err
 }
 
 // addressedHere is row 2 of every door's checks: the row is addressed to this executor, or to a

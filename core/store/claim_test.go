@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -215,8 +216,8 @@ func TestSetTaskNextSettleSeq(t *testing.T) {
 	})
 }
 
-// TestLockTaskOfRun: the one-statement read answers exactly what RunByPublicID and
-// LockTaskByKey answer, tells an unknown run (or another workspace's) from an unknown key, and
+// TestLockTaskOfRun: the one-statement reads (LockTaskOfRun, LockRunAndTask) answer exactly what
+// RunByPublicID and TaskByKey answer, LockRunAndTask holding both rows' locks, tell an unknown run (or another workspace's) from an unknown key, and
 // reports whether the run's creator still belongs to the workspace: a user while a member, an
 // agent until removed, the kernel always.
 func TestLockTaskOfRun(t *testing.T) {
@@ -229,7 +230,7 @@ func TestLockTaskOfRun(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			wantTask, err := store.LockTaskByKey(ctx, tx, r.ID, "k1")
+			wantTask, err := store.TaskByKey(ctx, tx, r.ID, "k1")
 			if err != nil {
 				return err
 			}
@@ -239,6 +240,26 @@ func TestLockTaskOfRun(t *testing.T) {
 			}
 			if !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) {
 				return fmt.Errorf("joined read\n%+v\n%+v\nwant\n%+v\n%+v", run, task, wantRun, wantTask)
+			}
+			if run, task, err = store.LockRunAndTask(ctx, tx, r.WorkspaceID, r.PublicID, "k1"); err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) {
+				return fmt.Errorf("locked read\n%+v\n%+v\nwant\n%+v\n%+v", run, task, wantRun, wantTask)
+			}
+			if s.Dialect() == store.Postgres {
+				// Both rows are locked now: another session's NOWAIT lock of either fails.
+				for _, table := range []string{"runs", "tasks"} {
+					id := r.ID
+					if table == "tasks" {
+						id = task.ID
+					}
+					var got int64
+					err := s.DB().QueryRowContext(ctx, `SELECT id FROM `+table+` WHERE id = $1 FOR UPDATE NOWAIT`, id).Scan(&got)
+					if err == nil || !strings.Contains(err.Error(), "could not obtain lock") {
+						return fmt.Errorf("%s row not locked by LockRunAndTask: %v", table, err)
+					}
+				}
 			}
 			if in {
 				return fmt.Errorf("a user who is no member stands as the run's creator")
@@ -288,12 +309,18 @@ func TestLockTaskOfRun(t *testing.T) {
 			if run, task, _, err := store.LockTaskOfRun(ctx, tx, r.WorkspaceID, r.PublicID, "k9"); !errors.Is(err, store.ErrNotFound) || task != nil || run == nil || run.ID != r.ID {
 				return fmt.Errorf("unknown key: %v %v %v", run, task, err)
 			}
+			if run, task, err := store.LockRunAndTask(ctx, tx, r.WorkspaceID, r.PublicID, "k9"); !errors.Is(err, store.ErrNotFound) || task != nil || run == nil || run.ID != r.ID {
+				return fmt.Errorf("locked, unknown key: %v %v %v", run, task, err)
+			}
 			for _, c := range []struct {
 				ws  int64
 				run string
 			}{{r.WorkspaceID, store.NewPublicID()}, {r.WorkspaceID + 1, r.PublicID}} {
 				if run, task, _, err := store.LockTaskOfRun(ctx, tx, c.ws, c.run, "k1"); !errors.Is(err, store.ErrNotFound) || task != nil || run != nil {
 					return fmt.Errorf("unknown run %v: %v %v %v", c, run, task, err)
+				}
+				if run, task, err := store.LockRunAndTask(ctx, tx, c.ws, c.run, "k1"); !errors.Is(err, store.ErrNotFound) || task != nil || run != nil {
+					return fmt.Errorf("locked, unknown run %v: %v %v %v", c, run, task, err)
 				}
 			}
 			return nil

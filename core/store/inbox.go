@@ -120,32 +120,6 @@ func SettledChildren(ctx context.Context, q Querier, runID int64, parentKey stri
 	return out, err
 }
 
-// LockTaskByKey reads one task of a run under its row lock (PostgreSQL FOR UPDATE; on SQLite the
-// immediate transaction already holds the database lock).
-func LockTaskByKey(ctx context.Context, tx *Tx, runID int64, key string) (*Task, error) {
-	var t Task
-	if err := tx.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND task_key = ?`+forUpdate(tx), runID, key); err != nil {
-		return nil, notFound(err)
-	}
-	return &t, nil
-}
-
-// LockRunByPublicID takes the lock of a workspace's run named by public id
-// (docs/development.md#how-the-kernel-runs-work) and reads the row under it; ErrNotFound for an
-// unknown run or another workspace's.
-func LockRunByPublicID(ctx context.Context, tx *Tx, workspaceID int64, publicID string) (*Run, error) {
-	if tx.Dialect() != Postgres {
-		return RunByPublicID(ctx, tx, workspaceID, publicID)
-	}
-	// One statement: the read and the lock of the run row alone, never its workspace's or
-	// conversation's.
-	var r Run
-	if err := tx.Get(ctx, &r, selectRunSQL+` WHERE r.workspace_id = ? AND r.public_id = ? FOR UPDATE OF r`, workspaceID, publicID); err != nil {
-		return nil, notFound(err)
-	}
-	return &r, nil
-}
-
 // runOfTaskColumns are selectRunSQL's columns named run.<column>, so that one row scans a task
 // and its run side by side (taskAndRun).
 var runOfTaskColumns = func() string {
@@ -208,18 +182,37 @@ WHERE t.id = ?`, taskID)
 	return &row.Run, &row.Task, nil
 }
 
-// LockTaskOfRun is RunByPublicID then LockTaskByKey in one statement: the workspace's run named
-// by public id, read without its lock, and its row by key under the row's lock (PostgreSQL FOR
-// UPDATE OF the task alone). The run's columns are read as the statement starts, before any
-// wait for the row's lock, as the separate read before the lock read them. ErrNotFound with a
-// nil run for an unknown run or another workspace's; ErrNotFound with the run for an unknown key.
-// creatorIn is whether the run's creator still belongs to its workspace (creatorInWorkspaceSQL),
-// read by the same statement rather than by one more round trip.
+// LockTaskOfRun reads a workspace's run named by public id, without its lock, and its row by key
+// under the row's lock (PostgreSQL FOR UPDATE OF the task alone), in one statement. The run's
+// columns are read as the statement starts, before any wait for the row's lock. ErrNotFound with
+// a nil run for an unknown run or another workspace's; ErrNotFound with the run for an unknown
+// key. creatorIn is whether the run's creator still belongs to its workspace
+// (creatorInWorkspaceSQL), read by the same statement rather than by one more round trip.
 func LockTaskOfRun(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string) (run *Run, task *Task, creatorIn bool, err error) {
-	q := `SELECT ` + taskColumnsOfT + `, ` + runOfTaskColumns + `, ` + creatorInWorkspaceSQL(tx.Dialect()) + taskAndRunFrom + `
+	return taskOfRun(ctx, tx, workspaceID, runPublicID, key, false)
+}
+
+// LockRunAndTask reads a workspace's run named by public id and its row by key under the run's
+// lock, then the row's (docs/development.md#how-the-kernel-runs-work), in one statement: on
+// PostgreSQL FOR UPDATE OF r, t, which takes the two in that order and locks neither the
+// workspace's row nor the conversation's; both rows are answered as they are once locked.
+// ErrNotFound as LockTaskOfRun answers it.
+func LockRunAndTask(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string) (*Run, *Task, error) {
+	run, task, _, err := taskOfRun(ctx, tx, workspaceID, runPublicID, key, true)
+	return run, task, err
+}
+
+// taskOfRun is the statement of LockTaskOfRun (the row's lock and the creator's standing) and of
+// LockRunAndTask (the run's lock, then the row's).
+func taskOfRun(ctx context.Context, tx *Tx, workspaceID int64, runPublicID, key string, lockRun bool) (run *Run, task *Task, creatorIn bool, err error) {
+	cols, lock := taskColumnsOfT+`, `+runOfTaskColumns+`, `+creatorInWorkspaceSQL(tx.Dialect()), ` FOR UPDATE OF t`
+	if lockRun {
+		cols, lock = taskColumnsOfT+`, `+runOfTaskColumns, ` FOR UPDATE OF r, t`
+	}
+	q := `SELECT ` + cols + taskAndRunFrom + `
 WHERE r.workspace_id = ? AND r.public_id = ? AND t.task_key = ?`
 	if tx.Dialect() == Postgres {
-		q += ` FOR UPDATE OF t`
+		q += lock
 	}
 	var row taskAndRun
 	err = tx.Get(ctx, &row, q, workspaceID, runPublicID, key)
