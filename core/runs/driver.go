@@ -142,18 +142,13 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		now := e.nowMS()
 		opts = optionsFor(ts.Offered(target(m)), s.entries, m)
 		s.seal(m.Ref, now, opts)
-		_, ok, err := store.SealTask(ctx, tx, t.ID, c.Generation, s.parts, now, e.guard(c), store.Assign{Col: "history_entries", Val: s.historyCount})
+		_, ok, err := store.SealTask(ctx, tx, t.ID, c.Generation, s.parts, now, e.guard(c), store.Delivered{IDs: s.delivered, With: t.Key},
+			store.Assign{Col: "history_entries", Val: s.historyCount})
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return errLostClaim
-		}
-		for _, d := range s.delivered {
-			if _, err := store.SetTask(ctx, tx, d, nil, store.Assign{Col: "result_delivered_at", Val: now},
-				store.Assign{Col: "delivered_with", Val: t.Key}); err != nil {
-				return err
-			}
 		}
 		return store.MarkSteersCarried(ctx, tx, s.steers, t.Key, now)
 	})

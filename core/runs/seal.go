@@ -167,16 +167,12 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			hist = hist[1:]
 		}
 	} else {
-		prev, rows, err := store.LineageRoundAndCalls(ctx, q, run.ID, t.LineageRoot, t.RoundNumber-1)
+		prev, rows, parts, err := store.LineageRoundAndCalls(ctx, q, run.ID, t.LineageRoot, t.RoundNumber-1)
 		if err != nil {
 			return nil, fmt.Errorf("runs: round %s: previous round: %w", t.Key, err)
 		}
 		if prev.SealedRequestID == nil {
 			return nil, fmt.Errorf("runs: round %s: previous round %s was never sealed", t.Key, prev.Key)
-		}
-		parts, err := store.SealedRequest(ctx, q, *prev.SealedRequestID)
-		if err != nil {
-			return nil, err
 		}
 		s.baseID, s.baseCount = *prev.SealedRequestID, len(parts.Entries)
 		s.historyCount = deref(prev.HistoryEntries)

@@ -278,7 +278,7 @@ func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by strin
 
 // settleModel seals the round and settles it with the statements the server seals with.
 func (r *rawRun) settleModel(ctx context.Context, tx *store.Tx, id, now int64) error {
-	_, _, err := store.SealTask(ctx, tx, id, 1, r.sealed, now, nil, store.Assign{Col: "status", Val: "completed"},
+	_, _, err := store.SealTask(ctx, tx, id, 1, r.sealed, now, nil, store.Delivered{}, store.Assign{Col: "status", Val: "completed"},
 		store.Assign{Col: "output", Val: "done"}, store.Assign{Col: "completed_at", Val: now})
 	return err
 }

@@ -390,31 +390,32 @@ func TestTaskAndRunByID(t *testing.T) {
 	})
 }
 
-// TestSealTask: sealing stores the request and points the row at it with the columns set, in
-// one statement fewer on PostgreSQL; a guard that no longer holds points nothing, and the
-// stored request reads back as sealed.
+// TestSealTask: sealing stores the request, points the row at it with the columns set and marks
+// the rows it delivers, in one statement on PostgreSQL; a guard that no longer holds points
+// nothing, and the stored request reads back as sealed.
 func TestSealTask(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		r := seedRun(t, s, 1)
+		r := seedRun(t, s, 2)
 		tasks, err := store.TraceTasks(ctx, s.Reader(), r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		row := tasks[0].ID
+		row, result := tasks[0].ID, tasks[1].ID
 		parts := store.SealedParts{Prefix: []byte(`{"entries":[`), Entries: [][]byte{[]byte(`{"role":"user"}`)}, Suffix: []byte(`]}`)}
 		var id int64
 		err = s.Write(ctx, func(tx *store.Tx) error {
 			stale := int64(7)
-			if _, ok, err := store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}, Generation: &stale}); err != nil || ok {
+			if _, ok, err := store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}, Generation: &stale}, store.Delivered{}); err != nil || ok {
 				return fmt.Errorf("a guard that no longer holds: ok %v, %v", ok, err)
 			}
 			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.SealedRequestID != nil {
 				return fmt.Errorf("the refused seal pointed the row at %v (%v)", got.SealedRequestID, err)
 			}
 			var ok bool
-			id, ok, err = store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}}, store.Assign{Col: "history_entries", Val: 3})
+			id, ok, err = store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}},
+				store.Delivered{IDs: []int64{result}, With: "k0"}, store.Assign{Col: "history_entries", Val: 3})
 			if err != nil || !ok {
 				return fmt.Errorf("seal: ok %v, %v", ok, err)
 			}
@@ -431,6 +432,13 @@ func TestSealTask(t *testing.T) {
 			got.HistoryEntries == nil || *got.HistoryEntries != 3 {
 			t.Fatalf("sealed row: request %v (want %d), bytes %v, history %v", got.SealedRequestID, id, got.RequestBytes, got.HistoryEntries)
 		}
+		if got.ResultDeliveredAt != nil || got.DeliveredWith != nil {
+			t.Fatalf("the sealed row marked delivered: %v %v", got.ResultDeliveredAt, got.DeliveredWith)
+		}
+		if d, err := store.TaskByID(ctx, s.Reader(), result); err != nil || d.ResultDeliveredAt == nil || *d.ResultDeliveredAt != 10 ||
+			d.DeliveredWith == nil || *d.DeliveredWith != "k0" {
+			t.Fatalf("the delivered row: %+v, %v", d, err)
+		}
 		back, err := store.SealedRequest(ctx, s.Reader(), id)
 		if err != nil || string(back.Bytes()) != string(parts.Bytes()) {
 			t.Fatalf("read back %q, %v", back.Bytes(), err)
@@ -438,13 +446,15 @@ func TestSealTask(t *testing.T) {
 	})
 }
 
-// TestLineageRoundAndCalls: the round is found by lineage and number, with the rows it declared
-// and no other; a round that does not exist is ErrNotFound.
+// TestLineageRoundAndCalls: the round is found by lineage and number, as TaskByKey reads it, with
+// the rows it declared and no other and its sealed request (none while unsealed); a round that
+// does not exist is ErrNotFound.
 func TestLineageRoundAndCalls(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		r := seedRun(t, s, 1) // k0, a row of another lineage
+		parts := store.SealedParts{Prefix: []byte(`{"entries":[`), Entries: [][]byte{[]byte(`{"role":"user"}`)}, Suffix: []byte(`]}`)}
 		err := s.Write(ctx, func(tx *store.Tx) error {
 			for _, row := range []store.Task{
 				{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1},
@@ -457,20 +467,32 @@ func TestLineageRoundAndCalls(t *testing.T) {
 				if err := store.InsertTask(ctx, tx, &row); err != nil {
 					return err
 				}
+				if row.Key == "r1" {
+					if _, _, err := store.SealTask(ctx, tx, row.ID, 1, parts, 10, nil, store.Delivered{}); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		round, calls, err := store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 1)
+		round, calls, sealed, err := store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 1)
 		if err != nil || round.Key != "r1" || len(calls) != 2 || calls[0].Key != "r1t0" || calls[1].Key != "r1t1" {
 			t.Fatalf("round %+v, calls %+v, %v", round, calls, err)
 		}
-		if round, calls, err = store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 2); err != nil || round.Key != "r2" || len(calls) != 1 || calls[0].Key != "r2t0" {
-			t.Fatalf("second round %+v, calls %+v, %v", round, calls, err)
+		if want, err := store.TaskByKey(ctx, s.Reader(), r.ID, "r1"); err != nil || !reflect.DeepEqual(round, want) {
+			t.Fatalf("round %+v, want %+v (%v)", round, want, err)
 		}
-		if _, _, err := store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 3); !errors.Is(err, store.ErrNotFound) {
+		if string(sealed.Bytes()) != string(parts.Bytes()) {
+			t.Fatalf("the round's sealed request %q, want %q", sealed.Bytes(), parts.Bytes())
+		}
+		if round, calls, sealed, err = store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 2); err != nil || round.Key != "r2" || len(calls) != 1 || calls[0].Key != "r2t0" ||
+			round.SealedRequestID != nil || len(sealed.Bytes()) != 0 {
+			t.Fatalf("second round %+v, calls %+v, sealed %q, %v", round, calls, sealed.Bytes(), err)
+		}
+		if _, _, _, err := store.LineageRoundAndCalls(ctx, s.Reader(), r.ID, "r1", 3); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("a round that does not exist: %v", err)
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
+	"github.com/lib/pq"
 )
 
 // SealedParts is a sealed request split for storage (docs/development.md#how-the-kernel-runs-work):
@@ -89,12 +91,20 @@ func putSealed(ctx context.Context, q Querier, taskID, generation int64, p Seale
 	return []any{taskID, generation, string(parts), hexSum(whole), len(whole), at}, int64(len(whole)), nil
 }
 
+// Delivered names the rows whose results a sealed request carries for the first time: SealTask
+// marks them delivered (result_delivered_at, delivered_with) with the seal.
+type Delivered struct {
+	IDs []int64
+	// With is the sealing round's key, stored as delivered_with.
+	With string
+}
+
 // SealTask stores a sealed request for a task and points the task at it (sealed_request_id and
-// request_bytes, with the columns set) under guard, answering the request's id and whether the
-// guard held. On PostgreSQL the index row and the task's update are one statement; a guard that
-// no longer holds leaves the index row written, for the caller's rollback. Without a guard the
-// task is updated whatever its state.
-func SealTask(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64, guard *TaskGuard, set ...Assign) (id int64, ok bool, err error) {
+// request_bytes, with the columns set) under guard, marks the rows it delivers, and answers the
+// request's id and whether the guard held. On PostgreSQL the index row, the marks and the task's
+// update are one statement; a guard that no longer holds leaves the index row and the marks
+// written, for the caller's rollback. Without a guard the task is updated whatever its state.
+func SealTask(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64, guard *TaskGuard, delivered Delivered, set ...Assign) (id int64, ok bool, err error) {
 	args, size, err := putSealed(ctx, q, taskID, generation, p, at)
 	if err != nil {
 		return 0, false, err
@@ -105,14 +115,27 @@ func SealTask(ctx context.Context, q Querier, taskID, generation int64, p Sealed
 			return 0, false, fmt.Errorf("store: seal: %w", err)
 		}
 		set[0].Val = id
-		ok, err = SetTask(ctx, q, taskID, guard, set...)
-		return id, ok, err
+		if ok, err = SetTask(ctx, q, taskID, guard, set...); err != nil || !ok {
+			return id, ok, err
+		}
+		for _, d := range delivered.IDs {
+			if _, err := SetTask(ctx, q, d, nil, Assign{Col: "result_delivered_at", Val: at}, Assign{Col: "delivered_with", Val: delivered.With}); err != nil {
+				return 0, false, err
+			}
+		}
+		return id, true, nil
 	}
 	update, updateArgs, err := taskUpdate(taskID, guard, set)
 	if err != nil {
 		return 0, false, err
 	}
-	err = notFound(q.Get(ctx, &id, `WITH sealed AS (`+insertSealedSQL+` RETURNING id) `+update+` RETURNING sealed_request_id`, append(args, updateArgs...)...))
+	with := `WITH sealed AS (` + insertSealedSQL + ` RETURNING id)`
+	if len(delivered.IDs) > 0 {
+		// Other rows than the sealed one: one statement updates each row once.
+		with += `, delivered AS (UPDATE tasks SET result_delivered_at = ?, delivered_with = ? WHERE id = ANY(?::bigint[]) AND id <> ?)`
+		args = append(args, at, delivered.With, pq.Array(delivered.IDs), taskID)
+	}
+	err = notFound(q.Get(ctx, &id, with+` `+update+` RETURNING sealed_request_id`, append(args, updateArgs...)...))
 	if err == ErrNotFound {
 		return 0, false, nil
 	}
@@ -130,26 +153,37 @@ type sealedInStatement struct{}
 // result against the stored SHA-256, so a damaged piece is an error rather than different bytes
 // served.
 func SealedRequest(ctx context.Context, q Querier, id int64) (SealedParts, error) {
-	type indexRow struct {
-		Parts  string `db:"parts"`
-		SHA256 string `db:"sha256"`
-	}
-	var top indexRow
-	if err := q.Get(ctx, &top, `SELECT parts, sha256 FROM sealed_requests WHERE id = ?`, id); err != nil {
+	var top sealedHead
+	if err := q.Get(ctx, &top, `SELECT parts AS sealed_parts, sha256 AS sealed_sha256 FROM sealed_requests WHERE id = ?`, id); err != nil {
 		return SealedParts{}, notFound(err)
+	}
+	return sealedFrom(ctx, q, id, top)
+}
+
+// sealedHead is a sealed request's index row: the index (sealedIndex, JSON) and the SHA-256 of
+// the whole request.
+type sealedHead struct {
+	Parts  *string `db:"sealed_parts"`
+	SHA256 *string `db:"sealed_sha256"`
+}
+
+// sealedFrom is SealedRequest from the request's index row, read by the caller.
+func sealedFrom(ctx context.Context, q Querier, id int64, top sealedHead) (SealedParts, error) {
+	if top.Parts == nil || top.SHA256 == nil {
+		return SealedParts{}, fmt.Errorf("store: sealed request %d: %w", id, ErrNotFound)
 	}
 	var chain []sealedIndex
 	row := top
 	for {
 		var idx sealedIndex
-		if err := json.Unmarshal([]byte(row.Parts), &idx); err != nil {
+		if err := json.Unmarshal([]byte(*row.Parts), &idx); err != nil {
 			return SealedParts{}, fmt.Errorf("store: sealed request %d: %w", id, err)
 		}
 		chain = append(chain, idx)
 		if idx.Base == 0 {
 			break
 		}
-		if err := q.Get(ctx, &row, `SELECT parts, sha256 FROM sealed_requests WHERE id = ?`, idx.Base); err != nil {
+		if err := q.Get(ctx, &row, `SELECT parts AS sealed_parts, sha256 AS sealed_sha256 FROM sealed_requests WHERE id = ?`, idx.Base); err != nil {
 			return SealedParts{}, fmt.Errorf("store: sealed request %d: base %d: %w", id, idx.Base, notFound(err))
 		}
 	}
@@ -207,7 +241,7 @@ func SealedRequest(ctx context.Context, q Querier, id int64) (SealedParts, error
 			return SealedParts{}, err
 		}
 	}
-	if hexSum(p.Bytes()) != top.SHA256 {
+	if hexSum(p.Bytes()) != *top.SHA256 {
 		return SealedParts{}, fmt.Errorf("store: sealed request %d: reassembled bytes do not match their SHA-256", id)
 	}
 	return p, nil

@@ -329,24 +329,44 @@ func forUpdate(q Querier) string {
 	return ``
 }
 
-// LineageRoundAndCalls reads the model round of a lineage with this round number and the rows it
-// declared (its calls' rows, in creation order) in one statement: what a continuation's seal
-// reads of the round before it. ErrNotFound when the lineage has no such round.
-func LineageRoundAndCalls(ctx context.Context, q Querier, runID int64, root string, round int64) (*Task, []Task, error) {
+// LineageRoundAndCalls reads the model round of a lineage with this round number, the rows it
+// declared (its calls' rows, in creation order) and its sealed request: what a continuation's
+// seal reads of the round before it. The rows and the request's index row are one statement; the
+// request is empty when the round was never sealed. ErrNotFound when the lineage has no such
+// round.
+func LineageRoundAndCalls(ctx context.Context, q Querier, runID int64, root string, round int64) (*Task, []Task, SealedParts, error) {
 	// Both halves read the run's rows only (its index), the round's by its lineage and number.
 	const theRound = `lineage_root = ? AND round_number = ? AND kind = 'model_task'`
-	var rows []Task
-	err := q.Select(ctx, &rows, selectTaskSQL+` WHERE run_id = ? AND (`+theRound+` OR declaring_task_key = (SELECT task_key FROM tasks WHERE run_id = ? AND `+theRound+`)) ORDER BY id`,
+	var rows []struct {
+		Task
+		sealedHead
+	}
+	err := q.Select(ctx, &rows, `SELECT `+taskColumnsOfT+`, s.parts AS sealed_parts, s.sha256 AS sealed_sha256
+FROM tasks t LEFT JOIN sealed_requests s ON s.id = t.sealed_request_id
+WHERE t.run_id = ? AND (t.`+theRound+` OR t.declaring_task_key = (SELECT task_key FROM tasks WHERE run_id = ? AND `+theRound+`)) ORDER BY t.id`,
 		runID, root, round, runID, root, round)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, SealedParts{}, err
 	}
 	for i, r := range rows {
-		if r.Kind == "model_task" && r.LineageRoot == root && r.RoundNumber == round {
-			return &r, append(append([]Task{}, rows[:i]...), rows[i+1:]...), nil
+		if r.Kind != "model_task" || r.LineageRoot != root || r.RoundNumber != round {
+			continue
 		}
+		calls := make([]Task, 0, len(rows)-1)
+		for j := range rows {
+			if j != i {
+				calls = append(calls, rows[j].Task)
+			}
+		}
+		var parts SealedParts
+		if r.SealedRequestID != nil {
+			if parts, err = sealedFrom(ctx, q, *r.SealedRequestID, r.sealedHead); err != nil {
+				return nil, nil, SealedParts{}, err
+			}
+		}
+		return &r.Task, calls, parts, nil
 	}
-	return nil, nil, ErrNotFound
+	return nil, nil, SealedParts{}, ErrNotFound
 }
 
 // LastLineageRound reads the newest model round of a lineage.
