@@ -262,14 +262,14 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			expand = false
 		}
 		set = append(set, store.Assign{Col: "status", Val: status}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
-		calls, cont := []answerCall(nil), ""
+		calls, cont, runSet := []answerCall(nil), "", []store.Assign(nil)
 		if expand {
-			if calls, cont, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
+			if calls, cont, runSet, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
 				return err
 			}
 			set = append(set, store.Assign{Col: "answer_calls", Val: *jsonText(calls)})
 		}
-		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
+		ok, err := store.SetTaskAndRun(ctx, tx, c.ID, e.guard(c), set, run.ID, runSet)
 		if err != nil {
 			return err
 		}
@@ -288,8 +288,9 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 }
 
 // expand writes one tool row per call under the pairing law and one continuation that waits on
-// them all, and moves the deliverable; the caller re-points readers of the expanding round.
-func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, error) {
+// them all, and answers the run's columns it moves (the round counter, the deliverable), which the
+// caller writes with the round's settle; the caller re-points readers of the expanding round.
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, []store.Assign, error) {
 	n, callPrefix, contKey := roundKeys(run, t)
 	var runSet []store.Assign // written once, after the rows
 	if t.Mainline {
@@ -308,7 +309,7 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		fan[i] = key
 		calls[i] = answerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
 		if err := e.birth(ctx, tx, run, t, ts, call, pairing[i], key, finish == model.FinishLength, now); err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 	}
 	cont := &store.Task{
@@ -319,18 +320,13 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		Environment: t.Environment, CreatedAt: now,
 	}
 	if err := store.InsertTask(ctx, tx, cont); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if run.DeliverableTaskKey == t.Key {
 		runSet = append(runSet, store.Assign{Col: "deliverable_task_key", Val: contKey})
 		run.DeliverableTaskKey = contKey
 	}
-	if len(runSet) > 0 {
-		if err := store.SetRun(ctx, tx, run.ID, runSet...); err != nil {
-			return nil, "", err
-		}
-	}
-	return calls, contKey, nil
+	return calls, contKey, runSet, nil
 }
 
 // repoint moves readers of a settled expanding round (from) outside its fan (the calls' rows and

@@ -568,3 +568,49 @@ func TestRunStanding(t *testing.T) {
 		}
 	})
 }
+
+// TestSetTaskAndRun: the row's columns and the run's are written together (one statement on
+// PostgreSQL), the answer is the row's guard, and a guard that no longer holds changes no row.
+func TestSetTaskAndRun(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := seedRun(t, s, 1)
+		tasks, err := store.TraceTasks(ctx, s.Reader(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := tasks[0].ID
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			ok, err := store.SetTaskAndRun(ctx, tx, row, &store.TaskGuard{Statuses: []string{"waiting"}}, []store.Assign{{Col: "output", Val: "no"}},
+				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 5}})
+			if err != nil || ok {
+				return fmt.Errorf("a guard that no longer holds: ok %v, %v", ok, err)
+			}
+			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.Output != nil {
+				return fmt.Errorf("the refused update wrote the row: %v (%v)", got.Output, err)
+			}
+			ok, err = store.SetTaskAndRun(ctx, tx, row, &store.TaskGuard{Statuses: []string{"running"}},
+				[]store.Assign{{Col: "output", Val: "yes"}, {Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)}},
+				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 7}, {Col: "deliverable_task_key", Val: "k9"}})
+			if err != nil || !ok {
+				return fmt.Errorf("update: ok %v, %v", ok, err)
+			}
+			if _, err := store.SetTaskAndRun(ctx, tx, row, nil, nil, r.ID, []store.Assign{{Col: "no_such_column", Val: 1}}); err == nil {
+				return fmt.Errorf("an unknown run column was written")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.TaskByID(ctx, s.Reader(), row)
+		if err != nil || got.Output == nil || *got.Output != "yes" || got.SettleSeq == nil || *got.SettleSeq != 1 {
+			t.Fatalf("row %+v, %v", got, err)
+		}
+		run, err := store.RunByID(ctx, s.Reader(), r.ID)
+		if err != nil || run.MainlineRoundCounter != 7 || run.DeliverableTaskKey != "k9" {
+			t.Fatalf("run %+v, %v", run, err)
+		}
+	})
+}

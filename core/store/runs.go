@@ -209,12 +209,22 @@ func SetRun(ctx context.Context, q Querier, id int64, set ...Assign) error {
 	if len(set) == 0 {
 		return nil
 	}
+	query, args, err := runUpdate(id, set)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, query, args...)
+	return err
+}
+
+// runUpdate is SetRun's statement and its arguments.
+func runUpdate(id int64, set []Assign) (string, []any, error) {
 	var b strings.Builder
 	b.WriteString(`UPDATE runs SET `)
 	args := make([]any, 0, len(set)+1)
 	for i, a := range set {
 		if !runColumnSet[a.Col] || a.Col == "public_id" {
-			return fmt.Errorf("store: SetRun: unknown column %q", a.Col)
+			return "", nil, fmt.Errorf("store: SetRun: unknown column %q", a.Col)
 		}
 		if i > 0 {
 			b.WriteString(", ")
@@ -224,8 +234,34 @@ func SetRun(ctx context.Context, q Querier, id int64, set ...Assign) error {
 	}
 	b.WriteString(` WHERE id = ?`)
 	args = append(args, id)
-	_, err := q.Exec(ctx, b.String(), args...)
-	return err
+	return b.String(), args, nil
+}
+
+// SetTaskAndRun is SetRun(runID, runSet...) and SetTask(id, guard, set...) in one transaction
+// step: on PostgreSQL one statement (the run's UPDATE inside a WITH), on SQLite the two in turn.
+// It answers SetTask's guard; a guard that no longer holds leaves the run's columns written, for
+// the caller's rollback.
+func SetTaskAndRun(ctx context.Context, q Querier, id int64, guard *TaskGuard, set []Assign, runID int64, runSet []Assign) (bool, error) {
+	if len(runSet) == 0 || len(set) == 0 || q.Dialect() != Postgres {
+		if err := SetRun(ctx, q, runID, runSet...); err != nil {
+			return false, err
+		}
+		return SetTask(ctx, q, id, guard, set...)
+	}
+	run, runArgs, err := runUpdate(runID, runSet)
+	if err != nil {
+		return false, err
+	}
+	task, taskArgs, err := taskUpdate(id, guard, set)
+	if err != nil {
+		return false, err
+	}
+	res, err := q.Exec(ctx, `WITH run AS (`+run+`) `+task, append(runArgs, taskArgs...)...)
+	if err != nil {
+		return false, fmt.Errorf("store: update task %d and run %d: %w", id, runID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // RunFilter narrows a run listing.
