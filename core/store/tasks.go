@@ -343,7 +343,8 @@ func LineageRoundAndCalls(ctx context.Context, q Querier, runID int64, root stri
 	}
 	err := q.Select(ctx, &rows, `SELECT `+taskColumnsOfT+`, s.parts AS sealed_parts, s.sha256 AS sealed_sha256
 FROM tasks t LEFT JOIN sealed_requests s ON s.id = t.sealed_request_id
-WHERE t.run_id = ? AND (t.`+theRound+` OR t.declaring_task_key = (SELECT task_key FROM tasks WHERE run_id = ? AND `+theRound+`)) ORDER BY t.id`,
+WHERE t.run_id = ? AND (t.lineage_root = ? AND t.round_number = ? AND t.kind = 'model_task'
+  OR t.declaring_task_key = (SELECT task_key FROM tasks WHERE run_id = ? AND `+theRound+`)) ORDER BY t.id`,
 		runID, root, round, runID, root, round)
 	if err != nil {
 		return nil, nil, SealedParts{}, err
