@@ -614,3 +614,63 @@ func TestSetTaskAndRun(t *testing.T) {
 		}
 	})
 }
+
+// TestSealedRequestChain: a request that repeats a base, which repeats its own, reads back byte
+// for byte through the whole chain; a chain whose base is missing, or that runs in a circle, is
+// an error, not a request.
+func TestSealedRequestChain(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := seedRun(t, s, 5)
+		tasks, err := store.TraceTasks(ctx, s.Reader(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries [][]byte
+		var ids []int64
+		var want []store.SealedParts
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			for i := range 4 {
+				entries = append(entries, []byte(fmt.Sprintf(`{"role":"user","n":%d}`, i)))
+				p := store.SealedParts{Prefix: []byte(fmt.Sprintf(`{"round":%d,"entries":[`, i)), Entries: append([][]byte{}, entries...), Suffix: []byte(`]}`)}
+				if i > 0 {
+					p.BaseID, p.BaseCount = ids[i-1], i
+				}
+				id, _, err := store.SealTask(ctx, tx, tasks[i].ID, 1, p, 10, nil, store.Delivered{})
+				if err != nil {
+					return err
+				}
+				ids, want = append(ids, id), append(want, p)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			got, err := store.SealedRequest(ctx, s.Reader(), id)
+			if err != nil || string(got.Bytes()) != string(want[i].Bytes()) {
+				t.Fatalf("request %d: %q (%v), want %q", i, got.Bytes(), err, want[i].Bytes())
+			}
+		}
+		setParts := func(query string, base int64) {
+			t.Helper()
+			err := s.Write(ctx, func(tx *store.Tx) error {
+				_, err := tx.Exec(ctx, query, fmt.Sprintf(`"base":%d,"prefix"`, base), ids[0])
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The root's index row names a base that is not there, then the request itself.
+		for _, base := range []int64{ids[3] + 1000, ids[3]} {
+			setParts(`UPDATE sealed_requests SET parts = REPLACE(parts, '"prefix"', ?) WHERE id = ?`, base)
+			if _, err := store.SealedRequest(ctx, s.Reader(), ids[3]); err == nil {
+				t.Fatalf("a chain whose root names base %d read back", base)
+			}
+			setParts(`UPDATE sealed_requests SET parts = REPLACE(parts, ?, '"prefix"') WHERE id = ?`, base)
+		}
+	})
+}

@@ -167,24 +167,54 @@ type sealedHead struct {
 	SHA256 *string `db:"sealed_sha256"`
 }
 
+// maxSealedChain bounds the bases one request's chain may follow: a lineage's rounds, each the
+// base of the next, are bounded far below it, so a longer chain is damage (a cycle), answered as
+// an error rather than followed.
+const maxSealedChain = 4096
+
+// sealedChainSQL reads the index rows of a request's bases, nearest first, following each row's
+// base (sealedIndex.Base, 0 or absent at the root) in one recursive statement, at most
+// maxSealedChain of them.
+func sealedChainSQL(d Dialect) string {
+	base := `COALESCE(CAST(json_extract(c.parts, '$.base') AS INTEGER), 0)`
+	if d == Postgres {
+		base = `COALESCE(CAST(CAST(c.parts AS jsonb) ->> 'base' AS BIGINT), 0)`
+	}
+	return `WITH RECURSIVE chain(id, parts, depth) AS (
+  SELECT id, parts, 1 FROM sealed_requests WHERE id = ?
+  UNION ALL
+  SELECT s.id, s.parts, c.depth + 1 FROM chain c JOIN sealed_requests s ON s.id = ` + base + `
+  WHERE c.depth < ?)
+SELECT parts FROM chain ORDER BY depth`
+}
+
 // sealedFrom is SealedRequest from the request's index row, read by the caller.
 func sealedFrom(ctx context.Context, q Querier, id int64, top sealedHead) (SealedParts, error) {
 	if top.Parts == nil || top.SHA256 == nil {
 		return SealedParts{}, fmt.Errorf("store: sealed request %d: %w", id, ErrNotFound)
 	}
-	var chain []sealedIndex
-	row := top
-	for {
-		var idx sealedIndex
-		if err := json.Unmarshal([]byte(*row.Parts), &idx); err != nil {
-			return SealedParts{}, fmt.Errorf("store: sealed request %d: %w", id, err)
+	var idx sealedIndex
+	if err := json.Unmarshal([]byte(*top.Parts), &idx); err != nil {
+		return SealedParts{}, fmt.Errorf("store: sealed request %d: %w", id, err)
+	}
+	chain := []sealedIndex{idx}
+	if idx.Base != 0 {
+		// The bases, nearest first, in one statement however long the lineage.
+		var bases []string
+		if err := q.Select(ctx, &bases, sealedChainSQL(q.Dialect()), idx.Base, maxSealedChain); err != nil {
+			return SealedParts{}, fmt.Errorf("store: sealed request %d: bases: %w", id, err)
 		}
-		chain = append(chain, idx)
-		if idx.Base == 0 {
-			break
+		want := idx.Base
+		for _, b := range bases {
+			var level sealedIndex
+			if err := json.Unmarshal([]byte(b), &level); err != nil {
+				return SealedParts{}, fmt.Errorf("store: sealed request %d: base %d: %w", id, want, err)
+			}
+			chain = append(chain, level)
+			want = level.Base
 		}
-		if err := q.Get(ctx, &row, `SELECT parts AS sealed_parts, sha256 AS sealed_sha256 FROM sealed_requests WHERE id = ?`, idx.Base); err != nil {
-			return SealedParts{}, fmt.Errorf("store: sealed request %d: base %d: %w", id, idx.Base, notFound(err))
+		if want != 0 {
+			return SealedParts{}, fmt.Errorf("store: sealed request %d: base %d: %w", id, want, ErrNotFound)
 		}
 	}
 	// Entry hashes in order: from the root of the chain outwards, each level keeping its
