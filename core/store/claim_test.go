@@ -44,6 +44,17 @@ func seedRun(t *testing.T, s *store.Store, rows int) *store.Run {
 	return r
 }
 
+// seedRunRows is seedRun with its rows as TraceTasks reads them.
+func seedRunRows(t *testing.T, s *store.Store, rows int) (*store.Run, []store.Task) {
+	t.Helper()
+	r := seedRun(t, s, rows)
+	tasks, err := store.TraceTasks(context.Background(), s.Reader(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, tasks
+}
+
 func ptr[T any](v T) *T { return &v }
 
 const runnable = `t.status = 'running' AND t.claimed_at IS NULL AND r.status = 'running'`
@@ -397,15 +408,11 @@ func TestSealTask(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		r := seedRun(t, s, 2)
-		tasks, err := store.TraceTasks(ctx, s.Reader(), r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, tasks := seedRunRows(t, s, 2)
 		row, result := tasks[0].ID, tasks[1].ID
 		parts := store.SealedParts{Prefix: []byte(`{"entries":[`), Entries: [][]byte{[]byte(`{"role":"user"}`)}, Suffix: []byte(`]}`)}
 		var id int64
-		err = s.Write(ctx, func(tx *store.Tx) error {
+		err := s.Write(ctx, func(tx *store.Tx) error {
 			stale := int64(7)
 			if _, ok, err := store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}, Generation: &stale}, store.Delivered{}); err != nil || ok {
 				return fmt.Errorf("a guard that no longer holds: ok %v, %v", ok, err)
@@ -414,6 +421,7 @@ func TestSealTask(t *testing.T) {
 				return fmt.Errorf("the refused seal pointed the row at %v (%v)", got.SealedRequestID, err)
 			}
 			var ok bool
+			var err error
 			id, ok, err = store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}},
 				store.Delivered{IDs: []int64{result}, With: "k0"}, store.Assign{Col: "history_entries", Val: 3})
 			if err != nil || !ok {
@@ -575,13 +583,9 @@ func TestSetTaskAndRun(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		r := seedRun(t, s, 1)
-		tasks, err := store.TraceTasks(ctx, s.Reader(), r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, tasks := seedRunRows(t, s, 1)
 		row := tasks[0].ID
-		err = s.Write(ctx, func(tx *store.Tx) error {
+		err := s.Write(ctx, func(tx *store.Tx) error {
 			ok, err := store.SetTaskAndRun(ctx, tx, row, &store.TaskGuard{Statuses: []string{"waiting"}}, []store.Assign{{Col: "output", Val: "no"}},
 				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 5}})
 			if err != nil || ok {
@@ -622,15 +626,11 @@ func TestSealedRequestChain(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		r := seedRun(t, s, 5)
-		tasks, err := store.TraceTasks(ctx, s.Reader(), r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, tasks := seedRunRows(t, s, 5)
 		var entries [][]byte
 		var ids []int64
 		var want []store.SealedParts
-		err = s.Write(ctx, func(tx *store.Tx) error {
+		err := s.Write(ctx, func(tx *store.Tx) error {
 			for i := range 4 {
 				entries = append(entries, []byte(fmt.Sprintf(`{"role":"user","n":%d}`, i)))
 				p := store.SealedParts{Prefix: []byte(fmt.Sprintf(`{"round":%d,"entries":[`, i)), Entries: append([][]byte{}, entries...), Suffix: []byte(`]}`)}
