@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/lib/pq"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -267,7 +267,8 @@ func TestLockTaskOfRun(t *testing.T) {
 					}
 					var got int64
 					err := s.DB().QueryRowContext(ctx, `SELECT id FROM `+table+` WHERE id = $1 FOR UPDATE NOWAIT`, id).Scan(&got)
-					if err == nil || !strings.Contains(err.Error(), "could not obtain lock") {
+					var pe *pq.Error
+					if !errors.As(err, &pe) || pe.Code != "55P03" { // lock_not_available
 						return fmt.Errorf("%s row not locked by LockRunAndTask: %v", table, err)
 					}
 				}

@@ -336,15 +336,17 @@ func forUpdate(q Querier) string {
 // round.
 func LineageRoundAndCalls(ctx context.Context, q Querier, runID int64, root string, round int64) (*Task, []Task, SealedParts, error) {
 	// Both halves read the run's rows only (its index), the round's by its lineage and number.
-	const theRound = `lineage_root = ? AND round_number = ? AND kind = 'model_task'`
+	theRound := func(alias string) string {
+		return alias + `lineage_root = ? AND ` + alias + `round_number = ? AND ` + alias + `kind = 'model_task'`
+	}
 	var rows []struct {
 		Task
 		sealedHead
 	}
 	err := q.Select(ctx, &rows, `SELECT `+taskColumnsOfT+`, s.parts AS sealed_parts, s.sha256 AS sealed_sha256
 FROM tasks t LEFT JOIN sealed_requests s ON s.id = t.sealed_request_id
-WHERE t.run_id = ? AND (t.lineage_root = ? AND t.round_number = ? AND t.kind = 'model_task'
-  OR t.declaring_task_key = (SELECT task_key FROM tasks WHERE run_id = ? AND `+theRound+`)) ORDER BY t.id`,
+WHERE t.run_id = ? AND (`+theRound("t.")+` OR t.declaring_task_key = (SELECT task_key FROM tasks WHERE run_id = ? AND `+theRound("")+`))
+ORDER BY t.id`,
 		runID, root, round, runID, root, round)
 	if err != nil {
 		return nil, nil, SealedParts{}, err
