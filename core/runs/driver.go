@@ -135,7 +135,7 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 	// Relaxed: the settle that follows is synchronous (store.Store.WriteRelaxed).
 	err := e.writeWith(ctx, e.store.WriteRelaxed, func(tx *store.Tx, fx *effects) error {
 		var err error
-		s, err = e.assemble(ctx, tx, run, t, ts, m)
+		s, err = e.assemble(ctx, tx, run, t, ts, m, c.Detached)
 		if err != nil {
 			return err
 		}

@@ -42,8 +42,10 @@ func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 // (docs/development.md#how-the-kernel-runs-work): system, the opening user entry with the results
 // it reads, then for a continuation the previous round's request followed by its answer and
 // results. A continuation's request is its predecessor's plus the new entries, byte for byte, so
-// the stored entries are shared.
-func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*sealed, error) {
+// the stored entries are shared. detached is whether the run held a detached row when the round
+// was claimed (store.Claimed.Detached): without one there is no unpaired result to carry, and
+// the run's rows are not read for them.
+func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model, detached bool) (*sealed, error) {
 	s := &sealed{}
 	gate := e.newGate(q, m)
 	tools, err := requestOptions{Tools: ts.Offered(target(m)).Tools}.schemas()
@@ -232,7 +234,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			}
 		}
 	}
-	if t.Mainline {
+	if t.Mainline && detached {
 		// Unpaired branch results that settled before this seal and were never delivered
 		// (docs/development.md#how-the-kernel-runs-work); later rounds re-send them at this same
 		// position.

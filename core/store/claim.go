@@ -51,8 +51,9 @@ type ClaimSpec struct {
 	// count their claims, docs/development.md#how-the-kernel-runs-work).
 	CountAttemptKind string
 	// WithRow has ClaimOne and ClaimFirst answer the taken row and its run as the claim left
-	// them (Claimed.Task and Claimed.Run, TaskAndRunByID's columns): on PostgreSQL in the claim's
-	// one statement, the UPDATE inside a WITH; on SQLite by a read in the claim's transaction.
+	// them (Claimed.Task, Claimed.Run, Claimed.Detached: TaskAndRunByID's columns): on
+	// PostgreSQL in the claim's one statement, the UPDATE inside a WITH; on SQLite by a read in
+	// the claim's transaction.
 	// It is for a claimant that reads the row next, as the kernel's worker does.
 	WithRow bool
 }
@@ -79,6 +80,11 @@ type Claimed struct {
 	// Task and Run are the taken row and its run, when the claim asked for them (WithRow).
 	Task *Task
 	Run  *Run
+	// Detached, with WithRow, is whether the run held a detached row (a branch's round, a
+	// spawn's or a send's reply) as the claim read it. Only such a row carries a result that no
+	// call pairs, so a round of a run without one has none to deliver when it seals; a row that
+	// arrives after the claim is delivered as one that arrives after the seal is.
+	Detached bool
 }
 
 // HashClaimToken is the stored form of a claim token.
@@ -234,13 +240,13 @@ RETURNING `
 	if spec.WithRow && q.Dialect() == Postgres {
 		var tr taskAndRun
 		err = q.Get(ctx, &tr, `WITH claimed AS (`+update+`*)
-SELECT `+taskColumnsOfT+`, `+runOfTaskColumns+`
+SELECT `+taskColumnsOfT+`, `+runOfTaskColumns+`, `+runDetachedColumn+`
 FROM claimed t`+taskAndRunJoins, args...)
 		row.ID, row.RunID, row.Key, row.Kind, row.Generation = tr.ID, tr.RunID, tr.Key, tr.Kind, tr.ClaimGeneration
 		if tr.DeadlineAt != nil {
 			row.Deadline = *tr.DeadlineAt
 		}
-		c.Task, c.Run = &tr.Task, &tr.Run
+		c.Task, c.Run, c.Detached = &tr.Task, &tr.Run, tr.Detached
 	} else {
 		err = q.Get(ctx, &row, update+`id, run_id, task_key, kind, claim_generation, deadline_at`, args...)
 	}
@@ -252,7 +258,7 @@ FROM claimed t`+taskAndRunJoins, args...)
 	}
 	c.ID, c.RunID, c.Key, c.Kind, c.Generation, c.DeadlineAt = row.ID, row.RunID, row.Key, row.Kind, row.Generation, row.Deadline
 	if spec.WithRow && c.Task == nil {
-		if c.Run, c.Task, err = TaskAndRunByID(ctx, q, c.ID); err != nil {
+		if c.Run, c.Task, c.Detached, err = TaskAndRunByID(ctx, q, c.ID); err != nil {
 			return nil, fmt.Errorf("store: claimed row %d: %w", c.ID, err)
 		}
 	}

@@ -374,7 +374,7 @@ func TestAnyRunnable(t *testing.T) {
 }
 
 // TestTaskAndRunByID: the joined read answers the row and its run as the separate reads do,
-// and ErrNotFound for an unknown row.
+// whether the run holds a detached row (none, then one), and ErrNotFound for an unknown row.
 func TestTaskAndRunByID(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -392,11 +392,21 @@ func TestTaskAndRunByID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run, task, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID)
-		if err != nil || !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) {
-			t.Fatalf("joined read\n%+v\n%+v\nwant\n%+v\n%+v (%v)", run, task, wantRun, wantTask, err)
+		run, task, detached, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID)
+		if err != nil || !reflect.DeepEqual(run, wantRun) || !reflect.DeepEqual(task, wantTask) || detached {
+			t.Fatalf("joined read\n%+v\n%+v\nwant\n%+v\n%+v (detached %v, %v)", run, task, wantRun, wantTask, detached, err)
 		}
-		if _, _, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID+100); !errors.Is(err, store.ErrNotFound) {
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			_, err := store.SetTask(ctx, tx, tasks[0].ID, nil, store.Assign{Col: "detached", Val: true})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, detached, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID); err != nil || !detached {
+			t.Fatalf("a run with a detached row: detached %v, %v", detached, err)
+		}
+		if _, _, _, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID+100); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("unknown row: %v", err)
 		}
 	})
@@ -508,8 +518,9 @@ func TestLineageRoundAndCalls(t *testing.T) {
 }
 
 // TestClaimWithRow: a claim that asks for its row answers the taken row and its run as the claim
-// left them, what TaskAndRunByID reads after it, through ClaimOne (one statement on PostgreSQL)
-// and ClaimFirst in a transaction alike; a claim that takes nothing answers nothing.
+// left them, what TaskAndRunByID reads after it (whether the run holds a detached row too),
+// through ClaimOne (one statement on PostgreSQL) and ClaimFirst in a transaction alike; a claim
+// that takes nothing answers nothing.
 func TestClaimWithRow(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -521,12 +532,12 @@ func TestClaimWithRow(t *testing.T) {
 			if c == nil || c.Task == nil || c.Run == nil {
 				t.Fatalf("claim with its row answered %+v", c)
 			}
-			run, task, err := store.TaskAndRunByID(ctx, s.Reader(), c.ID)
+			run, task, detached, err := store.TaskAndRunByID(ctx, s.Reader(), c.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(c.Task, task) || !reflect.DeepEqual(c.Run, run) {
-				t.Fatalf("claimed row %+v\nrun %+v\nread after %+v\nrun %+v", c.Task, c.Run, task, run)
+			if !reflect.DeepEqual(c.Task, task) || !reflect.DeepEqual(c.Run, run) || c.Detached != detached {
+				t.Fatalf("claimed row %+v\nrun %+v\nread after %+v\nrun %+v\ndetached %v, read after %v", c.Task, c.Run, task, run, c.Detached, detached)
 			}
 			if c.Task.ClaimGeneration != c.Generation || c.Task.DeadlineAt == nil || *c.Task.DeadlineAt != c.DeadlineAt ||
 				c.Task.ClaimedAt == nil || c.Run.ID != r.ID || c.Run.PublicID != r.PublicID {
@@ -538,7 +549,14 @@ func TestClaimWithRow(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(c)
+		if c.Detached {
+			t.Fatal("a run without a detached row claimed as holding one")
+		}
+		// The second claim's run holds a detached row (its first, already claimed).
 		err = s.Write(ctx, func(tx *store.Tx) error {
+			if _, err := store.SetTask(ctx, tx, c.ID, nil, store.Assign{Col: "detached", Val: true}); err != nil {
+				return err
+			}
 			c, err = store.ClaimFirst(ctx, tx, spec)
 			return err
 		})
@@ -546,6 +564,9 @@ func TestClaimWithRow(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(c)
+		if !c.Detached {
+			t.Fatal("a run with a detached row claimed as holding none")
+		}
 		if c, err := s.ClaimOne(ctx, spec); err != nil || c != nil {
 			t.Fatalf("a third claim of two rows = %+v, %v", c, err)
 		}

@@ -136,13 +136,20 @@ var runOfTaskColumns = func() string {
 	return strings.Join(out, ", ")
 }()
 
-// taskAndRun is one row of LockTaskOfRun.
+// taskAndRun is one row of LockTaskOfRun and of the reads of a claimed row.
 type taskAndRun struct {
 	Task
 	Run Run `db:"run"`
 	// CreatorIn is LockTaskOfRun's creatorIn.
 	CreatorIn bool `db:"creator_in_workspace"`
+	// Detached is Claimed.Detached (runDetachedColumn).
+	Detached bool `db:"run_detached"`
 }
+
+// runDetachedColumn answers, beside a task row t, whether its run holds a detached row (a
+// branch's round, a spawn's or a send's reply): Claimed.Detached. The run's rows are read on
+// the tasks' (run_id, task_key) index, in the database; nothing but the answer leaves it.
+const runDetachedColumn = `EXISTS (SELECT 1 FROM tasks d WHERE d.run_id = t.run_id AND d.detached) AS run_detached`
 
 // creatorInWorkspaceSQL reports, over a run `r`, whether its creator (a user by its workspace
 // membership, an agent that was not removed) still belongs to the run's workspace: the standing
@@ -170,16 +177,17 @@ FROM tasks t` + taskAndRunJoins
 // taskAndRunJoins joins a task row t to its run and what the run's columns read.
 const taskAndRunJoins = ` JOIN runs r ON r.id = t.run_id JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c ON c.id = r.conversation_id`
 
-// TaskAndRunByID reads a task row and its run in one statement, without a lock: what a claim
-// with ClaimSpec.WithRow answers on SQLite, and what that claim answers on PostgreSQL.
-func TaskAndRunByID(ctx context.Context, q Querier, taskID int64) (*Run, *Task, error) {
+// TaskAndRunByID reads a task row, its run and whether the run holds a detached row
+// (Claimed.Detached) in one statement, without a lock: what a claim with ClaimSpec.WithRow
+// answers on SQLite, and what that claim answers on PostgreSQL.
+func TaskAndRunByID(ctx context.Context, q Querier, taskID int64) (run *Run, task *Task, detached bool, err error) {
 	var row taskAndRun
-	err := q.Get(ctx, &row, `SELECT `+taskColumnsOfT+`, `+runOfTaskColumns+taskAndRunFrom+`
+	err = q.Get(ctx, &row, `SELECT `+taskColumnsOfT+`, `+runOfTaskColumns+`, `+runDetachedColumn+taskAndRunFrom+`
 WHERE t.id = ?`, taskID)
 	if err != nil {
-		return nil, nil, notFound(err)
+		return nil, nil, false, notFound(err)
 	}
-	return &row.Run, &row.Task, nil
+	return &row.Run, &row.Task, row.Detached, nil
 }
 
 // LockTaskOfRun reads a workspace's run named by public id, without its lock, and its row by key
