@@ -43,17 +43,19 @@ func live(s string) bool {
 // (and the skip propagates), a row behind a failed halt predecessor stays held; then the run
 // completes, needs attention, or finishes canceling when it is quiescent.
 func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run) error {
-	_, err := e.advanceTrace(ctx, tx, fx, run, nil)
+	_, err := e.advanceTrace(ctx, tx, fx, run, nil, false)
 	return err
 }
 
-// advanceTrace is advance over whole, the run's every row as the caller's transaction just
-// wrote them (all columns, in id order), or, when whole is nil, over the trace it reads. It
-// answers the trace as readiness left it, kept current row by row as every step here does, so
-// that a caller holding the rows reads neither them nor the trace again.
-func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, whole []store.Task) ([]store.Task, error) {
-	tasks := whole
+// advanceTrace is advance over rows, the run's every row as the caller's transaction left them
+// in id order: every column when whole (the rows it just wrote), the trace's columns
+// (store.TraceTasks) otherwise; when rows is nil, over the trace it reads. It answers the trace
+// as readiness left it, kept current row by row as every step here does, so that a caller
+// holding the rows reads neither them nor the trace again.
+func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, rows []store.Task, whole bool) ([]store.Task, error) {
+	tasks := rows
 	if tasks == nil {
+		whole = false
 		var err error
 		if tasks, err = store.TraceTasks(ctx, tx, run.ID); err != nil {
 			return nil, err
@@ -110,7 +112,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 					}
 					changed = true
 				case settled && !held:
-					if err := e.ready(ctx, tx, fx, run, t, whole != nil, now); err != nil {
+					if err := e.ready(ctx, tx, fx, run, t, whole, now); err != nil {
 						return nil, err
 					}
 					changed = true
@@ -125,7 +127,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 			return nil, err
 		}
 		if planted {
-			return e.advanceTrace(ctx, tx, fx, run, nil)
+			return e.advanceTrace(ctx, tx, fx, run, nil, false)
 		}
 	}
 	before := run.Status

@@ -41,7 +41,7 @@ func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *NewRun) (*CreatedRun, 
 	// The rows just written are the run's every row: readiness and the door's run document work
 	// on them as written rather than reading them back.
 	if in.Start {
-		if rows, err = x.e.advanceTrace(ctx, x.Tx, x.fx, r, rows); err != nil {
+		if rows, err = x.e.advanceTrace(ctx, x.Tx, x.fx, r, rows, true); err != nil {
 			return nil, err
 		}
 	}

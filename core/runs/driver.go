@@ -282,7 +282,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 				return err
 			}
 		}
-		_, err = e.advanceTrace(ctx, tx, fx, run, tasks)
+		_, err = e.advanceTrace(ctx, tx, fx, run, tasks, false)
 		return err
 	})
 }

@@ -89,6 +89,30 @@ func TestApprovalHoldApproveDeny(t *testing.T) {
 	})
 }
 
+// TestPathRuleOnModelCalls: a rule that matches on the input decides a model's calls by their
+// arguments, each row's own, when the round that made them expands: the matching call runs, the
+// other is denied by the rules mode.
+func TestPathRuleOnModelCalls(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		h := newHarness(t, s, harnessOptions{})
+		run := `{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_write {\"path\":\"workspace/a\",\"content\":\"x\"}\ncall memory_write {\"path\":\"user/b\",\"content\":\"x\"}\nround 2\nsay done",` +
+			memoryTools + `}}],"approval_mode":"rules","approval_rules":[{"tool":"memory_write","path":"path","match":"workspace/*","verdict":"allow"}]}`
+		id := h.create(run).Run.PublicID
+		h.drain()
+		if r := h.run(id); r.Status != runs.RunCompleted {
+			t.Fatalf("run %s", r.Status)
+		}
+		if got := h.task(id, "r2t0"); got.Status != runs.StatusCompleted {
+			t.Fatalf("the call the rule allows: %s %+v", got.Status, got.Error)
+		}
+		got := h.task(id, "r2t1")
+		if got.Status != runs.StatusFailed || got.Error == nil || got.Error.Key != runs.KeyApprovalDenied || got.Error.Detail != "no approval rule allows memory_write" {
+			t.Fatalf("the call no rule allows: %s %+v", got.Status, got.Error)
+		}
+	})
+}
+
 func isCode(err error, code string) bool {
 	r, ok := refusal.As(err)
 	return ok && r.Code == code
