@@ -269,14 +269,21 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			}
 			set = append(set, store.Assign{Col: "answer_calls", Val: *jsonText(calls)})
 		}
-		ok, err := store.SetTaskAndRun(ctx, tx, c.ID, e.guard(c), set, run.ID, runSet)
+		// Readiness works on the trace the settle answers, or, for an expanding round, on the one
+		// re-pointing reads after it.
+		var ok bool
+		var tasks []store.Task
+		if expand {
+			ok, err = store.SetTaskAndRun(ctx, tx, c.ID, e.guard(c), set, run.ID, runSet)
+		} else {
+			ok, tasks, err = store.SetTaskAndTrace(ctx, tx, c.ID, e.guard(c), run.ID, set...)
+		}
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return errLostClaim
 		}
-		var tasks []store.Task // re-pointing's read serves readiness too
 		if expand {
 			if tasks, err = e.repoint(ctx, tx, run.ID, t.Key, cont, calls); err != nil {
 				return err

@@ -66,8 +66,8 @@ var errClaimFence = errors.New("runs: the row left its claim under the caller's 
 // the same transaction. Upload bindings are the caller's, in x.Tx.
 func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSettlement) error {
 	now := x.e.nowMS()
-	// The settlement number is computed by the UPDATE itself: nothing here reads it back, and
-	// readiness reads the trace afresh.
+	// The settlement number is computed by the UPDATE itself, and the statement that settles the
+	// row answers the run's trace as it left it, which readiness works on.
 	set := []store.Assign{{Col: "status", Val: s.Status}, {Col: "is_error", Val: s.IsError}, {Col: "output", Val: s.Output},
 		{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)}}
 	if s.Content != nil {
@@ -86,7 +86,8 @@ func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSe
 		set = append(set, store.Assign{Col: "error_key", Val: s.Error.Key}, store.Assign{Col: "error_detail", Val: nullable(s.Error.Detail)})
 	}
 	gen := s.Generation
-	ok, err := store.SetTask(ctx, x.Tx, t.ID, &store.TaskGuard{Statuses: []string{StatusDispatched}, Generation: &gen, TokenHash: s.TokenHash}, set...)
+	guard := &store.TaskGuard{Statuses: []string{StatusDispatched}, Generation: &gen, TokenHash: s.TokenHash}
+	ok, trace, err := store.SetTaskAndTrace(ctx, x.Tx, t.ID, guard, run.ID, set...)
 	if err != nil {
 		return err
 	}
@@ -94,5 +95,6 @@ func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSe
 		return errClaimFence
 	}
 	t.Status = s.Status
-	return x.e.advance(ctx, x.Tx, x.fx, run)
+	_, err = x.e.advanceTrace(ctx, x.Tx, x.fx, run, trace, false)
+	return err
 }

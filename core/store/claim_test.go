@@ -19,7 +19,8 @@ func seedRun(t *testing.T, s *store.Store, rows int) *store.Run {
 	r := &store.Run{PublicID: store.NewPublicID(), CreatedByKind: "user", CreatedByPublicID: store.NewPublicID(), Status: "running",
 		ApprovalMode: "bypass", ApprovalRules: "[]", DeliverableTaskKey: "k0", Revision: 1, MainlineRoundCounter: 1, MemoryContext: "{}"}
 	err := s.Write(ctx, func(tx *store.Tx) error {
-		w := &store.Workspace{PublicID: store.NewPublicID(), Handle: "w" + r.PublicID[:8], Name: "W"}
+		// The id's last characters are random; its first ones are its creation time.
+		w := &store.Workspace{PublicID: store.NewPublicID(), Handle: "w" + r.PublicID[len(r.PublicID)-8:], Name: "W"}
 		if err := store.InsertWorkspace(ctx, tx, w); err != nil {
 			return err
 		}
@@ -637,6 +638,51 @@ func TestSetTaskAndRun(t *testing.T) {
 		run, err := store.RunByID(ctx, s.Reader(), r.ID)
 		if err != nil || run.MainlineRoundCounter != 7 || run.DeliverableTaskKey != "k9" {
 			t.Fatalf("run %+v, %v", run, err)
+		}
+	})
+}
+
+// TestSetTaskAndTrace: the settle answers its run's every row, in id order, as a trace read after
+// it would, with the row as the update left it and no other run's rows; a guard that no longer
+// holds writes nothing and answers no trace.
+func TestSetTaskAndTrace(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r, tasks := seedRunRows(t, s, 3)
+		seedRun(t, s, 2) // another run's rows, which the trace must not hold
+		row := tasks[1].ID
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			ok, trace, err := store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"waiting"}}, r.ID, store.Assign{Col: "output", Val: "no"})
+			if err != nil || ok || trace != nil {
+				return fmt.Errorf("a guard that no longer holds: ok %v, %d rows, %v", ok, len(trace), err)
+			}
+			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.Output != nil {
+				return fmt.Errorf("the refused update wrote the row: %v (%v)", got.Output, err)
+			}
+			ok, trace, err = store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"running"}}, r.ID,
+				store.Assign{Col: "status", Val: "completed"}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)})
+			if err != nil || !ok {
+				return fmt.Errorf("update: ok %v, %v", ok, err)
+			}
+			after, err := store.TraceTasks(ctx, tx, r.ID)
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(trace, after) {
+				return fmt.Errorf("the settle's trace\n%+v\nthe trace read after it\n%+v", trace, after)
+			}
+			if len(trace) != 3 || trace[1].ID != row || trace[1].Status != "completed" || trace[1].SettleSeq == nil || *trace[1].SettleSeq != 1 ||
+				trace[0].Status != "running" || trace[2].Status != "running" {
+				return fmt.Errorf("trace %+v", trace)
+			}
+			if _, _, err := store.SetTaskAndTrace(ctx, tx, row, nil, r.ID, store.Assign{Col: "no_such_column", Val: 1}); err == nil {
+				return fmt.Errorf("an unknown task column was written")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	})
 }
