@@ -269,15 +269,8 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			}
 			set = append(set, store.Assign{Col: "answer_calls", Val: *jsonText(calls)})
 		}
-		// Readiness works on the trace the settle answers, or, for an expanding round, on the one
-		// re-pointing reads after it.
-		var ok bool
-		var tasks []store.Task
-		if expand {
-			ok, err = store.SetTaskAndRun(ctx, tx, c.ID, e.guard(c), set, run.ID, runSet)
-		} else {
-			ok, tasks, err = store.SetTaskAndTrace(ctx, tx, c.ID, e.guard(c), run.ID, set...)
-		}
+		// Re-pointing and readiness work on the trace the settle answers.
+		ok, tasks, err := store.SetTaskAndTrace(ctx, tx, c.ID, e.guard(c), set, run.ID, runSet)
 		if err != nil {
 			return err
 		}
@@ -285,7 +278,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			return errLostClaim
 		}
 		if expand {
-			if tasks, err = e.repoint(ctx, tx, run.ID, t.Key, cont, calls); err != nil {
+			if err = e.repoint(ctx, tx, tasks, t.Key, cont, calls); err != nil {
 				return err
 			}
 		}
@@ -337,12 +330,9 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 }
 
 // repoint moves readers of a settled expanding round (from) outside its fan (the calls' rows and
-// the continuation to) onto the continuation, and answers the run's trace as it left it.
-func (e *Engine) repoint(ctx context.Context, tx *store.Tx, runID int64, from, to string, calls []answerCall) ([]store.Task, error) {
-	tasks, err := store.TraceTasks(ctx, tx, runID)
-	if err != nil {
-		return nil, err
-	}
+// the continuation to) onto the continuation, over tasks, the run's trace as the settle left
+// it, which it keeps current.
+func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.Task, from, to string, calls []answerCall) error {
 	inFan := map[string]bool{to: true}
 	for _, c := range calls {
 		inFan[c.TaskKey] = true
@@ -363,11 +353,11 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, runID int64, from, t
 		if changed {
 			tk.AfterKeys = jsonText(after)
 			if _, err := store.SetTask(ctx, tx, tk.ID, nil, store.Assign{Col: "after_keys", Val: *tk.AfterKeys}); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return tasks, nil
+	return nil
 }
 
 // birth writes one call's tool row, paired with the round's call and waiting on the round.

@@ -87,7 +87,7 @@ func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSe
 	}
 	gen := s.Generation
 	guard := &store.TaskGuard{Statuses: []string{StatusDispatched}, Generation: &gen, TokenHash: s.TokenHash}
-	ok, trace, err := store.SetTaskAndTrace(ctx, x.Tx, t.ID, guard, run.ID, set...)
+	ok, trace, err := store.SetTaskAndTrace(ctx, x.Tx, t.ID, guard, set, run.ID, nil)
 	if err != nil {
 		return err
 	}

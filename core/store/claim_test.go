@@ -600,51 +600,10 @@ func TestRunStanding(t *testing.T) {
 	})
 }
 
-// TestSetTaskAndRun: the row's columns and the run's are written together (one statement on
-// PostgreSQL), the answer is the row's guard, and a guard that no longer holds changes no row.
-func TestSetTaskAndRun(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		r, tasks := seedRunRows(t, s, 1)
-		row := tasks[0].ID
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			ok, err := store.SetTaskAndRun(ctx, tx, row, &store.TaskGuard{Statuses: []string{"waiting"}}, []store.Assign{{Col: "output", Val: "no"}},
-				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 5}})
-			if err != nil || ok {
-				return fmt.Errorf("a guard that no longer holds: ok %v, %v", ok, err)
-			}
-			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.Output != nil {
-				return fmt.Errorf("the refused update wrote the row: %v (%v)", got.Output, err)
-			}
-			ok, err = store.SetTaskAndRun(ctx, tx, row, &store.TaskGuard{Statuses: []string{"running"}},
-				[]store.Assign{{Col: "output", Val: "yes"}, {Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)}},
-				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 7}, {Col: "deliverable_task_key", Val: "k9"}})
-			if err != nil || !ok {
-				return fmt.Errorf("update: ok %v, %v", ok, err)
-			}
-			if _, err := store.SetTaskAndRun(ctx, tx, row, nil, nil, r.ID, []store.Assign{{Col: "no_such_column", Val: 1}}); err == nil {
-				return fmt.Errorf("an unknown run column was written")
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := store.TaskByID(ctx, s.Reader(), row)
-		if err != nil || got.Output == nil || *got.Output != "yes" || got.SettleSeq == nil || *got.SettleSeq != 1 {
-			t.Fatalf("row %+v, %v", got, err)
-		}
-		run, err := store.RunByID(ctx, s.Reader(), r.ID)
-		if err != nil || run.MainlineRoundCounter != 7 || run.DeliverableTaskKey != "k9" {
-			t.Fatalf("run %+v, %v", run, err)
-		}
-	})
-}
-
-// TestSetTaskAndTrace: the settle answers its run's every row, in id order, as a trace read after
-// it would, with the row as the update left it and no other run's rows; a guard that no longer
-// holds writes nothing and answers no trace.
+// TestSetTaskAndTrace: the settle writes the row and its run's columns and answers the run's every
+// row, in id order, as a trace read after it would, with the row as the update left it and no
+// other run's rows; a guard that no longer holds writes nothing to the row and answers no trace;
+// an unknown column of either is an error.
 func TestSetTaskAndTrace(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -653,15 +612,17 @@ func TestSetTaskAndTrace(t *testing.T) {
 		seedRun(t, s, 2) // another run's rows, which the trace must not hold
 		row := tasks[1].ID
 		err := s.Write(ctx, func(tx *store.Tx) error {
-			ok, trace, err := store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"waiting"}}, r.ID, store.Assign{Col: "output", Val: "no"})
+			ok, trace, err := store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"waiting"}}, []store.Assign{{Col: "output", Val: "no"}},
+				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 5}})
 			if err != nil || ok || trace != nil {
 				return fmt.Errorf("a guard that no longer holds: ok %v, %d rows, %v", ok, len(trace), err)
 			}
 			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.Output != nil {
 				return fmt.Errorf("the refused update wrote the row: %v (%v)", got.Output, err)
 			}
-			ok, trace, err = store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"running"}}, r.ID,
-				store.Assign{Col: "status", Val: "completed"}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)})
+			ok, trace, err = store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"running"}},
+				[]store.Assign{{Col: "status", Val: "completed"}, {Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)}},
+				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 7}, {Col: "deliverable_task_key", Val: "k9"}})
 			if err != nil || !ok {
 				return fmt.Errorf("update: ok %v, %v", ok, err)
 			}
@@ -676,13 +637,20 @@ func TestSetTaskAndTrace(t *testing.T) {
 				trace[0].Status != "running" || trace[2].Status != "running" {
 				return fmt.Errorf("trace %+v", trace)
 			}
-			if _, _, err := store.SetTaskAndTrace(ctx, tx, row, nil, r.ID, store.Assign{Col: "no_such_column", Val: 1}); err == nil {
+			if _, _, err := store.SetTaskAndTrace(ctx, tx, row, nil, []store.Assign{{Col: "no_such_column", Val: 1}}, r.ID, nil); err == nil {
 				return fmt.Errorf("an unknown task column was written")
+			}
+			if _, _, err := store.SetTaskAndTrace(ctx, tx, row, nil, []store.Assign{{Col: "output", Val: "x"}}, r.ID, []store.Assign{{Col: "no_such_column", Val: 1}}); err == nil {
+				return fmt.Errorf("an unknown run column was written")
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		run, err := store.RunByID(ctx, s.Reader(), r.ID)
+		if err != nil || run.MainlineRoundCounter != 7 || run.DeliverableTaskKey != "k9" {
+			t.Fatalf("run %+v, %v", run, err)
 		}
 	})
 }

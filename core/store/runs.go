@@ -237,33 +237,6 @@ func runUpdate(id int64, set []Assign) (string, []any, error) {
 	return b.String(), args, nil
 }
 
-// SetTaskAndRun is SetRun(runID, runSet...) and SetTask(id, guard, set...) in one transaction
-// step: on PostgreSQL one statement (the run's UPDATE inside a WITH), on SQLite the two in turn.
-// It answers SetTask's guard; a guard that no longer holds leaves the run's columns written, for
-// the caller's rollback.
-func SetTaskAndRun(ctx context.Context, q Querier, id int64, guard *TaskGuard, set []Assign, runID int64, runSet []Assign) (bool, error) {
-	if len(runSet) == 0 || len(set) == 0 || q.Dialect() != Postgres {
-		if err := SetRun(ctx, q, runID, runSet...); err != nil {
-			return false, err
-		}
-		return SetTask(ctx, q, id, guard, set...)
-	}
-	run, runArgs, err := runUpdate(runID, runSet)
-	if err != nil {
-		return false, err
-	}
-	task, taskArgs, err := taskUpdate(id, guard, set)
-	if err != nil {
-		return false, err
-	}
-	res, err := q.Exec(ctx, `WITH run AS (`+run+`) `+task, append(runArgs, taskArgs...)...)
-	if err != nil {
-		return false, fmt.Errorf("store: update task %d and run %d: %w", id, runID, err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
-}
-
 // RunFilter narrows a run listing.
 type RunFilter struct {
 	Status               string

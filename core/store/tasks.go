@@ -238,13 +238,17 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 	return n == 1, nil
 }
 
-// SetTaskAndTrace is SetTask(id, guard, set...) followed by TraceTasks(runID), the run of the
-// row, in one transaction step: on PostgreSQL one statement (the UPDATE inside a WITH, its row
-// answered as it left it beside the run's other rows), on SQLite the two in turn. A guard that
-// no longer holds answers false and no trace. It is for a settle that readiness follows, which
-// reads the run's rows next.
-func SetTaskAndTrace(ctx context.Context, q Querier, id int64, guard *TaskGuard, runID int64, set ...Assign) (bool, []Task, error) {
+// SetTaskAndTrace is SetTask(id, guard, set...) and SetRun(runID, runSet...), the run of the
+// row, followed by TraceTasks(runID), in one transaction step: on PostgreSQL one statement (the
+// UPDATEs inside a WITH, the row answered as its UPDATE left it beside the run's other rows), on
+// SQLite the three in turn. A guard that no longer holds answers false and no trace, and leaves
+// the run's columns written, for the caller's rollback. It is for a settle that readiness
+// follows, which reads the run's rows next.
+func SetTaskAndTrace(ctx context.Context, q Querier, id int64, guard *TaskGuard, set []Assign, runID int64, runSet []Assign) (bool, []Task, error) {
 	if q.Dialect() != Postgres || len(set) == 0 {
+		if err := SetRun(ctx, q, runID, runSet...); err != nil {
+			return false, nil, err
+		}
 		ok, err := SetTask(ctx, q, id, guard, set...)
 		if err != nil || !ok {
 			return false, nil, err
@@ -256,17 +260,27 @@ func SetTaskAndTrace(ctx context.Context, q Querier, id int64, guard *TaskGuard,
 	if err != nil {
 		return false, nil, err
 	}
+	with := `WITH `
+	if len(runSet) > 0 {
+		run, runArgs, err := runUpdate(runID, runSet)
+		if err != nil {
+			return false, nil, err
+		}
+		with += `run AS (` + run + `), `
+		args = append(runArgs, args...)
+	}
 	cols := strings.Join(traceColumns, ", ")
 	// The statement's one snapshot holds the row as it was: the run's other rows are read from
-	// it, the row itself from what the UPDATE answers, and nothing when the UPDATE took none.
+	// it (with the rows this transaction wrote before), the row itself from what its UPDATE
+	// answers, and nothing when that UPDATE took none.
 	var ts []Task
-	err = q.Select(ctx, &ts, `WITH set_row AS (`+update+` RETURNING `+cols+`)
+	err = q.Select(ctx, &ts, with+`set_row AS (`+update+` RETURNING `+cols+`)
 SELECT `+cols+` FROM set_row
 UNION ALL
 SELECT `+cols+` FROM tasks WHERE run_id = ? AND id <> ? AND EXISTS (SELECT 1 FROM set_row)
 ORDER BY id`, append(args, runID, id)...)
 	if err != nil {
-		return false, nil, fmt.Errorf("store: update task %d and read run %d: %w", id, runID, err)
+		return false, nil, fmt.Errorf("store: update task %d and run %d: %w", id, runID, err)
 	}
 	if len(ts) == 0 {
 		return false, nil, nil
