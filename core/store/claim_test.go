@@ -435,7 +435,7 @@ func TestSealTask(t *testing.T) {
 			var ok bool
 			var err error
 			id, ok, err = store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}},
-				store.Delivered{IDs: []int64{result}, With: "k0"}, store.Assign{Col: "history_entries", Val: 3})
+				store.Delivered{IDs: []int64{result, row}, With: "k0"}, store.Assign{Col: "history_entries", Val: 3})
 			if err != nil || !ok {
 				return fmt.Errorf("seal: ok %v, %v", ok, err)
 			}

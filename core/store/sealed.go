@@ -119,6 +119,9 @@ func SealTask(ctx context.Context, q Querier, taskID, generation int64, p Sealed
 			return id, ok, err
 		}
 		for _, d := range delivered.IDs {
+			if d == taskID {
+				continue // the sealed row is not one it delivers, as on PostgreSQL
+			}
 			if _, err := SetTask(ctx, q, d, nil, Assign{Col: "result_delivered_at", Val: at}, Assign{Col: "delivered_with", Val: delivered.With}); err != nil {
 				return 0, false, err
 			}

@@ -190,11 +190,14 @@ var traceColumns = []string{
 	"started_at", "completed_at", "result_delivered_at",
 }
 
+// traceColumnList is traceColumns as a select list, joined once.
+var traceColumnList = strings.Join(traceColumns, ", ")
+
 // TraceTasks reads every task of a run in creation order, trace columns only (the other fields
 // are left zero).
 func TraceTasks(ctx context.Context, q Querier, runID int64) ([]Task, error) {
 	var ts []Task
-	err := q.Select(ctx, &ts, `SELECT `+strings.Join(traceColumns, ", ")+` FROM tasks WHERE run_id = ? ORDER BY id`, runID)
+	err := q.Select(ctx, &ts, `SELECT `+traceColumnList+` FROM tasks WHERE run_id = ? ORDER BY id`, runID)
 	return ts, err
 }
 
@@ -269,7 +272,7 @@ func SetTaskAndTrace(ctx context.Context, q Querier, id int64, guard *TaskGuard,
 		with += `run AS (` + run + `), `
 		args = append(runArgs, args...)
 	}
-	cols := strings.Join(traceColumns, ", ")
+	cols := traceColumnList
 	// The statement's one snapshot holds the row as it was: the run's other rows are read from
 	// it (with the rows this transaction wrote before), the row itself from what its UPDATE
 	// answers, and nothing when that UPDATE took none.
