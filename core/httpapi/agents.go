@@ -143,29 +143,17 @@ func (a *API) createAgentToken(w http.ResponseWriter, r *http.Request, c *Call) 
 	// The body is optional: an empty one mints a token labelled after the caller that does not
 	// expire, and revokes nothing.
 	var body struct {
-		Token *struct {
-			Label     string  `json:"label"`
-			ExpiresAt *string `json:"expires_at"`
-		} `json:"token"`
-		RevokeOthers *bool `json:"revoke_others"`
+		Token        *tokenFields `json:"token"`
+		RevokeOthers *bool        `json:"revoke_others"`
 	}
 	if _, err := decodeBody(c, wordValidation, &body); err != nil {
 		return err
 	}
-	req := &identity.CreateAgentTokenRequest{}
-	if body.Token != nil {
-		req.Label = body.Token.Label
-		if body.Token.ExpiresAt != nil {
-			ms, err := parseTime("token.expires_at", *body.Token.ExpiresAt)
-			if err != nil {
-				return err
-			}
-			req.ExpiresAt = &ms
-		}
+	label, expires, err := body.Token.read()
+	if err != nil {
+		return err
 	}
-	if body.RevokeOthers != nil {
-		req.RevokeOthers = *body.RevokeOthers
-	}
+	req := &identity.CreateAgentTokenRequest{Label: label, ExpiresAt: expires, RevokeOthers: body.RevokeOthers != nil && *body.RevokeOthers}
 	res, err := a.deps.Directory.CreateAgentToken(r.Context(), acc, req)
 	if err != nil {
 		return err

@@ -119,6 +119,11 @@ func (a *API) getProfile(w http.ResponseWriter, r *http.Request, c *Call) error 
 	if err != nil {
 		return err
 	}
+	return a.readProfile(w, r, agent)
+}
+
+// readProfile answers the agent's profile, the GET of both profile doors.
+func (a *API) readProfile(w http.ResponseWriter, r *http.Request, agent profiles.Agent) error {
 	cfg, err := a.deps.Profiles.Configuration(r.Context(), agent)
 	if err != nil {
 		return err
@@ -177,11 +182,7 @@ func (a *API) getAgentProfile(w http.ResponseWriter, r *http.Request, c *Call) e
 	if err != nil {
 		return err
 	}
-	cfg, err := a.deps.Profiles.Configuration(r.Context(), agent)
-	if err != nil {
-		return err
-	}
-	return writeConfiguration(w, cfg)
+	return a.readProfile(w, r, agent)
 }
 
 func (a *API) putAgentProfile(w http.ResponseWriter, r *http.Request, c *Call) error {

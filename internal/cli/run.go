@@ -284,13 +284,9 @@ func (e *env) appendBody(ctx context.Context, cmd *cobra.Command, c *client.Clie
 		}
 		return json.RawMessage(b), nil
 	}
-	var runner string
-	if rf.runner != "" {
-		id, err := resolveRunner(ctx, c, ws, rf.runner)
-		if err != nil {
-			return nil, err
-		}
-		runner = id
+	runner, err := runnerID(ctx, c, ws, rf.runner)
+	if err != nil {
+		return nil, err
 	}
 	step, err := e.stepObject(ctx, c, ws, rf, runner)
 	if err != nil {
@@ -351,14 +347,12 @@ func (e *env) runObject(ctx context.Context, c *client.Client, ws string, rf *ru
 		return json.RawMessage(b), nil
 	}
 	run := map[string]any{"approval_mode": rf.approvalMode}
-	var runner string
-	if rf.runner != "" {
-		id, err := resolveRunner(ctx, c, ws, rf.runner)
-		if err != nil {
-			return nil, err
-		}
-		runner = id
-		run["default_runner_executor_public_id"] = id
+	runner, err := runnerID(ctx, c, ws, rf.runner)
+	if err != nil {
+		return nil, err
+	}
+	if runner != "" {
+		run["default_runner_executor_public_id"] = runner
 	}
 	step, err := e.stepObject(ctx, c, ws, rf, runner)
 	if err != nil {
@@ -366,6 +360,14 @@ func (e *env) runObject(ctx context.Context, c *client.Client, ws string, rf *ru
 	}
 	run["steps"] = []any{step}
 	return run, nil
+}
+
+// runnerID is resolveRunner for an optional reference: "" for none.
+func runnerID(ctx context.Context, c *client.Client, ws, ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	return resolveRunner(ctx, c, ws, ref)
 }
 
 // stepObject builds the one step of the flags: a tool step, routed to runner when one is given,
