@@ -144,8 +144,9 @@ freezes the profile as it stands then (docs/api.md, "An agent's profile and toke
 the agent's handle or public id. Its steward or an owner of its workspace may do this.
 
 Each flag given replaces its field and the other fields keep their values; --reset starts from
-the empty profile instead. A flag given an empty value clears its field (--model "" leaves the
-deployment's default_model to the agent).
+the empty profile instead. A flag given an empty value empties its field: --model "" leaves the
+agent on the deployment's default_model, --kernel-tool "" imports no kernel tool, --runner-tool ""
+imports none of the runner's tools (--reset brings back the default, all of them).
 
   --instructions TEXT, --instructions-file FILE   the standing system instructions
   --model REF                                     the default model, provider/model

@@ -187,6 +187,15 @@ func TestTaskShow(t *testing.T) {
 			ls.exits(t, nil, exitNeedsAttention, "run", "watch", failed)
 			line(t, ls.nexus(t, nil, "task", "show", failed, "s1-model-1"), "error", "provider_overloaded: The provider is busy.")
 
+			// An answered ask: its question is the input, the answer's structured content is shown.
+			asks := strings.TrimSpace(ls.withStdin(t, askScript, "run", "create", "-q", "--kernel-tool", "nexus.human.ask", "--prompt-file", "-"))
+			ls.exits(t, nil, exitWaiting, "run", "watch", asks)
+			ls.nexus(t, nil, "ask", "answer", asks, "r2t0", "staging", "--structured", `{"choice": "staging"}`)
+			out = ls.nexus(t, nil, "task", "show", asks, "r2t0-ask-1")
+			line(t, out, "input", "Which database?")
+			line(t, out, "content", "staging")
+			line(t, out, "structured", `{"choice":"staging"}`)
+
 			ls.refused(t, nil, "request_not_sealed (404)", "task", "show", run, "r2t0", "--request")
 			ls.refused(t, nil, "not_found (404)", "task", "show", run, "r9")
 			ls.refused(t, nil, "not_found (404): No run 01900000-0000-7000-8000-000000000000", "task", "show", "01900000-0000-7000-8000-000000000000", "r1")
