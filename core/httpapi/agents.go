@@ -13,6 +13,7 @@ func (a *API) agentRoutes() {
 	a.handle("GET /agent_api/v1/workspaces/{ws}/agents", routeOpts{}, a.listAgents)
 	a.handle("GET /agent_api/v1/workspaces/{ws}/agent_messaging_policy", routeOpts{}, a.getMessagingPolicy)
 	a.handle("PUT /agent_api/v1/workspaces/{ws}/agent_messaging_policy", routeOpts{}, a.putMessagingPolicy)
+	a.handle("POST /agent_api/v1/workspaces/{ws}/agents/{agent}/tokens", routeOpts{}, a.createAgentToken)
 }
 
 type agentJSON struct {
@@ -129,5 +130,43 @@ func (a *API) putMessagingPolicy(w http.ResponseWriter, r *http.Request, c *Call
 		return err
 	}
 	writePolicy(w, p)
+	return nil
+}
+
+// createAgentToken mints a token for an agent, by its steward or an owner
+// (docs/api.md#an-agents-profile-and-tokens); revoke_others revokes its other tokens.
+func (a *API) createAgentToken(w http.ResponseWriter, r *http.Request, c *Call) error {
+	acc, err := a.deps.Directory.AgentAccess(r.Context(), c.Member, r.PathValue("ws"), r.PathValue("agent"))
+	if err != nil {
+		return err
+	}
+	// The body is optional: an empty one mints a token labelled after the caller that does not
+	// expire, and revokes nothing.
+	var body struct {
+		Token        *tokenFields `json:"token"`
+		RevokeOthers *bool        `json:"revoke_others"`
+	}
+	if _, err := decodeBody(c, wordValidation, &body); err != nil {
+		return err
+	}
+	label, expires, err := body.Token.read()
+	if err != nil {
+		return err
+	}
+	req := &identity.CreateAgentTokenRequest{Label: label, ExpiresAt: expires, RevokeOthers: body.RevokeOthers != nil && *body.RevokeOthers}
+	res, err := a.deps.Directory.CreateAgentToken(r.Context(), acc, req)
+	if err != nil {
+		return err
+	}
+	revoked := res.Revoked
+	if revoked == nil {
+		revoked = []string{}
+	}
+	writeJSON(w, http.StatusCreated, struct {
+		Agent     agentJSON     `json:"agent"`
+		Token     string        `json:"token"`
+		TokenInfo tokenInfoJSON `json:"token_info"`
+		Revoked   []string      `json:"revoked_token_public_ids"`
+	}{agentWire(&acc.Agent), res.Token, tokenInfoWire(&res.Info), revoked})
 	return nil
 }

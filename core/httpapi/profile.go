@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -8,11 +9,13 @@ import (
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
-// The agent's standing configuration and the read-only tool assembly (docs/api.md#agent-profiles).
-// Both take an agent's member token: a user is 403 not_agent.
+// The agent's standing configuration and the read-only tool assembly (docs/api.md#agent-profiles):
+// the agent's own doors take an agent's member token (a user is 403 not_agent); the member door
+// of one agent's profile takes its steward's or an owner's.
 func (a *API) profileRoutes() {
 	if a.deps.Profiles == nil {
 		return
@@ -20,6 +23,10 @@ func (a *API) profileRoutes() {
 	a.handle("GET /agent_api/v1/profile/configuration", routeOpts{}, a.getProfile)
 	a.handle("PUT /agent_api/v1/profile/configuration", routeOpts{}, a.putProfile)
 	a.handle("POST /agent_api/v1/tools/assembly", routeOpts{}, a.assembleTools)
+	// The member door of one agent's profile, for its steward or an owner
+	// (docs/api.md#an-agents-profile-and-tokens): the same body, validation and words.
+	a.handle("GET /agent_api/v1/workspaces/{ws}/agents/{agent}/profile/configuration", routeOpts{}, a.getAgentProfile)
+	a.handle("PUT /agent_api/v1/workspaces/{ws}/agents/{agent}/profile/configuration", routeOpts{}, a.putAgentProfile)
 }
 
 // Request fields of the two doors.
@@ -112,6 +119,11 @@ func (a *API) getProfile(w http.ResponseWriter, r *http.Request, c *Call) error 
 	if err != nil {
 		return err
 	}
+	return a.readProfile(w, r, agent)
+}
+
+// readProfile answers the agent's profile, the GET of both profile doors.
+func (a *API) readProfile(w http.ResponseWriter, r *http.Request, agent profiles.Agent) error {
 	cfg, err := a.deps.Profiles.Configuration(r.Context(), agent)
 	if err != nil {
 		return err
@@ -124,6 +136,12 @@ func (a *API) putProfile(w http.ResponseWriter, r *http.Request, c *Call) error 
 	if err != nil {
 		return err
 	}
+	return a.replaceProfile(w, r, c, agent)
+}
+
+// replaceProfile is the PUT of both profile doors once the caller's standing is checked: the
+// body's shape and keys, then the profile service's validation, with the profile door's words.
+func (a *API) replaceProfile(w http.ResponseWriter, r *http.Request, c *Call, agent profiles.Agent) error {
 	var req configurationRequest
 	if err := decodeRequired(c, wordParameter, keyConfiguration, errConfigurationMissing(), &req); err != nil {
 		return err
@@ -147,6 +165,34 @@ func (a *API) putProfile(w http.ResponseWriter, r *http.Request, c *Call) error 
 		return declare.ProfileDoor.Refuse(err)
 	}
 	return writeConfiguration(w, out)
+}
+
+// stewardedAgent checks the caller's standing over the route's agent (its steward or an owner of
+// the workspace) and names the agent as the profile service does.
+func (a *API) stewardedAgent(r *http.Request, c *Call) (*identity.AgentAccess, profiles.Agent, error) {
+	acc, err := a.deps.Directory.AgentAccess(r.Context(), c.Member, r.PathValue("ws"), r.PathValue("agent"))
+	if err != nil {
+		return nil, profiles.Agent{}, err
+	}
+	return acc, profiles.Agent{ID: acc.Agent.ID, WorkspaceID: acc.Workspace.ID}, nil
+}
+
+func (a *API) getAgentProfile(w http.ResponseWriter, r *http.Request, c *Call) error {
+	_, agent, err := a.stewardedAgent(r, c)
+	if err != nil {
+		return err
+	}
+	return a.readProfile(w, r, agent)
+}
+
+func (a *API) putAgentProfile(w http.ResponseWriter, r *http.Request, c *Call) error {
+	acc, agent, err := a.stewardedAgent(r, c)
+	if err != nil {
+		return err
+	}
+	// The standing is read again in the transaction that replaces the profile.
+	agent.Guard = func(ctx context.Context, tx *store.Tx) error { return a.deps.Directory.RecheckAgent(ctx, tx, acc) }
+	return a.replaceProfile(w, r, c, agent)
 }
 
 func writeConfiguration(w http.ResponseWriter, cfg *profiles.Configuration) error {

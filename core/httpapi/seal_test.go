@@ -35,6 +35,7 @@ var identityRoutes = []string{
 	"GET /agent_api/v1/workspaces/{ws}",
 	"GET /agent_api/v1/workspaces/{ws}/agent_messaging_policy",
 	"GET /agent_api/v1/workspaces/{ws}/agents",
+	"GET /agent_api/v1/workspaces/{ws}/agents/{agent}/profile/configuration",
 	"GET /agent_api/v1/workspaces/{ws}/members",
 	"GET /agent_api/v1/workspaces/{ws}/memory",
 	"POST /agent_api/v1/executor/uploads",
@@ -45,6 +46,7 @@ var identityRoutes = []string{
 	"POST /agent_api/v1/uploads",
 	"POST /agent_api/v1/workspaces",
 	"POST /agent_api/v1/workspaces/{ws}/agents",
+	"POST /agent_api/v1/workspaces/{ws}/agents/{agent}/tokens",
 	"POST /agent_api/v1/workspaces/{ws}/members",
 	"POST /agent_api/v1/workspaces/{ws}/memory/delete",
 	"POST /agent_api/v1/workspaces/{ws}/memory/edit",
@@ -54,6 +56,7 @@ var identityRoutes = []string{
 	"POST /agent_api/v1/workspaces/{ws}/users",
 	"PUT /agent_api/v1/profile/configuration",
 	"PUT /agent_api/v1/workspaces/{ws}/agent_messaging_policy",
+	"PUT /agent_api/v1/workspaces/{ws}/agents/{agent}/profile/configuration",
 }
 
 func TestRouteTable(t *testing.T) {

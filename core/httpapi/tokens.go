@@ -28,29 +28,41 @@ func tokenInfoWire(t *identity.TokenInfo) tokenInfoJSON {
 	return tokenInfoJSON{PublicID: t.PublicID, Label: t.Label, CreatedAt: formatTime(t.CreatedAt), ExpiresAt: formatOptTime(t.ExpiresAt), Current: t.Current}
 }
 
+// tokenFields is the optional "token" object of the two doors that mint a member token: the
+// caller's own and an agent's.
+type tokenFields struct {
+	Label     string  `json:"label"`
+	ExpiresAt *string `json:"expires_at"`
+}
+
+// read answers the label and the expiry (Unix ms, nil for none) of t, which may be absent.
+func (t *tokenFields) read() (string, *int64, error) {
+	if t == nil {
+		return "", nil, nil
+	}
+	if t.ExpiresAt == nil {
+		return t.Label, nil, nil
+	}
+	ms, err := parseTime("token.expires_at", *t.ExpiresAt)
+	if err != nil {
+		return "", nil, err
+	}
+	return t.Label, &ms, nil
+}
+
 func (a *API) createToken(w http.ResponseWriter, r *http.Request, c *Call) error {
 	// The body is optional: an empty one mints an unlabelled token that does not expire.
 	var body struct {
-		Token *struct {
-			Label     string  `json:"label"`
-			ExpiresAt *string `json:"expires_at"`
-		} `json:"token"`
+		Token *tokenFields `json:"token"`
 	}
 	if _, err := decodeBody(c, wordValidation, &body); err != nil {
 		return err
 	}
-	req := &identity.CreateTokenRequest{}
-	if body.Token != nil {
-		req.Label = body.Token.Label
-		if body.Token.ExpiresAt != nil {
-			ms, err := parseTime("token.expires_at", *body.Token.ExpiresAt)
-			if err != nil {
-				return err
-			}
-			req.ExpiresAt = &ms
-		}
+	label, expires, err := body.Token.read()
+	if err != nil {
+		return err
 	}
-	res, err := a.deps.Directory.CreateToken(r.Context(), c.Member, req)
+	res, err := a.deps.Directory.CreateToken(r.Context(), c.Member, &identity.CreateTokenRequest{Label: label, ExpiresAt: expires})
 	if err != nil {
 		return err
 	}

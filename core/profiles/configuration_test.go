@@ -358,3 +358,41 @@ func TestConfigurationJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestGuardRunsInTheReplacement: a replacement's Guard runs inside its transaction, reading what
+// that transaction reads; its refusal is returned unchanged and nothing is stored. A read does not
+// call it.
+func TestGuardRunsInTheReplacement(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		e := newEnv(t, s)
+		e.mustPut(t, `{"instructions":"kept"}`)
+		refused := fmt.Errorf("the caller no longer stands over this agent")
+		calls := 0
+		guarded := e.agent
+		guarded.Guard = func(ctx context.Context, tx *store.Tx) error {
+			calls++
+			// The guard reads through the replacement's own transaction.
+			var n int
+			if err := tx.Get(ctx, &n, `SELECT COUNT(*) FROM agent_profiles WHERE agent_id = ?`, guarded.ID); err != nil || n != 1 {
+				return fmt.Errorf("the guard read %d profiles: %v", n, err)
+			}
+			return refused
+		}
+		if _, err := e.svc.PutConfiguration(ctx, guarded, obj(t, `{"instructions":"changed"}`)); err != refused {
+			t.Fatalf("a refusing guard: %v, want its refusal unchanged", err)
+		}
+		if _, err := e.svc.Configuration(ctx, guarded); err != nil || calls != 1 {
+			t.Fatalf("read with a guard: %v, guard calls %d, want 1 (the refused PUT's)", err, calls)
+		}
+		c, err := e.svc.Configuration(ctx, e.agent)
+		if err != nil || c.Instructions == nil || *c.Instructions != "kept" || c.Revision != 1 {
+			t.Fatalf("after a refused guard: %+v, %v", c, err)
+		}
+		guarded.Guard = func(context.Context, *store.Tx) error { calls++; return nil }
+		if c, err := e.svc.PutConfiguration(ctx, guarded, obj(t, `{"instructions":"changed"}`)); err != nil || *c.Instructions != "changed" || calls != 2 {
+			t.Fatalf("an admitting guard: %+v, %v, calls %d", c, err, calls)
+		}
+	})
+}

@@ -46,10 +46,16 @@ func New(o Options) (*Service, error) {
 	return &Service{store: o.Store, compiler: o.Compiler, models: o.Models, now: o.Now}, nil
 }
 
-// Agent names the agent whose profile a door reads or replaces: the authenticated caller.
+// Agent names the agent whose profile a door reads or replaces: the authenticated caller at the
+// agent's own door, the agent a person names at the member door.
 type Agent struct {
 	ID          int64
 	WorkspaceID int64
+	// Guard, when set, is the caller's authority over the agent, read again inside the
+	// replacement's transaction before anything is written (a steward or an owner at the member
+	// door, docs/api.md#an-agents-profile-and-tokens); its refusal rolls the replacement back
+	// and is returned unchanged. Reads and assemblies do not call it.
+	Guard func(ctx context.Context, tx *store.Tx) error
 }
 
 // Configuration reads the agent's profile in the door's read-back form; before the first
@@ -69,7 +75,8 @@ func (s *Service) Configuration(ctx context.Context, agent Agent) (*Configuratio
 // object: a field it omits is cleared, unknown fields are ignored (the door refuses them before
 // it calls). The fields are validated in the door's order and the first failure is returned as
 // a refusal rooted at the declaration (the caller's door re-roots it) with nothing stored.
-// Replacements of one agent are serialized; each one that is stored gets the next revision. It returns the stored profile's read-back.
+// Replacements of one agent are serialized; each one that is stored gets the next revision. It
+// returns the stored profile's read-back.
 func (s *Service) PutConfiguration(ctx context.Context, agent Agent, cfg jsonwire.Value) (*Configuration, error) {
 	if !cfg.IsObject() {
 		return nil, errors.New("profiles: the configuration is not a JSON object")
@@ -79,7 +86,15 @@ func (s *Service) PutConfiguration(ctx context.Context, agent Agent, cfg jsonwir
 		return nil, err
 	}
 	row := p.row(agent.ID, store.Millis(s.now()))
-	if err := s.store.Write(ctx, func(tx *store.Tx) error { return store.PutAgentProfile(ctx, tx, row) }); err != nil {
+	err = s.store.Write(ctx, func(tx *store.Tx) error {
+		if agent.Guard != nil {
+			if err := agent.Guard(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return store.PutAgentProfile(ctx, tx, row)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return configurationOf(row)

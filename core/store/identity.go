@@ -398,6 +398,16 @@ func TokenByID(ctx context.Context, q Querier, id int64) (*Token, error) {
 	return &t, nil
 }
 
+// RevokeAgentTokensExcept revokes at at every live token of an agent but keep (a row id), and
+// answers the public ids it revoked, in no particular order.
+func RevokeAgentTokensExcept(ctx context.Context, q Querier, agentID, keep, at int64) ([]string, error) {
+	var out []string
+	err := q.Select(ctx, &out, `UPDATE tokens SET revoked_at = ?
+WHERE agent_id = ? AND id <> ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
+RETURNING public_id`, at, agentID, keep, at)
+	return out, err
+}
+
 // RevokeToken marks a member token revoked at at, unless it already was.
 func RevokeToken(ctx context.Context, q Querier, id, at int64) error {
 	_, err := q.Exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, at, id)

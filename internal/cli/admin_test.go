@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -87,6 +88,45 @@ func (ls *liveServer) refused(t *testing.T, env map[string]string, want string, 
 	if code != 1 || !strings.Contains(errs, want) {
 		t.Fatalf("nexus %s: exit %d, stderr %q; want exit 1 naming %q", strings.Join(args, " "), code, errs, want)
 	}
+}
+
+// runStdin runs the command line against the server with stdin as its standard input.
+func (ls *liveServer) runStdin(t *testing.T, environ map[string]string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	e := map[string]string{EnvAddr: ls.url, "NEXUS_DATA_DIR": ls.dataDir}
+	for k, v := range environ {
+		e[k] = v
+	}
+	var out bytes.Buffer
+	errf, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	code := run(&env{getenv: func(k string) string { return e[k] }, stdout: &out, stderr: errf, stdin: strings.NewReader(stdin)}, args)
+	errb, _ := os.ReadFile(errf.Name())
+	return out.String(), string(errb), code
+}
+
+// withStdinEnv is withStdin with more environment (another token).
+func (ls *liveServer) withStdinEnv(t *testing.T, environ map[string]string, stdin string, args ...string) string {
+	t.Helper()
+	out, errs, code := ls.runStdin(t, environ, stdin, args...)
+	if code != 0 {
+		t.Fatalf("nexus %s: exit %d\n%s", strings.Join(args, " "), code, errs)
+	}
+	return out
+}
+
+// exits runs a command that must end with exit code want, and returns its standard output and
+// standard error.
+func (ls *liveServer) exits(t *testing.T, env map[string]string, want int, args ...string) (string, string) {
+	t.Helper()
+	out, errs, code := ls.run(t, env, args...)
+	if code != want {
+		t.Fatalf("nexus %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, out, errs)
+	}
+	return out, errs
 }
 
 var tokenLine = regexp.MustCompile(`(?m)^token\s+(nx[me]_[A-Za-z0-9_-]{43})\s+\(shown once`)

@@ -23,7 +23,7 @@ const (
 
 func newConversation(e *env, g *globals) *cobra.Command {
 	f := &adminFlags{}
-	cmd := &cobra.Command{Use: "conversation", Short: "Create conversations, send them messages and read their history"}
+	cmd := &cobra.Command{Use: "conversation", Short: "Create, list and archive conversations, send them messages and read their history"}
 	f.register(cmd)
 
 	var agent, title, runner string
@@ -66,8 +66,12 @@ func newConversation(e *env, g *globals) *cobra.Command {
 				_, err := fmt.Fprintln(e.stdout, res.Conversation.PublicID)
 				return err
 			}
+			people, err := memberHandles(ctx, c, ws)
+			if err != nil {
+				return err
+			}
 			cv := res.Conversation
-			return fields(e.stdout, "conversation", cv.PublicID, "workspace", ws, "answered by", cv.AnsweringAgentPublicID, "status", cv.Status)
+			return fields(e.stdout, "conversation", cv.PublicID, "workspace", ws, "answered by", people.of(cv.AnsweringAgentPublicID), "status", cv.Status)
 		},
 	}
 	create.Flags().StringVar(&agent, "agent", "", "the answering agent, handle or public id (required for a user)")
@@ -77,14 +81,18 @@ func newConversation(e *env, g *globals) *cobra.Command {
 	f.registerQuiet(create, "the conversation's public id")
 
 	var model, file, idem string
+	var attach []string
 	var noWait bool
 	var timeout time.Duration
 	send := &cobra.Command{
-		Use:   "send CONVERSATION (TEXT | --file FILE) [--model REF] [--no-wait]",
+		Use:   "send CONVERSATION (TEXT | --file FILE) [--attach FILE] [--model REF] [--no-wait]",
 		Short: "Post a message and print the answer to it",
 		Long: `Post a message into a conversation. Its turn queues behind the turns before it; the command
 waits for the turn and prints its answer (or, when the answer waits for a person, the asks and
-approvals to decide, as "nexus run watch" does). --no-wait prints the turn and returns at once.`,
+approvals to decide, as "nexus run watch" does), with run watch's exit codes: 0 answered, 3 waits
+for a person, 4 failed (its run needs attention), 5 canceled, 6 --timeout passed. --attach FILE
+uploads a file and attaches it to the message (repeatable; the text may then be empty).
+--no-wait prints the turn and returns at once.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var text string
@@ -99,7 +107,7 @@ approvals to decide, as "nexus run watch" does). --no-wait prints the turn and r
 					return err
 				}
 				text = string(b)
-			default:
+			case len(attach) == 0:
 				return usageErrorf("pass the message as TEXT or --file FILE")
 			}
 			c, ws, err := e.connect(cmd, g, f)
@@ -110,6 +118,13 @@ approvals to decide, as "nexus run watch" does). --no-wait prints the turn and r
 			msg := map[string]any{"text": text}
 			if model != "" {
 				msg["model"] = model
+			}
+			if len(attach) > 0 {
+				ids, err := e.attachAll(ctx, c, attach)
+				if err != nil {
+					return err
+				}
+				msg["attachments"] = ids
 			}
 			res, err := c.PostMessage(ctx, ws, args[0], msg, idem)
 			if err != nil {
@@ -127,6 +142,7 @@ approvals to decide, as "nexus run watch" does). --no-wait prints the turn and r
 	}
 	send.Flags().StringVar(&file, "file", "", "read the message from FILE (- for standard input)")
 	send.Flags().StringVar(&model, "model", "", "provider/model for this turn (default: the agent's, else the deployment's)")
+	send.Flags().StringArrayVar(&attach, "attach", nil, "upload FILE and attach it to the message (repeatable)")
 	send.Flags().StringVar(&idem, "idempotency-key", "", "a key that makes a retried send answer the first turn")
 	send.Flags().BoolVar(&noWait, "no-wait", false, "return once the message is accepted")
 	send.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long (0: never)")
@@ -162,8 +178,86 @@ approvals to decide, as "nexus run watch" does). --no-wait prints the turn and r
 	history.Flags().IntVar(&limit, "limit", 0, "the newest N turns (1..100; default 20)")
 	f.registerWorkspace(history)
 
-	cmd.AddCommand(create, send, history)
+	var listStatus string
+	var listLimit int
+	list := &cobra.Command{
+		Use:   "list [--status active|archived] [--limit N]",
+		Short: "List a workspace's conversations, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ws, err := e.connect(cmd, g, f)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			res, err := c.Conversations(ctx, ws, listStatus, "", listLimit)
+			if err != nil {
+				return apiError(err)
+			}
+			if f.json {
+				return e.raw(res.Raw)
+			}
+			people, err := memberHandles(ctx, c, ws)
+			if err != nil {
+				return err
+			}
+			rows := make([][]string, 0, len(res.Conversations))
+			for _, cv := range res.Conversations {
+				title := "-"
+				if cv.Title != nil {
+					title = oneLine(*cv.Title)
+				}
+				live := "-"
+				if cv.LiveTurnPublicID != nil {
+					live = "running"
+				}
+				rows = append(rows, []string{cv.PublicID, title, people.of(cv.AnsweringAgentPublicID), cv.Status, live, fmt.Sprint(cv.QueuedTurns), whenText(cv.CreatedAt)})
+			}
+			if err := table(e.stdout, "CONVERSATION\tTITLE\tAGENT\tSTATUS\tTURN\tQUEUED\tCREATED", rows); err != nil {
+				return err
+			}
+			if res.Pagination.NextAfter != nil {
+				_, err = fmt.Fprintln(e.stdout, "(older conversations: --json, after", *res.Pagination.NextAfter+")")
+			}
+			return err
+		},
+	}
+	list.Flags().StringVar(&listStatus, "status", "", "only active or archived conversations")
+	list.Flags().IntVar(&listLimit, "limit", 0, "at most this many (1..100; default 20)")
+	f.registerWorkspace(list)
+
+	archive := &cobra.Command{
+		Use:   "archive CONVERSATION",
+		Short: "Archive a conversation: it takes no more messages (its creator, its agent, the agent's steward or an owner)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ws, err := e.connect(cmd, g, f)
+			if err != nil {
+				return err
+			}
+			res, err := c.ArchiveConversation(cmd.Context(), ws, args[0])
+			if err != nil {
+				return apiError(err)
+			}
+			if f.json {
+				return e.raw(res.Raw)
+			}
+			cv := res.Conversation
+			return fields(e.stdout, "conversation", cv.PublicID, "workspace", ws, "status", cv.Status, "archived", optString(cv.ArchivedAt))
+		},
+	}
+	f.registerWorkspace(archive)
+
+	cmd.AddCommand(create, send, history, list, archive)
 	return cmd
+}
+
+// optString is *s, or "-".
+func optString(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
 }
 
 // turnText is a turn's message text.
@@ -248,13 +342,17 @@ func (e *env) watchTurn(ctx context.Context, c *client.Client, f *adminFlags, ws
 	})
 	if err != nil {
 		if errors.Is(err, errWatchTimeout) {
-			return err
+			return &exitError{code: exitTimeout, err: fmt.Errorf("turn %d did not settle within --timeout %s; it goes on (nexus conversation history %s)",
+				turn.Position, timeout, conv)}
 		}
 		return apiError(err)
 	}
+	outcome := turnOutcome(st.turn)
 	if f.json {
-		_, err := fmt.Fprintf(e.stdout, "%s\n", st.raw)
-		return err
+		if _, err := fmt.Fprintf(e.stdout, "%s\n", st.raw); err != nil {
+			return err
+		}
+		return outcome
 	}
 	switch st.turn.Status {
 	case turnCompleted:
@@ -264,17 +362,32 @@ func (e *env) watchTurn(ctx context.Context, c *client.Client, f *adminFlags, ws
 		}
 		_, err := fmt.Fprintln(e.stdout, strings.TrimRight(text, "\n"))
 		return err
+	case turnFailed, turnCanceled:
+		return outcome
+	}
+	if err := e.printWaiting(ctx, c, ws, st.run); err != nil {
+		return err
+	}
+	return outcome
+}
+
+// turnOutcome is how a settled turn ends the command, with the run watch's exit codes: a failed
+// turn is its run needing attention.
+func turnOutcome(t *client.Turn) error {
+	switch t.Status {
+	case turnCompleted:
+		return nil
 	case turnFailed:
 		d := "-"
-		if st.turn.Failure != nil {
-			d = st.turn.Failure.Key
-			if st.turn.Failure.Detail != "" {
-				d += ": " + oneLine(st.turn.Failure.Detail)
+		if t.Failure != nil {
+			d = t.Failure.Key
+			if t.Failure.Detail != "" {
+				d += ": " + oneLine(t.Failure.Detail)
 			}
 		}
-		return fmt.Errorf("turn %d failed: %s (nexus run show %s)", st.turn.Position, d, st.turn.RunPublicID)
+		return &exitError{code: exitNeedsAttention, err: fmt.Errorf("turn %d failed: %s (nexus run show %s)", t.Position, d, t.RunPublicID)}
 	case turnCanceled:
-		return fmt.Errorf("turn %d was canceled", st.turn.Position)
+		return &exitError{code: exitCanceled, err: fmt.Errorf("turn %d was canceled", t.Position)}
 	}
-	return e.printWaiting(ctx, c, ws, st.run)
+	return &exitError{code: exitWaiting}
 }

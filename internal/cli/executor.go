@@ -19,7 +19,7 @@ func newExecutor(e *env, g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "executor", Short: "Create, list, rotate and revoke runners and tool providers"}
 	f.register(cmd)
 
-	printToken := func(res *client.ExecutorTokenResponse) error {
+	printToken := func(ctx context.Context, c *client.Client, res *client.ExecutorTokenResponse) error {
 		switch {
 		case f.json:
 			return e.raw(res.Raw)
@@ -28,8 +28,12 @@ func newExecutor(e *env, g *globals) *cobra.Command {
 			return err
 		}
 		x := res.Executor
+		ws, err := workspaceHandle(ctx, c, x.WorkspacePublicID)
+		if err != nil {
+			return err
+		}
 		return fields(e.stdout, "executor", x.DisplayName, "kind", x.Kind, "public id", x.PublicID, "status", x.Status,
-			"workspace", x.WorkspacePublicID, "token", res.Token+"  "+shownOnce)
+			"workspace", ws, "token", res.Token+"  "+shownOnce)
 	}
 
 	var kind string
@@ -50,7 +54,7 @@ workspace. The executor's token (nxe_…) opens the executor plane and nothing e
 			if err != nil {
 				return apiError(err)
 			}
-			return printToken(res)
+			return printToken(cmd.Context(), c, res)
 		},
 	}
 	create.Flags().StringVar(&kind, "kind", "runner", "runner or tool_provider")
@@ -74,9 +78,13 @@ workspace. The executor's token (nxe_…) opens the executor plane and nothing e
 			if f.json {
 				return e.raw(res.Raw)
 			}
+			wsNames, err := workspaceHandles(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
 			rows := make([][]string, 0, len(res.Executors))
 			for _, x := range res.Executors {
-				rows = append(rows, []string{x.DisplayName, x.Kind, x.Status, x.Presence, whenOpt(x.LastSeenAt), x.PublicID, x.WorkspacePublicID})
+				rows = append(rows, []string{x.DisplayName, x.Kind, x.Status, x.Presence, whenOpt(x.LastSeenAt), x.PublicID, wsNames.of(x.WorkspacePublicID)})
 			}
 			return table(e.stdout, "DISPLAY NAME\tKIND\tSTATUS\tPRESENCE\tLAST SEEN\tPUBLIC ID\tWORKSPACE", rows)
 		},
@@ -98,7 +106,7 @@ workspace. The executor's token (nxe_…) opens the executor plane and nothing e
 			if err != nil {
 				return apiError(err)
 			}
-			return printToken(res)
+			return printToken(cmd.Context(), c, res)
 		},
 	}
 	f.registerQuiet(rotate, "the token")

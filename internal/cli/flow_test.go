@@ -64,9 +64,9 @@ func TestRunCommands(t *testing.T) {
 
 			// A run that asks: watch stops at the question and says how to answer it.
 			run := strings.TrimSpace(ls.withStdin(t, askScript, "run", "create", "-q", "--kernel-tool", "nexus.human.ask", "--prompt-file", "-"))
-			out = ls.nexus(t, nil, "run", "watch", run)
+			out, errs := ls.exits(t, nil, exitWaiting, "run", "watch", run)
 			want := "run " + run + " waits for a person:\n  ask r2t0-ask-1: Which database?\n    answer: nexus ask answer " + run + " r2t0-ask-1 TEXT\n"
-			if out != want {
+			if out != want || errs != "" {
 				t.Fatalf("run watch on an ask printed\n%s\nwant\n%s", out, want)
 			}
 			out = ls.nexus(t, nil, "inbox")
@@ -107,7 +107,7 @@ func TestRunCommands(t *testing.T) {
 
 			// Approval mode ask holds the write; approve runs it, deny refuses it.
 			held := strings.TrimSpace(ls.withStdin(t, writeScript, "run", "create", "-q", "--approval-mode", "ask", "--kernel-tool", "nexus.memory.write", "--prompt-file", "-"))
-			out = ls.nexus(t, nil, "run", "watch", held)
+			out, _ = ls.exits(t, nil, exitWaiting, "run", "watch", held)
 			if !strings.Contains(out, "  approval r2t0: memory_write {\"path\":\"workspace/held.md\",\"content\":\"x\"}\n    decide: nexus approve "+held+" r2t0") {
 				t.Fatalf("run watch on a held call:\n%s", out)
 			}
@@ -119,7 +119,7 @@ func TestRunCommands(t *testing.T) {
 			}
 			ls.refused(t, nil, "not_adjudicable (409)", "approve", held, "r2t0")
 			denied := strings.TrimSpace(ls.withStdin(t, writeScript, "run", "create", "-q", "--approval-mode", "ask", "--kernel-tool", "nexus.memory.write", "--prompt-file", "-"))
-			ls.nexus(t, nil, "run", "watch", denied)
+			ls.exits(t, nil, exitWaiting, "run", "watch", denied)
 			if out := ls.nexus(t, nil, "deny", denied, "r2t0", "--reason", "not today"); out != "denied r2t0 memory_write: failed\n" {
 				t.Fatalf("deny printed %q", out)
 			}
@@ -153,7 +153,9 @@ func TestRunCommands(t *testing.T) {
 				t.Fatalf("run stop:\n%s", out)
 			}
 			ls.refused(t, nil, "already_terminal (409)", "run", "stop", pending)
-			ls.refused(t, nil, "was canceled", "run", "watch", pending)
+			if _, errs := ls.exits(t, nil, exitCanceled, "run", "watch", pending); !strings.Contains(errs, "run "+pending+" was canceled") {
+				t.Fatalf("run watch on a canceled run: %s", errs)
+			}
 
 			// With several workspaces, a run is found in whichever holds it.
 			ls.nexus(t, nil, "workspace", "create", "beta")
@@ -275,6 +277,23 @@ func TestCommandLineErrors(t *testing.T) {
 	usage("usage: nexus ask answer RUN KEY TEXT [--decline] [--structured JSON] [flags]", "ask", "answer", "r", "k")
 	usage("usage: nexus run create (--prompt TEXT | --prompt-file FILE | --tool NAME | --file FILE) [flags]", "run", "create", "--nope")
 	usage("usage: nexus COMMAND [flags]", "nope")
+	// An unknown command in any group is a usage error naming the group's commands; a bare group
+	// prints its help.
+	for _, group := range [][]string{{"run"}, {"agent"}, {"conversation"}, {"task"}, {"upload"}, {"policy"}, {"token"}, {"memory", "override"}, {"plugins"}} {
+		path := strings.Join(group, " ")
+		_, errs, code := inProcess(t, nil, append(group, "nope")...)
+		if code != exitUsage || !strings.Contains(errs, `unknown command "nope" for "nexus `+path+`"`) ||
+			!strings.Contains(errs, "\nusage: nexus "+path+" COMMAND [flags]\ncommands: ") {
+			t.Errorf("nexus %s nope: exit %d, stderr %q", path, code, errs)
+		}
+		out, errs, code := inProcess(t, nil, group...)
+		if code != 0 || !strings.Contains(out, "Available Commands:") || errs != "" {
+			t.Errorf("nexus %s: exit %d, stdout %q, stderr %q", path, code, out, errs)
+		}
+	}
+	if _, errs, _ := inProcess(t, nil, "run", "nope"); !strings.Contains(errs, "\ncommands: append, create, list, show, stop, watch\n") {
+		t.Errorf("nexus run nope lists %q", errs)
+	}
 	usage("usage: nexus run create (--prompt TEXT | --prompt-file FILE | --tool NAME | --file FILE) [flags]", "run", "create", "--server", "127.0.0.1:1", "--token", "nxm_"+strings.Repeat("a", 43))
 
 	_, errs, code := inProcess(t, nil, "tools", "--server", "127.0.0.1:1", "--token", "nxm_"+strings.Repeat("a", 43))
@@ -299,9 +318,28 @@ func TestCommandLineErrors(t *testing.T) {
 		t.Fatalf("member add by handle:\n%s", out)
 	}
 	ls.refused(t, nil, `no user "erin" in any of your workspaces`, "member", "add", "erin", "-w", "default")
+	// Outputs name workspaces by handle, also when the command was given a public id.
+	acme, err := client.New(ls.url, ls.admin).Workspace(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := ls.nexus(t, nil, "agent", "create", "scout", "-w", acme.Workspace.PublicID); !regexp.MustCompile(`(?m)^workspace\s+acme$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^steward\s+admin$`).MatchString(out) {
+		t.Fatalf("agent create -w PUBLIC_ID:\n%s", out)
+	}
+	if out := ls.nexus(t, nil, "executor", "create", "builder", "-w", acme.Workspace.PublicID); !regexp.MustCompile(`(?m)^workspace\s+acme$`).MatchString(out) {
+		t.Fatalf("executor create:\n%s", out)
+	}
+	if out := ls.nexus(t, nil, "executor", "list"); !regexp.MustCompile(`(?m)^builder\s+runner\s+.*\sacme$`).MatchString(out) {
+		t.Fatalf("executor list:\n%s", out)
+	}
+	acmeRun := strings.TrimSpace(ls.nexus(t, nil, "run", "create", "-q", "--prompt", "hi", "-w", acme.Workspace.PublicID))
+	if out := ls.nexus(t, nil, "run", "show", acmeRun, "-w", strings.ToUpper(acme.Workspace.PublicID)); !regexp.MustCompile(`(?m)^workspace\s+acme$`).MatchString(out) {
+		t.Fatalf("run show -w PUBLIC_ID:\n%s", out)
+	}
 	// The server itself says which routes a token of the other plane opens.
 	exTok := strings.TrimSpace(ls.nexus(t, nil, "executor", "create", "box", "-w", "default", "-q"))
-	_, err := client.New(ls.url, exTok).Me(context.Background())
+	_, err = client.New(ls.url, exTok).Me(context.Background())
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Status != 401 || ce.Code != "unauthorized" || !strings.Contains(ce.Message, "opens only /agent_api/v1/executor") {
 		t.Fatalf("executor token on GET /me: %v", err)

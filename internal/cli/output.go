@@ -44,11 +44,11 @@ func (e *env) workspaceRef(cmd *cobra.Command, f *adminFlags) string {
 	return e.getenv(EnvWorkspace)
 }
 
-// resolveWorkspace is the workspace a command acts on: the flag or the environment, else the
-// caller's only workspace.
+// resolveWorkspace is the workspace a command acts on, by handle: the flag or the environment,
+// else the caller's only workspace.
 func (e *env) resolveWorkspace(ctx context.Context, cmd *cobra.Command, c *client.Client, f *adminFlags) (string, error) {
 	if ref := e.workspaceRef(cmd, f); ref != "" {
-		return ref, nil
+		return workspaceHandle(ctx, c, ref)
 	}
 	ws, err := c.Workspaces(ctx)
 	if err != nil {
@@ -65,6 +65,62 @@ func (e *env) resolveWorkspace(ctx context.Context, cmd *cobra.Command, c *clien
 		handles[i] = w.Handle
 	}
 	return "", fmt.Errorf("you are a member of several workspaces (%s): pass --workspace or set %s", strings.Join(handles, ", "), EnvWorkspace)
+}
+
+// workspaceHandle names a workspace reference by its handle, as every output names workspaces:
+// a public id is looked up among the caller's workspaces, and left as it is when none holds it
+// (the API then answers not_found).
+func workspaceHandle(ctx context.Context, c *client.Client, ref string) (string, error) {
+	if !identity.IsUUID(ref) {
+		return ref, nil
+	}
+	ws, err := c.Workspaces(ctx)
+	if err != nil {
+		return "", apiError(err)
+	}
+	for _, w := range ws.Workspaces {
+		if strings.EqualFold(w.PublicID, ref) {
+			return w.Handle, nil
+		}
+	}
+	return ref, nil
+}
+
+// workspaceHandles maps the public ids of the caller's workspaces to their handles.
+func workspaceHandles(ctx context.Context, c *client.Client) (names, error) {
+	ws, err := c.Workspaces(ctx)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	n := names{}
+	for _, w := range ws.Workspaces {
+		n[w.PublicID] = w.Handle
+	}
+	return n, nil
+}
+
+// memberHandles maps the public ids of ws's members, users and agents, to their handles.
+func memberHandles(ctx context.Context, c *client.Client, ws string) (names, error) {
+	ms, err := c.Members(ctx, ws)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	n := names{}
+	for _, m := range ms.Members {
+		n[m.PublicID] = m.Handle
+	}
+	return n, nil
+}
+
+// names maps public ids to handles.
+type names map[string]string
+
+// of is id's handle, or id itself when the map does not hold it (a member removed since).
+func (n names) of(id string) string {
+	if h, ok := n[id]; ok {
+		return h
+	}
+	return id
 }
 
 // connect opens the client and the workspace a command acts in.
@@ -160,6 +216,16 @@ const shownOnce = "(shown once: store it now)"
 
 // when renders a time for a table.
 func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// whenText renders an API timestamp for a table as when does; a text it cannot read is shown
+// as it is.
+func whenText(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return when(t)
+}
 
 // whenOpt renders an optional time; nil is "-".
 func whenOpt(t *time.Time) string {

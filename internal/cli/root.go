@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -37,13 +38,19 @@ func Main(args []string) int {
 	return run(e, args)
 }
 
-// exitError carries a specific exit code out of a command.
+// exitError carries a specific exit code out of a command. A nil err exits quietly: the command
+// has said on standard output all there is to say (a run that waits for a person).
 type exitError struct {
 	code int
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
 
 // usageError is a command line the command cannot read: a wrong number of arguments, an
 // unknown flag or command, flags that exclude each other. It is reported with the command's
@@ -70,21 +77,48 @@ func run(e *env, args []string) int {
 	if err == nil {
 		return 0
 	}
+	var xe *exitError
+	if errors.As(err, &xe) && xe.err == nil {
+		return xe.code
+	}
 	fmt.Fprintln(e.stderr, "nexus:", err)
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(e.stderr, "usage: %s\nrun '%s --help' for more\n", cmd.UseLine(), cmd.CommandPath())
+		fmt.Fprintf(e.stderr, "%srun '%s --help' for more\n", usage(cmd), cmd.CommandPath())
 		return exitUsage
 	}
-	var xe *exitError
-	if errors.As(err, &xe) {
+	if xe != nil {
 		return xe.code
 	}
 	return 1
 }
 
-// markUsageErrors makes every argument and flag error of the tree below cmd a usageError.
+// usage is a command's usage line; a group's names its commands.
+func usage(cmd *cobra.Command) string {
+	if !cmd.HasAvailableSubCommands() {
+		return "usage: " + cmd.UseLine() + "\n"
+	}
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	line := cmd.UseLine()
+	if !strings.Contains(cmd.Use, " ") {
+		line = cmd.CommandPath() + " COMMAND [flags]"
+	}
+	return "usage: " + line + "\ncommands: " + strings.Join(names, ", ") + "\n"
+}
+
+// markUsageErrors makes every argument and flag error of the tree below cmd a usageError. A
+// group (a command that only holds others) prints its help when called bare and refuses any
+// argument as an unknown command, as the root does, instead of cobra's help and exit 0.
 func markUsageErrors(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && cmd.Run == nil && cmd.RunE == nil {
+		cmd.Args = cobra.NoArgs
+		cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
 	if v := cmd.Args; v != nil {
 		cmd.Args = func(c *cobra.Command, args []string) error {
 			if err := v(c, args); err != nil {
@@ -132,6 +166,9 @@ func newRoot(e *env) *cobra.Command {
 		newPlugins(e, g),
 		newRun(e, g),
 		newConversation(e, g),
+		newTask(e, g),
+		newUpload(e, g),
+		newPolicy(e, g),
 		newInbox(e, g),
 		newAsk(e, g),
 		newDecision(e, g, true),

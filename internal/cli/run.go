@@ -8,21 +8,50 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
-// runFlags are the flags of `nexus run create`: one step, model or tool, and the run's options.
+// runFlags are the flags of `nexus run create` and `nexus run append`: one step, model or tool,
+// and the run's options.
 type runFlags struct {
 	prompt, promptFile, model, instructions string
-	kernelTools, functions                  []string
+	kernelTools, functions, attach          []string
 	toolsFile                               string
 	tool, input                             string
 	runner, approvalMode, file              string
 	idempotencyKey                          string
 	watch                                   bool
 	timeout                                 time.Duration
+	expectedRevision                        int64
+}
+
+// register adds the step's flags to fs; create adds the run's own (--approval-mode).
+func (rf *runFlags) register(fs *pflag.FlagSet, create bool) {
+	fs.StringVar(&rf.prompt, "prompt", "", "the model step's prompt")
+	fs.StringVar(&rf.promptFile, "prompt-file", "", "read the prompt from FILE (- for standard input)")
+	fs.StringVar(&rf.model, "model", "", "provider/model (default: the deployment's default_model)")
+	fs.StringVar(&rf.instructions, "instructions", "", "the model step's system text")
+	fs.StringSliceVar(&rf.kernelTools, "kernel-tool", nil, "a kernel tool to offer, canonical name (repeatable, or comma-separated)")
+	fs.StringSliceVar(&rf.functions, "function", nil, "a function tool to offer by its served name (repeatable)")
+	fs.StringVar(&rf.toolsFile, "tools", "", "a JSON file holding a declaration array to offer")
+	fs.StringArrayVar(&rf.attach, "attach", nil, "upload FILE and attach it to the model step (repeatable)")
+	fs.StringVar(&rf.tool, "tool", "", "a tool step instead: the tool's name")
+	fs.StringVar(&rf.input, "input", "", "the tool step's input, a JSON object (default {})")
+	fs.StringVar(&rf.idempotencyKey, "idempotency-key", "", "a key that makes a retried request answer the first one")
+	fs.BoolVar(&rf.watch, "watch", false, "wait for the run and print its answer, with run watch's exit codes")
+	fs.DurationVar(&rf.timeout, "timeout", 0, "with --watch: give up after this long (0: never)")
+	if create {
+		fs.StringVar(&rf.runner, "runner", "", "the run's default runner, public id or display name; it serves --tool and --function")
+		fs.StringVar(&rf.approvalMode, "approval-mode", "bypass", "bypass, ask or rules")
+		fs.StringVar(&rf.file, "file", "", "send the run object in FILE (- for standard input)")
+		return
+	}
+	fs.StringVar(&rf.runner, "runner", "", "the runner that serves --tool or --function, public id or display name")
+	fs.StringVar(&rf.file, "file", "", "send the steps in FILE (- for standard input): a JSON array, or {\"steps\", \"expected_revision\"}")
+	fs.Int64Var(&rf.expectedRevision, "expected-revision", 0, "refuse (stale_revision) unless the run is at this revision")
 }
 
 func newRun(e *env, g *globals) *cobra.Command {
@@ -40,16 +69,18 @@ A model step: --prompt TEXT (or --prompt-file FILE, - for standard input), on --
 the deployment's default_model), with the tools of --kernel-tool (canonical names such as
 nexus.memory.read), --function (a function tool by name, served by --runner, or without --runner
 by the workspace's tool providers) and --tools (a JSON file holding a declaration array).
+--attach FILE uploads a file and attaches it for the model to read (repeatable).
 
 A tool step: --tool NAME with --input JSON, served by --runner (a runner's public id or display
 name) or by the workspace's tool providers.
 
 --file FILE (- for standard input) sends the run object written there instead (docs/api.md,
 "Runs"). --approval-mode is bypass unless set. --watch waits for the run as "nexus run watch"
-does and prints its answer; otherwise the run's id and status are printed (--quiet: the id only).`,
+does, prints its answer and exits with its exit codes; otherwise the run's id and status are
+printed (--quiet: the id only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := rf.check(cmd); err != nil {
+			if err := rf.check(cmd, true); err != nil {
 				return err
 			}
 			c, ws, err := e.connect(cmd, g, f)
@@ -80,22 +111,7 @@ does and prints its answer; otherwise the run's id and status are printed (--qui
 				"next", "nexus run watch "+r.PublicID)
 		},
 	}
-	fl := create.Flags()
-	fl.StringVar(&rf.prompt, "prompt", "", "the model step's prompt")
-	fl.StringVar(&rf.promptFile, "prompt-file", "", "read the prompt from FILE (- for standard input)")
-	fl.StringVar(&rf.model, "model", "", "provider/model (default: the deployment's default_model)")
-	fl.StringVar(&rf.instructions, "instructions", "", "the model step's system text")
-	fl.StringSliceVar(&rf.kernelTools, "kernel-tool", nil, "a kernel tool to offer, canonical name (repeatable, or comma-separated)")
-	fl.StringSliceVar(&rf.functions, "function", nil, "a function tool to offer by its served name (repeatable)")
-	fl.StringVar(&rf.toolsFile, "tools", "", "a JSON file holding a declaration array to offer")
-	fl.StringVar(&rf.tool, "tool", "", "a tool step instead: the tool's name")
-	fl.StringVar(&rf.input, "input", "", "the tool step's input, a JSON object (default {})")
-	fl.StringVar(&rf.runner, "runner", "", "the run's default runner, public id or display name; it serves --tool and --function")
-	fl.StringVar(&rf.approvalMode, "approval-mode", "bypass", "bypass, ask or rules")
-	fl.StringVar(&rf.file, "file", "", "send the run object in FILE (- for standard input)")
-	fl.StringVar(&rf.idempotencyKey, "idempotency-key", "", "a key that makes a retried create answer the first run")
-	fl.BoolVar(&rf.watch, "watch", false, "wait for the run and print its answer")
-	fl.DurationVar(&rf.timeout, "timeout", 0, "with --watch: give up after this long (0: never)")
+	rf.register(create.Flags(), true)
 	f.registerWorkspace(create)
 	f.registerQuiet(create, "the run's public id")
 
@@ -120,9 +136,11 @@ does and prints its answer; otherwise the run's id and status are printed (--qui
 	watch := &cobra.Command{
 		Use:   "watch RUN [--timeout D]",
 		Short: "Wait until a run ends or waits for a person, then print its answer or what it waits for",
-		Long: `Poll a run until it completes (its answer is printed), waits for a person (the asks and
-approvals are printed with the command that answers each; run watch again afterwards), needs
-attention or is canceled (both exit 1). --json prints the run's body instead.`,
+		Long: `Wait until a run completes (its answer is printed; exit 0), waits for a person (the asks and
+approvals are printed with the command that answers each, exit 3; run watch again afterwards),
+needs attention (exit 4: append a repair with "nexus run append", or stop it) or is canceled
+(exit 5). --timeout gives up after that long (exit 6; the run goes on). Any other error exits 1,
+a wrong command line 2. --json prints the run's body instead, with the same exit codes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
@@ -194,17 +212,104 @@ attention or is canceled (both exit 1). --json prints the run's body instead.`,
 	stop.Flags().BoolVar(&graceful, "graceful", false, "let claimed work finish before the run is canceled")
 	f.registerWorkspace(stop)
 
-	cmd.AddCommand(create, show, watch, list, stop)
+	cmd.AddCommand(create, show, watch, list, stop, newRunAppend(e, g, f))
 	return cmd
 }
 
-// check refuses flag combinations that make no run, before anything is sent.
-func (rf *runFlags) check(cmd *cobra.Command) error {
+func newRunAppend(e *env, g *globals, f *adminFlags) *cobra.Command {
+	rf := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "append RUN (--prompt TEXT | --prompt-file FILE | --tool NAME | --file STEPS) [flags]",
+		Short: "Append steps to a standalone run: the way on from needs_attention",
+		Long: `Append steps to a standalone run (docs/api.md, "Runs"): the first waits on the run's current
+deliverable, or reads it when it has settled, so that a repair step sees the failure; the last
+becomes the run's deliverable. A run that needs attention (a halt step failed, or its deliverable
+did not complete) runs again: this is how it goes on, short of stopping it with "nexus run stop".
+
+One step from flags, as "nexus run create" takes them: a model step (--prompt or --prompt-file,
+--model, --instructions, --kernel-tool, --function, --tools, --attach) or a tool step (--tool,
+--input), --runner serving --tool or --function. Or --file STEPS (- for standard input): a JSON
+array of steps in the create's grammar, or {"steps": […], "expected_revision": N}.
+--expected-revision refuses the append (stale_revision) when the run moved on since you read it.
+The accepted keys are printed; --watch waits for the run as "nexus run watch" does, with its exit
+codes.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := rf.check(cmd, false); err != nil {
+				return err
+			}
+			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			body, err := e.appendBody(ctx, cmd, c, ws, rf)
+			if err != nil {
+				return err
+			}
+			res, err := c.AppendSteps(ctx, ws, args[0], body, rf.idempotencyKey)
+			if err != nil {
+				return apiError(err)
+			}
+			if rf.watch {
+				return e.watchAndReport(ctx, c, f, ws, args[0], rf.timeout)
+			}
+			if f.json {
+				return e.raw(res.Raw)
+			}
+			r := res.Receipt
+			return fields(e.stdout, "run", args[0], "accepted", strings.Join(r.AcceptedTaskKeys, ", "),
+				"deliverable", r.DeliverableTaskKey, "revision", fmt.Sprint(r.Revision), "next", "nexus run watch "+args[0])
+		},
+	}
+	rf.register(cmd.Flags(), false)
+	f.registerWorkspace(cmd)
+	return cmd
+}
+
+// appendBody builds the append door's body from the checked flags.
+func (e *env) appendBody(ctx context.Context, cmd *cobra.Command, c *client.Client, ws string, rf *runFlags) (any, error) {
+	if rf.file != "" {
+		b, err := e.readInput(rf.file)
+		if err != nil {
+			return nil, err
+		}
+		var steps []json.RawMessage
+		if json.Unmarshal(b, &steps) == nil {
+			return map[string]any{"steps": steps}, nil
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("%s must hold a JSON array of steps, or an object with \"steps\"", rf.file)
+		}
+		return json.RawMessage(b), nil
+	}
+	runner, err := runnerID(ctx, c, ws, rf.runner)
+	if err != nil {
+		return nil, err
+	}
+	step, err := e.stepObject(ctx, c, ws, rf, runner)
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{"steps": []any{step}}
+	if cmd.Flags().Changed("expected-revision") {
+		body["expected_revision"] = rf.expectedRevision
+	}
+	return body, nil
+}
+
+// check refuses flag combinations that make no run or step, before anything is sent.
+func (rf *runFlags) check(cmd *cobra.Command, create bool) error {
 	fl := cmd.Flags()
 	if rf.file != "" {
-		for _, name := range []string{"prompt", "prompt-file", "model", "instructions", "kernel-tool", "function", "tools", "tool", "input", "runner", "approval-mode"} {
+		what := "the whole run"
+		if !create {
+			what = "the steps"
+		}
+		for _, name := range []string{"prompt", "prompt-file", "model", "instructions", "kernel-tool", "function", "tools", "attach", "tool", "input", "runner", "approval-mode", "expected-revision"} {
 			if fl.Changed(name) {
-				return usageErrorf("--file carries the whole run; --%s cannot be added to it", name)
+				return usageErrorf("--file carries %s; --%s cannot be added to it", what, name)
 			}
 		}
 		return nil
@@ -218,7 +323,7 @@ func (rf *runFlags) check(cmd *cobra.Command) error {
 	case !hasPrompt && rf.tool == "":
 		return usageErrorf("pass --prompt or --prompt-file (a model step), --tool (a tool step) or --file")
 	case rf.tool != "":
-		for _, name := range []string{"model", "instructions", "kernel-tool", "function", "tools"} {
+		for _, name := range []string{"model", "instructions", "kernel-tool", "function", "tools", "attach"} {
 			if fl.Changed(name) {
 				return usageErrorf("--%s belongs to a model step; a tool step takes --input and --runner", name)
 			}
@@ -242,15 +347,33 @@ func (e *env) runObject(ctx context.Context, c *client.Client, ws string, rf *ru
 		return json.RawMessage(b), nil
 	}
 	run := map[string]any{"approval_mode": rf.approvalMode}
-	var runner string
-	if rf.runner != "" {
-		id, err := resolveRunner(ctx, c, ws, rf.runner)
-		if err != nil {
-			return nil, err
-		}
-		runner = id
-		run["default_runner_executor_public_id"] = id
+	runner, err := runnerID(ctx, c, ws, rf.runner)
+	if err != nil {
+		return nil, err
 	}
+	if runner != "" {
+		run["default_runner_executor_public_id"] = runner
+	}
+	step, err := e.stepObject(ctx, c, ws, rf, runner)
+	if err != nil {
+		return nil, err
+	}
+	run["steps"] = []any{step}
+	return run, nil
+}
+
+// runnerID is resolveRunner for an optional reference: "" for none.
+func runnerID(ctx context.Context, c *client.Client, ws, ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	return resolveRunner(ctx, c, ws, ref)
+}
+
+// stepObject builds the one step of the flags: a tool step, routed to runner when one is given,
+// or a model step whose --function tools runner serves (the tool providers without one), its
+// --attach files uploaded.
+func (e *env) stepObject(ctx context.Context, c *client.Client, ws string, rf *runFlags, runner string) (any, error) {
 	if rf.tool != "" {
 		step := map[string]any{"name": rf.tool}
 		if rf.input != "" {
@@ -263,8 +386,7 @@ func (e *env) runObject(ctx context.Context, c *client.Client, ws string, rf *ru
 		if runner != "" {
 			step["route"] = map[string]string{"kind": "runner", "runner_executor_public_id": runner}
 		}
-		run["steps"] = []any{map[string]any{"tool": step}}
-		return run, nil
+		return map[string]any{"tool": step}, nil
 	}
 	prompt := rf.prompt
 	if rf.promptFile != "" {
@@ -304,8 +426,14 @@ func (e *env) runObject(ctx context.Context, c *client.Client, ws string, rf *ru
 	if len(tools) > 0 {
 		step["tools"] = tools
 	}
-	run["steps"] = []any{map[string]any{"model": step}}
-	return run, nil
+	if len(rf.attach) > 0 {
+		ids, err := e.attachAll(ctx, c, rf.attach)
+		if err != nil {
+			return nil, err
+		}
+		step["attachments"] = ids
+	}
+	return map[string]any{"model": step}, nil
 }
 
 // servedFunction declares the tool an executor of ws serves under name as a function tool, with
@@ -377,11 +505,15 @@ func resolveRunner(ctx context.Context, c *client.Client, ws, ref string) (strin
 // caller's only workspace, else in whichever of the caller's workspaces holds it.
 func (e *env) findRun(ctx context.Context, cmd *cobra.Command, c *client.Client, f *adminFlags, run string) (string, *client.RunResponse, error) {
 	if ref := e.workspaceRef(cmd, f); ref != "" {
-		res, err := c.Run(ctx, ref, run)
+		ws, err := workspaceHandle(ctx, c, ref)
+		if err != nil {
+			return "", nil, err
+		}
+		res, err := c.Run(ctx, ws, run)
 		if err != nil {
 			return "", nil, apiError(err)
 		}
-		return ref, res, nil
+		return ws, res, nil
 	}
 	ws, err := c.Workspaces(ctx)
 	if err != nil {

@@ -39,6 +39,43 @@ const (
 // errWatchTimeout is the end of a watch whose --timeout passed.
 var errWatchTimeout = errors.New("the run did not end within --timeout")
 
+// The exit codes of the commands that wait for a run (run watch, run create --watch, run append
+// --watch, conversation send), after 0 (completed), 1 (any other error) and 2 (usage), so that a
+// script tells how a run stands without reading its output (README, "The command line").
+const (
+	// exitWaiting: the run waits for a person (an ask or a held approval); standard output
+	// says what, with the commands that answer.
+	exitWaiting = 3
+	// exitNeedsAttention: the run cannot finish by itself; it waits for an append or a stop.
+	exitNeedsAttention = 4
+	// exitCanceled: the run was canceled.
+	exitCanceled = 5
+	// exitTimeout: --timeout passed first; the run goes on.
+	exitTimeout = 6
+)
+
+// timedOut is the end of a watch whose --timeout passed.
+func timedOut(run string, timeout time.Duration) error {
+	return &exitError{code: exitTimeout, err: fmt.Errorf("run %s did not settle within --timeout %s; it goes on (nexus run watch %s)", run, timeout, run)}
+}
+
+// runOutcome is how a settled run ends the command: nil when it completed, else the exit code
+// with what to say on standard error (nothing for a run waiting for a person, which standard
+// output describes).
+func runOutcome(r *client.Run) error {
+	switch r.Status {
+	case runCompleted:
+		return nil
+	case runCanceled:
+		return &exitError{code: exitCanceled, err: fmt.Errorf("run %s was canceled", r.PublicID)}
+	case runNeedsAttention:
+		return &exitError{code: exitNeedsAttention, err: fmt.Errorf("run %s needs attention: %s; "+
+			"read a task with nexus task show %s KEY, then append a repair (nexus run append %s --prompt TEXT, --tool NAME or --file STEPS) "+
+			"or stop it (nexus run stop %s)", r.PublicID, attentionText(r), r.PublicID, r.PublicID, r.PublicID)}
+	}
+	return &exitError{code: exitWaiting}
+}
+
 // waitingForPerson reports whether a live run stands on an ask or a held approval.
 func waitingForPerson(r *client.Run) bool {
 	for _, a := range r.Attention {
@@ -107,19 +144,26 @@ func watchRun(ctx context.Context, c *client.Client, ws, run string, timeout tim
 }
 
 // watchAndReport watches a run and reports how it stands: the answer of a completed run, what a
-// person must do for a waiting one; a run that needs attention or was canceled is an error.
+// person must do for a waiting one; the exit code tells which (runOutcome). --json prints the
+// run's body whatever its outcome, with the same exit code.
 func (e *env) watchAndReport(ctx context.Context, c *client.Client, f *adminFlags, ws, run string, timeout time.Duration) error {
 	res, err := watchRun(ctx, c, ws, run, timeout)
+	if errors.Is(err, errWatchTimeout) {
+		return timedOut(run, timeout)
+	}
 	if err != nil {
 		return err
 	}
 	if f.json {
-		return e.raw(res.Raw)
+		if err := e.raw(res.Raw); err != nil {
+			return err
+		}
+		return runOutcome(&res.Run)
 	}
 	return e.report(ctx, c, ws, &res.Run)
 }
 
-// report prints a settled run's outcome.
+// report prints a settled run's outcome and ends the command with its exit code.
 func (e *env) report(ctx context.Context, c *client.Client, ws string, r *client.Run) error {
 	switch r.Status {
 	case runCompleted:
@@ -129,12 +173,13 @@ func (e *env) report(ctx context.Context, c *client.Client, ws string, r *client
 		}
 		_, err := fmt.Fprintln(e.stdout, strings.TrimRight(answer, "\n"))
 		return err
-	case runCanceled:
-		return fmt.Errorf("run %s was canceled", r.PublicID)
-	case runNeedsAttention:
-		return fmt.Errorf("run %s needs attention: %s", r.PublicID, attentionText(r))
+	case runCanceled, runNeedsAttention:
+		return runOutcome(r)
 	}
-	return e.printWaiting(ctx, c, ws, r)
+	if err := e.printWaiting(ctx, c, ws, r); err != nil {
+		return err
+	}
+	return runOutcome(r)
 }
 
 // attentionText names the reasons of a run that cannot go on, with the errors of the tasks

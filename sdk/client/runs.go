@@ -35,7 +35,8 @@ type Attention struct {
 }
 
 // Task is a task read or a trace row (docs/api.md#tasks-and-decisions). structured_content keeps
-// null and false: StructuredContent is nil when absent and the JSON text otherwise.
+// null and false: StructuredContent is nil when absent and the JSON text otherwise. Usage is a
+// model task's token counts and cost (docs/providers.md, "Usage and cost").
 type Task struct {
 	Key               string           `json:"key"`
 	Kind              string           `json:"kind"`
@@ -46,6 +47,8 @@ type Task struct {
 	DeclaringTaskKey  string           `json:"declaring_task_key,omitempty"`
 	Model             string           `json:"model,omitempty"`
 	Prompt            *string          `json:"prompt,omitempty"`
+	Instructions      *string          `json:"instructions,omitempty"`
+	Attachments       json.RawMessage  `json:"attachments,omitempty"`
 	Finish            string           `json:"finish,omitempty"`
 	Calls             []Call           `json:"calls,omitempty"`
 	ToolDefinitions   json.RawMessage  `json:"tool_definitions,omitempty"`
@@ -62,9 +65,15 @@ type Task struct {
 	Title             *string          `json:"title,omitempty"`
 	Metadata          json.RawMessage  `json:"metadata,omitempty"`
 	Error             *TaskError       `json:"error,omitempty"`
+	Usage             json.RawMessage  `json:"usage,omitempty"`
 	Attempts          *int64           `json:"attempts,omitempty"`
 	RequestBytes      *int64           `json:"request_bytes,omitempty"`
+	TimeoutMS         *int64           `json:"timeout_ms,omitempty"`
 	DeadlineAt        *string          `json:"deadline_at,omitempty"`
+	CreatedAt         string           `json:"created_at,omitempty"`
+	ReadyAt           *string          `json:"ready_at,omitempty"`
+	DispatchedAt      *string          `json:"dispatched_at,omitempty"`
+	StartedAt         *string          `json:"started_at,omitempty"`
 	CompletedAt       *string          `json:"completed_at,omitempty"`
 	ResultDeliveredAt *string          `json:"result_delivered_at,omitempty"`
 }
