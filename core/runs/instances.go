@@ -13,9 +13,11 @@ import (
 )
 
 // Instance liveness (docs/operations.md#several-instances): every engine registers its instance in
-// the store at start and renews a heartbeat; every kernel claim records the claiming instance; a
-// survivor that finds another instance's heartbeat older than the timeout declares it dead and
-// releases the kernel claims it held at once, by the expiry rule, as if their deadlines had passed.
+// the store at start and renews a heartbeat; every kernel claim, and every claim its plugin host
+// makes, records the claiming instance; a survivor that finds another instance's heartbeat older
+// than the timeout declares it dead and releases the claims it held at once, by the expiry rule, as
+// if their deadlines had passed, except that a plugin's replayable call is released for the
+// survivors' copies of the plugin to call again (ApplyExpiry).
 const (
 	// DefaultHeartbeatInterval is kernel.heartbeat_interval's default: one small write per
 	// instance every two seconds costs the store nothing noticeable, and leaves room for five
@@ -72,7 +74,8 @@ func newInstance(version string, now time.Time) (*instance, error) {
 		Version: version, StartedAt: now.UnixMilli(), HeartbeatAt: now.UnixMilli()}}, nil
 }
 
-// InstanceID is this engine's instance id, recorded on every kernel claim it makes.
+// InstanceID is this engine's instance id, recorded on every kernel claim it makes and on every
+// claim its plugin host makes (core/executors.PluginPlane).
 func (e *Engine) InstanceID() string { return e.inst.row.ID }
 
 // register records this instance in the store; Start calls it before any worker claims.
@@ -114,7 +117,7 @@ func (e *Engine) beatOnce(ctx context.Context) {
 		return
 	}
 	if wasDead {
-		e.log.Warn("this instance had been declared dead: the kernel claims it held were released and its commits under them are refused; it serves again",
+		e.log.Warn("this instance had been declared dead: the kernel and plugin claims it held were released and its commits under them are refused; it serves again",
 			"instance", e.inst.row.ID)
 	}
 	e.inst.took()
@@ -162,8 +165,8 @@ func (e *Engine) Heartbeat() (interval, timeout time.Duration) {
 	return e.cfg.HeartbeatInterval, e.cfg.HeartbeatTimeout
 }
 
-// takeOver declares dead the other instances whose heartbeat lapsed, and releases the kernel claims
-// of dead instances by the expiry rule (docs/operations.md#several-instances). It reports how many
+// takeOver declares dead the other instances whose heartbeat lapsed, and releases the kernel and
+// plugin claims of dead instances by the expiry rule (docs/operations.md#several-instances). It reports how many
 // rows it settled or released.
 func (e *Engine) takeOver(ctx context.Context) (int, error) {
 	now := e.nowMS()
@@ -185,11 +188,11 @@ func (e *Engine) takeOver(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	for _, d := range dead {
-		e.log.Warn("instance declared dead: its heartbeat lapsed; releasing its kernel claims",
+		e.log.Warn("instance declared dead: its heartbeat lapsed; releasing its kernel and plugin claims",
 			"instance", d.ID, "host", d.Host, "last_heartbeat", store.FormatMillis(d.HeartbeatAt),
 			"timeout", e.cfg.HeartbeatTimeout)
 	}
-	released := map[string]int{}
+	kernel, replayed, settled := map[string]int{}, map[string]int{}, map[string]int{}
 	n := 0
 	for _, o := range orphans {
 		err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
@@ -206,15 +209,46 @@ func (e *Engine) takeOver(ctx context.Context) (int, error) {
 				return err
 			}
 			n++
-			released[o.Instance]++
-			return e.expireClaim(ctx, tx, fx, run, t, now, "kernel instance "+o.Instance, true)
+			by := "kernel instance " + o.Instance
+			executor := ClaimantOf(deref(t.ClaimedBy))
+			if executor != "" {
+				by = "executor " + executor + " on instance " + o.Instance
+			}
+			if err := e.expireClaim(ctx, tx, fx, run, t, now, by, true); err != nil {
+				return err
+			}
+			switch {
+			case executor == "":
+				kernel[o.Instance]++
+			case t.ClaimedAt == nil:
+				replayed[o.Instance]++ // released for a survivor's copy of the plugin
+			default:
+				settled[o.Instance]++
+			}
+			return nil
 		})
 		if err != nil {
 			return n, err
 		}
 	}
-	for id, rows := range released {
+	for id, rows := range kernel {
 		e.log.Info("released the kernel claims of a dead instance by the expiry rule", "instance", id, "rows", rows)
 	}
+	for id := range mergeKeys(replayed, settled) {
+		e.log.Info("released the plugin claims of a dead instance by the expiry rule", "instance", id,
+			"replayed", replayed[id], "settled", settled[id])
+	}
 	return n, nil
+}
+
+// mergeKeys is the set of keys of a and b.
+func mergeKeys(a, b map[string]int) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
