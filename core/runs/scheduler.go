@@ -35,7 +35,7 @@ func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, e
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
 		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
-		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID, CountAttemptKind: KindModel,
+		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.ID(), CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed); a
 		// model round reads its row and run next, which the claim answers.
@@ -47,7 +47,7 @@ func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, e
 // Stop is called.
 func (e *Engine) Start(ctx context.Context) error {
 	// The instance is registered before any worker claims, so that each claim names a live one.
-	if err := e.register(ctx); err != nil {
+	if err := e.inst.Register(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -66,7 +66,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.wg.Add(2)
 	go e.sweeper(ctx)
-	go e.heartbeat(ctx)
+	go func() {
+		defer e.wg.Done()
+		e.inst.Run(ctx)
+	}()
 	return nil
 }
 
@@ -80,7 +83,7 @@ func (e *Engine) Stop() {
 	e.stop()
 	e.wg.Wait()
 	e.stop = nil
-	e.leave()
+	e.inst.Leave()
 }
 
 type wakeHandler struct{ e *Engine }
@@ -97,7 +100,7 @@ func (h wakeHandler) Notified(payload string) {
 		Kind   string `json:"kind"`
 		Origin string `json:"origin"`
 	}
-	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" && p.Origin != h.e.inst.row.ID {
+	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" && p.Origin != h.e.inst.ID() {
 		h.e.Kick(1)
 	}
 }
@@ -223,7 +226,7 @@ func (e *Engine) RunNextKernelTool(ctx context.Context) (bool, error) {
 			return err
 		}
 		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: kernelToolRunnable + ` AND t.run_id = ?`, Args: []any{false, now, runID},
-			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID})
+			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.ID()})
 		if err != nil || len(got) == 0 {
 			return err
 		}

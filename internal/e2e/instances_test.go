@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/conversations"
-	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/internal/testserver"
@@ -388,7 +388,7 @@ func TestSingleInstanceListsItself(t *testing.T) {
 			in := testserver.Start(t, testserver.Options{Dialect: d, Config: instancesConfig})
 			code, out, body := listInstances(t, in, in.AdminToken)
 			if code != http.StatusOK || len(out.Instances) != 1 || !out.Instances[0].Self ||
-				!strings.HasPrefix(out.Instances[0].ID, runs.InstanceIDPrefix) || out.Instances[0].Host == "" ||
+				!strings.HasPrefix(out.Instances[0].ID, liveness.InstanceIDPrefix) || out.Instances[0].Host == "" ||
 				out.HeartbeatInterval != "200ms" || out.HeartbeatTimeout != "1s" {
 				t.Fatalf("instances: %d %s", code, body)
 			}
