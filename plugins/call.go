@@ -153,10 +153,13 @@ func (s *supervisor) logCall(c *call, attempt int, start time.Time, outcome stri
 		"duration_ms", time.Since(start).Milliseconds(), "outcome", outcome)
 }
 
-// invoke runs one attempt on an instance and answers the commit body, or an error when nothing
-// is to be committed (plugin.ErrPluginShutdown, toolprovider.ErrOutcomeUnknown, or the call's
+// invoke runs one attempt (this host's count) on an instance and answers the commit body, or an
+// error when nothing is to be committed (plugin.ErrPluginShutdown, toolprovider.ErrOutcomeUnknown, or the call's
 // context ended).
 func (s *supervisor) invoke(c *call, in *instance, attempt int) (CommitBody, error) {
+	// The attempt the plugin hears counts the runs under earlier claims of the row too, which
+	// instances that died holding them made.
+	attempt += c.claim.priorRuns()
 	if in.memory != nil {
 		engine := &memory.Engine{Provider: in.memory}
 		res, err := engine.Run(c.ctx, c.claim.ToolName, c.claim.ToolInput, c.claim.MemoryBindings, memory.RunOptions{Replay: attempt > 1})

@@ -412,7 +412,7 @@ func (p *PluginPlane) Claim(ctx context.Context, id, runID, taskKey string) (plu
 func claimOf(ans *ClaimAnswer, now time.Time) (plugins.Claim, error) {
 	t := ans.Task
 	c := plugins.Claim{Token: ans.Claim.ClaimToken, RunID: t.RunPublicID, TaskKey: t.TaskKey, ToolName: t.ToolName,
-		WorkspaceID: t.WorkspacePublicID, ToolInput: t.ToolInput, ClaimedAt: now}
+		WorkspaceID: t.WorkspacePublicID, ToolInput: t.ToolInput, ClaimedAt: now, Generation: ans.Claim.Generation}
 	if t.ToolCallID != nil {
 		c.ToolCallID = *t.ToolCallID
 	}
