@@ -439,3 +439,53 @@ func waitLogLine(t testing.TB, in *testserver.Instance, within time.Duration, pa
 		}
 	}
 }
+
+// TestRestartedInstanceTakesOverPluginClaims: SQLite serves one instance; killed with SIGKILL
+// while its plugin holds a read and a write, and started again on the same store, it is a new
+// instance, which declares its predecessor dead once the heartbeat lapsed and takes its plugin
+// claims over as a survivor does: the read is called again by the new plugin process and
+// completes, the write settles uncertain, both well before the claims' ten-minute deadline.
+func TestRestartedInstanceTakesOverPluginClaims(t *testing.T) {
+	t.Parallel()
+	calls := filepath.Join(t.TempDir(), "calls")
+	in := testserver.Start(t, testserver.Options{Dialect: store.SQLite, Subprocess: true, Config: takeoverConfig(t, instancesConfig, calls)})
+	c := in.Client()
+	ctx := context.Background()
+	runs := map[string]string{}
+	for _, tool := range []string{slowRead, slowWrite} {
+		created, err := c.CreateRun(ctx, "default", slowRun(tool, "restart", 3000), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[tool] = created.Run.PublicID
+	}
+	pid := pluginPID(t, in)
+	for _, tool := range []string{slowRead, slowWrite} {
+		waitCallLine(t, calls, fmt.Sprintf("start %s restart %d", tool, pid), 30*time.Second)
+	}
+	in.Kill()
+	killed := time.Now()
+	in.Restart()
+	c = in.Client()
+	write := waitRun(t, c, runs[slowWrite], takeoverWithin)
+	tk, err := c.Task(ctx, "default", runs[slowWrite], slowKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if write.Status != "needs_attention" || tk.Task.Status != "uncertain" || tk.Task.Error == nil || tk.Task.Error.Key != "tool_uncertain" ||
+		!strings.HasSuffix(tk.Task.Error.Detail, "ended with that instance's heartbeat; the tool may have run") {
+		t.Fatalf("the write after the restart: %s %s", write.Status, tk.Raw)
+	}
+	read := waitRun(t, c, runs[slowRead], takeoverWithin)
+	if want := fmt.Sprintf("%s restart by %d, attempt 2", slowRead, pluginPID(t, in)); read.Status != "completed" || deref(read.Answer) != want {
+		t.Fatalf("the read after the restart: %s %q, want %q", read.Status, deref(read.Answer), want)
+	}
+	if since := time.Since(killed); since >= takeoverWithin {
+		t.Fatalf("the restarted instance took %v, as if it waited for the claims' deadline", since)
+	}
+	for _, l := range callLines(t, calls) {
+		if strings.HasPrefix(l, "start "+slowWrite+" ") && l != fmt.Sprintf("start %s restart %d", slowWrite, pid) {
+			t.Fatalf("the write was called again: %q", callLines(t, calls))
+		}
+	}
+}
