@@ -129,7 +129,7 @@ soak:
 ## re-announcement's host path in plugins, B10 in providers/memory-fs, B11 in providers/memory-postgres with NEXUS_TEST_POSTGRES_URL,
 ## B12, one run end to end through a runner against bare handlers plus its SQL, in core/server,
 ## B13 and the retry decorator's cost in core/model/openai, B14 in core/model/openai and anthropic,
-## B15 in providers/mcp-bridge, B16 in internal/e2e, B20 in internal/e2e with NEXUS_TEST_POSTGRES_URL)
+## B15 in providers/mcp-bridge, B16 in internal/e2e, B20 and B24 in internal/e2e with NEXUS_TEST_POSTGRES_URL)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 

@@ -96,7 +96,12 @@ func (s *supervisor) runCall(c *call, in *instance) {
 		outcome := "committed"
 		switch {
 		case err == nil:
-			owner.commit(c, body)
+			if owner.commit(c, body) {
+				// The claim fence refused the result: the row's deadline passed, it was
+				// cancelled, or this instance was declared dead and its claim released
+				// (docs/operations.md#instance-liveness-and-takeover). Nothing was applied.
+				outcome = "claim_lost"
+			}
 		case errors.Is(err, toolprovider.ErrOutcomeUnknown) && c.ctx.Err() == nil:
 			// The call reached the tool and its answer was lost (protocol 1.1): settled as if
 			// the plugin had crashed during it, without restarting the plugin.
@@ -148,10 +153,13 @@ func (s *supervisor) logCall(c *call, attempt int, start time.Time, outcome stri
 		"duration_ms", time.Since(start).Milliseconds(), "outcome", outcome)
 }
 
-// invoke runs one attempt on an instance and answers the commit body, or an error when nothing
-// is to be committed (plugin.ErrPluginShutdown, toolprovider.ErrOutcomeUnknown, or the call's
+// invoke runs one attempt (this host's count) on an instance and answers the commit body, or an
+// error when nothing is to be committed (plugin.ErrPluginShutdown, toolprovider.ErrOutcomeUnknown, or the call's
 // context ended).
 func (s *supervisor) invoke(c *call, in *instance, attempt int) (CommitBody, error) {
+	// The attempt the plugin hears counts the runs under earlier claims of the row too, which
+	// instances that died holding them made.
+	attempt += c.claim.priorRuns()
 	if in.memory != nil {
 		engine := &memory.Engine{Provider: in.memory}
 		res, err := engine.Run(c.ctx, c.claim.ToolName, c.claim.ToolInput, c.claim.MemoryBindings, memory.RunOptions{Replay: attempt > 1})
@@ -265,8 +273,9 @@ func (s *supervisor) resultBody(c *call, r toolprovider.Result) (CommitBody, err
 }
 
 // commit commits the body once. A grammar refusal is committed as a failed outcome with the
-// word, so the row settles tool_failed; result_unstorable has closed the park itself.
-func (s *supervisor) commit(c *call, body CommitBody) {
+// word, so the row settles tool_failed; result_unstorable has closed the park itself. It answers
+// whether the claim was no longer held (ErrClaimLost): then nothing was committed.
+func (s *supervisor) commit(c *call, body CommitBody) (lost bool) {
 	ctx := c.ctx
 	err := s.h.plane.Commit(ctx, s.executorID, c.claim, body)
 	if r, ok := refusal.As(err); ok && r.Kind == refusal.Unprocessable && r.Code != CodeResultUnstorable && body.Outcome != OutcomeFailed {
@@ -284,9 +293,11 @@ func (s *supervisor) commit(c *call, body CommitBody) {
 			s.counts.Errors++
 		}
 	case errors.Is(err, ErrClaimLost):
+		return true
 	default:
 		s.logger.Warn("commit failed", "plugin", s.entry.Name, "run", c.claim.RunID, "task", c.claim.TaskKey, "error", err)
 	}
+	return false
 }
 
 // expire applies the expiry rule at once to a lost call: a non-replayable one settles

@@ -148,6 +148,32 @@ func countExpired(expired []Claim, task string) int {
 	return n
 }
 
+// TestTakenOverClaimIsAReplay: a claim of a later generation follows claims of instances that
+// died holding the call (docs/operations.md#instance-liveness-and-takeover): the plugin hears the
+// call as a replay, its attempt counting the runs under those claims.
+func TestTakenOverClaimIsAReplay(t *testing.T) {
+	t.Parallel()
+	e := scenarioEntry(t, "slow", plugin.KindToolProvider, "slow")
+	th := startHost(t, e)
+	id := th.executor(t, "slow")
+	first, taken := toolClaim("first", "slow_pure", `{}`, &announce.EffectPure), toolClaim("taken", "slow_pure", `{}`, &announce.EffectPure)
+	first.Generation, taken.Generation = 1, 3
+	th.plane.push(id, first)
+	th.plane.push(id, taken)
+	th.plane.await(t, 10*time.Second, "both calls committed", func() bool {
+		return countTask(th.plane.commits, "first") == 1 && countTask(th.plane.commits, "taken") == 1
+	})
+	if got := *th.plane.commitsFor("first")[0].Title; got != "attempt 1" {
+		t.Errorf("a first claim's call: %q", got)
+	}
+	if got := *th.plane.commitsFor("taken")[0].Title; got != "attempt 3" {
+		t.Errorf("a third claim's call: %q", got)
+	}
+	if st := th.status(t, "slow"); st.Calls.Replayed != 0 || st.Calls.Completed != 2 {
+		t.Errorf("a claim taken over is no replay of this host's: %+v", st.Calls)
+	}
+}
+
 // TestCrashInCallLapses: a replayable call whose plugin dies on every attempt runs at most
 // three times, then its claim lapses (the sweep settles it timed_out); it is never committed.
 func TestCrashInCallLapses(t *testing.T) {

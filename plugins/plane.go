@@ -139,6 +139,15 @@ type Claim struct {
 	EffectProfile *announce.EffectProfile
 	ClaimedAt     time.Time
 	DeadlineAt    time.Time
+	// Generation is the claim's generation: 1 on the row's first claim. A later one follows
+	// claims that ended without a commit, released when the instance holding them died
+	// (docs/operations.md#instance-liveness-and-takeover), so the call is a replay.
+	Generation int64
+}
+
+// priorRuns is how many times the call may have run under earlier claims of its row.
+func (c Claim) priorRuns() int {
+	return int(max(c.Generation-1, 0))
 }
 
 // CommitBody is the result the host commits, in the terms of the result envelope

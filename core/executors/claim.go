@@ -179,8 +179,16 @@ var errPastDeadline = errors.New("executors: the row passed its deadline")
 // applied first to a row past its deadline), already_claimed, not_eligible, not_authorized. On
 // success the generation increments, a fresh nxc_ token is minted (only its SHA-256 is stored) and
 // the clock restarts. The claim locks only the task row, through the shared claim primitive, and
-// commits synchronously: its token leaves the process.
+// commits synchronously: its token leaves the process. An HTTP executor's claim belongs to no
+// instance of the server: it commits through any of them, and its deadline alone ends it.
 func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key string) (*ClaimAnswer, error) {
+	return s.claim(ctx, ex, runID, key, "")
+}
+
+// claim is Claim recording instance as the claim's holder (store.ClaimSpec.Instance): the plugin
+// host's claims name the instance whose host holds them, so that the survivors release them when
+// it dies (docs/operations.md#instance-liveness-and-takeover); "" for an HTTP executor's.
+func (s *Service) claim(ctx context.Context, ex *identity.Executor, runID, key, instance string) (*ClaimAnswer, error) {
 	if err := s.claims.allow(ex.ID); err != nil {
 		return nil, err
 	}
@@ -238,7 +246,7 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 		claimedBy := runs.ClaimedByExecutor(ex.PublicID)
 		c, err := store.ClaimFirst(ctx, tx, store.ClaimSpec{
 			Predicate: `t.id = ? AND t.status = 'dispatched' AND t.claimed_at IS NULL`, Args: []any{t.ID},
-			Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy,
+			Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy, Instance: instance,
 		})
 		if err != nil {
 			return err

@@ -377,15 +377,19 @@ func refusalCode(err error) string {
 	return ""
 }
 
-// Claim claims one row through the executor door's claim.
+// Claim claims one row through the executor door's claim. The claim records this instance, whose
+// host holds it: when the instance dies, a survivor releases it by the expiry rule at once, and a
+// replayable call is served again by the survivors' copies of the plugin
+// (docs/operations.md#instance-liveness-and-takeover).
 func (p *PluginPlane) Claim(ctx context.Context, id, runID, taskKey string) (plugins.Claim, error) {
 	rows, err := p.rowsFor(id, runID)
 	if err != nil {
 		return plugins.Claim{}, err
 	}
+	instance := p.svc.engine.InstanceID()
 	var last error
 	for _, ex := range rows {
-		ans, err := p.svc.Claim(ctx, ex, runID, taskKey)
+		ans, err := p.svc.claim(ctx, ex, runID, taskKey, instance)
 		switch refusalCode(err) {
 		case "":
 		case CodeNotFound:
@@ -408,7 +412,7 @@ func (p *PluginPlane) Claim(ctx context.Context, id, runID, taskKey string) (plu
 func claimOf(ans *ClaimAnswer, now time.Time) (plugins.Claim, error) {
 	t := ans.Task
 	c := plugins.Claim{Token: ans.Claim.ClaimToken, RunID: t.RunPublicID, TaskKey: t.TaskKey, ToolName: t.ToolName,
-		WorkspaceID: t.WorkspacePublicID, ToolInput: t.ToolInput, ClaimedAt: now}
+		WorkspaceID: t.WorkspacePublicID, ToolInput: t.ToolInput, ClaimedAt: now, Generation: ans.Claim.Generation}
 	if t.ToolCallID != nil {
 		c.ToolCallID = *t.ToolCallID
 	}

@@ -146,5 +146,5 @@ func (e *Engine) bornReady(ctx context.Context, q store.Querier, fx *effects, st
 // wakeKernelIn is wakeKernel for a statement: the kernel wake-up rides in it.
 func (e *Engine) wakeKernelIn(stmt *store.CreateRun, fx *effects, key string) {
 	fx.kernel++
-	stmt.Notify = append(stmt.Notify, store.Notification{Channel: e.channel, Payload: kernelWake(e.inst.row.ID, stmt.Run.PublicID, key)})
+	stmt.Notify = append(stmt.Notify, store.Notification{Channel: e.channel, Payload: kernelWake(e.inst.ID(), stmt.Run.PublicID, key)})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
@@ -30,7 +31,7 @@ type Config struct {
 	Poll time.Duration
 	// HeartbeatInterval and HeartbeatTimeout are the instance's heartbeat period and how long
 	// a silent instance lives (docs/operations.md#several-instances); 0 means
-	// DefaultHeartbeatInterval and DefaultHeartbeatTimeout.
+	// liveness.DefaultHeartbeatInterval and liveness.DefaultHeartbeatTimeout.
 	HeartbeatInterval time.Duration
 	HeartbeatTimeout  time.Duration
 }
@@ -122,7 +123,7 @@ type Engine struct {
 	log      hclog.Logger
 	channel  string
 	onClaim  func(c *store.Claimed)
-	inst     *instance
+	inst     *liveness.Instance
 
 	// kick wakes idle workers; its capacity is the pool size so that every signal finds room
 	// without blocking a committing writer.
@@ -163,23 +164,23 @@ func New(o Options) (*Engine, error) {
 		o.Config.Poll = WorkerPoll
 	}
 	if o.Config.HeartbeatInterval <= 0 {
-		o.Config.HeartbeatInterval = DefaultHeartbeatInterval
+		o.Config.HeartbeatInterval = liveness.DefaultHeartbeatInterval
 	}
 	if o.Config.HeartbeatTimeout <= 0 {
-		o.Config.HeartbeatTimeout = DefaultHeartbeatTimeout
+		o.Config.HeartbeatTimeout = liveness.DefaultHeartbeatTimeout
 	}
-	if o.Config.HeartbeatTimeout < MinHeartbeatRenewals*o.Config.HeartbeatInterval {
-		return nil, fmt.Errorf("runs: the heartbeat timeout must span at least %d heartbeat intervals", MinHeartbeatRenewals)
+	if o.Config.HeartbeatTimeout < liveness.MinHeartbeatRenewals*o.Config.HeartbeatInterval {
+		return nil, fmt.Errorf("runs: the heartbeat timeout must span at least %d heartbeat intervals", liveness.MinHeartbeatRenewals)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	inst, err := newInstance(o.Version, o.Now())
-	if err != nil {
-		return nil, err
-	}
 	if o.Log == nil {
 		o.Log = hclog.NewNullLogger()
+	}
+	inst, err := liveness.New(o.Store, o.Log, o.Version, o.Now, o.Config.HeartbeatInterval, o.Config.HeartbeatTimeout)
+	if err != nil {
+		return nil, err
 	}
 	return &Engine{
 		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel, texts: o.Texts,
@@ -236,7 +237,7 @@ type signalRow struct {
 func (e *Engine) wakeKernel(fx *effects, runPublicID, key string) {
 	fx.kernel++
 	if fx.kernel == 1 {
-		fx.wake = kernelWake(e.inst.row.ID, runPublicID, key)
+		fx.wake = kernelWake(e.inst.ID(), runPublicID, key)
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 // (docs/development.md#how-the-kernel-runs-work).
 type Expiry struct {
 	// Release is set for a claimed model task: the claim is cleared and the row stays running
-	// for another attempt, unless its attempts are spent (then Status and Error are set).
+	// for another attempt, unless its attempts are spent (then Status and Error are set). It is
+	// set too for a replayable call a dead instance's plugin held: the claim is cleared and the
+	// row stays dispatched, its park's clock restarted, for a survivor's copy of the plugin.
 	Release bool
 	Status  string
 	Error   TaskError
@@ -35,6 +37,10 @@ type ExpiryFacts struct {
 	// Lapsed is set when the claim ends because its instance was declared dead, before the
 	// deadline (docs/operations.md#several-instances).
 	Lapsed bool
+	// Plugin is set when the claim is one a plugin's host made for its executor on the lapsed
+	// instance (docs/operations.md#instance-liveness-and-takeover): the survivors run copies of
+	// the plugin, so a replayable call is released for one of them to call again.
+	Plugin bool
 }
 
 // ApplyExpiry is the expiry rule, and the only one: a tool row never re-queues itself.
@@ -62,6 +68,15 @@ func ApplyExpiry(f ExpiryFacts) Expiry {
 		detail = fmt.Sprintf("the claim at %s by %s ended with that instance's heartbeat", store.FormatMillis(f.ClaimedAt), f.ClaimedBy)
 	}
 	if replayable(f.Profile) {
+		if f.Lapsed && f.Plugin {
+			// The plugin died with its instance, as a crashed plugin's replayable call is
+			// replayed (docs/plugins.md#crashes): released for a survivor's copy of the plugin,
+			// while the row has claims left.
+			if f.Generation < MaxPluginClaims {
+				return Expiry{Release: true}
+			}
+			detail += fmt.Sprintf("; claimed %d times without settling", f.Generation)
+		}
 		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyToolTimeout, Detail: detail}}
 	}
 	return Expiry{Status: StatusUncertain, Error: TaskError{Key: KeyToolUncertain, Detail: detail + "; the tool may have run"}}

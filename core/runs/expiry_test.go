@@ -33,6 +33,14 @@ func TestApplyExpiry(t *testing.T) {
 		{"model third claim, instance dead", ExpiryFacts{Kind: KindModel, Status: StatusRunning, Generation: 3, Attempts: 3, Lapsed: true}, StatusFailed, KeyAttemptBudgetSpent, false},
 		{"claimed, read-only, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusRunning, Generation: 1, ClaimedAt: 1, Profile: read, Lapsed: true}, StatusTimedOut, KeyToolTimeout, false},
 		{"claimed, not replayable, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusRunning, Generation: 1, ClaimedAt: 1, Profile: edit, Lapsed: true}, StatusUncertain, KeyToolUncertain, false},
+		// A plugin's call whose instance was declared dead is replayed on a survivor's copy of
+		// the plugin when its profile allows, for MaxPluginClaims claims in all.
+		{"plugin's read-only, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1, Profile: read, Lapsed: true, Plugin: true}, "", "", true},
+		{"plugin's write intrinsic, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 2, ClaimedAt: 1, Profile: writeIntrinsic, Lapsed: true, Plugin: true}, "", "", true},
+		{"plugin's read-only, third claim, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 3, ClaimedAt: 1, Profile: read, Lapsed: true, Plugin: true}, StatusTimedOut, KeyToolTimeout, false},
+		{"plugin's not replayable, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1, Profile: edit, Lapsed: true, Plugin: true}, StatusUncertain, KeyToolUncertain, false},
+		{"plugin's read-only, deadline passed", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1, Profile: read, Plugin: true}, StatusTimedOut, KeyToolTimeout, false},
+		{"plugin's never claimed, instance dead", ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Profile: read, Lapsed: true, Plugin: true}, StatusTimedOut, KeyToolTimeout, false},
 	}
 	for _, c := range cases {
 		x := ApplyExpiry(c.f)
@@ -49,5 +57,10 @@ func TestApplyExpiry(t *testing.T) {
 		ClaimedBy: "kernel instance inst_0a1b", Profile: edit, Lapsed: true})
 	if x.Error.Detail != "the claim at 2025-03-01T09:30:00.300Z by kernel instance inst_0a1b ended with that instance's heartbeat; the tool may have run" {
 		t.Errorf("lapsed detail %q", x.Error.Detail)
+	}
+	x = ApplyExpiry(ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 3, ClaimedAt: 1740821400300, TimeoutMS: 600000,
+		ClaimedBy: "executor 1d2e on instance inst_0a1b", Profile: read, Lapsed: true, Plugin: true})
+	if x.Error.Detail != "the claim at 2025-03-01T09:30:00.300Z by executor 1d2e on instance inst_0a1b ended with that instance's heartbeat; claimed 3 times without settling" {
+		t.Errorf("a plugin's spent claims' detail %q", x.Error.Detail)
 	}
 }

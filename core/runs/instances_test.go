@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/kernel"
+	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -28,7 +29,7 @@ func TestTakeoverOfADeadInstance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := survivor.HeartbeatLapse(); got != runs.ReasonNotRegistered {
+		if got := survivor.HeartbeatLapse(); got != liveness.ReasonNotRegistered {
 			t.Fatalf("before registering: %q", got)
 		}
 		for _, e := range []*runs.Engine{h.e, survivor} {
@@ -87,7 +88,7 @@ func TestTakeoverOfADeadInstance(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond)
-		if got := lapsed.HeartbeatLapse(); !strings.HasPrefix(got, runs.ReasonHeartbeatLapsed+": ") {
+		if got := lapsed.HeartbeatLapse(); !strings.HasPrefix(got, liveness.ReasonHeartbeatLapsed+": ") {
 			t.Fatalf("a lapsed heartbeat: %q", got)
 		}
 	})

@@ -27,6 +27,13 @@ const (
 	// MaxModelAttempts is how many claims a model task gets before it fails
 	// attempt_budget_spent: a request that crashed a worker three times will crash the next.
 	MaxModelAttempts = 3
+	// MaxPluginClaims is how many claims a plugin's replayable call gets across instances that
+	// die holding it: each death releases it to a survivor's copy of the plugin, but a call that
+	// took three instances down with it will take the next one too, so the third death settles
+	// it by its deadline's rule instead (docs/operations.md#instance-liveness-and-takeover). The
+	// plugin host bounds a call's replays within one instance by the same number
+	// (plugins.DefaultTimings.MaxAttempts).
+	MaxPluginClaims = 3
 	// MaxReasonBytes bounds a denial reason or a rule's reason copied into error.detail.
 	MaxReasonBytes = 256
 	// PromptExcerptChars and CallInputExcerptBytes bound a <task_result> head: enough to

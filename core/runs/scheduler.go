@@ -35,7 +35,7 @@ func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, e
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
 		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
-		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID, CountAttemptKind: KindModel,
+		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.ID(), CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed); a
 		// model round reads its row and run next, which the claim answers.
@@ -47,7 +47,7 @@ func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, e
 // Stop is called.
 func (e *Engine) Start(ctx context.Context) error {
 	// The instance is registered before any worker claims, so that each claim names a live one.
-	if err := e.register(ctx); err != nil {
+	if err := e.inst.Register(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -66,7 +66,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.wg.Add(2)
 	go e.sweeper(ctx)
-	go e.heartbeat(ctx)
+	go func() {
+		defer e.wg.Done()
+		e.inst.Run(ctx)
+	}()
 	return nil
 }
 
@@ -80,7 +83,7 @@ func (e *Engine) Stop() {
 	e.stop()
 	e.wg.Wait()
 	e.stop = nil
-	e.leave()
+	e.inst.Leave()
 }
 
 type wakeHandler struct{ e *Engine }
@@ -97,7 +100,7 @@ func (h wakeHandler) Notified(payload string) {
 		Kind   string `json:"kind"`
 		Origin string `json:"origin"`
 	}
-	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" && p.Origin != h.e.inst.row.ID {
+	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" && p.Origin != h.e.inst.ID() {
 		h.e.Kick(1)
 	}
 }
@@ -223,7 +226,7 @@ func (e *Engine) RunNextKernelTool(ctx context.Context) (bool, error) {
 			return err
 		}
 		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: kernelToolRunnable + ` AND t.run_id = ?`, Args: []any{false, now, runID},
-			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID})
+			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.ID()})
 		if err != nil || len(got) == 0 {
 			return err
 		}
@@ -455,16 +458,45 @@ func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *sto
 	return e.expireClaim(ctx, tx, fx, run, t, now, by, false)
 }
 
+// releaseToExecutors ends a dispatched row's claim without settling it (store.ReleaseClaim): the
+// call a dead instance's plugin held is claimable again at once, its park's clock restarted, and
+// the row's executors hear work_available, so that the survivors' copies of the plugin claim it
+// (docs/operations.md#instance-liveness-and-takeover). No work_canceled is sent: the call's holder
+// is gone, and the survivors' hosts hold none of it yet.
+func (e *Engine) releaseToExecutors(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+	_, timeout := parkOf(t)
+	deadline := now + timeout
+	ok, err := store.ReleaseClaim(ctx, tx, t.ID, t.ClaimGeneration, deadline)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("runs: the claim of %s moved under the run's lock", t.Key)
+	}
+	t.ClaimedAt, t.ClaimedBy, t.ClaimTokenHash, t.DeadlineAt = nil, nil, nil, &deadline
+	ids, err := e.addressees(ctx, tx, run, t)
+	if err != nil {
+		return err
+	}
+	fx.available = append(fx.available, signalRow{run: run.PublicID, key: t.Key, tool: deref(t.ToolName), executors: ids})
+	return nil
+}
+
 // expireClaim is expire with the claimant's name given, and lapsed set when the claim ends with its
 // instance's heartbeat rather than at its deadline (docs/operations.md#several-instances).
 func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, by string, lapsed bool) error {
 	x := ApplyExpiry(ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration, Attempts: t.Attempts,
 		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
-		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed})
+		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed,
+		// An executor's claim that names an instance is a plugin's: an HTTP executor's names none.
+		Plugin: lapsed && ClaimantOf(deref(t.ClaimedBy)) != ""})
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
 		// A wait's expiry ends only the observation, and says so
 		// (docs/agent-tools.md#delegation-and-conversations).
 		x.Error.Detail = e.texts.WaitTimedOut(spec.Task, deref(t.TimeoutMS))
+	}
+	if x.Release && t.Kind == KindTool {
+		return e.releaseToExecutors(ctx, tx, fx, run, t, now)
 	}
 	if x.Release {
 		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "claimed_at", Val: nil},

@@ -7,15 +7,26 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
+
+// testInstance is an unregistered instance for an engine built by hand, and its id.
+func testInstance(t *testing.T) (*liveness.Instance, string) {
+	t.Helper()
+	in, err := liveness.New(nil, hclog.NewNullLogger(), "test", time.Now, time.Second, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, in.ID()
+}
 
 // The wake-up handler kicks a worker for another instance's kernel wake-up, whatever its run
 // and key hold, and for nothing else on the channel: its own instance's (kicked at commit), an
 // executor's wake-up, a kernel wake-up's words inside another payload's string, a payload that
 // is not JSON.
 func TestWakeHandlerKicksOnKernelWakeUpsOnly(t *testing.T) {
+	inst, self := testInstance(t)
 	cases := []struct {
 		payload string
 		kicks   int
@@ -26,10 +37,10 @@ func TestWakeHandlerKicksOnKernelWakeUpsOnly(t *testing.T) {
 		{`{"kind":"executor","run_public_id":"r","task_key":"{\"kind\":\"kernel\"}","executor_public_ids":[],"event":"work_available","origin":"o"}`, 0},
 		{`{"kind":"kernel"`, 0},
 		{`not json`, 0},
-		{kernelWake("self", "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "step-1"), 0},
+		{kernelWake(self, "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "step-1"), 0},
 	}
 	for _, c := range cases {
-		e := &Engine{kick: make(chan struct{}, 4), inst: &instance{row: store.Instance{ID: "self"}}}
+		e := &Engine{kick: make(chan struct{}, 4), inst: inst}
 		wakeHandler{e}.Notified(c.payload)
 		if got := len(e.kick); got != c.kicks {
 			t.Errorf("%s: %d kicks; want %d", c.payload, got, c.kicks)
@@ -42,7 +53,8 @@ func TestWakeHandlerKicksOnKernelWakeUpsOnly(t *testing.T) {
 // each worker, idle again, takes one and looks for work (which finds every row the kicks were
 // for, since it reads the runnable rows, not the kicks).
 func TestKicksCoalesceWhileWorkersAreBusy(t *testing.T) {
-	e := &Engine{kick: make(chan struct{}, 3), inst: &instance{row: store.Instance{ID: "self"}}}
+	inst, _ := testInstance(t)
+	e := &Engine{kick: make(chan struct{}, 3), inst: inst}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -83,8 +95,9 @@ func TestKernelWakeUpsAfterCommit(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
+	inst, self := testInstance(t)
 	e := &Engine{store: s, channel: s.Channel(WorkChannel), kick: make(chan struct{}, 4),
-		inst: &instance{row: store.Instance{ID: "self"}}, log: hclog.NewNullLogger()}
+		inst: inst, log: hclog.NewNullLogger()}
 	heard := make(heardWakes, 4)
 	stop, err := s.Subscribe(ctx, e.channel, heard)
 	if err != nil {
@@ -101,7 +114,7 @@ func TestKernelWakeUpsAfterCommit(t *testing.T) {
 	}
 	select {
 	case p := <-heard:
-		if want := kernelWake("self", "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "r1"); p != want {
+		if want := kernelWake(self, "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "r1"); p != want {
 			t.Fatalf("heard %s, want %s", p, want)
 		}
 		wakeHandler{e}.Notified(p)

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 
-	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/liveness"
 )
 
 // KernelSettings is the kernel block of the settings file
@@ -86,13 +86,13 @@ func decodeKernel(body hcl.Body) (*KernelSettings, hcl.Body, error) {
 	}
 	interval, timeout := k.HeartbeatInterval, k.HeartbeatTimeout
 	if interval == 0 {
-		interval = runs.DefaultHeartbeatInterval
+		interval = liveness.DefaultHeartbeatInterval
 	}
 	if timeout == 0 {
-		timeout = runs.DefaultHeartbeatTimeout
+		timeout = liveness.DefaultHeartbeatTimeout
 	}
-	if timeout < runs.MinHeartbeatRenewals*interval {
-		return nil, nil, fmt.Errorf(HeartbeatSpanRefusal, runs.MinHeartbeatRenewals)
+	if timeout < liveness.MinHeartbeatRenewals*interval {
+		return nil, nil, fmt.Errorf(HeartbeatSpanRefusal, liveness.MinHeartbeatRenewals)
 	}
 	return k, kf.Remain, nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/liveness"
 )
 
 func TestFileLayerReadsTheKernelBlock(t *testing.T) {
@@ -59,9 +59,9 @@ model_provider "mock" {
 		`kernel { heartbeat_interval = "0s" }`: "kernel.heartbeat_interval",
 		`kernel { heartbeat_timeout = "x" }`:   "kernel.heartbeat_timeout",
 		// The timeout spans at least two renewals, against the defaults where one is unset.
-		`kernel { heartbeat_timeout = "3s" }`:                                      fmt.Sprintf(HeartbeatSpanRefusal, runs.MinHeartbeatRenewals),
-		`kernel { heartbeat_interval = "6s" }`:                                     fmt.Sprintf(HeartbeatSpanRefusal, runs.MinHeartbeatRenewals),
-		"kernel {\nheartbeat_interval = \"1s\"\nheartbeat_timeout = \"1500ms\"\n}": fmt.Sprintf(HeartbeatSpanRefusal, runs.MinHeartbeatRenewals),
+		`kernel { heartbeat_timeout = "3s" }`:                                      fmt.Sprintf(HeartbeatSpanRefusal, liveness.MinHeartbeatRenewals),
+		`kernel { heartbeat_interval = "6s" }`:                                     fmt.Sprintf(HeartbeatSpanRefusal, liveness.MinHeartbeatRenewals),
+		"kernel {\nheartbeat_interval = \"1s\"\nheartbeat_timeout = \"1500ms\"\n}": fmt.Sprintf(HeartbeatSpanRefusal, liveness.MinHeartbeatRenewals),
 	} {
 		if _, err := FileLayer(write(text)); err == nil || !strings.Contains(err.Error(), word) {
 			t.Errorf("%s: %v, want an error naming %s", text, err, word)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/registry"
-	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -142,7 +142,7 @@ func TestReadyWhenStoreAnswers(t *testing.T) {
 	}
 	// Until the engine registered the instance, its heartbeat is not current
 	// (docs/operations.md#several-instances).
-	if r := srv.notReady(context.Background()); len(r) != 1 || r[0] != runs.ReasonNotRegistered {
+	if r := srv.notReady(context.Background()); len(r) != 1 || r[0] != liveness.ReasonNotRegistered {
 		t.Fatalf("before the engine starts: reasons %v", r)
 	}
 	if err := srv.engine.Start(context.Background()); err != nil {

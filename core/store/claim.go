@@ -35,9 +35,10 @@ type ClaimSpec struct {
 	DefaultTimeoutMS int64
 	// ClaimedBy is the stored claimant, JSON: {"kernel":true} or {"executor_public_id":"…"}.
 	ClaimedBy string
-	// Instance is the claiming instance of a kernel claim (docs/operations.md#several-instances),
-	// stored as claimed_instance so that a survivor can release the claims of a dead one; empty
-	// (NULL) for an executor's claim, which the claim's deadline alone settles.
+	// Instance is the claiming instance (docs/operations.md#instance-liveness-and-takeover) of a
+	// kernel claim or of a claim a plugin's host makes for its executor, stored as
+	// claimed_instance so that a survivor can release the claims of a dead one; empty (NULL) for
+	// an HTTP executor's claim, which belongs to no instance and which its deadline alone settles.
 	Instance string
 	// Relaxed lets a claim commit without waiting for its flush to disk (Store.WriteRelaxed).
 	// It is for claims whose every effect is itself a later, synchronous write to this

@@ -8,7 +8,8 @@ import (
 
 // Instance is one server process serving this store (docs/operations.md#several-instances): it
 // registers at start and renews HeartbeatAt; a survivor that finds the heartbeat older than the
-// timeout sets DeadAt and releases the kernel claims the instance held. Times are Unix ms.
+// timeout sets DeadAt and releases the claims the instance held, its kernel's and its plugins'.
+// Times are Unix ms.
 type Instance struct {
 	ID          string `db:"id" json:"id"`
 	Host        string `db:"host" json:"host"`
@@ -91,7 +92,8 @@ func ForgetInstances(ctx context.Context, tx *Tx, before int64) (int64, error) {
 	return res.RowsAffected()
 }
 
-// OrphanedClaim is a live row held by a kernel claim of an instance that is not live.
+// OrphanedClaim is a live row held by a claim of an instance that is not live: a kernel claim, or
+// a claim one of its plugins made (ClaimSpec.Instance).
 type OrphanedClaim struct {
 	ID         int64  `db:"id"`
 	RunID      int64  `db:"run_id"`
@@ -100,15 +102,15 @@ type OrphanedClaim struct {
 	Generation int64  `db:"claim_generation"`
 }
 
-// orphanedPredicate selects live, claimed rows whose kernel claimant is another instance declared
-// dead. It reads no clock: an instance is dead once declared so, and one that came back cleared its
+// orphanedPredicate selects live, claimed rows whose claiming instance (its kernel or one of its
+// plugins) is another instance declared dead. It reads no clock: an instance is dead once declared so, and one that came back cleared its
 // dead_at first. A claimant without a row (an engine that never registered, as in a test that
 // drives one by hand) is never taken for dead.
 const orphanedPredicate = `t.claimed_at IS NOT NULL AND t.claimed_instance IS NOT NULL AND t.claimed_instance <> ?
  AND t.status IN ('running', 'dispatched', 'awaiting_input', 'needs_approval')
  AND EXISTS (SELECT 1 FROM instances i WHERE i.id = t.claimed_instance AND i.dead_at IS NOT NULL)`
 
-// OrphanedClaims lists up to limit rows held by the kernel claims of instances that are not live
+// OrphanedClaims lists up to limit rows held by the claims of instances that are not live
 // (self excluded), locking them with SKIP LOCKED on PostgreSQL so that several survivors never
 // take the same row.
 func OrphanedClaims(ctx context.Context, tx *Tx, self string, limit int) ([]OrphanedClaim, error) {
@@ -130,4 +132,25 @@ func StillOrphaned(ctx context.Context, tx *Tx, id, gen int64, self string) (boo
 	var n int
 	err := tx.Get(ctx, &n, `SELECT COUNT(*) FROM tasks t WHERE t.id = ? AND t.claim_generation = ? AND `+orphanedPredicate, id, gen, self)
 	return n == 1, err
+}
+
+// ReleaseClaim ends claim generation gen of the dispatched row id without settling it, so that the
+// row's executors may claim it again at once (docs/operations.md#instance-liveness-and-takeover: a
+// replayable call a dead instance's plugin held): the claimant, the token's hash, the instance and
+// the claim time are cleared, and the park's clock restarts to end at deadline. The generation
+// stays, so the next claim is generation gen+1, and a write fenced on the released claim's
+// generation and token changes nothing. ok is false when the row is no longer dispatched under
+// that claim.
+func ReleaseClaim(ctx context.Context, tx *Tx, id, gen, deadline int64) (bool, error) {
+	res, err := tx.Exec(ctx, `UPDATE tasks SET claimed_at = NULL, claim_token_hash = NULL, claimed_by = NULL,
+  claimed_instance = NULL, deadline_at = ?
+WHERE id = ? AND claim_generation = ? AND status = 'dispatched' AND claimed_at IS NOT NULL`, deadline, id, gen)
+	if err != nil {
+		return false, fmt.Errorf("store: release claim of task %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
 }

@@ -137,3 +137,118 @@ func TestOrphanedClaims(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseClaim: a plugin's claim records its instance; releasing it (a replayable call a dead
+// instance's plugin held, docs/operations.md#instance-liveness-and-takeover) leaves the row
+// dispatched and unclaimed, with no claimant, token or instance and its park's clock restarted,
+// so that it is no orphan any more and the next claim takes it as the next generation. A write
+// fenced on the released claim changes nothing, and a release of another generation, of a row
+// not claimed or of a row no longer dispatched changes nothing either.
+func TestReleaseClaim(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if err := s.RegisterInstance(ctx, store.Instance{ID: "inst_dead", Host: "h", Version: "v", StartedAt: 1, HeartbeatAt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		_, rows := seedRunRows(t, s, 2)
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			for _, r := range rows {
+				if _, err := store.SetTask(ctx, tx, r.ID, nil, store.Assign{Col: "status", Val: "dispatched"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const dispatched = `t.status = 'dispatched' AND t.claimed_at IS NULL AND r.status = 'running'`
+		byPlugin := `{"executor_public_id":"01900000-0000-7000-8000-000000000061"}`
+		claim := func(now int64) *store.Claimed {
+			c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: dispatched, Now: now, ClaimedBy: byPlugin, Instance: "inst_dead"})
+			if err != nil || c == nil {
+				t.Fatalf("claim: %v %v", c, err)
+			}
+			return c
+		}
+		c, other := claim(10), claim(10)
+		release := func(id, gen, deadline int64) bool {
+			var ok bool
+			if err := s.Write(ctx, func(tx *store.Tx) error {
+				var err error
+				ok, err = store.ReleaseClaim(ctx, tx, id, gen, deadline)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		var orphans []store.OrphanedClaim
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			if _, err := store.DeclareDead(ctx, tx, "inst_live", 5, 20); err != nil {
+				return err
+			}
+			var err error
+			orphans, err = store.OrphanedClaims(ctx, tx, "inst_live", 10)
+			return err
+		})
+		if err != nil || len(orphans) != 2 || orphans[0].Instance != "inst_dead" {
+			t.Fatalf("a plugin's claims of a dead instance: %+v %v", orphans, err)
+		}
+		if release(c.ID, c.Generation+1, 5000) {
+			t.Fatal("another generation's claim was released")
+		}
+		if !release(c.ID, c.Generation, 5000) {
+			t.Fatal("the claim was not released")
+		}
+		got, err := store.TaskByID(ctx, s.Reader(), c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != "dispatched" || got.ClaimedAt != nil || got.ClaimedBy != nil || got.ClaimTokenHash != nil ||
+			got.ClaimGeneration != c.Generation || got.DeadlineAt == nil || *got.DeadlineAt != 5000 {
+			t.Fatalf("the released row: %+v", got)
+		}
+		var instance *string
+		if err := s.Reader().Get(ctx, &instance, `SELECT claimed_instance FROM tasks WHERE id = ?`, c.ID); err != nil || instance != nil {
+			t.Fatalf("the released row's instance: %v %v", instance, err)
+		}
+		if release(c.ID, c.Generation, 6000) {
+			t.Fatal("a row not claimed was released")
+		}
+		// The claim fence refuses a write under the released claim.
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			gen := c.Generation
+			ok, err := store.SetTask(ctx, tx, c.ID, &store.TaskGuard{Statuses: []string{"dispatched"}, Generation: &gen, TokenHash: c.TokenHash},
+				store.Assign{Col: "status", Val: "completed"})
+			if ok {
+				t.Error("a write under the released claim was applied")
+			}
+			if err != nil {
+				return err
+			}
+			orphans, err = store.OrphanedClaims(ctx, tx, "inst_live", 10)
+			return err
+		})
+		if err != nil || len(orphans) != 1 || orphans[0].ID != other.ID {
+			t.Fatalf("orphans after the release: %+v %v", orphans, err)
+		}
+		again, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: `t.id = ? AND ` + dispatched, Args: []any{c.ID}, Now: 20,
+			ClaimedBy: byPlugin, Instance: "inst_live"})
+		if err != nil || again == nil || again.Generation != c.Generation+1 {
+			t.Fatalf("the claim after the release: %+v %v", again, err)
+		}
+		// A row that is no longer dispatched is not released.
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			_, err := store.SetTask(ctx, tx, other.ID, nil, store.Assign{Col: "status", Val: "uncertain"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if release(other.ID, other.Generation, 5000) {
+			t.Fatal("a settled row's claim was released")
+		}
+	})
+}

@@ -99,7 +99,7 @@ var (
 	sdkToolProv = append([]string{"sdk/toolprovider"}, sdkMemory...)
 	coreLeaves  = append([]string{"core/refusal"}, sdkRoots...)
 	coreStore   = append([]string{"core/store", "internal/memo"}, sdkJSON...)
-	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/identity", "core/memory", "core/model",
+	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/identity", "core/liveness", "core/memory", "core/model",
 		"core/profiles", "core/projection", "core/registry", "core/uploads"}, coreLeaves...), coreStore...), sdkMemory...)
 	binariesAndUp = []string{"cmd", "internal/cli", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"}
 )
@@ -147,6 +147,7 @@ var rules = []rule{
 	{"internal/memo", anyOf(), "the bounded memo is a leaf"},
 	// The middle, bottom up.
 	{"core/identity", anyOf(plus(coreLeaves, coreStore...)...), "identity reads the store and refuses; it knows no run"},
+	{"core/liveness", anyOf(coreStore...), "an instance's heartbeat is a row of the store; what the others do with a dead instance's claims is the engine's"},
 	{"core/memory", anyOf(plus(plus(coreLeaves, coreStore...), sdkMemory...)...), "kernel memory is a memory.Provider over the store; it knows no run"},
 	{"core/uploads", anyOf(plus(plus(coreLeaves, coreStore...), "core/envelope", "core/identity")...), "uploads sit on the store, the envelope and identity; they know no run"},
 	{"core/profiles", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model")...), "agent profiles compile declarations and store them; they know no run"},

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/conversations"
-	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/internal/testserver"
@@ -163,8 +163,9 @@ WHERE claimed_instance = ? AND claimed_at > ? AND status = 'running' AND kind = 
 // takeoverTime waits until every held row was claimed again (a later generation) and answers how
 // many were, and the time from killed to the last of those claims, as the rows record them. A
 // row the dead instance's last commit settled (it reached the database just before the
-// connection's end did) was not taken over and does not count.
-func takeoverTime(t testing.TB, st *store.Store, held []heldRow, killed time.Time, within time.Duration) (int, time.Duration) {
+// connection's end did) was not taken over and does not count. live is the status of a held row
+// while it waits: running for a kernel row, dispatched for a plugin's.
+func takeoverTime(t testing.TB, st *store.Store, held []heldRow, killed time.Time, within time.Duration, live string) (int, time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	var last int64
@@ -188,7 +189,7 @@ FROM tasks WHERE id = ?`, h.ID); err != nil {
 				taken++
 				break
 			}
-			if row.Generation == h.Generation && row.Status != "running" {
+			if row.Generation == h.Generation && row.Status != live {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -279,7 +280,7 @@ func TestInstanceKilledUnderLoad(t *testing.T) {
 	if len(held) == 0 {
 		t.Fatal("the killed instance held no kernel claim: the load did not reach it")
 	}
-	taken, took := takeoverTime(t, st, held, killed, takeoverWithin)
+	taken, took := takeoverTime(t, st, held, killed, takeoverWithin, "running")
 	c := two.Client()
 	for _, id := range acked {
 		run := waitRun(t, c, id, takeoverWithin-time.Since(killed))
@@ -388,7 +389,7 @@ func TestSingleInstanceListsItself(t *testing.T) {
 			in := testserver.Start(t, testserver.Options{Dialect: d, Config: instancesConfig})
 			code, out, body := listInstances(t, in, in.AdminToken)
 			if code != http.StatusOK || len(out.Instances) != 1 || !out.Instances[0].Self ||
-				!strings.HasPrefix(out.Instances[0].ID, runs.InstanceIDPrefix) || out.Instances[0].Host == "" ||
+				!strings.HasPrefix(out.Instances[0].ID, liveness.InstanceIDPrefix) || out.Instances[0].Host == "" ||
 				out.HeartbeatInterval != "200ms" || out.HeartbeatTimeout != "1s" {
 				t.Fatalf("instances: %d %s", code, body)
 			}

@@ -18,7 +18,8 @@ import (
 	"github.com/nexuskernel/nexus/sdk/toolprovider"
 )
 
-// e2ePluginEnv, when set, makes this test binary serve changingTools as a plugin process.
+// e2ePluginEnv, when set, makes this test binary serve a plugin process: the takeover tests'
+// (takeoverPluginName), or changingTools for any other value.
 const e2ePluginEnv = "NEXUS_E2E_PLUGIN"
 
 // lostTimeout is the lost-answer tools' timeout_ms: far past what the tests wait, so a row that

@@ -18,7 +18,11 @@ import (
 // TestMain serves as a plugin or as the MCP fixture when this binary is started as one (a test
 // server's plugin; the bridge's stdio servers in TestPluginMCPBridge), else runs the suite.
 func TestMain(m *testing.M) {
-	if os.Getenv(e2ePluginEnv) != "" {
+	switch os.Getenv(e2ePluginEnv) {
+	case "":
+	case takeoverPluginName:
+		serveTakeoverPlugin() // this binary is the takeover tests' plugin
+	default:
 		serveChangingPlugin() // this binary is a plugin of a test's server
 	}
 	mcpbridgetest.MaybeServe()

@@ -41,8 +41,9 @@ type Result struct {
 
 // RunOptions adjusts one call.
 type RunOptions struct {
-	// Replay says the host is re-running a call after a provider crash: a memory_delete that finds its
-	// document already gone then answers as if it had deleted it
+	// Replay says the host is re-running a call that may have run before (after a provider crash,
+	// or on another server instance after the one that held it died): a memory_delete that finds
+	// its document already gone then answers as if it had deleted it
 	// (docs/agent-tools.md#memory-and-skills).
 	Replay bool
 }

@@ -84,7 +84,9 @@ type CallScope struct {
 type ClaimInfo struct {
 	ExecutorID string
 	ClaimedAt  time.Time
-	// Attempt is 1 on the first call; higher on a replay after a crash.
+	// Attempt is 1 on the first call; higher on a replay after a crash: of the plugin, or of the
+	// server instance that held the call, whose claim another instance's copy of the plugin
+	// took over (docs/operations.md#instance-liveness-and-takeover).
 	Attempt int
 	// Replay is true when Attempt > 1.
 	Replay bool
