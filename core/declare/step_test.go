@@ -99,3 +99,17 @@ func TestDeclaresKernelSkill(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelWire: either spelling of a kernel tool answers its wire name; any other name none.
+func TestKernelWire(t *testing.T) {
+	t.Parallel()
+	c := fixture(t)
+	for _, name := range []string{"nexus.skill.load", "skill"} {
+		if wire, ok := c.KernelWire(name); !ok || wire != "skill" {
+			t.Errorf("%s: %q %v", name, wire, ok)
+		}
+	}
+	if wire, ok := c.KernelWire("grep"); ok || wire != "" {
+		t.Errorf("grep: %q %v", wire, ok)
+	}
+}

@@ -3,10 +3,10 @@ package runs_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/nexuskernel/nexus/core/conversations"
 	"strings"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -90,7 +90,7 @@ func TestInputAttachments(t *testing.T) {
 func TestMessageAttachments(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		h, conv := conversationHarness(t, s, nil)
+		h, conv := conversationHarness(t, s, "")
 		img := h.upload("shot.png", pngBytes)
 		p, err := h.conv.PostMessage(h.ctx, &conversations.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"","attachments":["` + img + `"]}`), Replay: replayOf("", nil)})
 		if err != nil {

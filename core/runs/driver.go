@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
@@ -23,28 +22,9 @@ func (e *Engine) guard(c *store.Claimed) *store.TaskGuard {
 	return &store.TaskGuard{Statuses: []string{StatusRunning}, Generation: &g, TokenHash: c.TokenHash}
 }
 
-// toolset opens a round's frozen declaration; without a declaration compiler only the empty
-// set exists.
-func (e *Engine) toolset(t *store.Task) (Toolset, error) {
-	defs := []byte(deref(t.ToolDefinitions))
-	if e.decls == nil {
-		if s := strings.TrimSpace(string(defs)); s != "" && s != "[]" {
-			return nil, errors.New("runs: a declaration compiler is needed to read this round's tools")
-		}
-		return emptyToolset{}, nil
-	}
-	return e.decls.Open(defs, []byte(deref(t.SkillCatalog)))
-}
-
-type emptyToolset struct{}
-
-func (emptyToolset) ResolveCall(name string, input json.RawMessage) (CallResolution, error) {
-	return CallResolution{ToolName: name, Input: input}, nil
-}
-func (emptyToolset) Offered(projection.Target) Offer { return Offer{} }
-func (emptyToolset) SkillsBlock() string             { return "" }
-func (emptyToolset) FrozenSkill(string, string) (declare.SkillEntry, bool) {
-	return declare.SkillEntry{}, false
+// toolset opens a round's frozen declaration.
+func (e *Engine) toolset(t *store.Task) (*projection.Round, error) {
+	return projection.Open(e.compiler, []byte(deref(t.ToolDefinitions)), []byte(deref(t.SkillCatalog)))
 }
 
 // evaluateModel runs one claimed model round (docs/development.md#how-the-kernel-runs-work): seal
@@ -107,7 +87,7 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 
 // sealRound seals the round once; a later attempt replays the stored request unchanged, its
 // request_options included.
-func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*model.Request, error) {
+func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts *projection.Round, m model.Model) (*model.Request, error) {
 	req := &model.Request{Ref: m.Ref, Model: m.WireID(), Run: run.PublicID, TaskKey: t.Key}
 	if e.uploads != nil {
 		req.Media = mediaReader{svc: e.uploads, q: e.store.Reader()}
@@ -216,7 +196,7 @@ func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
 // read when it was claimed: what expansion reads of it (key, round, lineage, model, tools) never
 // changes, and the settling update's claim guard is what decides that the round is still
 // running on this claim (errLostClaim rolls back every row written before it).
-func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Task, m model.Model, ts Toolset, resp *model.Response) error {
+func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Task, m model.Model, ts *projection.Round, resp *model.Response) error {
 	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		run, err := store.LockRun(ctx, tx, c.RunID)
 		if err != nil {
@@ -290,7 +270,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 // expand writes one tool row per call under the pairing law and one continuation that waits on
 // them all, and answers the run's columns it moves (the round counter, the deliverable), which the
 // caller writes with the round's settle; the caller re-points readers of the expanding round.
-func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, []store.Assign, error) {
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts *projection.Round, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, []store.Assign, error) {
 	n, callPrefix, contKey := roundKeys(run, t)
 	var runSet []store.Assign // written once, after the rows
 	if t.Mainline {
@@ -361,7 +341,7 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.Task, 
 }
 
 // birth writes one call's tool row, paired with the round's call and waiting on the round.
-func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts Toolset, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
+func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts *projection.Round, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
 	row := &store.Task{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
 		DeclaringTaskKey: &round.Key, AfterKeys: jsonText([]string{round.Key}), OnFailure: OnFailureAbsorb,
@@ -374,9 +354,9 @@ func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round 
 // birthRow is the birth path every model-origin tool call takes, a round's own and a tool_call
 // child alike: checks 2-6 of the pairing law on name and arguments, alias resolution, addressing
 // (check 7), then the row waits for readiness or is born settled.
-func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts Toolset, row *store.Task, name, arguments string, truncated bool, now int64) error {
+func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts *projection.Round, row *store.Task, name, arguments string, truncated bool, now int64) error {
 	call := model.ToolCall{Name: name, Arguments: arguments}
-	res, err := ts.ResolveCall(call.Name, json.RawMessage("{}"))
+	res, err := resolveCall(ts, call.Name, json.RawMessage("{}"))
 	if err != nil {
 		return err
 	}
@@ -385,7 +365,7 @@ func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts 
 		row.ToolName = &v.ToolName
 		return e.bornFailed(ctx, tx, row, *v.Error, now)
 	}
-	res, err = ts.ResolveCall(call.Name, v.Input)
+	res, err = resolveCall(ts, call.Name, v.Input)
 	if err != nil {
 		return err
 	}

@@ -31,16 +31,16 @@ type requestOptions struct {
 	ToolSearch string // native deferral's variant, else ""
 }
 
-// target is the projection target of a model: its provider's type and native search variant.
+// target is the projection target of a model: its provider's native search variant.
 func target(m model.Model) projection.Target {
-	return projection.Target{ProviderType: m.ProviderType, NativeSearch: m.NativeSearch}
+	return projection.Target{NativeSearch: m.NativeSearch}
 }
 
 // optionsFor builds a round's request_options from what the set offers the model's provider.
 // A round that offers no tools but replays calls, sealed for an anthropic model, records one
 // placeholder definition per distinct replayed call name (in order of first appearance) with
 // tool_choice "none": that API refuses tool blocks in a request that defines no tools.
-func optionsFor(offer Offer, entries []model.Entry, m model.Model) requestOptions {
+func optionsFor(offer projection.Offer, entries []model.Entry, m model.Model) requestOptions {
 	o := requestOptions{Tools: offer.Tools, ToolSearch: offer.ToolSearch, Reasoning: m.ReasoningDefault}
 	if m.MaxOutputTokens != nil {
 		o.MaxOutput = *m.MaxOutputTokens

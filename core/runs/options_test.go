@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/projection"
 )
 
 func TestOptionsPlaceholders(t *testing.T) {
@@ -16,7 +17,7 @@ func TestOptionsPlaceholders(t *testing.T) {
 		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "a", Name: "read_file"}, {ID: "b", Name: "grep"}}},
 		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c", Name: "read_file"}}},
 	}
-	o := optionsFor(Offer{}, entries, an)
+	o := optionsFor(projection.Offer{}, entries, an)
 	want := `{"tools":[{"type":"function","function":{"name":"read_file","description":"Not available in this request.","parameters":{"type":"object","properties":{}},"strict":false}},` +
 		`{"type":"function","function":{"name":"grep","description":"Not available in this request.","parameters":{"type":"object","properties":{}},"strict":false}}],"tool_choice":"none","max_output_tokens":1024}`
 	if got := string(o.encode()); got != want {
@@ -25,10 +26,10 @@ func TestOptionsPlaceholders(t *testing.T) {
 	// Other types and rounds that offer tools take no placeholders.
 	oa := an
 	oa.ProviderType = model.ProviderTypeOpenAI
-	if got := string(optionsFor(Offer{}, entries, oa).encode()); got != `{"tools":[],"max_output_tokens":1024}` {
+	if got := string(optionsFor(projection.Offer{}, entries, oa).encode()); got != `{"tools":[],"max_output_tokens":1024}` {
 		t.Errorf("openai %s", got)
 	}
-	offered := Offer{Tools: []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"x","strict":false}}`)}}
+	offered := projection.Offer{Tools: []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"x","strict":false}}`)}}
 	if got := string(optionsFor(offered, entries, an).encode()); got != `{"tools":[{"type":"function","function":{"name":"x","strict":false}}],"tool_choice":"auto","max_output_tokens":1024}` {
 		t.Errorf("offered %s", got)
 	}

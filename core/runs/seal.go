@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -45,7 +46,7 @@ func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 // the stored entries are shared. detached is whether the run held a detached row when the round
 // was claimed (store.Claimed.Detached): without one there is no unpaired result to carry, and
 // the run's rows are not read for them.
-func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model, detached bool) (*sealed, error) {
+func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts *projection.Round, m model.Model, detached bool) (*sealed, error) {
 	s := &sealed{}
 	gate := e.newGate(q, m)
 	tools, err := requestOptions{Tools: ts.Offered(target(m)).Tools}.schemas()

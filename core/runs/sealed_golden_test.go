@@ -174,7 +174,7 @@ func TestSealedGolden(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, s *store.Store) {
 				o := harnessOptions{models: c.models}
 				if c.notes {
-					o.profiles = memoryProfile{decl: newCompiler(t)}
+					o.profile = memoryProfile
 				}
 				h := newHarness(t, s, o)
 				got := &txtar.Archive{Comment: []byte(c.doc + "\n")}
@@ -269,10 +269,7 @@ func catalogEntry(h *harness, canonical string, deferred bool) string {
 // agentConversation adds an agent and a conversation it answers.
 func (h *harness) agentConversation() string {
 	h.t.Helper()
-	a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: h.actor.WorkspaceID, Handle: "bot", DisplayName: "Bot", StewardUserID: h.actor.ID}
-	if err := h.s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
-		h.t.Fatal(err)
-	}
+	a := h.newAgent("bot", "Bot")
 	c, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`","title":"Notes"}`))
 	if err != nil {
 		h.t.Fatal(err)
