@@ -40,7 +40,13 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 		}
 		return e.failModel(ctx, c, te)
 	}
-	req, err := e.sealRound(ctx, c, run, t, ts, m)
+	// The provider reports what its wire needs of the seal and of the stored answer.
+	provider, ok := e.models.Provider(m.Provider)
+	var caps model.ProviderCapabilities
+	if ok {
+		caps = provider.Capabilities()
+	}
+	req, err := e.sealRound(ctx, c, run, t, ts, m, caps)
 	var te *TaskError
 	if errors.As(err, &te) {
 		return e.failModel(ctx, c, *te)
@@ -48,7 +54,6 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 	if err != nil {
 		return err
 	}
-	provider, ok := e.models.Provider(m.Provider)
 	if !ok {
 		return e.failModel(ctx, c, TaskError{Key: model.KeyProviderModelUnavailable, Detail: "no provider " + m.Provider})
 	}
@@ -82,12 +87,12 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 		}
 		return e.failModel(ctx, c, te)
 	}
-	return e.settleModel(ctx, c, t, m, ts, resp)
+	return e.settleModel(ctx, c, t, m, caps, ts, resp)
 }
 
 // sealRound seals the round once; a later attempt replays the stored request unchanged, its
 // request_options included.
-func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts *projection.Round, m model.Model) (*model.Request, error) {
+func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts *projection.Round, m model.Model, caps model.ProviderCapabilities) (*model.Request, error) {
 	req := &model.Request{Ref: m.Ref, Model: m.WireID(), Run: run.PublicID, TaskKey: t.Key}
 	if e.uploads != nil {
 		req.Media = mediaReader{svc: e.uploads, q: e.store.Reader()}
@@ -108,10 +113,10 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		if err != nil {
 			return nil, err
 		}
-		return withOptions(req, opts)
+		return req, opts.Apply(req)
 	}
 	var s *sealed
-	var opts requestOptions
+	var opts model.RequestOptions
 	// Relaxed: the settle that follows is synchronous (store.Store.WriteRelaxed).
 	err := e.writeWith(ctx, e.store.WriteRelaxed, func(tx *store.Tx, fx *effects) error {
 		var err error
@@ -120,8 +125,10 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 			return err
 		}
 		now := e.nowMS()
-		opts = optionsFor(ts.Offered(target(m)), s.entries, m)
-		s.seal(m.Ref, now, opts)
+		opts = optionsFor(ts.Offered(target(m)), s.entries, m, caps)
+		if err := s.seal(m.Ref, now, opts); err != nil {
+			return err
+		}
 		_, ok, err := store.SealTask(ctx, tx, t.ID, c.Generation, s.parts, now, e.guard(c), store.Delivered{IDs: s.delivered, With: t.Key},
 			store.Assign{Col: "history_entries", Val: s.historyCount})
 		if err != nil {
@@ -136,17 +143,7 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		return nil, err
 	}
 	req.Entries = s.entries
-	return withOptions(req, opts)
-}
-
-// withOptions completes a provider request from its request_options.
-func withOptions(req *model.Request, o requestOptions) (*model.Request, error) {
-	tools, err := o.schemas()
-	if err != nil {
-		return nil, err
-	}
-	req.Tools, req.ToolChoice, req.MaxOutputTokens, req.Reasoning, req.ToolSearch = tools, o.ToolChoice, int(o.MaxOutput), o.Reasoning, o.ToolSearch
-	return req, nil
+	return req, opts.Apply(req)
 }
 
 // failModel settles a claimed round failed (a provider error, an unknown model).
@@ -172,8 +169,9 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, 
 	})
 }
 
-// usageWire is a model task's usage: the mock's keeps its shape; a real provider's always
-// carries the cache counts, and estimated only when the provider reported nothing.
+// usageWire is a model task's usage: a provider that counts prompt caches always carries both
+// cache counts; another's keeps its shape. estimated appears only when the provider reported
+// nothing.
 type usageWire struct {
 	InputTokens           int64       `json:"input_tokens"`
 	OutputTokens          int64       `json:"output_tokens"`
@@ -183,9 +181,9 @@ type usageWire struct {
 	Cost                  *model.Cost `json:"cost,omitempty"`
 }
 
-func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
+func usageOf(caps model.ProviderCapabilities, u model.Usage, cost *model.Cost) usageWire {
 	w := usageWire{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: u.Estimated, Cost: cost}
-	if m.ProviderType == model.ProviderTypeOpenAI || m.ProviderType == model.ProviderTypeAnthropic {
+	if caps.CacheUsage {
 		w.CachedInputTokens, w.CacheWriteInputTokens = &u.CachedInputTokens, &u.CacheWriteInputTokens
 	}
 	return w
@@ -196,7 +194,7 @@ func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
 // read when it was claimed: what expansion reads of it (key, round, lineage, model, tools) never
 // changes, and the settling update's claim guard is what decides that the round is still
 // running on this claim (errLostClaim rolls back every row written before it).
-func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Task, m model.Model, ts *projection.Round, resp *model.Response) error {
+func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Task, m model.Model, caps model.ProviderCapabilities, ts *projection.Round, resp *model.Response) error {
 	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		run, err := store.LockRun(ctx, tx, c.RunID)
 		if err != nil {
@@ -212,7 +210,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			}
 		}
 		set := []store.Assign{{Col: "output", Val: resp.Text}, {Col: "finish", Val: string(finish)},
-			{Col: "usage", Val: jsonText(usageOf(m, resp.Usage, cost))},
+			{Col: "usage", Val: jsonText(usageOf(caps, resp.Usage, cost))},
 			{Col: "is_error", Val: false}, {Col: "completed_at", Val: now}}
 		if content := resp.AnswerContent(); hasProviderBlock(content) {
 			b, err := json.Marshal(content)

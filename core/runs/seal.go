@@ -49,7 +49,7 @@ func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts *projection.Round, m model.Model, detached bool) (*sealed, error) {
 	s := &sealed{}
 	gate := e.newGate(q, m)
-	tools, err := requestOptions{Tools: ts.Offered(target(m)).Tools}.schemas()
+	tools, err := model.RequestOptions{Tools: ts.Offered(target(m)).Tools}.Schemas()
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +327,7 @@ func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store
 
 // seal writes the envelope around the entries: {"request":{"model","sealed_at","entries":[
 // …],"request_options":{…}}}.
-func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
+func (s *sealed) seal(ref string, sealedAt int64, opts model.RequestOptions) error {
 	var pre strings.Builder
 	pre.WriteString(`{"request":{"model":`)
 	pre.Write(jsonwire.AppendString(nil, ref))
@@ -335,7 +335,9 @@ func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
 	pre.Write(jsonwire.AppendString(nil, store.FormatMillis(sealedAt)))
 	pre.WriteString(`,"entries":[`)
 	s.parts.Prefix = []byte(pre.String())
-	s.parts.Suffix = append(append([]byte(optionsPrefix), opts.encode()...), "}}"...)
+	var err error
+	s.parts.Suffix, err = optionsSuffix(opts)
+	return err
 }
 
 // turnSegment is one earlier turn as history carries it: its own entries and its answer.
