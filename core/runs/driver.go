@@ -95,7 +95,7 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts *projection.Round, m model.Model, caps model.ProviderCapabilities) (*model.Request, error) {
 	req := &model.Request{Ref: m.Ref, Model: m.WireID(), Run: run.PublicID, TaskKey: t.Key}
 	if e.uploads != nil {
-		req.Media = mediaReader{svc: e.uploads, q: e.store.Reader()}
+		req.Media = e.uploads.Media(e.store.Reader())
 	}
 	if t.SealedRequestID != nil {
 		parts, err := store.SealedRequest(ctx, e.store.Reader(), *t.SealedRequestID)

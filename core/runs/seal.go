@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/model"
@@ -114,11 +115,11 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		parts = append(parts, model.Part{Type: model.PartText, Text: deref(t.Prompt)})
 		if t.Attachments != nil {
-			var atts []Attachment
-			if err := json.Unmarshal([]byte(*t.Attachments), &atts); err != nil {
+			refs, err := inputRefs(*t.Attachments)
+			if err != nil {
 				return nil, fmt.Errorf("runs: stored attachments of %s: %w", t.Key, err)
 			}
-			input, err := e.inputParts(ctx, gate, atts)
+			input, err := gate.renderAll(ctx, refs)
 			if err != nil {
 				return nil, err
 			}
@@ -221,13 +222,17 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		// The round's media links ride in one user message after its last result
 		// (docs/agent-tools.md#what-a-model-reads).
-		var media []model.Part
-		for _, c := range calls {
-			parts, err := e.resultMedia(ctx, q, gate, byKey[c.TaskKey])
-			if err != nil {
-				return nil, err
-			}
-			media = append(media, parts...)
+		called := make([]*store.Task, len(calls))
+		for i, c := range calls {
+			called[i] = byKey[c.TaskKey]
+		}
+		perCall, err := e.resultRefs(ctx, q, called)
+		if err != nil {
+			return nil, err
+		}
+		media, err := gate.renderAll(ctx, slices.Concat(perCall...))
+		if err != nil {
+			return nil, err
 		}
 		if len(media) > 0 {
 			if err := add(model.Entry{Role: model.RoleUser, Content: media}); err != nil {
@@ -415,33 +420,30 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 		}
 		seg := turnSegment{round: last}
 		skip := int(deref(last.HistoryEntries))
-		for _, b := range parts.Entries[min(skip, len(parts.Entries)):] {
-			var en model.Entry
-			if err := json.Unmarshal(b, &en); err != nil {
+		seg.bytes = append([][]byte(nil), parts.Entries[min(skip, len(parts.Entries)):]...)
+		seg.entries = make([]model.Entry, len(seg.bytes))
+		for i, b := range seg.bytes {
+			if err := json.Unmarshal(b, &seg.entries[i]); err != nil {
 				return nil, err
 			}
+		}
+		// Attachments ride re-rendered for this round's model (docs/agent-tools.md#what-a-model-reads).
+		changed, err := e.rerenderTurn(ctx, q, gate, &turn, seg.entries)
+		if err != nil {
+			return nil, err
+		}
+		for i := range seg.entries {
 			// Provider blocks go back only to the model that produced them.
 			if deref(last.Model) != m.Ref {
-				if kept, dropped := withoutProviderBlocks(en); dropped {
-					en = kept
-					if b, err = encodeEntry(en); err != nil {
-						return nil, err
-					}
+				if kept, dropped := withoutProviderBlocks(seg.entries[i]); dropped {
+					seg.entries[i], changed[i] = kept, true
 				}
 			}
-			// Attachments ride re-rendered for this round's model (docs/agent-tools.md#what-a-model-reads).
-			re, changed, err := e.rerenderMedia(ctx, q, gate, en)
-			if err != nil {
-				return nil, err
-			}
-			if changed {
-				en = re
-				if b, err = encodeEntry(en); err != nil {
+			if changed[i] {
+				if seg.bytes[i], err = encodeEntry(seg.entries[i]); err != nil {
 					return nil, err
 				}
 			}
-			seg.entries = append(seg.entries, en)
-			seg.bytes = append(seg.bytes, b)
 		}
 		// A refused final answer contributes no assistant entry: the provider requires the
 		// refused turn removed before the conversation continues.
