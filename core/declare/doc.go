@@ -2,10 +2,11 @@
 // function tools, Runner-routed tools, plain kernel tools and aliases), refuses a wrong one with
 // the exact word, path and check order of the declaration rules, renders kernel texts with the
 // set's own spellings, and stores the result sorted by callable. It also parses the import
-// fields, freezes a declaration onto new work (kernel imports, Runner imports with qualified
-// names, narrowing, route checks, the frozen environment and skill catalog), narrows a frozen
-// set by callable name, and resolves a model's call under an alias into the kernel tool's name
-// and input.
+// fields, reads a model step's declaration into its acceptance (Step: which Runners and whether
+// kernel skill documents the caller must read for it), freezes a declaration onto new work
+// (kernel imports, Runner imports with qualified names, narrowing, route checks, the frozen
+// environment and skill catalog), narrows a frozen set by callable name, and resolves a model's
+// call under an alias into the kernel tool's name and input.
 //
 // Everything here is a pure function of its inputs and the kernel registry: no store, no clock,
 // no HTTP. Announcements, eligibility and skill rows come in as plain values that the caller

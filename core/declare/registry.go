@@ -123,3 +123,13 @@ func (t *kernelTool) position(param string) int {
 
 // IsKernelSpelling reports whether name is a canonical or wire name of a live kernel tool.
 func (c *Compiler) IsKernelSpelling(name string) bool { return c.resolve(name) != nil }
+
+// KernelWire reports whether name is a canonical or wire name of a live kernel tool, and the
+// tool's wire name.
+func (c *Compiler) KernelWire(name string) (wire string, ok bool) {
+	t := c.resolve(name)
+	if t == nil {
+		return "", false
+	}
+	return t.entry.Wire, true
+}

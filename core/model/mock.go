@@ -25,6 +25,10 @@ func NewMock(name string) *Mock { return &Mock{name: name, sleep: sleepContext} 
 // Name is the provider key.
 func (m *Mock) Name() string { return m.name }
 
+// Capabilities: the mock counts no prompt cache (its usage keeps its own shape) and takes calls
+// without definitions.
+func (m *Mock) Capabilities() ProviderCapabilities { return ProviderCapabilities{} }
+
 // The script's markers and the kernel delivery prefix the scan skips
 // (docs/mock.md#where-the-script-is-found).
 const (

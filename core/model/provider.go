@@ -15,6 +15,22 @@ type Provider interface {
 	// Complete performs one model call. It must honour ctx cancellation.
 	// A returned *Error settles the model task failed with Error.Key.
 	Complete(ctx context.Context, req *Request) (*Response, error)
+	// Capabilities are what the engine must know of the provider's wire when it seals a request
+	// for it and stores its answers; the same value for every call.
+	Capabilities() ProviderCapabilities
+}
+
+// ProviderCapabilities are the facts of a provider's wire the engine acts on
+// (docs/providers.md, what a provider reports), as plain values a provider reports about itself:
+// the engine reads them and never the provider's type.
+type ProviderCapabilities struct {
+	// CacheUsage says the provider counts prompt-cache reads and writes: a round's stored usage
+	// then always carries cached_input_tokens and cache_write_input_tokens, zero included.
+	CacheUsage bool
+	// CallsNeedDefinitions says the provider refuses a request that replays tool calls but
+	// defines no tools: a round that offers none but replays calls then records one placeholder
+	// definition per replayed call name, with tool_choice "none" (RequestOptionsFor).
+	CallsNeedDefinitions bool
 }
 
 // Request is a sealed request as a provider receives it (docs/providers.md, what a provider receives).

@@ -109,6 +109,9 @@ type retrying struct {
 
 func (r *retrying) Name() string { return r.next.Name() }
 
+// Capabilities are the decorated provider's: retries change nothing of its wire.
+func (r *retrying) Capabilities() ProviderCapabilities { return r.next.Capabilities() }
+
 // Unwrap returns the decorated provider.
 func (r *retrying) Unwrap() Provider { return r.next }
 

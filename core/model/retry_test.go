@@ -41,6 +41,8 @@ type scripted struct {
 }
 
 func (s *scripted) Name() string { return "s" }
+
+func (s *scripted) Capabilities() model.ProviderCapabilities { return model.ProviderCapabilities{} }
 func (s *scripted) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
 	s.calls++
 	if s.calls <= len(s.errs) {

@@ -19,11 +19,10 @@ type Projection struct {
 	ToolSearch string
 }
 
-// Target is what projection needs to know of the provider a request goes to: its type and,
-// for a provider with native deferral, the variant of its tool search ("" in kernel mode). The
-// round driver supplies it; projection knows no provider package.
+// Target is what projection needs to know of the provider a request goes to: for a provider
+// with native deferral, the variant of its tool search ("" in kernel mode). The round driver
+// supplies it from the model's catalog entry; projection knows no provider package.
 type Target struct {
-	ProviderType string
 	NativeSearch string
 }
 

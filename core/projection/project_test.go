@@ -101,7 +101,7 @@ func TestProjectForNativeDeferral(t *testing.T) {
 	}
 	deferred := `[{"type":"function","function":{"name":"build_logs","parameters":{"type":"object"}},"defer_loading":true},
 {"type":"function","function":{"name":"read_file"}}]`
-	native := Target{ProviderType: "anthropic", NativeSearch: "bm25"}
+	native := Target{NativeSearch: "bm25"}
 	p := ProjectFor(compile(deferred), nil, native)
 	if p.ToolSearch != "bm25" || len(p.Tools) != 2 {
 		t.Fatalf("native, no pair: %+v", p)
@@ -112,7 +112,7 @@ func TestProjectForNativeDeferral(t *testing.T) {
 	if got := string(p.Tools[1].Encode()); strings.Contains(got, "defer_loading") {
 		t.Errorf("eager entry flagged: %s", got)
 	}
-	if k := ProjectFor(compile(deferred), nil, Target{ProviderType: "anthropic"}); k.ToolSearch != "" || strings.Contains(string(k.Tools[0].Encode()), "defer_loading") {
+	if k := ProjectFor(compile(deferred), nil, Target{}); k.ToolSearch != "" || strings.Contains(string(k.Tools[0].Encode()), "defer_loading") {
 		t.Errorf("kernel mode: %+v", k)
 	}
 	pair := `[{"type":"function","function":{"name":"tool_search","description":"Search this turn's deferred tools and skills; run a match with tool_call.","parameters":{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":20}},"required":["query"]}}},{"type":"function","function":{"name":"tool_call","description":"Run one tool found with tool_search, by its exact name.","parameters":{"type":"object","properties":{"name":{"type":"string"},"input":{"type":"object"}},"required":["name","input"]}}},{"type":"function","function":{"name":"build_logs"},"defer_loading":true}]`

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	kmemory "github.com/nexuskernel/nexus/core/memory"
+	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 	memory "github.com/nexuskernel/nexus/sdk/memory"
@@ -51,6 +53,43 @@ const memoryNamespace = "nexus.memory"
 // (store.Served).
 func FrozenAddress(s Served) (target, profile string) {
 	return *jsonText(&Target{s.ExecutorPublicID, s.DisplayName}), *jsonText(storedProfile{s.Profile, s.TimeoutMS})
+}
+
+// CallResolution is what a model's call becomes on its task row
+// (docs/development.md#how-the-kernel-runs-work).
+type CallResolution struct {
+	Declared bool
+	// ToolName is the row's tool_name: the kernel wire name for a kernel tool (alias or not),
+	// the served name for a routed tool, else the called name.
+	ToolName string
+	// Canonical is the kernel tool the call runs, "" when not a kernel tool.
+	Canonical string
+	Input     json.RawMessage
+	// Alias is tool_alias: the alias called, or a routed callable differing from its served name.
+	Alias string
+	// Route is set for a Runner-routed callable.
+	Route *Route
+}
+
+// Route is a declared Runner route, as a row stores it.
+type Route struct {
+	Kind                   string `json:"kind"`
+	RunnerExecutorPublicID string `json:"runner_executor_public_id"`
+	ToolName               string `json:"tool_name,omitempty"`
+}
+
+// resolveCall resolves a call by name (alias lookup included) against a round's frozen set.
+// Declared is false when the name is no callable of the set. input is a JSON object.
+func resolveCall(ts *projection.Round, name string, input json.RawMessage) (CallResolution, error) {
+	r, err := ts.Set().ResolveCall(name, input)
+	if err != nil {
+		return CallResolution{}, err
+	}
+	out := CallResolution{Declared: r.Declared, ToolName: r.ToolName, Canonical: r.Canonical, Input: r.Input, Alias: r.Alias}
+	if r.Route != nil {
+		out.Route = &Route{Kind: "runner", RunnerExecutorPublicID: strings.ToLower(r.Route.RunnerID), ToolName: r.Route.ToolName}
+	}
+	return out, nil
 }
 
 // address decides who runs a tool row, in the specified order: an explicit Runner route, a

@@ -2,10 +2,9 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"mime"
-	"regexp"
 	"strings"
 	"time"
 
@@ -170,168 +169,251 @@ func (g *mediaGate) admit(ctx context.Context, id, mediaType string, size int64)
 	return "", nil
 }
 
-// inputParts renders a turn's or step's attachments for the request's model (docs/providers.md, media limits): an
-// admitted media upload is an attachment part; anything else is an index line, media with the
-// ending that says why.
-func (e *Engine) inputParts(ctx context.Context, g *mediaGate, atts []Attachment) ([]model.Part, error) {
-	parts := make([]model.Part, 0, len(atts))
-	for _, a := range atts {
-		mt := mediaType(a.ContentType)
-		media := envelope.IsMediaType(a.ContentType)
-		why := ""
-		if media {
-			var err error
-			if why, err = g.admit(ctx, a.PublicID, mt, a.ByteSize); err != nil {
-				return nil, err
-			}
-			if why == "" {
-				parts = append(parts, model.Part{Type: model.PartAttachment, UploadPublicID: a.PublicID, MediaType: mt,
-					Name: a.Filename, ByteSize: a.ByteSize, SHA256: a.SHA256})
-				continue
-			}
+// attachmentRef is one upload a request's user entry refers to, with the typed facts its
+// attachment part or its index line is rendered from (docs/agent-tools.md#what-a-model-reads): a
+// step's or turn's stored attachment list, a settled call's links and their uploads, or a stored
+// attachment part's own fields; never an index line read back.
+type attachmentRef struct {
+	upload    string // public id
+	name      string
+	mediaType string // detected, without parameters
+	size      int64
+	sha256    string
+	uri       string
+	// source is the call's key for a result's media; "" for an input.
+	source string
+	// media says whether the upload is an image or PDF, which a model may read as a part.
+	media bool
+}
+
+// inputRef is an input attachment as its step or turn stored it.
+func inputRef(a Attachment) attachmentRef {
+	return attachmentRef{upload: a.PublicID, name: a.Filename, mediaType: mediaType(a.ContentType), size: a.ByteSize,
+		sha256: a.SHA256, uri: a.URI, media: envelope.IsMediaType(a.ContentType)}
+}
+
+// partRef is a stored attachment part's own facts.
+func partRef(p model.Part) attachmentRef {
+	return attachmentRef{upload: p.UploadPublicID, name: p.Name, mediaType: p.MediaType, size: p.ByteSize, sha256: p.SHA256,
+		uri: envelope.UploadURIPrefix + p.UploadPublicID, source: p.SourceTask, media: true}
+}
+
+// part renders the ref: its attachment part when it is media and why is "", else its index line
+// "[attachment NAME TYPE N bytes URI[ from TASK][ENDING]]", the ending saying why a media upload
+// is not a part.
+func (r attachmentRef) part(why string) model.Part {
+	if r.media && why == "" {
+		return model.Part{Type: model.PartAttachment, UploadPublicID: r.upload, MediaType: r.mediaType, Name: r.name,
+			ByteSize: r.size, SHA256: r.sha256, SourceTask: r.source}
+	}
+	line := fmt.Sprintf("[attachment %s %s %d bytes %s", r.name, r.mediaType, r.size, r.uri)
+	if r.source != "" {
+		line += " from " + r.source
+	}
+	return model.Part{Type: model.PartText, Text: line + why + "]"}
+}
+
+// render decides the ref for the gate's request (docs/providers.md, media limits): media the
+// gate admits is a part, anything else an index line, media with the ending that says why.
+func (g *mediaGate) render(ctx context.Context, r attachmentRef) (model.Part, error) {
+	why := ""
+	if r.media {
+		var err error
+		if why, err = g.admit(ctx, r.upload, r.mediaType, r.size); err != nil {
+			return model.Part{}, err
 		}
-		parts = append(parts, model.Part{Type: model.PartText, Text: fmt.Sprintf("[attachment %s %s %d bytes %s%s]", a.Filename, mt, a.ByteSize, a.URI, why)})
+	}
+	return r.part(why), nil
+}
+
+// renderAll renders refs in order.
+func (g *mediaGate) renderAll(ctx context.Context, refs []attachmentRef) ([]model.Part, error) {
+	parts := make([]model.Part, 0, len(refs))
+	for _, r := range refs {
+		p, err := g.render(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
 	}
 	return parts, nil
 }
 
-// mediaReader opens attachment bytes for a provider through the upload store.
-type mediaReader struct {
-	svc *uploads.Service
-	q   store.Querier
-}
-
-func (m mediaReader) Open(ctx context.Context, uploadPublicID string) (io.ReadCloser, error) {
-	found, err := m.svc.Lookup(ctx, m.q, []string{uploadPublicID})
-	if err != nil {
+// inputRefs reads a stored attachment list (a step's attachments, a turn's input_attachments).
+func inputRefs(stored string) ([]attachmentRef, error) {
+	var atts []Attachment
+	if err := json.Unmarshal([]byte(stored), &atts); err != nil {
 		return nil, err
 	}
-	u, ok := found[strings.ToLower(uploadPublicID)]
-	if !ok {
-		return nil, fmt.Errorf("runs: no upload %s", uploadPublicID)
+	refs := make([]attachmentRef, len(atts))
+	for i, a := range atts {
+		refs[i] = inputRef(a)
 	}
-	r, err := m.svc.Open(ctx, u, 0, u.ByteSize)
-	if err != nil {
-		return nil, err
-	}
-	return io.NopCloser(r), nil
+	return refs, nil
 }
 
-// resultMedia renders a settled call's media links for the request's model (docs/agent-tools.md#what-a-model-reads),
-// in block order: a media upload the model accepts is an attachment part naming the call's key
-// as its source; any other media upload the index line "[attachment NAME TYPE BYTES bytes
-// nexus://uploads/ID from TASK: not readable by this model]". NAME is the link's name, TYPE and
-// BYTES the upload's detected type and stored size, never the link's. Non-media links are part
+// resultRefs are settled calls' media links (docs/agent-tools.md#what-a-model-reads), per row, in
+// block order, each with its upload's detected type, stored size and digest and the link's name,
+// the call's key as its source; the uploads are read once for all rows. Non-media links are part
 // of the result's text and add nothing here. Only completed results carry media: a call that
 // failed pairs with its <tool_use_error>, whatever it stored.
-func (e *Engine) resultMedia(ctx context.Context, q store.Querier, g *mediaGate, row *store.Task) ([]model.Part, error) {
-	if row == nil || row.Status != StatusCompleted || row.Content == nil || e.uploads == nil {
-		return nil, nil
+func (e *Engine) resultRefs(ctx context.Context, q store.Querier, rows []*store.Task) ([][]attachmentRef, error) {
+	out := make([][]attachmentRef, len(rows))
+	if e.uploads == nil {
+		return out, nil
 	}
-	blocks, err := envelope.DecodeContent([]byte(*row.Content))
-	if err != nil {
-		return nil, fmt.Errorf("runs: stored content of %s: %w", row.Key, err)
-	}
+	blocks := make([][]envelope.Block, len(rows))
 	var ids []string
-	for _, b := range blocks {
-		if id := b.UploadID(); id != "" {
-			ids = append(ids, id)
+	for i, row := range rows {
+		if row == nil || row.Status != StatusCompleted || row.Content == nil {
+			continue
+		}
+		var err error
+		if blocks[i], err = envelope.DecodeContent([]byte(*row.Content)); err != nil {
+			return nil, fmt.Errorf("runs: stored content of %s: %w", row.Key, err)
+		}
+		for _, b := range blocks[i] {
+			if id := b.UploadID(); id != "" {
+				ids = append(ids, id)
+			}
 		}
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	found, err := e.uploads.Lookup(ctx, q, ids)
 	if err != nil {
 		return nil, err
 	}
-	var parts []model.Part
-	for _, b := range blocks {
-		u, ok := found[strings.ToLower(b.UploadID())]
-		if !ok || !u.IsMedia() {
-			continue
+	for i, bs := range blocks {
+		for _, b := range bs {
+			u, ok := found[strings.ToLower(b.UploadID())]
+			if !ok || !u.IsMedia() {
+				continue
+			}
+			out[i] = append(out[i], attachmentRef{upload: u.PublicID, name: b.Name, mediaType: u.MediaType(), size: u.ByteSize,
+				sha256: u.SHA256, uri: u.URI(), source: rows[i].Key, media: true})
 		}
-		mt := u.MediaType()
-		why, err := g.admit(ctx, u.PublicID, mt, u.ByteSize)
-		if err != nil {
-			return nil, err
-		}
-		if why == "" {
-			parts = append(parts, model.Part{Type: model.PartAttachment, UploadPublicID: u.PublicID, MediaType: mt,
-				Name: b.Name, ByteSize: u.ByteSize, SHA256: u.SHA256, SourceTask: row.Key})
-			continue
-		}
-		parts = append(parts, model.Part{Type: model.PartText,
-			Text: fmt.Sprintf("[attachment %s %s %d bytes %s from %s%s]", b.Name, mt, u.ByteSize, u.URI(), row.Key, why)})
 	}
-	return parts, nil
+	return out, nil
 }
 
-// indexLine reads an attachment index line of either shape (docs/agent-tools.md#what-a-model-reads): name, type, size,
-// upload id, the source task of a result's media, and whether it says the model cannot read it.
-var indexLine = regexp.MustCompile(`^\[attachment (.+) (\S+) (\d+) bytes nexus://uploads/([0-9a-f-]{36})( from ([A-Za-z0-9][A-Za-z0-9_-]{0,63}))?(: not readable by this model|: too large for this model|: refused by this model|: over this request's attachment limit)?\]$`)
-
-// rerenderMedia renders a user entry's attachments again for another model (docs/agent-tools.md#what-a-model-reads,
-// docs/development.md#how-the-kernel-runs-work): history carries earlier turns' attachments, and the same upload may be an attachment
-// part for one model and an index line for another. An attachment part the model does not
-// accept becomes its index line; the index line of media it does accept becomes the part again,
-// from the upload's stored facts. Other parts, and entries of other roles, are left as they
-// are; changed is false when nothing differs, so that an unchanged model keeps the bytes.
-func (e *Engine) rerenderMedia(ctx context.Context, q store.Querier, g *mediaGate, en model.Entry) (model.Entry, bool, error) {
-	if en.Role != model.RoleUser {
-		return en, false, nil
+// rerenderTurn renders an earlier turn's entries again for this request's model
+// (docs/agent-tools.md#what-a-model-reads, docs/development.md#how-the-kernel-runs-work): history
+// carries earlier turns' attachments, and the same upload may be an attachment part for one model
+// and an index line for another. entries are the turn's lineage as its last sealed round stored
+// them, after its own history. Each upload is decided again, in request order, at the place the
+// assembly put it and from typed data: the opening entry (the one user entry before the first
+// answer with more than one part) ends with the turn's input attachments, from its stored list;
+// the user entry right after a round's results carries the media of that round's calls, each a
+// stored attachment part's own fields or, where an index line stands, the call rows' links and
+// their uploads (read once, when an index line needs them). Text is never read back as an
+// upload. changed[i] reports whether entries[i] now differs, so that an unchanged model keeps the
+// bytes.
+func (e *Engine) rerenderTurn(ctx context.Context, q store.Querier, g *mediaGate, turn *store.Turn, entries []model.Entry) ([]bool, error) {
+	changed := make([]bool, len(entries))
+	inputs, err := inputRefs(turn.InputAttachments)
+	if err != nil {
+		return nil, fmt.Errorf("runs: stored attachments of turn %s: %w", turn.PublicID, err)
 	}
-	changed := false
-	parts := make([]model.Part, len(en.Content))
-	for i, p := range en.Content {
-		parts[i] = p
-		switch {
-		case p.Type == model.PartAttachment:
-			why, err := g.admit(ctx, p.UploadPublicID, p.MediaType, p.ByteSize)
-			if err != nil {
-				return en, false, err
+	var media map[int64][]attachmentRef // by round number: its calls' media; read on first need
+	answered, round := false, int64(0)
+	for i := range entries {
+		en := &entries[i]
+		if en.Role == model.RoleUser && !answered && len(inputs) > 0 && len(en.Content) > len(inputs) {
+			answered = true // the opening entry: no later entry holds inputs
+			if changed[i], err = g.rerender(ctx, en.Content[len(en.Content)-len(inputs):], inputs); err != nil {
+				return nil, err
 			}
-			if why == "" {
-				continue
+			continue
+		}
+		if en.Role != model.RoleAssistant {
+			continue
+		}
+		answered = true
+		if len(en.ToolCalls) == 0 {
+			continue
+		}
+		round++
+		j := i + len(en.ToolCalls) + 1
+		if j >= len(entries) || entries[j].Role != model.RoleUser {
+			continue
+		}
+		parts := entries[j].Content
+		refs := make([]attachmentRef, 0, len(parts))
+		for _, p := range parts {
+			if p.Type == model.PartAttachment {
+				refs = append(refs, partRef(p))
 			}
-			line := fmt.Sprintf("[attachment %s %s %d bytes %s%s", p.Name, p.MediaType, p.ByteSize, envelope.UploadURIPrefix, p.UploadPublicID)
-			if p.SourceTask != "" {
-				line += " from " + p.SourceTask
-			}
-			parts[i] = model.Part{Type: model.PartText, Text: line + why + "]"}
-			changed = true
-		case p.Type == model.PartText && e.uploads != nil && strings.HasPrefix(p.Text, "[attachment "):
-			g0 := indexLine.FindStringSubmatch(p.Text)
-			if g0 == nil || g0[7] == "" || !g.m.AcceptsMedia(g0[2]) {
-				continue
-			}
-			found, err := e.uploads.Lookup(ctx, q, []string{g0[4]})
-			if err != nil {
-				return en, false, err
-			}
-			u, ok := found[g0[4]]
-			if !ok || !u.IsMedia() || u.MediaType() != g0[2] {
-				continue
-			}
-			why, err := g.admit(ctx, u.PublicID, u.MediaType(), u.ByteSize)
-			if err != nil {
-				return en, false, err
-			}
-			if why != "" {
-				if why != g0[7] {
-					parts[i] = model.Part{Type: model.PartText, Text: strings.TrimSuffix(strings.TrimSuffix(p.Text, "]"), g0[7]) + why + "]"}
-					changed = true
+		}
+		if len(refs) < len(parts) {
+			// An index line, or no media entry at all: the round's rows say which.
+			if media == nil {
+				if media, err = e.lineageMedia(ctx, q, turn.RunID); err != nil {
+					return nil, err
 				}
+			}
+			if refs = media[round]; len(refs) != len(parts) {
 				continue
 			}
-			parts[i] = model.Part{Type: model.PartAttachment, UploadPublicID: u.PublicID, MediaType: u.MediaType(), Name: g0[1],
-				ByteSize: u.ByteSize, SHA256: u.SHA256, SourceTask: g0[6]}
-			changed = true
+		}
+		if changed[j], err = g.rerender(ctx, parts, refs); err != nil {
+			return nil, err
 		}
 	}
-	if !changed {
-		return en, false, nil
+	return changed, nil
+}
+
+// rerender decides refs again into parts, the renderings they replace, in place; it reports
+// whether any part changed.
+func (g *mediaGate) rerender(ctx context.Context, parts []model.Part, refs []attachmentRef) (bool, error) {
+	changed := false
+	for k, r := range refs {
+		p, err := g.render(ctx, r)
+		if err != nil {
+			return false, err
+		}
+		if old := parts[k]; p.Type != old.Type || p.Text != old.Text || p.UploadPublicID != old.UploadPublicID || p.MediaType != old.MediaType ||
+			p.Name != old.Name || p.ByteSize != old.ByteSize || p.SHA256 != old.SHA256 || p.SourceTask != old.SourceTask {
+			parts[k], changed = p, true
+		}
 	}
-	en.Content = parts
-	return en, true, nil
+	return changed, nil
+}
+
+// lineageMedia is, by round number, the media a turn's rounds that answered with calls carried
+// to their next round: their calls' media links in call and block order (resultRefs).
+func (e *Engine) lineageMedia(ctx context.Context, q store.Querier, runID int64) (map[int64][]attachmentRef, error) {
+	rows, err := store.LineageRows(ctx, q, runID, "r1")
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[string]*store.Task, len(rows))
+	for i := range rows {
+		byKey[rows[i].Key] = &rows[i]
+	}
+	var rounds []int64
+	var calls []*store.Task
+	for i := range rows {
+		r := &rows[i]
+		if r.Kind != KindModel || r.LineageRoot != "r1" || r.AnswerCalls == nil {
+			continue
+		}
+		var answered []answerCall
+		if err := json.Unmarshal([]byte(*r.AnswerCalls), &answered); err != nil {
+			return nil, fmt.Errorf("runs: stored calls of %s: %w", r.Key, err)
+		}
+		for _, c := range answered {
+			rounds, calls = append(rounds, r.RoundNumber), append(calls, byKey[c.TaskKey])
+		}
+	}
+	refs, err := e.resultRefs(ctx, q, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64][]attachmentRef{}
+	for i, r := range refs {
+		out[rounds[i]] = append(out[rounds[i]], r...)
+	}
+	return out, nil
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexuskernel/nexus/core/acceptance"
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/kernel"
@@ -51,7 +50,7 @@ func benchEngine(b *testing.B, s *store.Store, workers int, onClaim func(*store.
 		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}},
 		Models: &kernel.Models{Catalog: models},
 	})
-	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Declarations: &acceptance.Compiler{C: comp}, Kernel: tools,
+	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Compiler: comp, Kernel: tools,
 		Config: runs.Config{Workers: workers}, OnClaim: onClaim})
 	if err != nil {
 		b.Fatal(err)

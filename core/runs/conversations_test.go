@@ -1,57 +1,29 @@
 package runs_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/nexuskernel/nexus/core/acceptance"
 	"github.com/nexuskernel/nexus/core/conversations"
-	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
-	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// memoryProfile is an agent profile that imports the memory tools, frozen through the
-// declaration compiler as the profile service does.
-type memoryProfile struct {
-	decl  runs.Declarations
-	rules string
-	mode  string
-}
+// memoryProfile is an agent profile that imports the memory tools.
+const memoryProfile = `{"kernel_tools":["nexus.memory.ls","nexus.memory.read","nexus.memory.write","nexus.memory.edit","nexus.memory.grep","nexus.memory.delete"],` +
+	`"approval_mode":"bypass","approval_rules":[],"instructions":"You keep notes."}`
 
-func (p memoryProfile) AcceptProfile(ctx context.Context, q store.Querier, agentID int64, in *runs.ProfileAcceptance) (*runs.AcceptedProfile, error) {
-	f, err := p.decl.AcceptStep(ctx, q, &runs.StepDeclaration{KernelTools: json.RawMessage(`["nexus.memory.ls","nexus.memory.read","nexus.memory.write","nexus.memory.edit","nexus.memory.grep","nexus.memory.delete"]`),
-		Selection: in.Selection, ToolNames: in.ToolNames, NarrowPath: in.Path})
-	if err != nil {
-		return nil, err
-	}
-	instr := "You keep notes."
-	mode := p.mode
-	if mode == "" {
-		mode = runs.ModeBypass
-	}
-	rules := p.rules
-	if rules == "" {
-		rules = "[]"
-	}
-	return &runs.AcceptedProfile{Frozen: *f, Instructions: &instr, ApprovalMode: mode, ApprovalRules: []byte(rules)}, nil
-}
-
-// conversationHarness adds an agent and a conversation it answers.
-func conversationHarness(t *testing.T, s *store.Store, p runs.Profiles) (*harness, string) {
+// conversationHarness adds an agent with the profile configuration (docs/api.md#agent-profiles;
+// "" for the empty profile) and a conversation it answers.
+func conversationHarness(t *testing.T, s *store.Store, profile string) (*harness, string) {
 	t.Helper()
-	h := newHarness(t, s, harnessOptions{profiles: p})
-	a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: h.actor.WorkspaceID, Handle: "bot", DisplayName: "Bot", StewardUserID: h.actor.ID}
-	if err := s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
-		t.Fatal(err)
-	}
+	h := newHarness(t, s, harnessOptions{profile: profile})
+	a := h.newAgent("bot", "Bot")
 	c, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`","title":"Notes"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +52,7 @@ func (h *harness) post(conv, text string, extra string) *conversations.Posted {
 func TestConversationRounds(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		h, conv := conversationHarness(t, s, memoryProfile{decl: newCompiler(t)})
+		h, conv := conversationHarness(t, s, memoryProfile)
 		first := h.post(conv, "Take notes.\n!mock\nround 1\ncall memory_write {\"path\":\"conversation/notes.md\",\"content\":\"alpha\\n\"}\ncall memory_write {\"path\":\"workspace/shared.md\",\"content\":\"beta\"}\nround 2\ncall memory_edit {\"path\":\"conversation/notes.md\",\"old_text\":\"alpha\",\"new_text\":\"gamma\"}\nround 3\ncall memory_read {\"path\":\"conversation/notes.md\"}\nround 4\nsay {{last_result}}", "")
 		if first.Turn.Status != runs.TurnRunning || first.Run.Status != runs.RunRunning || first.Turn.Position != 1 {
 			t.Fatalf("first turn %+v run %s", first.Turn, first.Run.Status)
@@ -148,7 +120,7 @@ func entriesOf(t *testing.T, req []byte) []json.RawMessage {
 func TestConversationQueue(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		h, conv := conversationHarness(t, s, nil)
+		h, conv := conversationHarness(t, s, "")
 		a := h.post(conv, "!mock\nround 1\nsay one", "")
 		b := h.post(conv, "!mock\nround 1\nsay two", "")
 		c := h.post(conv, "!mock\nround 1\nsay three", "")
@@ -206,7 +178,7 @@ func TestConversationQueue(t *testing.T) {
 func TestConversationWords(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		h, conv := conversationHarness(t, s, nil)
+		h, conv := conversationHarness(t, s, "")
 		expect := func(name string, err error, code, path string) {
 			t.Helper()
 			r, ok := refusal.As(err)
@@ -274,15 +246,6 @@ func TestCapabilityUnavailable(t *testing.T) {
 	}
 }
 
-func newCompiler(t *testing.T) runs.Declarations {
-	t.Helper()
-	comp, err := declare.New(registry.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &acceptance.Compiler{C: comp}
-}
-
 // TestHistoryBudget: when history does not fit the model's window less its output, the oldest
 // whole turns are dropped; a turn that alone does not fit fails context_overflow.
 func TestHistoryBudget(t *testing.T) {
@@ -330,7 +293,7 @@ func TestHistoryBudget(t *testing.T) {
 func TestPostedToolNames(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		h, conv := conversationHarness(t, s, nil)
+		h, conv := conversationHarness(t, s, "")
 		narrowed := h.post(conv, "none of them", `"tool_names":[]`)
 		if narrowed.Turn.ToolNames == nil || len(narrowed.Turn.ToolNames) != 0 {
 			t.Fatalf("posted tool_names [] as %#v", narrowed.Turn.ToolNames)

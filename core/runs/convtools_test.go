@@ -1,7 +1,6 @@
 package runs_test
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -18,28 +17,14 @@ import (
 const convKernelTools = `["nexus.graph.wait","nexus.conversation.spawn","nexus.conversation.send","nexus.conversation.status","nexus.conversation.cancel","nexus.graph.delegate_task","nexus.human.ask"]`
 
 // convProfile is an agent profile that declares the conversation tools.
-type convProfile struct{ decl runs.Declarations }
-
-func (p *convProfile) AcceptProfile(ctx context.Context, q store.Querier, agentID int64, in *runs.ProfileAcceptance) (*runs.AcceptedProfile, error) {
-	f, err := p.decl.AcceptStep(ctx, q, &runs.StepDeclaration{KernelTools: json.RawMessage(convKernelTools),
-		Selection: in.Selection, ToolNames: in.ToolNames, NarrowPath: in.Path})
-	if err != nil {
-		return nil, err
-	}
-	return &runs.AcceptedProfile{Frozen: *f, ApprovalMode: runs.ModeBypass, ApprovalRules: []byte("[]")}, nil
-}
+const convProfile = `{"kernel_tools":` + convKernelTools + `,"approval_mode":"bypass","approval_rules":[]}`
 
 // convHarness is a conversation answered by @bot whose profile declares the conversation tools,
 // and a second agent @scout.
 func convHarness(t *testing.T, s *store.Store) (*harness, string) {
 	t.Helper()
-	p := &convProfile{}
-	h, conv := conversationHarness(t, s, p)
-	p.decl = h.decls
-	a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: h.actor.WorkspaceID, Handle: "scout", DisplayName: "Scout", StewardUserID: h.actor.ID}
-	if err := s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
-		t.Fatal(err)
-	}
+	h, conv := conversationHarness(t, s, convProfile)
+	h.newAgent("scout", "Scout")
 	return h, conv
 }
 

@@ -73,7 +73,7 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 		return nil, nil, err
 	}
 	p := &stepParser{e: e, ctx: ctx, q: q, tx: tx, actor: a, runner: runner, existing: map[string]bool{}, fx: fx,
-		skills: &SkillFacts{MemoryContext: mc, WorkspacePublicID: a.WorkspacePublicID, Principal: principal}}
+		skills: &skillFacts{MemoryContext: mc, WorkspacePublicID: a.WorkspacePublicID, Principal: principal}}
 	steps := p.parse(in.Object["steps"], 1, "")
 	if p.needsTx {
 		return nil, nil, ErrNeedsTransaction

@@ -23,12 +23,17 @@
 // the commit, the wake-ups to send. core/executors settles its rows on it and core/conversations
 // runs the conversation tools and the doors on it.
 //
-// It must not import core/conversations, core/kernel, core/executors, core/acceptance,
-// core/httpapi or core/server: kernel tool handlers, the texts of the results the engine settles
-// on a tool's behalf, executor push and the declaration, profile and kernel-skill rules reach it
-// through the KernelTools, ToolTexts, ExecutorSignal, Declarations, Profiles and KernelSkills
-// seams it defines, which core/server fills (ToolTexts is required: New refuses an engine
-// without it), so the engine that settles work never depends on the code that does it. It
-// never speaks HTTP and reads no database driver: a conflict another transaction caused is
-// store.ErrRetryable.
+// Acceptance freezes onto new work what core/declare and core/profiles decide (freeze.go): a
+// model step's declaration (declare.Compiler.Step and Accept, with the Runners and kernel skill
+// documents they name read in the accepting transaction) and the answering agent's profile as it
+// stands now (profiles.Service); a round's frozen set is read back through projection.Open. The
+// engine re-implements no declaration rule.
+//
+// It must not import core/conversations, core/kernel, core/executors, core/httpapi or
+// core/server: kernel tool handlers, the texts of the results the engine settles on a tool's
+// behalf, executor push, the executors' announcements and the workspace's memory override reach
+// it through the KernelTools, ToolTexts, ExecutorSignal, Announcements and MemoryOverrides seams
+// it defines, which core/server fills (ToolTexts is required: New refuses an engine without it),
+// so the engine that settles work never depends on the code that does it. It never speaks HTTP
+// and reads no database driver: a conflict another transaction caused is store.ErrRetryable.
 package runs

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
@@ -23,28 +22,9 @@ func (e *Engine) guard(c *store.Claimed) *store.TaskGuard {
 	return &store.TaskGuard{Statuses: []string{StatusRunning}, Generation: &g, TokenHash: c.TokenHash}
 }
 
-// toolset opens a round's frozen declaration; without a declaration compiler only the empty
-// set exists.
-func (e *Engine) toolset(t *store.Task) (Toolset, error) {
-	defs := []byte(deref(t.ToolDefinitions))
-	if e.decls == nil {
-		if s := strings.TrimSpace(string(defs)); s != "" && s != "[]" {
-			return nil, errors.New("runs: a declaration compiler is needed to read this round's tools")
-		}
-		return emptyToolset{}, nil
-	}
-	return e.decls.Open(defs, []byte(deref(t.SkillCatalog)))
-}
-
-type emptyToolset struct{}
-
-func (emptyToolset) ResolveCall(name string, input json.RawMessage) (CallResolution, error) {
-	return CallResolution{ToolName: name, Input: input}, nil
-}
-func (emptyToolset) Offered(projection.Target) Offer { return Offer{} }
-func (emptyToolset) SkillsBlock() string             { return "" }
-func (emptyToolset) FrozenSkill(string, string) (declare.SkillEntry, bool) {
-	return declare.SkillEntry{}, false
+// toolset opens a round's frozen declaration.
+func (e *Engine) toolset(t *store.Task) (*projection.Round, error) {
+	return projection.Open(e.compiler, []byte(deref(t.ToolDefinitions)), []byte(deref(t.SkillCatalog)))
 }
 
 // evaluateModel runs one claimed model round (docs/development.md#how-the-kernel-runs-work): seal
@@ -60,7 +40,13 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 		}
 		return e.failModel(ctx, c, te)
 	}
-	req, err := e.sealRound(ctx, c, run, t, ts, m)
+	// The provider reports what its wire needs of the seal and of the stored answer.
+	provider, ok := e.models.Provider(m.Provider)
+	var caps model.ProviderCapabilities
+	if ok {
+		caps = provider.Capabilities()
+	}
+	req, err := e.sealRound(ctx, c, run, t, ts, m, caps)
 	var te *TaskError
 	if errors.As(err, &te) {
 		return e.failModel(ctx, c, *te)
@@ -68,7 +54,6 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 	if err != nil {
 		return err
 	}
-	provider, ok := e.models.Provider(m.Provider)
 	if !ok {
 		return e.failModel(ctx, c, TaskError{Key: model.KeyProviderModelUnavailable, Detail: "no provider " + m.Provider})
 	}
@@ -102,15 +87,15 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 		}
 		return e.failModel(ctx, c, te)
 	}
-	return e.settleModel(ctx, c, t, m, ts, resp)
+	return e.settleModel(ctx, c, t, m, caps, ts, resp)
 }
 
 // sealRound seals the round once; a later attempt replays the stored request unchanged, its
 // request_options included.
-func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts Toolset, m model.Model) (*model.Request, error) {
+func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run, t *store.Task, ts *projection.Round, m model.Model, caps model.ProviderCapabilities) (*model.Request, error) {
 	req := &model.Request{Ref: m.Ref, Model: m.WireID(), Run: run.PublicID, TaskKey: t.Key}
 	if e.uploads != nil {
-		req.Media = mediaReader{svc: e.uploads, q: e.store.Reader()}
+		req.Media = e.uploads.Media(e.store.Reader())
 	}
 	if t.SealedRequestID != nil {
 		parts, err := store.SealedRequest(ctx, e.store.Reader(), *t.SealedRequestID)
@@ -128,10 +113,10 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		if err != nil {
 			return nil, err
 		}
-		return withOptions(req, opts)
+		return req, opts.Apply(req)
 	}
 	var s *sealed
-	var opts requestOptions
+	var opts model.RequestOptions
 	// Relaxed: the settle that follows is synchronous (store.Store.WriteRelaxed).
 	err := e.writeWith(ctx, e.store.WriteRelaxed, func(tx *store.Tx, fx *effects) error {
 		var err error
@@ -140,8 +125,10 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 			return err
 		}
 		now := e.nowMS()
-		opts = optionsFor(ts.Offered(target(m)), s.entries, m)
-		s.seal(m.Ref, now, opts)
+		opts = optionsFor(ts.Offered(target(m)), s.entries, m, caps)
+		if err := s.seal(m.Ref, now, opts); err != nil {
+			return err
+		}
 		_, ok, err := store.SealTask(ctx, tx, t.ID, c.Generation, s.parts, now, e.guard(c), store.Delivered{IDs: s.delivered, With: t.Key},
 			store.Assign{Col: "history_entries", Val: s.historyCount})
 		if err != nil {
@@ -156,17 +143,7 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		return nil, err
 	}
 	req.Entries = s.entries
-	return withOptions(req, opts)
-}
-
-// withOptions completes a provider request from its request_options.
-func withOptions(req *model.Request, o requestOptions) (*model.Request, error) {
-	tools, err := o.schemas()
-	if err != nil {
-		return nil, err
-	}
-	req.Tools, req.ToolChoice, req.MaxOutputTokens, req.Reasoning, req.ToolSearch = tools, o.ToolChoice, int(o.MaxOutput), o.Reasoning, o.ToolSearch
-	return req, nil
+	return req, opts.Apply(req)
 }
 
 // failModel settles a claimed round failed (a provider error, an unknown model).
@@ -192,8 +169,9 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, 
 	})
 }
 
-// usageWire is a model task's usage: the mock's keeps its shape; a real provider's always
-// carries the cache counts, and estimated only when the provider reported nothing.
+// usageWire is a model task's usage: a provider that counts prompt caches always carries both
+// cache counts; another's keeps its shape. estimated appears only when the provider reported
+// nothing.
 type usageWire struct {
 	InputTokens           int64       `json:"input_tokens"`
 	OutputTokens          int64       `json:"output_tokens"`
@@ -203,9 +181,9 @@ type usageWire struct {
 	Cost                  *model.Cost `json:"cost,omitempty"`
 }
 
-func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
+func usageOf(caps model.ProviderCapabilities, u model.Usage, cost *model.Cost) usageWire {
 	w := usageWire{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: u.Estimated, Cost: cost}
-	if m.ProviderType == model.ProviderTypeOpenAI || m.ProviderType == model.ProviderTypeAnthropic {
+	if caps.CacheUsage {
 		w.CachedInputTokens, w.CacheWriteInputTokens = &u.CachedInputTokens, &u.CacheWriteInputTokens
 	}
 	return w
@@ -216,7 +194,7 @@ func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
 // read when it was claimed: what expansion reads of it (key, round, lineage, model, tools) never
 // changes, and the settling update's claim guard is what decides that the round is still
 // running on this claim (errLostClaim rolls back every row written before it).
-func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Task, m model.Model, ts Toolset, resp *model.Response) error {
+func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Task, m model.Model, caps model.ProviderCapabilities, ts *projection.Round, resp *model.Response) error {
 	return e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		run, err := store.LockRun(ctx, tx, c.RunID)
 		if err != nil {
@@ -232,7 +210,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			}
 		}
 		set := []store.Assign{{Col: "output", Val: resp.Text}, {Col: "finish", Val: string(finish)},
-			{Col: "usage", Val: jsonText(usageOf(m, resp.Usage, cost))},
+			{Col: "usage", Val: jsonText(usageOf(caps, resp.Usage, cost))},
 			{Col: "is_error", Val: false}, {Col: "completed_at", Val: now}}
 		if content := resp.AnswerContent(); hasProviderBlock(content) {
 			b, err := json.Marshal(content)
@@ -290,7 +268,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 // expand writes one tool row per call under the pairing law and one continuation that waits on
 // them all, and answers the run's columns it moves (the round counter, the deliverable), which the
 // caller writes with the round's settle; the caller re-points readers of the expanding round.
-func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, []store.Assign, error) {
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts *projection.Round, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, []store.Assign, error) {
 	n, callPrefix, contKey := roundKeys(run, t)
 	var runSet []store.Assign // written once, after the rows
 	if t.Mainline {
@@ -361,7 +339,7 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.Task, 
 }
 
 // birth writes one call's tool row, paired with the round's call and waiting on the round.
-func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts Toolset, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
+func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts *projection.Round, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
 	row := &store.Task{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
 		DeclaringTaskKey: &round.Key, AfterKeys: jsonText([]string{round.Key}), OnFailure: OnFailureAbsorb,
@@ -374,9 +352,9 @@ func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round 
 // birthRow is the birth path every model-origin tool call takes, a round's own and a tool_call
 // child alike: checks 2-6 of the pairing law on name and arguments, alias resolution, addressing
 // (check 7), then the row waits for readiness or is born settled.
-func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts Toolset, row *store.Task, name, arguments string, truncated bool, now int64) error {
+func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts *projection.Round, row *store.Task, name, arguments string, truncated bool, now int64) error {
 	call := model.ToolCall{Name: name, Arguments: arguments}
-	res, err := ts.ResolveCall(call.Name, json.RawMessage("{}"))
+	res, err := resolveCall(ts, call.Name, json.RawMessage("{}"))
 	if err != nil {
 		return err
 	}
@@ -385,7 +363,7 @@ func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts 
 		row.ToolName = &v.ToolName
 		return e.bornFailed(ctx, tx, row, *v.Error, now)
 	}
-	res, err = ts.ResolveCall(call.Name, v.Input)
+	res, err = resolveCall(ts, call.Name, v.Input)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
@@ -69,8 +71,9 @@ type Options struct {
 	Store    *store.Store
 	Models   *model.Catalog
 	Registry *registry.Registry
-	// Declarations reads and freezes tool declarations; nil accepts only steps without tools.
-	Declarations Declarations
+	// Compiler is the declaration compiler a step's declaration is frozen with and a round's
+	// frozen set read back with; nil means one over Registry.
+	Compiler *declare.Compiler
 	// Kernel runs kernel tool calls; nil fails every kernel row tool_not_served.
 	Kernel KernelTools
 	// Texts words the results the engine settles on a kernel tool's behalf (an expired or
@@ -85,11 +88,12 @@ type Options struct {
 	// Uploads checks, binds and reads input attachments; nil refuses every attachment
 	// unknown_input_upload.
 	Uploads *uploads.Service
-	// Profiles freezes answering agents' profiles onto conversation turns; nil gives every
-	// agent the empty profile.
-	Profiles Profiles
-	// Memory freezes a run's memory configuration at acceptance (kernel memory's resolver);
-	// nil freezes the wave-1 defaults assuming a controlling person.
+	// Profiles reads answering agents' profiles, which turns freeze; nil means a service over
+	// Store, Models and the compiler.
+	Profiles *profiles.Service
+	// Memory freezes a run's memory configuration at acceptance and resolves it for the kernel
+	// skill documents a skill callable freezes (kernel memory's resolver); nil freezes the
+	// wave-1 defaults assuming a controlling person, and reads no kernel skill documents.
 	Memory *memory.Resolver
 	Config Config
 	// Now is the clock every deadline and the expiry rule read; nil means time.Now.
@@ -108,7 +112,7 @@ type Engine struct {
 	store    *store.Store
 	models   *model.Catalog
 	registry *registry.Registry
-	decls    Declarations
+	compiler *declare.Compiler
 	kernel   KernelTools
 	texts    ToolTexts
 	signal   ExecutorSignal
@@ -116,7 +120,7 @@ type Engine struct {
 	ann      Announcements
 	over     MemoryOverrides
 	mem      *memory.Resolver
-	profiles Profiles
+	profiles *profiles.Service
 	uploads  *uploads.Service
 	cfg      Config
 	now      func() time.Time
@@ -182,8 +186,18 @@ func New(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Compiler == nil {
+		if o.Compiler, err = declare.New(o.Registry); err != nil {
+			return nil, err
+		}
+	}
+	if o.Profiles == nil {
+		if o.Profiles, err = profiles.New(profiles.Options{Store: o.Store, Compiler: o.Compiler, Models: o.Models, Now: o.Now}); err != nil {
+			return nil, err
+		}
+	}
 	return &Engine{
-		store: o.Store, models: o.Models, registry: o.Registry, decls: o.Declarations, kernel: o.Kernel, texts: o.Texts,
+		store: o.Store, models: o.Models, registry: o.Registry, compiler: o.Compiler, kernel: o.Kernel, texts: o.Texts,
 		signal: o.Signal, changed: o.RunChanged, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, inst: inst,

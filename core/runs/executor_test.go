@@ -2,9 +2,11 @@ package runs
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/store"
 )
 
 func TestClaimantRoundTrip(t *testing.T) {
@@ -20,34 +22,45 @@ func TestClaimantRoundTrip(t *testing.T) {
 	}
 }
 
-// TestIndexLineGrammar pins the index lines rerenderMedia reads back: a result's (with its source
-// task) and an input's, of media the model cannot read; lines of non-media inputs, and text that
-// merely looks like one, are left alone.
-func TestIndexLineGrammar(t *testing.T) {
+// TestAttachmentRefRendering: a media ref the gate admits is its attachment part; otherwise, and
+// for any non-media input, its index line, a result's naming its source task, media's ending
+// saying why. A model that reads no images turns a stored part of history into its index line.
+func TestAttachmentRefRendering(t *testing.T) {
 	t.Parallel()
 	id := "01900000-0000-7000-8000-0000000000aa"
-	for line, want := range map[string][]string{
-		"[attachment page one.png image/png 4008 bytes nexus://uploads/" + id + " from r2t0: not readable by this model]": {"page one.png", "image/png", "4008", id, "r2t0"},
-		"[attachment scan.pdf application/pdf 12 bytes nexus://uploads/" + id + ": not readable by this model]":           {"scan.pdf", "application/pdf", "12", id, ""},
-	} {
-		g := indexLine.FindStringSubmatch(line)
-		if g == nil || g[1] != want[0] || g[2] != want[1] || g[3] != want[2] || g[4] != want[3] || g[6] != want[4] || g[7] == "" {
-			t.Fatalf("%s: %q", line, g)
-		}
+	img := inputRef(Attachment{PublicID: id, URI: "nexus://uploads/" + id, Filename: "page one.png", ContentType: "image/png; charset=binary", ByteSize: 4008, SHA256: "ab"})
+	if p := img.part(""); p.Type != model.PartAttachment || p.UploadPublicID != id || p.MediaType != "image/png" || p.Name != "page one.png" ||
+		p.ByteSize != 4008 || p.SHA256 != "ab" || p.SourceTask != "" {
+		t.Fatalf("admitted %+v", p)
 	}
-	// Without uploads nothing is turned back into a part, and a non-media input line has no
-	// "not readable" tail to act on.
+	if p := img.part(endTooLarge); p.Type != model.PartText || p.Text != "[attachment page one.png image/png 4008 bytes nexus://uploads/"+id+": too large for this model]" {
+		t.Fatalf("too large %+v", p)
+	}
+	res := img
+	res.source = "r2t0"
+	if p := res.part(endUnreadable); p.Text != "[attachment page one.png image/png 4008 bytes nexus://uploads/"+id+" from r2t0: not readable by this model]" {
+		t.Fatalf("result %+v", p)
+	}
+	notes := inputRef(Attachment{PublicID: id, URI: "nexus://uploads/" + id, Filename: "notes.txt", ContentType: "text/plain", ByteSize: 5})
 	e := &Engine{}
-	en := model.Entry{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: "[attachment notes.txt text/plain 5 bytes nexus://uploads/" + id + "]"}}}
-	if _, changed, err := e.rerenderMedia(context.Background(), nil, e.newGate(nil, model.Model{}), en); changed || err != nil {
-		t.Fatalf("changed %v %v", changed, err)
+	g := e.newGate(nil, model.Model{})
+	if p, err := g.render(context.Background(), notes); err != nil || p.Text != "[attachment notes.txt text/plain 5 bytes nexus://uploads/"+id+"]" {
+		t.Fatalf("non-media input %+v %v", p, err)
 	}
-	// An attachment part for a model that reads no images becomes its index line.
-	part := model.Entry{Role: model.RoleUser, Content: []model.Part{{Type: model.PartAttachment, UploadPublicID: id, MediaType: "image/png",
-		Name: "page.png", ByteSize: 7, SHA256: "x", SourceTask: "r2t0"}}}
-	got, changed, err := e.rerenderMedia(context.Background(), nil, e.newGate(nil, model.Model{}), part)
-	want := "[attachment page.png image/png 7 bytes nexus://uploads/" + id + " from r2t0: not readable by this model]"
-	if err != nil || !changed || got.Content[0].Type != model.PartText || got.Content[0].Text != want {
-		t.Fatalf("%+v %v %v", got, changed, err)
+	// A stored part of an earlier turn's result media, for a model that reads no images.
+	stored := res.part("")
+	entries := []model.Entry{
+		{Role: model.RoleUser, Content: []model.Part{{Type: model.PartText, Text: "Look."}}},
+		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c", Name: "screenshot", Arguments: "{}"}}},
+		{Role: model.RoleTool, ToolCallID: "c", Name: "screenshot", Content: []model.Part{{Type: model.PartText, Text: "Captured."}}},
+		{Role: model.RoleUser, Content: []model.Part{stored}},
+	}
+	changed, err := e.rerenderTurn(context.Background(), nil, g, &store.Turn{InputAttachments: "[]"}, entries)
+	want := "[attachment page one.png image/png 4008 bytes nexus://uploads/" + id + " from r2t0: not readable by this model]"
+	if err != nil || !slices.Equal(changed, []bool{false, false, false, true}) || entries[3].Content[0].Text != want {
+		t.Fatalf("changed %v, %+v, %v", changed, entries[3].Content, err)
+	}
+	if _, err := e.rerenderTurn(context.Background(), nil, g, &store.Turn{InputAttachments: "{"}, entries); err == nil {
+		t.Fatal("a turn whose stored attachments do not decode was rendered")
 	}
 }

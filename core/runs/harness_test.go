@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexuskernel/nexus/core/acceptance"
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/kernel"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -44,15 +44,18 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type harness struct {
-	decls   runs.Declarations
 	uploads *uploads.Service
-	t       testing.TB
-	s       *store.Store
-	e       *runs.Engine
-	conv    *conversations.Doors
-	clock   *clock
-	actor   *runs.Actor
-	ctx     context.Context
+	// profiles stores agents' profiles; profile is the configuration every agent newAgent adds
+	// gets, "" for none.
+	profiles *profiles.Service
+	profile  string
+	t        testing.TB
+	s        *store.Store
+	e        *runs.Engine
+	conv     *conversations.Doors
+	clock    *clock
+	actor    *runs.Actor
+	ctx      context.Context
 	// watch wakes the doors' waiting reads; changed records every run status change the engine
 	// reported, in order.
 	watch     *conversations.RunWatch
@@ -61,9 +64,10 @@ type harness struct {
 }
 
 type harnessOptions struct {
-	kernel        runs.KernelTools
-	noDecl        bool
-	profiles      runs.Profiles
+	kernel runs.KernelTools
+	// profile is the profile configuration (docs/api.md#agent-profiles) of every agent
+	// newAgent adds; "" leaves them the empty profile.
+	profile       string
 	models        *model.Catalog
 	announcements runs.Announcements
 	// config, when it names workers, replaces the harness's engine configuration.
@@ -97,22 +101,22 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 			Conversation: &kernel.Conversation{},
 		})
 	}
-	opts := runs.Options{Store: s, Models: models, Registry: reg, Kernel: k, Now: c.Now, Memory: resolver,
+	profs, err := profiles.New(profiles.Options{Store: s, Compiler: comp, Models: models, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := runs.Options{Store: s, Models: models, Registry: reg, Compiler: comp, Profiles: profs, Kernel: k, Now: c.Now, Memory: resolver,
 		Config: runs.Config{Workers: 2, ModelTimeout: time.Minute}}
 	if o.config.Workers > 0 {
 		opts.Config = o.config
 	}
-	if !o.noDecl {
-		opts.Declarations = &acceptance.Compiler{C: comp, KernelSkills: acceptance.KernelSkillReader(kmemory.New(s), resolver)}
-	}
-	opts.Profiles = o.profiles
 	opts.Announcements = o.announcements
 	up, err := uploads.New(s, uploads.Options{DetectContentType: http.DetectContentType, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.Uploads = up
-	h := &harness{t: t, s: s, clock: c, ctx: ctx, decls: opts.Declarations, uploads: up, watch: conversations.NewRunWatch()}
+	h := &harness{t: t, s: s, clock: c, ctx: ctx, profiles: profs, profile: o.profile, uploads: up, watch: conversations.NewRunWatch()}
 	opts.RunChanged = func(id string) {
 		h.changedMu.Lock()
 		h.changed = append(h.changed, id)
@@ -141,6 +145,26 @@ func newHarness(t testing.TB, s *store.Store, o harnessOptions) *harness {
 	h.e, h.conv = e, conversations.NewDoors(e, h.watch)
 	h.actor = &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleOwner, WorkspaceID: w.ID, WorkspacePublicID: w.PublicID}
 	return h
+}
+
+// newAgent adds an agent of the harness's workspace, stewarded by its user, with the harness's
+// profile.
+func (h *harness) newAgent(handle, displayName string) *store.Agent {
+	h.t.Helper()
+	a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: h.actor.WorkspaceID, Handle: handle, DisplayName: displayName, StewardUserID: h.actor.ID}
+	if err := h.s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
+		h.t.Fatal(err)
+	}
+	if h.profile != "" {
+		cfg, err := jsonwire.DecodeText(h.profile)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if _, err := h.profiles.PutConfiguration(h.ctx, profiles.Agent{ID: a.ID, WorkspaceID: a.WorkspaceID}, cfg); err != nil {
+			h.t.Fatalf("profile of @%s: %v", handle, err)
+		}
+	}
+	return a
 }
 
 // changes answers the run status changes the engine reported so far.

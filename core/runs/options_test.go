@@ -7,55 +7,46 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 )
 
-func TestOptionsPlaceholders(t *testing.T) {
+// TestOptionsSuffix: a sealed request's suffix is request_options between the entries' end and
+// the envelope's, and reads back to the same options; a suffix of another shape is an error.
+func TestOptionsSuffix(t *testing.T) {
 	t.Parallel()
-	size := func(v int64) *int64 { return &v }
-	an := model.Model{Ref: "an/m", ProviderType: model.ProviderTypeAnthropic, Capabilities: model.Capabilities{MaxOutputTokens: size(1024)}}
-	entries := []model.Entry{
-		{Role: model.RoleUser},
-		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "a", Name: "read_file"}, {ID: "b", Name: "grep"}}},
-		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c", Name: "read_file"}}},
-	}
-	o := optionsFor(Offer{}, entries, an)
-	want := `{"tools":[{"type":"function","function":{"name":"read_file","description":"Not available in this request.","parameters":{"type":"object","properties":{}},"strict":false}},` +
-		`{"type":"function","function":{"name":"grep","description":"Not available in this request.","parameters":{"type":"object","properties":{}},"strict":false}}],"tool_choice":"none","max_output_tokens":1024}`
-	if got := string(o.encode()); got != want {
-		t.Errorf("placeholders\n got %s\nwant %s", got, want)
-	}
-	// Other types and rounds that offer tools take no placeholders.
-	oa := an
-	oa.ProviderType = model.ProviderTypeOpenAI
-	if got := string(optionsFor(Offer{}, entries, oa).encode()); got != `{"tools":[],"max_output_tokens":1024}` {
-		t.Errorf("openai %s", got)
-	}
-	offered := Offer{Tools: []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"x","strict":false}}`)}}
-	if got := string(optionsFor(offered, entries, an).encode()); got != `{"tools":[{"type":"function","function":{"name":"x","strict":false}}],"tool_choice":"auto","max_output_tokens":1024}` {
-		t.Errorf("offered %s", got)
-	}
-}
-
-func TestOptionsRoundTrip(t *testing.T) {
-	t.Parallel()
-	o := requestOptions{Tools: []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"x","strict":false},"defer_loading":true}`)},
-		ToolChoice: "auto", MaxOutput: 8192, Reasoning: &model.Reasoning{Thinking: "enabled", BudgetTokens: 4096, Effort: "high"}, ToolSearch: "bm25"}
-	enc := o.encode()
-	want := `{"tools":[{"type":"function","function":{"name":"x","strict":false},"defer_loading":true}],"tool_choice":"auto","max_output_tokens":8192,` +
-		`"reasoning":{"thinking":"enabled","budget_tokens":4096,"effort":"high"},"tool_search":{"mode":"native","variant":"bm25"}}`
-	if string(enc) != want {
-		t.Fatalf("encoded %s", enc)
-	}
-	back, err := parseOptions(append(append([]byte(optionsPrefix), enc...), "}}"...))
+	o := model.RequestOptions{Tools: []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"x","strict":false}}`)},
+		ToolChoice: model.ToolChoiceAuto, MaxOutputTokens: 1024}
+	suffix, err := optionsSuffix(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(back.encode()) != want {
-		t.Errorf("read back as %s", back.encode())
+	want := `],"request_options":{"tools":[{"type":"function","function":{"name":"x","strict":false}}],"tool_choice":"auto","max_output_tokens":1024}}}`
+	if string(suffix) != want {
+		t.Fatalf("suffix %s", suffix)
 	}
-	schemas, err := back.schemas()
-	if err != nil || len(schemas) != 1 || !schemas[0].DeferLoading {
-		t.Errorf("schemas %+v %v", schemas, err)
+	back, err := parseOptions(suffix)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := parseOptions([]byte(`]}`)); err == nil {
-		t.Error("a suffix without request_options was read")
+	if enc, _ := back.MarshalJSON(); string(enc) != want[len(optionsPrefix):len(want)-2] {
+		t.Errorf("read back as %s", enc)
+	}
+	for _, bad := range []string{`]}`, `],"request_options":{"tools":[]}`, `],"request_options":{"tools":{}}}}`} {
+		if _, err := parseOptions([]byte(bad)); err == nil {
+			t.Errorf("suffix %s was read", bad)
+		}
+	}
+}
+
+// TestUsageShape: a provider that counts prompt caches stores both cache counts, zero included;
+// another's usage keeps its shape.
+func TestUsageShape(t *testing.T) {
+	t.Parallel()
+	u := model.Usage{InputTokens: 10, OutputTokens: 2}
+	for caps, want := range map[model.ProviderCapabilities]string{
+		{CacheUsage: true}:           `{"input_tokens":10,"output_tokens":2,"cached_input_tokens":0,"cache_write_input_tokens":0}`,
+		{CallsNeedDefinitions: true}: `{"input_tokens":10,"output_tokens":2}`,
+		{}:                           `{"input_tokens":10,"output_tokens":2}`,
+	} {
+		if got := *jsonText(usageOf(caps, u, nil)); got != want {
+			t.Errorf("%+v: %s, want %s", caps, got, want)
+		}
 	}
 }

@@ -1,13 +1,13 @@
 package runs_test
 
 import (
-	"context"
 	"encoding/json"
-	"github.com/nexuskernel/nexus/core/conversations"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nexuskernel/nexus/core/conversations"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -692,23 +692,11 @@ func TestBranchCancel(t *testing.T) {
 }
 
 // graphProfile is an agent profile that declares the orchestration tools.
-type graphProfile struct{ decl runs.Declarations }
-
-func (p *graphProfile) AcceptProfile(ctx context.Context, q store.Querier, agentID int64, in *runs.ProfileAcceptance) (*runs.AcceptedProfile, error) {
-	f, err := p.decl.AcceptStep(ctx, q, &runs.StepDeclaration{KernelTools: json.RawMessage(`["nexus.graph.delegate_task","nexus.graph.wait","nexus.human.ask","nexus.memory.ls"]`),
-		Selection: in.Selection, ToolNames: in.ToolNames, NarrowPath: in.Path})
-	if err != nil {
-		return nil, err
-	}
-	return &runs.AcceptedProfile{Frozen: *f, ApprovalMode: runs.ModeBypass, ApprovalRules: []byte("[]")}, nil
-}
+const graphProfile = `{"kernel_tools":["nexus.graph.delegate_task","nexus.graph.wait","nexus.human.ask","nexus.memory.ls"],"approval_mode":"bypass","approval_rules":[]}`
 
 func graphConversation(t *testing.T, s *store.Store) (*harness, string) {
 	t.Helper()
-	p := &graphProfile{}
-	h, conv := conversationHarness(t, s, p)
-	p.decl = h.decls
-	return h, conv
+	return conversationHarness(t, s, graphProfile)
 }
 
 func (h *harness) turns(conv string) []*conversations.TurnDoc {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -45,10 +47,10 @@ func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 // the stored entries are shared. detached is whether the run held a detached row when the round
 // was claimed (store.Claimed.Detached): without one there is no unpaired result to carry, and
 // the run's rows are not read for them.
-func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts Toolset, m model.Model, detached bool) (*sealed, error) {
+func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts *projection.Round, m model.Model, detached bool) (*sealed, error) {
 	s := &sealed{}
 	gate := e.newGate(q, m)
-	tools, err := requestOptions{Tools: ts.Offered(target(m)).Tools}.schemas()
+	tools, err := model.RequestOptions{Tools: ts.Offered(target(m)).Tools}.Schemas()
 	if err != nil {
 		return nil, err
 	}
@@ -113,11 +115,11 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		parts = append(parts, model.Part{Type: model.PartText, Text: deref(t.Prompt)})
 		if t.Attachments != nil {
-			var atts []Attachment
-			if err := json.Unmarshal([]byte(*t.Attachments), &atts); err != nil {
+			refs, err := inputRefs(*t.Attachments)
+			if err != nil {
 				return nil, fmt.Errorf("runs: stored attachments of %s: %w", t.Key, err)
 			}
-			input, err := e.inputParts(ctx, gate, atts)
+			input, err := gate.renderAll(ctx, refs)
 			if err != nil {
 				return nil, err
 			}
@@ -220,13 +222,17 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		// The round's media links ride in one user message after its last result
 		// (docs/agent-tools.md#what-a-model-reads).
-		var media []model.Part
-		for _, c := range calls {
-			parts, err := e.resultMedia(ctx, q, gate, byKey[c.TaskKey])
-			if err != nil {
-				return nil, err
-			}
-			media = append(media, parts...)
+		called := make([]*store.Task, len(calls))
+		for i, c := range calls {
+			called[i] = byKey[c.TaskKey]
+		}
+		perCall, err := e.resultRefs(ctx, q, called)
+		if err != nil {
+			return nil, err
+		}
+		media, err := gate.renderAll(ctx, slices.Concat(perCall...))
+		if err != nil {
+			return nil, err
 		}
 		if len(media) > 0 {
 			if err := add(model.Entry{Role: model.RoleUser, Content: media}); err != nil {
@@ -326,7 +332,7 @@ func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store
 
 // seal writes the envelope around the entries: {"request":{"model","sealed_at","entries":[
 // …],"request_options":{…}}}.
-func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
+func (s *sealed) seal(ref string, sealedAt int64, opts model.RequestOptions) error {
 	var pre strings.Builder
 	pre.WriteString(`{"request":{"model":`)
 	pre.Write(jsonwire.AppendString(nil, ref))
@@ -334,7 +340,9 @@ func (s *sealed) seal(ref string, sealedAt int64, opts requestOptions) {
 	pre.Write(jsonwire.AppendString(nil, store.FormatMillis(sealedAt)))
 	pre.WriteString(`,"entries":[`)
 	s.parts.Prefix = []byte(pre.String())
-	s.parts.Suffix = append(append([]byte(optionsPrefix), opts.encode()...), "}}"...)
+	var err error
+	s.parts.Suffix, err = optionsSuffix(opts)
+	return err
 }
 
 // turnSegment is one earlier turn as history carries it: its own entries and its answer.
@@ -412,33 +420,30 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 		}
 		seg := turnSegment{round: last}
 		skip := int(deref(last.HistoryEntries))
-		for _, b := range parts.Entries[min(skip, len(parts.Entries)):] {
-			var en model.Entry
-			if err := json.Unmarshal(b, &en); err != nil {
+		seg.bytes = append([][]byte(nil), parts.Entries[min(skip, len(parts.Entries)):]...)
+		seg.entries = make([]model.Entry, len(seg.bytes))
+		for i, b := range seg.bytes {
+			if err := json.Unmarshal(b, &seg.entries[i]); err != nil {
 				return nil, err
 			}
+		}
+		// Attachments ride re-rendered for this round's model (docs/agent-tools.md#what-a-model-reads).
+		changed, err := e.rerenderTurn(ctx, q, gate, &turn, seg.entries)
+		if err != nil {
+			return nil, err
+		}
+		for i := range seg.entries {
 			// Provider blocks go back only to the model that produced them.
 			if deref(last.Model) != m.Ref {
-				if kept, dropped := withoutProviderBlocks(en); dropped {
-					en = kept
-					if b, err = encodeEntry(en); err != nil {
-						return nil, err
-					}
+				if kept, dropped := withoutProviderBlocks(seg.entries[i]); dropped {
+					seg.entries[i], changed[i] = kept, true
 				}
 			}
-			// Attachments ride re-rendered for this round's model (docs/agent-tools.md#what-a-model-reads).
-			re, changed, err := e.rerenderMedia(ctx, q, gate, en)
-			if err != nil {
-				return nil, err
-			}
-			if changed {
-				en = re
-				if b, err = encodeEntry(en); err != nil {
+			if changed[i] {
+				if seg.bytes[i], err = encodeEntry(seg.entries[i]); err != nil {
 					return nil, err
 				}
 			}
-			seg.entries = append(seg.entries, en)
-			seg.bytes = append(seg.bytes, b)
 		}
 		// A refused final answer contributes no assistant entry: the provider requires the
 		// refused turn removed before the conversation continues.

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/nexuskernel/nexus/core/model"
+	"github.com/nexuskernel/nexus/core/model/anthropic"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -55,10 +56,10 @@ func rounds(run string, keys ...string) []sealedRound {
 func sealedCases(t *testing.T) []sealedCase {
 	small := catalogOf(t, model.Config{Providers: []model.ProviderConfig{{Name: "mock", Type: model.ProviderTypeMock}},
 		Models: []model.Model{{Ref: "mock/small", Capabilities: model.Capabilities{Tools: true, ContextWindow: ptr(int64(2700)), MaxOutputTokens: ptr(int64(500))}}}}, nil)
-	// The anthropic type's adapter is the mock: the request is assembled for the type, the answer
-	// is the script's.
+	// The anthropic type's adapter is the mock reporting the anthropic adapter's capabilities: the
+	// request is assembled for what that wire needs, the answer is the script's.
 	anthropicMock := map[string]model.Adapter{model.ProviderTypeAnthropic: func(p model.ProviderConfig, _ []model.Model) (model.Provider, error) {
-		return model.NewMock(p.Name), nil
+		return reporting{Provider: model.NewMock(p.Name), caps: new(anthropic.Provider).Capabilities()}, nil
 	}}
 	an := catalogOf(t, model.Config{Providers: []model.ProviderConfig{{Name: "an", Type: model.ProviderTypeAnthropic, APIKey: model.NewSecret("", "k")}},
 		Models: []model.Model{{Ref: "an/claude", ID: "claude-test", Capabilities: model.Capabilities{Tools: true, ContextWindow: ptr(int64(200000)), MaxOutputTokens: ptr(int64(4096))}}}}, anthropicMock)
@@ -174,7 +175,7 @@ func TestSealedGolden(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, s *store.Store) {
 				o := harnessOptions{models: c.models}
 				if c.notes {
-					o.profiles = memoryProfile{decl: newCompiler(t)}
+					o.profile = memoryProfile
 				}
 				h := newHarness(t, s, o)
 				got := &txtar.Archive{Comment: []byte(c.doc + "\n")}
@@ -269,13 +270,18 @@ func catalogEntry(h *harness, canonical string, deferred bool) string {
 // agentConversation adds an agent and a conversation it answers.
 func (h *harness) agentConversation() string {
 	h.t.Helper()
-	a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: h.actor.WorkspaceID, Handle: "bot", DisplayName: "Bot", StewardUserID: h.actor.ID}
-	if err := h.s.Write(h.ctx, func(tx *store.Tx) error { return store.InsertAgent(h.ctx, tx, a) }); err != nil {
-		h.t.Fatal(err)
-	}
+	a := h.newAgent("bot", "Bot")
 	c, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`","title":"Notes"}`))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return c.PublicID
 }
+
+// reporting is a provider that reports other capabilities than its own.
+type reporting struct {
+	model.Provider
+	caps model.ProviderCapabilities
+}
+
+func (r reporting) Capabilities() model.ProviderCapabilities { return r.caps }

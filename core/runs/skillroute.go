@@ -8,6 +8,7 @@ import (
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/profiles"
+	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // announces both the skill tool and that document; a name outside the catalog is the kernel's to
 // answer (skill_unknown). Every other call is addressed as the rules of
 // docs/api.md#health-and-the-catalog say.
-func (e *Engine) addressCall(ctx context.Context, q store.Querier, run *store.Run, ts Toolset, res CallResolution) (Address, error) {
+func (e *Engine) addressCall(ctx context.Context, q store.Querier, run *store.Run, ts *projection.Round, res CallResolution) (Address, error) {
 	if res.Route == nil || res.Route.ToolName != skillWire {
 		return e.address(ctx, q, run, res)
 	}

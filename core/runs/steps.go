@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
@@ -74,7 +75,7 @@ type stepParser struct {
 	actor    *Actor
 	runner   string // the run's default Runner
 	// skills are the run's facts a kernel skill catalog is read against.
-	skills   *SkillFacts
+	skills   *skillFacts
 	existing map[string]bool
 	errs     []stepError
 	// fx is the transaction's effects, where a Runner found eligible is noted for dispatch;
@@ -278,30 +279,26 @@ func (p *stepParser) parseModel(s *step, body map[string]json.RawMessage, prev s
 // declare freezes a step's declaration through the compiler; it reports whether the frozen set
 // has tools.
 func (p *stepParser) declare(path string, body map[string]json.RawMessage) (*FrozenDeclaration, bool) {
-	in := &StepDeclaration{WorkspaceID: p.actor.WorkspaceID, Selection: p.runner, Path: path, Skills: p.skills,
-		Tools: body["tools"], KernelTools: body["kernel_tools"],
-		RunnerExecutorPublicIDs: body["runner_executor_public_ids"], RunnerToolNames: body["runner_tool_names"]}
-	if in.Tools == nil && in.KernelTools == nil && in.RunnerExecutorPublicIDs == nil && in.RunnerToolNames == nil {
+	in := &stepDeclaration{WorkspaceID: p.actor.WorkspaceID, Selection: p.runner, Path: path, Skills: p.skills,
+		Sources: declare.StepSources{Tools: body["tools"], KernelTools: body["kernel_tools"],
+			RunnerExecutorPublicIDs: body["runner_executor_public_ids"], RunnerToolNames: body["runner_tool_names"]}}
+	if src := in.Sources; src.Tools == nil && src.KernelTools == nil && src.RunnerExecutorPublicIDs == nil && src.RunnerToolNames == nil {
 		return &FrozenDeclaration{ToolDefinitions: []byte("[]"), Environment: []byte("null"), SkillCatalog: []byte("[]")}, false
 	}
-	if in.Tools != nil {
+	if in.Sources.Tools != nil {
 		// docs/api.md#runs: a step that writes tools writes at least one; "no tools" is the
 		// absence of the field.
 		var items []json.RawMessage
-		if json.Unmarshal(in.Tools, &items) == nil && items != nil && len(items) == 0 {
+		if json.Unmarshal(in.Sources.Tools, &items) == nil && items != nil && len(items) == 0 {
 			p.fail(CodeInvalidTools, path+".tools", "tools must not be empty; omit it to declare no tools.")
 			return nil, false
 		}
-	}
-	if p.e.decls == nil {
-		p.fail(CodeInvalidTools, path+".tools", "This server has no declaration compiler; declare no tools.")
-		return nil, false
 	}
 	if !p.actor.resolved() {
 		p.needsWorkspace = true
 		return nil, false
 	}
-	f, err := p.e.decls.AcceptStep(p.ctx, p.q, in)
+	f, err := p.e.freezeStep(p.ctx, p.q, in)
 	if err != nil {
 		if r, ok := refusal.As(err); ok {
 			pth, _ := r.Get("path")
@@ -331,7 +328,7 @@ func (p *stepParser) parseTool(s *step, body map[string]json.RawMessage) {
 	case len([]rune(name)) > MaxToolNameLen:
 		p.fail(refusal.CodeValidationFailed, s.path+".name", "name is longer than %d characters.", MaxToolNameLen)
 	default:
-		if wire, kernel := p.e.kernelName(name); kernel {
+		if wire, kernel := p.e.compiler.KernelWire(name); kernel {
 			p.fail(CodeReservedToolName, s.path+".name", "%s names the kernel tool %s; the model reaches kernel tools through its own calls.", s.path+".name", wire)
 		}
 		s.name = name
@@ -518,12 +515,4 @@ func duplicateKeys(steps []*step, inRun map[string]bool, prefix string) error {
 		seen[s.key] = true
 	}
 	return nil
-}
-
-func (e *Engine) kernelName(name string) (string, bool) {
-	if e.decls != nil {
-		return e.decls.KernelName(name)
-	}
-	entry, ok := e.registry.Resolve(name)
-	return entry.Wire, ok
 }

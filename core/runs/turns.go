@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 
-	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -11,38 +10,7 @@ import (
 // profile frozen onto a turn, a queued turn started, and a turn kept in step with its run. The
 // conversation doors themselves are core/conversations'.
 
-// Profiles freezes an answering agent's profile as it stands now onto a conversation turn
-// (docs/api.md#conversations acceptance step 1): its composed and rendered declaration (narrowed by
-// the turn's tool_names), skill catalog and environment, instructions, default model, approval mode
-// and rules. Agent profiles own it; nil means every agent has the empty profile (no tools, no
-// instructions, bypass).
-type Profiles interface {
-	AcceptProfile(ctx context.Context, q store.Querier, agentID int64, in *ProfileAcceptance) (*AcceptedProfile, error)
-}
-
-// ProfileAcceptance is what a turn adds to its agent's profile.
-type ProfileAcceptance struct {
-	// Selection is the conversation's default Runner, "" for none.
-	Selection string
-	// ToolNames narrows by callable name; nil keeps everything.
-	ToolNames []string
-	// Path prefixes refusal paths ("message.").
-	Path string
-	// Skills are the facts a kernel skill callable's catalog is read against; nil reads none.
-	Skills *SkillFacts
-}
-
-// AcceptedProfile is a frozen profile.
-type AcceptedProfile struct {
-	Frozen        FrozenDeclaration
-	Instructions  *string
-	DefaultModel  string
-	ApprovalMode  string
-	ApprovalRules []byte
-}
-
-// acceptProfile freezes the answering agent's profile, or the empty profile without the
-// profile service.
+// acceptProfile freezes the answering agent's profile onto a turn of c.
 func (e *Engine) acceptProfile(ctx context.Context, q store.Querier, c *store.Conversation, toolNames []string) (*AcceptedProfile, error) {
 	return e.acceptProfileFor(ctx, q, c, c.AnsweringAgentID, c.AnsweringAgentPublicID, toolNames)
 }
@@ -56,27 +24,8 @@ func (e *Engine) acceptProfileFor(ctx context.Context, q store.Querier, c *store
 	if err != nil {
 		return nil, err
 	}
-	skills := &SkillFacts{MemoryContext: mc, WorkspacePublicID: c.WorkspacePublicID, ConversationPublicID: c.PublicID, Principal: principal}
-	in := &ProfileAcceptance{Selection: deref(c.DefaultRunnerExecutorPublicID), ToolNames: toolNames, Path: "message.", Skills: skills}
-	if e.profiles != nil {
-		return e.profiles.AcceptProfile(ctx, q, agentID, in)
-	}
-	empty := &AcceptedProfile{Frozen: FrozenDeclaration{ToolDefinitions: []byte("[]"), Environment: []byte("null"), SkillCatalog: []byte("[]")},
-		ApprovalMode: ModeBypass}
-	if e.decls == nil {
-		if len(toolNames) > 0 {
-			return nil, refusal.Newf(refusal.Unprocessable, CodeToolNotDeclared, "%q is not one of this turn's tools.", toolNames[0]).
-				With("path", "message.tool_names[0]").With("tool_name", toolNames[0])
-		}
-		return empty, nil
-	}
-	f, err := e.decls.AcceptStep(ctx, q, &StepDeclaration{WorkspaceID: c.WorkspaceID, Selection: in.Selection, ToolNames: toolNames,
-		NarrowPath: "message.", Skills: skills})
-	if err != nil {
-		return nil, err
-	}
-	empty.Frozen = *f
-	return empty, nil
+	skills := &skillFacts{MemoryContext: mc, WorkspacePublicID: c.WorkspacePublicID, ConversationPublicID: c.PublicID, Principal: principal}
+	return e.freezeProfile(ctx, q, agentID, deref(c.DefaultRunnerExecutorPublicID), toolNames, skills)
 }
 
 // startTurn starts a queued turn's run.

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mattn/go-isatty"
 
-	"github.com/nexuskernel/nexus/core/acceptance"
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/executors"
@@ -217,16 +216,14 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		cfg = runs.Config{Workers: s.Kernel.Workers, ModelTimeout: s.Kernel.ModelTimeout, SweepInterval: s.Kernel.SweepInterval,
 			HeartbeatInterval: s.Kernel.HeartbeatInterval, HeartbeatTimeout: s.Kernel.HeartbeatTimeout}
 	}
-	// Acceptance freezes kernel skill catalogs from kernel memory, under the work's bindings.
-	skills := acceptance.KernelSkillReader(kmem, resolver)
 	// The push hub is the engine's executor signal; it listens for the other instances'
 	// executor wake-ups before any stream opens.
 	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
 	// The run watch hears of every run status change this instance commits, for waiting reads.
 	watch := conversations.NewRunWatch()
 	srv.runWatch = watch
-	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Declarations: &acceptance.Compiler{C: compiler, KernelSkills: skills},
-		Profiles: acceptance.ProfileService{S: profileService, KernelSkills: skills}, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
+	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Compiler: compiler,
+		Profiles: profileService, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
 		Signal: hub, RunChanged: watch.RunChanged, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel"),
 		Version: opts.Version})
 	if err != nil {

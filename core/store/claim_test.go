@@ -518,6 +518,52 @@ func TestLineageRoundAndCalls(t *testing.T) {
 	})
 }
 
+// TestLineageRows: a lineage's rounds and the rows they declared, whole, in creation order; rows
+// of another lineage are not read.
+func TestLineageRows(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := seedRun(t, s, 1) // k0, a row of another lineage
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			for _, row := range []store.Task{
+				{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1},
+				{Key: "r1t0", Kind: "tool_task", LineageRoot: "r1t0", DeclaringTaskKey: ptr("r1"), Content: ptr(`[{"type":"text","text":"x"}]`)},
+				{Key: "b1", Kind: "model_task", LineageRoot: "b1", RoundNumber: 1},
+				{Key: "b1t0", Kind: "tool_task", LineageRoot: "b1t0", DeclaringTaskKey: ptr("b1")},
+				{Key: "r2", Kind: "model_task", LineageRoot: "r1", RoundNumber: 2},
+				{Key: "r1t0c", Kind: "tool_task", LineageRoot: "r1t0c", DeclaringTaskKey: ptr("r1"), ParentKey: ptr("r1t0")},
+			} {
+				row.RunID, row.Status, row.OnFailure, row.Lifetime, row.Wake, row.Visibility = r.ID, "waiting", "absorb", "turn", "auto", "collapsed"
+				if err := store.InsertTask(ctx, tx, &row); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := store.LineageRows(ctx, s.Reader(), r.ID, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, row := range rows {
+			keys = append(keys, row.Key)
+		}
+		if !reflect.DeepEqual(keys, []string{"r1", "r1t0", "r2", "r1t0c"}) {
+			t.Fatalf("rows %v", keys)
+		}
+		if want, err := store.TaskByKey(ctx, s.Reader(), r.ID, "r1t0"); err != nil || !reflect.DeepEqual(&rows[1], want) {
+			t.Fatalf("row %+v, want %+v (%v)", rows[1], want, err)
+		}
+		if rows, err := store.LineageRows(ctx, s.Reader(), r.ID, "r9"); err != nil || len(rows) != 0 {
+			t.Fatalf("a lineage that does not exist: %v %v", rows, err)
+		}
+	})
+}
+
 // TestClaimWithRow: a claim that asks for its row answers the taken row and its run as the claim
 // left them, what TaskAndRunByID reads after it (whether the run holds a detached row too),
 // through ClaimOne (one statement on PostgreSQL) and ClaimFirst in a transaction alike; a claim

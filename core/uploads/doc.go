@@ -1,6 +1,7 @@
 // Package uploads owns the files members and executors stage (docs/api.md#uploads): streaming
 // ingest into 1 MiB chunks in the store with the size, SHA-256 and detected type measured on the
-// way, the descriptor, the readers' visibility rules, ranged reads that stream chunk by chunk, the
+// way, the descriptor, the readers' visibility rules, ranged reads that stream chunk by chunk (and
+// Media, the whole-upload reader a model provider opens attachment parts through), the
 // ownership checks the commit and input doors make (unknown_result_upload, unknown_input_upload),
 // binding an upload to the task or turn that keeps it alive, and the reclamation of uploads nothing
 // binds after 24 hours.

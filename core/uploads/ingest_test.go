@@ -147,6 +147,31 @@ func TestOpenRanges(t *testing.T) {
 	})
 }
 
+// TestMediaOpen: a provider reads a complete upload's whole bytes by its public id, in either
+// case; an id that names no upload is an error.
+func TestMediaOpen(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		w := newWorld(t, s)
+		data := pattern(ChunkSize + 7)
+		u := w.ingest(t, MemberCreator(w.alice), "f", data)
+		media := w.svc.Media(s.Reader())
+		for _, id := range []string{u.PublicID, strings.ToUpper(u.PublicID)} {
+			r, err := media.Open(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(r)
+			if err != nil || !bytes.Equal(got, data) || r.Close() != nil {
+				t.Fatalf("%s: read %d bytes, %v", id, len(got), err)
+			}
+		}
+		if _, err := media.Open(context.Background(), store.NewPublicID()); err == nil {
+			t.Fatal("an unknown upload opened")
+		}
+	})
+}
+
 // failingReader yields data and then fails, as a connection that drops mid-upload.
 type failingReader struct {
 	r   io.Reader

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/store"
@@ -107,6 +108,34 @@ func (s *Service) Open(ctx context.Context, u *Upload, offset, length int64) (io
 		return nil, fmt.Errorf("uploads: range %d+%d outside %d bytes", offset, length, u.ByteSize)
 	}
 	return &chunkReader{ctx: ctx, q: s.store.Reader(), uploadID: u.ID, pos: offset, end: offset + length}, nil
+}
+
+// Media opens complete uploads' bytes by public id, reading their descriptors through q, without
+// any visibility check: what a model provider reads an attachment part's bytes through (the run
+// engine decided the part). It is a model.MediaReader.
+type Media struct {
+	s *Service
+	q store.Querier
+}
+
+// Media is a reader of uploads' bytes by public id through q.
+func (s *Service) Media(q store.Querier) Media { return Media{s: s, q: q} }
+
+// Open reads the whole upload; an id that names no complete upload is an error.
+func (m Media) Open(ctx context.Context, publicID string) (io.ReadCloser, error) {
+	found, err := m.s.Lookup(ctx, m.q, []string{publicID})
+	if err != nil {
+		return nil, err
+	}
+	u, ok := found[strings.ToLower(publicID)]
+	if !ok {
+		return nil, fmt.Errorf("uploads: no upload %s", publicID)
+	}
+	r, err := m.s.Open(ctx, u, 0, u.ByteSize)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(r), nil
 }
 
 // chunkReader reads [pos, end) of an upload chunk by chunk.

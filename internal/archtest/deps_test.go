@@ -154,7 +154,6 @@ var rules = []rule{
 	{"core/profiles/profilestest", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model", "core/profiles")...), "the profiles' fixtures build on profiles"},
 	{"core/runs", anyOf(runsBelow...), "runs defines the interfaces kernel, conversations and executors fill; it imports none of them"},
 	{"core/conversations", anyOf(plus(runsBelow, "core/runs")...), "conversations are built on runs' transaction API"},
-	{"core/acceptance", anyOf(plus(runsBelow, "core/runs")...), "acceptance fills the engine's acceptance seams over declare, projection, profiles and memory"},
 	{"core/kernel", anyOf(plus(runsBelow, "core/runs", "core/conversations")...), "kernel tools run on runs (and conversations); the executor plane and HTTP are above them"},
 	{"core/executors", anyOf(plus(plus(runsBelow, sdkToolProv...), "core/runs", "plugins")...), "the executor plane is built on runs and fills the plugin host's interface"},
 	{"core/httpapi", except(plus(binariesAndUp, "core/server")...), "the doors sit on the services; only wiring and binaries are above them"},

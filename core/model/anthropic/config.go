@@ -30,6 +30,13 @@ func New(p model.ProviderConfig, models []model.Model, opts Options) (*Provider,
 // Provider is one anthropic provider block. Safe for concurrent use.
 type Provider struct{ wire.Base }
 
+// Capabilities reports what the anthropic wire needs of the engine (docs/providers.md, what a
+// provider reports): its usage counts cache reads and writes, and the Messages API refuses
+// tool_use blocks in a request that defines no tools.
+func (p *Provider) Capabilities() model.ProviderCapabilities {
+	return model.ProviderCapabilities{CacheUsage: true, CallsNeedDefinitions: true}
+}
+
 var (
 	_ model.Provider      = (*Provider)(nil)
 	_ model.RetryPolicied = (*Provider)(nil)

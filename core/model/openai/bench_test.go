@@ -96,6 +96,8 @@ func wireOf(req *model.Request) *wireRequest {
 type noop struct{ resp *model.Response }
 
 func (n noop) Name() string { return "noop" }
+
+func (n noop) Capabilities() model.ProviderCapabilities { return model.ProviderCapabilities{} }
 func (n noop) Complete(context.Context, *model.Request) (*model.Response, error) {
 	return n.resp, nil
 }

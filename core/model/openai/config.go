@@ -29,6 +29,13 @@ func New(p model.ProviderConfig, models []model.Model, opts Options) (*Provider,
 // Provider is one openai provider block. Safe for concurrent use.
 type Provider struct{ wire.Base }
 
+// Capabilities reports what the openai wire needs of the engine (docs/providers.md, what a
+// provider reports): its usage counts cached prompt tokens, and it takes replayed calls without
+// definitions.
+func (p *Provider) Capabilities() model.ProviderCapabilities {
+	return model.ProviderCapabilities{CacheUsage: true}
+}
+
 var (
 	_ model.Provider      = (*Provider)(nil)
 	_ model.RetryPolicied = (*Provider)(nil)
