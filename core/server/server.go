@@ -255,7 +255,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		hostPlane = opts.PluginPlane(hostPlane)
 	}
 	host, err := plugins.New(plugins.Config{Catalog: s.Plugins, Plane: hostPlane, Logger: log, DataDir: s.DataDir,
-		Resolver: pluginResolver(s, opts.ExecutableDir), Timings: opts.PluginTimings})
+		Resolver: pluginResolver(s, opts.ExecutableDir), Timings: opts.PluginTimings, Storage: memoryRoots{plane.PluginRoots()}})
 	if err != nil {
 		hub.Close()
 		stopListening()
@@ -349,8 +349,9 @@ func (s *Server) Close() error {
 	return s.store.Close()
 }
 
-// notReady lists why the server cannot take work: the store does not answer, or its schema is not
-// the one this build knows.
+// notReady lists why the server cannot take work: the store does not answer, its schema is not
+// the one this build knows, plugins are starting or one is held by its storage root, or this
+// instance's heartbeat is not current.
 func (s *Server) notReady(ctx context.Context) []string {
 	if err := s.store.Ping(ctx); err != nil {
 		return []string{"store: " + err.Error()}
@@ -363,10 +364,14 @@ func (s *Server) notReady(ctx context.Context) []string {
 	default:
 		return []string{"plugins: starting"}
 	}
+	// A plugin held unready by its storage root keeps the instance out of a load balancer's
+	// rotation too, so that a deployment whose instances split memory is never silently served
+	// (docs/operations.md#several-instances).
+	reasons := s.plugins.Unready()
 	if lapse := s.engine.HeartbeatLapse(); lapse != "" {
-		return []string{lapse}
+		reasons = append(reasons, lapse)
 	}
-	return nil
+	return reasons
 }
 
 // Serve serves HTTP on ln until ctx is done, then stops accepting, drains in-flight requests for
