@@ -82,7 +82,7 @@ func (t Timings) withDefaults() Timings {
 		BreakerMaxCooldown: pick(t.BreakerMaxCooldown, d.BreakerMaxCooldown), InboxPoll: pick(t.InboxPoll, d.InboxPoll),
 		DrainTimeout: pick(t.DrainTimeout, d.DrainTimeout), ShutdownGrace: pick(t.ShutdownGrace, d.ShutdownGrace),
 		ReannounceSpacing: pick(t.ReannounceSpacing, d.ReannounceSpacing), RootRecheck: pick(t.RootRecheck, d.RootRecheck),
-		PingFailures:      t.PingFailures, BreakerThreshold: t.BreakerThreshold, MaxAttempts: t.MaxAttempts, Jitter: t.Jitter,
+		PingFailures: t.PingFailures, BreakerThreshold: t.BreakerThreshold, MaxAttempts: t.MaxAttempts, Jitter: t.Jitter,
 	}
 	if out.PingFailures <= 0 {
 		out.PingFailures = d.PingFailures
