@@ -84,6 +84,8 @@ type Server struct {
 	pluginsStarted chan struct{}
 	startPlugins   sync.Once
 	dir            *identity.Directory
+	// lock is the SQLite database's lock, held until Close; nil on PostgreSQL.
+	lock *store.SQLiteLock
 }
 
 // Options adjust Open for tests and tools.
@@ -136,18 +138,28 @@ func Open(ctx context.Context, s Settings, log hclog.Logger, opts Options) (*Ser
 	if opts.TokenTerminal == nil {
 		opts.TokenTerminal = func() bool { return isatty.IsTerminal(os.Stderr.Fd()) }
 	}
+	// One server per SQLite database (docs/operations.md#stores): a second one stops here,
+	// before it makes its data directory, migrates, bootstraps or writes anything.
+	lock, err := store.HoldSQLite(s.Database())
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+		_ = lock.Release()
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	st, err := store.Open(ctx, s.Database(), store.Options{})
 	if err != nil {
+		_ = lock.Release()
 		return nil, err
 	}
 	srv, err := open(ctx, s, log, opts, st)
 	if err != nil {
 		_ = st.Close()
+		_ = lock.Release()
 		return nil, err
 	}
+	srv.lock = lock
 	return srv, nil
 }
 
@@ -339,14 +351,15 @@ func (s *Server) stopPlugins() {
 }
 
 // Close stops the plugins, the push hub and listening for token invalidations, and releases the
-// store.
+// store and its lock.
 func (s *Server) Close() error {
 	s.stopPlugins()
 	s.push.Close()
 	if s.stopListening != nil {
 		s.stopListening()
 	}
-	return s.store.Close()
+	err := s.store.Close()
+	return errors.Join(err, s.lock.Release())
 }
 
 // notReady lists why the server cannot take work: the store does not answer, its schema is not
