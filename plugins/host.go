@@ -230,6 +230,10 @@ type ReloadReport struct {
 	Removed   []string `json:"removed"`
 	Changed   []string `json:"changed"`
 	Unchanged []string `json:"unchanged"`
+	// NotApplied names the settings outside the plugin blocks that changed in the file and wait
+	// for a restart (model and model_provider blocks, the kernel block, …); the server fills it,
+	// the host applies plugin blocks only.
+	NotApplied []string `json:"not_applied"`
 }
 
 // Reload applies a new catalog (docs/plugins.md#states-status-reload-and-restart): added entries
