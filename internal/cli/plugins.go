@@ -44,7 +44,16 @@ the running server (a workspace owner's token); discover and hash only read file
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Name, p.Kind, p.State, exec, pid, p.Restarts, p.InFlight, problem)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		// A refusal's message says what to fix (a memory root in use elsewhere names both roots).
+		for _, p := range ps {
+			if p.Refusal != nil && p.Refusal.Message != "" {
+				fmt.Fprintf(e.stdout, "\n%s: %s: %s\n", p.Name, p.Refusal.Code, p.Refusal.Message)
+			}
+		}
+		return nil
 	}
 
 	status := &cobra.Command{

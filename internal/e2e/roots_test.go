@@ -91,6 +91,10 @@ func TestMemoryRootSplitRefused(t *testing.T) {
 		!strings.Contains(st.Refusal.Message, "root "+rootTwo+" (ROOT_ID ") || !strings.Contains(st.Refusal.Message, "the root in use, "+rootOne+" (ROOT_ID ") {
 		t.Fatalf("the second instance's memory-fs: %+v", st)
 	}
+	if out, err := p2.nexusCLI("plugins", "status", "memory-fs"); err != nil || !strings.Contains(out, "refused") ||
+		!strings.Contains(out, "\nmemory-fs: memory_root_split: This instance's memory-fs root "+rootTwo) {
+		t.Fatalf("nexus plugins status on the second instance: %v\n%s", err, out)
+	}
 	if code, body := readyz(t, two); code != http.StatusServiceUnavailable || !strings.Contains(body, `"plugins: memory-fs: memory_root_split: This instance's memory-fs root `+rootTwo) {
 		t.Fatalf("second /readyz: %d %s", code, body)
 	}
