@@ -184,3 +184,33 @@ func TestStorageGuardRootError(t *testing.T) {
 	}
 	th.waitState(t, "mem", StateReady, 30*time.Second)
 }
+
+// TestStorageGuardFailedReplacement: a reload whose replacement is held by its root leaves the
+// running instance serving, and that instance records its own root again, over the one the
+// replacement recorded.
+func TestStorageGuardFailedReplacement(t *testing.T) {
+	t.Parallel()
+	g := &fakeGuard{}
+	mem := scenarioEntry(t, "mem", plugin.KindMemory, "memory-inmem")
+	th := startGuarded(t, g, mem)
+	before := th.waitState(t, "mem", StateReady, 30*time.Second)
+	g.set(func(g *fakeGuard) { g.split = true })
+	changed := mem
+	changed.MaxConcurrency = 3
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := th.Reload(ctx, &Catalog{Entries: []Entry{changed}})
+	if err != nil || !slices.Equal(rep.Changed, []string{"mem"}) {
+		t.Fatalf("reload: %+v %v", rep, err)
+	}
+	after := th.status(t, "mem")
+	if after.State != StateReady || after.PID == nil || *after.PID != *before.PID || after.LastError == nil ||
+		!strings.Contains(*after.LastError, "replacement failed: "+codeTestSplit) {
+		t.Fatalf("after the held replacement: %+v", after)
+	}
+	var admitted []StorageRoot
+	g.read(func(g *fakeGuard) { admitted = slices.Clone(g.admitted) })
+	if len(admitted) != 3 {
+		t.Fatalf("admissions %+v: want the first, the replacement's, and the serving one's again", admitted)
+	}
+}
