@@ -73,29 +73,13 @@ func (g *fakeGuard) set(f func(g *fakeGuard)) {
 
 func (g *fakeGuard) read(f func(g *fakeGuard)) { g.set(f) }
 
-// startGuarded runs the entries on a recording plane with the guard.
+// startGuarded runs the entries on a recording plane with the guard, rereading held roots every
+// 20 ms.
 func startGuarded(t *testing.T, g *fakeGuard, entries ...Entry) *testHost {
 	t.Helper()
-	plane, logs := newPlane(), &logSink{}
 	timings := fastTimings
 	timings.RootRecheck = 20 * time.Millisecond
-	h, err := New(Config{Catalog: &Catalog{Entries: entries}, Plane: plane, Logger: logs.logger(), DataDir: t.TempDir(), Timings: timings, Storage: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := h.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return &testHost{Host: h, plane: plane, logs: logs}
+	return startHostGuarded(t, newPlane(), timings, g, entries...)
 }
 
 // TestStorageGuardHoldsUnready: a memory plugin whose root the guard refuses is held refused with
