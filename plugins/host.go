@@ -121,14 +121,20 @@ func waitSettled(ctx context.Context, sups []*supervisor) error {
 	return nil
 }
 
-// Status answers every catalog entry in catalog order.
-func (h *Host) Status() []Status {
+// inOrder answers the entries' supervisors in catalog order.
+func (h *Host) inOrder() []*supervisor {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	sups := make([]*supervisor, 0, len(h.order))
 	for _, n := range h.order {
 		sups = append(sups, h.sups[n])
 	}
-	h.mu.Unlock()
+	return sups
+}
+
+// Status answers every catalog entry in catalog order.
+func (h *Host) Status() []Status {
+	sups := h.inOrder()
 	out := make([]Status, 0, len(sups))
 	for _, s := range sups {
 		out = append(out, s.status())
@@ -350,14 +356,8 @@ func (h *Host) forgetRoot(name string) {
 // Unready lists the plugins held unready by their storage root (StorageGuard), as /readyz's
 // reasons: "plugins: NAME: WORD: message".
 func (h *Host) Unready() []string {
-	h.mu.Lock()
-	sups := make([]*supervisor, 0, len(h.order))
-	for _, n := range h.order {
-		sups = append(sups, h.sups[n])
-	}
-	h.mu.Unlock()
 	var out []string
-	for _, s := range sups {
+	for _, s := range h.inOrder() {
 		s.mu.Lock()
 		if s.held && s.refusal != nil {
 			out = append(out, "plugins: "+s.entry.Name+": "+s.refusal.Code+": "+s.refusal.Message)
