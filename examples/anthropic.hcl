@@ -2,6 +2,9 @@
 #   ANTHROPIC_API_KEY=sk-ant-... nexus serve --config examples/anthropic.hcl
 
 default_model = "anthropic/sonnet"
+# The mock models (mock/scripted, mock/text-only) stay beside these, never as the default;
+# in production leave them out:
+# builtin_mock_models = false
 
 model_provider "anthropic" {
   type    = "anthropic"

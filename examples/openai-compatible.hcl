@@ -4,6 +4,9 @@
 # (drop the openrouter blocks when you only run local servers; they need no key).
 
 default_model = "vllm/qwen"
+# The mock models (mock/scripted, mock/text-only) stay beside these, never as the default;
+# in production leave them out:
+# builtin_mock_models = false
 
 # vLLM on this machine: `vllm serve Qwen/Qwen3-32B --enable-auto-tool-choice --tool-call-parser hermes`
 model_provider "vllm" {

@@ -3,6 +3,9 @@
 # The key is read from the environment when the server starts; it is never written here.
 
 default_model = "openai/gpt"
+# The mock models (mock/scripted, mock/text-only) stay beside these, never as the default;
+# in production leave them out:
+# builtin_mock_models = false
 
 model_provider "openai" {
   type    = "openai"

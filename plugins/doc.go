@@ -4,9 +4,11 @@
 // boundary enforcement with sdk/announce's one validator, the claim loop that makes each plugin a
 // managed tool_provider executor, the supervisor (health, restart with backoff, circuit breaker,
 // stderr into the log, parent-death cleanup), reload and restart, and the status the plugin
-// routes serve. For a plugin at protocol 1.1 it follows the re-announce stream (a changed
-// announcement is validated as at load and replaces the executor's whole, at most once a
-// second) and settles a call whose answer the plugin reports lost as if the plugin had crashed
+// routes serve. A StorageGuard the server fills admits each plugin's storage root against the
+// other instances' before its executor serves, and holds a plugin whose root is not the one in
+// use unready (docs/operations.md#several-instances). For a plugin at protocol 1.1 it follows the
+// re-announce stream (a changed announcement is validated as at load and replaces the executor's
+// whole, at most once a second) and settles a call whose answer the plugin reports lost as if the plugin had crashed
 // during it, without a restart (docs/plugins.md#protocol-11).
 //
 // The claim loop wakes on a work feed that never closes for falling behind (WorkFeed: one

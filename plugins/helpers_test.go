@@ -61,8 +61,14 @@ func startHost(t testing.TB, entries ...Entry) *testHost {
 // startHostWith is startHost on a given plane with given timings.
 func startHostWith(t testing.TB, plane *recordingPlane, timings Timings, entries ...Entry) *testHost {
 	t.Helper()
+	return startHostGuarded(t, plane, timings, nil, entries...)
+}
+
+// startHostGuarded is startHostWith with a storage guard (nil for none).
+func startHostGuarded(t testing.TB, plane *recordingPlane, timings Timings, storage StorageGuard, entries ...Entry) *testHost {
+	t.Helper()
 	logs := &logSink{}
-	h, err := New(Config{Catalog: &Catalog{Entries: entries}, Plane: plane, Logger: logs.logger(), DataDir: t.TempDir(), Timings: timings})
+	h, err := New(Config{Catalog: &Catalog{Entries: entries}, Plane: plane, Logger: logs.logger(), DataDir: t.TempDir(), Timings: timings, Storage: storage})
 	if err != nil {
 		t.Fatal(err)
 	}

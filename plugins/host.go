@@ -25,6 +25,9 @@ type Config struct {
 	Resolver Resolver
 	// Timings shortens the supervisor's clocks in tests; zero fields take DefaultTimings.
 	Timings Timings
+	// Storage, when set, admits each plugin's storage root against the other instances'
+	// (StorageGuard); nil checks nothing.
+	Storage StorageGuard
 }
 
 // Host runs the catalog's plugins. Its methods are what the plugin routes and the CLI call:
@@ -35,6 +38,7 @@ type Host struct {
 	dataDir  string
 	resolver Resolver
 	timings  Timings
+	storage  StorageGuard
 
 	ctx    context.Context // the host's life: calls run under it
 	cancel context.CancelFunc
@@ -68,7 +72,7 @@ func New(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Host{
 		plane: cfg.Plane, logger: logger.Named("plugins"), dataDir: cfg.DataDir, resolver: cfg.Resolver,
-		timings: cfg.Timings.withDefaults(), ctx: ctx, cancel: cancel, catalog: cat, sups: map[string]*supervisor{},
+		timings: cfg.Timings.withDefaults(), storage: cfg.Storage, ctx: ctx, cancel: cancel, catalog: cat, sups: map[string]*supervisor{},
 	}, nil
 }
 
@@ -117,14 +121,20 @@ func waitSettled(ctx context.Context, sups []*supervisor) error {
 	return nil
 }
 
-// Status answers every catalog entry in catalog order.
-func (h *Host) Status() []Status {
+// inOrder answers the entries' supervisors in catalog order.
+func (h *Host) inOrder() []*supervisor {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	sups := make([]*supervisor, 0, len(h.order))
 	for _, n := range h.order {
 		sups = append(sups, h.sups[n])
 	}
-	h.mu.Unlock()
+	return sups
+}
+
+// Status answers every catalog entry in catalog order.
+func (h *Host) Status() []Status {
+	sups := h.inOrder()
 	out := make([]Status, 0, len(sups))
 	for _, s := range sups {
 		out = append(out, s.status())
@@ -174,7 +184,10 @@ func (h *Host) replace(ctx context.Context, old *supervisor, e Entry) error {
 		h.swap(old, fresh)
 		close(fresh.done)
 		fresh.settle()
-		go old.stop(h.timings.DrainTimeout, false, false)
+		go func() {
+			old.stop(h.timings.DrainTimeout, false, false)
+			h.forgetRoot(e.Name)
+		}()
 		return nil
 	}
 	go fresh.run()
@@ -190,7 +203,14 @@ func (h *Host) replace(ctx context.Context, old *supervisor, e Entry) error {
 		fresh.stop(0, true, false)
 		old.mu.Lock()
 		old.lastErr = "replacement failed: " + attempt
+		root := old.root
 		old.mu.Unlock()
+		// The replacement recorded its own root; the instance still serving records its own again.
+		if root != nil && h.storage != nil {
+			if _, err := h.storage.Admit(ctx, e.Name, *root); err != nil {
+				h.logger.Warn("recording the serving root again failed", "plugin", e.Name, "error", err)
+			}
+		}
 		return nil
 	}
 	fresh.mu.Lock()
@@ -216,6 +236,10 @@ type ReloadReport struct {
 	Removed   []string `json:"removed"`
 	Changed   []string `json:"changed"`
 	Unchanged []string `json:"unchanged"`
+	// NotApplied names the settings outside the plugin blocks that changed in the file and wait
+	// for a restart (model and model_provider blocks, the kernel block, …); the server fills it,
+	// the host applies plugin blocks only.
+	NotApplied []string `json:"not_applied"`
 }
 
 // Reload applies a new catalog (docs/plugins.md#states-status-reload-and-restart): added entries
@@ -269,7 +293,10 @@ func (h *Host) Reload(ctx context.Context, cat *Catalog) (ReloadReport, error) {
 
 	h.logger.Info("reload", "added", rep.Added, "removed", rep.Removed, "changed", rep.Changed, "unchanged", rep.Unchanged)
 	for _, s := range removed {
-		go s.stop(h.timings.DrainTimeout, false, true)
+		go func() {
+			s.stop(h.timings.DrainTimeout, false, true)
+			h.forgetRoot(s.entry.Name)
+		}()
 	}
 	for _, name := range rep.Unchanged {
 		h.mu.Lock()
@@ -312,6 +339,32 @@ func (h *Host) entryChanged(old *supervisor, e Entry) bool {
 	old.mu.Lock()
 	defer old.mu.Unlock()
 	return err != nil || path != old.command || digest != old.digest
+}
+
+// forgetRoot removes this instance's recorded storage root of a plugin that no longer runs here.
+func (h *Host) forgetRoot(name string) {
+	if h.storage == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.storage.Forget(ctx, name); err != nil {
+		h.logger.Warn("forgetting the storage root failed", "plugin", name, "error", err)
+	}
+}
+
+// Unready lists the plugins held unready by their storage root (StorageGuard), as /readyz's
+// reasons: "plugins: NAME: WORD: message".
+func (h *Host) Unready() []string {
+	var out []string
+	for _, s := range h.inOrder() {
+		s.mu.Lock()
+		if s.held && s.refusal != nil {
+			out = append(out, "plugins: "+s.entry.Name+": "+s.refusal.Code+": "+s.refusal.Message)
+		}
+		s.mu.Unlock()
+	}
+	return out
 }
 
 // Shutdown stops claiming, gives in-flight calls the shutdown grace, then kills every plugin

@@ -51,6 +51,10 @@ type supervisor struct {
 	// annRefusal the last re-announcement refused since then.
 	annAt      time.Time
 	annRefusal *refusal.Refusal
+	// root is the storage root the last start named (StorageGuard), nil when none; held says
+	// the guard refused it, so the entry waits unready for the root in use to become its own.
+	root *StorageRoot
+	held bool
 }
 
 func newSupervisor(h *Host, e Entry) *supervisor {
@@ -114,6 +118,16 @@ func (s *supervisor) run() {
 		if r != nil {
 			s.mu.Lock()
 			s.lastErr = r.Code + ": " + r.Message
+			if s.held {
+				// The executor is the other instances' too: its announcement stays theirs.
+				s.refusal = r
+				s.setStateLocked(StateRefused)
+				s.mu.Unlock()
+				s.logger.Error("plugin held unready: its storage root is not the one in use", "plugin", s.entry.Name, "code", r.Code, "message", r.Message)
+				s.settle()
+				s.waitAdmissible()
+				continue
+			}
 			if deterministic(r) {
 				s.refusal = r
 				s.setStateLocked(StateRefused)
@@ -197,9 +211,75 @@ func (s *supervisor) wait(d time.Duration) {
 	}
 }
 
+// waitAdmissible waits while the entry is held by its storage root: it reads the roots again
+// every RootRecheck and returns once the guard would admit the root, or at once on a restart,
+// a reload or the end.
+func (s *supervisor) waitAdmissible() {
+	tick := time.NewTicker(s.h.timings.RootRecheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.trigger:
+			return
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		root := s.root
+		s.mu.Unlock()
+		if root == nil {
+			return
+		}
+		r, err := s.h.storage.Check(s.ctx, s.entry.Name, *root)
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.logger.Warn("reading the storage roots failed", "plugin", s.entry.Name, "error", err)
+			}
+			continue
+		}
+		if r == nil {
+			s.logger.Info("no other storage root is in use now; loading", "plugin", s.entry.Name, "root", root.Path)
+			return
+		}
+		s.mu.Lock()
+		s.refusal, s.lastErr = r, r.Code+": "+r.Message
+		s.mu.Unlock()
+	}
+}
+
+// admitRoot names the loaded plugin's storage root and has the guard admit it
+// (StorageGuard): a refusal holds the entry unready.
+func (s *supervisor) admitRoot(in *instance, dataDir string) *refusal.Refusal {
+	g := s.h.storage
+	if g == nil {
+		return nil
+	}
+	root, ok, err := g.Root(s.entry, in.info, dataDir)
+	if err != nil {
+		return startFailure(CodeStartFailed, "storage root: "+err.Error())
+	}
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.entry.StartTimeout)
+	defer cancel()
+	r, err := g.Admit(ctx, s.entry.Name, root)
+	if err != nil {
+		return startFailure(CodeStartFailed, "storage root: "+err.Error())
+	}
+	s.mu.Lock()
+	s.root, s.held = &root, r != nil
+	s.mu.Unlock()
+	return r
+}
+
 // start runs the load sequence (docs/plugins.md#what-the-host-checks) and registers the executor.
 func (s *supervisor) start() (*instance, *refusal.Refusal) {
 	e := s.entry
+	s.mu.Lock()
+	s.root, s.held = nil, false
+	s.mu.Unlock()
 	path, r := s.h.resolver.Resolve(e)
 	if r != nil {
 		return nil, r
@@ -227,6 +307,10 @@ func (s *supervisor) start() (*instance, *refusal.Refusal) {
 	s.logger.Info("plugin launched", "plugin", e.Name, "command", path, "generation", gen)
 	in, r := launch(s.ctx, launchSpec{entry: e, command: path, digest: digest, dataDir: dataDir, logger: s.logger}, gen)
 	if r != nil {
+		return nil, r
+	}
+	if r := s.admitRoot(in, dataDir); r != nil {
+		in.kill()
 		return nil, r
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, e.StartTimeout)

@@ -37,6 +37,9 @@ type Timings struct {
 	MaxAttempts int
 	// ReannounceSpacing is the least time between two re-announcements of one plugin.
 	ReannounceSpacing time.Duration
+	// RootRecheck is how often a plugin held unready by another instance's root reads the
+	// roots again (StorageGuard).
+	RootRecheck time.Duration
 }
 
 // DefaultTimings are the values (docs/plugins.md#crashes).
@@ -57,6 +60,9 @@ var DefaultTimings = Timings{
 	ShutdownGrace:      10 * time.Second,
 	MaxAttempts:        3,
 	ReannounceSpacing:  DefaultReannounceSpacing,
+	// One indexed read every five seconds costs the store nothing, and a held plugin loads
+	// within seconds of the other root's last instance leaving.
+	RootRecheck: 5 * time.Second,
 }
 
 // withDefaults fills zero fields from DefaultTimings.
@@ -75,8 +81,8 @@ func (t Timings) withDefaults() Timings {
 		BreakerWindow:     pick(t.BreakerWindow, d.BreakerWindow), BreakerCooldown: pick(t.BreakerCooldown, d.BreakerCooldown),
 		BreakerMaxCooldown: pick(t.BreakerMaxCooldown, d.BreakerMaxCooldown), InboxPoll: pick(t.InboxPoll, d.InboxPoll),
 		DrainTimeout: pick(t.DrainTimeout, d.DrainTimeout), ShutdownGrace: pick(t.ShutdownGrace, d.ShutdownGrace),
-		ReannounceSpacing: pick(t.ReannounceSpacing, d.ReannounceSpacing),
-		PingFailures:      t.PingFailures, BreakerThreshold: t.BreakerThreshold, MaxAttempts: t.MaxAttempts, Jitter: t.Jitter,
+		ReannounceSpacing: pick(t.ReannounceSpacing, d.ReannounceSpacing), RootRecheck: pick(t.RootRecheck, d.RootRecheck),
+		PingFailures: t.PingFailures, BreakerThreshold: t.BreakerThreshold, MaxAttempts: t.MaxAttempts, Jitter: t.Jitter,
 	}
 	if out.PingFailures <= 0 {
 		out.PingFailures = d.PingFailures

@@ -10,7 +10,7 @@ import (
 
 func main() {
 	memory.Serve(memory.ServeConfig{
-		Info:      plugin.Info{Name: "memory-fs", Version: memoryfs.Version},
+		Info:      plugin.Info{Name: memoryfs.PluginName, Version: memoryfs.Version},
 		Configure: memoryfs.Configure,
 	})
 }

@@ -13,7 +13,9 @@
 // subscriber falls behind"). It also keeps a workspace's tool provider override map (docs/api.md#the-memory-override: the
 // door with its lock fence and refusal words, and the MemoryOverrides seam the run engine reads
 // at a memory row's birth), and applies the expiry rule at once for a plugin host that lost a
-// non-replayable call (ExpireClaim). PluginPlane is the plugin host's executor plane
+// non-replayable call (ExpireClaim), and admits each instance's storage root of a plugin against
+// the roots the other live instances serve from (PluginRoots, docs/operations.md#several-instances),
+// refusing an override to a plugin whose roots are split (memory_root_split). PluginPlane is the plugin host's executor plane
 // (plugins.ExecutorPlane) over all of this: a plugin's managed executor is one row per workspace
 // it serves, its inbox pages every row (one cursor per row), and its result commits as the
 // CommitRequest an HTTP body decodes to, built from the plugin's typed values without JSON.

@@ -83,8 +83,9 @@ type PutOverridesRequest struct {
 // PutToolProviderOverrides replaces the workspace's override map whole
 // (docs/api.md#the-memory-override): 400 parameter_missing / parameter_invalid for the body (the
 // door refuses a body that is not one JSON object, and keys it does not know), 422
-// validation_failed (with path and word) for the map, 409 stale_object (with current_lock_version)
-// when expected_lock_version is not the current one. Rows already born keep their address; rows
+// validation_failed (with path and word) for the map, 409 memory_root_split when the target is a
+// plugin whose live instances keep memory in different roots, 409 stale_object (with
+// current_lock_version) when expected_lock_version is not the current one. Rows already born keep their address; rows
 // born after the commit read the new map.
 func (s *Service) PutToolProviderOverrides(ctx context.Context, req *PutOverridesRequest) (*OverridesDoc, error) {
 	workspaceID, rawMap, rawVersion := req.WorkspaceID, req.Overrides, req.ExpectedLockVersion
@@ -132,8 +133,14 @@ func (s *Service) PutToolProviderOverrides(ctx context.Context, req *PutOverride
 			return err
 		}
 		for _, k := range keys {
-			if err := checkOverrideTarget(ctx, tx, workspaceID, k, values[k]); err != nil {
+			plugin, err := checkOverrideTarget(ctx, tx, workspaceID, k, values[k])
+			if err != nil {
 				return err
+			}
+			if plugin != "" {
+				if err := s.checkRootSplit(ctx, tx, k, plugin); err != nil {
+					return err
+				}
 			}
 		}
 		_, current, err := store.ToolProviderOverrides(ctx, tx, workspaceID)
@@ -161,44 +168,45 @@ func (s *Service) PutToolProviderOverrides(ctx context.Context, req *PutOverride
 }
 
 // checkOverrideTarget applies the map's executor checks in the order
-// (docs/api.md#the-memory-override).
-func checkOverrideTarget(ctx context.Context, q store.Querier, workspaceID int64, key, id string) error {
+// (docs/api.md#the-memory-override) and answers the plugin that manages the target, "" for an
+// executor of its own.
+func checkOverrideTarget(ctx context.Context, q store.Querier, workspaceID int64, key, id string) (string, error) {
 	e, err := store.ExecutorByPublicID(ctx, q, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && e.WorkspaceID != workspaceID) {
 		// Another workspace's executor reads the same as none (docs/api.md#identity).
-		return overrideRefusal(key, WordUnknownExecutor, "No executor %s in this workspace.", id)
+		return "", overrideRefusal(key, WordUnknownExecutor, "No executor %s in this workspace.", id)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if e.Kind != RoleToolProvider {
-		return overrideRefusal(key, WordNotAToolProvider, "Executor %s is a %s, not a tool_provider.", id, e.Kind)
+		return "", overrideRefusal(key, WordNotAToolProvider, "Executor %s is a %s, not a tool_provider.", id, e.Kind)
 	}
 	if e.Status != store.ExecutorActive {
-		return overrideRefusal(key, WordExecutorRevoked, "Executor %s is revoked.", id)
+		return "", overrideRefusal(key, WordExecutorRevoked, "Executor %s is revoked.", id)
 	}
 	m, err := store.ManagementOf(ctx, q, e.ID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if m.ManagedBy != "" && !m.Eligible {
-		return overrideRefusal(key, WordNotEligible, "Executor %s (plugin %s) does not serve this workspace.", id, m.ManagedBy)
+		return "", overrideRefusal(key, WordNotEligible, "Executor %s (plugin %s) does not serve this workspace.", id, m.ManagedBy)
 	}
 	var missing []string
 	for _, name := range MemoryWireNames {
 		ok, err := store.Announces(ctx, q, e.ID, name)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if !ok {
 			missing = append(missing, name)
 		}
 	}
 	if len(missing) > 0 {
-		return overrideRefusal(key, WordIncompleteFamily, "Executor %s does not announce %s.", id, strings.Join(missing, ", ")).
+		return "", overrideRefusal(key, WordIncompleteFamily, "Executor %s does not announce %s.", id, strings.Join(missing, ", ")).
 			With("missing", missing)
 	}
-	return nil
+	return m.ManagedBy, nil
 }
 
 // nonNegativeInteger reads a JSON integer literal of at least zero.

@@ -27,7 +27,8 @@ var (
 	ErrModelCapabilityUnavailable = refusal.New(refusal.Unprocessable, CodeModelCapabilityUnavailable, "The model lacks a capability the work needs.")
 )
 
-// The built-in catalog (docs/operations.md#the-models-catalog), used when no model block is configured.
+// The built-in mock models (docs/operations.md#the-models-catalog): the whole catalog when no model
+// block is configured, and beside the configured models unless builtin_mock_models = false.
 const (
 	BuiltinProvider      = "mock"
 	DefaultModelRef      = "mock/scripted"
@@ -160,6 +161,11 @@ type Config struct {
 	// Name are both empty takes them from its Ref; one whose DisplayName is empty is displayed
 	// under its ref.
 	Models []Model
+	// BuiltinMockModels is builtin_mock_models: nil or true keeps the built-in mock models
+	// (mock/scripted, mock/text-only) beside the configured ones, a test double agent authors
+	// use in their own CI; false leaves them out, for production. They are never the default
+	// when a model block exists.
+	BuiltinMockModels *bool
 }
 
 // BuiltinModels returns the built-in catalog's two models.
@@ -255,12 +261,27 @@ func build(cfg Config) (*Catalog, []configError) {
 		providers[p.Name] = p
 	}
 
-	models := cfg.Models
+	models := slices.Clone(cfg.Models)
 	builtin := len(models) == 0
-	if builtin {
-		models = BuiltinModels()
+	withMock := cfg.BuiltinMockModels == nil || *cfg.BuiltinMockModels
+	switch {
+	case builtin && !withMock:
+		add("builtin", 0, "builtin_mock_models = false leaves the catalog without a model; add a model block")
+	case withMock:
+		if p, ok := providers[BuiltinProvider]; ok && p.Type != ProviderTypeMock {
+			i := slices.IndexFunc(cfg.Providers, func(p ProviderConfig) bool { return p.Name == BuiltinProvider })
+			add("provider", i, "model_provider %q is of type %q, and the built-in mock models (%s, %s) need that name for the mock: rename the block, or set builtin_mock_models = false",
+				BuiltinProvider, p.Type, DefaultModelRef, TextOnlyModelRef)
+			break
+		}
 		if _, ok := providers[BuiltinProvider]; !ok {
 			providers[BuiltinProvider] = ProviderConfig{Name: BuiltinProvider, Type: ProviderTypeMock}
+		}
+		for _, m := range BuiltinModels() {
+			// A model block of the same ref replaces the built-in model.
+			if !slices.ContainsFunc(cfg.Models, func(c Model) bool { return c.Ref == m.Ref }) {
+				models = append(models, m)
+			}
 		}
 	}
 
@@ -299,10 +320,11 @@ func build(cfg Config) (*Catalog, []configError) {
 		c.models = append(c.models, m)
 	}
 
+	// The mock is the default only of the built-in catalog: with a model block the first one is.
 	c.defaultModel = cfg.DefaultModel
 	if c.defaultModel == "" {
 		c.defaultModel = DefaultModelRef
-		if !builtin && len(cfg.Models) > 0 {
+		if !builtin {
 			c.defaultModel = cfg.Models[0].Ref
 		}
 	}

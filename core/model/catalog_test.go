@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,11 +146,16 @@ func TestCatalogDefaults(t *testing.T) {
 	if ms[0].Provider != "mock" || ms[0].Name != "alpha" {
 		t.Errorf("provider and name not taken from the ref: %+v", ms[0])
 	}
-	if ms[0].Ref != "mock/alpha" || ms[1].Ref != "mock/zeta" {
-		t.Errorf("models not sorted by ref: %v, %v", ms[0].Ref, ms[1].Ref)
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Ref)
 	}
-	if ms[1].DisplayName != "mock/zeta" {
-		t.Errorf("display name defaults to the ref, got %q", ms[1].DisplayName)
+	// Sorted by ref, the built-in mock models beside the configured ones.
+	if want := []string{"mock/alpha", "mock/scripted", "mock/text-only", "mock/zeta"}; !slices.Equal(got, want) {
+		t.Errorf("models %v, want %v", got, want)
+	}
+	if ms[3].DisplayName != "mock/zeta" {
+		t.Errorf("display name defaults to the ref, got %q", ms[3].DisplayName)
 	}
 	// The built-in catalog with a default_model of its own, and next to a declared provider.
 	c, err = NewCatalog(&Config{DefaultModel: "mock/text-only", Providers: []ProviderConfig{{Name: "lab", Type: "mock"}}})
@@ -249,5 +255,71 @@ func TestCatalogReportsEveryProblemOnce(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("a refused provider's models are not reported again (-want +got)\n%s", diff)
+	}
+}
+
+// TestBuiltinMockBesideModelBlocks (docs/operations.md#the-models-catalog): a model block keeps
+// the built-in mock models in the catalog, but the default is a configured model, unless
+// default_model names the mock; builtin_mock_models = false leaves them out, and alone leaves no
+// model; a model block of a built-in ref replaces it; a provider named mock of another type
+// cannot hold them.
+func TestBuiltinMockBesideModelBlocks(t *testing.T) {
+	t.Parallel()
+	off := false
+	lab := []ProviderConfig{{Name: "lab", Type: "mock"}}
+	refsOf := func(c *Catalog) []string {
+		var out []string
+		for _, m := range c.Models() {
+			out = append(out, m.Ref)
+		}
+		return out
+	}
+	c, err := NewCatalog(&Config{Providers: lab, Models: []Model{{Ref: "lab/x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := refsOf(c); !slices.Equal(got, []string{"lab/x", "mock/scripted", "mock/text-only"}) || c.Default().Ref != "lab/x" {
+		t.Errorf("with a model block: %v, default %s", got, c.Default().Ref)
+	}
+	if _, err := c.Resolve("mock/scripted"); err != nil {
+		t.Errorf("mock/scripted beside a model block: %v", err)
+	}
+	c, err = NewCatalog(&Config{DefaultModel: "mock/scripted", Providers: lab, Models: []Model{{Ref: "lab/x"}}})
+	if err != nil || c.Default().Ref != "mock/scripted" {
+		t.Errorf("default_model naming the mock: %v", err)
+	}
+	c, err = NewCatalog(&Config{BuiltinMockModels: &off, Providers: lab, Models: []Model{{Ref: "lab/x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := refsOf(c); !slices.Equal(got, []string{"lab/x"}) {
+		t.Errorf("builtin_mock_models = false: %v", got)
+	}
+	if _, err := c.Resolve("mock/scripted"); !errors.Is(err, ErrUnknownModel) {
+		t.Errorf("mock/scripted with builtin_mock_models = false: %v", err)
+	}
+	if _, ok := c.Provider("mock"); ok {
+		t.Error("the mock provider stays without its models")
+	}
+	c, err = NewCatalog(&Config{Providers: []ProviderConfig{{Name: "mock", Type: "mock"}}, Models: []Model{{Ref: "mock/scripted", DisplayName: "Mine"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.Resolve("mock/scripted"); err != nil || m.DisplayName != "Mine" || len(c.Models()) != 2 {
+		t.Errorf("a block of a built-in ref: %+v %v, %d models", m, err, len(c.Models()))
+	}
+	for name, cfg := range map[string]Config{
+		"no model at all": {BuiltinMockModels: &off},
+		"mock of another type": {Providers: []ProviderConfig{{Name: "mock", Type: "anthropic"}},
+			Models: []Model{{Ref: "mock/claude", Capabilities: Capabilities{ContextWindow: size(1000), MaxOutputTokens: size(10)}}}},
+	} {
+		_, err := NewCatalog(&cfg)
+		want := map[string]string{
+			"no model at all":      "builtin_mock_models = false leaves the catalog without a model; add a model block",
+			"mock of another type": `model_provider "mock" is of type "anthropic", and the built-in mock models (mock/scripted, mock/text-only) need that name for the mock: rename the block, or set builtin_mock_models = false`,
+		}[name]
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v\nwant %s", name, err, want)
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 type catalogFile struct {
 	DefaultModel *hcl.Attribute  `hcl:"default_model,optional"`
+	BuiltinMock  *hcl.Attribute  `hcl:"builtin_mock_models,optional"`
 	Providers    []providerBlock `hcl:"model_provider,block"`
 	Models       []modelBlock    `hcl:"model,block"`
 	Remain       hcl.Body        `hcl:",remain"`
@@ -94,11 +95,11 @@ var (
 // Getenv reads an environment variable; configuration reads env("NAME") through it.
 type Getenv func(string) string
 
-// DecodeConfig reads the catalog's blocks (default_model, model_provider, model) from a
-// configuration body, checks every rule NewCatalog checks, and returns the configuration with
-// the rest of the body for other readers. Every diagnostic points at the block or attribute it
+// DecodeConfig reads the catalog's blocks (default_model, builtin_mock_models, model_provider,
+// model) from a configuration body, checks every rule NewCatalog checks, and returns the
+// configuration with the rest of the body for other readers. Every diagnostic points at the block or attribute it
 // is about and never shows a credential. env("NAME") is read through getenv (nil: no variable is
-// set). A body with none of the three gives a nil configuration (the built-in catalog).
+// set). A body with none of them gives a nil configuration (the built-in catalog).
 func DecodeConfig(body hcl.Body, getenv Getenv) (*Config, hcl.Body, hcl.Diagnostics) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -108,12 +109,17 @@ func DecodeConfig(body hcl.Body, getenv Getenv) (*Config, hcl.Body, hcl.Diagnost
 	if diags.HasErrors() {
 		return nil, f.Remain, diags
 	}
-	if f.DefaultModel == nil && len(f.Providers) == 0 && len(f.Models) == 0 {
+	if f.DefaultModel == nil && f.BuiltinMock == nil && len(f.Providers) == 0 && len(f.Models) == 0 {
 		return nil, f.Remain, diags
 	}
 	cfg := &Config{}
 	if f.DefaultModel != nil {
 		diags = append(diags, gohcl.DecodeExpression(f.DefaultModel.Expr, nil, &cfg.DefaultModel)...)
+	}
+	if f.BuiltinMock != nil {
+		var on bool
+		diags = append(diags, gohcl.DecodeExpression(f.BuiltinMock.Expr, nil, &on)...)
+		cfg.BuiltinMockModels = &on
 	}
 	provAttrs := make([]hcl.Attributes, len(f.Providers))
 	for i, b := range f.Providers {
@@ -146,6 +152,10 @@ func DecodeConfig(body hcl.Body, getenv Getenv) (*Config, hcl.Body, hcl.Diagnost
 			case "default":
 				if f.DefaultModel != nil {
 					d.Subject = f.DefaultModel.Range.Ptr()
+				}
+			case "builtin":
+				if f.BuiltinMock != nil {
+					d.Subject = f.BuiltinMock.Range.Ptr()
 				}
 			}
 			diags = append(diags, d)

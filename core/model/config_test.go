@@ -63,7 +63,8 @@ func TestDecodeConfigSpecExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Models()) != 1 || c.Default().Ref != "mock/scripted" {
+	// The example's block replaces the built-in mock/scripted; the built-in mock/text-only stays.
+	if ms := c.Models(); len(ms) != 2 || ms[0].Ref != "mock/scripted" || ms[1].Ref != "mock/text-only" || c.Default().Ref != "mock/scripted" {
 		t.Errorf("catalog %+v", c.Models())
 	}
 }
@@ -141,6 +142,26 @@ func TestDecodeConfigNothingIsBuiltin(t *testing.T) {
 	}
 }
 
+// TestDecodeBuiltinMockModels: builtin_mock_models = false beside a model block reaches the
+// configuration, and its catalog holds the configured models only.
+func TestDecodeBuiltinMockModels(t *testing.T) {
+	t.Parallel()
+	cfg, _, diags := DecodeConfig(parseHCL(t, "builtin_mock_models = false\nmodel_provider \"lab\" {\n  type = \"mock\"\n}\nmodel \"lab/x\" {}\n"), nil)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if cfg.BuiltinMockModels == nil || *cfg.BuiltinMockModels {
+		t.Fatalf("builtin_mock_models not read: %+v", cfg)
+	}
+	c, err := NewCatalog(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := c.Models(); len(ms) != 1 || ms[0].Ref != "lab/x" {
+		t.Errorf("models %+v", ms)
+	}
+}
+
 func TestPriceTexts(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
@@ -202,6 +223,10 @@ func TestDecodeConfigErrorsPointAtTheBlock(t *testing.T) {
 		{"default not a string", "default_model = [1]\n", []string{"nexus.hcl:1,"}},
 		{"model twice", "model_provider \"mock\" {\n  type = \"mock\"\n}\nmodel \"mock/a\" {}\nmodel \"mock/a\" {}\n",
 			[]string{"nexus.hcl:5,", `model "mock/a" is declared twice`}},
+		{"no mock and no model", "\nbuiltin_mock_models = false\n", []string{"nexus.hcl:2,", `builtin_mock_models = false leaves the catalog without a model`}},
+		{"builtin_mock_models not a bool", "builtin_mock_models = \"no\"\n", []string{"nexus.hcl:1,"}},
+		{"a mock provider of another type", "model_provider \"mock\" {\n  type = \"anthropic\"\n}\nmodel \"mock/c\" {\n  capabilities {\n    context_window = 1000\n    max_output_tokens = 10\n  }\n}\n",
+			[]string{"nexus.hcl:1,", `the built-in mock models (mock/scripted, mock/text-only) need that name for the mock`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

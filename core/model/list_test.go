@@ -44,8 +44,11 @@ func listCatalog(t *testing.T) *Catalog {
 		p, n, _ := strings.Cut(ref, "/")
 		return Model{Ref: ref, Provider: p, Name: n, DisplayName: display, Capabilities: Capabilities{Tools: true}}
 	}
+	// The listing's own models only: the built-in mock/text-only stays out.
+	noMock := false
 	c, err := NewCatalog(&Config{
-		Providers: []ProviderConfig{{Name: "mock", Type: "mock"}, {Name: "lab", Type: "mock"}, {Name: "zoo", Type: "mock"}},
+		BuiltinMockModels: &noMock,
+		Providers:         []ProviderConfig{{Name: "mock", Type: "mock"}, {Name: "lab", Type: "mock"}, {Name: "zoo", Type: "mock"}},
 		Models: []Model{
 			mk("zoo/Tiger", "Striped <cat> & co"), mk("mock/scripted", "Mock (scripted)"), mk("lab/b", "Bee"),
 			mk("lab/a", "Ant"), mk("mock/fast", "Mock fast"), mk("lab/c", "Cat Deluxe"),

@@ -31,9 +31,11 @@ var diagLine = regexp.MustCompile(`:(\d+),\d+`)
 // Reload reads the configuration file again and applies its plugin catalog
 // (docs/plugins.md#states-status-reload-and-restart): an invalid file changes nothing and answers
 // 422 validation_failed with the file, line and message. Without a configuration file the catalog
-// is empty.
+// is empty. The report's NotApplied names the file's other settings that changed since the start,
+// which a reload does not apply.
 func (s *Server) Reload(ctx context.Context) (plugins.ReloadReport, error) {
 	var cat *plugins.Catalog
+	var file Layer
 	if path := s.settings.ConfigFile; path != "" {
 		l, err := FileLayer(path)
 		if err != nil {
@@ -46,7 +48,12 @@ func (s *Server) Reload(ctx context.Context) (plugins.ReloadReport, error) {
 			}
 			return plugins.ReloadReport{}, r
 		}
-		cat = l.Plugins
+		cat, file = l.Plugins, l
 	}
-	return s.plugins.Reload(ctx, cat)
+	rep, err := s.plugins.Reload(ctx, cat)
+	rep.NotApplied = notApplied(s.settings.file, file)
+	if len(rep.NotApplied) > 0 {
+		s.log.Warn("reload: settings outside the plugin blocks changed; they apply at the next restart", "not_applied", rep.NotApplied)
+	}
+	return rep, err
 }

@@ -83,6 +83,8 @@ type Server struct {
 	pluginsStarted chan struct{}
 	startPlugins   sync.Once
 	dir            *identity.Directory
+	// lock is the SQLite database's lock, held until Close; nil on PostgreSQL.
+	lock *store.SQLiteLock
 }
 
 // Options adjust Open for tests and tools.
@@ -135,18 +137,28 @@ func Open(ctx context.Context, s Settings, log hclog.Logger, opts Options) (*Ser
 	if opts.TokenTerminal == nil {
 		opts.TokenTerminal = func() bool { return isatty.IsTerminal(os.Stderr.Fd()) }
 	}
+	// One server per SQLite database (docs/operations.md#stores): a second one stops here,
+	// before it makes its data directory, migrates, bootstraps or writes anything.
+	lock, err := store.HoldSQLite(s.Database())
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+		_ = lock.Release()
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	st, err := store.Open(ctx, s.Database(), store.Options{})
 	if err != nil {
+		_ = lock.Release()
 		return nil, err
 	}
 	srv, err := open(ctx, s, log, opts, st)
 	if err != nil {
 		_ = st.Close()
+		_ = lock.Release()
 		return nil, err
 	}
+	srv.lock = lock
 	return srv, nil
 }
 
@@ -252,7 +264,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 		hostPlane = opts.PluginPlane(hostPlane)
 	}
 	host, err := plugins.New(plugins.Config{Catalog: s.Plugins, Plane: hostPlane, Logger: log, DataDir: s.DataDir,
-		Resolver: pluginResolver(s, opts.ExecutableDir), Timings: opts.PluginTimings})
+		Resolver: pluginResolver(s, opts.ExecutableDir), Timings: opts.PluginTimings, Storage: memoryRoots{plane.PluginRoots()}})
 	if err != nil {
 		hub.Close()
 		stopListening()
@@ -336,18 +348,20 @@ func (s *Server) stopPlugins() {
 }
 
 // Close stops the plugins, the push hub and listening for token invalidations, and releases the
-// store.
+// store and its lock.
 func (s *Server) Close() error {
 	s.stopPlugins()
 	s.push.Close()
 	if s.stopListening != nil {
 		s.stopListening()
 	}
-	return s.store.Close()
+	err := s.store.Close()
+	return errors.Join(err, s.lock.Release())
 }
 
-// notReady lists why the server cannot take work: the store does not answer, or its schema is not
-// the one this build knows.
+// notReady lists why the server cannot take work: the store does not answer, its schema is not
+// the one this build knows, plugins are starting or one is held by its storage root, or this
+// instance's heartbeat is not current.
 func (s *Server) notReady(ctx context.Context) []string {
 	if err := s.store.Ping(ctx); err != nil {
 		return []string{"store: " + err.Error()}
@@ -360,10 +374,14 @@ func (s *Server) notReady(ctx context.Context) []string {
 	default:
 		return []string{"plugins: starting"}
 	}
+	// A plugin held unready by its storage root keeps the instance out of a load balancer's
+	// rotation too, so that a deployment whose instances split memory is never silently served
+	// (docs/operations.md#several-instances).
+	reasons := s.plugins.Unready()
 	if lapse := s.engine.HeartbeatLapse(); lapse != "" {
-		return []string{lapse}
+		reasons = append(reasons, lapse)
 	}
-	return nil
+	return reasons
 }
 
 // Serve serves HTTP on ln until ctx is done, then stops accepting, drains in-flight requests for

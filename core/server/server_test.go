@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +109,11 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 			if reasons := srv.notReady(ctx); len(reasons) != 1 || !strings.Contains(reasons[0], "newer") {
 				t.Fatalf("readiness on a newer schema = %v", reasons)
 			}
+			// A second server on the database: on SQLite it would stop at the lock the first
+			// holds (TestSQLiteServesOneServer), so the first lets it go for this test.
+			if err := srv.lock.Release(); err != nil {
+				t.Fatal(err)
+			}
 			_, err = Open(ctx, s, hclog.NewNullLogger(), Options{Getenv: func(string) string { return "" }})
 			if !errors.Is(err, store.ErrSchemaTooNew) {
 				t.Fatalf("Open on a newer schema = %v, want ErrSchemaTooNew", err)
@@ -155,5 +162,43 @@ func TestReadyWhenStoreAnswers(t *testing.T) {
 	srv.Store().Close()
 	if r := srv.notReady(context.Background()); len(r) != 1 || !strings.HasPrefix(r[0], "store: ") {
 		t.Fatalf("closed store: reasons %v", r)
+	}
+}
+
+// TestSQLiteServesOneServer: a second Open of a SQLite database a server holds is
+// ErrDatabaseInUse and leaves the second data directory unmade; once the first closes, the
+// database opens again. PostgreSQL takes several.
+func TestSQLiteServesOneServer(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			srv, s := openServer(t, d, Options{})
+			second := s
+			second.DataDir = filepath.Join(t.TempDir(), "second")
+			second.DatabaseURL = s.Database()
+			opts := Options{Getenv: func(string) string { return "" }}
+			other, err := Open(context.Background(), second, hclog.NewNullLogger(), opts)
+			if d == store.Postgres {
+				if err != nil {
+					t.Fatalf("a second instance on PostgreSQL: %v", err)
+				}
+				_ = other.Close()
+				return
+			}
+			if !errors.Is(err, store.ErrDatabaseInUse) {
+				t.Fatalf("a second server on the SQLite database: %v, want ErrDatabaseInUse", err)
+			}
+			if _, err := os.Stat(second.DataDir); !os.IsNotExist(err) {
+				t.Fatalf("the refused server made its data directory: %v", err)
+			}
+			if err := srv.Close(); err != nil {
+				t.Fatal(err)
+			}
+			again, err := Open(context.Background(), second, hclog.NewNullLogger(), opts)
+			if err != nil {
+				t.Fatalf("after the first closed: %v", err)
+			}
+			_ = again.Close()
+		})
 	}
 }

@@ -43,6 +43,9 @@ type Settings struct {
 	Kernel *KernelSettings
 	// Plugins is the plugin catalog from the file's plugin blocks; nil runs no plugin.
 	Plugins *plugins.Catalog
+	// file is the settings file's layer as Resolve read it, which a reload compares with the
+	// file as it reads it then (notApplied); the zero Layer without a file.
+	file Layer
 }
 
 // Defaults of the settings (issue text and README).
@@ -110,6 +113,9 @@ func Resolve(layers ...Layer) (Settings, error) {
 		}
 		if l.Plugins != nil {
 			s.Plugins = l.Plugins
+		}
+		if l.ConfigFile != nil {
+			s.file = l
 		}
 	}
 	return s, s.validate()

@@ -21,4 +21,7 @@
 // statement, and a guard that fails writes nothing (ErrGuardFailed) so that the caller runs its
 // ordinary transaction. No code here reads SQL text, replays a caller's code or takes a fact
 // from a cache.
+//
+// A SQLite database serves one process at a time: the server and nexus migrate hold a flock on
+// the file beside it (HoldSQLite, docs/operations.md#stores).
 package store

@@ -83,8 +83,13 @@ WHERE dead_at IS NULL AND heartbeat_at < ? AND id <> ? RETURNING `+instanceColum
 	return out, err
 }
 
-// ForgetInstances deletes the rows of instances declared dead before before.
+// ForgetInstances deletes the rows of instances declared dead before before, with the plugin
+// roots they recorded.
 func ForgetInstances(ctx context.Context, tx *Tx, before int64) (int64, error) {
+	if _, err := tx.Exec(ctx, `DELETE FROM instance_plugin_roots WHERE instance_id IN
+(SELECT id FROM instances WHERE dead_at IS NOT NULL AND dead_at < ?)`, before); err != nil {
+		return 0, err
+	}
 	res, err := tx.Exec(ctx, `DELETE FROM instances WHERE dead_at IS NOT NULL AND dead_at < ?`, before)
 	if err != nil {
 		return 0, err

@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"reflect"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -251,4 +254,132 @@ func TestReleaseClaim(t *testing.T) {
 			t.Fatal("a settled row's claim was released")
 		}
 	})
+}
+
+// TestPluginRoots: an instance records its root of a plugin and replaces it; the live listing
+// reads only live instances' rows, oldest instance first, with their host; a row goes with its
+// plugin block or with its forgotten instance; and the admissions' lock serializes one plugin.
+func TestPluginRoots(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		a := store.Instance{ID: "inst_a", Host: "ha", Version: "v1", StartedAt: 1000, HeartbeatAt: 1000}
+		b := store.Instance{ID: "inst_b", Host: "hb", Version: "v1", StartedAt: 2000, HeartbeatAt: 2000}
+		for _, in := range []store.Instance{b, a} {
+			if err := s.RegisterInstance(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put := func(r store.PluginRoot) {
+			t.Helper()
+			err := s.Write(ctx, func(tx *store.Tx) error {
+				if err := store.LockPluginRoots(ctx, tx, r.Plugin); err != nil {
+					return err
+				}
+				return store.PutPluginRoot(ctx, tx, r)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		put(store.PluginRoot{InstanceID: "inst_b", Plugin: "memory-fs", RootID: "r2", RootPath: "/b", Serving: false, RecordedAt: 2100})
+		put(store.PluginRoot{InstanceID: "inst_a", Plugin: "memory-fs", RootID: "r0", RootPath: "/old", Serving: true, RecordedAt: 1100})
+		put(store.PluginRoot{InstanceID: "inst_a", Plugin: "memory-fs", RootID: "r1", RootPath: "/a", Serving: true, RecordedAt: 1200})
+		put(store.PluginRoot{InstanceID: "inst_a", Plugin: "other", RootID: "r9", RootPath: "/o", Serving: true, RecordedAt: 1200})
+		got, err := store.LivePluginRoots(ctx, s.Reader(), "memory-fs", 0)
+		want := []store.PluginRoot{
+			{InstanceID: "inst_a", Plugin: "memory-fs", RootID: "r1", RootPath: "/a", Serving: true, RecordedAt: 1200, Host: "ha", StartedAt: 1000},
+			{InstanceID: "inst_b", Plugin: "memory-fs", RootID: "r2", RootPath: "/b", Serving: false, RecordedAt: 2100, Host: "hb", StartedAt: 2000},
+		}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("live roots: %+v %v\nwant %+v", got, err, want)
+		}
+		// Past a's heartbeat only b's row is live; a declared dead and forgotten takes its rows.
+		if got, _ := store.LivePluginRoots(ctx, s.Reader(), "memory-fs", 1500); len(got) != 1 || got[0].InstanceID != "inst_b" {
+			t.Fatalf("live roots past a's heartbeat: %+v", got)
+		}
+		if err := s.Write(ctx, func(tx *store.Tx) error { return store.DeletePluginRoot(ctx, tx, "inst_b", "memory-fs") }); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LeaveInstance(ctx, "inst_a", 3000); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := store.LivePluginRoots(ctx, s.Reader(), "memory-fs", 0); len(got) != 0 {
+			t.Fatalf("live roots after b's delete and a's leave: %+v", got)
+		}
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			_, err := store.ForgetInstances(ctx, tx, 4000)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left int
+		if err := s.Reader().Get(ctx, &left, `SELECT COUNT(*) FROM instance_plugin_roots`); err != nil || left != 0 {
+			t.Fatalf("rows left after a was forgotten: %d %v", left, err)
+		}
+	})
+}
+
+// TestPluginRootsLockWaits: on PostgreSQL a second admission of one plugin waits for the first
+// transaction to end (SQLite's single writer serializes them already).
+func TestPluginRootsLockWaits(t *testing.T) {
+	t.Parallel()
+	if storetest.PostgresURL() == "" {
+		t.Log("PostgreSQL not configured: SQLite's one writer serializes admissions")
+		return
+	}
+	s := storetest.Open(t, store.Postgres)
+	ctx := context.Background()
+	// A name of its own, so that no other test's admission shows in pg_locks.
+	plugin := "lock-test-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.Write(ctx, func(tx *store.Tx) error {
+			if err := store.LockPluginRoots(ctx, tx, plugin); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	var secondDone time.Time
+	second := make(chan error, 1)
+	go func() {
+		second <- s.Write(ctx, func(tx *store.Tx) error {
+			err := store.LockPluginRoots(ctx, tx, plugin)
+			secondDone = time.Now()
+			return err
+		})
+	}()
+	// The second admission shows as an advisory lock not granted until the first commits.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := s.Reader().Get(ctx, &waiting, `SELECT COUNT(*) FROM pg_locks
+WHERE locktype = 'advisory' AND NOT granted AND objsubid = 2 AND objid::bigint = (hashtext(?)::bigint & 4294967295)`, plugin); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second admission never waited on the first")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	committed := time.Now()
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if secondDone.Before(committed) {
+		t.Fatal("the second admission took the lock while the first held it")
+	}
 }

@@ -18,13 +18,23 @@ func newMigrate(e *env, g *globals) *cobra.Command {
 		Short: "Apply pending database migrations, then exit",
 		Long: `Apply every pending migration to the store and exit. The server applies them itself at start;
 this command lets an operator migrate ahead of a rolling upgrade. It refuses a database whose schema
-is newer than this build.`,
+is newer than this build, and a SQLite database a running server holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := e.settings(cmd, g, f)
 			if err != nil {
 				return err
 			}
+			// A server migrates at its start and serves the schema it migrated to: a migration
+			// under a running SQLite server waits for nobody.
+			lock, err := store.HoldSQLite(s.Database())
+			if errors.Is(err, store.ErrDatabaseInUse) {
+				return fmt.Errorf("%w. The server migrates at its start; stop it to migrate by hand", err)
+			}
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
 			st, err := openStore(cmd.Context(), s)
 			if err != nil {
 				return err

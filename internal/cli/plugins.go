@@ -44,7 +44,16 @@ the running server (a workspace owner's token); discover and hash only read file
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Name, p.Kind, p.State, exec, pid, p.Restarts, p.InFlight, problem)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		// A refusal's message says what to fix (a memory root in use elsewhere names both roots).
+		for _, p := range ps {
+			if p.Refusal != nil && p.Refusal.Message != "" {
+				fmt.Fprintf(e.stdout, "\n%s: %s: %s\n", p.Name, p.Refusal.Code, p.Refusal.Message)
+			}
+		}
+		return nil
 	}
 
 	status := &cobra.Command{
@@ -81,7 +90,9 @@ the running server (a workspace owner's token); discover and hash only read file
 		Short: "Make the server read its configuration again and apply the plugin catalog",
 		Long: `Added plugins load, removed ones drain and their executors are revoked, changed ones (any
 attribute, or a binary upgraded in place) start beside the old instance and replace it when they
-load; unchanged ones keep running. An invalid configuration changes nothing.`,
+load; unchanged ones keep running. An invalid configuration changes nothing. A reload applies plugin
+blocks only: "not applied" names the other settings changed in the file (model and model_provider
+blocks, default_model, the kernel block, listen, …), which apply at the next restart.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client(cmd, g, &f.clientFlags)
@@ -96,8 +107,12 @@ load; unchanged ones keep running. An invalid configuration changes nothing.`,
 				return e.raw(res.Raw)
 			}
 			r := res.Reload
+			notApplied := list(r.NotApplied)
+			if len(r.NotApplied) > 0 {
+				notApplied += " (changed in the file; they apply at the next restart)"
+			}
 			if err := fields(e.stdout, "added", list(r.Added), "removed", list(r.Removed), "changed", list(r.Changed),
-				"unchanged", list(r.Unchanged)); err != nil {
+				"unchanged", list(r.Unchanged), "not applied", notApplied); err != nil {
 				return err
 			}
 			fmt.Fprintln(e.stdout)

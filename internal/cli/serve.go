@@ -23,7 +23,8 @@ func newServe(e *env, g *globals) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the server",
 		Long: `Run the server: bind the listen address, open (and migrate) the store, bootstrap an empty deployment, and serve the
-agent API until SIGINT or SIGTERM; SIGHUP reloads the plugin catalog from the configuration file. On a signal the server stops accepting connections and
+agent API until SIGINT or SIGTERM. A SQLite database serves one server: a second serve on a database in use exits at
+once, changing nothing; SIGHUP reloads the plugin catalog from the configuration file. On a signal the server stops accepting connections and
 drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain timed out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,6 +46,9 @@ drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain 
 			if err != nil {
 				if errors.Is(err, store.ErrSchemaTooNew) {
 					return fmt.Errorf("%w; run a build at least as new as the one that migrated this database", err)
+				}
+				if errors.Is(err, store.ErrDatabaseInUse) {
+					return fmt.Errorf("%w. One server serves a SQLite database: stop the other first, or give this one its own --data-dir; several instances share PostgreSQL (--database-url)", err)
 				}
 				return err
 			}

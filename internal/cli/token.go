@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/client"
 )
 
@@ -22,12 +23,17 @@ func newToken(e *env, g *globals) *cobra.Command {
 		Short: "Mint a member token directly in the store (break-glass)",
 		Long: `Mint a new member token for a user by writing it straight into the store named by
 --data-dir / --database-url, without the server. This is the operator's way back in when every
-token is lost; it needs access to the data directory or the database. The token is printed once.`,
+token is lost; it needs access to the data directory or the database. The token is printed once. It
+works beside a running server, also on SQLite, and says so: it is one short write.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := e.settings(cmd, g, f)
 			if err != nil {
 				return err
+			}
+			// Minting is one short write, which SQLite serializes with a running server's.
+			if err := store.SQLiteInUse(s.Database()); err != nil {
+				fmt.Fprintf(e.stderr, "nexus: %v; minting anyway: one short write, which the server's database takes in turn\n", err)
 			}
 			st, err := openStore(cmd.Context(), s)
 			if err != nil {

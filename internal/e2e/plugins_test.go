@@ -797,8 +797,25 @@ func TestPluginsCLI(t *testing.T) {
 		t.Fatalf("plugins restart: %v\n%s", err, out)
 	}
 	out, err = p.nexusCLI("plugins", "reload")
-	if err != nil || !strings.Contains(out, "unchanged  memory-fs, tools-example") {
+	if err != nil || !strings.Contains(out, "unchanged    memory-fs, tools-example") || !strings.Contains(out, "not applied  -\n") {
 		t.Fatalf("plugins reload: %v\n%s", err, out)
+	}
+	// Blocks a reload does not apply are named, not passed over as "changed -".
+	conf, err := os.ReadFile(p.srv.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := "\nmodel_provider \"lab\" {\n  type = \"mock\"\n}\nmodel \"lab/x\" {}\n"
+	if err := os.WriteFile(p.srv.ConfigPath(), append(conf, extra...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = p.nexusCLI("plugins", "reload")
+	if err != nil || !strings.Contains(out, "changed      -\n") || !strings.Contains(out, "unchanged    memory-fs, tools-example") ||
+		!strings.Contains(out, `not applied  model_provider "lab", model "lab/x" (changed in the file; they apply at the next restart)`) {
+		t.Fatalf("plugins reload after a model block was added: %v\n%s", err, out)
+	}
+	if !strings.Contains(p.srv.Logs(), "reload: settings outside the plugin blocks changed; they apply at the next restart") {
+		t.Fatalf("the server did not log the blocks it left for a restart:\n%s", p.srv.Logs())
 	}
 	bin := filepath.Join(pluginBinaries(t), "nexus-memory-fs")
 	want, err := plugins.FileDigest(bin)

@@ -290,6 +290,11 @@ func TestREADME(t *testing.T) {
 			if got := strings.Count(string(out), blockMark); got != n {
 				t.Fatalf("ran %d of %d blocks\n%s", got, n, out)
 			}
+			// A newcomer's clone keeps nothing of the blocks but what .gitignore names (the
+			// data directory, bin/).
+			if left, err := git(dir, "status", "--porcelain", "--untracked-files=all"); err != nil || left != "" {
+				t.Fatalf("the blocks left files in the clone (%v):\n%s", err, left)
+			}
 			server.stop(t)
 			waitGone(t, addr)
 		})

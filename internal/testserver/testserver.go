@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -73,6 +74,10 @@ type Options struct {
 	LogLevel hclog.Level
 	// PluginPlane wraps the in-process server's plugin executor plane (server.Options).
 	PluginPlane func(plugins.ExecutorPlane) plugins.ExecutorPlane
+	// NotReadyBecause, when set, is a reason the server is expected to give for not being
+	// ready (docs/operations.md#health): Start and Restart wait until /readyz answers 503 with
+	// a reason containing it, instead of 200.
+	NotReadyBecause string
 }
 
 // Clock is a settable clock for Options.Now: it runs with real time, shifted by Advance.
@@ -331,8 +336,11 @@ func (in *Instance) waitReady() {
 		}
 		resp, err := http.Get(in.URL + "/readyz")
 		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if want := in.opts.NotReadyBecause; want == "" && resp.StatusCode == http.StatusOK {
+				return
+			} else if want != "" && resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), want) {
 				return
 			}
 		}

@@ -9,16 +9,13 @@ import (
 	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
-// Configure opens the store from a plugin's config block (docs/plugins.md): root defaults to
-// the plugin's data dir, and a configuration Open cannot use refuses the load
-// (plugin.ErrConfigInvalid) instead of being retried.
+// Configure opens the store from a plugin's config block (docs/plugins.md): the root is
+// ResolveRoot's, and a configuration Open cannot use refuses the load (plugin.ErrConfigInvalid)
+// instead of being retried.
 func Configure(ctx context.Context, cfg plugin.Config) (memory.Provider, error) {
-	var c Config
-	if err := cfg.Decode(&c); err != nil {
+	c, err := configOf(cfg)
+	if err != nil {
 		return nil, err
-	}
-	if c.Root == "" {
-		c.Root = cfg.DataDir
 	}
 	s, err := Open(ctx, c)
 	if errors.Is(err, ErrConfigInvalid) {

@@ -17,6 +17,7 @@ import (
 // On-disk layout (docs/plugins.md):
 //
 //	<root>/FORMAT                              formatLine
+//	<root>/ROOT_ID                             the root's marker (RootIDFile), written once
 //	<root>/anchors/<kind>/<owner id>/          one directory per anchor
 //	    .lock                                  flock target for mutations
 //	    <sha256-hex(name)>.doc                 header line of JSON, then the content bytes

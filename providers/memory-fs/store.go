@@ -48,7 +48,7 @@ type Store struct {
 
 var _ memory.Provider = (*Store)(nil)
 
-// Open prepares the root (FORMAT, the anchor directories), removes temporary files older than
+// Open prepares the root (FORMAT, ROOT_ID, the anchor directories), removes temporary files older than
 // staleTempAge that a crashed writer left behind, and returns the store. A missing root or an
 // unknown format is ErrConfigInvalid; a filesystem failure wraps memory.ErrUnavailable.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
@@ -74,6 +74,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		return unavailable("create root", err)
 	}
 	if err := s.checkFormat(); err != nil {
+		return err
+	}
+	if err := s.ensureRootID(); err != nil {
 		return err
 	}
 	if err := s.ensureDir(filepath.Join(s.root, anchorsDir), s.root); err != nil {
@@ -120,6 +123,10 @@ func (s *Store) ensureDir(dir, parent string) error {
 // that no live writer can still own them.
 func (s *Store) removeStaleTemps(ctx context.Context) error {
 	cutoff := time.Now().Add(-staleTempAge)
+	// The root holds one only when a process died writing the root's marker.
+	if err := removeStaleIn(s.root, cutoff); err != nil {
+		return err
+	}
 	for _, kind := range anchorKinds {
 		kindDir := filepath.Join(s.root, anchorsDir, string(kind))
 		owners, err := os.ReadDir(kindDir)
@@ -133,20 +140,27 @@ func (s *Store) removeStaleTemps(ctx context.Context) error {
 			if !owner.IsDir() {
 				continue
 			}
-			dir := filepath.Join(kindDir, owner.Name())
-			entries, err := os.ReadDir(dir)
-			if err != nil {
-				return unavailable("list anchor", err)
+			if err := removeStaleIn(filepath.Join(kindDir, owner.Name()), cutoff); err != nil {
+				return err
 			}
-			for _, e := range entries {
-				if !strings.HasPrefix(e.Name(), tempPrefix) {
-					continue
-				}
-				info, err := e.Info()
-				if err == nil && info.ModTime().Before(cutoff) {
-					_ = os.Remove(filepath.Join(dir, e.Name())) // another process may have removed it
-				}
-			}
+		}
+	}
+	return nil
+}
+
+// removeStaleIn deletes the temporary files in dir last modified before cutoff.
+func removeStaleIn(dir string, cutoff time.Time) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return unavailable("list anchor", err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
+		}
+		info, err := e.Info()
+		if err == nil && info.ModTime().Before(cutoff) {
+			_ = os.Remove(filepath.Join(dir, e.Name())) // another process may have removed it
 		}
 	}
 	return nil

@@ -42,7 +42,7 @@ func write(t *testing.T, s memory.Provider, scope memory.Scope, name, content st
 	}
 }
 
-// TestLayout pins the files on disk: FORMAT, the anchor directories, one file per document
+// TestLayout pins the files on disk: FORMAT, ROOT_ID, the anchor directories, one file per document
 // named by the hash of its name, the header line byte for byte, and private modes.
 func TestLayout(t *testing.T) {
 	t.Parallel()
@@ -95,7 +95,7 @@ func TestLayout(t *testing.T) {
 	userDir := filepath.Join("anchors", "user", memorytest.OwnerUser)
 	rel := func(p string) string { r, _ := filepath.Rel(root, p); return r }
 	wantFiles := []string{
-		"FORMAT",
+		"FORMAT", "ROOT_ID",
 		filepath.Join(userDir, ".lock"), rel(docPath(root, memorytest.User, `quote" <&> ü`)),
 		filepath.Join(wsDir, ".lock"), rel(docPath(root, ws, "notes/todo.md")),
 	}
@@ -147,14 +147,18 @@ func TestStaleTemporaryFiles(t *testing.T) {
 	write(t, s, ws, "doc", "x", memorytest.T0)
 	dir := filepath.Dir(docPath(root, ws, "doc"))
 	old, fresh := filepath.Join(dir, ".tmp-123"), filepath.Join(dir, ".tmp-456")
-	for _, p := range []string{old, fresh} {
+	// A process that died writing the root's marker leaves its temporary file in the root.
+	oldMarker := filepath.Join(root, ".tmp-789")
+	for _, p := range []string{old, fresh, oldMarker} {
 		if err := os.WriteFile(p, []byte("half a document"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	stale := time.Now().Add(-2 * time.Hour)
-	if err := os.Chtimes(old, stale, stale); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{old, oldMarker} {
+		if err := os.Chtimes(p, stale, stale); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ls, err := s.Ls(t.Context(), &memory.LsRequest{Scope: ws})
 	if err != nil || len(ls.Entries) != 1 {
@@ -164,8 +168,10 @@ func TestStaleTemporaryFiles(t *testing.T) {
 		write(t, s, ws, "fill-"+string(rune('a'+i%26))+string(rune('a'+i/26)), "x", memorytest.T0)
 	}
 	openAt(t, root)
-	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("stale temporary file survived Open: %v", err)
+	for _, p := range []string{old, oldMarker} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stale temporary file %s survived Open: %v", p, err)
+		}
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("fresh temporary file removed: %v", err)

@@ -79,6 +79,9 @@ type ReloadResponse struct {
 		Removed   []string `json:"removed"`
 		Changed   []string `json:"changed"`
 		Unchanged []string `json:"unchanged"`
+		// NotApplied names the file's changed settings outside its plugin blocks, which apply
+		// at the next restart.
+		NotApplied []string `json:"not_applied"`
 	} `json:"reload"`
 	Plugins []PluginStatus `json:"plugins"`
 }
