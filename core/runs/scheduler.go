@@ -14,8 +14,10 @@ import (
 
 // kernelRunnable is the kernel's runnable predicate (docs/development.md#how-the-kernel-runs-work):
 // a model task, or a tool task without an addressee, that is running, unclaimed, not lowered, not
-// past a deadline it has, in a running run.
-const kernelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+// past a deadline it has, in a running run. Each kernel predicate begins with
+// store.RunnableCondition, so that its claims read the queue through the partial index
+// tasks_runnable (store.ClaimSpec.Queue).
+const kernelRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
  AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
  AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
 
@@ -28,13 +30,13 @@ func (e *Engine) ClaimKernel(ctx context.Context) (*store.Claimed, error) {
 }
 
 // kernelModelRunnable is the kernel's runnable predicate narrowed to model rounds.
-const kernelModelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+const kernelModelRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
  AND t.kind = 'model_task' AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
 
 func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, error) {
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
-		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
+		Predicate: predicate, Args: []any{false, now}, Queue: true, Limit: 1, Now: now,
 		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID, CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed); a
@@ -199,7 +201,7 @@ func (e *Engine) evaluateTool(ctx context.Context, c *store.Claimed) error {
 }
 
 // kernelToolRunnable is the kernel's runnable predicate narrowed to kernel tool rows.
-const kernelToolRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+const kernelToolRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
  AND t.kind = 'tool_task' AND t.addressed_role IS NULL AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
 
 // RunNextKernelTool claims one runnable kernel tool row and evaluates it in the same
