@@ -1,8 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
@@ -81,4 +86,33 @@ func TestRunListingStatusWord(t *testing.T) {
 	f := newRunsFixture(t, storetest.Open(t, store.SQLite))
 	f.refused(t, 400, "parameter_invalid", "status", "GET", runsBase+"?status=zzz", f.admin, nil)
 	f.must(t, 200, "GET", runsBase+"?status=needs_attention", f.admin, nil)
+}
+
+// A client that stops waiting is no server fault: the door's error (a statement or a wait cut
+// short by the request's context) is not answered 500 nor logged as an error; the request log
+// says 499 at debug.
+func TestClientGoneIsNoFault(t *testing.T) {
+	t.Parallel()
+	f := newRunsFixture(t, storetest.Open(t, store.SQLite))
+	var logs bytes.Buffer
+	f.api.deps.Log = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+	run := obj(t, f.must(t, 201, "POST", runsBase, f.admin, scriptRun("!mock\nround 1\nsay hi", "")), "run")
+	logs.Reset()
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequest("GET", runsBase+"/"+run["public_id"].(string)+"?wait=30", nil).WithContext(ctx)
+	req.Header.Set("Authorization", "Bearer "+f.admin)
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.api.ServeHTTP(rec, req)
+	}()
+	cancel() // the client goes away while the read waits, or before it begins
+	<-done
+	if rec.Code == 500 || rec.Body.Len() != 0 {
+		t.Fatalf("a client that left was answered %d %q", rec.Code, rec.Body.String())
+	}
+	if got := logs.String(); strings.Contains(got, "[ERROR]") || !strings.Contains(got, "[DEBUG] request:") || !strings.Contains(got, "status=499") {
+		t.Fatalf("a client that left was logged %q", got)
+	}
 }
