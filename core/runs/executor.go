@@ -26,6 +26,22 @@ func (x *Tx) Expire(ctx context.Context, run *store.Run, t *store.Task) error {
 	return x.e.expire(ctx, x.Tx, x.fx, run, t, x.e.nowMS())
 }
 
+// ExpireEarly is Expire applied before the deadline by a claimant that knows its call ended
+// (docs/plugins.md#crashes): cause, said in the row's detail, is why ("the plugin exited during
+// the call"), so that the detail does not speak of a deadline that did not pass.
+func (x *Tx) ExpireEarly(ctx context.Context, run *store.Run, t *store.Task, cause string) error {
+	if !live(t.Status) {
+		return nil
+	}
+	by := "kernel"
+	if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
+		by = "executor " + id
+	}
+	return x.e.expireFacts(ctx, x.Tx, x.fx, run, t, x.e.nowMS(), ExpiryFacts{Kind: t.Kind, Status: t.Status,
+		Generation: t.ClaimGeneration, Attempts: t.Attempts, Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS),
+		ClaimedAt: deref(t.ClaimedAt), ClaimedBy: by, Deadline: deref(t.DeadlineAt), Early: cause})
+}
+
 // Fail settles a live row failed with te under the run's lock (LockRow), then readiness: a
 // revoked executor's rows (executor_revoked). No work_canceled is sent; the executor is gone.
 func (x *Tx) Fail(ctx context.Context, run *store.Run, t *store.Task, te TaskError) error {

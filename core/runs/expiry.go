@@ -35,6 +35,10 @@ type ExpiryFacts struct {
 	// Lapsed is set when the claim ends because its instance was declared dead, before the
 	// deadline (docs/operations.md#several-instances).
 	Lapsed bool
+	// Early is why the claim ends now, before its deadline, when its claimant says so (a plugin
+	// host whose plugin exited during the call, or whose answer was lost): the detail says it
+	// instead of a deadline that did not pass.
+	Early string
 }
 
 // ApplyExpiry is the expiry rule, and the only one: a tool row never re-queues itself.
@@ -60,6 +64,9 @@ func ApplyExpiry(f ExpiryFacts) Expiry {
 	detail := fmt.Sprintf("no commit within %d ms of the claim at %s by %s", f.TimeoutMS, store.FormatMillis(f.ClaimedAt), f.ClaimedBy)
 	if f.Lapsed {
 		detail = fmt.Sprintf("the claim at %s by %s ended with that instance's heartbeat", store.FormatMillis(f.ClaimedAt), f.ClaimedBy)
+	}
+	if f.Early != "" {
+		detail = fmt.Sprintf("the claim at %s by %s ended before its deadline: %s", store.FormatMillis(f.ClaimedAt), f.ClaimedBy, f.Early)
 	}
 	if replayable(f.Profile) {
 		return Expiry{Status: StatusTimedOut, Error: TaskError{Key: KeyToolTimeout, Detail: detail}}

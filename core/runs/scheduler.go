@@ -460,9 +460,14 @@ func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *sto
 // expireClaim is expire with the claimant's name given, and lapsed set when the claim ends with its
 // instance's heartbeat rather than at its deadline (docs/operations.md#several-instances).
 func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, by string, lapsed bool) error {
-	x := ApplyExpiry(ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration, Attempts: t.Attempts,
-		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
+	return e.expireFacts(ctx, tx, fx, run, t, now, ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration,
+		Attempts: t.Attempts, Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
 		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed})
+}
+
+// expireFacts applies the expiry rule to a row with the facts given.
+func (e *Engine) expireFacts(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, f ExpiryFacts) error {
+	x := ApplyExpiry(f)
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
 		// A wait's expiry ends only the observation, and says so
 		// (docs/agent-tools.md#delegation-and-conversations).
