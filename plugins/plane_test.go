@@ -51,10 +51,10 @@ type recordingPlane struct {
 	refusedBodies []CommitBody
 	expired       []Claim
 	// causes are the causes ExpireNow was given, by task key.
-	causes map[string]string
-	changed       chan struct{}
-	deadline      time.Duration
-	nextID        int
+	causes   map[string]string
+	changed  chan struct{}
+	deadline time.Duration
+	nextID   int
 }
 
 type planeRow struct {
