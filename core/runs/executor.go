@@ -19,27 +19,15 @@ func (e *Engine) Now() time.Time { return e.now() }
 // Expire applies the expiry rule to a live row whose deadline passed, under the run's lock
 // (LockRow), then readiness and the run lifecycle; the row's executors get work_canceled
 // (expired). A row that is no longer live is left alone.
-func (x *Tx) Expire(ctx context.Context, run *store.Run, t *store.Task) error {
-	if !live(t.Status) {
-		return nil
-	}
-	return x.e.expire(ctx, x.Tx, x.fx, run, t, x.e.nowMS())
-}
+func (x *Tx) Expire(ctx context.Context, run *store.Run, t *store.Task) error { return x.ExpireEarly(ctx, run, t, "") }
 
-// ExpireEarly is Expire applied before the deadline by a claimant that knows its call ended
-// (docs/plugins.md#crashes): cause, said in the row's detail, is why ("the plugin exited during
-// the call"), so that the detail does not speak of a deadline that did not pass.
+// ExpireEarly is Expire before the deadline, its detail saying cause (docs/plugins.md#crashes);
+// an empty cause is Expire's.
 func (x *Tx) ExpireEarly(ctx context.Context, run *store.Run, t *store.Task, cause string) error {
 	if !live(t.Status) {
 		return nil
 	}
-	by := "kernel"
-	if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
-		by = "executor " + id
-	}
-	return x.e.expireFacts(ctx, x.Tx, x.fx, run, t, x.e.nowMS(), ExpiryFacts{Kind: t.Kind, Status: t.Status,
-		Generation: t.ClaimGeneration, Attempts: t.Attempts, Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS),
-		ClaimedAt: deref(t.ClaimedAt), ClaimedBy: by, Deadline: deref(t.DeadlineAt), Early: cause})
+	return x.e.expire(ctx, x.Tx, x.fx, run, t, x.e.nowMS(), cause)
 }
 
 // Fail settles a live row failed with te under the run's lock (LockRow), then readiness: a

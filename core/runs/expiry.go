@@ -35,9 +35,7 @@ type ExpiryFacts struct {
 	// Lapsed is set when the claim ends because its instance was declared dead, before the
 	// deadline (docs/operations.md#several-instances).
 	Lapsed bool
-	// Early is why the claim ends now, before its deadline, when its claimant says so (a plugin
-	// host whose plugin exited during the call, or whose answer was lost): the detail says it
-	// instead of a deadline that did not pass.
+	// Early is why the claim ends before its deadline (a plugin that exited): the detail says it.
 	Early string
 }
 

@@ -207,7 +207,7 @@ func (e *Engine) takeOver(ctx context.Context) (int, error) {
 			}
 			n++
 			released[o.Instance]++
-			return e.expireClaim(ctx, tx, fx, run, t, now, "kernel instance "+o.Instance, true)
+			return e.expireClaim(ctx, tx, fx, run, t, now, "kernel instance "+o.Instance, true, "")
 		})
 		if err != nil {
 			return n, err

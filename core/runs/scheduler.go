@@ -14,9 +14,7 @@ import (
 
 // kernelRunnable is the kernel's runnable predicate (docs/development.md#how-the-kernel-runs-work):
 // a model task, or a tool task without an addressee, that is running, unclaimed, not lowered, not
-// past a deadline it has, in a running run. Each kernel predicate begins with
-// store.RunnableCondition, so that its claims read the queue through the partial index
-// tasks_runnable (store.ClaimSpec.Queue).
+// past a deadline it has, in a running run; its claims read the queue (store.ClaimSpec.Queue).
 const kernelRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
  AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
  AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
@@ -256,13 +254,13 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 	}
 	now := e.nowMS()
 	if t.DeadlineAt != nil && now >= *t.DeadlineAt {
-		return e.expire(ctx, tx, fx, run, t, now)
+		return e.expire(ctx, tx, fx, run, t, now, "")
 	}
 	out, err := e.runKernel(ctx, tx, fx, run, t, c)
 	if errors.Is(err, errDeadline) {
 		// The handler outlived the row's clock: the expiry rule settles it, in this transaction.
 		t.ClaimedAt, t.ClaimedBy = &now, new(claimedByKernel)
-		return e.expire(ctx, tx, fx, run, t, e.nowMS())
+		return e.expire(ctx, tx, fx, run, t, e.nowMS(), "")
 	}
 	if err != nil {
 		return err
@@ -426,7 +424,7 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 				return nil
 			}
 			n++
-			return e.expire(ctx, tx, fx, run, t, now)
+			return e.expire(ctx, tx, fx, run, t, now, "")
 		})
 		if err != nil {
 			return n, err
@@ -448,26 +446,22 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 	return n + observed + replies + released + taken, err
 }
 
-// expire applies the expiry rule to one row under the run's lock, then readiness.
-func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+// expire applies the expiry rule to one row under the run's lock, then readiness; early, when set,
+// is why the claim ends before its deadline (ExpiryFacts.Early).
+func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, early string) error {
 	by := "kernel"
 	if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
 		by = "executor " + id
 	}
-	return e.expireClaim(ctx, tx, fx, run, t, now, by, false)
+	return e.expireClaim(ctx, tx, fx, run, t, now, by, false, early)
 }
 
 // expireClaim is expire with the claimant's name given, and lapsed set when the claim ends with its
 // instance's heartbeat rather than at its deadline (docs/operations.md#several-instances).
-func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, by string, lapsed bool) error {
-	return e.expireFacts(ctx, tx, fx, run, t, now, ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration,
-		Attempts: t.Attempts, Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
-		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed})
-}
-
-// expireFacts applies the expiry rule to a row with the facts given.
-func (e *Engine) expireFacts(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, f ExpiryFacts) error {
-	x := ApplyExpiry(f)
+func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, by string, lapsed bool, early string) error {
+	x := ApplyExpiry(ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration, Attempts: t.Attempts,
+		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
+		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed, Early: early})
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
 		// A wait's expiry ends only the observation, and says so
 		// (docs/agent-tools.md#delegation-and-conversations).
