@@ -116,3 +116,25 @@ func TestClientGoneIsNoFault(t *testing.T) {
 		t.Fatalf("a client that left was logged %q", got)
 	}
 }
+
+// A name that holds a bidirectional control can display as another name (docs/api.md, "Names
+// that cannot spoof"): display names, workspace names, executor names, token labels and
+// conversation titles refuse one, 422 validation_failed at its path, and keep the joiner of
+// emoji (U+200D).
+func TestNamesRefuseBidiControls(t *testing.T) {
+	t.Parallel()
+	f := newRunsFixture(t, storetest.Open(t, store.SQLite))
+	agentID, _ := f.newAgent(t, f.admin, "default", "helper")
+	for _, c := range []struct{ url, body, path string }{
+		{"/agent_api/v1/workspaces", `{"workspace":{"handle":"spoof","name":"invoice\u202etxt.exe"}}`, "workspace.name"},
+		{"/agent_api/v1/workspaces/default/users", `{"user":{"handle":"li","display_name":"Li\u2066","role":"member"}}`, "user.display_name"},
+		{"/agent_api/v1/workspaces/default/agents", `{"agent":{"handle":"bot2","display_name":"\u200fbot"}}`, "agent.display_name"},
+		{"/agent_api/v1/executors", `{"executor":{"kind":"runner","display_name":"run\u061cner"}}`, "executor.display_name"},
+		{"/agent_api/v1/tokens", `{"token":{"label":"laptop\u202a"}}`, "token.label"},
+		{convBase, `{"conversation":{"answering_agent_public_id":"` + agentID + `","title":"Release\u202e"}}`, "conversation.title"},
+	} {
+		f.refused(t, 422, "validation_failed", c.path, "POST", c.url, f.admin, c.body)
+	}
+	f.must(t, 201, "POST", "/agent_api/v1/tokens", f.admin, `{"token":{"label":"family 👨\u200d👩\u200d👧"}}`)
+	f.must(t, 201, "POST", convBase, f.admin, `{"conversation":{"answering_agent_public_id":"`+agentID+`","title":"👨\u200d👩\u200d👧"}}`)
+}
