@@ -19,7 +19,9 @@ func (e *Engine) Now() time.Time { return e.now() }
 // Expire applies the expiry rule to a live row whose deadline passed, under the run's lock
 // (LockRow), then readiness and the run lifecycle; the row's executors get work_canceled
 // (expired). A row that is no longer live is left alone.
-func (x *Tx) Expire(ctx context.Context, run *store.Run, t *store.Task) error { return x.ExpireEarly(ctx, run, t, "") }
+func (x *Tx) Expire(ctx context.Context, run *store.Run, t *store.Task) error {
+	return x.ExpireEarly(ctx, run, t, "")
+}
 
 // ExpireEarly is Expire before the deadline, its detail saying cause (docs/plugins.md#crashes);
 // an empty cause is Expire's.
