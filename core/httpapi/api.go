@@ -244,12 +244,14 @@ func (a *API) handle(pattern string, opts routeOpts, h handlerFunc) {
 	})
 }
 
-// fail answers a door's error, unless the client stopped waiting (it closed the connection, or
-// its HTTP/2 stream) before it came: then nobody reads the answer, and whatever the call
-// answered (a cancelled statement, a wait cut short) is no server fault. Nothing is written
-// and the request log says StatusClientClosedRequest at debug.
+// fail answers a door's error. An error that is no refusal after the client stopped waiting (it
+// closed the connection, or its HTTP/2 stream, and the request's context ended) is what the
+// context's end did to the call (a cancelled statement, a wait cut short), not a server fault:
+// nobody reads an answer, so nothing is written, and the request log says
+// StatusClientClosedRequest at debug. A refusal is written as always (a body that stalled past
+// its bound ends the context too, and its 408 is the answer).
 func fail(w http.ResponseWriter, r *http.Request, c *Call, err error) {
-	if r.Context().Err() != nil {
+	if ref, ok := refusal.As(err); (!ok || ref.Kind == refusal.Internal) && r.Context().Err() != nil {
 		c.gone = true
 		return
 	}
