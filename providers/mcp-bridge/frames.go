@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,8 +214,17 @@ type idScanner struct {
 }
 
 func (s *idScanner) feed(p []byte) {
-	for _, c := range p {
-		s.byte(c)
+	for i := 0; i < len(p); i++ {
+		if s.inString && !s.escaped && !s.inKey && s.value != 2 {
+			// Inside a string no one keeps (the 16 MiB text of a result): only its end or an
+			// escape matters.
+			j := bytes.IndexAny(p[i:], `"\`)
+			if j < 0 {
+				return
+			}
+			i += j
+		}
+		s.byte(p[i])
 	}
 }
 

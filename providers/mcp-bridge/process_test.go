@@ -274,6 +274,7 @@ func TestIDScanner(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"sampling/createMessage","id":3,"params":{}}`, `3`, true},
 		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":4}}`, ``, true},
 		{`{ "id" : 12 , "result" : {} }`, `12`, false},
+		{`{"result":{"text":"ends in a backslash\\","more":"\"id\":1"},"id":5}`, `5`, false},
 	} {
 		for split := 0; split <= len(c.msg); split++ {
 			var s idScanner
