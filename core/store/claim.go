@@ -134,16 +134,7 @@ func Claim(ctx context.Context, tx *Tx, spec ClaimSpec) ([]Claimed, error) {
 			Generation int64 `db:"claim_generation"`
 			Deadline   int64 `db:"deadline_at"`
 		}
-		err = tx.Get(ctx, &out, `UPDATE tasks SET
-  claim_generation = claim_generation + 1,
-  claim_token_hash = ?,
-  claimed_by = ?,
-  claimed_instance = ?,
-  claimed_at = ?,
-  started_at = COALESCE(started_at, ?),
-  deadline_at = ? + COALESCE(timeout_ms, ?),
-  attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
-WHERE id = ? RETURNING claim_generation, deadline_at`,
+		err = tx.Get(ctx, &out, claimTake+`WHERE id = ? RETURNING claim_generation, deadline_at`,
 			rows[i].TokenHash, spec.ClaimedBy, spec.instance(), spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind, rows[i].ID)
 		if err != nil {
 			return nil, fmt.Errorf("store: claim task %d: %w", rows[i].ID, err)
@@ -251,13 +242,10 @@ FROM claimed t`+taskAndRunJoins, args...)
 	return &c, nil
 }
 
-// claimFirstSQL is claimFirst's statement up to its RETURNING list.
-func claimFirstSQL(d Dialect, spec ClaimSpec) string {
-	lock := ``
-	if d == Postgres {
-		lock = ` FOR UPDATE OF t SKIP LOCKED`
-	}
-	return `UPDATE tasks SET
+// claimTake is what a claim writes to the row it takes, with its arguments in this order: the
+// token's hash, the claimant, the instance, now three times, the default timeout, the kind whose
+// attempts count (ClaimSpec).
+const claimTake = `UPDATE tasks SET
   claim_generation = claim_generation + 1,
   claim_token_hash = ?,
   claimed_by = ?,
@@ -266,7 +254,15 @@ func claimFirstSQL(d Dialect, spec ClaimSpec) string {
   started_at = COALESCE(started_at, ?),
   deadline_at = ? + COALESCE(timeout_ms, ?),
   attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
-WHERE id = (SELECT t.id FROM ` + runnableFrom(d, spec.Queue) + ` WHERE ` + spec.Predicate + `
+`
+
+// claimFirstSQL is claimFirst's statement up to its RETURNING list.
+func claimFirstSQL(d Dialect, spec ClaimSpec) string {
+	lock := ``
+	if d == Postgres {
+		lock = ` FOR UPDATE OF t SKIP LOCKED`
+	}
+	return claimTake + `WHERE id = (SELECT t.id FROM ` + runnableFrom(d, spec.Queue) + ` WHERE ` + spec.Predicate + `
   ORDER BY t.dispatched_at, t.id LIMIT 1` + lock + `)
 RETURNING `
 }
