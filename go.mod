@@ -9,7 +9,9 @@ require (
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/jmoiron/sqlx v1.4.0
-	github.com/lib/pq v1.12.3
+	// lib/pq stays at 1.10.9: 1.11.0 to 1.12.3 misread an error message over 30,000 bytes and
+	// leave the connection out of step for good (core/store TestPostgresLongErrorKeepsConnection).
+	github.com/lib/pq v1.10.9
 	github.com/mattn/go-isatty v0.0.24
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pressly/goose/v3 v3.30.0

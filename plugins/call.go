@@ -28,6 +28,17 @@ const (
 	settleTimeout = 10 * time.Second
 )
 
+// Causes of a settlement at once, before the claim's deadline (docs/plugins.md#crashes): the row's
+// detail says "the claim at <time> by executor <id> ended before its deadline: <cause>".
+const (
+	// ExpiredPluginExited: the plugin process exited (or was killed) during the call.
+	ExpiredPluginExited = "the plugin exited during the call"
+	// ExpiredAnswerLost: the plugin reported the call's answer lost (protocol 1.1).
+	ExpiredAnswerLost = "the plugin lost the call's answer"
+	// ExpiredReplaysSpent: a replayable call's answer was lost on every attempt; %d is how many.
+	ExpiredReplaysSpent = "the plugin lost the call's answer on each of %d attempts"
+)
+
 // CaptureBoundDetail is the failure detail of a result over the capture bounds.
 const CaptureBoundDetail = "captures over the bound: at most 16 files and 8 MiB"
 
@@ -108,10 +119,10 @@ func (s *supervisor) runCall(c *call, in *instance) {
 			switch {
 			case !c.replayable:
 				outcome = "uncertain"
-				owner.expire(c)
+				owner.expire(c, ExpiredAnswerLost)
 			case attempt >= s.h.timings.MaxAttempts:
 				outcome = "expired" // the expiry rule settles a replayable row timed_out
-				owner.expire(c)
+				owner.expire(c, fmt.Sprintf(ExpiredReplaysSpent, attempt))
 			default:
 				owner.logCall(c, attempt, start, "answer lost; replaying")
 				owner.mu.Lock()
@@ -123,7 +134,7 @@ func (s *supervisor) runCall(c *call, in *instance) {
 			switch {
 			case !c.replayable:
 				outcome = "expired"
-				owner.expire(c)
+				owner.expire(c, ExpiredPluginExited)
 			case attempt >= s.h.timings.MaxAttempts:
 				outcome = "lapsed" // the claim lapses; the sweep settles it timed_out
 			default:
@@ -302,10 +313,10 @@ func (s *supervisor) commit(c *call, body CommitBody) (lost bool) {
 
 // expire applies the expiry rule at once to a lost call: a non-replayable one settles
 // uncertain, a replayable one (a lost answer past the attempt bound) timed_out.
-func (s *supervisor) expire(c *call) {
+func (s *supervisor) expire(c *call, cause string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), settleTimeout)
 	defer cancel()
-	if err := s.h.plane.ExpireNow(ctx, s.executorID, c.claim); err != nil {
+	if err := s.h.plane.ExpireNow(ctx, s.executorID, c.claim, cause); err != nil {
 		s.logger.Warn("expire failed", "plugin", s.entry.Name, "run", c.claim.RunID, "task", c.claim.TaskKey, "error", err)
 		return
 	}

@@ -71,6 +71,12 @@ func TestCrashMemoryEditExpires(t *testing.T) {
 	if th.plane.expired[0].TaskKey != "e" || th.status(t, "mem").Calls.Expired != 1 {
 		t.Errorf("expired %+v", th.plane.expired)
 	}
+	th.plane.mu.Lock()
+	cause := th.plane.causes["e"]
+	th.plane.mu.Unlock()
+	if cause != ExpiredPluginExited {
+		t.Errorf("the settlement at once says %q, want %q", cause, ExpiredPluginExited)
+	}
 }
 
 // crashLoops is how many kill -9 rounds TestCrashLoop runs: a short loop in make test, a long

@@ -165,7 +165,7 @@ func launch(ctx context.Context, spec launchSpec, generation int) (*instance, *r
 	}
 	in.info = info
 	dataDir := spec.dataDir
-	if err := in.describer.Configure(startCtx, plugin.Config{PluginName: e.Name, DataDir: dataDir, Raw: e.Config}); err != nil {
+	if err := in.describer.Configure(startCtx, plugin.Config{PluginName: e.Name, DataDir: dataDir, Raw: e.Config, MaxConcurrency: e.MaxConcurrency}); err != nil {
 		if errors.Is(err, plugin.ErrConfigInvalid) {
 			return fail(loadRefusal(CodeConfigRefused, "%s", err.Error()))
 		}

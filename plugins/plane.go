@@ -46,8 +46,10 @@ type ExecutorPlane interface {
 	// of kind Unprocessable, the commit door's own; ErrClaimLost says the claim is no longer held
 	// (cancelled, expired).
 	Commit(ctx context.Context, executorID string, c Claim, body CommitBody) error
-	// ExpireNow applies the expiry rule to the claim at once (a lost non-replayable call).
-	ExpireNow(ctx context.Context, executorID string, c Claim) error
+	// ExpireNow applies the expiry rule to the claim at once (a lost non-replayable call);
+	// cause is why, said in the row's detail in place of a deadline (ExpiredPluginExited,
+	// ExpiredAnswerLost, ExpiredReplaysSpent).
+	ExpireNow(ctx context.Context, executorID string, c Claim, cause string) error
 }
 
 // Errors an ExecutorPlane answers that the host handles itself.

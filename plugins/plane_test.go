@@ -50,9 +50,11 @@ type recordingPlane struct {
 	commits       []commitRecord
 	refusedBodies []CommitBody
 	expired       []Claim
-	changed       chan struct{}
-	deadline      time.Duration
-	nextID        int
+	// causes are the causes ExpireNow was given, by task key.
+	causes   map[string]string
+	changed  chan struct{}
+	deadline time.Duration
+	nextID   int
 }
 
 type planeRow struct {
@@ -378,7 +380,7 @@ func (p *recordingPlane) checkLocked(id string, body CommitBody) *refusal.Refusa
 	return nil
 }
 
-func (p *recordingPlane) ExpireNow(_ context.Context, id string, c Claim) error {
+func (p *recordingPlane) ExpireNow(_ context.Context, id string, c Claim, cause string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	row := p.rowLocked(id, c)
@@ -387,6 +389,10 @@ func (p *recordingPlane) ExpireNow(_ context.Context, id string, c Claim) error 
 	}
 	row.settled = true
 	p.expired = append(p.expired, c)
+	if p.causes == nil {
+		p.causes = map[string]string{}
+	}
+	p.causes[c.TaskKey] = cause
 	p.notifyLocked()
 	return nil
 }

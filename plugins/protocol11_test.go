@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,6 +114,13 @@ func TestLostAnswer(t *testing.T) {
 	th.plane.push(id, toolClaim("p", "lost_pure", `{}`, &announce.EffectPure))
 	th.plane.await(t, 10*time.Second, "the expiry after three attempts", func() bool { return countExpired(th.plane.expired, "p") == 1 })
 
+	// Each settlement at once says why, never that a deadline passed.
+	th.plane.mu.Lock()
+	causes := map[string]string{"w": th.plane.causes["w"], "p": th.plane.causes["p"]}
+	th.plane.mu.Unlock()
+	if causes["w"] != ExpiredAnswerLost || causes["p"] != fmt.Sprintf(ExpiredReplaysSpent, 3) {
+		t.Errorf("causes of the settlements at once: %q", causes)
+	}
 	after := th.status(t, "lost")
 	if len(th.plane.commitsFor("w")) != 0 || len(th.plane.commitsFor("p")) != 0 {
 		t.Errorf("a lost call was committed: %+v %+v", th.plane.commitsFor("w"), th.plane.commitsFor("p"))

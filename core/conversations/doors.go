@@ -131,8 +131,8 @@ func (d *Doors) CreateConversation(ctx context.Context, a *runs.Actor, raw json.
 			Status: runs.ConversationActive}
 		if v, ok := obj["title"]; ok && !isNull(v) {
 			t, ok := str(v)
-			if !ok || utf8.RuneCountInString(t) > MaxTitleChars {
-				return badField("conversation.title", "title must be a string of at most %d characters.", MaxTitleChars)
+			if !ok || utf8.RuneCountInString(t) > MaxTitleChars || strings.IndexFunc(t, jsonwire.IsBidiControl) >= 0 {
+				return badField("conversation.title", "title must be a string of at most %d characters without bidirectional controls.", MaxTitleChars)
 			}
 			c.Title = &t
 		}

@@ -37,6 +37,17 @@ const (
 
 // ListRuns lists the workspace's runs newest first; after is the opaque cursor.
 func (d *Doors) ListRuns(ctx context.Context, a *runs.Actor, status, conversation, after string, limit int) (*RunPage, error) {
+	switch status {
+	case "", runs.RunPending, runs.RunRunning, runs.RunNeedsAttention, runs.RunCanceling, runs.RunCompleted, runs.RunCanceled:
+	default:
+		return nil, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "status must be one of %s, %s, %s, %s, %s or %s.",
+			runs.RunPending, runs.RunRunning, runs.RunNeedsAttention, runs.RunCanceling, runs.RunCompleted, runs.RunCanceled).With("path", "status")
+	}
+	page := &RunPage{Runs: []*RunDoc{}}
+	if conversation != "" && !store.IsPublicID(strings.ToLower(conversation)) {
+		// No conversation has such an id: the filter matches no run.
+		return page, nil
+	}
 	var before int64
 	if after != "" {
 		b, err := base64.RawURLEncoding.DecodeString(after)
@@ -48,11 +59,11 @@ func (d *Doors) ListRuns(ctx context.Context, a *runs.Actor, status, conversatio
 		}
 	}
 	q := d.e.Reader()
-	rs, err := store.RunsOfWorkspace(ctx, q, a.WorkspaceID, store.RunFilter{Status: status, ConversationPublicID: conversation, BeforeID: before, Limit: limit + 1})
+	rs, err := store.RunsOfWorkspace(ctx, q, a.WorkspaceID, store.RunFilter{Status: status, ConversationPublicID: strings.ToLower(conversation),
+		BeforeID: before, Limit: limit + 1})
 	if err != nil {
 		return nil, err
 	}
-	page := &RunPage{Runs: []*RunDoc{}}
 	for i := range rs {
 		if i == limit {
 			c := base64.RawURLEncoding.EncodeToString([]byte("run:" + strconv.FormatInt(rs[i-1].ID, 10)))

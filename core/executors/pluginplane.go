@@ -581,13 +581,13 @@ func (p *PluginPlane) ClaimActive(ctx context.Context, id string, c plugins.Clai
 	return st.Claim.Active, nil
 }
 
-// ExpireNow applies the expiry rule to the claim at once.
-func (p *PluginPlane) ExpireNow(ctx context.Context, id string, c plugins.Claim) error {
+// ExpireNow applies the expiry rule to the claim at once, saying cause.
+func (p *PluginPlane) ExpireNow(ctx context.Context, id string, c plugins.Claim, cause string) error {
 	ex, err := p.rowOfWorkspace(id, c.WorkspaceID)
 	if err != nil {
 		return err
 	}
-	_, err = p.svc.ExpireClaim(ctx, ex, c.RunID, c.TaskKey, c.Token)
+	_, err = p.svc.ExpireClaim(ctx, ex, c.RunID, c.TaskKey, c.Token, cause)
 	return err
 }
 

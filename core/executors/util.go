@@ -2,7 +2,6 @@ package executors
 
 import (
 	"encoding/json"
-	"regexp"
 
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -37,7 +36,5 @@ func rawOr(s *string, fallback string) json.RawMessage {
 	return json.RawMessage(*s)
 }
 
-// keyPattern is the task key grammar (docs/api.md#runs).
-var keyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-
-func validKey(s string) bool { return keyPattern.MatchString(s) }
+// validKey reports whether s matches the task key grammar (docs/api.md#runs).
+func validKey(s string) bool { return store.IsTaskKey(s) }

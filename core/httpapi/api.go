@@ -184,6 +184,8 @@ type Call struct {
 	Executor *identity.Executor
 	// Body is the whole request body, already bounded; nil when the request had none.
 	Body []byte
+	// gone marks a request whose client stopped waiting before the handler answered.
+	gone bool
 	// NoFault marks a 5xx answer that is no server fault (a readiness probe answering not
 	// ready while plugins start): it is logged at debug like any answer, not as an error.
 	NoFault bool
@@ -225,22 +227,41 @@ func (a *API) handle(pattern string, opts routeOpts, h handlerFunc) {
 			// A caller without a token keeps no connection: it holds one no longer than the
 			// server's header bound.
 			closeAfter(w)
-			writeError(w, c.Log, c.RequestID, err)
+			fail(w, r, c, err)
 			return
 		}
 		if readsBody && !opts.stream {
 			body, err := readBody(w, r, limit, a.deps.Timeouts.Body)
 			if err != nil {
-				writeError(w, c.Log, c.RequestID, err)
+				fail(w, r, c, err)
 				return
 			}
 			c.Body = body
 		}
 		if err := h(w, r, c); err != nil {
-			writeError(w, c.Log, c.RequestID, err)
+			fail(w, r, c, err)
 		}
 	})
 }
+
+// fail answers a door's error. An error that is no refusal after the client stopped waiting (it
+// closed the connection, or its HTTP/2 stream, and the request's context ended) is what the
+// context's end did to the call (a cancelled statement, a wait cut short), not a server fault:
+// nobody reads an answer, so nothing is written, and the request log says
+// StatusClientClosedRequest at debug. A refusal is written as always (a body that stalled past
+// its bound ends the context too, and its 408 is the answer).
+func fail(w http.ResponseWriter, r *http.Request, c *Call, err error) {
+	if ref, ok := refusal.As(err); (!ok || ref.Kind == refusal.Internal) && r.Context().Err() != nil {
+		c.gone = true
+		return
+	}
+	writeError(w, c.Log, c.RequestID, err)
+}
+
+// StatusClientClosedRequest is the status the request log gives a request whose client stopped
+// waiting before the answer (docs/api.md#conventions): nothing is written to the client, and the
+// line is at debug. 499 is nginx's status for the same event, which log tools already know.
+const StatusClientClosedRequest = 499
 
 // authenticate resolves the caller of a route of plane pl from the request's headers alone.
 func (a *API) authenticate(r *http.Request, c *Call, pl plane) error {
@@ -381,7 +402,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rec, log, id, fmt.Errorf("panic: %v", p))
 			}
 		}
-		a.logRequest(log, r, rec.status, start, c.NoFault)
+		status := rec.status
+		if c.gone && !rec.wrote {
+			status = StatusClientClosedRequest
+		}
+		a.logRequest(log, r, status, start, c.NoFault)
 	}()
 	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
 	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
@@ -420,7 +445,7 @@ func (a *API) logRequest(log hclog.Logger, r *http.Request, status int, start ti
 	}
 	d := a.deps.Now().Sub(start)
 	switch {
-	case status >= 500 && !noFault:
+	case status >= 500 && !noFault && status != StatusClientClosedRequest:
 		log.Error("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d)
 	case log.IsDebug():
 		log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d)

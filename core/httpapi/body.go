@@ -25,6 +25,10 @@ type fieldWord struct {
 	// word, when set, is carried as the refusal's word (a door whose validation_failed
 	// refusals name a finer word).
 	word string
+	// ownText is set for the doors whose service judges the storability of its text itself,
+	// with finer words (the memory doors' memory_path_invalid and memory_content_invalid); every
+	// other door's body passes the one storability check (storable).
+	ownText bool
 }
 
 var (
@@ -32,7 +36,35 @@ var (
 	wordParameter = fieldWord{kind: refusal.BadRequest, code: refusal.CodeParameterInvalid}
 	// wordValidation is the word of doors whose field refusals are 422 validation_failed.
 	wordValidation = fieldWord{kind: refusal.Unprocessable, code: refusal.CodeValidationFailed}
+	// wordMemory is wordParameter for the memory doors, which judge their text themselves.
+	wordMemory = fieldWord{kind: refusal.BadRequest, code: refusal.CodeParameterInvalid, ownText: true}
 )
+
+// storable is the one storability check of a door's body (docs/api.md, "Request bodies: exact
+// fields"): the first value at or under path in raw that the store cannot keep (a string with
+// U+0000, a lone surrogate or bytes that are not UTF-8, or a number beyond the double range,
+// jsonwire.UnstorablePath) is refused 422 validation_failed at its path, before anything acts.
+// PostgreSQL refuses such text in every column and SQLite would keep it and hand it on (to a
+// model, say), so no door lets it through.
+func storable(raw []byte, path string, word fieldWord) error {
+	if word.ownText {
+		return nil
+	}
+	bad := jsonwire.UnstorablePath(raw)
+	if bad == "" {
+		return nil
+	}
+	at := strings.TrimPrefix(strings.TrimPrefix(bad, "$"), ".")
+	switch {
+	case path == "":
+	case at == "" || at[0] == '[':
+		at = path + at
+	default:
+		at = path + "." + at
+	}
+	return refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed,
+		"%s cannot be stored: text must be UTF-8 without U+0000 or a lone surrogate, and a number within the double range.", at).With("path", at)
+}
 
 // decodeBody is the one strict decoding of a JSON request body, which every door that reads a
 // body calls before anything acts. dst is a pointer to the door's request struct; its json
@@ -129,6 +161,9 @@ func decodeObjectAt(raw json.RawMessage, path string, word fieldWord, dst any) (
 // decodeMembers checks an object's keys against dst at path, then decodes it into dst.
 func decodeMembers(raw []byte, members jsonwire.Members, path string, word fieldWord, dst any) error {
 	if err := schemaOf(reflect.TypeOf(dst)).checkMembers(members, path, word); err != nil {
+		return err
+	}
+	if err := storable(raw, path, word); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

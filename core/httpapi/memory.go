@@ -46,11 +46,11 @@ func decodeMemory(c *Call, dst any) error {
 	var body struct {
 		Memory json.RawMessage `json:"memory"`
 	}
-	if err := decodeRequired(c, wordParameter, "memory", nil, &body); err != nil {
+	if err := decodeRequired(c, wordMemory, "memory", nil, &body); err != nil {
 		return err
 	}
 	raw := bytes.TrimSpace(body.Memory)
-	isObject, err := decodeObjectAt(raw, "memory", wordParameter, dst)
+	isObject, err := decodeObjectAt(raw, "memory", wordMemory, dst)
 	if err != nil {
 		return err
 	}

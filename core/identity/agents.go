@@ -52,7 +52,7 @@ func (d *Directory) CreateAgent(ctx context.Context, acc *Access, req *CreateAge
 		return nil, err
 	}
 	if !ValidDisplayName(req.DisplayName) {
-		return nil, invalid("agent.display_name", "display_name must be 1 to %d characters without control characters.", maxDisplayNameChars)
+		return nil, invalid("agent.display_name", "display_name must be 1 to %d characters without control or bidirectional control characters.", maxDisplayNameChars)
 	}
 	secret, hash := MintToken(MemberPlane)
 	at := store.Millis(d.now())

@@ -243,7 +243,7 @@ func (d *Directory) CreateWorkspace(ctx context.Context, caller *Principal, req 
 		return nil, err
 	}
 	if !ValidDisplayName(req.Name) {
-		return nil, invalid("workspace.name", "name must be 1 to %d characters without control characters.", maxDisplayNameChars)
+		return nil, invalid("workspace.name", "name must be 1 to %d characters without control or bidirectional control characters.", maxDisplayNameChars)
 	}
 	at := store.Millis(d.now())
 	w := &store.Workspace{PublicID: store.NewPublicID(), Handle: req.Handle, Name: req.Name, CreatedAt: at}

@@ -121,7 +121,7 @@ func (d *Directory) CreateExecutor(ctx context.Context, caller *Principal, req *
 		return nil, invalid("executor.kind", "kind must be runner or tool_provider.")
 	}
 	if !ValidDisplayName(req.DisplayName) {
-		return nil, invalid("executor.display_name", "display_name must be 1 to %d characters without control characters.", maxDisplayNameChars)
+		return nil, invalid("executor.display_name", "display_name must be 1 to %d characters without control or bidirectional control characters.", maxDisplayNameChars)
 	}
 	if wsErr != nil {
 		return nil, wsErr

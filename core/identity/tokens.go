@@ -36,7 +36,7 @@ type CreatedToken struct {
 // CreateToken mints an additional token for the caller.
 func (d *Directory) CreateToken(ctx context.Context, caller *Principal, req *CreateTokenRequest) (*CreatedToken, error) {
 	if !validLine(req.Label, 0, maxTokenLabelChars) {
-		return nil, invalid("token.label", "label must be at most %d characters without control characters.", maxTokenLabelChars)
+		return nil, invalid("token.label", "label must be at most %d characters without control or bidirectional control characters.", maxTokenLabelChars)
 	}
 	now := store.Millis(d.now())
 	if req.ExpiresAt != nil && *req.ExpiresAt <= now {

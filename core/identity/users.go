@@ -42,7 +42,7 @@ func (d *Directory) CreateUser(ctx context.Context, acc *Access, req *CreateUser
 		return nil, err
 	}
 	if !ValidDisplayName(req.DisplayName) {
-		return nil, invalid("user.display_name", "display_name must be 1 to %d characters without control characters.", maxDisplayNameChars)
+		return nil, invalid("user.display_name", "display_name must be 1 to %d characters without control or bidirectional control characters.", maxDisplayNameChars)
 	}
 	if !validRole(req.Role) {
 		return nil, invalid("user.role", "role must be owner or member.")

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // Limits of docs/api.md#identity and of token labels.
@@ -40,10 +41,12 @@ func ValidHandle(s string) bool {
 	return !IsUUID(s)
 }
 
-// ValidDisplayName reports whether s is 1..128 characters with no control character.
+// ValidDisplayName reports whether s is 1..128 characters with no control character and no
+// bidirectional control (docs/api.md, "Names that cannot spoof").
 func ValidDisplayName(s string) bool { return validLine(s, 1, maxDisplayNameChars) }
 
-// validLine reports whether s is valid UTF-8 of min..max characters without control characters.
+// validLine reports whether s is valid UTF-8 of min..max characters without control characters
+// or bidirectional controls (jsonwire.IsBidiControl), which could make one name display as another.
 func validLine(s string, min, max int) bool {
 	if !utf8.ValidString(s) {
 		return false
@@ -53,7 +56,7 @@ func validLine(s string, min, max int) bool {
 		return false
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || jsonwire.IsBidiControl(r) {
 			return false
 		}
 	}

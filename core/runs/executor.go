@@ -20,10 +20,16 @@ func (e *Engine) Now() time.Time { return e.now() }
 // (LockRow), then readiness and the run lifecycle; the row's executors get work_canceled
 // (expired). A row that is no longer live is left alone.
 func (x *Tx) Expire(ctx context.Context, run *store.Run, t *store.Task) error {
+	return x.ExpireEarly(ctx, run, t, "")
+}
+
+// ExpireEarly is Expire before the deadline, its detail saying cause (docs/plugins.md#crashes);
+// an empty cause is Expire's.
+func (x *Tx) ExpireEarly(ctx context.Context, run *store.Run, t *store.Task, cause string) error {
 	if !live(t.Status) {
 		return nil
 	}
-	return x.e.expire(ctx, x.Tx, x.fx, run, t, x.e.nowMS())
+	return x.e.expire(ctx, x.Tx, x.fx, run, t, x.e.nowMS(), cause)
 }
 
 // Fail settles a live row failed with te under the run's lock (LockRow), then readiness: a

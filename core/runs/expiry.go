@@ -41,6 +41,8 @@ type ExpiryFacts struct {
 	// instance (docs/operations.md#instance-liveness-and-takeover): the survivors run copies of
 	// the plugin, so a replayable call is released for one of them to call again.
 	Plugin bool
+	// Early is why the claim ends before its deadline (a plugin that exited): the detail says it.
+	Early string
 }
 
 // ApplyExpiry is the expiry rule, and the only one: a tool row never re-queues itself.
@@ -66,6 +68,9 @@ func ApplyExpiry(f ExpiryFacts) Expiry {
 	detail := fmt.Sprintf("no commit within %d ms of the claim at %s by %s", f.TimeoutMS, store.FormatMillis(f.ClaimedAt), f.ClaimedBy)
 	if f.Lapsed {
 		detail = fmt.Sprintf("the claim at %s by %s ended with that instance's heartbeat", store.FormatMillis(f.ClaimedAt), f.ClaimedBy)
+	}
+	if f.Early != "" {
+		detail = fmt.Sprintf("the claim at %s by %s ended before its deadline: %s", store.FormatMillis(f.ClaimedAt), f.ClaimedBy, f.Early)
 	}
 	if replayable(f.Profile) {
 		if f.Lapsed && f.Plugin {

@@ -63,4 +63,10 @@ func TestApplyExpiry(t *testing.T) {
 	if x.Error.Detail != "the claim at 2025-03-01T09:30:00.300Z by executor 1d2e on instance inst_0a1b ended with that instance's heartbeat; claimed 3 times without settling" {
 		t.Errorf("a plugin's spent claims' detail %q", x.Error.Detail)
 	}
+	// A settlement at once, before the deadline, says why instead of a deadline.
+	x = ApplyExpiry(ExpiryFacts{Kind: KindTool, Status: StatusDispatched, Generation: 1, ClaimedAt: 1740821400300, TimeoutMS: 600000,
+		ClaimedBy: "executor 1d2e", Profile: edit, Early: "the plugin exited during the call"})
+	if x.Status != StatusUncertain || x.Error.Detail != "the claim at 2025-03-01T09:30:00.300Z by executor 1d2e ended before its deadline: the plugin exited during the call; the tool may have run" {
+		t.Errorf("early detail %q", x.Error.Detail)
+	}
 }

@@ -78,7 +78,7 @@ func (e *Engine) takeOver(ctx context.Context) (int, error) {
 			if executor != "" {
 				by = "executor " + executor + " on instance " + o.Instance
 			}
-			if err := e.expireClaim(ctx, tx, fx, run, t, now, by, true); err != nil {
+			if err := e.expireClaim(ctx, tx, fx, run, t, now, by, true, ""); err != nil {
 				return err
 			}
 			switch {

@@ -14,8 +14,8 @@ import (
 
 // kernelRunnable is the kernel's runnable predicate (docs/development.md#how-the-kernel-runs-work):
 // a model task, or a tool task without an addressee, that is running, unclaimed, not lowered, not
-// past a deadline it has, in a running run.
-const kernelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+// past a deadline it has, in a running run; its claims read the queue (store.ClaimSpec.Queue).
+const kernelRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
  AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
  AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
 
@@ -28,13 +28,13 @@ func (e *Engine) ClaimKernel(ctx context.Context) (*store.Claimed, error) {
 }
 
 // kernelModelRunnable is the kernel's runnable predicate narrowed to model rounds.
-const kernelModelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+const kernelModelRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
  AND t.kind = 'model_task' AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
 
 func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, error) {
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
-		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
+		Predicate: predicate, Args: []any{false, now}, Queue: true, Limit: 1, Now: now,
 		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.ID(), CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed); a
@@ -202,7 +202,7 @@ func (e *Engine) evaluateTool(ctx context.Context, c *store.Claimed) error {
 }
 
 // kernelToolRunnable is the kernel's runnable predicate narrowed to kernel tool rows.
-const kernelToolRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
+const kernelToolRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
  AND t.kind = 'tool_task' AND t.addressed_role IS NULL AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
 
 // RunNextKernelTool claims one runnable kernel tool row and evaluates it in the same
@@ -257,13 +257,13 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 	}
 	now := e.nowMS()
 	if t.DeadlineAt != nil && now >= *t.DeadlineAt {
-		return e.expire(ctx, tx, fx, run, t, now)
+		return e.expire(ctx, tx, fx, run, t, now, "")
 	}
 	out, err := e.runKernel(ctx, tx, fx, run, t, c)
 	if errors.Is(err, errDeadline) {
 		// The handler outlived the row's clock: the expiry rule settles it, in this transaction.
 		t.ClaimedAt, t.ClaimedBy = &now, new(claimedByKernel)
-		return e.expire(ctx, tx, fx, run, t, e.nowMS())
+		return e.expire(ctx, tx, fx, run, t, e.nowMS(), "")
 	}
 	if err != nil {
 		return err
@@ -427,7 +427,7 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 				return nil
 			}
 			n++
-			return e.expire(ctx, tx, fx, run, t, now)
+			return e.expire(ctx, tx, fx, run, t, now, "")
 		})
 		if err != nil {
 			return n, err
@@ -449,13 +449,14 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 	return n + observed + replies + released + taken, err
 }
 
-// expire applies the expiry rule to one row under the run's lock, then readiness.
-func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
+// expire applies the expiry rule to one row under the run's lock, then readiness; early, when set,
+// is why the claim ends before its deadline (ExpiryFacts.Early).
+func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, early string) error {
 	by := "kernel"
 	if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
 		by = "executor " + id
 	}
-	return e.expireClaim(ctx, tx, fx, run, t, now, by, false)
+	return e.expireClaim(ctx, tx, fx, run, t, now, by, false, early)
 }
 
 // releaseToExecutors ends a dispatched row's claim without settling it (store.ReleaseClaim): the
@@ -484,10 +485,10 @@ func (e *Engine) releaseToExecutors(ctx context.Context, tx *store.Tx, fx *effec
 
 // expireClaim is expire with the claimant's name given, and lapsed set when the claim ends with its
 // instance's heartbeat rather than at its deadline (docs/operations.md#several-instances).
-func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, by string, lapsed bool) error {
+func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, by string, lapsed bool, early string) error {
 	x := ApplyExpiry(ExpiryFacts{Kind: t.Kind, Status: t.Status, Generation: t.ClaimGeneration, Attempts: t.Attempts,
 		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
-		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed,
+		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed, Early: early,
 		// An executor's claim that names an instance is a plugin's: an HTTP executor's names none.
 		Plugin: lapsed && ClaimantOf(deref(t.ClaimedBy)) != ""})
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {

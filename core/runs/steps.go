@@ -22,7 +22,6 @@ type stepError struct {
 }
 
 var (
-	keyGrammar   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 	reservedKeyA = regexp.MustCompile(`^r[0-9]`)
 	reservedKeyB = regexp.MustCompile(`^s[0-9]+-[a-z]+-[0-9]+$`)
 )
@@ -148,7 +147,7 @@ func (p *stepParser) parse(raw json.RawMessage, revision int64, prev string) []*
 		if v, ok := body["key"]; ok {
 			var k string
 			switch {
-			case json.Unmarshal(v, &k) != nil || !keyGrammar.MatchString(k):
+			case json.Unmarshal(v, &k) != nil || !store.IsTaskKey(k):
 				p.fail(refusal.CodeValidationFailed, s.path+".key", "key must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}.")
 			case ReservedKey(k):
 				p.fail(CodeReservedTaskKey, s.path+".key", "The key %s has a shape the kernel reserves.", k)

@@ -159,7 +159,7 @@ func (x *Tx) Decide(ctx context.Context, r *store.Run, t *store.Task, a *Actor, 
 	e, tx, fx := x.e, x.Tx, x.fx
 	now := e.nowMS()
 	if t.DeadlineAt != nil && now >= *t.DeadlineAt {
-		return true, e.expire(ctx, tx, fx, r, t, now)
+		return true, e.expire(ctx, tx, fx, r, t, now, "")
 	}
 	origin := ApprovalOriginHuman
 	if a.Kind == "agent" {

@@ -61,7 +61,7 @@ func AnnouncedExecutorsOf(ctx context.Context, q Querier, workspaceID int64, pub
 	query, args, err := sqlx.In(`SELECT `+executorColumns+`, a.tools, a.environment, a.documents, a.announced_at
 FROM executors e JOIN workspaces w ON w.id = e.workspace_id
 LEFT JOIN executor_announcements a ON a.executor_id = e.id
-WHERE e.workspace_id = ? AND e.public_id IN (?)`, workspaceID, publicIDs)
+WHERE e.workspace_id = ? AND e.public_id IN (?)`, workspaceID, IDs(publicIDs))
 	if err != nil {
 		return nil, err
 	}

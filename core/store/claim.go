@@ -26,6 +26,11 @@ type ClaimSpec struct {
 	// Predicate selects the runnable rows, e.g. `t.status = 'running' AND r.status = 'running'`.
 	Predicate string
 	Args      []any
+	// Queue says that Predicate implies RunnableCondition, the condition of the partial index
+	// tasks_runnable, as every kernel predicate does: the statement then reads the rows through
+	// that index in its order (runnableFrom). A claim of one named row (the executor doors')
+	// leaves it false.
+	Queue bool
 	// Limit is the most rows one claim takes (at least 1).
 	Limit int
 	// Now is the claim time, Unix ms: started_at on a first claim, and the clock's new start.
@@ -113,11 +118,7 @@ func Claim(ctx context.Context, tx *Tx, spec ClaimSpec) ([]Claimed, error) {
 	if spec.Limit < 1 {
 		spec.Limit = 1
 	}
-	q := `SELECT t.id, t.run_id, t.task_key, t.kind FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` +
-		spec.Predicate + ` ORDER BY t.dispatched_at, t.id LIMIT ?`
-	if tx.Dialect() == Postgres {
-		q += ` FOR UPDATE OF t SKIP LOCKED`
-	}
+	q := claimSQL(tx.Dialect(), spec)
 	args := append(append([]any(nil), spec.Args...), spec.Limit)
 	var rows []Claimed
 	if err := tx.Select(ctx, &rows, q, args...); err != nil {
@@ -134,16 +135,7 @@ func Claim(ctx context.Context, tx *Tx, spec ClaimSpec) ([]Claimed, error) {
 			Generation int64 `db:"claim_generation"`
 			Deadline   int64 `db:"deadline_at"`
 		}
-		err = tx.Get(ctx, &out, `UPDATE tasks SET
-  claim_generation = claim_generation + 1,
-  claim_token_hash = ?,
-  claimed_by = ?,
-  claimed_instance = ?,
-  claimed_at = ?,
-  started_at = COALESCE(started_at, ?),
-  deadline_at = ? + COALESCE(timeout_ms, ?),
-  attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
-WHERE id = ? RETURNING claim_generation, deadline_at`,
+		err = tx.Get(ctx, &out, claimTake+`WHERE id = ? RETURNING claim_generation, deadline_at`,
 			rows[i].TokenHash, spec.ClaimedBy, spec.instance(), spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind, rows[i].ID)
 		if err != nil {
 			return nil, fmt.Errorf("store: claim task %d: %w", rows[i].ID, err)
@@ -163,7 +155,7 @@ WHERE id = ? RETURNING claim_generation, deadline_at`,
 // that a claim that would find nothing does not queue beside the writes that do work.
 func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) {
 	if s.dialect != Postgres {
-		if found, err := AnyRunnable(ctx, s.Reader(), spec.Predicate, spec.Args...); err != nil || !found {
+		if found, err := anyRunnable(ctx, s.Reader(), spec.Queue, spec.Predicate, spec.Args...); err != nil || !found {
 			return nil, err
 		}
 		var got *Claimed
@@ -221,22 +213,7 @@ func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Cl
 		Generation int64  `db:"claim_generation"`
 		Deadline   int64  `db:"deadline_at"`
 	}
-	lock := ``
-	if q.Dialect() == Postgres {
-		lock = ` FOR UPDATE OF t SKIP LOCKED`
-	}
-	update := `UPDATE tasks SET
-  claim_generation = claim_generation + 1,
-  claim_token_hash = ?,
-  claimed_by = ?,
-  claimed_instance = ?,
-  claimed_at = ?,
-  started_at = COALESCE(started_at, ?),
-  deadline_at = ? + COALESCE(timeout_ms, ?),
-  attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
-WHERE id = (SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + spec.Predicate + `
-  ORDER BY t.dispatched_at, t.id LIMIT 1` + lock + `)
-RETURNING `
+	update := claimFirstSQL(q.Dialect(), spec)
 	var err error
 	if spec.WithRow && q.Dialect() == Postgres {
 		var tr taskAndRun
@@ -264,6 +241,41 @@ FROM claimed t`+taskAndRunJoins, args...)
 		}
 	}
 	return &c, nil
+}
+
+// claimTake is what a claim writes to the row it takes, with its arguments in this order: the
+// token's hash, the claimant, the instance, now three times, the default timeout, the kind whose
+// attempts count (ClaimSpec).
+const claimTake = `UPDATE tasks SET
+  claim_generation = claim_generation + 1,
+  claim_token_hash = ?,
+  claimed_by = ?,
+  claimed_instance = ?,
+  claimed_at = ?,
+  started_at = COALESCE(started_at, ?),
+  deadline_at = ? + COALESCE(timeout_ms, ?),
+  attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
+`
+
+// claimFirstSQL is claimFirst's statement up to its RETURNING list.
+func claimFirstSQL(d Dialect, spec ClaimSpec) string {
+	lock := ``
+	if d == Postgres {
+		lock = ` FOR UPDATE OF t SKIP LOCKED`
+	}
+	return claimTake + `WHERE id = (SELECT t.id FROM ` + runnableFrom(d, spec.Queue) + ` WHERE ` + spec.Predicate + `
+  ORDER BY t.dispatched_at, t.id LIMIT 1` + lock + `)
+RETURNING `
+}
+
+// claimSQL is Claim's SELECT.
+func claimSQL(d Dialect, spec ClaimSpec) string {
+	q := `SELECT t.id, t.run_id, t.task_key, t.kind FROM ` + runnableFrom(d, spec.Queue) + ` WHERE ` +
+		spec.Predicate + ` ORDER BY t.dispatched_at, t.id LIMIT ?`
+	if d == Postgres {
+		q += ` FOR UPDATE OF t SKIP LOCKED`
+	}
+	return q
 }
 
 // relaxedPoolSize bounds the relaxed-write connections: a kernel claim is one statement and a
@@ -296,12 +308,16 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 }
 
 // AnyRunnable reports whether some row matches the runnable predicate (over `t` and `r`, as
-// ClaimSpec's), read without a lock: a worker's look before it opens the transaction that would
-// lock and claim one. It decides nothing but whether to look: the claim reads the rows again
+// ClaimSpec's, implying RunnableCondition), read without a lock: a worker's look before it
+// opens the transaction that would lock and claim one. It decides nothing but whether to look: the claim reads the rows again
 // under its lock.
 func AnyRunnable(ctx context.Context, q Querier, predicate string, args ...any) (bool, error) {
+	return anyRunnable(ctx, q, true, predicate, args...)
+}
+
+func anyRunnable(ctx context.Context, q Querier, queue bool, predicate string, args ...any) (bool, error) {
 	var one int
-	err := notFound(q.Get(ctx, &one, `SELECT 1 FROM tasks t JOIN runs r ON r.id = t.run_id WHERE `+predicate+` LIMIT 1`, args...))
+	err := notFound(q.Get(ctx, &one, anyRunnableSQL(q.Dialect(), queue, predicate), args...))
 	if err == ErrNotFound {
 		return false, nil
 	}
@@ -309,18 +325,49 @@ func AnyRunnable(ctx context.Context, q Querier, predicate string, args ...any) 
 }
 
 // LockRunWithRunnable finds a run that has a row matching the runnable predicate (over `t` and `r`,
-// as ClaimSpec's) and takes that run's lock, skipping runs another transaction holds: the first
+// as ClaimSpec's, implying RunnableCondition) and takes that run's lock, skipping runs another transaction holds: the first
 // step of a claim that will settle in the same transaction, taken in the lock order (the run before
 // its task rows, docs/development.md#how-the-kernel-runs-work). ok is false when no such run is
 // free.
 func LockRunWithRunnable(ctx context.Context, tx *Tx, predicate string, args ...any) (runID int64, ok bool, err error) {
-	q := `SELECT r.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + predicate + ` ORDER BY t.dispatched_at, t.id LIMIT 1`
-	if tx.Dialect() == Postgres {
-		q += ` FOR UPDATE OF r SKIP LOCKED`
-	}
-	err = tx.Get(ctx, &runID, q, args...)
+	err = tx.Get(ctx, &runID, lockRunSQL(tx.Dialect(), predicate), args...)
 	if err = notFound(err); err == ErrNotFound {
 		return 0, false, nil
 	}
 	return runID, err == nil, err
+}
+
+// anyRunnableSQL is AnyRunnable's statement.
+func anyRunnableSQL(d Dialect, queue bool, predicate string) string {
+	return `SELECT 1 FROM ` + runnableFrom(d, queue) + ` WHERE ` + predicate + ` LIMIT 1`
+}
+
+// lockRunSQL is LockRunWithRunnable's statement.
+func lockRunSQL(d Dialect, predicate string) string {
+	q := `SELECT r.id FROM ` + runnableFrom(d, true) + ` WHERE ` + predicate + ` ORDER BY t.dispatched_at, t.id LIMIT 1`
+	if d == Postgres {
+		q += ` FOR UPDATE OF r SKIP LOCKED`
+	}
+	return q
+}
+
+// RunnableCondition is the condition of the partial index tasks_runnable, ON tasks
+// (dispatched_at, id): the rows that are running and unclaimed, the kernel's queue. A runnable
+// predicate that implies it (ClaimSpec.Queue; AnyRunnable's and LockRunWithRunnable's always
+// do) is read through that index.
+const RunnableCondition = `t.status = 'running' AND t.claimed_at IS NULL`
+
+// runnableFrom is the FROM clause of the statements that look for runnable rows: a task t of
+// its run r. For the queue (queue true) on SQLite it names its plan: the tasks through the
+// partial index tasks_runnable (INDEXED BY), in the index's order, which is the claim's ORDER
+// BY, as the outer loop (CROSS JOIN: SQLite keeps the left table outermost), each row's run read
+// by its key. SQLite chooses plans by statistics that only ANALYZE makes, and a database that
+// never ran it (every new one) has none: the planner then scanned the running runs and each
+// one's tasks, sorting the whole queue on every claim, visiting every running run each time.
+// PostgreSQL keeps its statistics by itself (autovacuum) and is left to choose.
+func runnableFrom(d Dialect, queue bool) string {
+	if queue && d == SQLite {
+		return `tasks t INDEXED BY tasks_runnable CROSS JOIN runs r ON r.id = t.run_id`
+	}
+	return `tasks t JOIN runs r ON r.id = t.run_id`
 }

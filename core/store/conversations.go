@@ -43,7 +43,7 @@ FROM conversations c JOIN workspaces w ON w.id = c.workspace_id JOIN agents a ON
 // ConversationByPublicID reads a conversation of any workspace.
 func ConversationByPublicID(ctx context.Context, q Querier, publicID string) (*Conversation, error) {
 	var c Conversation
-	if err := q.Get(ctx, &c, selectConversationSQL+` WHERE c.public_id = ?`, publicID); err != nil {
+	if err := q.Get(ctx, &c, selectConversationSQL+` WHERE c.public_id = ?`, ID(publicID)); err != nil {
 		return nil, notFound(err)
 	}
 	return &c, nil

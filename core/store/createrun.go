@@ -106,7 +106,7 @@ func (g Standing) workspace() (string, any) {
 	case g.WorkspaceID != 0:
 		return `w.id = ?`, g.WorkspaceID
 	case g.WorkspacePublicID != "":
-		return `w.public_id = ?`, g.WorkspacePublicID
+		return `w.public_id = ?`, ID(g.WorkspacePublicID)
 	}
 	return `w.handle = ?`, g.WorkspaceHandle
 }
@@ -147,7 +147,7 @@ func (c *CreateRun) guardRow() (string, []any) {
 JOIN executors e%d ON e%d.public_id = ? AND e%d.workspace_id = w.id AND e%d.kind = ? AND e%d.status = ?
 JOIN executor_served_tools s%d ON s%d.executor_id = e%d.id AND s%d.name = ? AND s%d.frozen_target IS NOT NULL AND s%d.frozen_profile IS NOT NULL`,
 			i, i, i, i, i, i, i, i, i, i, i)
-		args = append(args, sv.RunnerPublicID, ExecutorRunner, ExecutorActive, sv.Name)
+		args = append(args, ID(sv.RunnerPublicID), ExecutorRunner, ExecutorActive, sv.Name)
 	}
 	ws, wsArg := c.Standing.workspace()
 	cond, condArgs := c.Standing.cond()
@@ -155,11 +155,11 @@ JOIN executor_served_tools s%d ON s%d.executor_id = e%d.id AND s%d.name = ? AND 
 	args = append(append(args, wsArg), condArgs...)
 	if c.DefaultRunner != "" {
 		conds = append(conds, defaultRunnerCond)
-		args = append(args, c.DefaultRunner, ExecutorRunner, ExecutorActive)
+		args = append(args, ID(c.DefaultRunner), ExecutorRunner, ExecutorActive)
 	}
 	for _, id := range c.UnlessRevoked {
 		conds = append(conds, unlessRevokedCond)
-		args = append(args, id, ExecutorRevoked)
+		args = append(args, ID(id), ExecutorRevoked)
 	}
 	return `SELECT ` + cols.String() + `
 FROM workspaces w` + joins.String() + `
@@ -172,6 +172,9 @@ func StandingHolds(ctx context.Context, q Querier, g Standing) (bool, error) {
 	cond, args := g.cond()
 	var n int
 	err := q.Get(ctx, &n, `SELECT COUNT(*) FROM workspaces w WHERE `+ws+` AND `+cond, append([]any{wsArg}, args...)...)
+	if errors.Is(err, ErrMalformedID) {
+		return false, nil
+	}
 	return n > 0, err
 }
 
@@ -195,6 +198,10 @@ func (s *Store) CreateRun(ctx context.Context, c *CreateRun) error {
 		err = s.createRunPostgres(ctx, c)
 	} else {
 		err = s.createRunSQLite(ctx, c)
+	}
+	if errors.Is(err, ErrMalformedID) {
+		// A malformed id names no row a guard could find: the statement was not sent.
+		err = ErrGuardFailed
 	}
 	switch {
 	case errors.Is(err, ErrGuardFailed):

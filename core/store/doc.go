@@ -6,7 +6,12 @@
 // Every query is written once with `?` placeholders and rebound for PostgreSQL. Timestamps are
 // stored as integer Unix milliseconds in both dialects, which keeps one query text per statement
 // and gives the millisecond precision the API serves. Internal row ids never leave the server;
-// public ids are UUIDv7 strings minted in Go.
+// public ids are UUIDv7 strings minted in Go. A public id or a task key that comes from outside
+// (a path, a body, a tool's argument) reaches a statement only as an ID or a Key (ids.go), whose
+// driver value refuses a malformed one before anything is sent, and a lookup answers it
+// ErrNotFound. The statements that read the kernel's queue name their plan on SQLite, through
+// the partial index tasks_runnable (runnableFrom), since a database that never ran ANALYZE has
+// no statistics to find it by.
 //
 // Both dialects' connections keep the statements they run prepared, by text (stmtcache.go): a
 // statement is parsed once per connection and then costs one round trip per execution. Signals

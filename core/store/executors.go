@@ -48,7 +48,7 @@ func InsertExecutor(ctx context.Context, q Querier, e *Executor) error {
 func ExecutorByPublicID(ctx context.Context, q Querier, publicID string) (*Executor, error) {
 	var e Executor
 	err := q.Get(ctx, &e, `SELECT `+executorColumns+`
-FROM executors e JOIN workspaces w ON w.id = e.workspace_id WHERE e.public_id = ?`, publicID)
+FROM executors e JOIN workspaces w ON w.id = e.workspace_id WHERE e.public_id = ?`, ID(publicID))
 	if err != nil {
 		return nil, notFound(err)
 	}

@@ -24,7 +24,7 @@ FROM turns t JOIN runs r ON r.id = t.run_id JOIN conversations c ON c.id = t.con
 // HistoryTurnByPublicID reads one turn of a conversation by its public id.
 func HistoryTurnByPublicID(ctx context.Context, q Querier, conversationID int64, publicID string) (*HistoryTurn, error) {
 	var t HistoryTurn
-	if err := q.Get(ctx, &t, selectHistoryTurnSQL+` WHERE t.conversation_id = ? AND t.public_id = ?`, conversationID, publicID); err != nil {
+	if err := q.Get(ctx, &t, selectHistoryTurnSQL+` WHERE t.conversation_id = ? AND t.public_id = ?`, conversationID, ID(publicID)); err != nil {
 		return nil, notFound(err)
 	}
 	return &t, nil

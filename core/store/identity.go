@@ -166,7 +166,7 @@ func LockBootstrap(ctx context.Context, tx *Tx) error {
 // form: PostgreSQL refuses to compare anything else with a uuid column.
 func WorkspaceByPublicID(ctx context.Context, q Querier, publicID string) (*Workspace, error) {
 	var w Workspace
-	err := q.Get(ctx, &w, `SELECT id, public_id, handle, name, created_at FROM workspaces WHERE public_id = ?`, publicID)
+	err := q.Get(ctx, &w, `SELECT id, public_id, handle, name, created_at FROM workspaces WHERE public_id = ?`, ID(publicID))
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -255,7 +255,7 @@ func LockWorkspace(ctx context.Context, tx *Tx, workspaceID int64) error {
 // UserByPublicID finds a user by public id (canonical UUID form).
 func UserByPublicID(ctx context.Context, q Querier, publicID string) (*User, error) {
 	var u User
-	err := q.Get(ctx, &u, `SELECT id, public_id, handle, display_name, created_at FROM users WHERE public_id = ?`, publicID)
+	err := q.Get(ctx, &u, `SELECT id, public_id, handle, display_name, created_at FROM users WHERE public_id = ?`, ID(publicID))
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -340,7 +340,7 @@ func AgentInWorkspace(ctx context.Context, q Querier, workspaceID int64, publicI
 	var a AgentRow
 	err := q.Get(ctx, &a, `SELECT `+agentColumns+`
 FROM agents a JOIN users u ON u.id = a.steward_user_id JOIN workspaces w ON w.id = a.workspace_id
-WHERE a.workspace_id = ? AND a.public_id = ?`, workspaceID, publicID)
+WHERE a.workspace_id = ? AND a.public_id = ?`, workspaceID, ID(publicID))
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -381,7 +381,7 @@ func TokenOf(ctx context.Context, q Querier, kind string, principalID int64, pub
 		col = "agent_id"
 	}
 	var t Token
-	err := q.Get(ctx, &t, `SELECT `+tokenColumns+` FROM tokens WHERE `+col+` = ? AND public_id = ?`, principalID, publicID)
+	err := q.Get(ctx, &t, `SELECT `+tokenColumns+` FROM tokens WHERE `+col+` = ? AND public_id = ?`, principalID, ID(publicID))
 	if err != nil {
 		return nil, notFound(err)
 	}

@@ -223,7 +223,7 @@ WHERE r.workspace_id = ? AND r.public_id = ? AND t.task_key = ?`
 		q += lock
 	}
 	var row taskAndRun
-	err = tx.Get(ctx, &row, q, workspaceID, runPublicID, key)
+	err = tx.Get(ctx, &row, q, workspaceID, ID(runPublicID), Key(key))
 	if err == nil {
 		return &row.Run, &row.Task, row.CreatorIn, nil
 	}

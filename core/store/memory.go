@@ -47,7 +47,7 @@ func LockMemoryAnchor(ctx context.Context, tx *Tx, kind, owner string) (int64, e
 	}
 	find := `SELECT id FROM memory_anchors WHERE scope_kind = ? AND owner_public_id = ?` + lock
 	var id int64
-	err := tx.Get(ctx, &id, find, kind, owner)
+	err := tx.Get(ctx, &id, find, kind, ID(owner))
 	if err == nil {
 		return id, nil
 	}
@@ -60,7 +60,7 @@ func LockMemoryAnchor(ctx context.Context, tx *Tx, kind, owner string) (int64, e
 ON CONFLICT (scope_kind, owner_public_id) DO NOTHING`, kind, owner); err != nil {
 		return 0, fmt.Errorf("store: create memory anchor: %w", err)
 	}
-	if err := tx.Get(ctx, &id, find, kind, owner); err != nil {
+	if err := tx.Get(ctx, &id, find, kind, ID(owner)); err != nil {
 		return 0, fmt.Errorf("store: lock memory anchor: %w", err)
 	}
 	return id, nil
@@ -72,7 +72,7 @@ func MemoryDocumentAt(ctx context.Context, q Querier, kind, owner, name string, 
 	var d MemoryDocument
 	err := q.Get(ctx, &d, `SELECT `+memoryColumns(withContent)+`
 FROM memory_documents d JOIN memory_anchors a ON a.id = d.anchor_id
-WHERE a.scope_kind = ? AND a.owner_public_id = ? AND d.name = ?`, kind, owner, name)
+WHERE a.scope_kind = ? AND a.owner_public_id = ? AND d.name = ?`, kind, ID(owner), name)
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -109,7 +109,7 @@ func MemoryDocuments(ctx context.Context, q Querier, kind, owner string, prefix 
 	query := `SELECT ` + memoryColumns(withContent) + `
 FROM memory_documents d JOIN memory_anchors a ON a.id = d.anchor_id
 WHERE a.scope_kind = ? AND a.owner_public_id = ?`
-	args := []any{kind, owner}
+	args := []any{kind, ID(owner)}
 	if prefix.Chars > 0 {
 		// substr is literal, unlike LIKE: %, _ and \ in a prefix match themselves.
 		query += ` AND substr(d.name, 1, CAST(? AS INTEGER)) = ?`
@@ -148,7 +148,7 @@ func DeleteMemoryDocument(ctx context.Context, q Querier, id int64) error {
 // id (canonical UUID form), removed or not; an unknown agent is ErrNotFound.
 func AgentStewardPublicID(ctx context.Context, q Querier, agentPublicID string) (string, error) {
 	var id string
-	err := q.Get(ctx, &id, `SELECT u.public_id FROM agents a JOIN users u ON u.id = a.steward_user_id WHERE a.public_id = ?`, agentPublicID)
+	err := q.Get(ctx, &id, `SELECT u.public_id FROM agents a JOIN users u ON u.id = a.steward_user_id WHERE a.public_id = ?`, ID(agentPublicID))
 	if err != nil {
 		return "", notFound(err)
 	}

@@ -157,7 +157,7 @@ FROM runs r JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN conversations c
 // RunByPublicID reads a run of one workspace; another workspace's run is not found.
 func RunByPublicID(ctx context.Context, q Querier, workspaceID int64, publicID string) (*Run, error) {
 	var r Run
-	if err := q.Get(ctx, &r, selectRunSQL+` WHERE r.workspace_id = ? AND r.public_id = ?`, workspaceID, publicID); err != nil {
+	if err := q.Get(ctx, &r, selectRunSQL+` WHERE r.workspace_id = ? AND r.public_id = ?`, workspaceID, ID(publicID)); err != nil {
 		return nil, notFound(err)
 	}
 	return &r, nil
@@ -173,7 +173,7 @@ func RunStanding(ctx context.Context, q Querier, workspaceID int64, publicID str
 	}
 	err = q.Get(ctx, &row, `SELECT r.status, EXISTS (SELECT 1 FROM tasks t WHERE t.run_id = r.id
   AND t.status IN ('needs_approval', 'awaiting_input')) AS held
-FROM runs r WHERE r.workspace_id = ? AND r.public_id = ?`, workspaceID, publicID)
+FROM runs r WHERE r.workspace_id = ? AND r.public_id = ?`, workspaceID, ID(publicID))
 	return row.Status, row.Held, notFound(err)
 }
 
@@ -256,7 +256,7 @@ func RunsOfWorkspace(ctx context.Context, q Querier, workspaceID int64, f RunFil
 	}
 	if f.ConversationPublicID != "" {
 		where = append(where, `c.public_id = ?`)
-		args = append(args, f.ConversationPublicID)
+		args = append(args, ID(f.ConversationPublicID))
 	}
 	if f.BeforeID > 0 {
 		where = append(where, `r.id < ?`)

@@ -67,7 +67,7 @@ func RunnerServing(ctx context.Context, q Querier, workspaceID int64, publicID, 
 	err := q.Get(ctx, &s, `SELECT e.id AS executor_id, e.public_id, e.display_name, s.profile, s.timeout_ms
 FROM executors e JOIN executor_served_tools s ON s.executor_id = e.id
 WHERE e.public_id = ? AND e.workspace_id = ? AND e.kind = ? AND e.status = ? AND s.name = ?`,
-		publicID, workspaceID, ExecutorRunner, ExecutorActive, name)
+		ID(publicID), workspaceID, ExecutorRunner, ExecutorActive, name)
 	if err != nil {
 		return nil, notFound(err)
 	}

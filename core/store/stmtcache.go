@@ -103,9 +103,15 @@ func newStmtCacheConn(conn driver.Conn) (driver.Conn, error) {
 // Unwrap returns the driver's connection, as the driver asks of a wrapper.
 func (c *stmtCacheConn) Unwrap() driver.Conn { return c.cacheableConn }
 
-// CheckNamedValue forwards to the driver's own argument conversion (lib/pq turns slices into
-// arrays there); a driver without one gets database/sql's default.
+// CheckNamedValue makes a nil byte slice SQL NULL, as database/sql's own conversion leaves it to
+// the driver and lib/pq 1.10 sends it as an empty bytea instead (a nullable BYTEA column then
+// reads back empty where SQLite reads NULL), then forwards to the driver's own argument
+// conversion where it has one; a driver without one gets database/sql's default.
 func (c *stmtCacheConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if b, ok := nv.Value.([]byte); ok && b == nil {
+		nv.Value = nil
+		return nil
+	}
 	if ch, ok := c.cacheableConn.(driver.NamedValueChecker); ok {
 		return ch.CheckNamedValue(nv)
 	}

@@ -83,8 +83,22 @@ func TestStmtCacheSchemaChange(t *testing.T) {
 	}
 }
 
-// Arguments go through the driver's own conversion: lib/pq turns a slice into an array.
+// Arguments go through the driver's conversion: a pq.Array is an array, and a nil byte slice is
+// NULL on both stores.
 func TestStmtCacheDriverConversion(t *testing.T) {
+	for _, d := range storetest.Dialects() {
+		s := openOneConn(t, d)
+		q := `SELECT CAST(? AS BLOB) IS NULL`
+		if d == store.Postgres {
+			q = `SELECT CAST(? AS BYTEA) IS NULL`
+		}
+		for i := 0; i < 2; i++ {
+			var null bool
+			if err := s.Reader().Get(context.Background(), &null, q, []byte(nil)); err != nil || !null {
+				t.Fatalf("%s read %d: a nil byte slice is NULL: %v %v", d, i, null, err)
+			}
+		}
+	}
 	for _, d := range storetest.Dialects() {
 		if d != store.Postgres {
 			continue // SQLite has no array parameters
@@ -92,7 +106,7 @@ func TestStmtCacheDriverConversion(t *testing.T) {
 		s := openOneConn(t, d)
 		var n int
 		for i := 0; i < 2; i++ {
-			if err := s.Reader().Get(context.Background(), &n, `SELECT COUNT(*) FROM kv WHERE k = ANY(?)`, []int64{1, 3, 9}); err != nil || n != 2 {
+			if err := s.Reader().Get(context.Background(), &n, `SELECT COUNT(*) FROM kv WHERE k = ANY(?)`, pq.Array([]int64{1, 3, 9})); err != nil || n != 2 {
 				t.Fatalf("read %d: %d %v, want 2", i, n, err)
 			}
 		}

@@ -282,9 +282,10 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (sql.Resul
 // ErrNotFound is returned by repository reads that find no row.
 var ErrNotFound = errors.New("store: not found")
 
-// notFound maps sql.ErrNoRows to ErrNotFound and leaves other errors as they are.
+// notFound maps sql.ErrNoRows, and a malformed ID no row can have, to ErrNotFound, and leaves
+// other errors as they are.
 func notFound(err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, ErrMalformedID) {
 		return ErrNotFound
 	}
 	return err

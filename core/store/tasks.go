@@ -153,7 +153,7 @@ var selectTaskSQL = `SELECT ` + strings.Join(taskColumns, ", ") + ` FROM tasks`
 // TaskByKey reads one task of a run.
 func TaskByKey(ctx context.Context, q Querier, runID int64, key string) (*Task, error) {
 	var t Task
-	if err := q.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND task_key = ?`, runID, key); err != nil {
+	if err := q.Get(ctx, &t, selectTaskSQL+` WHERE run_id = ? AND task_key = ?`, runID, Key(key)); err != nil {
 		return nil, notFound(err)
 	}
 	return &t, nil

@@ -102,7 +102,7 @@ func DeleteUploads(ctx context.Context, q Querier, uploadIDs []int64) error {
 // incomplete or absent one is ErrNotFound.
 func CompleteUploadByPublicID(ctx context.Context, q Querier, publicID string) (*Upload, error) {
 	var u Upload
-	err := q.Get(ctx, &u, `SELECT `+uploadColumns+` FROM uploads u WHERE u.public_id = ? AND u.completed_at IS NOT NULL`, publicID)
+	err := q.Get(ctx, &u, `SELECT `+uploadColumns+` FROM uploads u WHERE u.public_id = ? AND u.completed_at IS NOT NULL`, ID(publicID))
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -122,7 +122,7 @@ func LockCompleteUploads(ctx context.Context, tx *Tx, publicIDs []string) ([]Upl
 		lock = ` FOR SHARE OF u`
 	}
 	query, args, err := expandIn(`SELECT `+uploadColumns+` FROM uploads u
-WHERE u.public_id IN (?) AND u.completed_at IS NOT NULL ORDER BY u.id`+lock, publicIDs)
+WHERE u.public_id IN (?) AND u.completed_at IS NOT NULL ORDER BY u.id`+lock, IDs(publicIDs))
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func CompleteUploadsByPublicIDs(ctx context.Context, q Querier, publicIDs []stri
 		return nil, nil
 	}
 	query, args, err := expandIn(`SELECT `+uploadColumns+` FROM uploads u
-WHERE u.public_id IN (?) AND u.completed_at IS NOT NULL ORDER BY u.id`, publicIDs)
+WHERE u.public_id IN (?) AND u.completed_at IS NOT NULL ORDER BY u.id`, IDs(publicIDs))
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func UploadsBoundTo(ctx context.Context, tx *Tx, kind string, targetIDs []int64,
 	query, args, err := expandIn(`SELECT `+uploadColumns+` FROM uploads u
 WHERE u.public_id IN (?) AND u.completed_at IS NOT NULL
   AND EXISTS (SELECT 1 FROM upload_bindings t WHERE t.upload_id = u.id AND t.target_kind = ? AND t.target_id IN (?))
-ORDER BY u.id`+lock, publicIDs, kind, targetIDs)
+ORDER BY u.id`+lock, IDs(publicIDs), kind, targetIDs)
 	if err != nil {
 		return nil, err
 	}

@@ -422,3 +422,67 @@ func TestCollisionsWithholdBoth(t *testing.T) {
 		t.Errorf("override collision: %s", a2.Environment)
 	}
 }
+
+// Each server runs at most its max_concurrency calls at once: a server that hangs holds its own
+// slots, a further call for it fails tool_failed once the wait is over (so that the host's slot
+// it holds frees, instead of waiting out the call's deadline), and the other servers serve on.
+func TestServerConcurrencyBound(t *testing.T) {
+	b, err := New(context.Background(), plugin.Config{PluginName: "mcp", DataDir: t.TempDir(), MaxConcurrency: 4,
+		Raw: json.RawMessage(`{"servers":[{"name":"hang","command":"x"},{"name":"ok","command":"x"}]}`)},
+		Options{ServerWait: 300 * time.Millisecond, Dial: inMemory(func(string) *mcp.Server { return mcpbridgetest.NewServer(mcpbridgetest.Options{}) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	var hang *server
+	for _, s := range b.servers {
+		if s.cfg.Name == "hang" {
+			hang = s
+		}
+		if s.cfg.MaxConcurrency != 2 {
+			t.Fatalf("server %s: max_concurrency %d, want the default 4/2", s.cfg.Name, s.cfg.MaxConcurrency)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 0; i < 2; i++ {
+		go func() { _, _ = b.Call(ctx, toolprovider.Call{Tool: "hang_block", Input: json.RawMessage(`{}`)}) }()
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(hang.slots) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the blocking calls never took their slots")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = call(t, b, "hang_block", `{}`)
+	var fe *toolprovider.FailedError
+	if !errors.As(err, &fe) || fe.Detail != busyMessage("hang", 2) {
+		t.Fatalf("a third call for a hanging server: %v, want tool_failed %q", err, busyMessage("hang", 2))
+	}
+	if r, err := call(t, b, "ok_echo", `{"message":"still serving"}`); err != nil || texts(r)[0] != "still serving" {
+		t.Fatalf("the other server: %v %v", texts(r), err)
+	}
+}
+
+// max_concurrency is 1..256 per server, and its default divides the plugin's among the enabled
+// servers, at least 1.
+func TestServerConcurrencyConfig(t *testing.T) {
+	parse := func(host int, servers string) (Config, error) {
+		return ParseConfig(plugin.Config{PluginName: "mcp", MaxConcurrency: host, Raw: json.RawMessage(`{"servers":[` + servers + `]}`)})
+	}
+	three := `{"name":"a","command":"x"},{"name":"b","command":"x","max_concurrency":1},{"name":"c","command":"x"},{"name":"d","command":"x","enabled":false}`
+	for host, want := range map[int]int{0: 2, 8: 2, 16: 5, 2: 1} {
+		cfg, err := parse(host, three)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Servers[0].MaxConcurrency != want || cfg.Servers[1].MaxConcurrency != 1 {
+			t.Errorf("plugin max_concurrency %d: servers get %d and %d, want %d and 1", host, cfg.Servers[0].MaxConcurrency, cfg.Servers[1].MaxConcurrency, want)
+		}
+	}
+	for _, bad := range []string{`0`, `257`} {
+		if _, err := parse(8, `{"name":"a","command":"x","max_concurrency":`+bad+`}`); err == nil || !strings.Contains(err.Error(), "servers[0].max_concurrency: must be 1..256") {
+			t.Errorf("max_concurrency %s: %v", bad, err)
+		}
+	}
+}

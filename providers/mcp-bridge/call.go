@@ -25,8 +25,17 @@ const (
 
 // call sends one tools/call and classifies what came back (docs/plugins.md#what-a-model-sees).
 func (b *Bridge) call(ctx context.Context, s *server, rt route, input json.RawMessage) (toolprovider.Result, error) {
+	deadline := time.Now().Add(b.serverWait())
+	release, ok := s.acquire(ctx, deadline)
+	if !ok {
+		if err := ctx.Err(); err != nil {
+			return toolprovider.Result{}, err
+		}
+		return toolprovider.Result{}, toolprovider.Failed(busyMessage(s.cfg.Name, s.cfg.MaxConcurrency))
+	}
+	defer release()
 	for attempt := 1; ; attempt++ {
-		sess, state, ok := s.ready(ctx, b.serverWait())
+		sess, state, ok := s.ready(ctx, max(0, time.Until(deadline)))
 		if !ok {
 			if err := ctx.Err(); err != nil {
 				return toolprovider.Result{}, err
@@ -60,6 +69,12 @@ func (b *Bridge) call(ctx context.Context, s *server, rt route, input json.RawMe
 			return toolprovider.Result{}, lostAnswer(s.cfg.Name, err)
 		}
 	}
+}
+
+// busyMessage is the failure detail of a call that found every slot of its server taken for
+// the whole wait.
+func busyMessage(server string, slots int) string {
+	return fmt.Sprintf("mcp server %s is busy: its %d calls at once (max_concurrency) did not end within the wait", server, slots)
 }
 
 // lostAnswer is the one place a call whose answer was lost is reported: the request reached a

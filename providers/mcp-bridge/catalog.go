@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,6 +41,9 @@ const (
 	withheldDuplicate  = "duplicate_in_list"
 	withheldBound      = "announcement_bound"
 	withheldRefused    = "refused"
+	// withheldSchema lists a tool announced without its input schema (not an object schema of
+	// at most 64 KiB): it is served, but no model can be offered it as a function.
+	withheldSchema = "input_schema_dropped"
 )
 
 // serverList is one server's last tool list, from a listing or from the cache.
@@ -132,19 +136,36 @@ func assemble(cfg Config, lists map[string]*serverList, warn func(msg string, ar
 	}
 	sort.Slice(keep, func(i, j int) bool { return keep[i].served < keep[j].served })
 
+	// The announcement's bounds are shared among the servers (fairShares): a server listing more
+	// than its share has its own excess withheld, never another server's tools.
+	entries := make([]announce.Tool, len(keep))
+	sizes := make([]int, len(keep))
+	dropped := make([]bool, len(keep))
+	countDemand, byteDemand := map[string]int{}, map[string]int{}
+	for i, c := range keep {
+		entries[i], dropped[i] = toolEntry(c.served, c.route.tool, c.ov, c.cfg, warn)
+		enc, _ := json.Marshal(entries[i])
+		sizes[i] = len(enc) + 1
+		countDemand[c.route.server]++
+		byteDemand[c.route.server] += sizes[i]
+	}
+	countShare, byteShare := fairShares(countDemand, announce.MaxTools), fairShares(byteDemand, maxAnnouncementBytes)
+	countUsed, byteUsed := map[string]int{}, map[string]int{}
 	tools := make([]announce.Tool, 0, len(keep))
 	routes := make([]route, 0, len(keep))
-	total := 0
-	for _, c := range keep {
-		t := toolEntry(c.served, c.route.tool, c.ov, c.cfg, warn)
-		enc, _ := json.Marshal(t)
-		if len(tools) >= announce.MaxTools || total+len(enc)+1 > maxAnnouncementBytes {
-			out.withheld = append(out.withheld, withheld{Server: c.route.server, Tool: c.route.tool.Name, Reason: withheldBound})
+	for i, c := range keep {
+		srv := c.route.server
+		if countUsed[srv] >= countShare[srv] || byteUsed[srv]+sizes[i] > byteShare[srv] {
+			out.withheld = append(out.withheld, withheld{Server: srv, Tool: c.route.tool.Name, Reason: withheldBound})
 			continue
 		}
-		total += len(enc) + 1
-		tools = append(tools, t)
+		countUsed[srv]++
+		byteUsed[srv] += sizes[i]
+		tools = append(tools, entries[i])
 		routes = append(routes, c.route)
+		if dropped[i] {
+			out.withheld = append(out.withheld, withheld{Server: srv, Tool: c.route.tool.Name, Reason: withheldSchema})
+		}
 	}
 	for {
 		a := announce.Announcement{Tools: tools, Environment: environment(cfg, lists, tools, routes, out.withheld)}
@@ -180,6 +201,31 @@ func assemble(cfg Config, lists map[string]*serverList, warn func(msg string, ar
 	enc, _ := json.Marshal(out.announcement.Normalize())
 	out.canonical, _, _ = jsonwire.Canonical(enc)
 	return out
+}
+
+// fairShares divides capacity among demands (a server's tools, or their bytes) by max-min
+// fairness: a server asking for no more than an equal part of what is left gets all it asks, and
+// what it leaves is shared among the others the same way, the largest demand last. Ties go in
+// name order, so the shares are the same on every assembly.
+func fairShares(demand map[string]int, capacity int) map[string]int {
+	names := make([]string, 0, len(demand))
+	for n := range demand {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if demand[names[i]] != demand[names[j]] {
+			return demand[names[i]] < demand[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	share := make(map[string]int, len(names))
+	left := capacity
+	for i, n := range names {
+		give := min(demand[n], left/(len(names)-i))
+		share[n] = give
+		left -= give
+	}
+	return share
 }
 
 var toolPathRE = regexp.MustCompile(`^tools\[(\d+)\]`)
@@ -246,8 +292,8 @@ func matchPattern(pattern, name string) bool {
 	return pi == len(p)
 }
 
-// toolEntry is one announced tool.
-func toolEntry(served string, t *mcp.Tool, ov ToolOverride, s *ServerConfig, warn func(string, ...any)) announce.Tool {
+// toolEntry is one announced tool, and whether its listed input schema was dropped.
+func toolEntry(served string, t *mcp.Tool, ov ToolOverride, s *ServerConfig, warn func(string, ...any)) (announce.Tool, bool) {
 	prof := effectOf(t.Annotations, s.IgnoreAnnotations)
 	if ov.Effect != nil {
 		prof = *ov.Effect
@@ -267,16 +313,29 @@ func toolEntry(served string, t *mcp.Tool, ov ToolOverride, s *ServerConfig, war
 	if desc == "" && t.Annotations != nil {
 		desc = t.Annotations.Title
 	}
-	if desc != "" {
-		desc = cutUTF8(desc, announce.MaxDescriptionBytes)
+	if desc = cutUTF8(cleanDescription(desc), announce.MaxDescriptionBytes); desc != "" {
 		entry.Description = &desc
 	}
-	if schema, ok := inputSchema(t.InputSchema); ok {
+	schema, ok := inputSchema(t.InputSchema)
+	if ok {
 		entry.InputSchema = schema
 	} else if t.InputSchema != nil && warn != nil {
 		warn("tool announced without its input schema: not an object schema of at most 64 KiB", "server", s.Name, "tool", t.Name)
 	}
-	return entry
+	return entry, !ok && t.InputSchema != nil
+}
+
+// cleanDescription removes from a description what a server should not put before a model or
+// a person: control characters other than line ends and tabs, and bidirectional controls, which
+// can make text display as other text (docs/api.md, "Names that cannot spoof"); bytes that are
+// not UTF-8 go too.
+func cleanDescription(s string) string {
+	return strings.Map(func(r rune) rune {
+		if (unicode.IsControl(r) && r != '\n' && r != '\t') || jsonwire.IsBidiControl(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
 }
 
 // inputSchema re-encodes a listed schema canonically when it is an object schema whose type is

@@ -58,6 +58,12 @@ const (
 	minSupervisionDuration = 100 * time.Millisecond
 	// maxListedRefusals is how many configuration failures a refusal message lists.
 	maxListedRefusals = 8
+	// MaxServerConcurrency bounds a server's max_concurrency: the host's own bound on a
+	// plugin's (plugins.MaxMaxConcurrency), which no server's share can exceed.
+	MaxServerConcurrency = 256
+	// hostDefaultConcurrency is the host's default max_concurrency, assumed when the host does
+	// not say its own (plugin.Config.MaxConcurrency 0).
+	hostDefaultConcurrency = 8
 )
 
 var (
@@ -110,7 +116,11 @@ type ServerConfig struct {
 	MaxTextBytes       int
 	MaxStructuredBytes int
 	ConnectTimeout     time.Duration
-	Tools              map[string]ToolOverride
+	// MaxConcurrency is how many of the server's calls run at once (max_concurrency): by
+	// default max(1, the plugin's max_concurrency / the enabled servers), so that a server
+	// that hangs holds its share and no more.
+	MaxConcurrency int
+	Tools          map[string]ToolOverride
 	// digest is the SHA-256 of the entry's canonical JSON, secrets included: it keys the
 	// list cache, so a changed credential also invalidates it.
 	digest string
@@ -166,6 +176,7 @@ type rawServer struct {
 	MaxTextBytes       *int                   `json:"max_text_bytes"`
 	MaxStructuredBytes *int                   `json:"max_structured_bytes"`
 	ConnectTimeout     *string                `json:"connect_timeout"`
+	MaxConcurrency     *int                   `json:"max_concurrency"`
 	Tools              map[string]rawOverride `json:"tools"`
 }
 
@@ -239,7 +250,28 @@ func ParseConfig(cfg plugin.Config) (Config, error) {
 	if err := ps.err(); err != nil {
 		return Config{}, err
 	}
+	share := defaultServerConcurrency(cfg.MaxConcurrency, out.Servers)
+	for i := range out.Servers {
+		if out.Servers[i].MaxConcurrency == 0 {
+			out.Servers[i].MaxConcurrency = share
+		}
+	}
 	return out, nil
+}
+
+// defaultServerConcurrency is a server's max_concurrency when its entry does not set one: the
+// plugin's max_concurrency divided among the enabled servers, at least 1.
+func defaultServerConcurrency(hostMax int, servers []ServerConfig) int {
+	if hostMax <= 0 {
+		hostMax = hostDefaultConcurrency
+	}
+	enabled := 0
+	for _, s := range servers {
+		if s.Enabled {
+			enabled++
+		}
+	}
+	return max(1, hostMax/max(1, enabled))
 }
 
 func parseSupervision(ps *problems, raw *rawSupervision) Supervision {
@@ -409,6 +441,12 @@ func parseServer(ps *problems, i int, raw json.RawMessage, maxName int) (ServerC
 		default:
 			s.ConnectTimeout = d
 		}
+	}
+	if r.MaxConcurrency != nil {
+		if *r.MaxConcurrency < 1 || *r.MaxConcurrency > MaxServerConcurrency {
+			ps.add(at("max_concurrency"), "must be 1..%d", MaxServerConcurrency)
+		}
+		s.MaxConcurrency = *r.MaxConcurrency
 	}
 	s.Tools = parseOverrides(ps, at, r.Tools, maxName)
 	if len(*ps) > before {

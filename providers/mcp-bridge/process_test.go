@@ -234,3 +234,55 @@ func TestStdioLostAnswerOverGRPC(t *testing.T) {
 		t.Errorf("a lost answer over gRPC: %v", err)
 	}
 }
+
+// A result over the bound on one message (16 MiB) fails its call, tool_failed saying the bound,
+// and costs nothing else: the server is not restarted (its process serves on), the call is no
+// lost answer (so never replayed), and the breaker counts nothing.
+func TestStdioOversizeResultFailsTheCall(t *testing.T) {
+	b := stdioBridge(t, t.TempDir(), fixtureServer(t, "fx", "raw-oversize", nil))
+	if r, err := call(t, b, "fx_bad", `{}`); err != nil || texts(r)[0] != "fine" {
+		t.Fatalf("first call: %v %v", texts(r), err)
+	}
+	s := b.servers[0]
+	s.mu.Lock()
+	pid := s.pid
+	s.mu.Unlock()
+	_, err := call(t, b, "fx_huge", `{}`)
+	var fe *toolprovider.FailedError
+	if !errors.As(err, &fe) || fe.Detail != oversizeMessage("fx") || errors.Is(err, toolprovider.ErrOutcomeUnknown) {
+		t.Fatalf("an oversize result: %v, want tool_failed %q", err, oversizeMessage("fx"))
+	}
+	if r, err := call(t, b, "fx_bad", `{}`); err != nil || texts(r)[0] != "fine" {
+		t.Fatalf("the next call: %v %v", texts(r), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pid != pid || len(s.failures) != 0 || s.state != stateReady {
+		t.Errorf("the server after an oversize result: pid %d (was %d), %d failures, state %v", s.pid, pid, len(s.failures), s.state)
+	}
+}
+
+// The id scanner finds a message's top-level id however it is split, and whether it is a
+// request of the server's.
+func TestIDScanner(t *testing.T) {
+	for _, c := range []struct {
+		msg, id string
+		method  bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}`, `7`, false},
+		{`{"result":{"id":1,"text":"\"id\":9"},"jsonrpc":"2.0","id":"abc\"d"}`, `"abc\"d"`, false},
+		{`{"jsonrpc":"2.0","method":"sampling/createMessage","id":3,"params":{}}`, `3`, true},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":4}}`, ``, true},
+		{`{ "id" : 12 , "result" : {} }`, `12`, false},
+		{`{"result":{"text":"ends in a backslash\\","more":"\"id\":1"},"id":5}`, `5`, false},
+	} {
+		for split := 0; split <= len(c.msg); split++ {
+			var s idScanner
+			s.feed([]byte(c.msg[:split]))
+			s.feed([]byte(c.msg[split:]))
+			if string(s.id) != c.id || s.method != c.method {
+				t.Fatalf("%s split at %d: id %s method %v, want %s %v", c.msg, split, s.id, s.method, c.id, c.method)
+			}
+		}
+	}
+}

@@ -73,6 +73,9 @@ type server struct {
 	readySince  time.Time
 	debounce    *time.Timer
 
+	// slots holds a token per call running on the server: max_concurrency of them.
+	slots chan struct{}
+
 	listed     chan struct{} // closed at the first listing
 	listedOnce sync.Once
 	relist     chan struct{}
@@ -89,6 +92,7 @@ func newServer(b *Bridge, cfg ServerConfig) *server {
 		listed:    make(chan struct{}),
 		relist:    make(chan struct{}, 1),
 		reconnect: make(chan struct{}, 1),
+		slots:     make(chan struct{}, max(1, cfg.MaxConcurrency)),
 		backoff:   b.cfg.Supervision.BackoffInitial,
 		cooldown:  b.cfg.Supervision.BreakerCooldown,
 	}
@@ -384,6 +388,27 @@ func (s *server) listTools(ctx context.Context, sess *mcp.ClientSession) error {
 	}
 	s.listedOnce.Do(func() { close(s.listed) })
 	return nil
+}
+
+// acquire takes one of the server's call slots (max_concurrency), waiting until deadline (or
+// ctx) for one to free; release gives it back. A server that hangs holds its own slots and no
+// more, so the bridge's other servers keep serving (docs/plugins.md#when-a-server-is-down).
+func (s *server) acquire(ctx context.Context, deadline time.Time) (release func(), ok bool) {
+	release = func() { <-s.slots }
+	select {
+	case s.slots <- struct{}{}:
+		return release, true
+	default:
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return release, true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return nil, false
 }
 
 // ready waits up to wait (or ctx) for a ready session; otherwise it names the state.

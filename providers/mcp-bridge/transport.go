@@ -119,7 +119,7 @@ func transportFor(s ServerConfig, dataDir string, stderr *tailWriter) (mcp.Trans
 	if err != nil {
 		return nil, nil, err
 	}
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}, cmd, nil
+	return &stdioTransport{cmd: cmd, server: s.Name}, cmd, nil
 }
 
 // tailWriter logs a server's stderr line by line at debug and keeps the last lines.

@@ -1,5 +1,7 @@
 package jsonwire
 
+import "unicode"
+
 // The two value forms every JSON document of the API writes the same way
 // (docs/api.md#conventions). They live in the toolkit, the SDK's root, because the store, the
 // doors, the memory engine and the providers all read or write them and the toolkit is the one
@@ -8,6 +10,12 @@ package jsonwire
 // TimeLayout is the API's one timestamp form: RFC 3339 in UTC with milliseconds and Z, the
 // precision of a stored time.
 const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// IsBidiControl reports whether r is a bidirectional formatting control (Unicode's Bidi_Control
+// property: U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), a character that reorders the
+// text around it on screen, so that a name holding one can display as another name
+// (docs/api.md, "Names that cannot spoof"). U+200D, the joiner inside emoji, is not one.
+func IsBidiControl(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
 
 // publicIDLength is the length of a UUID's 8-4-4-4-12 text.
 const publicIDLength = 36

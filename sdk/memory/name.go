@@ -3,8 +3,9 @@ package memory
 import (
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // ValidName checks a document name against docs/agent-tools.md#memory-and-skills: 1 to MaxNameBytes
@@ -53,7 +54,7 @@ func nameProblem(name string) string {
 
 // IsBidiControl reports whether r is a bidirectional formatting control (Unicode's Bidi_Control
 // property): the characters that reorder the text around them on screen.
-func IsBidiControl(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }
+func IsBidiControl(r rune) bool { return jsonwire.IsBidiControl(r) }
 
 // IsReservedName reports whether a document name lies under the skills folder
 // (docs/agent-tools.md#memory-and-skills): the name is "skills" or begins with "skills/". Models

@@ -59,10 +59,10 @@ func TestDescribeAndConfigure(t *testing.T) {
 	if _, err := c.Ls(t.Context(), &memory.LsRequest{Scope: memorytest.Workspace}); !errors.Is(err, memory.ErrUnavailable) {
 		t.Errorf("ls before Configure: %v", err)
 	}
-	if err := c.Configure(t.Context(), plugin.Config{PluginName: "mem-main", DataDir: "/d", Raw: []byte(`{"a":1}`)}); err != nil {
+	if err := c.Configure(t.Context(), plugin.Config{PluginName: "mem-main", DataDir: "/d", Raw: []byte(`{"a":1}`), MaxConcurrency: 12}); err != nil {
 		t.Fatal(err)
 	}
-	if got.PluginName != "mem-main" || got.DataDir != "/d" || string(got.Raw) != `{"a":1}` {
+	if got.PluginName != "mem-main" || got.DataDir != "/d" || string(got.Raw) != `{"a":1}` || got.MaxConcurrency != 12 {
 		t.Errorf("configure delivered %+v", got)
 	}
 	_, a, err = c.Describe(t.Context())

@@ -32,6 +32,10 @@ type Config struct {
 	DataDir string
 	// Raw is the config object as JSON ({} when the block is absent).
 	Raw json.RawMessage
+	// MaxConcurrency is the plugin block's max_concurrency: how many calls the host sends the
+	// plugin at once. 0 from a host that does not say (before this field), which a plugin reads
+	// as the host's default, 8.
+	MaxConcurrency int
 }
 
 // Decode unmarshals Raw into v, refusing unknown fields and trailing data. A failure wraps

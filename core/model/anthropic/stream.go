@@ -172,6 +172,9 @@ func readStream(body io.Reader, log hclog.Logger) (*answer, int64, error) {
 			continue
 		}
 		if err := f.add(ev.Name, ev.Data); err != nil {
+			if ev.Cut {
+				return nil, r.Read(), io.ErrUnexpectedEOF // cut inside an event: a broken stream
+			}
 			return nil, r.Read(), err
 		}
 		if f.stopped {

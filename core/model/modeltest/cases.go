@@ -214,7 +214,9 @@ func runCase(t *testing.T, file string, adapter AdapterFor, opts CaseOptions) {
 			}
 		}
 	}
-	for _, secret := range []string{TestKey} {
+	// Providers echo a key's head and tail ("nexus-te…7b1e0c"): neither may reach a log line or
+	// a result, any more than the whole key.
+	for _, secret := range []string{TestKey, TestKey[:8], TestKey[len(TestKey)-6:]} {
 		for what, text := range map[string]string{"a log line": logs.String(), "the result": result} {
 			if strings.Contains(text, secret) {
 				t.Errorf("the key appears in %s:\n%s", what, text)

@@ -16,7 +16,9 @@ import (
 
 // Reply is one scripted answer: a status line, headers, a blank line and the body. In an SSE
 // body, lines starting with "!" are directives: "!pause D" (flush, then wait D), "!cut" (close
-// the connection now), "!hang" (block until the client goes away, recording that it did).
+// the connection now), "!end-inside TEXT" (write TEXT without a line end and end the response
+// there, as a stream cut inside a chunk ends), "!hang" (block until the client goes away,
+// recording that it did).
 type Reply struct {
 	Status int
 	Header http.Header
@@ -155,6 +157,9 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request, rep Reply) {
 			case <-r.Context().Done():
 				return
 			}
+		case strings.HasPrefix(line, "!end-inside "):
+			_, _ = io.WriteString(w, strings.TrimPrefix(line, "!end-inside "))
+			return
 		case line == "!cut":
 			if fl != nil {
 				fl.Flush()

@@ -173,6 +173,9 @@ func readStream(body io.Reader, log hclog.Logger) (*message, int64, error) {
 			return f.message(), r.Read(), nil
 		}
 		if err := f.add(data); err != nil {
+			if ev.Cut {
+				return nil, r.Read(), io.ErrUnexpectedEOF // cut inside a chunk: a broken stream
+			}
 			return nil, r.Read(), err
 		}
 	}

@@ -56,7 +56,13 @@ func (x Exchange) Run(ctx context.Context) (*Done, error) {
 			return nil, ctx.Err()
 		}
 		e := x.HTTPError(sent.StatusCode, sent.Header, body, requestID)
-		fields := []any{"body", model.ClipDetail(x.Scrub.Scrub(string(body)), MaxLoggedErrorBytes)}
+		logged := x.Scrub.Scrub(string(body))
+		if sent.StatusCode == http.StatusUnauthorized || sent.StatusCode == http.StatusForbidden {
+			// Providers echo parts of the key they were sent, which no scrubbing of the whole
+			// key finds: the log says what the task detail says.
+			logged = CredentialsRefused
+		}
+		fields := []any{"body", model.ClipDetail(logged, MaxLoggedErrorBytes)}
 		if sent.StatusCode == http.StatusTooManyRequests {
 			fields = append(fields, RateLimitHeaders(sent.Header)...)
 		}

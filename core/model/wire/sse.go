@@ -19,6 +19,11 @@ var ErrBodyTooLarge = errors.New("the response body is over 16 MiB")
 type Event struct {
 	Name string
 	Data []byte
+	// Cut says the body ended inside the event's last line, without its line end: the event
+	// may be whole ("data: [DONE]" at the very end) or a stream cut inside a chunk. An adapter
+	// that cannot read a cut event treats it as a broken stream (io.ErrUnexpectedEOF), retried
+	// as a stream cut at a line end is.
+	Cut bool
 }
 
 // SSEReader reads Server-Sent Events from a body, bounded at MaxBodyBytes in all. Comment lines
@@ -31,6 +36,8 @@ type SSEReader struct {
 	name  []byte
 	data  []byte
 	line  []byte
+	// cut is set when the last line read had no line end.
+	cut bool
 }
 
 // NewSSEReader reads events from r.
@@ -50,7 +57,7 @@ func (s *SSEReader) Next() (Event, error) {
 		line, err := s.readLine()
 		if err != nil {
 			if err == io.EOF && seen {
-				return Event{Name: string(s.name), Data: s.data}, nil
+				return Event{Name: string(s.name), Data: s.data, Cut: s.cut}, nil
 			}
 			return Event{}, err
 		}
@@ -97,6 +104,7 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		}
 		if err != nil {
 			if err == io.EOF && len(s.line) > 0 {
+				s.cut = true
 				return bytes.TrimSuffix(s.line, []byte{'\r'}), nil
 			}
 			return nil, err

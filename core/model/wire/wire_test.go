@@ -172,6 +172,14 @@ func TestSSEReader(t *testing.T) {
 	if strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Errorf("got %q", got)
 	}
+	// A body that ends inside a line gives that line's event marked Cut; one that ends at a line
+	// end does not.
+	for body, cut := range map[string]bool{"data: {\"a\":": true, "data: {\"a\":1}\n": false, "data: [DONE]": true} {
+		ev, err := NewSSEReader(strings.NewReader(body)).Next()
+		if err != nil || ev.Cut != cut {
+			t.Errorf("%q: cut %v, %v; want cut %v", body, ev.Cut, err, cut)
+		}
+	}
 	big := NewSSEReader(strings.NewReader("data: " + strings.Repeat("x", MaxBodyBytes) + "\n\n"))
 	if _, err := big.Next(); !errors.Is(err, ErrBodyTooLarge) {
 		t.Errorf("an oversized stream: %v", err)

@@ -288,7 +288,9 @@ func serve(scenario string) int {
 	case scenario == "stdout-garbage":
 		fmt.Fprintln(os.Stdout, "this is not JSON-RPC")
 	case scenario == "raw-bad-content":
-		return rawBadContent()
+		return rawBadContent(false)
+	case scenario == "raw-oversize":
+		return rawBadContent(true)
 	default:
 		fmt.Fprintf(os.Stderr, "fixture: unknown scenario %q\n", scenario)
 		return 2
@@ -299,10 +301,16 @@ func serve(scenario string) int {
 	return 0
 }
 
+// OversizeBytes is the text the raw-oversize scenario's "huge" answers with: past 16 MiB, the
+// bridge's bound on one message, by a little.
+const OversizeBytes = 16<<20 + 1
+
 // rawBadContent is a hand-written JSON-RPC loop: server/discover is Method not found, it
 // negotiates 2025-06-18, lists one tool "bad" and answers its call with a content block of a
-// type MCP does not have.
-func rawBadContent() int {
+// type MCP does not have. With oversize (the raw-oversize scenario) it lists "huge" too, whose
+// call it answers with OversizeBytes of text in one message, and "bad" answers "fine" in a
+// text block.
+func rawBadContent(oversize bool) int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
 	out := json.NewEncoder(os.Stdout)
@@ -319,9 +327,26 @@ func rawBadContent() int {
 		case "initialize":
 			reply["result"] = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "fixture-raw", "version": "1.0.0"}}
 		case "tools/list":
-			reply["result"] = map[string]any{"tools": []any{map[string]any{"name": "bad", "description": "answers a block MCP does not have", "inputSchema": map[string]any{"type": "object"}}}}
+			tools := []any{map[string]any{"name": "bad", "description": "answers a block MCP does not have", "inputSchema": map[string]any{"type": "object"}}}
+			if oversize {
+				tools = append(tools, map[string]any{"name": "huge", "description": "answers over 16 MiB", "inputSchema": map[string]any{"type": "object"}})
+			}
+			reply["result"] = map[string]any{"tools": tools}
 		case "tools/call":
 			reply["result"] = map[string]any{"content": []any{map[string]any{"type": "blob", "data": "AAAA"}}}
+			if oversize {
+				var call struct {
+					Params struct {
+						Name string `json:"name"`
+					} `json:"params"`
+				}
+				_ = json.Unmarshal(in.Bytes(), &call)
+				text := "fine"
+				if call.Params.Name == "huge" {
+					text = strings.Repeat("x", OversizeBytes)
+				}
+				reply["result"] = map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}
+			}
 		case "ping":
 			reply["result"] = map[string]any{}
 		default:

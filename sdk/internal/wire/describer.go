@@ -70,7 +70,7 @@ func (s *PluginServer) Configure(ctx context.Context, req *pb.ConfigureRequest) 
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	cfg := plugin.Config{PluginName: req.GetPluginName(), DataDir: req.GetDataDir(), Raw: raw}
+	cfg := plugin.Config{PluginName: req.GetPluginName(), DataDir: req.GetDataDir(), Raw: raw, MaxConcurrency: int(req.GetMaxConcurrency())}
 	if err := s.configure(ctx, cfg); err != nil {
 		return nil, ToStatus(err, PluginKindOf)
 	}
@@ -126,7 +126,8 @@ func (c *PluginClient) Configure(ctx context.Context, cfg plugin.Config) error {
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	_, err := c.client.Configure(ctx, &pb.ConfigureRequest{PluginName: cfg.PluginName, ConfigJson: raw, DataDir: cfg.DataDir})
+	_, err := c.client.Configure(ctx, &pb.ConfigureRequest{PluginName: cfg.PluginName, ConfigJson: raw, DataDir: cfg.DataDir,
+		MaxConcurrency: uint32(max(cfg.MaxConcurrency, 0))})
 	if err != nil {
 		return pluginError(ctx, err)
 	}

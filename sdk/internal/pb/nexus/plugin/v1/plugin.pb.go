@@ -633,12 +633,13 @@ func (x *DocumentAnnouncement) GetDescription() string {
 }
 
 type ConfigureRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PluginName    string                 `protobuf:"bytes,1,opt,name=plugin_name,json=pluginName,proto3" json:"plugin_name,omitempty"` // the catalog name
-	ConfigJson    []byte                 `protobuf:"bytes,2,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"` // a JSON object; {} when the block is absent
-	DataDir       string                 `protobuf:"bytes,3,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`          // writable directory reserved for this plugin
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	PluginName     string                 `protobuf:"bytes,1,opt,name=plugin_name,json=pluginName,proto3" json:"plugin_name,omitempty"`              // the catalog name
+	ConfigJson     []byte                 `protobuf:"bytes,2,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`              // a JSON object; {} when the block is absent
+	DataDir        string                 `protobuf:"bytes,3,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`                       // writable directory reserved for this plugin
+	MaxConcurrency uint32                 `protobuf:"varint,4,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"` // calls the host sends at once (the block's max_concurrency); 0 when unsaid
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -690,6 +691,13 @@ func (x *ConfigureRequest) GetDataDir() string {
 		return x.DataDir
 	}
 	return ""
+}
+
+func (x *ConfigureRequest) GetMaxConcurrency() uint32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
 }
 
 type ConfigureResponse struct {
@@ -820,13 +828,14 @@ const file_nexus_plugin_v1_plugin_proto_rawDesc = "" +
 	"\f_destructive\"L\n" +
 	"\x14DocumentAnnouncement\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\"o\n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"\x98\x01\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vplugin_name\x18\x01 \x01(\tR\n" +
 	"pluginName\x12\x1f\n" +
 	"\vconfig_json\x18\x02 \x01(\fR\n" +
 	"configJson\x12\x19\n" +
-	"\bdata_dir\x18\x03 \x01(\tR\adataDir\"\x13\n" +
+	"\bdata_dir\x18\x03 \x01(\tR\adataDir\x12'\n" +
+	"\x0fmax_concurrency\x18\x04 \x01(\rR\x0emaxConcurrency\"\x13\n" +
 	"\x11ConfigureResponse\"Q\n" +
 	"\x05Error\x12.\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1a.nexus.plugin.v1.ErrorKindR\x04kind\x12\x18\n" +
