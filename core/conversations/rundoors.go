@@ -86,7 +86,7 @@ func taskDoc(ctx context.Context, q store.Querier, r *store.Run, key string) (*T
 	if err != nil {
 		return nil, err
 	}
-	byKey := map[string]*store.Task{}
+	byKey := map[string]*store.TaskTrace{}
 	if t.Status == runs.StatusWaiting {
 		trace, err := store.TraceTasks(ctx, q, r.ID)
 		if err != nil {
@@ -359,7 +359,7 @@ func (d *Doors) CancelBranch(ctx context.Context, a *runs.Actor, runID, key stri
 		if err := writeStanding(ctx, x.Tx, a, r); err != nil {
 			return err
 		}
-		root, err := x.CancelBranch(ctx, r, t)
+		root, err := x.CancelBranch(ctx, r, &t.TaskTrace)
 		if err != nil {
 			return err
 		}

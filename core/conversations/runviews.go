@@ -137,7 +137,7 @@ func raw(s *string) json.RawMessage {
 
 // traceDoc is a trace row: identity and shape, model/finish, tool routing, claim, await kind,
 // approval, error, deadline and timestamps (docs/api.md#runs).
-func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
+func traceDoc(t *store.TaskTrace, byKey map[string]*store.TaskTrace) *TaskDoc {
 	d := &TaskDoc{Key: t.Key, Kind: t.Kind, Status: t.Status, Mainline: t.Mainline, Origin: t.Origin,
 		ParentKey: t.ParentKey, DeclaringTaskKey: t.DeclaringTaskKey, After: runs.AfterKeys(t), OnFailure: t.OnFailure,
 		Lifetime: t.Lifetime, Wake: t.Wake, Detached: t.Detached, Visibility: t.Visibility,
@@ -176,8 +176,8 @@ func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 
 // fullDoc is the task read: the trace row plus every field the row has
 // (docs/api.md#tasks-and-decisions).
-func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
-	d := traceDoc(t, byKey)
+func fullDoc(t *store.Task, byKey map[string]*store.TaskTrace) *TaskDoc {
+	d := traceDoc(&t.TaskTrace, byKey)
 	switch t.Kind {
 	case runs.KindModel:
 		d.Prompt, d.Instructions = t.Prompt, t.Instructions
@@ -232,8 +232,8 @@ func runDoc(ctx context.Context, q store.Querier, r *store.Run, withTasks bool) 
 
 // runDocOf is runDoc over tasks, the run's every row in id order, which the caller holds
 // current.
-func runDocOf(ctx context.Context, q store.Querier, r *store.Run, tasks []store.Task, withTasks bool) (*RunDoc, error) {
-	byKey := make(map[string]*store.Task, len(tasks))
+func runDocOf(ctx context.Context, q store.Querier, r *store.Run, tasks []store.TaskTrace, withTasks bool) (*RunDoc, error) {
+	byKey := make(map[string]*store.TaskTrace, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}

@@ -162,8 +162,11 @@ type taskSpec struct {
 
 func (f *historyFixture) task(r *store.Run, sp taskSpec) {
 	f.t.Helper()
-	t := &store.Task{RunID: r.ID, Key: sp.key, Kind: sp.kind, Status: sp.status, Mainline: sp.mainline, Origin: "model", OnFailure: "absorb",
-		Lifetime: "turn", Wake: "auto", Visibility: sp.visibility, LineageRoot: "r1", RoundNumber: 1, CreatedAt: f.clock}
+	t := &store.Task{TaskTrace: store.TaskTrace{
+		RunID: r.ID, Key: sp.key, Kind: sp.kind, Status: sp.status, Mainline: sp.mainline, Origin: "model",
+		OnFailure: "absorb", Lifetime: "turn", Wake: "auto", Visibility: sp.visibility, LineageRoot: "r1",
+		RoundNumber: 1, CreatedAt: f.clock,
+	}}
 	if sp.toolName != "" {
 		t.ToolName = &sp.toolName
 	}

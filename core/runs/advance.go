@@ -10,7 +10,7 @@ import (
 )
 
 // AfterKeys are the keys of the rows t waits on.
-func AfterKeys(t *store.Task) []string {
+func AfterKeys(t *store.TaskTrace) []string {
 	if t.AfterKeys == nil {
 		return nil
 	}
@@ -43,25 +43,25 @@ func live(s string) bool {
 // (and the skip propagates), a row behind a failed halt predecessor stays held; then the run
 // completes, needs attention, or finishes canceling when it is quiescent.
 func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run) error {
-	_, err := e.advanceTrace(ctx, tx, fx, run, nil, false)
+	_, err := e.advanceTrace(ctx, tx, fx, run, nil, nil)
 	return err
 }
 
-// advanceTrace is advance over rows, the run's every row as the caller's transaction left them
-// in id order: every column when whole (the rows it just wrote), the trace's columns
-// (store.TraceTasks) otherwise; when rows is nil, over the trace it reads. It answers the trace
-// as readiness left it, kept current row by row as every step here does, so that a caller
-// holding the rows reads neither them nor the trace again.
-func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, rows []store.Task, whole bool) ([]store.Task, error) {
-	tasks := rows
+// advanceTrace is advance over trace, the trace of the run's every row as the caller's
+// transaction left them, in id order; when trace is nil, over the trace it reads. written are whole
+// rows the caller holds as written (the rows of a run it just created), from which readiness
+// takes what the trace lacks (a tool row's input, which an approval rule may read) instead of
+// reading the row; nil for none. It answers the trace as readiness left it, kept current row by
+// row as every step here does, so that a caller holding it does not read it again.
+func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, trace []store.TaskTrace, written []store.Task) ([]store.TaskTrace, error) {
+	tasks := trace
 	if tasks == nil {
-		whole = false
 		var err error
 		if tasks, err = store.TraceTasks(ctx, tx, run.ID); err != nil {
 			return nil, err
 		}
 	}
-	byKey := make(map[string]*store.Task, len(tasks))
+	byKey := make(map[string]*store.TaskTrace, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}
@@ -83,7 +83,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 					continue
 				}
 				settled, held := true, false
-				var skipBy *store.Task
+				var skipBy *store.TaskTrace
 				for _, k := range AfterKeys(t) {
 					p := byKey[k]
 					if p == nil || !Terminal(p.Status) {
@@ -112,7 +112,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 					}
 					changed = true
 				case settled && !held:
-					if err := e.ready(ctx, tx, fx, run, t, whole, now); err != nil {
+					if err := e.ready(ctx, tx, fx, run, t, written, now); err != nil {
 						return nil, err
 					}
 					changed = true
@@ -127,7 +127,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 			return nil, err
 		}
 		if planted {
-			return e.advanceTrace(ctx, tx, fx, run, nil, false)
+			return e.advanceTrace(ctx, tx, fx, run, nil, nil)
 		}
 	}
 	before := run.Status
@@ -147,7 +147,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 // settleRow settles a row with an error status (skipped, failed, canceled, timed out) and keeps
 // the in-memory trace current. pre are columns the caller's transition writes on the row before
 // it settles (ready_at, the approval record), folded into the same statement.
-func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, status string, te TaskError, now int64, pre ...store.Assign) error {
+func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, run *store.Run, t *store.TaskTrace, status string, te TaskError, now int64, pre ...store.Assign) error {
 	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
 	if err != nil {
 		return err
@@ -170,10 +170,10 @@ func nullable(s string) *string {
 }
 
 // ready moves a row whose predecessors settled: a model task is queued for the kernel; a tool
-// task crosses the approval gate and is parked for its executor or queued for the kernel. whole
-// says t carries every column (the transaction wrote it); a trace row's input is read first when
-// the run has an approval rule that matches on it.
-func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, whole bool, now int64) error {
+// task crosses the approval gate and is parked for its executor or queued for the kernel. The
+// row's input is read when the run has an approval rule that matches on it, from written (whole
+// rows the caller holds, see advanceTrace) or else from the store.
+func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, written []store.Task, now int64) error {
 	switch t.Kind {
 	case KindModel:
 		if _, err := store.SetTask(ctx, tx, t.ID, nil,
@@ -189,17 +189,19 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		if err != nil {
 			return err
 		}
-		// Only a rule with a path reads the input (approval.ReadsInput): without one, a trace row's
+		// Only a rule with a path reads the input (approval.ReadsInput): without one, the row's
 		// input is not read.
-		full := t
-		if !whole && approval.ReadsInput(rules) {
-			if full, err = store.TaskByID(ctx, tx, t.ID); err != nil {
-				return err
-			}
-		}
 		var input json.RawMessage
-		if full.ToolInput != nil {
-			input = json.RawMessage(*full.ToolInput)
+		if approval.ReadsInput(rules) {
+			full := writtenRow(written, t.ID)
+			if full == nil {
+				if full, err = store.TaskByID(ctx, tx, t.ID); err != nil {
+					return err
+				}
+			}
+			if full.ToolInput != nil {
+				input = json.RawMessage(*full.ToolInput)
+			}
 		}
 		d := Evaluate(run.ApprovalMode, rules, t.Origin, deref(t.ToolName), input)
 		// The row's whole transition is one statement: ready_at, then what the gate decided
@@ -223,12 +225,22 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 	return fmt.Errorf("runs: ready: %s rows are not placed in this version", t.Kind)
 }
 
+// writtenRow is the row of written with this id, nil when written has none.
+func writtenRow(written []store.Task, id int64) *store.Task {
+	for i := range written {
+		if written[i].ID == id {
+			return &written[i]
+		}
+	}
+	return nil
+}
+
 // dispatch parks a granted tool row: dispatched for its executor, or running in the kernel's
 // queue; the park clock starts now. A row addressed to an executor that was revoked meanwhile
 // settles failed executor_revoked instead (docs/api.md#executors). pre are columns the caller's
 // transition writes on the row first (ready_at, the approval record), folded into the same
 // statement.
-func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, pre ...store.Assign) error {
+func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, now int64, pre ...store.Assign) error {
 	// The addressee's revocation is checked by the parking UPDATE itself (the row parks only
 	// while its executor is not revoked), which reads what a read of the executor row a
 	// statement earlier would, one round trip fewer; the row settles failed when it did not park.
@@ -261,7 +273,7 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 
 // parkOf is where a granted tool row parks and for how long: dispatched for its executor, or
 // running in the kernel's queue, for its budget (ToolParkDefault when it has none).
-func parkOf(t *store.Task) (status string, timeout int64) {
+func parkOf(t *store.TaskTrace) (status string, timeout int64) {
 	timeout = deref(t.TimeoutMS)
 	if timeout <= 0 {
 		timeout = ToolParkDefault.Milliseconds()
@@ -280,7 +292,7 @@ func RevokedError(executorPublicID string) TaskError {
 // addressees are the executors a dispatched row's signals go to (docs/api.md#the-executor-plane):
 // its claimant once claimed; else the executor it is addressed to; else the current members of its
 // pool.
-func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run, t *store.Task) ([]string, error) {
+func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run, t *store.TaskTrace) ([]string, error) {
 	if t.ClaimedAt != nil {
 		if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
 			return []string{id}, nil
@@ -306,7 +318,7 @@ func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run
 // signalCanceled records work_canceled for a dispatched executor row about to settle by
 // anything other than its executor's own commit (a stop, a branch cancel, the expiry rule).
 // Call it before the row's status changes.
-func (e *Engine) signalCanceled(ctx context.Context, q store.Querier, fx *effects, run *store.Run, t *store.Task, reason string) error {
+func (e *Engine) signalCanceled(ctx context.Context, q store.Querier, fx *effects, run *store.Run, t *store.TaskTrace, reason string) error {
 	if t.AddressedRole == nil || t.Status != StatusDispatched {
 		return nil
 	}
@@ -357,7 +369,7 @@ func storedRules(s string) ([]Rule, error) {
 }
 
 // runState applies the run lifecycle once readiness is done.
-func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) error {
+func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) error {
 	anyLive, anyOpen := false, false
 	for i := range tasks {
 		if live(tasks[i].Status) {

@@ -30,7 +30,7 @@ func (x *Tx) ParseSteps(ctx context.Context, a *Actor, r *store.Run, raw json.Ra
 // append is their repair), the steps are written after the deliverable (or as a root when it has
 // settled), the last becomes the deliverable at the next revision, and readiness runs. It answers
 // the keys written; r carries the new revision.
-func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.Task, s *Steps, existing map[string]bool) ([]string, error) {
+func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.TaskTrace, s *Steps, existing map[string]bool) ([]string, error) {
 	e, tx := x.e, x.Tx
 	if err := duplicateKeys(s.list, existing, ""); err != nil {
 		return nil, err
@@ -70,8 +70,8 @@ func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.Task, 
 
 // skipHeld settles every row held behind a failed halt row skipped (predecessor_failed): it
 // could never run, and the append is the repair.
-func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace []store.Task, now int64) (map[string]bool, error) {
-	byKey := map[string]*store.Task{}
+func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace []store.TaskTrace, now int64) (map[string]bool, error) {
+	byKey := map[string]*store.TaskTrace{}
 	for i := range trace {
 		byKey[trace[i].Key] = &trace[i]
 	}

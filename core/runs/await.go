@@ -73,9 +73,13 @@ func waitInputTask(input *string) string {
 func WaitAwait(callKey string, spec WaitSpec) *store.Task {
 	key := ChildKey(callKey, RoleWait, 1)
 	clock := min(spec.TimeoutMS, WaitClamp.Milliseconds())
-	return &store.Task{Key: key, Kind: KindAwait, Status: StatusDispatched, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
-		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: new(AwaitWait),
-		WaitSpec: jsonText(spec), TimeoutMS: &clock}
+	return &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: KindAwait, Status: StatusDispatched, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
+		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key,
+		AwaitKind: new(AwaitWait), TimeoutMS: &clock,
+	},
+		WaitSpec: jsonText(spec),
+	}
 }
 
 // Question is what an ask call asks.
@@ -109,10 +113,14 @@ func AskAwait(ctx context.Context, call *KernelCall, q Question) (*store.Task, e
 	}
 	key := ChildKey(call.TaskKey, RoleAsk, 1)
 	clock := AskPark.Milliseconds()
-	t := &store.Task{Key: key, Kind: KindAwait, Status: StatusAwaitingInput, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
-		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: new(AwaitAsk),
-		Prompt: new(q.Prompt), Multi: new(q.Multi), AddressedMember: jsonText(AddressedMember{Role: "member", Member: to}),
-		TimeoutMS: &clock}
+	t := &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: KindAwait, Status: StatusAwaitingInput, Origin: OriginKernel,
+		OnFailure: OnFailureAbsorb, Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden,
+		LineageRoot: key, AwaitKind: new(AwaitAsk), TimeoutMS: &clock,
+	},
+		Prompt: new(q.Prompt), Multi: new(q.Multi),
+		AddressedMember: jsonText(AddressedMember{Role: "member", Member: to}),
+	}
 	if len(q.Options) > 0 {
 		t.Options = jsonText(q.Options)
 	}
@@ -141,7 +149,7 @@ func askAddressee(ctx context.Context, q store.Querier, run *store.Run) (Member,
 // lifetime, wake and detachment, so that a detached branch's question is the branch's), and its
 // park starts as it is placed, ready and dispatched now, its deadline its clock from now
 // (docs/development.md#how-the-kernel-runs-work). A branch keeps what its call's arguments gave it.
-func inheritPlacement(t, call *store.Task, now int64) {
+func inheritPlacement(t *store.Task, call *store.TaskTrace, now int64) {
 	if t.Kind != KindAwait {
 		return
 	}
@@ -211,7 +219,7 @@ func LookupWaitTarget(ctx context.Context, call *KernelCall, runPublicID, task s
 		if err != nil {
 			return nil, err
 		}
-		if waitCycle(tasks, call.TaskKey, target) {
+		if waitCycle(tasks, call.TaskKey, &target.TaskTrace) {
 			out.Cycle = true
 			return out, nil
 		}
@@ -231,8 +239,8 @@ func LookupWaitTarget(ctx context.Context, call *KernelCall, runPublicID, task s
 // target is the call, or an ancestor of it (the call that placed it, the round that made it, a
 // round of that round's lineage, whose final work waits on this call, and so up through the
 // delegate_task or tool_call call whose work contains it).
-func waitCycle(tasks []store.Task, callKey string, target *store.Task) bool {
-	byKey := make(map[string]*store.Task, len(tasks))
+func waitCycle(tasks []store.TaskTrace, callKey string, target *store.TaskTrace) bool {
+	byKey := make(map[string]*store.TaskTrace, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}
@@ -365,7 +373,7 @@ func textContent(s string) *string {
 // settled, the call completes with the branch's envelope framed with the call's key, an error
 // flag when the branch did not complete, and the [model: …] line when the call named a model
 // (docs/agent-tools.md#delegation-and-conversations).
-func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child *store.TaskTrace) (*settlement, error) {
 	final, err := store.LastLineageRound(ctx, q, call.RunID, child.LineageRoot)
 	if err != nil {
 		return nil, err
@@ -412,7 +420,7 @@ func requestedModel(input *string) string {
 // wait's await resolves when its target's final work settles, which in the calling run happens
 // in this very transaction, and the call completes with the target's envelope; its expiry or
 // cancellation ends only the observation.
-func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child *store.TaskTrace) (*settlement, error) {
 	switch deref(child.AwaitKind) {
 	case AwaitAsk:
 		if !Terminal(child.Status) {
@@ -477,7 +485,7 @@ func WaitTargetGoneDetail(task string) string {
 // targetGone settles a wait whose target was collected while observed: the await and the call
 // complete with the error result wait_target_not_found and its structured_content. No path
 // collects tasks in this version; the rule is kept for the one that will.
-func (e *Engine) targetGone(ctx context.Context, q store.Querier, await, child *store.Task, task string) (*settlement, error) {
+func (e *Engine) targetGone(ctx context.Context, q store.Querier, await *store.Task, child *store.TaskTrace, task string) (*settlement, error) {
 	detail := WaitTargetGoneDetail(task)
 	out := WordWaitTargetNotFound + ": " + detail
 	sc := jsonText(struct {
@@ -590,7 +598,7 @@ func (e *Engine) observeWaits(ctx context.Context) (int, error) {
 // mayHaveSettled answers from the run's trace alone whether an awaited row's work may have
 // settled, so that each readiness pass reads rows only for the calls that may settle now: a
 // branch whose newest round still works, or an ask still awaiting its answer, cannot.
-func mayHaveSettled(tasks []store.Task, child *store.Task) bool {
+func mayHaveSettled(tasks []store.TaskTrace, child *store.TaskTrace) bool {
 	switch {
 	case child.Kind == KindModel:
 		_, done := lineageFinal(tasks, child.LineageRoot)

@@ -18,12 +18,12 @@ type NewRun struct {
 	Start  bool
 }
 
-// CreatedRun is a run a create wrote: the run, its steps' keys in order, and its every row as
-// written (readiness applied when it started), in id order.
+// CreatedRun is a run a create wrote: the run, its steps' keys in order, and the trace of its
+// every row as written (readiness applied when it started), in id order.
 type CreatedRun struct {
-	Run  *store.Run
-	Keys []string
-	Rows []store.Task
+	Run   *store.Run
+	Keys  []string
+	Trace []store.TaskTrace
 }
 
 // CreateRun accepts in for a (its default Runner, its memory configuration, its steps) and writes
@@ -40,12 +40,13 @@ func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *NewRun) (*CreatedRun, 
 	}
 	// The rows just written are the run's every row: readiness and the door's run document work
 	// on them as written rather than reading them back.
+	trace := store.TracesOf(rows)
 	if in.Start {
-		if rows, err = x.e.advanceTrace(ctx, x.Tx, x.fx, r, rows, true); err != nil {
+		if trace, err = x.e.advanceTrace(ctx, x.Tx, x.fx, r, trace, rows); err != nil {
 			return nil, err
 		}
 	}
-	return &CreatedRun{Run: r, Keys: keys, Rows: rows}, nil
+	return &CreatedRun{Run: r, Keys: keys, Trace: trace}, nil
 }
 
 // acceptRun accepts a run object for the actor: its default Runner, its memory configuration,
@@ -170,8 +171,10 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 	rows := make([]store.Task, 0, len(steps))
 	prev := firstAfter
 	for i, s := range steps {
-		t := &store.Task{RunID: runID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
-			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.visible, LineageRoot: s.key, CreatedAt: now}
+		t := &store.Task{TaskTrace: store.TaskTrace{
+			RunID: runID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
+			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.visible, LineageRoot: s.key, CreatedAt: now,
+		}}
 		if prev != "" {
 			t.AfterKeys = jsonText([]string{prev})
 		}

@@ -282,7 +282,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 				return err
 			}
 		}
-		_, err = e.advanceTrace(ctx, tx, fx, run, tasks, false)
+		_, err = e.advanceTrace(ctx, tx, fx, run, tasks, nil)
 		return err
 	})
 }
@@ -291,7 +291,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 // them all, and answers the run's columns it moves (the round counter, the deliverable), which the
 // caller writes with the round's settle; the caller re-points readers of the expanding round.
 func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, []store.Assign, error) {
-	n, callPrefix, contKey := roundKeys(run, t)
+	n, callPrefix, contKey := roundKeys(run, &t.TaskTrace)
 	var runSet []store.Assign // written once, after the rows
 	if t.Mainline {
 		runSet = append(runSet, store.Assign{Col: "mainline_round_counter", Val: n})
@@ -312,12 +312,14 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 			return nil, "", nil, err
 		}
 	}
-	cont := &store.Task{
-		RunID: run.ID, Key: contKey, Kind: KindModel, Status: StatusWaiting, Mainline: t.Mainline, Origin: OriginKernel,
-		AfterKeys: jsonText(fan), OnFailure: t.OnFailure, Lifetime: t.Lifetime, Wake: t.Wake, Detached: t.Detached,
-		Visibility: t.Visibility, LineageRoot: t.LineageRoot, RoundNumber: t.RoundNumber + 1, Model: t.Model,
+	cont := &store.Task{TaskTrace: store.TaskTrace{
+		RunID: run.ID, Key: contKey, Kind: KindModel, Status: StatusWaiting, Mainline: t.Mainline,
+		Origin: OriginKernel, AfterKeys: jsonText(fan), OnFailure: t.OnFailure, Lifetime: t.Lifetime,
+		Wake: t.Wake, Detached: t.Detached, Visibility: t.Visibility, LineageRoot: t.LineageRoot,
+		RoundNumber: t.RoundNumber + 1, Model: t.Model, CreatedAt: now,
+	},
 		Instructions: t.Instructions, ToolDefinitions: t.ToolDefinitions, SkillCatalog: t.SkillCatalog,
-		Environment: t.Environment, CreatedAt: now,
+		Environment: t.Environment,
 	}
 	if err := store.InsertTask(ctx, tx, cont); err != nil {
 		return nil, "", nil, err
@@ -332,7 +334,7 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 // repoint moves readers of a settled expanding round (from) outside its fan (the calls' rows and
 // the continuation to) onto the continuation, over tasks, the run's trace as the settle left
 // it, which it keeps current.
-func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.Task, from, to string, calls []answerCall) error {
+func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.TaskTrace, from, to string, calls []answerCall) error {
 	inFan := map[string]bool{to: true}
 	for _, c := range calls {
 		inFan[c.TaskKey] = true
@@ -362,12 +364,12 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.Task, 
 
 // birth writes one call's tool row, paired with the round's call and waiting on the round.
 func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts Toolset, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
-	row := &store.Task{
+	row := &store.Task{TaskTrace: store.TaskTrace{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
 		DeclaringTaskKey: &round.Key, AfterKeys: jsonText([]string{round.Key}), OnFailure: OnFailureAbsorb,
 		Lifetime: round.Lifetime, Wake: round.Wake, Detached: round.Detached, Visibility: VisibilityCollapsed,
 		LineageRoot: key, ToolCallID: &pairingKey, CreatedAt: now,
-	}
+	}}
 	return e.birthRow(ctx, tx, run, ts, row, call.Name, call.Arguments, truncated, now)
 }
 

@@ -33,7 +33,7 @@ func (x *Tx) Fail(ctx context.Context, run *store.Run, t *store.Task, te TaskErr
 		return nil
 	}
 	x.fx.abandon = append(x.fx.abandon, t.ID)
-	if err := x.e.settleRow(ctx, x.Tx, run, t, StatusFailed, te, x.e.nowMS()); err != nil {
+	if err := x.e.settleRow(ctx, x.Tx, run, &t.TaskTrace, StatusFailed, te, x.e.nowMS()); err != nil {
 		return err
 	}
 	return x.e.advance(ctx, x.Tx, x.fx, run)
@@ -95,6 +95,6 @@ func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSe
 		return errClaimFence
 	}
 	t.Status = s.Status
-	_, err = x.e.advanceTrace(ctx, x.Tx, x.fx, run, trace, false)
+	_, err = x.e.advanceTrace(ctx, x.Tx, x.fx, run, trace, nil)
 	return err
 }

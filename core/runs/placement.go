@@ -72,7 +72,7 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 			return fmt.Errorf("runs: %s placed %q, which is not keyed under it", call.Key, r.Key)
 		}
 		r.RunID, r.ParentKey, r.CreatedAt = run.ID, &call.Key, now
-		inheritPlacement(r, call, now)
+		inheritPlacement(r, &call.TaskTrace, now)
 		if err := store.InsertTask(ctx, tx, r); err != nil {
 			return err
 		}
@@ -124,11 +124,11 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 	if err != nil {
 		return err
 	}
-	row := &store.Task{
+	row := &store.Task{TaskTrace: store.TaskTrace{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel, ParentKey: &call.Key,
 		DeclaringTaskKey: &round.Key, OnFailure: OnFailureAbsorb, Lifetime: round.Lifetime, Wake: round.Wake,
 		Detached: call.Detached, Visibility: VisibilityCollapsed, LineageRoot: key, CreatedAt: now,
-	}
+	}}
 	return e.birthRow(ctx, tx, run, ts, row, child.Name, string(child.Input), false, now)
 }
 
@@ -136,7 +136,7 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 // work (docs/agent-tools.md#delegation-and-conversations), keeping the in-memory trace current. It
 // reports whether it settled any, since a settled call can make its dependents ready and its own
 // waiting caller final.
-func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) (bool, error) {
+func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) (bool, error) {
 	settled := false
 	for i := range tasks {
 		call := &tasks[i]
@@ -181,7 +181,7 @@ type settlement struct {
 // Each kind of awaited work has its reading: tool_call's child is mirrored
 // (docs/agent-tools.md#delegation-and-conversations); the branch, await and spawn readings arrive
 // with the tools that place those rows.
-func (e *Engine) observation(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+func (e *Engine) observation(ctx context.Context, q store.Querier, call, child *store.TaskTrace) (*settlement, error) {
 	switch child.Kind {
 	case KindTool:
 		if !Terminal(child.Status) {
@@ -212,7 +212,7 @@ func mirror(child *store.Task) *settlement {
 }
 
 // settleObserved writes an observing call's settlement; the call stops awaiting.
-func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, run *store.Run, call *store.Task, s *settlement, now int64) error {
+func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, run *store.Run, call *store.TaskTrace, s *settlement, now int64) error {
 	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
 	if err != nil {
 		return err

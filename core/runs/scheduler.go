@@ -397,7 +397,7 @@ func (e *Engine) sweeper(ctx context.Context) {
 // Sweep runs one sweeper pass and reports how many rows it settled or released.
 func (e *Engine) Sweep(ctx context.Context) (int, error) {
 	now := e.nowMS()
-	var due []store.Task
+	var due []store.TaskRef
 	err := e.store.Write(ctx, func(tx *store.Tx) error {
 		if _, err := store.ForgetIdempotency(ctx, tx, now-IdempotencyTTL.Milliseconds()); err != nil {
 			return err
@@ -476,11 +476,11 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 		e.wakeKernel(fx, run.PublicID, t.Key)
 		return nil
 	}
-	if err := e.signalCanceled(ctx, tx, fx, run, t, CancelExpired); err != nil {
+	if err := e.signalCanceled(ctx, tx, fx, run, &t.TaskTrace, CancelExpired); err != nil {
 		return err
 	}
 	fx.abandon = append(fx.abandon, t.ID)
-	if err := e.settleRow(ctx, tx, run, t, x.Status, x.Error, now); err != nil {
+	if err := e.settleRow(ctx, tx, run, &t.TaskTrace, x.Status, x.Error, now); err != nil {
 		return err
 	}
 	return e.advance(ctx, tx, fx, run)

@@ -170,10 +170,10 @@ func (x *Tx) Decide(ctx context.Context, r *store.Run, t *store.Task, a *Actor, 
 		return false, err
 	}
 	if deny {
-		if err := e.settleRow(ctx, tx, r, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: CutUTF8(reason, MaxReasonBytes)}, now); err != nil {
+		if err := e.settleRow(ctx, tx, r, &t.TaskTrace, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: CutUTF8(reason, MaxReasonBytes)}, now); err != nil {
 			return false, err
 		}
-	} else if err := e.dispatch(ctx, tx, fx, r, t, now); err != nil {
+	} else if err := e.dispatch(ctx, tx, fx, r, &t.TaskTrace, now); err != nil {
 		return false, err
 	}
 	return false, e.advance(ctx, tx, fx, r)

@@ -30,9 +30,11 @@ func seedRun(t *testing.T, s *store.Store, rows int) *store.Run {
 		}
 		for i := 0; i < rows; i++ {
 			d := int64(i)
-			t := &store.Task{RunID: r.ID, Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "running", OnFailure: "absorb",
-				Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i), DispatchedAt: &d,
-				TimeoutMS: ptr(int64(600000))}
+			t := &store.Task{TaskTrace: store.TaskTrace{
+				RunID: r.ID, Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "running", OnFailure: "absorb",
+				Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i),
+				DispatchedAt: &d, TimeoutMS: ptr(int64(600000)),
+			}}
 			if err := store.InsertTask(ctx, tx, t); err != nil {
 				return err
 			}
@@ -46,7 +48,7 @@ func seedRun(t *testing.T, s *store.Store, rows int) *store.Run {
 }
 
 // seedRunRows is seedRun with its rows as TraceTasks reads them.
-func seedRunRows(t *testing.T, s *store.Store, rows int) (*store.Run, []store.Task) {
+func seedRunRows(t *testing.T, s *store.Store, rows int) (*store.Run, []store.TaskTrace) {
 	t.Helper()
 	r := seedRun(t, s, rows)
 	tasks, err := store.TraceTasks(context.Background(), s.Reader(), r.ID)
@@ -477,11 +479,11 @@ func TestLineageRoundAndCalls(t *testing.T) {
 		parts := store.SealedParts{Prefix: []byte(`{"entries":[`), Entries: [][]byte{[]byte(`{"role":"user"}`)}, Suffix: []byte(`]}`)}
 		err := s.Write(ctx, func(tx *store.Tx) error {
 			for _, row := range []store.Task{
-				{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1},
-				{Key: "r1t0", Kind: "tool_task", LineageRoot: "r1t0", DeclaringTaskKey: ptr("r1")},
-				{Key: "r2", Kind: "model_task", LineageRoot: "r1", RoundNumber: 2},
-				{Key: "r1t1", Kind: "tool_task", LineageRoot: "r1t1", DeclaringTaskKey: ptr("r1")},
-				{Key: "r2t0", Kind: "tool_task", LineageRoot: "r2t0", DeclaringTaskKey: ptr("r2")},
+				{TaskTrace: store.TaskTrace{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1}},
+				{TaskTrace: store.TaskTrace{Key: "r1t0", Kind: "tool_task", LineageRoot: "r1t0", DeclaringTaskKey: ptr("r1")}},
+				{TaskTrace: store.TaskTrace{Key: "r2", Kind: "model_task", LineageRoot: "r1", RoundNumber: 2}},
+				{TaskTrace: store.TaskTrace{Key: "r1t1", Kind: "tool_task", LineageRoot: "r1t1", DeclaringTaskKey: ptr("r1")}},
+				{TaskTrace: store.TaskTrace{Key: "r2t0", Kind: "tool_task", LineageRoot: "r2t0", DeclaringTaskKey: ptr("r2")}},
 			} {
 				row.RunID, row.Status, row.OnFailure, row.Lifetime, row.Wake, row.Visibility = r.ID, "waiting", "absorb", "turn", "auto", "collapsed"
 				if err := store.InsertTask(ctx, tx, &row); err != nil {

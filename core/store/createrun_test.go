@@ -73,9 +73,13 @@ func (f *createFixture) run(n int) (*store.Run, []store.Task) {
 	tasks := make([]store.Task, n)
 	for i := range tasks {
 		name, input := "work", fmt.Sprintf(`{"i":%d}`, i)
-		tasks[i] = store.Task{Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "waiting", OnFailure: "propagate",
-			Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i), CreatedAt: int64(i),
-			ToolName: &name, ToolInput: &input}
+		tasks[i] = store.Task{TaskTrace: store.TaskTrace{
+			Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "waiting", OnFailure: "propagate",
+			Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i),
+			CreatedAt: int64(i), ToolName: &name,
+		},
+			ToolInput: &input,
+		}
 	}
 	dispatched, deadline, role := int64(5), int64(30_005), "runner"
 	tasks[0].Status, tasks[0].DispatchedAt, tasks[0].DeadlineAt = "dispatched", &dispatched, &deadline

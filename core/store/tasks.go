@@ -6,10 +6,13 @@ import (
 	"strings"
 )
 
-// Task is one row of the tasks table, the one queue (docs/api.md#runs,
-// docs/development.md#how-the-kernel-runs-work). JSON-valued columns are kept as their stored text;
-// nil means SQL NULL (absent). The run engine owns their meaning; this package only moves them.
-type Task struct {
+// TaskTrace is a task row's trace: the columns a run read, readiness and run-state evaluation
+// need (docs/development.md#how-the-kernel-runs-work), everything but the large frozen fields and
+// result bodies, so that re-evaluating a run stays cheap. TraceTasks reads a run's traces; a
+// transition that needs only the trace takes one, and a whole row (Task) carries its own.
+// Optional columns are pointers (nil is SQL NULL); JSON-valued columns are Go types the store
+// decodes once as it reads them (columns.go).
+type TaskTrace struct {
 	ID                int64   `db:"id"`
 	RunID             int64   `db:"run_id"`
 	Key               string  `db:"task_key"`
@@ -28,63 +31,31 @@ type Task struct {
 	FailureResolution *string `db:"failure_resolution"`
 	LineageRoot       string  `db:"lineage_root"`
 	RoundNumber       int64   `db:"round_number"`
-
-	Model           *string `db:"model"`
-	Prompt          *string `db:"prompt"`
-	Instructions    *string `db:"instructions"`
-	Attachments     *string `db:"attachments"`
-	Results         *string `db:"results"`
-	ToolDefinitions *string `db:"tool_definitions"`
-	SkillCatalog    *string `db:"skill_catalog"`
-	Environment     *string `db:"environment"`
-	Finish          *string `db:"finish"`
-	AnswerCalls     *string `db:"answer_calls"`
-	// AnswerContent is the answer's ordered content when it holds provider blocks (internal).
-	AnswerContent   *string `db:"answer_content"`
-	Usage           *string `db:"usage"`
-	Attempts        int64   `db:"attempts"`
-	RequestBytes    *int64  `db:"request_bytes"`
-	SealedRequestID *int64  `db:"sealed_request_id"`
-	HistoryEntries  *int64  `db:"history_entries"`
+	Model             *string `db:"model"`
+	Finish            *string `db:"finish"`
+	Attempts          int64   `db:"attempts"`
 
 	ToolName                  *string `db:"tool_name"`
 	ToolAlias                 *string `db:"tool_alias"`
-	ToolInput                 *string `db:"tool_input"`
 	ToolCallID                *string `db:"tool_call_id"`
-	Route                     *string `db:"route"`
-	Target                    *string `db:"target"`
 	AddressedRole             *string `db:"addressed_role"`
 	AddressedExecutorPublicID *string `db:"addressed_executor_public_id"`
-	EffectProfile             *string `db:"effect_profile"`
+	Target                    *string `db:"target"`
 	TimeoutMS                 *int64  `db:"timeout_ms"`
 	DeadlineAt                *int64  `db:"deadline_at"`
 	ClaimGeneration           int64   `db:"claim_generation"`
-	ClaimTokenHash            []byte  `db:"claim_token_hash"`
 	ClaimedBy                 *string `db:"claimed_by"`
 	ClaimedAt                 *int64  `db:"claimed_at"`
 	AwaitingChild             *string `db:"awaiting_child"`
 	Lowered                   bool    `db:"lowered"`
-	ModelDefaults             *string `db:"model_defaults"`
-	Scope                     *string `db:"scope"`
+	AwaitKind                 *string `db:"await_kind"`
 
-	AwaitKind       *string `db:"await_kind"`
-	Options         *string `db:"options"`
-	Multi           *bool   `db:"multi"`
-	AddressedMember *string `db:"addressed_member"`
-	WaitSpec        *string `db:"wait_spec"`
-	ResolvedBy      *string `db:"resolved_by"`
-
-	Approval          *string `db:"approval"`
-	IsError           *bool   `db:"is_error"`
-	Output            *string `db:"output"`
-	Content           *string `db:"content"`
-	StructuredContent *string `db:"structured_content"`
-	Title             *string `db:"title"`
-	Metadata          *string `db:"metadata"`
-	ErrorKey          *string `db:"error_key"`
-	ErrorDetail       *string `db:"error_detail"`
-	DeliveredWith     *string `db:"delivered_with"`
-	SettleSeq         *int64  `db:"settle_seq"`
+	Approval      *string `db:"approval"`
+	IsError       *bool   `db:"is_error"`
+	ErrorKey      *string `db:"error_key"`
+	ErrorDetail   *string `db:"error_detail"`
+	DeliveredWith *string `db:"delivered_with"`
+	SettleSeq     *int64  `db:"settle_seq"`
 
 	CreatedAt         int64  `db:"created_at"`
 	ReadyAt           *int64 `db:"ready_at"`
@@ -92,6 +63,54 @@ type Task struct {
 	StartedAt         *int64 `db:"started_at"`
 	CompletedAt       *int64 `db:"completed_at"`
 	ResultDeliveredAt *int64 `db:"result_delivered_at"`
+}
+
+// Task is one whole row of the tasks table, the one queue (docs/api.md#runs,
+// docs/development.md#how-the-kernel-runs-work): its trace and every other column. The run
+// engine owns the meaning of its values; this package moves them.
+type Task struct {
+	TaskTrace
+
+	Prompt          *string `db:"prompt"`
+	Instructions    *string `db:"instructions"`
+	Attachments     *string `db:"attachments"`
+	Results         *string `db:"results"`
+	ToolDefinitions *string `db:"tool_definitions"`
+	SkillCatalog    *string `db:"skill_catalog"`
+	Environment     *string `db:"environment"`
+	AnswerCalls     *string `db:"answer_calls"`
+	// AnswerContent is the answer's ordered content when it holds provider blocks (internal).
+	AnswerContent   *string `db:"answer_content"`
+	Usage           *string `db:"usage"`
+	RequestBytes    *int64  `db:"request_bytes"`
+	SealedRequestID *int64  `db:"sealed_request_id"`
+	HistoryEntries  *int64  `db:"history_entries"`
+
+	ToolInput      *string `db:"tool_input"`
+	Route          *string `db:"route"`
+	EffectProfile  *string `db:"effect_profile"`
+	ClaimTokenHash []byte  `db:"claim_token_hash"`
+	ModelDefaults  *string `db:"model_defaults"`
+	Scope          *string `db:"scope"`
+
+	Options         *string `db:"options"`
+	Multi           *bool   `db:"multi"`
+	AddressedMember *string `db:"addressed_member"`
+	WaitSpec        *string `db:"wait_spec"`
+	ResolvedBy      *string `db:"resolved_by"`
+
+	Output            *string `db:"output"`
+	Content           *string `db:"content"`
+	StructuredContent *string `db:"structured_content"`
+	Title             *string `db:"title"`
+	Metadata          *string `db:"metadata"`
+}
+
+// TaskRef names a row: its id, its run's and its key.
+type TaskRef struct {
+	ID    int64  `db:"id"`
+	RunID int64  `db:"run_id"`
+	Key   string `db:"task_key"`
 }
 
 // taskColumns lists every column of tasks in a fixed order: the insert and the reads use it, and
@@ -178,8 +197,7 @@ func LockTask(ctx context.Context, tx *Tx, id int64) (*Task, error) {
 	return &t, nil
 }
 
-// TraceColumns are the columns a run read, readiness and run-state evaluation need: everything
-// but the large frozen fields and result bodies, so that re-evaluating a run stays cheap.
+// traceColumns are TaskTrace's columns.
 var traceColumns = []string{
 	"id", "run_id", "task_key", "kind", "status", "mainline", "origin", "parent_key", "declaring_task_key",
 	"after_keys", "on_failure", "lifetime", "wake", "detached", "visibility", "failure_resolution",
@@ -193,10 +211,18 @@ var traceColumns = []string{
 // traceColumnList is traceColumns as a select list, joined once.
 var traceColumnList = strings.Join(traceColumns, ", ")
 
-// TraceTasks reads every task of a run in creation order, trace columns only (the other fields
-// are left zero).
-func TraceTasks(ctx context.Context, q Querier, runID int64) ([]Task, error) {
-	var ts []Task
+// TracesOf is the traces of rows, in their order.
+func TracesOf(rows []Task) []TaskTrace {
+	out := make([]TaskTrace, len(rows))
+	for i := range rows {
+		out[i] = rows[i].TaskTrace
+	}
+	return out
+}
+
+// TraceTasks reads the trace of every task of a run, in creation order.
+func TraceTasks(ctx context.Context, q Querier, runID int64) ([]TaskTrace, error) {
+	var ts []TaskTrace
 	err := q.Select(ctx, &ts, `SELECT `+traceColumnList+` FROM tasks WHERE run_id = ? ORDER BY id`, runID)
 	return ts, err
 }
@@ -247,7 +273,7 @@ func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...
 // SQLite the three in turn. A guard that no longer holds answers false and no trace, and leaves
 // the run's columns written, for the caller's rollback. It is for a settle that readiness
 // follows, which reads the run's rows next.
-func SetTaskAndTrace(ctx context.Context, q Querier, id int64, guard *TaskGuard, set []Assign, runID int64, runSet []Assign) (bool, []Task, error) {
+func SetTaskAndTrace(ctx context.Context, q Querier, id int64, guard *TaskGuard, set []Assign, runID int64, runSet []Assign) (bool, []TaskTrace, error) {
 	if q.Dialect() != Postgres || len(set) == 0 {
 		if err := SetRun(ctx, q, runID, runSet...); err != nil {
 			return false, nil, err
@@ -276,7 +302,7 @@ func SetTaskAndTrace(ctx context.Context, q Querier, id int64, guard *TaskGuard,
 	// The statement's one snapshot holds the row as it was: the run's other rows are read from
 	// it (with the rows this transaction wrote before), the row itself from what its UPDATE
 	// answers, and nothing when that UPDATE took none.
-	var ts []Task
+	var ts []TaskTrace
 	err = q.Select(ctx, &ts, with+`set_row AS (`+update+` RETURNING `+cols+`)
 SELECT `+cols+` FROM set_row
 UNION ALL
@@ -340,8 +366,8 @@ func taskUpdate(id int64, guard *TaskGuard, set []Assign) (string, []any, error)
 // DueTasks lists up to limit task ids whose park has expired (deadline_at ≤ now) in a status the
 // expiry rule settles (docs/development.md#how-the-kernel-runs-work), locking them with SKIP LOCKED
 // on PostgreSQL so that several sweepers never take the same row.
-func DueTasks(ctx context.Context, tx *Tx, now int64, limit int) ([]Task, error) {
-	var ts []Task
+func DueTasks(ctx context.Context, tx *Tx, now int64, limit int) ([]TaskRef, error) {
+	var ts []TaskRef
 	q := `SELECT id, run_id, task_key FROM tasks
 WHERE deadline_at IS NOT NULL AND deadline_at <= ? AND status IN ('running', 'dispatched', 'awaiting_input', 'needs_approval')
 ORDER BY deadline_at, id LIMIT ?`
