@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/nexuskernel/nexus/core/approval"
 	"github.com/nexuskernel/nexus/core/store"
@@ -14,9 +15,7 @@ func AfterKeys(t *store.TaskTrace) []string {
 	if t.AfterKeys == nil {
 		return nil
 	}
-	var keys []string
-	_ = json.Unmarshal([]byte(*t.AfterKeys), &keys)
-	return keys
+	return slices.Clone(t.AfterKeys)
 }
 
 // FailedStatus reports whether a settled status counts as a failure for the failure policy
@@ -294,7 +293,7 @@ func RevokedError(executorPublicID string) TaskError {
 // pool.
 func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run, t *store.TaskTrace) ([]string, error) {
 	if t.ClaimedAt != nil {
-		if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
+		if id := t.ClaimedBy.Executor(); id != "" {
 			return []string{id}, nil
 		}
 	}
@@ -330,31 +329,11 @@ func (e *Engine) signalCanceled(ctx context.Context, q store.Querier, fx *effect
 	return nil
 }
 
-// ClaimedByExecutor is the stored claimant of an executor's claim.
-func ClaimedByExecutor(executorPublicID string) string {
-	return `{"executor_public_id":"` + executorPublicID + `"}`
-}
-
-// ClaimantOf reads the executor public id of a stored claimant; "" for the kernel or none.
-func ClaimantOf(claimedBy string) string {
-	var cb struct {
-		Executor string `json:"executor_public_id"`
-	}
-	if claimedBy == "" || json.Unmarshal([]byte(claimedBy), &cb) != nil {
-		return ""
-	}
-	return cb.Executor
-}
-
 // Approval is a row's approval record (docs/agent-tools.md#the-approval-gate).
-type Approval struct {
-	Origin    string  `json:"origin"`
-	DecidedBy *Member `json:"decided_by,omitempty"`
-	DecidedAt string  `json:"decided_at"`
-}
+type Approval = store.Approval
 
-func approvalOf(origin string, by *Member, now int64) Approval {
-	return Approval{Origin: origin, DecidedBy: by, DecidedAt: store.FormatMillis(now)}
+func approvalOf(origin string, by *Member, now int64) *Approval {
+	return &Approval{Origin: origin, DecidedBy: by, DecidedAt: store.FormatMillis(now)}
 }
 
 func storedRules(s string) ([]Rule, error) {

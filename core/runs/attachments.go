@@ -18,15 +18,8 @@ import (
 )
 
 // Attachment is an input upload as a turn or a model step keeps it: the upload descriptor's
-// lasting facts (docs/api.md#uploads).
-type Attachment struct {
-	PublicID    string `json:"public_id"`
-	URI         string `json:"uri"`
-	Filename    string `json:"filename"`
-	ContentType string `json:"content_type"`
-	ByteSize    int64  `json:"byte_size"`
-	SHA256      string `json:"sha256"`
-}
+// lasting facts (docs/api.md#uploads), as rows store it.
+type Attachment = store.Attachment
 
 // inputAttachments checks that every id is one of the caller's own complete uploads (422
 // unknown_input_upload at path[i] otherwise) and answers their descriptors in order. The

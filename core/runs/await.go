@@ -42,18 +42,14 @@ const (
 
 // WaitSpec is a wait await's target and clock, as the task read serves it
 // (docs/api.md#tasks-and-decisions).
-type WaitSpec struct {
-	RunPublicID string `json:"run_public_id"`
-	Task        string `json:"task"`
-	TimeoutMS   int64  `json:"timeout_ms"`
-}
+type WaitSpec = store.WaitSpec
 
-func parseWaitSpec(s *string) (WaitSpec, bool) {
-	var w WaitSpec
-	if s == nil || json.Unmarshal([]byte(*s), &w) != nil || w.Task == "" {
+// parseWaitSpec is a wait await's spec; false when the row has none, or none naming a task.
+func parseWaitSpec(s *WaitSpec) (WaitSpec, bool) {
+	if s == nil || s.Task == "" {
 		return WaitSpec{}, false
 	}
-	return w, true
+	return *s, true
 }
 
 // waitInputTask reads the task argument of a wait call's stored input.
@@ -78,7 +74,7 @@ func WaitAwait(callKey string, spec WaitSpec) *store.Task {
 		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key,
 		AwaitKind: new(AwaitWait), TimeoutMS: &clock,
 	},
-		WaitSpec: jsonText(spec),
+		WaitSpec: &spec,
 	}
 }
 
@@ -91,10 +87,7 @@ type Question struct {
 }
 
 // AddressedMember is an ask's addressee as stored and served: {role: "member", member}.
-type AddressedMember struct {
-	Role   string `json:"role"`
-	Member Member `json:"member"`
-}
+type AddressedMember = store.AddressedMember
 
 // AskAwait is the await an ask call places (docs/agent-tools.md#delegation-and-conversations):
 // awaiting a member's answer from birth, hidden, absorbing, parked 24 hours, addressed to the
@@ -119,10 +112,10 @@ func AskAwait(ctx context.Context, call *KernelCall, q Question) (*store.Task, e
 		LineageRoot: key, AwaitKind: new(AwaitAsk), TimeoutMS: &clock,
 	},
 		Prompt: new(q.Prompt), Multi: new(q.Multi),
-		AddressedMember: jsonText(AddressedMember{Role: "member", Member: to}),
+		AddressedMember: &AddressedMember{Role: "member", Member: to},
 	}
 	if len(q.Options) > 0 {
-		t.Options = jsonText(q.Options)
+		t.Options = q.Options
 	}
 	return t, nil
 }

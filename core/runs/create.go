@@ -176,7 +176,7 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.visible, LineageRoot: s.key, CreatedAt: now,
 		}}
 		if prev != "" {
-			t.AfterKeys = jsonText([]string{prev})
+			t.AfterKeys = store.Strings{prev}
 		}
 		if s.verb == "model" {
 			t.Kind, t.Mainline, t.RoundNumber = KindModel, true, 1
@@ -185,10 +185,10 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 				t.Instructions = &s.instructions
 			}
 			if len(s.results) > 0 {
-				t.Results = jsonText(s.results)
+				t.Results = s.results
 			}
 			if len(s.attachments) > 0 {
-				t.Attachments = jsonText(s.attachments)
+				t.Attachments = s.attachments
 			}
 			if s.frozen != nil {
 				t.ToolDefinitions = new(string(s.frozen.ToolDefinitions))
@@ -200,7 +200,7 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 			t.ToolName = &s.name
 			t.ToolInput = new(string(s.input))
 			if s.route != nil {
-				t.Route = jsonText(s.route)
+				t.Route = s.route
 			}
 			if s.timeoutMS > 0 {
 				t.TimeoutMS = &s.timeoutMS

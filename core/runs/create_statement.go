@@ -120,7 +120,7 @@ func (e *Engine) bornReady(ctx context.Context, q store.Querier, fx *effects, st
 			return false, nil
 		}
 		status, timeout := parkOf(&t.TaskTrace)
-		t.ReadyAt, t.Approval = &now, jsonText(approvalOf(d.Origin, nil, now))
+		t.ReadyAt, t.Approval = &now, approvalOf(d.Origin, nil, now)
 		t.Status, t.DispatchedAt = status, &now
 		if !served {
 			deadline := now + timeout

@@ -94,9 +94,5 @@ type CallResolution struct {
 	Route *Route
 }
 
-// Route is a declared Runner route.
-type Route struct {
-	Kind                   string `json:"kind"`
-	RunnerExecutorPublicID string `json:"runner_executor_public_id"`
-	ToolName               string `json:"tool_name,omitempty"`
-}
+// Route is a declared Runner route, as a tool row stores it.
+type Route = store.Route

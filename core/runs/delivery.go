@@ -200,7 +200,7 @@ func (e *Engine) plantWakeRound(ctx context.Context, tx *store.Tx, run *store.Ru
 	run.MainlineRoundCounter, run.DeliverableTaskKey = n, key
 	wake := &store.Task{TaskTrace: store.TaskTrace{
 		RunID: run.ID, Key: key, Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: OriginKernel,
-		AfterKeys: jsonText(after), OnFailure: d.OnFailure, Lifetime: d.Lifetime, Wake: d.Wake,
+		AfterKeys: after, OnFailure: d.OnFailure, Lifetime: d.Lifetime, Wake: d.Wake,
 		Visibility: d.Visibility, LineageRoot: d.LineageRoot, RoundNumber: d.RoundNumber + 1, Model: d.Model,
 		CreatedAt: now,
 	},
@@ -396,7 +396,7 @@ func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *sto
 		Environment:     new(string(prof.Frozen.Environment)), SkillCatalog: new(string(prof.Frozen.SkillCatalog)),
 	}
 	if len(in.Attachments) > 0 {
-		round.Attachments = jsonText(in.Attachments)
+		round.Attachments = in.Attachments
 	}
 	if err := store.InsertTask(ctx, tx, round); err != nil {
 		return nil, err

@@ -192,19 +192,13 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, 
 	})
 }
 
-// usageWire is a model task's usage: the mock's keeps its shape; a real provider's always
+// usageOf is a model task's stored usage: the mock's keeps its shape; a real provider's always
 // carries the cache counts, and estimated only when the provider reported nothing.
-type usageWire struct {
-	InputTokens           int64       `json:"input_tokens"`
-	OutputTokens          int64       `json:"output_tokens"`
-	CachedInputTokens     *int64      `json:"cached_input_tokens,omitempty"`
-	CacheWriteInputTokens *int64      `json:"cache_write_input_tokens,omitempty"`
-	Estimated             bool        `json:"estimated,omitempty"`
-	Cost                  *model.Cost `json:"cost,omitempty"`
-}
-
-func usageOf(m model.Model, u model.Usage, cost *model.Cost) usageWire {
-	w := usageWire{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: u.Estimated, Cost: cost}
+func usageOf(m model.Model, u model.Usage, cost *model.Cost) *store.Usage {
+	w := &store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: u.Estimated}
+	if cost != nil {
+		w.Cost = &store.Cost{Amount: cost.Amount, Currency: cost.Currency}
+	}
 	if m.ProviderType == model.ProviderTypeOpenAI || m.ProviderType == model.ProviderTypeAnthropic {
 		w.CachedInputTokens, w.CacheWriteInputTokens = &u.CachedInputTokens, &u.CacheWriteInputTokens
 	}
@@ -232,7 +226,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			}
 		}
 		set := []store.Assign{{Col: "output", Val: resp.Text}, {Col: "finish", Val: string(finish)},
-			{Col: "usage", Val: jsonText(usageOf(m, resp.Usage, cost))},
+			{Col: "usage", Val: usageOf(m, resp.Usage, cost)},
 			{Col: "is_error", Val: false}, {Col: "completed_at", Val: now}}
 		if content := resp.AnswerContent(); hasProviderBlock(content) {
 			b, err := json.Marshal(content)
@@ -262,7 +256,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			expand = false
 		}
 		set = append(set, store.Assign{Col: "status", Val: status}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
-		calls, cont, runSet := []answerCall(nil), "", []store.Assign(nil)
+		calls, cont, runSet := []store.AnswerCall(nil), "", []store.Assign(nil)
 		if expand {
 			if calls, cont, runSet, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
 				return err
@@ -290,7 +284,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 // expand writes one tool row per call under the pairing law and one continuation that waits on
 // them all, and answers the run's columns it moves (the round counter, the deliverable), which the
 // caller writes with the round's settle; the caller re-points readers of the expanding round.
-func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, []store.Assign, error) {
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]store.AnswerCall, string, []store.Assign, error) {
 	n, callPrefix, contKey := roundKeys(run, &t.TaskTrace)
 	var runSet []store.Assign // written once, after the rows
 	if t.Mainline {
@@ -302,19 +296,19 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		ids[i] = c.ID
 	}
 	pairing := PairingKeys(t.Key, ids)
-	calls := make([]answerCall, len(resp.ToolCalls))
+	calls := make([]store.AnswerCall, len(resp.ToolCalls))
 	fan := make([]string, len(resp.ToolCalls))
 	for i, call := range resp.ToolCalls {
 		key := callPrefix + strconv.Itoa(i)
 		fan[i] = key
-		calls[i] = answerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
+		calls[i] = store.AnswerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
 		if err := e.birth(ctx, tx, run, t, ts, call, pairing[i], key, finish == model.FinishLength, now); err != nil {
 			return nil, "", nil, err
 		}
 	}
 	cont := &store.Task{TaskTrace: store.TaskTrace{
 		RunID: run.ID, Key: contKey, Kind: KindModel, Status: StatusWaiting, Mainline: t.Mainline,
-		Origin: OriginKernel, AfterKeys: jsonText(fan), OnFailure: t.OnFailure, Lifetime: t.Lifetime,
+		Origin: OriginKernel, AfterKeys: fan, OnFailure: t.OnFailure, Lifetime: t.Lifetime,
 		Wake: t.Wake, Detached: t.Detached, Visibility: t.Visibility, LineageRoot: t.LineageRoot,
 		RoundNumber: t.RoundNumber + 1, Model: t.Model, CreatedAt: now,
 	},
@@ -334,7 +328,7 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 // repoint moves readers of a settled expanding round (from) outside its fan (the calls' rows and
 // the continuation to) onto the continuation, over tasks, the run's trace as the settle left
 // it, which it keeps current.
-func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.TaskTrace, from, to string, calls []answerCall) error {
+func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.TaskTrace, from, to string, calls []store.AnswerCall) error {
 	inFan := map[string]bool{to: true}
 	for _, c := range calls {
 		inFan[c.TaskKey] = true
@@ -353,8 +347,8 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.TaskTr
 			}
 		}
 		if changed {
-			tk.AfterKeys = jsonText(after)
-			if _, err := store.SetTask(ctx, tx, tk.ID, nil, store.Assign{Col: "after_keys", Val: *tk.AfterKeys}); err != nil {
+			tk.AfterKeys = after
+			if _, err := store.SetTask(ctx, tx, tk.ID, nil, store.Assign{Col: "after_keys", Val: tk.AfterKeys}); err != nil {
 				return err
 			}
 		}
@@ -366,7 +360,7 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.TaskTr
 func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts Toolset, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
 	row := &store.Task{TaskTrace: store.TaskTrace{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
-		DeclaringTaskKey: &round.Key, AfterKeys: jsonText([]string{round.Key}), OnFailure: OnFailureAbsorb,
+		DeclaringTaskKey: &round.Key, AfterKeys: store.Strings{round.Key}, OnFailure: OnFailureAbsorb,
 		Lifetime: round.Lifetime, Wake: round.Wake, Detached: round.Detached, Visibility: VisibilityCollapsed,
 		LineageRoot: key, ToolCallID: &pairingKey, CreatedAt: now,
 	}}
@@ -398,7 +392,7 @@ func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts 
 	in := string(res.Input)
 	row.ToolInput = &in
 	if res.Route != nil {
-		row.Route = jsonText(Route{Kind: "runner", RunnerExecutorPublicID: res.Route.RunnerExecutorPublicID, ToolName: res.ToolName})
+		row.Route = &Route{Kind: "runner", RunnerExecutorPublicID: res.Route.RunnerExecutorPublicID, ToolName: res.ToolName}
 	}
 	addr, err := e.addressCall(ctx, tx, run, ts, res)
 	if err != nil {

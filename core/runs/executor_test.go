@@ -7,19 +7,6 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 )
 
-func TestClaimantRoundTrip(t *testing.T) {
-	t.Parallel()
-	id := "01900000-0000-7000-8000-000000000051"
-	if got := ClaimantOf(ClaimedByExecutor(id)); got != id {
-		t.Fatalf("claimant %q", got)
-	}
-	for _, kernelOrNone := range []string{claimedByKernel, "", "not json"} {
-		if got := ClaimantOf(kernelOrNone); got != "" {
-			t.Fatalf("%q read as executor %q", kernelOrNone, got)
-		}
-	}
-}
-
 // TestIndexLineGrammar pins the index lines rerenderMedia reads back: a result's (with its source
 // task) and an input's, of media the model cannot read; lines of non-media inputs, and text that
 // merely looks like one, are left alone.

@@ -19,9 +19,6 @@ const kernelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowe
  AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
  AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
 
-// claimedByKernel is the stored claimant of a kernel claim.
-const claimedByKernel = `{"kernel":true}`
-
 // ClaimKernel claims one runnable kernel row with the shared claim primitive, or none.
 func (e *Engine) ClaimKernel(ctx context.Context) (*store.Claimed, error) {
 	return e.claim(ctx, kernelRunnable)
@@ -35,7 +32,7 @@ func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, e
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
 		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
-		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID, CountAttemptKind: KindModel,
+		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: store.KernelClaimant, Instance: e.inst.row.ID, CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed); a
 		// model round reads its row and run next, which the claim answers.
@@ -223,7 +220,7 @@ func (e *Engine) RunNextKernelTool(ctx context.Context) (bool, error) {
 			return err
 		}
 		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: kernelToolRunnable + ` AND t.run_id = ?`, Args: []any{false, now, runID},
-			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.row.ID})
+			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: store.KernelClaimant, Instance: e.inst.row.ID})
 		if err != nil || len(got) == 0 {
 			return err
 		}
@@ -259,7 +256,7 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 	out, err := e.runKernel(ctx, tx, fx, run, t, c)
 	if errors.Is(err, errDeadline) {
 		// The handler outlived the row's clock: the expiry rule settles it, in this transaction.
-		t.ClaimedAt, t.ClaimedBy = &now, new(claimedByKernel)
+		t.ClaimedAt, t.ClaimedBy = &now, new(store.KernelClaimant)
 		return e.expire(ctx, tx, fx, run, t, e.nowMS())
 	}
 	if err != nil {
@@ -449,7 +446,7 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 // expire applies the expiry rule to one row under the run's lock, then readiness.
 func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
 	by := "kernel"
-	if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
+	if id := t.ClaimedBy.Executor(); id != "" {
 		by = "executor " + id
 	}
 	return e.expireClaim(ctx, tx, fx, run, t, now, by, false)

@@ -24,16 +24,6 @@ type sealed struct {
 	baseCount    int
 }
 
-// answerCall is one call of a stored answer: the provider's id, name and raw arguments as
-// produced (the assistant entry replays them verbatim), the pairing key and the task.
-type answerCall struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Arguments  string `json:"arguments"`
-	ToolCallID string `json:"tool_call_id"`
-	TaskKey    string `json:"task_key"`
-}
-
 // encodeEntry is an entry's stored bytes: the compact JSON of
 // docs/development.md#how-the-kernel-runs-work, keys in the order shown there, never re-sorted.
 func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
@@ -91,11 +81,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			}
 			s.delivered = append(s.delivered, ids...)
 		}
-		var results []string
-		if t.Results != nil {
-			_ = json.Unmarshal([]byte(*t.Results), &results)
-		}
-		for _, k := range results {
+		for _, k := range t.Results {
 			text, id, err := e.resultDelivery(ctx, q, run, k)
 			if err != nil {
 				return nil, err
@@ -113,11 +99,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		parts = append(parts, model.Part{Type: model.PartText, Text: deref(t.Prompt)})
 		if t.Attachments != nil {
-			var atts []Attachment
-			if err := json.Unmarshal([]byte(*t.Attachments), &atts); err != nil {
-				return nil, fmt.Errorf("runs: stored attachments of %s: %w", t.Key, err)
-			}
-			input, err := e.inputParts(ctx, gate, atts)
+			input, err := e.inputParts(ctx, gate, t.Attachments)
 			if err != nil {
 				return nil, err
 			}
@@ -187,8 +169,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			entryBytes = append(entryBytes, b)
 		}
 		gate.count(s.entries)
-		var calls []answerCall
-		_ = json.Unmarshal([]byte(deref(prev.AnswerCalls)), &calls)
+		calls := prev.AnswerCalls
 		// A lineage keeps its model: the previous round's provider blocks always go back.
 		asst := model.Entry{Role: model.RoleAssistant, Content: answerParts(prev, m.Ref)}
 		for _, c := range calls {
@@ -363,8 +344,8 @@ func reportedEstimate(hist []turnSegment, after []model.Entry, m model.Model) (i
 	if r == nil || deref(r.Model) != m.Ref || r.Usage == nil {
 		return 0, false, nil
 	}
-	var u usageWire
-	if err := json.Unmarshal([]byte(*r.Usage), &u); err != nil || u.Estimated || u.InputTokens <= 0 {
+	u := r.Usage
+	if u.Estimated || u.InputTokens <= 0 {
 		return 0, false, nil
 	}
 	n, err := model.EstimateBytes(after, nil)

@@ -200,7 +200,7 @@ func (r *rawRun) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.claim(ctx, rawModelRunnable, model.ID, kernelClaimant, now); err != nil {
+	if err := r.claim(ctx, rawModelRunnable, model.ID, store.KernelClaimant, now); err != nil {
 		return err
 	}
 	tool, cont := r.tool, r.cont
@@ -217,7 +217,7 @@ func (r *rawRun) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.claim(ctx, rawToolRunnable, tool.ID, `{"executor_public_id":"`+r.executor+`"}`, now); err != nil {
+	if err := r.claim(ctx, rawToolRunnable, tool.ID, store.ExecutorClaimant(r.executor), now); err != nil {
 		return err
 	}
 	err = r.st.Write(ctx, func(tx *store.Tx) error {
@@ -230,7 +230,7 @@ func (r *rawRun) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.claim(ctx, rawModelRunnable, cont.ID, kernelClaimant, now); err != nil {
+	if err := r.claim(ctx, rawModelRunnable, cont.ID, store.KernelClaimant, now); err != nil {
 		return err
 	}
 	err = r.st.Write(ctx, func(tx *store.Tx) error {
@@ -252,7 +252,6 @@ func (r *rawRun) once(ctx context.Context) error {
 const (
 	rawModelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running' AND t.kind = 'model_task' AND t.id = ?`
 	rawToolRunnable  = `t.status = 'dispatched' AND t.claimed_at IS NULL AND t.lowered = ? AND t.addressed_executor_public_id IS NULL AND t.id = ?`
-	kernelClaimant   = `{"kernel":true}`
 )
 
 // e2eRound is how many runs one side of B12 makes before the other: a run takes some
@@ -265,7 +264,7 @@ const e2eRound = 25
 // lock the baseline's rows and settle them by the expiry rule while the baseline writes them.
 const rawClaimTimeout = 10 * time.Minute
 
-func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by string, now int64) error {
+func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by store.Claimant, now int64) error {
 	return r.st.Write(ctx, func(tx *store.Tx) error {
 		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: predicate, Args: []any{true, id}, Limit: 1, Now: now, ClaimedBy: by,
 			DefaultTimeoutMS: rawClaimTimeout.Milliseconds()})

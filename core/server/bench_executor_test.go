@@ -327,7 +327,7 @@ func rawClaimCommit(ctx context.Context, st *store.Store, executor string) error
 	err = st.Write(ctx, func(tx *store.Tx) error {
 		got, err := store.Claim(ctx, tx, store.ClaimSpec{
 			Predicate: `t.status = 'dispatched' AND t.claimed_at IS NULL AND t.addressed_executor_public_id = ?`, Args: []any{executor},
-			Limit: 1, Now: now, ClaimedBy: `{"executor_public_id":"` + executor + `"}`,
+			Limit: 1, Now: now, ClaimedBy: store.ExecutorClaimant(executor),
 		})
 		if err != nil || len(got) == 0 {
 			return fmt.Errorf("raw claim: %v (%d rows)", err, len(got))

@@ -33,8 +33,8 @@ type ClaimSpec struct {
 	// DefaultTimeoutMS restarts the clock of a row without its own timeout_ms (a model task,
 	// whose claim deadline is the kernel's model_timeout).
 	DefaultTimeoutMS int64
-	// ClaimedBy is the stored claimant, JSON: {"kernel":true} or {"executor_public_id":"…"}.
-	ClaimedBy string
+	// ClaimedBy is the stored claimant: KernelClaimant or an ExecutorClaimant.
+	ClaimedBy Claimant
 	// Instance is the claiming instance of a kernel claim (docs/operations.md#several-instances),
 	// stored as claimed_instance so that a survivor can release the claims of a dead one; empty
 	// (NULL) for an executor's claim, which the claim's deadline alone settles.

@@ -99,7 +99,7 @@ func claimExclusive(t *testing.T, claim func(context.Context, *store.Tx, store.C
 					var got []store.Claimed
 					err := s.Write(ctx, func(tx *store.Tx) error {
 						var err error
-						got, err = claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 1, Now: 1000, ClaimedBy: `{"kernel":true}`})
+						got, err = claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 1, Now: 1000, ClaimedBy: store.KernelClaimant})
 						return err
 					})
 					if err != nil {
@@ -142,7 +142,7 @@ func TestClaimGuard(t *testing.T) {
 		ctx := context.Background()
 		var c store.Claimed
 		err := s.Write(ctx, func(tx *store.Tx) error {
-			got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 5, Now: 1, ClaimedBy: `{"kernel":true}`, DefaultTimeoutMS: 5})
+			got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 5, Now: 1, ClaimedBy: store.KernelClaimant, DefaultTimeoutMS: 5})
 			if len(got) != 1 {
 				return fmt.Errorf("claimed %d", len(got))
 			}
@@ -363,14 +363,14 @@ func TestAnyRunnable(t *testing.T) {
 		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable+` AND t.run_id = ?`, r.ID+1); err != nil || found {
 			t.Fatalf("another run's predicate: %v, %v", found, err)
 		}
-		c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: `{"kernel":true}`})
+		c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: store.KernelClaimant})
 		if err != nil || c == nil {
 			t.Fatalf("claim after the look: %v, %v", c, err)
 		}
 		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable); err != nil || found {
 			t.Fatalf("after the claim: %v, %v", found, err)
 		}
-		if c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 11, ClaimedBy: `{"kernel":true}`}); err != nil || c != nil {
+		if c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 11, ClaimedBy: store.KernelClaimant}); err != nil || c != nil {
 			t.Fatalf("a second claim: %v, %v", c, err)
 		}
 	})
@@ -529,7 +529,7 @@ func TestClaimWithRow(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		r := seedRun(t, s, 2)
-		spec := store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: `{"kernel":true}`, DefaultTimeoutMS: 1000, WithRow: true}
+		spec := store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: store.KernelClaimant, DefaultTimeoutMS: 1000, WithRow: true}
 		check := func(c *store.Claimed) {
 			t.Helper()
 			if c == nil || c.Task == nil || c.Run == nil {

@@ -22,7 +22,7 @@ type TaskTrace struct {
 	Origin            string  `db:"origin"`
 	ParentKey         *string `db:"parent_key"`
 	DeclaringTaskKey  *string `db:"declaring_task_key"`
-	AfterKeys         *string `db:"after_keys"`
+	AfterKeys         Strings `db:"after_keys"`
 	OnFailure         string  `db:"on_failure"`
 	Lifetime          string  `db:"lifetime"`
 	Wake              string  `db:"wake"`
@@ -35,27 +35,27 @@ type TaskTrace struct {
 	Finish            *string `db:"finish"`
 	Attempts          int64   `db:"attempts"`
 
-	ToolName                  *string `db:"tool_name"`
-	ToolAlias                 *string `db:"tool_alias"`
-	ToolCallID                *string `db:"tool_call_id"`
-	AddressedRole             *string `db:"addressed_role"`
-	AddressedExecutorPublicID *string `db:"addressed_executor_public_id"`
-	Target                    *string `db:"target"`
-	TimeoutMS                 *int64  `db:"timeout_ms"`
-	DeadlineAt                *int64  `db:"deadline_at"`
-	ClaimGeneration           int64   `db:"claim_generation"`
-	ClaimedBy                 *string `db:"claimed_by"`
-	ClaimedAt                 *int64  `db:"claimed_at"`
-	AwaitingChild             *string `db:"awaiting_child"`
-	Lowered                   bool    `db:"lowered"`
-	AwaitKind                 *string `db:"await_kind"`
+	ToolName                  *string   `db:"tool_name"`
+	ToolAlias                 *string   `db:"tool_alias"`
+	ToolCallID                *string   `db:"tool_call_id"`
+	AddressedRole             *string   `db:"addressed_role"`
+	AddressedExecutorPublicID *string   `db:"addressed_executor_public_id"`
+	Target                    *string   `db:"target"`
+	TimeoutMS                 *int64    `db:"timeout_ms"`
+	DeadlineAt                *int64    `db:"deadline_at"`
+	ClaimGeneration           int64     `db:"claim_generation"`
+	ClaimedBy                 *Claimant `db:"claimed_by"`
+	ClaimedAt                 *int64    `db:"claimed_at"`
+	AwaitingChild             *string   `db:"awaiting_child"`
+	Lowered                   bool      `db:"lowered"`
+	AwaitKind                 *string   `db:"await_kind"`
 
-	Approval      *string `db:"approval"`
-	IsError       *bool   `db:"is_error"`
-	ErrorKey      *string `db:"error_key"`
-	ErrorDetail   *string `db:"error_detail"`
-	DeliveredWith *string `db:"delivered_with"`
-	SettleSeq     *int64  `db:"settle_seq"`
+	Approval      *Approval `db:"approval"`
+	IsError       *bool     `db:"is_error"`
+	ErrorKey      *string   `db:"error_key"`
+	ErrorDetail   *string   `db:"error_detail"`
+	DeliveredWith *string   `db:"delivered_with"`
+	SettleSeq     *int64    `db:"settle_seq"`
 
 	CreatedAt         int64  `db:"created_at"`
 	ReadyAt           *int64 `db:"ready_at"`
@@ -71,33 +71,33 @@ type TaskTrace struct {
 type Task struct {
 	TaskTrace
 
-	Prompt          *string `db:"prompt"`
-	Instructions    *string `db:"instructions"`
-	Attachments     *string `db:"attachments"`
-	Results         *string `db:"results"`
-	ToolDefinitions *string `db:"tool_definitions"`
-	SkillCatalog    *string `db:"skill_catalog"`
-	Environment     *string `db:"environment"`
-	AnswerCalls     *string `db:"answer_calls"`
+	Prompt          *string     `db:"prompt"`
+	Instructions    *string     `db:"instructions"`
+	Attachments     Attachments `db:"attachments"`
+	Results         Strings     `db:"results"`
+	ToolDefinitions *string     `db:"tool_definitions"`
+	SkillCatalog    *string     `db:"skill_catalog"`
+	Environment     *string     `db:"environment"`
+	AnswerCalls     AnswerCalls `db:"answer_calls"`
 	// AnswerContent is the answer's ordered content when it holds provider blocks (internal).
 	AnswerContent   *string `db:"answer_content"`
-	Usage           *string `db:"usage"`
+	Usage           *Usage  `db:"usage"`
 	RequestBytes    *int64  `db:"request_bytes"`
 	SealedRequestID *int64  `db:"sealed_request_id"`
 	HistoryEntries  *int64  `db:"history_entries"`
 
 	ToolInput      *string `db:"tool_input"`
-	Route          *string `db:"route"`
+	Route          *Route  `db:"route"`
 	EffectProfile  *string `db:"effect_profile"`
 	ClaimTokenHash []byte  `db:"claim_token_hash"`
 	ModelDefaults  *string `db:"model_defaults"`
 	Scope          *string `db:"scope"`
 
-	Options         *string `db:"options"`
-	Multi           *bool   `db:"multi"`
-	AddressedMember *string `db:"addressed_member"`
-	WaitSpec        *string `db:"wait_spec"`
-	ResolvedBy      *string `db:"resolved_by"`
+	Options         Strings          `db:"options"`
+	Multi           *bool            `db:"multi"`
+	AddressedMember *AddressedMember `db:"addressed_member"`
+	WaitSpec        *WaitSpec        `db:"wait_spec"`
+	ResolvedBy      *Member          `db:"resolved_by"`
 
 	Output            *string `db:"output"`
 	Content           *string `db:"content"`
