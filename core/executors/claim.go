@@ -372,8 +372,8 @@ func (s *Service) Extend(ctx context.Context, req *ExtendRequest) (*ClaimAnswer,
 		}
 		deadline := now + req.TimeoutMS
 		gen := t.ClaimGeneration
-		ok, err := store.SetTask(ctx, x.Tx, t.ID, &store.TaskGuard{Statuses: []string{runs.StatusDispatched}, Generation: &gen, TokenHash: t.ClaimTokenHash},
-			store.Assign{Col: "deadline_at", Val: deadline})
+		extend := store.Extend{ID: t.ID, Deadline: deadline, From: runs.StatusDispatched, Claim: store.Fence{Generation: gen, TokenHash: t.ClaimTokenHash}}
+		ok, err := extend.Exec(ctx, x.Tx)
 		if err != nil {
 			return err
 		}

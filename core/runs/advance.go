@@ -106,7 +106,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 					if skipBy.ErrorKey != nil {
 						detail = fmt.Sprintf("%s failed (%s)", skipBy.Key, *skipBy.ErrorKey)
 					}
-					if err := e.settleRow(ctx, tx, run, t, StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now); err != nil {
+					if err := e.settleRow(ctx, tx, t, failAs(StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now)); err != nil {
 						return nil, err
 					}
 					changed = true
@@ -143,22 +143,18 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 	return tasks, nil
 }
 
-// settleRow settles a row with an error status (skipped, failed, canceled, timed out) and keeps
-// the in-memory trace current. pre are columns the caller's transition writes on the row before
-// it settles (ready_at, the approval record), folded into the same statement.
-func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, run *store.Run, t *store.TaskTrace, status string, te TaskError, now int64, pre ...store.Assign) error {
-	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-	if err != nil {
-		return err
-	}
-	set := append(append(make([]store.Assign, 0, len(pre)+6), pre...), store.Assign{Col: "status", Val: status}, store.Assign{Col: "error_key", Val: te.Key},
-		store.Assign{Col: "error_detail", Val: nullable(te.Detail)}, store.Assign{Col: "completed_at", Val: now},
-		store.Assign{Col: "settle_seq", Val: seq}, store.Assign{Col: "output", Val: ""})
-	if _, err := store.SetTask(ctx, tx, t.ID, nil, set...); err != nil {
-		return err
-	}
-	t.Status, t.ErrorKey, t.ErrorDetail, t.CompletedAt, t.SettleSeq = status, &te.Key, nullable(te.Detail), &now, &seq
-	return nil
+// settleRow settles row t, under the run's lock, with an error status (skipped, failed, canceled,
+// timed out) by f (its ID is t's), and keeps the in-memory trace current: t is the row's trace as
+// the statement left it.
+func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, t *store.TaskTrace, f store.Fail) error {
+	f.ID = t.ID
+	_, err := f.Exec(ctx, tx, t)
+	return err
+}
+
+// failAs is the settle of a row with an error status at now (settleRow), its other fields unset.
+func failAs(status string, te TaskError, now int64) store.Fail {
+	return store.Fail{Status: status, Error: store.Failure(te), At: now}
 }
 
 func nullable(s string) *string {
@@ -175,9 +171,8 @@ func nullable(s string) *string {
 func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, written []store.Task, now int64) error {
 	switch t.Kind {
 	case KindModel:
-		if _, err := store.SetTask(ctx, tx, t.ID, nil,
-			store.Assign{Col: "status", Val: StatusRunning}, store.Assign{Col: "ready_at", Val: now},
-			store.Assign{Col: "dispatched_at", Val: now}); err != nil {
+		// A round is queued for the kernel, whose claim starts its clock.
+		if _, err := (store.Dispatch{ID: t.ID, Status: StatusRunning, At: now, ReadyAt: &now}).Exec(ctx, tx); err != nil {
 			return err
 		}
 		t.Status = StatusRunning
@@ -205,21 +200,20 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		d := Evaluate(run.ApprovalMode, rules, t.Origin, deref(t.ToolName), input)
 		// The row's whole transition is one statement: ready_at, then what the gate decided
 		// (the approval record and the settle, the hold, or the park) in the same UPDATE.
-		readyAt := store.Assign{Col: "ready_at", Val: now}
 		switch d.Outcome {
 		case Denied:
-			return e.settleRow(ctx, tx, run, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: d.Detail}, now,
-				readyAt, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))})
+			f := failAs(StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: d.Detail}, now)
+			f.ReadyAt, f.Approval = &now, approvalOf(d.Origin, nil, now)
+			return e.settleRow(ctx, tx, t, f)
 		case Held:
-			deadline := now + ApprovalHold.Milliseconds()
-			if _, err := store.SetTask(ctx, tx, t.ID, nil, readyAt, store.Assign{Col: "status", Val: StatusNeedsApproval},
-				store.Assign{Col: "deadline_at", Val: deadline}); err != nil {
+			hold := store.Hold{ID: t.ID, Status: StatusNeedsApproval, ReadyAt: now, Deadline: now + ApprovalHold.Milliseconds()}
+			if err := hold.Exec(ctx, tx); err != nil {
 				return err
 			}
 			t.Status = StatusNeedsApproval
 			return nil
 		}
-		return e.dispatch(ctx, tx, fx, run, t, now, readyAt, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))})
+		return e.dispatch(ctx, tx, fx, run, t, now, &now, approvalOf(d.Origin, nil, now))
 	}
 	return fmt.Errorf("runs: ready: %s rows are not placed in this version", t.Kind)
 }
@@ -236,26 +230,27 @@ func writtenRow(written []store.Task, id int64) *store.Task {
 
 // dispatch parks a granted tool row: dispatched for its executor, or running in the kernel's
 // queue; the park clock starts now. A row addressed to an executor that was revoked meanwhile
-// settles failed executor_revoked instead (docs/api.md#executors). pre are columns the caller's
-// transition writes on the row first (ready_at, the approval record), folded into the same
-// statement.
-func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, now int64, pre ...store.Assign) error {
+// settles failed executor_revoked instead (docs/api.md#executors). readyAt and approval, when
+// not nil, are what the caller's transition writes on the row with it (readiness's ready_at, the
+// gate's record), folded into the same statement.
+func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, now int64, readyAt *int64, approval *Approval) error {
+	status, timeout := parkOf(t)
+	deadline := now + timeout
+	park := store.Dispatch{ID: t.ID, Status: status, At: now, Deadline: &deadline, ReadyAt: readyAt, Approval: approval}
 	// The addressee's revocation is checked by the parking UPDATE itself (the row parks only
 	// while its executor is not revoked), which reads what a read of the executor row a
 	// statement earlier would, one round trip fewer; the row settles failed when it did not park.
-	var guard *store.TaskGuard
 	if t.AddressedExecutorPublicID != nil && !fx.active[*t.AddressedExecutorPublicID] {
-		guard = &store.TaskGuard{UnlessRevoked: *t.AddressedExecutorPublicID}
+		park.UnlessRevoked = *t.AddressedExecutorPublicID
 	}
-	status, timeout := parkOf(t)
-	set := append(append(make([]store.Assign, 0, len(pre)+3), pre...), store.Assign{Col: "status", Val: status},
-		store.Assign{Col: "dispatched_at", Val: now}, store.Assign{Col: "deadline_at", Val: now + timeout})
-	parked, err := store.SetTask(ctx, tx, t.ID, guard, set...)
+	parked, err := park.Exec(ctx, tx)
 	if err != nil {
 		return err
 	}
 	if !parked {
-		return e.settleRow(ctx, tx, run, t, StatusFailed, RevokedError(*t.AddressedExecutorPublicID), now, pre...)
+		f := failAs(StatusFailed, RevokedError(*t.AddressedExecutorPublicID), now)
+		f.ReadyAt, f.Approval = readyAt, approval
+		return e.settleRow(ctx, tx, t, f)
 	}
 	t.Status = status
 	if status == StatusRunning {
@@ -371,8 +366,7 @@ func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tas
 		if !anyOpen && d != nil && d.Status == StatusCompleted {
 			// The answer is the deliverable's output, copied in the statement that completes
 			// the run: the loaded rows are light and carry no output.
-			if _, err := tx.Exec(ctx, `UPDATE runs SET answer = (SELECT COALESCE(output, '') FROM tasks WHERE id = ?), status = ?, updated_at = ?, completed_at = ? WHERE id = ?`,
-				d.ID, RunCompleted, now, now, run.ID); err != nil {
+			if err := (store.CompleteRun{ID: run.ID, Status: RunCompleted, Deliverable: d.ID, At: now}).Exec(ctx, tx); err != nil {
 				return err
 			}
 			run.Status = RunCompleted
@@ -386,11 +380,11 @@ func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tas
 }
 
 func (e *Engine) setRunStatus(ctx context.Context, tx *store.Tx, run *store.Run, status string, now int64) error {
-	set := []store.Assign{{Col: "status", Val: status}, {Col: "updated_at", Val: now}}
+	move := store.MoveRun{ID: run.ID, Status: status, At: now}
 	if status == RunCompleted || status == RunCanceled {
-		set = append(set, store.Assign{Col: "completed_at", Val: now})
+		move.CompletedAt = &now
 	}
-	if err := store.SetRun(ctx, tx, run.ID, set...); err != nil {
+	if err := move.Exec(ctx, tx); err != nil {
 		return err
 	}
 	run.Status = status

@@ -56,12 +56,12 @@ func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.TaskTr
 		return nil, err
 	}
 	rev := r.Revision + 1
-	set := []store.Assign{{Col: "revision", Val: rev}, {Col: "deliverable_task_key", Val: keys[len(keys)-1]}, {Col: "updated_at", Val: now}}
+	revise := store.ReviseRun{ID: r.ID, Revision: rev, Deliverable: keys[len(keys)-1], At: now}
 	if r.Status == RunNeedsAttention {
-		set = append(set, store.Assign{Col: "status", Val: RunRunning})
+		revise.Status = RunRunning
 		r.Status = RunRunning
 	}
-	if err := store.SetRun(ctx, tx, r.ID, set...); err != nil {
+	if err := revise.Exec(ctx, tx); err != nil {
 		return nil, err
 	}
 	r.Revision, r.DeliverableTaskKey = rev, keys[len(keys)-1]
@@ -113,7 +113,7 @@ func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace
 		if p.ErrorKey != nil {
 			detail = fmt.Sprintf("%s failed (%s)", p.Key, *p.ErrorKey)
 		}
-		if err := e.settleRow(ctx, tx, r, t, StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now); err != nil {
+		if err := e.settleRow(ctx, tx, t, failAs(StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now)); err != nil {
 			return nil, err
 		}
 		skipped[t.Key] = true

@@ -531,15 +531,9 @@ func (e *Engine) waitTargetState(ctx context.Context, q store.Querier, runID int
 // resolveWait settles a wait await completed with the target's envelope: it is kernel-held,
 // so the kernel is who resolved it.
 func (e *Engine) resolveWait(ctx context.Context, q store.Querier, await *store.Task, out string, isErr bool) error {
-	seq, err := store.NextSettleSeq(ctx, q, await.RunID)
-	if err != nil {
-		return err
-	}
-	_, err = store.SetTask(ctx, q, await.ID, &store.TaskGuard{Statuses: []string{StatusDispatched}},
-		store.Assign{Col: "status", Val: StatusCompleted}, store.Assign{Col: "is_error", Val: isErr},
-		store.Assign{Col: "output", Val: out}, store.Assign{Col: "content", Val: textContent(out)},
-		store.Assign{Col: "resolved_by", Val: *jsonText(Member{Kind: OriginKernel})},
-		store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: seq})
+	settle := store.Settle{ID: await.ID, Status: StatusCompleted, Result: store.Result{IsError: &isErr, Output: out, Content: textContent(out)},
+		ResolvedBy: &Member{Kind: OriginKernel}, At: e.nowMS(), From: StatusDispatched}
+	_, err := settle.Exec(ctx, q, nil)
 	return err
 }
 

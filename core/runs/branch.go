@@ -202,16 +202,12 @@ func (e *Engine) cancelRow(ctx context.Context, tx *store.Tx, fx *effects, run *
 	if err != nil {
 		return err
 	}
-	if err := e.settleRow(ctx, tx, run, t, StatusCanceled, TaskError{Key: key, Detail: detail}, now); err != nil {
-		return err
-	}
+	f := failAs(StatusCanceled, TaskError{Key: key, Detail: detail}, now)
 	if key == KeyTaskCanceled {
-		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "failure_resolution", Val: StatusCanceled}); err != nil {
-			return err
-		}
-		t.FailureResolution = new(StatusCanceled)
+		// A branch cancel resolves the failure it leaves (failure_resolution canceled).
+		f.Resolution = new(StatusCanceled)
 	}
-	return nil
+	return e.settleRow(ctx, tx, t, f)
 }
 
 // canceledDetail is the detail a canceled row carries: a wait call (or its await) says that the

@@ -176,21 +176,14 @@ func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.R
 		}
 		out := tr.Render()
 		isErr := tr.Status != StatusCompleted
-		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-		if err != nil {
-			return false, err
-		}
-		set := []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: isErr}, {Col: "output", Val: out},
-			{Col: "content", Val: textContent(out)}, {Col: "resolved_by", Val: *jsonText(Member{Kind: OriginKernel})},
-			{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: seq}}
+		settle := store.Settle{ID: t.ID, Status: StatusCompleted, Result: store.Result{IsError: &isErr, Output: out, Content: textContent(out)},
+			ResolvedBy: &Member{Kind: OriginKernel}, At: now, From: StatusDispatched}
 		if a := byKey[ChildKey(*t.ParentKey, RoleSpawn, 1)]; a != nil && a.Status == StatusCompleted {
-			set = append(set, store.Assign{Col: "delivered_with", Val: a.Key}, store.Assign{Col: "result_delivered_at", Val: now})
-			t.DeliveredWith, t.ResultDeliveredAt = &a.Key, &now
+			settle.DeliveredWith = a.Key
 		}
-		if _, err := store.SetTask(ctx, tx, t.ID, &store.TaskGuard{Statuses: []string{StatusDispatched}}, set...); err != nil {
+		if _, err := settle.Exec(ctx, tx, t); err != nil {
 			return false, err
 		}
-		t.Status, t.IsError, t.CompletedAt, t.SettleSeq = StatusCompleted, &isErr, &now, &seq
 		settled = true
 	}
 	return settled, nil

@@ -225,8 +225,7 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 // startRun moves a pending run to running and makes its roots ready
 // (docs/development.md#how-the-kernel-runs-work).
 func (e *Engine) startRun(ctx context.Context, tx *store.Tx, fx *effects, r *store.Run, now int64) error {
-	if err := store.SetRun(ctx, tx, r.ID, store.Assign{Col: "status", Val: RunRunning},
-		store.Assign{Col: "started_at", Val: now}, store.Assign{Col: "updated_at", Val: now}); err != nil {
+	if err := (store.StartRun{ID: r.ID, Status: RunRunning, At: now}).Exec(ctx, tx); err != nil {
 		return err
 	}
 	r.Status = RunRunning

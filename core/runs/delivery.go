@@ -193,8 +193,7 @@ func (e *Engine) plantWakeRound(ctx context.Context, tx *store.Tx, run *store.Ru
 	}
 	n := run.MainlineRoundCounter + 1
 	key := fmt.Sprintf("r%d", n)
-	if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "mainline_round_counter", Val: n},
-		store.Assign{Col: "deliverable_task_key", Val: key}); err != nil {
+	if err := (store.PlantRound{ID: run.ID, Counter: n, Deliverable: key}).Exec(ctx, tx); err != nil {
 		return err
 	}
 	run.MainlineRoundCounter, run.DeliverableTaskKey = n, key
@@ -279,8 +278,7 @@ func (e *Engine) deliverToConversation(ctx context.Context, tx *store.Tx, fx *ef
 	if err != nil {
 		return err
 	}
-	_, err = store.SetTask(ctx, tx, b.final.ID, nil, store.Assign{Col: "delivered_with", Val: deliveredToTurn + turn.PublicID},
-		store.Assign{Col: "result_delivered_at", Val: now})
+	err = (store.Deliver{ID: b.final.ID, With: deliveredToTurn + turn.PublicID, At: now}).Exec(ctx, tx)
 	b.final.DeliveredWith = new(deliveredToTurn + turn.PublicID)
 	return err
 }

@@ -18,9 +18,10 @@ import (
 // sweeper): the worker discards its work.
 var errLostClaim = errors.New("runs: the claim was lost")
 
-func (e *Engine) guard(c *store.Claimed) *store.TaskGuard {
-	g := c.Generation
-	return &store.TaskGuard{Statuses: []string{StatusRunning}, Generation: &g, TokenHash: c.TokenHash}
+// fenceOf is the claim c fences its writes with: a claimed kernel row changes only while it is
+// running under it.
+func fenceOf(c *store.Claimed) *store.Fence {
+	return &store.Fence{Generation: c.Generation, TokenHash: c.TokenHash}
 }
 
 // toolset opens a round's frozen declaration; without a declaration compiler only the empty
@@ -142,8 +143,9 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		now := e.nowMS()
 		opts = optionsFor(ts.Offered(target(m)), s.entries, m)
 		s.seal(m.Ref, now, opts)
-		_, ok, err := store.SealTask(ctx, tx, t.ID, c.Generation, s.parts, now, e.guard(c), store.Delivered{IDs: s.delivered, With: t.Key},
-			store.Assign{Col: "history_entries", Val: s.historyCount})
+		seal := store.Seal{ID: t.ID, Generation: c.Generation, Parts: s.parts, At: now, HistoryEntries: s.historyCount,
+			Delivered: store.Delivered{IDs: s.delivered, With: t.Key}, From: StatusRunning, Claim: fenceOf(c)}
+		_, ok, err := seal.Exec(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -181,10 +183,8 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, 
 				return err
 			}
 		}
-		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), store.Assign{Col: "status", Val: StatusFailed},
-			store.Assign{Col: "error_key", Val: te.Key}, store.Assign{Col: "error_detail", Val: nullable(te.Detail)},
-			store.Assign{Col: "output", Val: ""}, store.Assign{Col: "completed_at", Val: e.nowMS()},
-			store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
+		fail := store.Fail{ID: c.ID, Status: StatusFailed, Error: store.Failure(te), At: e.nowMS(), From: StatusRunning, Claim: fenceOf(c)}
+		ok, err := fail.Exec(ctx, tx, nil)
 		if err != nil || !ok {
 			return err
 		}
@@ -225,20 +225,18 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 				finish = model.FinishToolCalls
 			}
 		}
-		set := []store.Assign{{Col: "output", Val: resp.Text}, {Col: "finish", Val: string(finish)},
-			{Col: "usage", Val: usageOf(m, resp.Usage, cost)},
-			{Col: "is_error", Val: false}, {Col: "completed_at", Val: now}}
+		settle := store.SettleRound{ID: c.ID, Status: StatusCompleted, Output: resp.Text, Finish: string(finish),
+			Usage: usageOf(m, resp.Usage, cost), At: now, From: StatusRunning, Claim: *fenceOf(c)}
 		if content := resp.AnswerContent(); hasProviderBlock(content) {
 			b, err := json.Marshal(content)
 			if err != nil {
 				return err
 			}
-			set = append(set, store.Assign{Col: "answer_content", Val: string(b)})
+			settle.AnswerContent = new(string(b))
 		}
 		if resp.Text != "" && strings.TrimSpace(resp.Text) != "" {
-			set = append(set, store.Assign{Col: "content", Val: *jsonText([]map[string]string{{"type": "text", "text": resp.Text}})})
+			settle.Content = jsonText([]map[string]string{{"type": "text", "text": resp.Text}})
 		}
-		status := StatusCompleted
 		var expandErr *TaskError
 		// A refused answer carries no calls, whatever the provider held when it stopped.
 		expand := len(resp.ToolCalls) > 0 && run.Status == RunRunning && finish != model.FinishRefused
@@ -251,20 +249,17 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			}
 		}
 		if expandErr != nil {
-			status = StatusFailed
-			set = append(set, store.Assign{Col: "error_key", Val: expandErr.Key}, store.Assign{Col: "error_detail", Val: expandErr.Detail})
+			settle.Status, settle.Error = StatusFailed, (*store.Failure)(expandErr)
 			expand = false
 		}
-		set = append(set, store.Assign{Col: "status", Val: status}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
-		calls, cont, runSet := []store.AnswerCall(nil), "", []store.Assign(nil)
+		cont := ""
 		if expand {
-			if calls, cont, runSet, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
+			if settle.Calls, cont, settle.Run, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
 				return err
 			}
-			set = append(set, store.Assign{Col: "answer_calls", Val: *jsonText(calls)})
 		}
 		// Re-pointing and readiness work on the trace the settle answers.
-		ok, tasks, err := store.SetTaskAndTrace(ctx, tx, c.ID, e.guard(c), set, run.ID, runSet)
+		ok, tasks, err := settle.Exec(ctx, tx, run.ID)
 		if err != nil {
 			return err
 		}
@@ -272,7 +267,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			return errLostClaim
 		}
 		if expand {
-			if err = e.repoint(ctx, tx, tasks, t.Key, cont, calls); err != nil {
+			if err = e.repoint(ctx, tx, tasks, t.Key, cont, settle.Calls); err != nil {
 				return err
 			}
 		}
@@ -284,11 +279,11 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 // expand writes one tool row per call under the pairing law and one continuation that waits on
 // them all, and answers the run's columns it moves (the round counter, the deliverable), which the
 // caller writes with the round's settle; the caller re-points readers of the expanding round.
-func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) ([]store.AnswerCall, string, []store.Assign, error) {
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts Toolset, resp *model.Response, finish model.Finish, now int64) (store.AnswerCalls, string, *store.RoundMove, error) {
 	n, callPrefix, contKey := roundKeys(run, &t.TaskTrace)
-	var runSet []store.Assign // written once, after the rows
+	var move *store.RoundMove // written once, with the round's settle
 	if t.Mainline {
-		runSet = append(runSet, store.Assign{Col: "mainline_round_counter", Val: n})
+		move = &store.RoundMove{Counter: &n}
 		run.MainlineRoundCounter = n
 	}
 	ids := make([]string, len(resp.ToolCalls))
@@ -319,10 +314,13 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		return nil, "", nil, err
 	}
 	if run.DeliverableTaskKey == t.Key {
-		runSet = append(runSet, store.Assign{Col: "deliverable_task_key", Val: contKey})
+		if move == nil {
+			move = &store.RoundMove{}
+		}
+		move.Deliverable = &contKey
 		run.DeliverableTaskKey = contKey
 	}
-	return calls, contKey, runSet, nil
+	return calls, contKey, move, nil
 }
 
 // repoint moves readers of a settled expanding round (from) outside its fan (the calls' rows and
@@ -348,7 +346,7 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.TaskTr
 		}
 		if changed {
 			tk.AfterKeys = after
-			if _, err := store.SetTask(ctx, tx, tk.ID, nil, store.Assign{Col: "after_keys", Val: tk.AfterKeys}); err != nil {
+			if err := (store.Repoint{ID: tk.ID, After: tk.AfterKeys}).Exec(ctx, tx); err != nil {
 				return err
 			}
 		}

@@ -271,20 +271,21 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 // settleKernel settles a claimed kernel tool row with its outcome, under its claim, then runs
 // readiness.
 func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, c *store.Claimed, out *KernelOutcome) error {
-	var set []store.Assign
+	var ok bool
+	var err error
 	if out.Failure != nil {
-		set = []store.Assign{{Col: "status", Val: StatusFailed}, {Col: "error_key", Val: out.Failure.Key},
-			{Col: "error_detail", Val: nullable(out.Failure.Detail)}, {Col: "output", Val: ""}}
+		fail := store.Fail{ID: c.ID, Status: StatusFailed, Error: store.Failure(*out.Failure), At: e.nowMS(), From: StatusRunning, Claim: fenceOf(c)}
+		ok, err = fail.Exec(ctx, tx, nil)
 	} else {
 		r := out.Result
 		if r == nil {
 			r = &KernelResult{}
 		}
-		set = []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: r.IsError}}
-		set = append(set, resultColumns(r.Content, r.StructuredContent, r.Title, nil)...)
+		res := resultOf(r.Content, r.StructuredContent, r.Title, nil)
+		res.IsError = &r.IsError
+		settle := store.Settle{ID: c.ID, Status: StatusCompleted, Result: res, At: e.nowMS(), From: StatusRunning, Claim: fenceOf(c)}
+		ok, err = settle.Exec(ctx, tx, nil)
 	}
-	set = append(set, store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
-	ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
 	if err != nil {
 		return err
 	}
@@ -351,26 +352,26 @@ func memoryPrincipal(run *store.Run) Member {
 	return Member{Kind: run.CreatedByKind, PublicID: run.CreatedByPublicID}
 }
 
-// resultColumns stores a plain-string result: the identity case of the envelope (one text
+// resultOf is a plain-string result as stored: the identity case of the envelope (one text
 // block), no body at all when blank, the structured value, title and metadata as given.
-func resultColumns(content string, structured json.RawMessage, title string, metadata json.RawMessage) []store.Assign {
-	set := []store.Assign{{Col: "output", Val: ""}, {Col: "content", Val: nil}}
+func resultOf(content string, structured json.RawMessage, title string, metadata json.RawMessage) store.Result {
+	var r store.Result
 	if content != "" {
 		blocks := []envelope.Block{envelope.TextBlock(content)}
 		if out := envelope.Output(blocks, nil); out != "" {
-			set = []store.Assign{{Col: "output", Val: out}, {Col: "content", Val: *jsonText(blocks)}}
+			r.Output, r.Content = out, jsonText(blocks)
 		}
 	}
 	if structured != nil {
-		set = append(set, store.Assign{Col: "structured_content", Val: string(structured)})
+		r.StructuredContent = new(string(structured))
 	}
 	if title != "" {
-		set = append(set, store.Assign{Col: "title", Val: title})
+		r.Title = &title
 	}
 	if metadata != nil {
-		set = append(set, store.Assign{Col: "metadata", Val: string(metadata)})
+		r.Metadata = new(string(metadata))
 	}
-	return set
+	return r
 }
 
 // sweeper applies the expiry rule to rows whose deadline passed and forgets old idempotency
@@ -464,9 +465,7 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 		x.Error.Detail = e.texts.WaitTimedOut(spec.Task, deref(t.TimeoutMS))
 	}
 	if x.Release {
-		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "claimed_at", Val: nil},
-			store.Assign{Col: "claim_token_hash", Val: nil}, store.Assign{Col: "claimed_by", Val: nil},
-			store.Assign{Col: "deadline_at", Val: nil}); err != nil {
+		if err := (store.Release{ID: t.ID}).Exec(ctx, tx); err != nil {
 			return err
 		}
 		fx.abandon = append(fx.abandon, t.ID)
@@ -477,7 +476,7 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 		return err
 	}
 	fx.abandon = append(fx.abandon, t.ID)
-	if err := e.settleRow(ctx, tx, run, &t.TaskTrace, x.Status, x.Error, now); err != nil {
+	if err := e.settleRow(ctx, tx, &t.TaskTrace, failAs(x.Status, x.Error, now)); err != nil {
 		return err
 	}
 	return e.advance(ctx, tx, fx, run)

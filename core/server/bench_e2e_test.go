@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -275,10 +277,54 @@ func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by store
 	})
 }
 
-// settleModel seals the round and settles it with the statements the server seals with.
+// settleModel seals the round and settles it with the statements the server seals with
+// (store.Seal): each piece of the request stored once, then the request's index row and the
+// round's update, one statement on PostgreSQL, here with the settle's columns in it.
 func (r *rawRun) settleModel(ctx context.Context, tx *store.Tx, id, now int64) error {
-	_, _, err := store.SealTask(ctx, tx, id, 1, r.sealed, now, nil, store.Delivered{}, store.Assign{Col: "status", Val: "completed"},
-		store.Assign{Col: "output", Val: "done"}, store.Assign{Col: "completed_at", Val: now})
+	put := func(b []byte) (string, error) {
+		sum := sha256.Sum256(b)
+		h := hex.EncodeToString(sum[:])
+		_, err := tx.Exec(ctx, `INSERT INTO sealed_entries (sha256, body, byte_size) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING`, h, string(b), len(b))
+		return h, err
+	}
+	var idx struct {
+		Prefix  string   `json:"prefix"`
+		Entries []string `json:"entries"`
+		Suffix  string   `json:"suffix"`
+	}
+	var err error
+	if idx.Prefix, err = put(r.sealed.Prefix); err != nil {
+		return err
+	}
+	if idx.Suffix, err = put(r.sealed.Suffix); err != nil {
+		return err
+	}
+	for _, e := range r.sealed.Entries {
+		h, err := put(e)
+		if err != nil {
+			return err
+		}
+		idx.Entries = append(idx.Entries, h)
+	}
+	parts, err := json.Marshal(idx)
+	if err != nil {
+		return err
+	}
+	whole := r.sealed.Bytes()
+	sum := sha256.Sum256(whole)
+	args := []any{id, 1, string(parts), hex.EncodeToString(sum[:]), len(whole), now}
+	const insert = `INSERT INTO sealed_requests (task_id, generation_sealed, parts, sha256, byte_size, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	const settle = `status = 'completed', output = 'done', completed_at = ? WHERE id = ?`
+	var sealed int64
+	if tx.Dialect() == store.Postgres {
+		return tx.Get(ctx, &sealed, `WITH sealed AS (`+insert+` RETURNING id)
+UPDATE tasks SET sealed_request_id = (SELECT id FROM sealed), request_bytes = ?, `+settle+` RETURNING sealed_request_id`,
+			append(args, len(whole), now, id)...)
+	}
+	if err := tx.Get(ctx, &sealed, insert+` RETURNING id`, args...); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE tasks SET sealed_request_id = ?, request_bytes = ?, `+settle, sealed, len(whole), now, id)
 	return err
 }
 

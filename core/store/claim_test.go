@@ -134,100 +134,12 @@ func claimExclusive(t *testing.T, claim func(context.Context, *store.Tx, store.C
 	})
 }
 
-// TestClaimGuard: a write under a lost claim changes nothing.
-func TestClaimGuard(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		seedRun(t, s, 1)
-		ctx := context.Background()
-		var c store.Claimed
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 5, Now: 1, ClaimedBy: store.KernelClaimant, DefaultTimeoutMS: 5})
-			if len(got) != 1 {
-				return fmt.Errorf("claimed %d", len(got))
-			}
-			c = got[0]
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stale := c.Generation - 1
-		ok, err := store.SetTask(ctx, s.Reader(), c.ID, &store.TaskGuard{Statuses: []string{"running"}, Generation: &stale, TokenHash: c.TokenHash}, store.Assign{Col: "status", Val: "completed"})
-		if err == nil && ok {
-			t.Fatal("a stale generation settled the row")
-		}
-		_ = s.Write(ctx, func(tx *store.Tx) error {
-			ok, err = store.SetTask(ctx, tx, c.ID, &store.TaskGuard{Statuses: []string{"running"}, Generation: &c.Generation, TokenHash: store.HashClaimToken("nxc_other")}, store.Assign{Col: "status", Val: "completed"})
-			return err
-		})
-		if ok {
-			t.Fatal("another token settled the row")
-		}
-		_ = s.Write(ctx, func(tx *store.Tx) error {
-			ok, err = store.SetTask(ctx, tx, c.ID, &store.TaskGuard{Statuses: []string{"running"}, Generation: &c.Generation, TokenHash: store.HashClaimToken(c.Token)}, store.Assign{Col: "status", Val: "completed"})
-			return err
-		})
-		if !ok || err != nil {
-			t.Fatalf("the claimant's settle: %v %v", ok, err)
-		}
-		if _, err := store.SetTask(ctx, s.Reader(), c.ID, nil, store.Assign{Col: "status; DROP TABLE tasks", Val: 1}); err == nil {
-			t.Fatal("an unknown column was accepted")
-		}
-	})
-}
-
 func deref[T any](p *T) T {
 	var z T
 	if p == nil {
 		return z
 	}
 	return *p
-}
-
-// TestSetTaskNextSettleSeq: a settle number computed inside the UPDATE is the one NextSettleSeq
-// reads before it: 1 for a run's first settle, then one more than the largest so far.
-func TestSetTaskNextSettleSeq(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		r := seedRun(t, s, 3)
-		ctx := context.Background()
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			ts, err := store.TraceTasks(ctx, tx, r.ID)
-			if err != nil {
-				return err
-			}
-			// Another run's settle numbers do not count.
-			other := *r
-			other.PublicID = store.NewPublicID()
-			if err := store.InsertRun(ctx, tx, &other); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE tasks SET run_id = ?, settle_seq = 40 WHERE id = ?`, other.ID, ts[2].ID); err != nil {
-				return err
-			}
-			for i, want := range []int64{1, 2} {
-				before, err := store.NextSettleSeq(ctx, tx, r.ID)
-				if err != nil {
-					return err
-				}
-				if _, err := store.SetTask(ctx, tx, ts[i].ID, nil, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)}); err != nil {
-					return err
-				}
-				got, err := store.TaskByID(ctx, tx, ts[i].ID)
-				if err != nil {
-					return err
-				}
-				if deref(got.SettleSeq) != want || before != want {
-					return fmt.Errorf("settle %d: wrote %d, NextSettleSeq read %d, want %d", i, deref(got.SettleSeq), before, want)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
 }
 
 // TestLockTaskOfRun: the one-statement reads (LockTaskOfRun, LockRunAndTask) answer exactly what
@@ -400,7 +312,7 @@ func TestTaskAndRunByID(t *testing.T) {
 			t.Fatalf("joined read\n%+v\n%+v\nwant\n%+v\n%+v (detached %v, %v)", run, task, wantRun, wantTask, detached, err)
 		}
 		err = s.Write(ctx, func(tx *store.Tx) error {
-			_, err := store.SetTask(ctx, tx, tasks[0].ID, nil, store.Assign{Col: "detached", Val: true})
+			_, err := tx.Exec(ctx, `UPDATE tasks SET detached = ? WHERE id = ?`, true, tasks[0].ID)
 			return err
 		})
 		if err != nil {
@@ -411,59 +323,6 @@ func TestTaskAndRunByID(t *testing.T) {
 		}
 		if _, _, _, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID+100); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("unknown row: %v", err)
-		}
-	})
-}
-
-// TestSealTask: sealing stores the request, points the row at it with the columns set and marks
-// the rows it delivers, in one statement on PostgreSQL; a guard that no longer holds points
-// nothing, and the stored request reads back as sealed.
-func TestSealTask(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		_, tasks := seedRunRows(t, s, 2)
-		row, result := tasks[0].ID, tasks[1].ID
-		parts := store.SealedParts{Prefix: []byte(`{"entries":[`), Entries: [][]byte{[]byte(`{"role":"user"}`)}, Suffix: []byte(`]}`)}
-		var id int64
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			stale := int64(7)
-			if _, ok, err := store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}, Generation: &stale}, store.Delivered{}); err != nil || ok {
-				return fmt.Errorf("a guard that no longer holds: ok %v, %v", ok, err)
-			}
-			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.SealedRequestID != nil {
-				return fmt.Errorf("the refused seal pointed the row at %v (%v)", got.SealedRequestID, err)
-			}
-			var ok bool
-			var err error
-			id, ok, err = store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}},
-				store.Delivered{IDs: []int64{result, row}, With: "k0"}, store.Assign{Col: "history_entries", Val: 3})
-			if err != nil || !ok {
-				return fmt.Errorf("seal: ok %v, %v", ok, err)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := store.TaskByID(ctx, s.Reader(), row)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.SealedRequestID == nil || *got.SealedRequestID != id || got.RequestBytes == nil || *got.RequestBytes != int64(len(parts.Bytes())) ||
-			got.HistoryEntries == nil || *got.HistoryEntries != 3 {
-			t.Fatalf("sealed row: request %v (want %d), bytes %v, history %v", got.SealedRequestID, id, got.RequestBytes, got.HistoryEntries)
-		}
-		if got.ResultDeliveredAt != nil || got.DeliveredWith != nil {
-			t.Fatalf("the sealed row marked delivered: %v %v", got.ResultDeliveredAt, got.DeliveredWith)
-		}
-		if d, err := store.TaskByID(ctx, s.Reader(), result); err != nil || d.ResultDeliveredAt == nil || *d.ResultDeliveredAt != 10 ||
-			d.DeliveredWith == nil || *d.DeliveredWith != "k0" {
-			t.Fatalf("the delivered row: %+v, %v", d, err)
-		}
-		back, err := store.SealedRequest(ctx, s.Reader(), id)
-		if err != nil || string(back.Bytes()) != string(parts.Bytes()) {
-			t.Fatalf("read back %q, %v", back.Bytes(), err)
 		}
 	})
 }
@@ -490,7 +349,7 @@ func TestLineageRoundAndCalls(t *testing.T) {
 					return err
 				}
 				if row.Key == "r1" {
-					if _, _, err := store.SealTask(ctx, tx, row.ID, 1, parts, 10, nil, store.Delivered{}); err != nil {
+					if _, _, err := (store.Seal{ID: row.ID, Generation: 1, Parts: parts, At: 10}).Exec(ctx, tx); err != nil {
 						return err
 					}
 				}
@@ -557,7 +416,7 @@ func TestClaimWithRow(t *testing.T) {
 		}
 		// The second claim's run holds a detached row (its first, already claimed).
 		err = s.Write(ctx, func(tx *store.Tx) error {
-			if _, err := store.SetTask(ctx, tx, c.ID, nil, store.Assign{Col: "detached", Val: true}); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE tasks SET detached = ? WHERE id = ?`, true, c.ID); err != nil {
 				return err
 			}
 			c, err = store.ClaimFirst(ctx, tx, spec)
@@ -602,61 +461,6 @@ func TestRunStanding(t *testing.T) {
 	})
 }
 
-// TestSetTaskAndTrace: the settle writes the row and its run's columns and answers the run's every
-// row, in id order, as a trace read after it would, with the row as the update left it and no
-// other run's rows; a guard that no longer holds writes nothing to the row and answers no trace;
-// an unknown column of either is an error.
-func TestSetTaskAndTrace(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		r, tasks := seedRunRows(t, s, 3)
-		seedRun(t, s, 2) // another run's rows, which the trace must not hold
-		row := tasks[1].ID
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			ok, trace, err := store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"waiting"}}, []store.Assign{{Col: "output", Val: "no"}},
-				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 5}})
-			if err != nil || ok || trace != nil {
-				return fmt.Errorf("a guard that no longer holds: ok %v, %d rows, %v", ok, len(trace), err)
-			}
-			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.Output != nil {
-				return fmt.Errorf("the refused update wrote the row: %v (%v)", got.Output, err)
-			}
-			ok, trace, err = store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"running"}},
-				[]store.Assign{{Col: "status", Val: "completed"}, {Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)}},
-				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 7}, {Col: "deliverable_task_key", Val: "k9"}})
-			if err != nil || !ok {
-				return fmt.Errorf("update: ok %v, %v", ok, err)
-			}
-			after, err := store.TraceTasks(ctx, tx, r.ID)
-			if err != nil {
-				return err
-			}
-			if !reflect.DeepEqual(trace, after) {
-				return fmt.Errorf("the settle's trace\n%+v\nthe trace read after it\n%+v", trace, after)
-			}
-			if len(trace) != 3 || trace[1].ID != row || trace[1].Status != "completed" || trace[1].SettleSeq == nil || *trace[1].SettleSeq != 1 ||
-				trace[0].Status != "running" || trace[2].Status != "running" {
-				return fmt.Errorf("trace %+v", trace)
-			}
-			if _, _, err := store.SetTaskAndTrace(ctx, tx, row, nil, []store.Assign{{Col: "no_such_column", Val: 1}}, r.ID, nil); err == nil {
-				return fmt.Errorf("an unknown task column was written")
-			}
-			if _, _, err := store.SetTaskAndTrace(ctx, tx, row, nil, []store.Assign{{Col: "output", Val: "x"}}, r.ID, []store.Assign{{Col: "no_such_column", Val: 1}}); err == nil {
-				return fmt.Errorf("an unknown run column was written")
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err := store.RunByID(ctx, s.Reader(), r.ID)
-		if err != nil || run.MainlineRoundCounter != 7 || run.DeliverableTaskKey != "k9" {
-			t.Fatalf("run %+v, %v", run, err)
-		}
-	})
-}
-
 // TestSealedRequestChain: a request that repeats a base, which repeats its own, reads back byte
 // for byte through the whole chain; a chain whose base is missing, or that runs in a circle, is
 // an error, not a request.
@@ -675,7 +479,7 @@ func TestSealedRequestChain(t *testing.T) {
 				if i > 0 {
 					p.BaseID, p.BaseCount = ids[i-1], i
 				}
-				id, _, err := store.SealTask(ctx, tx, tasks[i].ID, 1, p, 10, nil, store.Delivered{})
+				id, _, err := (store.Seal{ID: tasks[i].ID, Generation: 1, Parts: p, At: 10}).Exec(ctx, tx)
 				if err != nil {
 					return err
 				}
