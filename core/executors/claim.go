@@ -233,10 +233,8 @@ func (s *Service) Claim(ctx context.Context, ex *identity.Executor, runID, key s
 			return conflict(CodeNotAuthorized, "The run's creator no longer belongs to this workspace.")
 		}
 		claimedBy := store.ExecutorClaimant(ex.PublicID)
-		c, err := store.ClaimFirst(ctx, tx, store.ClaimSpec{
-			Predicate: `t.id = ? AND t.status = 'dispatched' AND t.claimed_at IS NULL`, Args: []any{t.ID},
-			Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy,
-		})
+		c, err := store.ClaimFirst(ctx, tx, store.ClaimSpec{Runnable: store.DispatchedUnclaimed(t.ID),
+			Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy})
 		if err != nil {
 			return err
 		}

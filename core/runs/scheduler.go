@@ -12,26 +12,16 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// kernelRunnable is the kernel's runnable predicate (docs/development.md#how-the-kernel-runs-work):
-// a model task, or a tool task without an addressee, that is running, unclaimed, not lowered, not
-// past a deadline it has, in a running run.
-const kernelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
- AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
- AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
-
-// ClaimKernel claims one runnable kernel row with the shared claim primitive, or none.
+// ClaimKernel claims one runnable kernel row (docs/development.md#how-the-kernel-runs-work: a
+// model task, or a tool task without an addressee) with the shared claim primitive, or none.
 func (e *Engine) ClaimKernel(ctx context.Context) (*store.Claimed, error) {
-	return e.claim(ctx, kernelRunnable)
+	return e.claim(ctx, store.KernelRunnable)
 }
 
-// kernelModelRunnable is the kernel's runnable predicate narrowed to model rounds.
-const kernelModelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
- AND t.kind = 'model_task' AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
-
-func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, error) {
+func (e *Engine) claim(ctx context.Context, runnable func(now int64) store.Runnable) (*store.Claimed, error) {
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
-		Predicate: predicate, Args: []any{false, now}, Limit: 1, Now: now,
+		Runnable: runnable(now), Limit: 1, Now: now,
 		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: store.KernelClaimant, Instance: e.inst.row.ID, CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed); a
@@ -122,7 +112,7 @@ func (e *Engine) worker(ctx context.Context) {
 		// a kick may have gone to a worker that found its row's run locked, and a claim that finds
 		// nothing would be a write on PostgreSQL. A failed read leaves it to the claims.
 		if worked {
-			if found, err := store.AnyRunnable(ctx, e.store.Reader(), kernelRunnable, false, e.nowMS()); found || err != nil {
+			if found, err := store.AnyRunnable(ctx, e.store.Reader(), store.KernelRunnable(e.nowMS())); found || err != nil {
 				continue
 			}
 		}
@@ -153,7 +143,7 @@ func (e *Engine) workOnce(ctx context.Context, model bool) bool {
 		}
 		return ran
 	}
-	c, err := e.claim(ctx, kernelModelRunnable)
+	c, err := e.claim(ctx, store.KernelRoundRunnable)
 	if err != nil && ctx.Err() == nil {
 		e.log.Error("kernel claim", "error", err)
 	}
@@ -195,10 +185,6 @@ func (e *Engine) evaluateTool(ctx context.Context, c *store.Claimed) error {
 	return err
 }
 
-// kernelToolRunnable is the kernel's runnable predicate narrowed to kernel tool rows.
-const kernelToolRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running'
- AND t.kind = 'tool_task' AND t.addressed_role IS NULL AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
-
 // RunNextKernelTool claims one runnable kernel tool row and evaluates it in the same
 // transaction that settles it. The claim still goes through the shared primitive (new
 // generation, token hash, claimant, restarted clock), but it commits with the result: a kernel
@@ -208,18 +194,18 @@ const kernelToolRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.
 func (e *Engine) RunNextKernelTool(ctx context.Context) (bool, error) {
 	// Most looks find nothing: they read without opening a write transaction, and a row made
 	// runnable after the look kicks a worker once its transaction commits.
-	if found, err := store.AnyRunnable(ctx, e.store.Reader(), kernelToolRunnable, false, e.nowMS()); err != nil || !found {
+	if found, err := store.AnyRunnable(ctx, e.store.Reader(), store.KernelToolRunnable(e.nowMS())); err != nil || !found {
 		return false, err
 	}
 	ran := false
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		ran = false
 		now := e.nowMS()
-		runID, ok, err := store.LockRunWithRunnable(ctx, tx, kernelToolRunnable, false, now)
+		runID, ok, err := store.LockRunWithRunnable(ctx, tx, store.KernelToolRunnable(now))
 		if err != nil || !ok {
 			return err
 		}
-		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: kernelToolRunnable + ` AND t.run_id = ?`, Args: []any{false, now, runID},
+		got, err := store.Claim(ctx, tx, store.ClaimSpec{Runnable: store.KernelToolRunnable(now).OfRun(runID),
 			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: store.KernelClaimant, Instance: e.inst.row.ID})
 		if err != nil || len(got) == 0 {
 			return err

@@ -268,13 +268,51 @@ const rawClaimTimeout = 10 * time.Minute
 
 func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by store.Claimant, now int64) error {
 	return r.st.Write(ctx, func(tx *store.Tx) error {
-		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: predicate, Args: []any{true, id}, Limit: 1, Now: now, ClaimedBy: by,
-			DefaultTimeoutMS: rawClaimTimeout.Milliseconds()})
-		if err == nil && len(got) != 1 {
-			err = fmt.Errorf("raw claim of task %d took %d rows", id, len(got))
+		got, _, err := rawClaim(ctx, tx, predicate, []any{true, id}, by, now, rawClaimTimeout.Milliseconds())
+		if err == nil && got != id {
+			err = fmt.Errorf("raw claim of task %d took row %d", id, got)
 		}
 		return err
 	})
+}
+
+// rawClaim is the claim primitive's two statements (store.Claim of one row) written out, as the
+// baselines run them: a runnable row selected under its lock (SKIP LOCKED on PostgreSQL) by cond,
+// a condition over `t` and `r` with its arguments, then taken with a new generation, a token's
+// hash, its claimant and a restarted clock. It answers the row and its token's hash; 0 when no
+// row is runnable.
+func rawClaim(ctx context.Context, tx *store.Tx, cond string, args []any, by store.Claimant, now, timeoutMS int64) (int64, []byte, error) {
+	q := `SELECT t.id, t.run_id, t.task_key, t.kind FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + cond + ` ORDER BY t.dispatched_at, t.id LIMIT ?`
+	if tx.Dialect() == store.Postgres {
+		q += ` FOR UPDATE OF t SKIP LOCKED`
+	}
+	var rows []struct {
+		store.TaskRef
+		Kind string `db:"kind"`
+	}
+	if err := tx.Select(ctx, &rows, q, append(args, 1)...); err != nil || len(rows) == 0 {
+		return 0, nil, err
+	}
+	tok, err := store.NewClaimToken()
+	if err != nil {
+		return 0, nil, err
+	}
+	hash := store.HashClaimToken(tok)
+	var out struct {
+		Generation int64 `db:"claim_generation"`
+		Deadline   int64 `db:"deadline_at"`
+	}
+	err = tx.Get(ctx, &out, `UPDATE tasks SET
+  claim_generation = claim_generation + 1,
+  claim_token_hash = ?,
+  claimed_by = ?,
+  claimed_instance = ?,
+  claimed_at = ?,
+  started_at = COALESCE(started_at, ?),
+  deadline_at = ? + COALESCE(timeout_ms, ?),
+  attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
+WHERE id = ? RETURNING claim_generation, deadline_at`, hash, by, nil, now, now, now, timeoutMS, "", rows[0].ID)
+	return rows[0].ID, hash, err
 }
 
 // settleModel seals the round and settles it with the statements the server seals with

@@ -19,13 +19,10 @@ const claimTokenBytes = 32
 
 // ClaimSpec parameterizes the one claim primitive (docs/development.md#how-the-kernel-runs-work).
 // The kernel's workers and the executor plane's claim door differ only in which rows are runnable
-// for them, so the predicate is the parameter: a SQL condition over `t` (tasks) and `r` (the task's
-// run), with `?` placeholders and its arguments. Callers pass constant SQL text; values go through
-// Args.
+// for them, so those rows are the parameter (Runnable).
 type ClaimSpec struct {
-	// Predicate selects the runnable rows, e.g. `t.status = 'running' AND r.status = 'running'`.
-	Predicate string
-	Args      []any
+	// Runnable names the rows the claim may take.
+	Runnable Runnable
 	// Limit is the most rows one claim takes (at least 1).
 	Limit int
 	// Now is the claim time, Unix ms: started_at on a first claim, and the clock's new start.
@@ -113,11 +110,11 @@ func Claim(ctx context.Context, tx *Tx, spec ClaimSpec) ([]Claimed, error) {
 		spec.Limit = 1
 	}
 	q := `SELECT t.id, t.run_id, t.task_key, t.kind FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` +
-		spec.Predicate + ` ORDER BY t.dispatched_at, t.id LIMIT ?`
+		spec.Runnable.cond + ` ORDER BY t.dispatched_at, t.id LIMIT ?`
 	if tx.Dialect() == Postgres {
 		q += ` FOR UPDATE OF t SKIP LOCKED`
 	}
-	args := append(append([]any(nil), spec.Args...), spec.Limit)
+	args := append(append([]any(nil), spec.Runnable.args...), spec.Limit)
 	var rows []Claimed
 	if err := tx.Select(ctx, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("store: claim scan: %w", err)
@@ -162,7 +159,7 @@ WHERE id = ? RETURNING claim_generation, deadline_at`,
 // that a claim that would find nothing does not queue beside the writes that do work.
 func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) {
 	if s.dialect != Postgres {
-		if found, err := AnyRunnable(ctx, s.Reader(), spec.Predicate, spec.Args...); err != nil || !found {
+		if found, err := AnyRunnable(ctx, s.Reader(), spec.Runnable); err != nil || !found {
 			return nil, err
 		}
 		var got *Claimed
@@ -211,7 +208,7 @@ func ClaimFirst(ctx context.Context, tx *Tx, spec ClaimSpec) (*Claimed, error) {
 func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Claimed, error) {
 	c := Claimed{Token: tok, TokenHash: HashClaimToken(tok)}
 	args := []any{c.TokenHash, spec.ClaimedBy, spec.instance(), spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind}
-	args = append(args, spec.Args...)
+	args = append(args, spec.Runnable.args...)
 	var row struct {
 		ID         int64  `db:"id"`
 		RunID      int64  `db:"run_id"`
@@ -233,7 +230,7 @@ func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Cl
   started_at = COALESCE(started_at, ?),
   deadline_at = ? + COALESCE(timeout_ms, ?),
   attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
-WHERE id = (SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + spec.Predicate + `
+WHERE id = (SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + spec.Runnable.cond + `
   ORDER BY t.dispatched_at, t.id LIMIT 1` + lock + `)
 RETURNING `
 	var err error
@@ -294,30 +291,28 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 	return s.relaxed, s.relaxedErr
 }
 
-// AnyRunnable reports whether some row matches the runnable predicate (over `t` and `r`, as
-// ClaimSpec's), read without a lock: a worker's look before it opens the transaction that would
-// lock and claim one. It decides nothing but whether to look: the claim reads the rows again
-// under its lock.
-func AnyRunnable(ctx context.Context, q Querier, predicate string, args ...any) (bool, error) {
+// AnyRunnable reports whether some row is runnable, read without a lock: a worker's look before it
+// opens the transaction that would lock and claim one. It decides nothing but whether to look:
+// the claim reads the rows again under its lock.
+func AnyRunnable(ctx context.Context, q Querier, runnable Runnable) (bool, error) {
 	var one int
-	err := notFound(q.Get(ctx, &one, `SELECT 1 FROM tasks t JOIN runs r ON r.id = t.run_id WHERE `+predicate+` LIMIT 1`, args...))
+	err := notFound(q.Get(ctx, &one, `SELECT 1 FROM tasks t JOIN runs r ON r.id = t.run_id WHERE `+runnable.cond+` LIMIT 1`, runnable.args...))
 	if err == ErrNotFound {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// LockRunWithRunnable finds a run that has a row matching the runnable predicate (over `t` and `r`,
-// as ClaimSpec's) and takes that run's lock, skipping runs another transaction holds: the first
-// step of a claim that will settle in the same transaction, taken in the lock order (the run before
-// its task rows, docs/development.md#how-the-kernel-runs-work). ok is false when no such run is
-// free.
-func LockRunWithRunnable(ctx context.Context, tx *Tx, predicate string, args ...any) (runID int64, ok bool, err error) {
-	q := `SELECT r.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + predicate + ` ORDER BY t.dispatched_at, t.id LIMIT 1`
+// LockRunWithRunnable finds a run that has a runnable row and takes that run's lock, skipping runs
+// another transaction holds: the first step of a claim that will settle in the same transaction,
+// taken in the lock order (the run before its task rows,
+// docs/development.md#how-the-kernel-runs-work). ok is false when no such run is free.
+func LockRunWithRunnable(ctx context.Context, tx *Tx, runnable Runnable) (runID int64, ok bool, err error) {
+	q := `SELECT r.id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + runnable.cond + ` ORDER BY t.dispatched_at, t.id LIMIT 1`
 	if tx.Dialect() == Postgres {
 		q += ` FOR UPDATE OF r SKIP LOCKED`
 	}
-	err = tx.Get(ctx, &runID, q, args...)
+	err = tx.Get(ctx, &runID, q, runnable.args...)
 	if err = notFound(err); err == ErrNotFound {
 		return 0, false, nil
 	}

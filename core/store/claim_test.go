@@ -60,7 +60,8 @@ func seedRunRows(t *testing.T, s *store.Store, rows int) (*store.Run, []store.Ta
 
 func ptr[T any](v T) *T { return &v }
 
-const runnable = `t.status = 'running' AND t.claimed_at IS NULL AND r.status = 'running'`
+// runnable is the rows the claim tests take: running, unclaimed, of a running run.
+var runnable = store.RunnableWhere(`t.status = 'running' AND t.claimed_at IS NULL AND r.status = 'running'`)
 
 // TestClaimExclusive: concurrent claimers take every runnable row exactly once, each with a new
 // generation, a token whose hash is stored, and a clock restarted from the claim.
@@ -99,7 +100,7 @@ func claimExclusive(t *testing.T, claim func(context.Context, *store.Tx, store.C
 					var got []store.Claimed
 					err := s.Write(ctx, func(tx *store.Tx) error {
 						var err error
-						got, err = claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 1, Now: 1000, ClaimedBy: store.KernelClaimant})
+						got, err = claim(ctx, tx, store.ClaimSpec{Runnable: runnable, Limit: 1, Now: 1000, ClaimedBy: store.KernelClaimant})
 						return err
 					})
 					if err != nil {
@@ -269,20 +270,20 @@ func TestAnyRunnable(t *testing.T) {
 			t.Fatalf("empty store: %v, %v", found, err)
 		}
 		r := seedRun(t, s, 1)
-		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable+` AND t.run_id = ?`, r.ID); err != nil || !found {
+		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable.OfRun(r.ID)); err != nil || !found {
 			t.Fatalf("a runnable row: %v, %v", found, err)
 		}
-		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable+` AND t.run_id = ?`, r.ID+1); err != nil || found {
+		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable.OfRun(r.ID+1)); err != nil || found {
 			t.Fatalf("another run's predicate: %v, %v", found, err)
 		}
-		c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: store.KernelClaimant})
+		c, err := s.ClaimOne(ctx, store.ClaimSpec{Runnable: runnable, Now: 10, ClaimedBy: store.KernelClaimant})
 		if err != nil || c == nil {
 			t.Fatalf("claim after the look: %v, %v", c, err)
 		}
 		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable); err != nil || found {
 			t.Fatalf("after the claim: %v, %v", found, err)
 		}
-		if c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 11, ClaimedBy: store.KernelClaimant}); err != nil || c != nil {
+		if c, err := s.ClaimOne(ctx, store.ClaimSpec{Runnable: runnable, Now: 11, ClaimedBy: store.KernelClaimant}); err != nil || c != nil {
 			t.Fatalf("a second claim: %v, %v", c, err)
 		}
 	})
@@ -388,7 +389,7 @@ func TestClaimWithRow(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		r := seedRun(t, s, 2)
-		spec := store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: store.KernelClaimant, DefaultTimeoutMS: 1000, WithRow: true}
+		spec := store.ClaimSpec{Runnable: runnable, Now: 10, ClaimedBy: store.KernelClaimant, DefaultTimeoutMS: 1000, WithRow: true}
 		check := func(c *store.Claimed) {
 			t.Helper()
 			if c == nil || c.Task == nil || c.Run == nil {
@@ -513,6 +514,110 @@ func TestSealedRequestChain(t *testing.T) {
 				t.Fatalf("a chain whose root names base %d read back", base)
 			}
 			setParts(`UPDATE sealed_requests SET parts = REPLACE(parts, ?, '"prefix"') WHERE id = ?`, base)
+		}
+	})
+}
+
+// TestNamedRunnables: each named runnable takes exactly its rows. The kernel's take running,
+// unclaimed, unlowered rows of running runs, within their deadline: rounds and unaddressed tool
+// rows (KernelRunnable), rounds alone (KernelRoundRunnable), unaddressed tool rows alone
+// (KernelToolRunnable), one run's (OfRun); an executor's claim takes its one dispatched,
+// unclaimed row (DispatchedUnclaimed).
+func TestNamedRunnables(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r, rows := seedRunRows(t, s, 9)
+		other, _ := seedRunRows(t, s, 1)
+		const now = 1000
+		// k0 a round; k1 a kernel tool row; k2 an addressed tool row; k3 a lowered call; k4 a
+		// claimed round; k5 a round past its deadline; k6 a dispatched row; k7 a claimed
+		// dispatched row; k8 a round within its deadline.
+		setup := []string{
+			`UPDATE tasks SET kind = 'model_task' WHERE id = ?`,
+			`UPDATE tasks SET kind = 'tool_task' WHERE id = ?`,
+			`UPDATE tasks SET addressed_role = 'runner' WHERE id = ?`,
+			`UPDATE tasks SET lowered = TRUE WHERE id = ?`,
+			`UPDATE tasks SET kind = 'model_task', claimed_at = 1 WHERE id = ?`,
+			`UPDATE tasks SET kind = 'model_task', deadline_at = 1000 WHERE id = ?`,
+			`UPDATE tasks SET status = 'dispatched', addressed_role = 'runner' WHERE id = ?`,
+			`UPDATE tasks SET status = 'dispatched', addressed_role = 'runner', claimed_at = 1 WHERE id = ?`,
+			`UPDATE tasks SET kind = 'model_task', deadline_at = 1001 WHERE id = ?`,
+		}
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			for i, q := range setup {
+				if _, err := tx.Exec(ctx, q, rows[i].ID); err != nil {
+					return err
+				}
+			}
+			// Another run's row is a round too, but its run is not running.
+			_, err := tx.Exec(ctx, `UPDATE runs SET status = 'completed' WHERE id = ?`, other.ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := func(rn store.Runnable) []string {
+			t.Helper()
+			var out []string
+			for {
+				var c *store.Claimed
+				err := s.Write(ctx, func(tx *store.Tx) error {
+					var err error
+					c, err = store.ClaimFirst(ctx, tx, store.ClaimSpec{Runnable: rn, Now: now, ClaimedBy: store.KernelClaimant})
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c == nil {
+					return out
+				}
+				out = append(out, c.Key)
+				// The claim set claimed_at; the next look must skip the row for that alone.
+			}
+		}
+		reset := func() {
+			t.Helper()
+			err := s.Write(ctx, func(tx *store.Tx) error {
+				for i, q := range setup {
+					if _, err := tx.Exec(ctx, `UPDATE tasks SET claimed_at = NULL WHERE id = ?`, rows[i].ID); err != nil {
+						return err
+					}
+					if i == 4 || i == 7 {
+						if _, err := tx.Exec(ctx, q, rows[i].ID); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			rn   store.Runnable
+			want []string
+		}{
+			{"kernel", store.KernelRunnable(now), []string{"k0", "k1", "k8"}},
+			{"rounds", store.KernelRoundRunnable(now), []string{"k0", "k8"}},
+			{"kernel tools", store.KernelToolRunnable(now), []string{"k1"}},
+			{"one run's", store.KernelRunnable(now).OfRun(r.ID), []string{"k0", "k1", "k8"}},
+			{"another run's", store.KernelRunnable(now).OfRun(other.ID), nil},
+			{"a dispatched row", store.DispatchedUnclaimed(rows[6].ID), []string{"k6"}},
+			{"a claimed dispatched row", store.DispatchedUnclaimed(rows[7].ID), nil},
+			{"a running row", store.DispatchedUnclaimed(rows[0].ID), nil},
+		} {
+			found, err := store.AnyRunnable(ctx, s.Reader(), c.rn)
+			if err != nil || found != (len(c.want) > 0) {
+				t.Fatalf("%s: AnyRunnable %v, %v", c.name, found, err)
+			}
+			if got := keys(c.rn); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("%s: claimed %v, want %v", c.name, got, c.want)
+			}
+			reset()
 		}
 	})
 }

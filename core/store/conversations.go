@@ -58,6 +58,18 @@ func ConversationByID(ctx context.Context, q Querier, id int64) (*Conversation, 
 	return &c, nil
 }
 
+// ConversationCreator reads who created a conversation.
+func ConversationCreator(ctx context.Context, q Querier, id int64) (Member, error) {
+	var c struct {
+		Kind string `db:"created_by_kind"`
+		ID   string `db:"created_by_public_id"`
+	}
+	if err := q.Get(ctx, &c, `SELECT created_by_kind, created_by_public_id FROM conversations WHERE id = ?`, id); err != nil {
+		return Member{}, notFound(err)
+	}
+	return Member{Kind: c.Kind, PublicID: c.ID}, nil
+}
+
 // LockConversation takes a conversation's lock, first in the lock order
 // (docs/development.md#how-the-kernel-runs-work).
 func LockConversation(ctx context.Context, tx *Tx, id int64) (*Conversation, error) {

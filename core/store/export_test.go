@@ -12,3 +12,7 @@ func PendingNotifications(s *Store) int {
 	defer s.notify.mu.Unlock()
 	return len(s.notify.pending)
 }
+
+// RunnableWhere is a Runnable of the condition cond over `t` and `r`, for tests of the claim
+// primitive itself.
+func RunnableWhere(cond string, args ...any) Runnable { return Runnable{cond: cond, args: args} }

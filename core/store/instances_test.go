@@ -95,7 +95,7 @@ func TestOrphanedClaims(t *testing.T) {
 		}
 		seedRun(t, s, 4)
 		claim := func(instance string) *store.Claimed {
-			c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: store.KernelClaimant, Instance: instance})
+			c, err := s.ClaimOne(ctx, store.ClaimSpec{Runnable: runnable, Now: 10, ClaimedBy: store.KernelClaimant, Instance: instance})
 			if err != nil || c == nil {
 				t.Fatalf("claim: %v %v", c, err)
 			}
