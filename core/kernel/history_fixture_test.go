@@ -139,7 +139,7 @@ func (f *historyFixture) turnTx(tx *store.Tx, c *store.Conversation, sp turnSpec
 		return nil, nil, err
 	}
 	t := &store.Turn{PublicID: f.id(), ConversationID: c.ID, Position: pos, AuthorKind: author, InputText: sp.prompt,
-		InputAttachments: "[]", Model: "mock/scripted", Status: status, RunID: r.ID, CreatedAt: now}
+		InputAttachments: store.Attachments{}, Model: "mock/scripted", Status: status, RunID: r.ID, CreatedAt: now}
 	if author != "kernel" {
 		t.AuthorPublicID = &f.user.PublicID
 	}

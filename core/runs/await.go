@@ -53,14 +53,16 @@ func parseWaitSpec(s *WaitSpec) (WaitSpec, bool) {
 }
 
 // waitInputTask reads the task argument of a wait call's stored input.
-func waitInputTask(input *string) string {
+func waitInputTask(input *string) (string, error) {
 	var in struct {
 		Task string `json:"task"`
 	}
 	if input != nil {
-		_ = json.Unmarshal([]byte(*input), &in)
+		if err := json.Unmarshal([]byte(*input), &in); err != nil {
+			return "", fmt.Errorf("runs: a wait call's stored input: %w", err)
+		}
 	}
-	return in.Task
+	return in.Task, nil
 }
 
 // WaitAwait is the await a wait call places (docs/agent-tools.md#delegation-and-conversations):
@@ -383,7 +385,11 @@ func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child
 		return nil, err
 	}
 	tr := lineageResult(call.Key, root, final)
-	if requested := requestedModel(full.ToolInput); requested != "" {
+	requested, err := requestedModel(full.ToolInput)
+	if err != nil {
+		return nil, err
+	}
+	if requested != "" {
 		ran := "ran on " + deref(final.Model)
 		if final.SealedRequestID == nil || final.StartedAt == nil {
 			ran = "not started"
@@ -395,17 +401,19 @@ func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child
 }
 
 // requestedModel is a delegate_task call's explicit model argument, "" when absent or blank.
-func requestedModel(input *string) string {
+func requestedModel(input *string) (string, error) {
 	var in struct {
 		Model *string `json:"model"`
 	}
 	if input != nil {
-		_ = json.Unmarshal([]byte(*input), &in)
+		if err := json.Unmarshal([]byte(*input), &in); err != nil {
+			return "", fmt.Errorf("runs: a delegate_task call's stored input: %w", err)
+		}
 	}
 	if in.Model == nil {
-		return ""
+		return "", nil
 	}
-	return strings.TrimSpace(*in.Model)
+	return strings.TrimSpace(*in.Model), nil
 }
 
 // observeAwait reads an await a call placed. An ask's call completes with the <answer>

@@ -228,7 +228,9 @@ func (e *Engine) canceledDetail(ctx context.Context, q store.Querier, t *store.T
 			target = spec.Task
 		}
 	} else {
-		target = waitInputTask(full.ToolInput)
+		if target, err = waitInputTask(full.ToolInput); err != nil {
+			return "", err
+		}
 	}
 	return e.texts.WaitCanceled(target), nil
 }

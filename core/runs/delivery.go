@@ -363,14 +363,12 @@ func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *sto
 		return nil, err
 	}
 	t := &store.Turn{PublicID: in.PublicID, ConversationID: c.ID, Position: pos, AuthorKind: in.AuthorKind,
-		SenderConversationPublicID: in.SenderConversation, InputText: in.Text, InputAttachments: "[]", Model: ref, Status: TurnQueued,
+		SenderConversationPublicID: in.SenderConversation, InputText: in.Text, InputAttachments: store.Attachments{}, Model: ref, Status: TurnQueued,
 		RunID: r.ID, RunPublicID: r.PublicID, CreatedAt: now}
 	if len(in.Attachments) > 0 {
-		t.InputAttachments = *jsonText(in.Attachments)
+		t.InputAttachments = in.Attachments
 	}
-	if in.ToolNames != nil {
-		t.ToolNames = jsonText(in.ToolNames)
-	}
+	t.ToolNames = in.ToolNames
 	if in.AuthorPublicID != "" {
 		t.AuthorPublicID = &createdBy
 	}

@@ -171,7 +171,11 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		gate.count(s.entries)
 		calls := prev.AnswerCalls
 		// A lineage keeps its model: the previous round's provider blocks always go back.
-		asst := model.Entry{Role: model.RoleAssistant, Content: answerParts(prev, m.Ref)}
+		content, err := answerParts(prev, m.Ref)
+		if err != nil {
+			return nil, err
+		}
+		asst := model.Entry{Role: model.RoleAssistant, Content: content}
 		for _, c := range calls {
 			asst.ToolCalls = append(asst.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -424,7 +428,11 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 		// A refused final answer contributes no assistant entry: the provider requires the
 		// refused turn removed before the conversation continues.
 		if last.Status == StatusCompleted && last.AnswerCalls == nil && deref(last.Finish) != string(model.FinishRefused) {
-			en := model.Entry{Role: model.RoleAssistant, Content: answerParts(last, m.Ref)}
+			content, err := answerParts(last, m.Ref)
+			if err != nil {
+				return nil, err
+			}
+			en := model.Entry{Role: model.RoleAssistant, Content: content}
 			b, err := encodeEntry(en)
 			if err != nil {
 				return nil, err
@@ -439,25 +447,27 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 
 // answerParts is the content of a round's assistant entry: its stored answer content (text and
 // provider blocks, in the answer's order) when it has one, else its output as one text part.
-// Provider blocks are kept only when the request goes to the model ref that produced them.
-func answerParts(round *store.Task, ref string) []model.Part {
+// Provider blocks are kept only when the request goes to the model ref that produced them. Stored
+// content that does not decode is an error.
+func answerParts(round *store.Task, ref string) ([]model.Part, error) {
 	if round.AnswerContent != nil {
 		var parts []model.Part
-		if err := json.Unmarshal([]byte(*round.AnswerContent), &parts); err == nil {
-			out := []model.Part{}
-			for _, p := range parts {
-				if p.Type == model.PartProviderBlock && deref(round.Model) != ref {
-					continue
-				}
-				out = append(out, p)
-			}
-			return out
+		if err := json.Unmarshal([]byte(*round.AnswerContent), &parts); err != nil {
+			return nil, fmt.Errorf("runs: the stored answer content of %s: %w", round.Key, err)
 		}
+		out := []model.Part{}
+		for _, p := range parts {
+			if p.Type == model.PartProviderBlock && deref(round.Model) != ref {
+				continue
+			}
+			out = append(out, p)
+		}
+		return out, nil
 	}
 	if txt := deref(round.Output); txt != "" {
-		return []model.Part{{Type: model.PartText, Text: txt}}
+		return []model.Part{{Type: model.PartText, Text: txt}}, nil
 	}
-	return []model.Part{}
+	return []model.Part{}, nil
 }
 
 // withoutProviderBlocks drops an assistant entry's provider blocks (history re-rendered for

@@ -135,3 +135,71 @@ func TestTypedColumnThatDoesNotDecode(t *testing.T) {
 		}
 	})
 }
+
+// TestTurnTypedColumns: a turn's input attachments and tool names are stored as the JSON of
+// their Go values and read back as the same values: a turn without attachments stores [], one
+// without tool names NULL, one with an empty list [].
+func TestTurnTypedColumns(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := seedRun(t, s, 0)
+		var turns []store.Turn
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			u := &store.User{PublicID: store.NewPublicID(), Handle: "u" + r.PublicID[len(r.PublicID)-8:], DisplayName: "U"}
+			if err := store.InsertUser(ctx, tx, u); err != nil {
+				return err
+			}
+			a := &store.Agent{PublicID: store.NewPublicID(), WorkspaceID: r.WorkspaceID, Handle: "bot", DisplayName: "Bot", StewardUserID: u.ID}
+			if err := store.InsertAgent(ctx, tx, a); err != nil {
+				return err
+			}
+			c := &store.Conversation{PublicID: store.NewPublicID(), WorkspaceID: r.WorkspaceID, AnsweringAgentID: a.ID, CreatedByKind: store.KindUser,
+				CreatedByPublicID: u.PublicID, Status: "active"}
+			if err := store.InsertConversation(ctx, tx, c); err != nil {
+				return err
+			}
+			for i, tu := range []store.Turn{
+				{InputAttachments: store.Attachments{{PublicID: "a", URI: "nexus://uploads/a", Filename: "f.txt", ContentType: "text/plain", ByteSize: 1, SHA256: "ab"}},
+					ToolNames: store.Strings{"read"}},
+				{InputAttachments: store.Attachments{}},
+				{InputAttachments: store.Attachments{}, ToolNames: store.Strings{}},
+			} {
+				tu.PublicID, tu.ConversationID, tu.Position, tu.AuthorKind, tu.Model, tu.Status, tu.RunID =
+					store.NewPublicID(), c.ID, int64(i+1), store.KindUser, "mock/scripted", "queued", r.ID
+				if err := store.InsertTurn(ctx, tx, &tu); err != nil {
+					return err
+				}
+				turns = append(turns, tu)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := []struct{ attachments, toolNames string }{
+			{`[{"public_id":"a","uri":"nexus://uploads/a","filename":"f.txt","content_type":"text/plain","byte_size":1,"sha256":"ab"}]`, `["read"]`},
+			{`[]`, ""},
+			{`[]`, `[]`},
+		}
+		for i, want := range turns {
+			got, err := store.TurnByID(ctx, s.Reader(), want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.InputAttachments, want.InputAttachments) || !reflect.DeepEqual(got.ToolNames, want.ToolNames) {
+				t.Errorf("turn %d read back %v %#v, want %v %#v", i, got.InputAttachments, got.ToolNames, want.InputAttachments, want.ToolNames)
+			}
+			var row struct {
+				Attachments string  `db:"input_attachments"`
+				ToolNames   *string `db:"tool_names"`
+			}
+			if err := s.Reader().Get(ctx, &row, `SELECT input_attachments, tool_names FROM turns WHERE id = ?`, want.ID); err != nil {
+				t.Fatal(err)
+			}
+			if row.Attachments != stored[i].attachments || (row.ToolNames == nil) != (stored[i].toolNames == "") || (row.ToolNames != nil && *row.ToolNames != stored[i].toolNames) {
+				t.Errorf("turn %d stored %s %v, want %s %q", i, row.Attachments, row.ToolNames, stored[i].attachments, stored[i].toolNames)
+			}
+		}
+	})
+}

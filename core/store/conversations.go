@@ -116,19 +116,20 @@ type Turn struct {
 	AuthorPublicID             *string `db:"author_public_id"`
 	SenderConversationPublicID *string `db:"sender_conversation_public_id"`
 	InputText                  string  `db:"input_text"`
-	InputAttachments           string  `db:"input_attachments"`
-	ToolNames                  *string `db:"tool_names"`
-	Model                      string  `db:"model"`
-	Status                     string  `db:"status"`
-	RunID                      int64   `db:"run_id"`
-	RunPublicID                string  `db:"run_public_id"`
-	AnswerTaskKey              *string `db:"answer_task_key"`
-	AnswerText                 *string `db:"answer_text"`
-	FailureKey                 *string `db:"failure_key"`
-	FailureDetail              *string `db:"failure_detail"`
-	CreatedAt                  int64   `db:"created_at"`
-	StartedAt                  *int64  `db:"started_at"`
-	CompletedAt                *int64  `db:"completed_at"`
+	// InputAttachments is never nil: a turn without attachments stores [].
+	InputAttachments Attachments `db:"input_attachments"`
+	ToolNames        Strings     `db:"tool_names"`
+	Model            string      `db:"model"`
+	Status           string      `db:"status"`
+	RunID            int64       `db:"run_id"`
+	RunPublicID      string      `db:"run_public_id"`
+	AnswerTaskKey    *string     `db:"answer_task_key"`
+	AnswerText       *string     `db:"answer_text"`
+	FailureKey       *string     `db:"failure_key"`
+	FailureDetail    *string     `db:"failure_detail"`
+	CreatedAt        int64       `db:"created_at"`
+	StartedAt        *int64      `db:"started_at"`
+	CompletedAt      *int64      `db:"completed_at"`
 }
 
 // InsertTurn stores t and sets its ID.
