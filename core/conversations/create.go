@@ -168,7 +168,7 @@ func parseRunRequest(run json.RawMessage) (*runs.NewRun, error) {
 // createdOf is the create door's answer for a run as written: its document (from the rows as
 // written, not read back) and its receipt.
 func createdOf(ctx context.Context, q store.Querier, c *runs.CreatedRun) (*Created, error) {
-	doc, err := runDocOf(ctx, q, c.Run, c.Rows, false)
+	doc, err := runDocOf(ctx, q, c.Run, c.Trace, false)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ type TurnDoc struct {
 // TurnInput is a turn's message.
 type TurnInput struct {
 	Text        string            `json:"text"`
-	Attachments []json.RawMessage `json:"attachments"`
+	Attachments []runs.Attachment `json:"attachments"`
 }
 
 // TurnAnswer is a completed turn's deliverable output.
@@ -279,14 +279,10 @@ func (d *Doors) History(ctx context.Context, a *runs.Actor, id string, beforePos
 func turnDoc(c *store.Conversation, t *store.Turn) *TurnDoc {
 	d := &TurnDoc{PublicID: t.PublicID, ConversationPublicID: c.PublicID, Position: t.Position,
 		Author: runs.Member{Kind: t.AuthorKind, PublicID: deref(t.AuthorPublicID)}, SenderConversationPublicID: t.SenderConversationPublicID,
-		Input: TurnInput{Text: t.InputText, Attachments: []json.RawMessage{}}, Model: t.Model, Status: t.Status, RunPublicID: t.RunPublicID,
-		CreatedAt: store.FormatMillis(t.CreatedAt), StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt)}
-	_ = json.Unmarshal([]byte(t.InputAttachments), &d.Input.Attachments)
+		Input: TurnInput{Text: t.InputText, Attachments: t.InputAttachments}, ToolNames: t.ToolNames, Model: t.Model, Status: t.Status,
+		RunPublicID: t.RunPublicID, CreatedAt: store.FormatMillis(t.CreatedAt), StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt)}
 	if d.Input.Attachments == nil {
-		d.Input.Attachments = []json.RawMessage{}
-	}
-	if t.ToolNames != nil {
-		_ = json.Unmarshal([]byte(*t.ToolNames), &d.ToolNames)
+		d.Input.Attachments = []runs.Attachment{}
 	}
 	if t.AnswerTaskKey != nil {
 		d.Answer = &TurnAnswer{TaskKey: *t.AnswerTaskKey, Text: deref(t.AnswerText)}

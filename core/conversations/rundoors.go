@@ -97,7 +97,7 @@ func taskDoc(ctx context.Context, q store.Querier, r *store.Run, key string) (*T
 	if err != nil {
 		return nil, err
 	}
-	byKey := map[string]*store.Task{}
+	byKey := map[string]*store.TaskTrace{}
 	if t.Status == runs.StatusWaiting {
 		trace, err := store.TraceTasks(ctx, q, r.ID)
 		if err != nil {
@@ -305,11 +305,8 @@ func (d *Doors) Inbox(ctx context.Context, kind, publicID string, after string, 
 			return nil, badCursor("after")
 		}
 	}
-	addressed, err := json.Marshal(runs.AddressedMember{Role: "member", Member: runs.Member{Kind: kind, PublicID: publicID}})
-	if err != nil {
-		return nil, err
-	}
-	rows, err := store.InboxForMember(ctx, d.e.Reader(), kind, publicID, string(addressed), afterID, limit+1)
+	addressed := runs.AddressedMember{Role: "member", Member: runs.Member{Kind: kind, PublicID: publicID}}
+	rows, err := store.InboxForMember(ctx, d.e.Reader(), kind, publicID, addressed, afterID, limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -325,9 +322,7 @@ func (d *Doors) Inbox(ctx context.Context, kind, publicID string, after string, 
 			TaskKey: t.Key, CreatedAt: store.FormatMillis(t.CreatedAt), DeadlineAt: optTime(t.DeadlineAt)}
 		if t.Kind == runs.KindAwait {
 			row.Kind, row.CallKey, row.Prompt, row.Multi = InboxAsk, deref(t.ParentKey), deref(t.Prompt), deref(t.Multi)
-			if t.Options != nil {
-				_ = json.Unmarshal([]byte(*t.Options), &row.Options)
-			}
+			row.Options = t.Options
 		} else {
 			doc := fullDoc(&t, nil)
 			row.Kind, row.ToolName, row.ToolAlias = InboxApproval, t.ToolName, t.ToolAlias
@@ -370,7 +365,7 @@ func (d *Doors) CancelBranch(ctx context.Context, a *runs.Actor, runID, key stri
 		if err := writeStanding(ctx, x.Tx, a, r); err != nil {
 			return err
 		}
-		root, err := x.CancelBranch(ctx, r, t)
+		root, err := x.CancelBranch(ctx, r, &t.TaskTrace)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package conversations
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
@@ -135,16 +136,42 @@ func raw(s *string) json.RawMessage {
 	return json.RawMessage(*s)
 }
 
+// jsonOf is a typed column's value as a document serves it, the JSON the store holds for it; nil
+// for SQL NULL.
+func jsonOf[T any](v *T) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	return mustJSON(v)
+}
+
+// jsonList is jsonOf for a list column, nil for SQL NULL.
+func jsonList[T any](v []T) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	return mustJSON(v)
+}
+
+// mustJSON encodes a value of a typed column, which always encodes.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("conversations: a stored %T does not encode: %v", v, err))
+	}
+	return b
+}
+
 // traceDoc is a trace row: identity and shape, model/finish, tool routing, claim, await kind,
 // approval, error, deadline and timestamps (docs/api.md#runs).
-func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
+func traceDoc(t *store.TaskTrace, byKey map[string]*store.TaskTrace) *TaskDoc {
 	d := &TaskDoc{Key: t.Key, Kind: t.Kind, Status: t.Status, Mainline: t.Mainline, Origin: t.Origin,
 		ParentKey: t.ParentKey, DeclaringTaskKey: t.DeclaringTaskKey, After: runs.AfterKeys(t), OnFailure: t.OnFailure,
 		Lifetime: t.Lifetime, Wake: t.Wake, Detached: t.Detached, Visibility: t.Visibility,
 		FailureResolution: t.FailureResolution, CreatedAt: store.FormatMillis(t.CreatedAt), ReadyAt: optTime(t.ReadyAt),
 		DispatchedAt: optTime(t.DispatchedAt), StartedAt: optTime(t.StartedAt), CompletedAt: optTime(t.CompletedAt),
 		ResultDeliveredAt: optTime(t.ResultDeliveredAt), DeadlineAt: optTime(t.DeadlineAt), AwaitKind: t.AwaitKind,
-		Approval: raw(t.Approval)}
+		Approval: jsonOf(t.Approval)}
 	if t.Status == runs.StatusWaiting {
 		for _, k := range d.After {
 			if p := byKey[k]; p == nil || !runs.Terminal(p.Status) {
@@ -165,7 +192,7 @@ func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 			d.AddressedTo, _ = json.Marshal(to)
 		}
 		if t.ClaimedAt != nil && t.ClaimedBy != nil {
-			d.Claim = &ClaimDoc{Generation: t.ClaimGeneration, ClaimedBy: json.RawMessage(*t.ClaimedBy), ClaimedAt: store.FormatMillis(*t.ClaimedAt)}
+			d.Claim = &ClaimDoc{Generation: t.ClaimGeneration, ClaimedBy: jsonOf(t.ClaimedBy), ClaimedAt: store.FormatMillis(*t.ClaimedAt)}
 		}
 	}
 	if t.ErrorKey != nil {
@@ -176,33 +203,32 @@ func traceDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
 
 // fullDoc is the task read: the trace row plus every field the row has
 // (docs/api.md#tasks-and-decisions).
-func fullDoc(t *store.Task, byKey map[string]*store.Task) *TaskDoc {
-	d := traceDoc(t, byKey)
+func fullDoc(t *store.Task, byKey map[string]*store.TaskTrace) *TaskDoc {
+	d := traceDoc(&t.TaskTrace, byKey)
 	switch t.Kind {
 	case runs.KindModel:
 		d.Prompt, d.Instructions = t.Prompt, t.Instructions
-		d.Attachments, d.Results = raw(t.Attachments), raw(t.Results)
+		d.Attachments, d.Results = jsonList(t.Attachments), jsonList(t.Results)
 		d.ToolDefinitions, d.SkillCatalog, d.Environment = raw(t.ToolDefinitions), raw(t.SkillCatalog), raw(t.Environment)
 		if d.ToolDefinitions == nil {
 			d.ToolDefinitions = json.RawMessage("[]")
 		}
-		d.Usage = raw(t.Usage)
+		d.Usage = jsonOf(t.Usage)
 		d.Attempts, d.RequestBytes = ptr(t.Attempts), t.RequestBytes
-		if t.AnswerCalls != nil {
-			// The stored answer's calls (core/runs' answer rows) carry these fields among others.
-			_ = json.Unmarshal([]byte(*t.AnswerCalls), &d.Calls)
+		for _, c := range t.AnswerCalls {
+			d.Calls = append(d.Calls, CallDoc{ToolCallID: c.ToolCallID, Name: c.Name, TaskKey: c.TaskKey})
 		}
 	case runs.KindAwait:
 		// An ask shows its question and addressee, a wait its target (docs/api.md#tasks-and-decisions).
-		d.Prompt, d.Options, d.Multi, d.TimeoutMS = t.Prompt, raw(t.Options), t.Multi, t.TimeoutMS
-		d.AddressedTo, d.Wait, d.ResolvedBy = raw(t.AddressedMember), raw(t.WaitSpec), raw(t.ResolvedBy)
+		d.Prompt, d.Options, d.Multi, d.TimeoutMS = t.Prompt, jsonList(t.Options), t.Multi, t.TimeoutMS
+		d.AddressedTo, d.Wait, d.ResolvedBy = jsonOf(t.AddressedMember), jsonOf(t.WaitSpec), jsonOf(t.ResolvedBy)
 	case runs.KindTool:
 		in := json.RawMessage("null")
 		if t.ToolInput != nil {
 			in = json.RawMessage(*t.ToolInput)
 		}
 		d.ToolInput = &in
-		d.Route, d.EffectProfile, d.TimeoutMS = raw(t.Route), raw(t.EffectProfile), t.TimeoutMS
+		d.Route, d.EffectProfile, d.TimeoutMS = jsonOf(t.Route), raw(t.EffectProfile), t.TimeoutMS
 		d.AwaitingChild, d.ModelDefaults = t.AwaitingChild, raw(t.ModelDefaults)
 	}
 	if runs.Terminal(t.Status) {
@@ -232,8 +258,8 @@ func runDoc(ctx context.Context, q store.Querier, r *store.Run, withTasks bool) 
 
 // runDocOf is runDoc over tasks, the run's every row in id order, which the caller holds
 // current.
-func runDocOf(ctx context.Context, q store.Querier, r *store.Run, tasks []store.Task, withTasks bool) (*RunDoc, error) {
-	byKey := make(map[string]*store.Task, len(tasks))
+func runDocOf(ctx context.Context, q store.Querier, r *store.Run, tasks []store.TaskTrace, withTasks bool) (*RunDoc, error) {
+	byKey := make(map[string]*store.TaskTrace, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}

@@ -24,9 +24,14 @@ func TestTaskReadKeepsNullAndFalse(t *testing.T) {
 		{nil, ""},
 	}
 	for _, c := range cases {
-		row := &store.Task{Key: "r2t0", Kind: runs.KindTool, Status: runs.StatusCompleted, Origin: runs.OriginModel, OnFailure: runs.OnFailureAbsorb,
-			Lifetime: runs.LifetimeTurn, Wake: runs.WakeAuto, Visibility: runs.VisibilityCollapsed, ToolName: ptr("t"), IsError: ptr(false),
-			Output: ptr(""), StructuredContent: c.stored, Title: ptr("did it"), Metadata: ptr(`{"checkpoint":{"cwd":"/"}}`)}
+		row := &store.Task{TaskTrace: store.TaskTrace{
+			Key: "r2t0", Kind: runs.KindTool, Status: runs.StatusCompleted, Origin: runs.OriginModel,
+			OnFailure: runs.OnFailureAbsorb, Lifetime: runs.LifetimeTurn, Wake: runs.WakeAuto,
+			Visibility: runs.VisibilityCollapsed, ToolName: ptr("t"), IsError: ptr(false),
+		},
+			Output: ptr(""), StructuredContent: c.stored, Title: ptr("did it"),
+			Metadata: ptr(`{"checkpoint":{"cwd":"/"}}`),
+		}
 		b, err := json.Marshal(fullDoc(row, nil))
 		if err != nil {
 			t.Fatal(err)

@@ -23,12 +23,8 @@ func writeStanding(ctx context.Context, q store.Querier, a *runs.Actor, run *sto
 		members = append(members, runs.Member{Kind: "agent", PublicID: *run.AnsweringAgentPublicID})
 	}
 	if run.ConversationID != nil {
-		var c struct {
-			Kind string `db:"created_by_kind"`
-			ID   string `db:"created_by_public_id"`
-		}
-		if err := q.Get(ctx, &c, `SELECT created_by_kind, created_by_public_id FROM conversations WHERE id = ?`, *run.ConversationID); err == nil {
-			members = append(members, runs.Member{Kind: c.Kind, PublicID: c.ID})
+		if c, err := store.ConversationCreator(ctx, q, *run.ConversationID); err == nil {
+			members = append(members, c)
 		}
 	}
 	for _, m := range members {
@@ -41,8 +37,7 @@ func writeStanding(ctx context.Context, q store.Querier, a *runs.Actor, run *sto
 			if m.Kind != "agent" {
 				continue
 			}
-			var steward string
-			err := q.Get(ctx, &steward, `SELECT u.public_id FROM agents a JOIN users u ON u.id = a.steward_user_id WHERE a.public_id = ?`, m.PublicID)
+			steward, err := store.AgentStewardPublicID(ctx, q, m.PublicID)
 			if err == nil && steward == a.PublicID {
 				return nil
 			}

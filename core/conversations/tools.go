@@ -498,8 +498,11 @@ func (c *Caller) spawnedOf(ctx context.Context, r *store.ConversationRequest) (*
 // lifetime.
 func DelegationRow(callKey, lifetime, wake string, now int64) *store.Task {
 	key := runs.ChildKey(callKey, runs.RoleDelegation, 1)
-	return &store.Task{Key: key, Kind: runs.KindDelegation, Status: runs.StatusDispatched, Origin: runs.OriginKernel, OnFailure: runs.OnFailureAbsorb,
-		Lifetime: lifetime, Wake: wake, Detached: true, Visibility: runs.VisibilityHidden, LineageRoot: key, ReadyAt: &now, DispatchedAt: &now}
+	return &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: runs.KindDelegation, Status: runs.StatusDispatched, Origin: runs.OriginKernel,
+		OnFailure: runs.OnFailureAbsorb, Lifetime: lifetime, Wake: wake, Detached: true,
+		Visibility: runs.VisibilityHidden, LineageRoot: key, ReadyAt: &now, DispatchedAt: &now,
+	}}
 }
 
 // SpawnAwait is the kernel-held await C-spawn-1 a waited spawn places
@@ -508,9 +511,12 @@ func DelegationRow(callKey, lifetime, wake string, now int64) *store.Task {
 func SpawnAwait(callKey string) *store.Task {
 	key := runs.ChildKey(callKey, runs.RoleSpawn, 1)
 	clock := SpawnAwaitClock.Milliseconds()
-	return &store.Task{Key: key, Kind: runs.KindAwait, Status: runs.StatusDispatched, Origin: runs.OriginKernel, OnFailure: runs.OnFailureAbsorb,
-		Lifetime: runs.LifetimeTurn, Wake: runs.WakeAuto, Visibility: runs.VisibilityHidden, LineageRoot: key, AwaitKind: ptr(runs.AwaitSpawn),
-		TimeoutMS: &clock}
+	return &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: runs.KindAwait, Status: runs.StatusDispatched, Origin: runs.OriginKernel,
+		OnFailure: runs.OnFailureAbsorb, Lifetime: runs.LifetimeTurn, Wake: runs.WakeAuto,
+		Visibility: runs.VisibilityHidden, LineageRoot: key, AwaitKind: ptr(runs.AwaitSpawn),
+		TimeoutMS: &clock,
+	}}
 }
 
 // SendSpec is a checked send call (docs/agent-tools.md#delegation-and-conversations).

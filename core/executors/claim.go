@@ -135,10 +135,7 @@ func addressedHere(ex *identity.Executor, t *store.Task) error {
 // the row, not even that it exists. The kernel's own claims name no executor; their rows answer
 // not_addressed_here as before.
 func claimedElsewhere(ex *identity.Executor, t *store.Task) error {
-	if t.ClaimedBy == nil {
-		return nil
-	}
-	if by := runs.ClaimantOf(*t.ClaimedBy); by != "" && by != ex.PublicID {
+	if by := t.ClaimedBy.Executor(); by != "" && by != ex.PublicID {
 		return errNoTask(t.Key)
 	}
 	return nil
@@ -243,11 +240,9 @@ func (s *Service) claim(ctx context.Context, ex *identity.Executor, runID, key, 
 		if !creatorIn {
 			return conflict(CodeNotAuthorized, "The run's creator no longer belongs to this workspace.")
 		}
-		claimedBy := runs.ClaimedByExecutor(ex.PublicID)
-		c, err := store.ClaimFirst(ctx, tx, store.ClaimSpec{
-			Predicate: `t.id = ? AND t.status = 'dispatched' AND t.claimed_at IS NULL`, Args: []any{t.ID},
-			Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy, Instance: instance,
-		})
+		claimedBy := store.ExecutorClaimant(ex.PublicID)
+		c, err := store.ClaimFirst(ctx, tx, store.ClaimSpec{Runnable: store.DispatchedUnclaimed(t.ID),
+			Now: now, DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(), ClaimedBy: claimedBy, Instance: instance})
 		if err != nil {
 			return err
 		}
@@ -315,14 +310,16 @@ type ExtendRequest struct {
 }
 
 // frozenTimeout reads the timeout_ms an announcement froze into the row's profile; 0 when none.
-func frozenTimeout(t *store.Task) int64 {
+func frozenTimeout(t *store.Task) (int64, error) {
 	var p struct {
 		TimeoutMS int64 `json:"timeout_ms"`
 	}
 	if t.EffectProfile != nil {
-		_ = json.Unmarshal([]byte(*t.EffectProfile), &p)
+		if err := json.Unmarshal([]byte(*t.EffectProfile), &p); err != nil {
+			return 0, fmt.Errorf("executors: the effect profile of %s: %w", t.Key, err)
+		}
 	}
-	return p.TimeoutMS
+	return p.TimeoutMS, nil
 }
 
 // Extend moves a claimed row's deadline to now + timeout_ms (docs/api.md#the-executor-plane), its
@@ -368,7 +365,11 @@ func (s *Service) Extend(ctx context.Context, req *ExtendRequest) (*ClaimAnswer,
 			return nil
 		}
 		limit := MaxExtension.Milliseconds()
-		if f := frozenTimeout(t); f > 0 && f < limit {
+		f, err := frozenTimeout(t)
+		if err != nil {
+			return err
+		}
+		if f > 0 && f < limit {
 			limit = f
 		}
 		if req.TimeoutMS > limit {
@@ -377,8 +378,8 @@ func (s *Service) Extend(ctx context.Context, req *ExtendRequest) (*ClaimAnswer,
 		}
 		deadline := now + req.TimeoutMS
 		gen := t.ClaimGeneration
-		ok, err := store.SetTask(ctx, x.Tx, t.ID, &store.TaskGuard{Statuses: []string{runs.StatusDispatched}, Generation: &gen, TokenHash: t.ClaimTokenHash},
-			store.Assign{Col: "deadline_at", Val: deadline})
+		extend := store.Extend{ID: t.ID, Deadline: deadline, From: runs.StatusDispatched, Claim: store.Fence{Generation: gen, TokenHash: t.ClaimTokenHash}}
+		ok, err := extend.Exec(ctx, x.Tx)
 		if err != nil {
 			return err
 		}

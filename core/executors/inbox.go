@@ -108,7 +108,7 @@ func (s *Service) Inbox(ctx context.Context, ex *identity.Executor, after string
 		f.After = c
 	}
 	if ex.Kind == RoleToolProvider {
-		f.PoolMemberID, f.ClaimedBy = ex.ID, runs.ClaimedByExecutor(ex.PublicID)
+		f.PoolMemberID, f.ClaimedBy = ex.ID, store.ExecutorClaimant(ex.PublicID)
 	}
 	rows, err := store.ExecutorInbox(ctx, s.store.Reader(), f)
 	if err != nil {

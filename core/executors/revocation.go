@@ -66,7 +66,7 @@ func (r *Revocation) settle(ctx context.Context, tx *store.Tx, executorID int64)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := store.DispatchedFor(ctx, tx, ex.PublicID, runs.ClaimedByExecutor(ex.PublicID))
+	rows, err := store.DispatchedFor(ctx, tx, ex.PublicID, store.ExecutorClaimant(ex.PublicID))
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func (f *historyFixture) turnTx(tx *store.Tx, c *store.Conversation, sp turnSpec
 		return nil, nil, err
 	}
 	t := &store.Turn{PublicID: f.id(), ConversationID: c.ID, Position: pos, AuthorKind: author, InputText: sp.prompt,
-		InputAttachments: "[]", Model: "mock/scripted", Status: status, RunID: r.ID, CreatedAt: now}
+		InputAttachments: store.Attachments{}, Model: "mock/scripted", Status: status, RunID: r.ID, CreatedAt: now}
 	if author != "kernel" {
 		t.AuthorPublicID = &f.user.PublicID
 	}
@@ -162,8 +162,11 @@ type taskSpec struct {
 
 func (f *historyFixture) task(r *store.Run, sp taskSpec) {
 	f.t.Helper()
-	t := &store.Task{RunID: r.ID, Key: sp.key, Kind: sp.kind, Status: sp.status, Mainline: sp.mainline, Origin: "model", OnFailure: "absorb",
-		Lifetime: "turn", Wake: "auto", Visibility: sp.visibility, LineageRoot: "r1", RoundNumber: 1, CreatedAt: f.clock}
+	t := &store.Task{TaskTrace: store.TaskTrace{
+		RunID: r.ID, Key: sp.key, Kind: sp.kind, Status: sp.status, Mainline: sp.mainline, Origin: "model",
+		OnFailure: "absorb", Lifetime: "turn", Wake: "auto", Visibility: sp.visibility, LineageRoot: "r1",
+		RoundNumber: 1, CreatedAt: f.clock,
+	}}
 	if sp.toolName != "" {
 		t.ToolName = &sp.toolName
 	}

@@ -71,12 +71,8 @@ type CallResolution struct {
 	Route *Route
 }
 
-// Route is a declared Runner route, as a row stores it.
-type Route struct {
-	Kind                   string `json:"kind"`
-	RunnerExecutorPublicID string `json:"runner_executor_public_id"`
-	ToolName               string `json:"tool_name,omitempty"`
-}
+// Route is a declared Runner route, as a tool row stores it.
+type Route = store.Route
 
 // resolveCall resolves a call by name (alias lookup included) against a round's frozen set.
 // Declared is false when the name is no callable of the set. input is a JSON object.

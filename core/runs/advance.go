@@ -4,19 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/nexuskernel/nexus/core/approval"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
 // AfterKeys are the keys of the rows t waits on.
-func AfterKeys(t *store.Task) []string {
+func AfterKeys(t *store.TaskTrace) []string {
 	if t.AfterKeys == nil {
 		return nil
 	}
-	var keys []string
-	_ = json.Unmarshal([]byte(*t.AfterKeys), &keys)
-	return keys
+	return slices.Clone(t.AfterKeys)
 }
 
 // FailedStatus reports whether a settled status counts as a failure for the failure policy
@@ -43,25 +42,25 @@ func live(s string) bool {
 // (and the skip propagates), a row behind a failed halt predecessor stays held; then the run
 // completes, needs attention, or finishes canceling when it is quiescent.
 func (e *Engine) advance(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run) error {
-	_, err := e.advanceTrace(ctx, tx, fx, run, nil, false)
+	_, err := e.advanceTrace(ctx, tx, fx, run, nil, nil)
 	return err
 }
 
-// advanceTrace is advance over rows, the run's every row as the caller's transaction left them
-// in id order: every column when whole (the rows it just wrote), the trace's columns
-// (store.TraceTasks) otherwise; when rows is nil, over the trace it reads. It answers the trace
-// as readiness left it, kept current row by row as every step here does, so that a caller
-// holding the rows reads neither them nor the trace again.
-func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, rows []store.Task, whole bool) ([]store.Task, error) {
-	tasks := rows
+// advanceTrace is advance over trace, the trace of the run's every row as the caller's
+// transaction left them, in id order; when trace is nil, over the trace it reads. written are whole
+// rows the caller holds as written (the rows of a run it just created), from which readiness
+// takes what the trace lacks (a tool row's input, which an approval rule may read) instead of
+// reading the row; nil for none. It answers the trace as readiness left it, kept current row by
+// row as every step here does, so that a caller holding it does not read it again.
+func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, trace []store.TaskTrace, written []store.Task) ([]store.TaskTrace, error) {
+	tasks := trace
 	if tasks == nil {
-		whole = false
 		var err error
 		if tasks, err = store.TraceTasks(ctx, tx, run.ID); err != nil {
 			return nil, err
 		}
 	}
-	byKey := make(map[string]*store.Task, len(tasks))
+	byKey := make(map[string]*store.TaskTrace, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}
@@ -83,7 +82,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 					continue
 				}
 				settled, held := true, false
-				var skipBy *store.Task
+				var skipBy *store.TaskTrace
 				for _, k := range AfterKeys(t) {
 					p := byKey[k]
 					if p == nil || !Terminal(p.Status) {
@@ -107,12 +106,12 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 					if skipBy.ErrorKey != nil {
 						detail = fmt.Sprintf("%s failed (%s)", skipBy.Key, *skipBy.ErrorKey)
 					}
-					if err := e.settleRow(ctx, tx, run, t, StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now); err != nil {
+					if err := e.settleRow(ctx, tx, t, failAs(StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now)); err != nil {
 						return nil, err
 					}
 					changed = true
 				case settled && !held:
-					if err := e.ready(ctx, tx, fx, run, t, whole, now); err != nil {
+					if err := e.ready(ctx, tx, fx, run, t, written, now); err != nil {
 						return nil, err
 					}
 					changed = true
@@ -127,7 +126,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 			return nil, err
 		}
 		if planted {
-			return e.advanceTrace(ctx, tx, fx, run, nil, false)
+			return e.advanceTrace(ctx, tx, fx, run, nil, nil)
 		}
 	}
 	before := run.Status
@@ -144,22 +143,18 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 	return tasks, nil
 }
 
-// settleRow settles a row with an error status (skipped, failed, canceled, timed out) and keeps
-// the in-memory trace current. pre are columns the caller's transition writes on the row before
-// it settles (ready_at, the approval record), folded into the same statement.
-func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, status string, te TaskError, now int64, pre ...store.Assign) error {
-	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-	if err != nil {
-		return err
-	}
-	set := append(append(make([]store.Assign, 0, len(pre)+6), pre...), store.Assign{Col: "status", Val: status}, store.Assign{Col: "error_key", Val: te.Key},
-		store.Assign{Col: "error_detail", Val: nullable(te.Detail)}, store.Assign{Col: "completed_at", Val: now},
-		store.Assign{Col: "settle_seq", Val: seq}, store.Assign{Col: "output", Val: ""})
-	if _, err := store.SetTask(ctx, tx, t.ID, nil, set...); err != nil {
-		return err
-	}
-	t.Status, t.ErrorKey, t.ErrorDetail, t.CompletedAt, t.SettleSeq = status, &te.Key, nullable(te.Detail), &now, &seq
-	return nil
+// settleRow settles row t, under the run's lock, with an error status (skipped, failed, canceled,
+// timed out) by f (its ID is t's), and keeps the in-memory trace current: t is the row's trace as
+// the statement left it.
+func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, t *store.TaskTrace, f store.Fail) error {
+	f.ID = t.ID
+	_, err := f.Exec(ctx, tx, t)
+	return err
+}
+
+// failAs is the settle of a row with an error status at now (settleRow), its other fields unset.
+func failAs(status string, te TaskError, now int64) store.Fail {
+	return store.Fail{Status: status, Error: store.Failure(te), At: now}
 }
 
 func nullable(s string) *string {
@@ -170,15 +165,14 @@ func nullable(s string) *string {
 }
 
 // ready moves a row whose predecessors settled: a model task is queued for the kernel; a tool
-// task crosses the approval gate and is parked for its executor or queued for the kernel. whole
-// says t carries every column (the transaction wrote it); a trace row's input is read first when
-// the run has an approval rule that matches on it.
-func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, whole bool, now int64) error {
+// task crosses the approval gate and is parked for its executor or queued for the kernel. The
+// row's input is read when the run has an approval rule that matches on it, from written (whole
+// rows the caller holds, see advanceTrace) or else from the store.
+func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, written []store.Task, now int64) error {
 	switch t.Kind {
 	case KindModel:
-		if _, err := store.SetTask(ctx, tx, t.ID, nil,
-			store.Assign{Col: "status", Val: StatusRunning}, store.Assign{Col: "ready_at", Val: now},
-			store.Assign{Col: "dispatched_at", Val: now}); err != nil {
+		// A round is queued for the kernel, whose claim starts its clock.
+		if _, err := (store.Dispatch{ID: t.ID, Status: StatusRunning, At: now, ReadyAt: &now}).Exec(ctx, tx); err != nil {
 			return err
 		}
 		t.Status = StatusRunning
@@ -189,62 +183,74 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		if err != nil {
 			return err
 		}
-		// Only a rule with a path reads the input (approval.ReadsInput): without one, a trace row's
+		// Only a rule with a path reads the input (approval.ReadsInput): without one, the row's
 		// input is not read.
-		full := t
-		if !whole && approval.ReadsInput(rules) {
-			if full, err = store.TaskByID(ctx, tx, t.ID); err != nil {
-				return err
-			}
-		}
 		var input json.RawMessage
-		if full.ToolInput != nil {
-			input = json.RawMessage(*full.ToolInput)
+		if approval.ReadsInput(rules) {
+			full := writtenRow(written, t.ID)
+			if full == nil {
+				if full, err = store.TaskByID(ctx, tx, t.ID); err != nil {
+					return err
+				}
+			}
+			if full.ToolInput != nil {
+				input = json.RawMessage(*full.ToolInput)
+			}
 		}
 		d := Evaluate(run.ApprovalMode, rules, t.Origin, deref(t.ToolName), input)
 		// The row's whole transition is one statement: ready_at, then what the gate decided
 		// (the approval record and the settle, the hold, or the park) in the same UPDATE.
-		readyAt := store.Assign{Col: "ready_at", Val: now}
 		switch d.Outcome {
 		case Denied:
-			return e.settleRow(ctx, tx, run, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: d.Detail}, now,
-				readyAt, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))})
+			f := failAs(StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: d.Detail}, now)
+			f.ReadyAt, f.Approval = &now, approvalOf(d.Origin, nil, now)
+			return e.settleRow(ctx, tx, t, f)
 		case Held:
-			deadline := now + ApprovalHold.Milliseconds()
-			if _, err := store.SetTask(ctx, tx, t.ID, nil, readyAt, store.Assign{Col: "status", Val: StatusNeedsApproval},
-				store.Assign{Col: "deadline_at", Val: deadline}); err != nil {
+			hold := store.Hold{ID: t.ID, Status: StatusNeedsApproval, ReadyAt: now, Deadline: now + ApprovalHold.Milliseconds()}
+			if err := hold.Exec(ctx, tx); err != nil {
 				return err
 			}
 			t.Status = StatusNeedsApproval
 			return nil
 		}
-		return e.dispatch(ctx, tx, fx, run, t, now, readyAt, store.Assign{Col: "approval", Val: jsonText(approvalOf(d.Origin, nil, now))})
+		return e.dispatch(ctx, tx, fx, run, t, now, &now, approvalOf(d.Origin, nil, now))
 	}
 	return fmt.Errorf("runs: ready: %s rows are not placed in this version", t.Kind)
 }
 
+// writtenRow is the row of written with this id, nil when written has none.
+func writtenRow(written []store.Task, id int64) *store.Task {
+	for i := range written {
+		if written[i].ID == id {
+			return &written[i]
+		}
+	}
+	return nil
+}
+
 // dispatch parks a granted tool row: dispatched for its executor, or running in the kernel's
 // queue; the park clock starts now. A row addressed to an executor that was revoked meanwhile
-// settles failed executor_revoked instead (docs/api.md#executors). pre are columns the caller's
-// transition writes on the row first (ready_at, the approval record), folded into the same
-// statement.
-func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, pre ...store.Assign) error {
+// settles failed executor_revoked instead (docs/api.md#executors). readyAt and approval, when
+// not nil, are what the caller's transition writes on the row with it (readiness's ready_at, the
+// gate's record), folded into the same statement.
+func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, now int64, readyAt *int64, approval *Approval) error {
+	status, timeout := parkOf(t)
+	deadline := now + timeout
+	park := store.Dispatch{ID: t.ID, Status: status, At: now, Deadline: &deadline, ReadyAt: readyAt, Approval: approval}
 	// The addressee's revocation is checked by the parking UPDATE itself (the row parks only
 	// while its executor is not revoked), which reads what a read of the executor row a
 	// statement earlier would, one round trip fewer; the row settles failed when it did not park.
-	var guard *store.TaskGuard
 	if t.AddressedExecutorPublicID != nil && !fx.active[*t.AddressedExecutorPublicID] {
-		guard = &store.TaskGuard{UnlessRevoked: *t.AddressedExecutorPublicID}
+		park.UnlessRevoked = *t.AddressedExecutorPublicID
 	}
-	status, timeout := parkOf(t)
-	set := append(append(make([]store.Assign, 0, len(pre)+3), pre...), store.Assign{Col: "status", Val: status},
-		store.Assign{Col: "dispatched_at", Val: now}, store.Assign{Col: "deadline_at", Val: now + timeout})
-	parked, err := store.SetTask(ctx, tx, t.ID, guard, set...)
+	parked, err := park.Exec(ctx, tx)
 	if err != nil {
 		return err
 	}
 	if !parked {
-		return e.settleRow(ctx, tx, run, t, StatusFailed, RevokedError(*t.AddressedExecutorPublicID), now, pre...)
+		f := failAs(StatusFailed, RevokedError(*t.AddressedExecutorPublicID), now)
+		f.ReadyAt, f.Approval = readyAt, approval
+		return e.settleRow(ctx, tx, t, f)
 	}
 	t.Status = status
 	if status == StatusRunning {
@@ -261,7 +267,7 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 
 // parkOf is where a granted tool row parks and for how long: dispatched for its executor, or
 // running in the kernel's queue, for its budget (ToolParkDefault when it has none).
-func parkOf(t *store.Task) (status string, timeout int64) {
+func parkOf(t *store.TaskTrace) (status string, timeout int64) {
 	timeout = deref(t.TimeoutMS)
 	if timeout <= 0 {
 		timeout = ToolParkDefault.Milliseconds()
@@ -280,9 +286,9 @@ func RevokedError(executorPublicID string) TaskError {
 // addressees are the executors a dispatched row's signals go to (docs/api.md#the-executor-plane):
 // its claimant once claimed; else the executor it is addressed to; else the current members of its
 // pool.
-func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run, t *store.Task) ([]string, error) {
+func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run, t *store.TaskTrace) ([]string, error) {
 	if t.ClaimedAt != nil {
-		if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
+		if id := t.ClaimedBy.Executor(); id != "" {
 			return []string{id}, nil
 		}
 	}
@@ -306,7 +312,7 @@ func (e *Engine) addressees(ctx context.Context, q store.Querier, run *store.Run
 // signalCanceled records work_canceled for a dispatched executor row about to settle by
 // anything other than its executor's own commit (a stop, a branch cancel, the expiry rule).
 // Call it before the row's status changes.
-func (e *Engine) signalCanceled(ctx context.Context, q store.Querier, fx *effects, run *store.Run, t *store.Task, reason string) error {
+func (e *Engine) signalCanceled(ctx context.Context, q store.Querier, fx *effects, run *store.Run, t *store.TaskTrace, reason string) error {
 	if t.AddressedRole == nil || t.Status != StatusDispatched {
 		return nil
 	}
@@ -318,31 +324,11 @@ func (e *Engine) signalCanceled(ctx context.Context, q store.Querier, fx *effect
 	return nil
 }
 
-// ClaimedByExecutor is the stored claimant of an executor's claim.
-func ClaimedByExecutor(executorPublicID string) string {
-	return `{"executor_public_id":"` + executorPublicID + `"}`
-}
-
-// ClaimantOf reads the executor public id of a stored claimant; "" for the kernel or none.
-func ClaimantOf(claimedBy string) string {
-	var cb struct {
-		Executor string `json:"executor_public_id"`
-	}
-	if claimedBy == "" || json.Unmarshal([]byte(claimedBy), &cb) != nil {
-		return ""
-	}
-	return cb.Executor
-}
-
 // Approval is a row's approval record (docs/agent-tools.md#the-approval-gate).
-type Approval struct {
-	Origin    string  `json:"origin"`
-	DecidedBy *Member `json:"decided_by,omitempty"`
-	DecidedAt string  `json:"decided_at"`
-}
+type Approval = store.Approval
 
-func approvalOf(origin string, by *Member, now int64) Approval {
-	return Approval{Origin: origin, DecidedBy: by, DecidedAt: store.FormatMillis(now)}
+func approvalOf(origin string, by *Member, now int64) *Approval {
+	return &Approval{Origin: origin, DecidedBy: by, DecidedAt: store.FormatMillis(now)}
 }
 
 func storedRules(s string) ([]Rule, error) {
@@ -357,7 +343,7 @@ func storedRules(s string) ([]Rule, error) {
 }
 
 // runState applies the run lifecycle once readiness is done.
-func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) error {
+func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) error {
 	anyLive, anyOpen := false, false
 	for i := range tasks {
 		if live(tasks[i].Status) {
@@ -380,8 +366,7 @@ func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tas
 		if !anyOpen && d != nil && d.Status == StatusCompleted {
 			// The answer is the deliverable's output, copied in the statement that completes
 			// the run: the loaded rows are light and carry no output.
-			if _, err := tx.Exec(ctx, `UPDATE runs SET answer = (SELECT COALESCE(output, '') FROM tasks WHERE id = ?), status = ?, updated_at = ?, completed_at = ? WHERE id = ?`,
-				d.ID, RunCompleted, now, now, run.ID); err != nil {
+			if err := (store.CompleteRun{ID: run.ID, Status: RunCompleted, Deliverable: d.ID, At: now}).Exec(ctx, tx); err != nil {
 				return err
 			}
 			run.Status = RunCompleted
@@ -395,11 +380,11 @@ func (e *Engine) runState(ctx context.Context, tx *store.Tx, run *store.Run, tas
 }
 
 func (e *Engine) setRunStatus(ctx context.Context, tx *store.Tx, run *store.Run, status string, now int64) error {
-	set := []store.Assign{{Col: "status", Val: status}, {Col: "updated_at", Val: now}}
+	move := store.MoveRun{ID: run.ID, Status: status, At: now}
 	if status == RunCompleted || status == RunCanceled {
-		set = append(set, store.Assign{Col: "completed_at", Val: now})
+		move.CompletedAt = &now
 	}
-	if err := store.SetRun(ctx, tx, run.ID, set...); err != nil {
+	if err := move.Exec(ctx, tx); err != nil {
 		return err
 	}
 	run.Status = status

@@ -30,7 +30,7 @@ func (x *Tx) ParseSteps(ctx context.Context, a *Actor, r *store.Run, raw json.Ra
 // append is their repair), the steps are written after the deliverable (or as a root when it has
 // settled), the last becomes the deliverable at the next revision, and readiness runs. It answers
 // the keys written; r carries the new revision.
-func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.Task, s *Steps, existing map[string]bool) ([]string, error) {
+func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.TaskTrace, s *Steps, existing map[string]bool) ([]string, error) {
 	e, tx := x.e, x.Tx
 	if err := duplicateKeys(s.list, existing, ""); err != nil {
 		return nil, err
@@ -56,12 +56,12 @@ func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.Task, 
 		return nil, err
 	}
 	rev := r.Revision + 1
-	set := []store.Assign{{Col: "revision", Val: rev}, {Col: "deliverable_task_key", Val: keys[len(keys)-1]}, {Col: "updated_at", Val: now}}
+	revise := store.ReviseRun{ID: r.ID, Revision: rev, Deliverable: keys[len(keys)-1], At: now}
 	if r.Status == RunNeedsAttention {
-		set = append(set, store.Assign{Col: "status", Val: RunRunning})
+		revise.Status = RunRunning
 		r.Status = RunRunning
 	}
-	if err := store.SetRun(ctx, tx, r.ID, set...); err != nil {
+	if err := revise.Exec(ctx, tx); err != nil {
 		return nil, err
 	}
 	r.Revision, r.DeliverableTaskKey = rev, keys[len(keys)-1]
@@ -70,8 +70,8 @@ func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.Task, 
 
 // skipHeld settles every row held behind a failed halt row skipped (predecessor_failed): it
 // could never run, and the append is the repair.
-func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace []store.Task, now int64) (map[string]bool, error) {
-	byKey := map[string]*store.Task{}
+func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace []store.TaskTrace, now int64) (map[string]bool, error) {
+	byKey := map[string]*store.TaskTrace{}
 	for i := range trace {
 		byKey[trace[i].Key] = &trace[i]
 	}
@@ -113,7 +113,7 @@ func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace
 		if p.ErrorKey != nil {
 			detail = fmt.Sprintf("%s failed (%s)", p.Key, *p.ErrorKey)
 		}
-		if err := e.settleRow(ctx, tx, r, t, StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now); err != nil {
+		if err := e.settleRow(ctx, tx, t, failAs(StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now)); err != nil {
 			return nil, err
 		}
 		skipped[t.Key] = true

@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"mime"
 	"strings"
@@ -17,15 +16,8 @@ import (
 )
 
 // Attachment is an input upload as a turn or a model step keeps it: the upload descriptor's
-// lasting facts (docs/api.md#uploads).
-type Attachment struct {
-	PublicID    string `json:"public_id"`
-	URI         string `json:"uri"`
-	Filename    string `json:"filename"`
-	ContentType string `json:"content_type"`
-	ByteSize    int64  `json:"byte_size"`
-	SHA256      string `json:"sha256"`
-}
+// lasting facts (docs/api.md#uploads), as rows store it.
+type Attachment = store.Attachment
 
 // inputAttachments checks that every id is one of the caller's own complete uploads (422
 // unknown_input_upload at path[i] otherwise) and answers their descriptors in order. The
@@ -239,17 +231,14 @@ func (g *mediaGate) renderAll(ctx context.Context, refs []attachmentRef) ([]mode
 	return parts, nil
 }
 
-// inputRefs reads a stored attachment list (a step's attachments, a turn's input_attachments).
-func inputRefs(stored string) ([]attachmentRef, error) {
-	var atts []Attachment
-	if err := json.Unmarshal([]byte(stored), &atts); err != nil {
-		return nil, err
-	}
+// inputRefs are the refs of a stored attachment list (a step's attachments, a turn's
+// input_attachments).
+func inputRefs(atts []Attachment) []attachmentRef {
 	refs := make([]attachmentRef, len(atts))
 	for i, a := range atts {
 		refs[i] = inputRef(a)
 	}
-	return refs, nil
+	return refs
 }
 
 // resultRefs are settled calls' media links (docs/agent-tools.md#what-a-model-reads), per row, in
@@ -312,10 +301,8 @@ func (e *Engine) resultRefs(ctx context.Context, q store.Querier, rows []*store.
 // bytes.
 func (e *Engine) rerenderTurn(ctx context.Context, q store.Querier, g *mediaGate, turn *store.Turn, entries []model.Entry) ([]bool, error) {
 	changed := make([]bool, len(entries))
-	inputs, err := inputRefs(turn.InputAttachments)
-	if err != nil {
-		return nil, fmt.Errorf("runs: stored attachments of turn %s: %w", turn.PublicID, err)
-	}
+	inputs := inputRefs(turn.InputAttachments)
+	var err error
 	var media map[int64][]attachmentRef // by round number: its calls' media; read on first need
 	answered, round := false, int64(0)
 	for i := range entries {
@@ -399,11 +386,7 @@ func (e *Engine) lineageMedia(ctx context.Context, q store.Querier, runID int64)
 		if r.Kind != KindModel || r.LineageRoot != "r1" || r.AnswerCalls == nil {
 			continue
 		}
-		var answered []answerCall
-		if err := json.Unmarshal([]byte(*r.AnswerCalls), &answered); err != nil {
-			return nil, fmt.Errorf("runs: stored calls of %s: %w", r.Key, err)
-		}
-		for _, c := range answered {
+		for _, c := range r.AnswerCalls {
 			rounds, calls = append(rounds, r.RoundNumber), append(calls, byKey[c.TaskKey])
 		}
 	}

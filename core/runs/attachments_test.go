@@ -98,7 +98,7 @@ func TestMessageAttachments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p.Turn.Input.Attachments) != 1 || !strings.Contains(string(p.Turn.Input.Attachments[0]), `"filename":"shot.png"`) {
+		if len(p.Turn.Input.Attachments) != 1 || p.Turn.Input.Attachments[0].Filename != "shot.png" {
 			t.Fatalf("turn input %+v", p.Turn.Input)
 		}
 		h.drain()

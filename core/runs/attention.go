@@ -10,7 +10,7 @@ type Attention struct {
 }
 
 // AttentionOf lists the standing reasons, in order (docs/api.md#runs).
-func AttentionOf(r *store.Run, tasks []store.Task, byKey map[string]*store.Task) []Attention {
+func AttentionOf(r *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace) []Attention {
 	var halt, approvals, asks []string
 	for i := range tasks {
 		t := &tasks[i]

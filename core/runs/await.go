@@ -42,29 +42,27 @@ const (
 
 // WaitSpec is a wait await's target and clock, as the task read serves it
 // (docs/api.md#tasks-and-decisions).
-type WaitSpec struct {
-	RunPublicID string `json:"run_public_id"`
-	Task        string `json:"task"`
-	TimeoutMS   int64  `json:"timeout_ms"`
-}
+type WaitSpec = store.WaitSpec
 
-func parseWaitSpec(s *string) (WaitSpec, bool) {
-	var w WaitSpec
-	if s == nil || json.Unmarshal([]byte(*s), &w) != nil || w.Task == "" {
+// parseWaitSpec is a wait await's spec; false when the row has none, or none naming a task.
+func parseWaitSpec(s *WaitSpec) (WaitSpec, bool) {
+	if s == nil || s.Task == "" {
 		return WaitSpec{}, false
 	}
-	return w, true
+	return *s, true
 }
 
 // waitInputTask reads the task argument of a wait call's stored input.
-func waitInputTask(input *string) string {
+func waitInputTask(input *string) (string, error) {
 	var in struct {
 		Task string `json:"task"`
 	}
 	if input != nil {
-		_ = json.Unmarshal([]byte(*input), &in)
+		if err := json.Unmarshal([]byte(*input), &in); err != nil {
+			return "", fmt.Errorf("runs: a wait call's stored input: %w", err)
+		}
 	}
-	return in.Task
+	return in.Task, nil
 }
 
 // WaitAwait is the await a wait call places (docs/agent-tools.md#delegation-and-conversations):
@@ -73,9 +71,13 @@ func waitInputTask(input *string) string {
 func WaitAwait(callKey string, spec WaitSpec) *store.Task {
 	key := ChildKey(callKey, RoleWait, 1)
 	clock := min(spec.TimeoutMS, WaitClamp.Milliseconds())
-	return &store.Task{Key: key, Kind: KindAwait, Status: StatusDispatched, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
-		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: new(AwaitWait),
-		WaitSpec: jsonText(spec), TimeoutMS: &clock}
+	return &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: KindAwait, Status: StatusDispatched, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
+		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key,
+		AwaitKind: new(AwaitWait), TimeoutMS: &clock,
+	},
+		WaitSpec: &spec,
+	}
 }
 
 // Question is what an ask call asks.
@@ -87,10 +89,7 @@ type Question struct {
 }
 
 // AddressedMember is an ask's addressee as stored and served: {role: "member", member}.
-type AddressedMember struct {
-	Role   string `json:"role"`
-	Member Member `json:"member"`
-}
+type AddressedMember = store.AddressedMember
 
 // AskAwait is the await an ask call places (docs/agent-tools.md#delegation-and-conversations):
 // awaiting a member's answer from birth, hidden, absorbing, parked 24 hours, addressed to the
@@ -109,12 +108,16 @@ func AskAwait(ctx context.Context, call *KernelCall, q Question) (*store.Task, e
 	}
 	key := ChildKey(call.TaskKey, RoleAsk, 1)
 	clock := AskPark.Milliseconds()
-	t := &store.Task{Key: key, Kind: KindAwait, Status: StatusAwaitingInput, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
-		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key, AwaitKind: new(AwaitAsk),
-		Prompt: new(q.Prompt), Multi: new(q.Multi), AddressedMember: jsonText(AddressedMember{Role: "member", Member: to}),
-		TimeoutMS: &clock}
+	t := &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: KindAwait, Status: StatusAwaitingInput, Origin: OriginKernel,
+		OnFailure: OnFailureAbsorb, Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden,
+		LineageRoot: key, AwaitKind: new(AwaitAsk), TimeoutMS: &clock,
+	},
+		Prompt: new(q.Prompt), Multi: new(q.Multi),
+		AddressedMember: &AddressedMember{Role: "member", Member: to},
+	}
 	if len(q.Options) > 0 {
-		t.Options = jsonText(q.Options)
+		t.Options = q.Options
 	}
 	return t, nil
 }
@@ -141,7 +144,7 @@ func askAddressee(ctx context.Context, q store.Querier, run *store.Run) (Member,
 // lifetime, wake and detachment, so that a detached branch's question is the branch's), and its
 // park starts as it is placed, ready and dispatched now, its deadline its clock from now
 // (docs/development.md#how-the-kernel-runs-work). A branch keeps what its call's arguments gave it.
-func inheritPlacement(t, call *store.Task, now int64) {
+func inheritPlacement(t *store.Task, call *store.TaskTrace, now int64) {
 	if t.Kind != KindAwait {
 		return
 	}
@@ -211,7 +214,7 @@ func LookupWaitTarget(ctx context.Context, call *KernelCall, runPublicID, task s
 		if err != nil {
 			return nil, err
 		}
-		if waitCycle(tasks, call.TaskKey, target) {
+		if waitCycle(tasks, call.TaskKey, &target.TaskTrace) {
 			out.Cycle = true
 			return out, nil
 		}
@@ -231,8 +234,8 @@ func LookupWaitTarget(ctx context.Context, call *KernelCall, runPublicID, task s
 // target is the call, or an ancestor of it (the call that placed it, the round that made it, a
 // round of that round's lineage, whose final work waits on this call, and so up through the
 // delegate_task or tool_call call whose work contains it).
-func waitCycle(tasks []store.Task, callKey string, target *store.Task) bool {
-	byKey := make(map[string]*store.Task, len(tasks))
+func waitCycle(tasks []store.TaskTrace, callKey string, target *store.TaskTrace) bool {
+	byKey := make(map[string]*store.TaskTrace, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}
@@ -365,7 +368,7 @@ func textContent(s string) *string {
 // settled, the call completes with the branch's envelope framed with the call's key, an error
 // flag when the branch did not complete, and the [model: …] line when the call named a model
 // (docs/agent-tools.md#delegation-and-conversations).
-func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child *store.TaskTrace) (*settlement, error) {
 	final, err := store.LastLineageRound(ctx, q, call.RunID, child.LineageRoot)
 	if err != nil {
 		return nil, err
@@ -382,7 +385,11 @@ func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child
 		return nil, err
 	}
 	tr := lineageResult(call.Key, root, final)
-	if requested := requestedModel(full.ToolInput); requested != "" {
+	requested, err := requestedModel(full.ToolInput)
+	if err != nil {
+		return nil, err
+	}
+	if requested != "" {
 		ran := "ran on " + deref(final.Model)
 		if final.SealedRequestID == nil || final.StartedAt == nil {
 			ran = "not started"
@@ -394,17 +401,19 @@ func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child
 }
 
 // requestedModel is a delegate_task call's explicit model argument, "" when absent or blank.
-func requestedModel(input *string) string {
+func requestedModel(input *string) (string, error) {
 	var in struct {
 		Model *string `json:"model"`
 	}
 	if input != nil {
-		_ = json.Unmarshal([]byte(*input), &in)
+		if err := json.Unmarshal([]byte(*input), &in); err != nil {
+			return "", fmt.Errorf("runs: a delegate_task call's stored input: %w", err)
+		}
 	}
 	if in.Model == nil {
-		return ""
+		return "", nil
 	}
-	return strings.TrimSpace(*in.Model)
+	return strings.TrimSpace(*in.Model), nil
 }
 
 // observeAwait reads an await a call placed. An ask's call completes with the <answer>
@@ -412,7 +421,7 @@ func requestedModel(input *string) string {
 // wait's await resolves when its target's final work settles, which in the calling run happens
 // in this very transaction, and the call completes with the target's envelope; its expiry or
 // cancellation ends only the observation.
-func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child *store.TaskTrace) (*settlement, error) {
 	switch deref(child.AwaitKind) {
 	case AwaitAsk:
 		if !Terminal(child.Status) {
@@ -477,7 +486,7 @@ func WaitTargetGoneDetail(task string) string {
 // targetGone settles a wait whose target was collected while observed: the await and the call
 // complete with the error result wait_target_not_found and its structured_content. No path
 // collects tasks in this version; the rule is kept for the one that will.
-func (e *Engine) targetGone(ctx context.Context, q store.Querier, await, child *store.Task, task string) (*settlement, error) {
+func (e *Engine) targetGone(ctx context.Context, q store.Querier, await *store.Task, child *store.TaskTrace, task string) (*settlement, error) {
 	detail := WaitTargetGoneDetail(task)
 	out := WordWaitTargetNotFound + ": " + detail
 	sc := jsonText(struct {
@@ -530,15 +539,9 @@ func (e *Engine) waitTargetState(ctx context.Context, q store.Querier, runID int
 // resolveWait settles a wait await completed with the target's envelope: it is kernel-held,
 // so the kernel is who resolved it.
 func (e *Engine) resolveWait(ctx context.Context, q store.Querier, await *store.Task, out string, isErr bool) error {
-	seq, err := store.NextSettleSeq(ctx, q, await.RunID)
-	if err != nil {
-		return err
-	}
-	_, err = store.SetTask(ctx, q, await.ID, &store.TaskGuard{Statuses: []string{StatusDispatched}},
-		store.Assign{Col: "status", Val: StatusCompleted}, store.Assign{Col: "is_error", Val: isErr},
-		store.Assign{Col: "output", Val: out}, store.Assign{Col: "content", Val: textContent(out)},
-		store.Assign{Col: "resolved_by", Val: *jsonText(Member{Kind: OriginKernel})},
-		store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: seq})
+	settle := store.Settle{ID: await.ID, Status: StatusCompleted, Result: store.Result{IsError: &isErr, Output: out, Content: textContent(out)},
+		ResolvedBy: &Member{Kind: OriginKernel}, At: e.nowMS(), From: StatusDispatched}
+	_, err := settle.Exec(ctx, q, nil)
 	return err
 }
 
@@ -590,7 +593,7 @@ func (e *Engine) observeWaits(ctx context.Context) (int, error) {
 // mayHaveSettled answers from the run's trace alone whether an awaited row's work may have
 // settled, so that each readiness pass reads rows only for the calls that may settle now: a
 // branch whose newest round still works, or an ask still awaiting its answer, cannot.
-func mayHaveSettled(tasks []store.Task, child *store.Task) bool {
+func mayHaveSettled(tasks []store.TaskTrace, child *store.TaskTrace) bool {
 	switch {
 	case child.Kind == KindModel:
 		_, done := lineageFinal(tasks, child.LineageRoot)

@@ -46,10 +46,13 @@ func BranchRow(callKey string, b Branch) *store.Task {
 	if defs == "" {
 		defs = "[]"
 	}
-	t := &store.Task{Key: key, Kind: KindModel, Status: StatusWaiting, Mainline: false, Origin: OriginKernel,
-		OnFailure: OnFailureAbsorb, Lifetime: b.Lifetime, Wake: b.Wake, Detached: b.Detached, Visibility: VisibilityVisible,
-		LineageRoot: key, RoundNumber: 1, Model: new(b.Model), Prompt: new(b.Prompt), Instructions: b.Instructions,
-		ToolDefinitions: &defs}
+	t := &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: KindModel, Status: StatusWaiting, Mainline: false, Origin: OriginKernel,
+		OnFailure: OnFailureAbsorb, Lifetime: b.Lifetime, Wake: b.Wake, Detached: b.Detached,
+		Visibility: VisibilityVisible, LineageRoot: key, RoundNumber: 1, Model: new(b.Model),
+	},
+		Prompt: new(b.Prompt), Instructions: b.Instructions, ToolDefinitions: &defs,
+	}
 	if cat != "" {
 		t.SkillCatalog = &cat
 	}
@@ -70,7 +73,7 @@ func branchCallKey(lineageRoot string) string {
 }
 
 // isBranchRound reports whether a row is a round of a delegate_task branch.
-func isBranchRound(t *store.Task) bool {
+func isBranchRound(t *store.TaskTrace) bool {
 	return t.Kind == KindModel && !t.Mainline && branchCallKey(t.LineageRoot) != ""
 }
 
@@ -78,7 +81,7 @@ func isBranchRound(t *store.Task) bool {
 // mainline takes the run's counter (docs/development.md#how-the-kernel-runs-work); a branch keeps
 // its own, which is its lineage's round number, namespaced under the call that placed it (C-r<n>,
 // C-r<n>t<i>).
-func roundKeys(run *store.Run, t *store.Task) (n int64, callPrefix, cont string) {
+func roundKeys(run *store.Run, t *store.TaskTrace) (n int64, callPrefix, cont string) {
 	if c := branchCallKey(t.LineageRoot); !t.Mainline && c != "" {
 		n = t.RoundNumber + 1
 		return n, fmt.Sprintf("%s-r%dt", c, n), fmt.Sprintf("%s-r%d", c, n)
@@ -90,8 +93,8 @@ func roundKeys(run *store.Run, t *store.Task) (n int64, callPrefix, cont string)
 // lineageFinal is the newest round of a lineage in a trace, and whether the lineage is done:
 // that round settled (a round that continues writes its continuation in the transaction that
 // settles it, so the newest round of a working lineage is never settled).
-func lineageFinal(tasks []store.Task, root string) (*store.Task, bool) {
-	var last *store.Task
+func lineageFinal(tasks []store.TaskTrace, root string) (*store.TaskTrace, bool) {
+	var last *store.TaskTrace
 	for i := range tasks {
 		t := &tasks[i]
 		if t.Kind == KindModel && t.LineageRoot == root && (last == nil || t.RoundNumber > last.RoundNumber) {
@@ -103,7 +106,7 @@ func lineageFinal(tasks []store.Task, root string) (*store.Task, bool) {
 
 // branchMembers are the rows of a branch (docs/api.md#tasks-and-decisions): its rounds, their
 // calls, and every row placed under one of those, recursively; in creation order.
-func branchMembers(tasks []store.Task, root string) []*store.Task {
+func branchMembers(tasks []store.TaskTrace, root string) []*store.TaskTrace {
 	in := map[string]bool{}
 	for i := range tasks {
 		if tasks[i].Kind == KindModel && tasks[i].LineageRoot == root {
@@ -123,7 +126,7 @@ func branchMembers(tasks []store.Task, root string) []*store.Task {
 			}
 		}
 	}
-	var out []*store.Task
+	var out []*store.TaskTrace
 	for i := range tasks {
 		if in[tasks[i].Key] {
 			out = append(out, &tasks[i])
@@ -137,7 +140,7 @@ func branchMembers(tasks []store.Task, root string) []*store.Task {
 // (task_canceled, failure_resolution canceled); the waited call that observes it, or the mainline
 // round that reads it, then reads a canceled <task_result>. It answers the key of the branch's
 // first round.
-func (x *Tx) CancelBranch(ctx context.Context, r *store.Run, t *store.Task) (string, error) {
+func (x *Tx) CancelBranch(ctx context.Context, r *store.Run, t *store.TaskTrace) (string, error) {
 	e, tx, fx := x.e, x.Tx, x.fx
 	tasks, err := store.TraceTasks(ctx, tx, r.ID)
 	if err != nil {
@@ -168,7 +171,7 @@ func (x *Tx) CancelBranch(ctx context.Context, r *store.Run, t *store.Task) (str
 // branchRootOf finds the branch a cancel names: a delegate_task call that placed one, or any
 // round of one. Everything else (a mainline round, a call that placed no branch, a non-model
 // row) is not a branch.
-func branchRootOf(tasks []store.Task, t *store.Task) (string, bool) {
+func branchRootOf(tasks []store.TaskTrace, t *store.TaskTrace) (string, bool) {
 	switch {
 	case isBranchRound(t):
 		return t.LineageRoot, true
@@ -186,7 +189,7 @@ func branchRootOf(tasks []store.Task, t *store.Task) (string, bool) {
 // cancelRow settles one live row canceled by a branch cancel or a stop: its executor hears
 // work_canceled, an in-flight evaluation is abandoned, and a wait call that was observing keeps
 // the sentence saying that only its observation ended.
-func (e *Engine) cancelRow(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, key string, now int64) error {
+func (e *Engine) cancelRow(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, key string, now int64) error {
 	if t.AddressedRole != nil && t.Status == StatusDispatched {
 		var ids []string
 		if t.AddressedExecutorPublicID != nil {
@@ -199,21 +202,17 @@ func (e *Engine) cancelRow(ctx context.Context, tx *store.Tx, fx *effects, run *
 	if err != nil {
 		return err
 	}
-	if err := e.settleRow(ctx, tx, run, t, StatusCanceled, TaskError{Key: key, Detail: detail}, now); err != nil {
-		return err
-	}
+	f := failAs(StatusCanceled, TaskError{Key: key, Detail: detail}, now)
 	if key == KeyTaskCanceled {
-		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "failure_resolution", Val: StatusCanceled}); err != nil {
-			return err
-		}
-		t.FailureResolution = new(StatusCanceled)
+		// A branch cancel resolves the failure it leaves (failure_resolution canceled).
+		f.Resolution = new(StatusCanceled)
 	}
-	return nil
+	return e.settleRow(ctx, tx, t, f)
 }
 
 // canceledDetail is the detail a canceled row carries: a wait call (or its await) says that the
 // target keeps running (docs/agent-tools.md#delegation-and-conversations); other rows carry none.
-func (e *Engine) canceledDetail(ctx context.Context, q store.Querier, t *store.Task) (string, error) {
+func (e *Engine) canceledDetail(ctx context.Context, q store.Querier, t *store.TaskTrace) (string, error) {
 	isWaitCall := t.Kind == KindTool && deref(t.ToolName) == wireWait && t.Lowered
 	isWaitAwait := t.Kind == KindAwait && deref(t.AwaitKind) == AwaitWait
 	if !isWaitCall && !isWaitAwait {
@@ -229,7 +228,9 @@ func (e *Engine) canceledDetail(ctx context.Context, q store.Querier, t *store.T
 			target = spec.Task
 		}
 	} else {
-		target = waitInputTask(full.ToolInput)
+		if target, err = waitInputTask(full.ToolInput); err != nil {
+			return "", err
+		}
 	}
 	return e.texts.WaitCanceled(target), nil
 }

@@ -160,7 +160,7 @@ func replyOf(ctx context.Context, q store.Querier, runID int64, callKey string) 
 // delivered as a detached result (docs/agent-tools.md#delegation-and-conversations), unless the
 // call's waited await took the reply first, in which case it is recorded as delivered with the
 // await and never mailed (the reply comes back once). It reports whether it settled any.
-func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) (bool, error) {
+func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) (bool, error) {
 	settled := false
 	for i := range tasks {
 		t := &tasks[i]
@@ -176,21 +176,14 @@ func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.R
 		}
 		out := tr.Render()
 		isErr := tr.Status != StatusCompleted
-		seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-		if err != nil {
-			return false, err
-		}
-		set := []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: isErr}, {Col: "output", Val: out},
-			{Col: "content", Val: textContent(out)}, {Col: "resolved_by", Val: *jsonText(Member{Kind: OriginKernel})},
-			{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: seq}}
+		settle := store.Settle{ID: t.ID, Status: StatusCompleted, Result: store.Result{IsError: &isErr, Output: out, Content: textContent(out)},
+			ResolvedBy: &Member{Kind: OriginKernel}, At: now, From: StatusDispatched}
 		if a := byKey[ChildKey(*t.ParentKey, RoleSpawn, 1)]; a != nil && a.Status == StatusCompleted {
-			set = append(set, store.Assign{Col: "delivered_with", Val: a.Key}, store.Assign{Col: "result_delivered_at", Val: now})
-			t.DeliveredWith, t.ResultDeliveredAt = &a.Key, &now
+			settle.DeliveredWith = a.Key
 		}
-		if _, err := store.SetTask(ctx, tx, t.ID, &store.TaskGuard{Statuses: []string{StatusDispatched}}, set...); err != nil {
+		if _, err := settle.Exec(ctx, tx, t); err != nil {
 			return false, err
 		}
-		t.Status, t.IsError, t.CompletedAt, t.SettleSeq = StatusCompleted, &isErr, &now, &seq
 		settled = true
 	}
 	return settled, nil
@@ -211,7 +204,7 @@ type SpawnStructured struct {
 // kernel) and the call completes with the reply's envelope, an error flag when the reply did not
 // complete; an await that expired or was canceled first ends only the waiting, and the call
 // completes with the two-line text and the receipt's structured_content.
-func (e *Engine) observeSpawn(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+func (e *Engine) observeSpawn(ctx context.Context, q store.Querier, call, child *store.TaskTrace) (*settlement, error) {
 	full, err := store.TaskByID(ctx, q, child.ID)
 	if err != nil {
 		return nil, err
@@ -235,7 +228,7 @@ func (e *Engine) observeSpawn(ctx context.Context, q store.Querier, call, child 
 	return &settlement{status: StatusCompleted, isError: &isErr, output: out, content: textContent(out)}, nil
 }
 
-func (e *Engine) spawnStillWorking(ctx context.Context, q store.Querier, call *store.Task) (*settlement, error) {
+func (e *Engine) spawnStillWorking(ctx context.Context, q store.Querier, call *store.TaskTrace) (*settlement, error) {
 	r, err := store.RequestByCall(ctx, q, call.RunID, call.Key)
 	if err != nil {
 		return nil, err

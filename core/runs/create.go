@@ -18,12 +18,12 @@ type NewRun struct {
 	Start  bool
 }
 
-// CreatedRun is a run a create wrote: the run, its steps' keys in order, and its every row as
-// written (readiness applied when it started), in id order.
+// CreatedRun is a run a create wrote: the run, its steps' keys in order, and the trace of its
+// every row as written (readiness applied when it started), in id order.
 type CreatedRun struct {
-	Run  *store.Run
-	Keys []string
-	Rows []store.Task
+	Run   *store.Run
+	Keys  []string
+	Trace []store.TaskTrace
 }
 
 // CreateRun accepts in for a (its default Runner, its memory configuration, its steps) and writes
@@ -40,12 +40,13 @@ func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *NewRun) (*CreatedRun, 
 	}
 	// The rows just written are the run's every row: readiness and the door's run document work
 	// on them as written rather than reading them back.
+	trace := store.TracesOf(rows)
 	if in.Start {
-		if rows, err = x.e.advanceTrace(ctx, x.Tx, x.fx, r, rows, true); err != nil {
+		if trace, err = x.e.advanceTrace(ctx, x.Tx, x.fx, r, trace, rows); err != nil {
 			return nil, err
 		}
 	}
-	return &CreatedRun{Run: r, Keys: keys, Rows: rows}, nil
+	return &CreatedRun{Run: r, Keys: keys, Trace: trace}, nil
 }
 
 // acceptRun accepts a run object for the actor: its default Runner, its memory configuration,
@@ -170,10 +171,12 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 	rows := make([]store.Task, 0, len(steps))
 	prev := firstAfter
 	for i, s := range steps {
-		t := &store.Task{RunID: runID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
-			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.visible, LineageRoot: s.key, CreatedAt: now}
+		t := &store.Task{TaskTrace: store.TaskTrace{
+			RunID: runID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
+			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.visible, LineageRoot: s.key, CreatedAt: now,
+		}}
 		if prev != "" {
-			t.AfterKeys = jsonText([]string{prev})
+			t.AfterKeys = store.Strings{prev}
 		}
 		if s.verb == "model" {
 			t.Kind, t.Mainline, t.RoundNumber = KindModel, true, 1
@@ -182,10 +185,10 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 				t.Instructions = &s.instructions
 			}
 			if len(s.results) > 0 {
-				t.Results = jsonText(s.results)
+				t.Results = s.results
 			}
 			if len(s.attachments) > 0 {
-				t.Attachments = jsonText(s.attachments)
+				t.Attachments = s.attachments
 			}
 			if s.frozen != nil {
 				t.ToolDefinitions = new(string(s.frozen.ToolDefinitions))
@@ -197,7 +200,7 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 			t.ToolName = &s.name
 			t.ToolInput = new(string(s.input))
 			if s.route != nil {
-				t.Route = jsonText(s.route)
+				t.Route = s.route
 			}
 			if s.timeoutMS > 0 {
 				t.TimeoutMS = &s.timeoutMS
@@ -222,8 +225,7 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 // startRun moves a pending run to running and makes its roots ready
 // (docs/development.md#how-the-kernel-runs-work).
 func (e *Engine) startRun(ctx context.Context, tx *store.Tx, fx *effects, r *store.Run, now int64) error {
-	if err := store.SetRun(ctx, tx, r.ID, store.Assign{Col: "status", Val: RunRunning},
-		store.Assign{Col: "started_at", Val: now}, store.Assign{Col: "updated_at", Val: now}); err != nil {
+	if err := (store.StartRun{ID: r.ID, Status: RunRunning, At: now}).Exec(ctx, tx); err != nil {
 		return err
 	}
 	r.Status = RunRunning

@@ -88,7 +88,7 @@ func (e *Engine) CreateInStatement(ctx context.Context, a *Actor, in *NewRun) (*
 	}
 	e.afterCommit(ctx, fx)
 	// The statement gave the run its workspace and the served rows their address.
-	return &CreatedRun{Run: r, Keys: keys, Rows: rows}, nil
+	return &CreatedRun{Run: r, Keys: keys, Trace: store.TracesOf(rows)}, nil
 }
 
 // bornReady applies the first readiness of a run born running to its unwritten rows, as
@@ -119,8 +119,8 @@ func (e *Engine) bornReady(ctx context.Context, q store.Querier, fx *effects, st
 		if d.Outcome != Granted {
 			return false, nil
 		}
-		status, timeout := parkOf(t)
-		t.ReadyAt, t.Approval = &now, jsonText(approvalOf(d.Origin, nil, now))
+		status, timeout := parkOf(&t.TaskTrace)
+		t.ReadyAt, t.Approval = &now, approvalOf(d.Origin, nil, now)
 		t.Status, t.DispatchedAt = status, &now
 		if !served {
 			deadline := now + timeout
@@ -133,7 +133,7 @@ func (e *Engine) bornReady(ctx context.Context, q store.Querier, fx *effects, st
 			e.wakeKernelIn(stmt, fx, t.Key)
 			return true, nil
 		}
-		ids, err := e.addressees(ctx, q, r, t)
+		ids, err := e.addressees(ctx, q, r, &t.TaskTrace)
 		if err != nil {
 			return false, err
 		}

@@ -28,12 +28,12 @@ const deliveredToTurn = "turn:"
 // carried yet.
 type pendingBranch struct {
 	callKey string
-	root    *store.Task
-	final   *store.Task
+	root    *store.TaskTrace
+	final   *store.TaskTrace
 }
 
 // pendingBranches lists a run's settled, undelivered detached branches in settlement order.
-func pendingBranches(tasks []store.Task) []pendingBranch {
+func pendingBranches(tasks []store.TaskTrace) []pendingBranch {
 	var out []pendingBranch
 	for i := range tasks {
 		root := &tasks[i]
@@ -133,7 +133,7 @@ func userText(text string) model.Entry {
 
 // mainlineDone reports whether a run's mainline has given its final answer: the deliverable is
 // a mainline model round that completed (a round that continued handed the deliverable on).
-func mainlineDone(run *store.Run, byKey map[string]*store.Task) (*store.Task, bool) {
+func mainlineDone(run *store.Run, byKey map[string]*store.TaskTrace) (*store.TaskTrace, bool) {
 	d := byKey[run.DeliverableTaskKey]
 	if d == nil || d.Kind != KindModel || !d.Mainline || d.Status != StatusCompleted {
 		return nil, false
@@ -143,7 +143,7 @@ func mainlineDone(run *store.Run, byKey map[string]*store.Task) (*store.Task, bo
 
 // conversationLifetime reports whether a row's conversation lifetime holds: on a standalone
 // run conversation behaves as turn (docs/agent-tools.md#delegation-and-conversations).
-func conversationLifetime(run *store.Run, t *store.Task) bool {
+func conversationLifetime(run *store.Run, t *store.TaskTrace) bool {
 	return run.ConversationID != nil && t.Lifetime == LifetimeConversation
 }
 
@@ -153,7 +153,7 @@ func conversationLifetime(run *store.Run, t *store.Task) bool {
 // conversation-lifetime results are posted as kernel turns or held; late turn-lifetime results
 // with auto wake get one wake round that reads them all and becomes the deliverable. It reports
 // whether it wrote a row readiness must see.
-func (e *Engine) deliverLate(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) (bool, error) {
+func (e *Engine) deliverLate(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) (bool, error) {
 	if run.Status != RunRunning {
 		return false, nil
 	}
@@ -186,22 +186,26 @@ func (e *Engine) deliverLate(ctx context.Context, tx *store.Tx, fx *effects, run
 // mainline continuation r<n> of the final round, after the branches it delivers, which reads them
 // as unpaired results and becomes the deliverable. It copies the final round's frozen context like
 // any continuation.
-func (e *Engine) plantWakeRound(ctx context.Context, tx *store.Tx, run *store.Run, last *store.Task, after []string, now int64) error {
+func (e *Engine) plantWakeRound(ctx context.Context, tx *store.Tx, run *store.Run, last *store.TaskTrace, after []string, now int64) error {
 	d, err := store.TaskByID(ctx, tx, last.ID)
 	if err != nil {
 		return err
 	}
 	n := run.MainlineRoundCounter + 1
 	key := fmt.Sprintf("r%d", n)
-	if err := store.SetRun(ctx, tx, run.ID, store.Assign{Col: "mainline_round_counter", Val: n},
-		store.Assign{Col: "deliverable_task_key", Val: key}); err != nil {
+	if err := (store.PlantRound{ID: run.ID, Counter: n, Deliverable: key}).Exec(ctx, tx); err != nil {
 		return err
 	}
 	run.MainlineRoundCounter, run.DeliverableTaskKey = n, key
-	wake := &store.Task{RunID: run.ID, Key: key, Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: OriginKernel,
-		AfterKeys: jsonText(after), OnFailure: d.OnFailure, Lifetime: d.Lifetime, Wake: d.Wake, Visibility: d.Visibility,
-		LineageRoot: d.LineageRoot, RoundNumber: d.RoundNumber + 1, Model: d.Model, Instructions: d.Instructions,
-		ToolDefinitions: d.ToolDefinitions, SkillCatalog: d.SkillCatalog, Environment: d.Environment, CreatedAt: now}
+	wake := &store.Task{TaskTrace: store.TaskTrace{
+		RunID: run.ID, Key: key, Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: OriginKernel,
+		AfterKeys: after, OnFailure: d.OnFailure, Lifetime: d.Lifetime, Wake: d.Wake,
+		Visibility: d.Visibility, LineageRoot: d.LineageRoot, RoundNumber: d.RoundNumber + 1, Model: d.Model,
+		CreatedAt: now,
+	},
+		Instructions: d.Instructions, ToolDefinitions: d.ToolDefinitions, SkillCatalog: d.SkillCatalog,
+		Environment: d.Environment,
+	}
 	return store.InsertTask(ctx, tx, wake)
 }
 
@@ -209,7 +213,7 @@ func (e *Engine) plantWakeRound(ctx context.Context, tx *store.Tx, run *store.Ru
 // everything still open is conversation-lifetime detached work (docs/api.md#conversations): the
 // turn takes the answer, and the conversation moves on to its next queued turn while the run stays
 // running for the branches.
-func (e *Engine) completeTurnEarly(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, tasks []store.Task, d *store.Task, now int64) error {
+func (e *Engine) completeTurnEarly(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, tasks []store.TaskTrace, d *store.TaskTrace, now int64) error {
 	if run.ConversationID == nil {
 		return nil
 	}
@@ -274,8 +278,7 @@ func (e *Engine) deliverToConversation(ctx context.Context, tx *store.Tx, fx *ef
 	if err != nil {
 		return err
 	}
-	_, err = store.SetTask(ctx, tx, b.final.ID, nil, store.Assign{Col: "delivered_with", Val: deliveredToTurn + turn.PublicID},
-		store.Assign{Col: "result_delivered_at", Val: now})
+	err = (store.Deliver{ID: b.final.ID, With: deliveredToTurn + turn.PublicID, At: now}).Exec(ctx, tx)
 	b.final.DeliveredWith = new(deliveredToTurn + turn.PublicID)
 	return err
 }
@@ -360,14 +363,12 @@ func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *sto
 		return nil, err
 	}
 	t := &store.Turn{PublicID: in.PublicID, ConversationID: c.ID, Position: pos, AuthorKind: in.AuthorKind,
-		SenderConversationPublicID: in.SenderConversation, InputText: in.Text, InputAttachments: "[]", Model: ref, Status: TurnQueued,
+		SenderConversationPublicID: in.SenderConversation, InputText: in.Text, InputAttachments: store.Attachments{}, Model: ref, Status: TurnQueued,
 		RunID: r.ID, RunPublicID: r.PublicID, CreatedAt: now}
 	if len(in.Attachments) > 0 {
-		t.InputAttachments = *jsonText(in.Attachments)
+		t.InputAttachments = in.Attachments
 	}
-	if in.ToolNames != nil {
-		t.ToolNames = jsonText(in.ToolNames)
-	}
+	t.ToolNames = in.ToolNames
 	if in.AuthorPublicID != "" {
 		t.AuthorPublicID = &createdBy
 	}
@@ -381,13 +382,17 @@ func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *sto
 	if in.AuthorKind != OriginKernel {
 		origin = OriginAuthor
 	}
-	round := &store.Task{RunID: r.ID, Key: "r1", Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: origin,
-		OnFailure: OnFailureHalt, Lifetime: LifetimeConversation, Wake: WakeAuto, Visibility: VisibilityVisible,
-		LineageRoot: "r1", RoundNumber: 1, Model: &ref, Prompt: &in.Text, Instructions: prof.Instructions,
-		ToolDefinitions: new(string(prof.Frozen.ToolDefinitions)), Environment: new(string(prof.Frozen.Environment)),
-		SkillCatalog: new(string(prof.Frozen.SkillCatalog)), CreatedAt: now}
+	round := &store.Task{TaskTrace: store.TaskTrace{
+		RunID: r.ID, Key: "r1", Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: origin,
+		OnFailure: OnFailureHalt, Lifetime: LifetimeConversation, Wake: WakeAuto,
+		Visibility: VisibilityVisible, LineageRoot: "r1", RoundNumber: 1, Model: &ref, CreatedAt: now,
+	},
+		Prompt: &in.Text, Instructions: prof.Instructions,
+		ToolDefinitions: new(string(prof.Frozen.ToolDefinitions)),
+		Environment:     new(string(prof.Frozen.Environment)), SkillCatalog: new(string(prof.Frozen.SkillCatalog)),
+	}
 	if len(in.Attachments) > 0 {
-		round.Attachments = jsonText(in.Attachments)
+		round.Attachments = in.Attachments
 	}
 	if err := store.InsertTask(ctx, tx, round); err != nil {
 		return nil, err

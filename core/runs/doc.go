@@ -29,6 +29,13 @@
 // stands now (profiles.Service); a round's frozen set is read back through projection.Open. The
 // engine re-implements no declaration rule.
 //
+// It decides every transition and writes none by hand: each is one of core/store's named
+// statements (store.Dispatch, store.Fail, store.Settle, store.SettleRound, store.MoveRun, …),
+// filled with the statuses and values the engine decides and the guards it holds (the row's
+// status, its claim's store.Fence), and the claims take the rows store.KernelRunnable and its
+// narrowings name. It writes no SQL (docs/development.md#how-a-door-reaches-the-store).
+// Readiness works on the run's trace (store.TaskTrace); what needs a row's body reads it whole.
+//
 // It must not import core/conversations, core/kernel, core/executors, core/httpapi or
 // core/server: kernel tool handlers, the texts of the results the engine settles on a tool's
 // behalf, executor push, the executors' announcements and the workspace's memory override reach

@@ -17,9 +17,10 @@ import (
 // sweeper): the worker discards its work.
 var errLostClaim = errors.New("runs: the claim was lost")
 
-func (e *Engine) guard(c *store.Claimed) *store.TaskGuard {
-	g := c.Generation
-	return &store.TaskGuard{Statuses: []string{StatusRunning}, Generation: &g, TokenHash: c.TokenHash}
+// fenceOf is the claim c fences its writes with: a claimed kernel row changes only while it is
+// running under it.
+func fenceOf(c *store.Claimed) *store.Fence {
+	return &store.Fence{Generation: c.Generation, TokenHash: c.TokenHash}
 }
 
 // toolset opens a round's frozen declaration.
@@ -129,8 +130,9 @@ func (e *Engine) sealRound(ctx context.Context, c *store.Claimed, run *store.Run
 		if err := s.seal(m.Ref, now, opts); err != nil {
 			return err
 		}
-		_, ok, err := store.SealTask(ctx, tx, t.ID, c.Generation, s.parts, now, e.guard(c), store.Delivered{IDs: s.delivered, With: t.Key},
-			store.Assign{Col: "history_entries", Val: s.historyCount})
+		seal := store.Seal{ID: t.ID, Generation: c.Generation, Parts: s.parts, At: now, HistoryEntries: s.historyCount,
+			Delivered: store.Delivered{IDs: s.delivered, With: t.Key}, From: StatusRunning, Claim: fenceOf(c)}
+		_, ok, err := seal.Exec(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -158,10 +160,8 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, 
 				return err
 			}
 		}
-		ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), store.Assign{Col: "status", Val: StatusFailed},
-			store.Assign{Col: "error_key", Val: te.Key}, store.Assign{Col: "error_detail", Val: nullable(te.Detail)},
-			store.Assign{Col: "output", Val: ""}, store.Assign{Col: "completed_at", Val: e.nowMS()},
-			store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
+		fail := store.Fail{ID: c.ID, Status: StatusFailed, Error: store.Failure(te), At: e.nowMS(), From: StatusRunning, Claim: fenceOf(c)}
+		ok, err := fail.Exec(ctx, tx, nil)
 		if err != nil || !ok {
 			return err
 		}
@@ -169,20 +169,14 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, 
 	})
 }
 
-// usageWire is a model task's usage: a provider that counts prompt caches always carries both
+// usageOf is a model task's stored usage: a provider that counts prompt caches always carries both
 // cache counts; another's keeps its shape. estimated appears only when the provider reported
 // nothing.
-type usageWire struct {
-	InputTokens           int64       `json:"input_tokens"`
-	OutputTokens          int64       `json:"output_tokens"`
-	CachedInputTokens     *int64      `json:"cached_input_tokens,omitempty"`
-	CacheWriteInputTokens *int64      `json:"cache_write_input_tokens,omitempty"`
-	Estimated             bool        `json:"estimated,omitempty"`
-	Cost                  *model.Cost `json:"cost,omitempty"`
-}
-
-func usageOf(caps model.ProviderCapabilities, u model.Usage, cost *model.Cost) usageWire {
-	w := usageWire{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: u.Estimated, Cost: cost}
+func usageOf(caps model.ProviderCapabilities, u model.Usage, cost *model.Cost) *store.Usage {
+	w := &store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: u.Estimated}
+	if cost != nil {
+		w.Cost = &store.Cost{Amount: cost.Amount, Currency: cost.Currency}
+	}
 	if caps.CacheUsage {
 		w.CachedInputTokens, w.CacheWriteInputTokens = &u.CachedInputTokens, &u.CacheWriteInputTokens
 	}
@@ -209,20 +203,18 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 				finish = model.FinishToolCalls
 			}
 		}
-		set := []store.Assign{{Col: "output", Val: resp.Text}, {Col: "finish", Val: string(finish)},
-			{Col: "usage", Val: jsonText(usageOf(caps, resp.Usage, cost))},
-			{Col: "is_error", Val: false}, {Col: "completed_at", Val: now}}
+		settle := store.SettleRound{ID: c.ID, Status: StatusCompleted, Output: resp.Text, Finish: string(finish),
+			Usage: usageOf(caps, resp.Usage, cost), At: now, From: StatusRunning, Claim: *fenceOf(c)}
 		if content := resp.AnswerContent(); hasProviderBlock(content) {
 			b, err := json.Marshal(content)
 			if err != nil {
 				return err
 			}
-			set = append(set, store.Assign{Col: "answer_content", Val: string(b)})
+			settle.AnswerContent = new(string(b))
 		}
 		if resp.Text != "" && strings.TrimSpace(resp.Text) != "" {
-			set = append(set, store.Assign{Col: "content", Val: *jsonText([]map[string]string{{"type": "text", "text": resp.Text}})})
+			settle.Content = jsonText([]map[string]string{{"type": "text", "text": resp.Text}})
 		}
-		status := StatusCompleted
 		var expandErr *TaskError
 		// A refused answer carries no calls, whatever the provider held when it stopped.
 		expand := len(resp.ToolCalls) > 0 && run.Status == RunRunning && finish != model.FinishRefused
@@ -235,20 +227,17 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			}
 		}
 		if expandErr != nil {
-			status = StatusFailed
-			set = append(set, store.Assign{Col: "error_key", Val: expandErr.Key}, store.Assign{Col: "error_detail", Val: expandErr.Detail})
+			settle.Status, settle.Error = StatusFailed, (*store.Failure)(expandErr)
 			expand = false
 		}
-		set = append(set, store.Assign{Col: "status", Val: status}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
-		calls, cont, runSet := []answerCall(nil), "", []store.Assign(nil)
+		cont := ""
 		if expand {
-			if calls, cont, runSet, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
+			if settle.Calls, cont, settle.Run, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
 				return err
 			}
-			set = append(set, store.Assign{Col: "answer_calls", Val: *jsonText(calls)})
 		}
 		// Re-pointing and readiness work on the trace the settle answers.
-		ok, tasks, err := store.SetTaskAndTrace(ctx, tx, c.ID, e.guard(c), set, run.ID, runSet)
+		ok, tasks, err := settle.Exec(ctx, tx, run.ID)
 		if err != nil {
 			return err
 		}
@@ -256,11 +245,11 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			return errLostClaim
 		}
 		if expand {
-			if err = e.repoint(ctx, tx, tasks, t.Key, cont, calls); err != nil {
+			if err = e.repoint(ctx, tx, tasks, t.Key, cont, settle.Calls); err != nil {
 				return err
 			}
 		}
-		_, err = e.advanceTrace(ctx, tx, fx, run, tasks, false)
+		_, err = e.advanceTrace(ctx, tx, fx, run, tasks, nil)
 		return err
 	})
 }
@@ -268,11 +257,11 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 // expand writes one tool row per call under the pairing law and one continuation that waits on
 // them all, and answers the run's columns it moves (the round counter, the deliverable), which the
 // caller writes with the round's settle; the caller re-points readers of the expanding round.
-func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts *projection.Round, resp *model.Response, finish model.Finish, now int64) ([]answerCall, string, []store.Assign, error) {
-	n, callPrefix, contKey := roundKeys(run, t)
-	var runSet []store.Assign // written once, after the rows
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts *projection.Round, resp *model.Response, finish model.Finish, now int64) (store.AnswerCalls, string, *store.RoundMove, error) {
+	n, callPrefix, contKey := roundKeys(run, &t.TaskTrace)
+	var move *store.RoundMove // written once, with the round's settle
 	if t.Mainline {
-		runSet = append(runSet, store.Assign{Col: "mainline_round_counter", Val: n})
+		move = &store.RoundMove{Counter: &n}
 		run.MainlineRoundCounter = n
 	}
 	ids := make([]string, len(resp.ToolCalls))
@@ -280,37 +269,42 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		ids[i] = c.ID
 	}
 	pairing := PairingKeys(t.Key, ids)
-	calls := make([]answerCall, len(resp.ToolCalls))
+	calls := make([]store.AnswerCall, len(resp.ToolCalls))
 	fan := make([]string, len(resp.ToolCalls))
 	for i, call := range resp.ToolCalls {
 		key := callPrefix + strconv.Itoa(i)
 		fan[i] = key
-		calls[i] = answerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
+		calls[i] = store.AnswerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
 		if err := e.birth(ctx, tx, run, t, ts, call, pairing[i], key, finish == model.FinishLength, now); err != nil {
 			return nil, "", nil, err
 		}
 	}
-	cont := &store.Task{
-		RunID: run.ID, Key: contKey, Kind: KindModel, Status: StatusWaiting, Mainline: t.Mainline, Origin: OriginKernel,
-		AfterKeys: jsonText(fan), OnFailure: t.OnFailure, Lifetime: t.Lifetime, Wake: t.Wake, Detached: t.Detached,
-		Visibility: t.Visibility, LineageRoot: t.LineageRoot, RoundNumber: t.RoundNumber + 1, Model: t.Model,
+	cont := &store.Task{TaskTrace: store.TaskTrace{
+		RunID: run.ID, Key: contKey, Kind: KindModel, Status: StatusWaiting, Mainline: t.Mainline,
+		Origin: OriginKernel, AfterKeys: fan, OnFailure: t.OnFailure, Lifetime: t.Lifetime,
+		Wake: t.Wake, Detached: t.Detached, Visibility: t.Visibility, LineageRoot: t.LineageRoot,
+		RoundNumber: t.RoundNumber + 1, Model: t.Model, CreatedAt: now,
+	},
 		Instructions: t.Instructions, ToolDefinitions: t.ToolDefinitions, SkillCatalog: t.SkillCatalog,
-		Environment: t.Environment, CreatedAt: now,
+		Environment: t.Environment,
 	}
 	if err := store.InsertTask(ctx, tx, cont); err != nil {
 		return nil, "", nil, err
 	}
 	if run.DeliverableTaskKey == t.Key {
-		runSet = append(runSet, store.Assign{Col: "deliverable_task_key", Val: contKey})
+		if move == nil {
+			move = &store.RoundMove{}
+		}
+		move.Deliverable = &contKey
 		run.DeliverableTaskKey = contKey
 	}
-	return calls, contKey, runSet, nil
+	return calls, contKey, move, nil
 }
 
 // repoint moves readers of a settled expanding round (from) outside its fan (the calls' rows and
 // the continuation to) onto the continuation, over tasks, the run's trace as the settle left
 // it, which it keeps current.
-func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.Task, from, to string, calls []answerCall) error {
+func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.TaskTrace, from, to string, calls []store.AnswerCall) error {
 	inFan := map[string]bool{to: true}
 	for _, c := range calls {
 		inFan[c.TaskKey] = true
@@ -329,8 +323,8 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.Task, 
 			}
 		}
 		if changed {
-			tk.AfterKeys = jsonText(after)
-			if _, err := store.SetTask(ctx, tx, tk.ID, nil, store.Assign{Col: "after_keys", Val: *tk.AfterKeys}); err != nil {
+			tk.AfterKeys = after
+			if err := (store.Repoint{ID: tk.ID, After: tk.AfterKeys}).Exec(ctx, tx); err != nil {
 				return err
 			}
 		}
@@ -340,12 +334,12 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.Task, 
 
 // birth writes one call's tool row, paired with the round's call and waiting on the round.
 func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts *projection.Round, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
-	row := &store.Task{
+	row := &store.Task{TaskTrace: store.TaskTrace{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
-		DeclaringTaskKey: &round.Key, AfterKeys: jsonText([]string{round.Key}), OnFailure: OnFailureAbsorb,
+		DeclaringTaskKey: &round.Key, AfterKeys: store.Strings{round.Key}, OnFailure: OnFailureAbsorb,
 		Lifetime: round.Lifetime, Wake: round.Wake, Detached: round.Detached, Visibility: VisibilityCollapsed,
 		LineageRoot: key, ToolCallID: &pairingKey, CreatedAt: now,
-	}
+	}}
 	return e.birthRow(ctx, tx, run, ts, row, call.Name, call.Arguments, truncated, now)
 }
 
@@ -374,7 +368,7 @@ func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts 
 	in := string(res.Input)
 	row.ToolInput = &in
 	if res.Route != nil {
-		row.Route = jsonText(Route{Kind: "runner", RunnerExecutorPublicID: res.Route.RunnerExecutorPublicID, ToolName: res.ToolName})
+		row.Route = &Route{Kind: "runner", RunnerExecutorPublicID: res.Route.RunnerExecutorPublicID, ToolName: res.ToolName}
 	}
 	addr, err := e.addressCall(ctx, tx, run, ts, res)
 	if err != nil {

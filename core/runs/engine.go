@@ -356,6 +356,14 @@ func jsonText(v any) *string {
 	return &s
 }
 
+// stored is JSON bytes as a row stores them; nil for none.
+func stored(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	return new(string(b))
+}
+
 func timeOf(ms int64) time.Time { return time.UnixMilli(ms) }
 
 func deref[T any](p *T) (v T) {

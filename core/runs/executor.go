@@ -39,7 +39,7 @@ func (x *Tx) Fail(ctx context.Context, run *store.Run, t *store.Task, te TaskErr
 		return nil
 	}
 	x.fx.abandon = append(x.fx.abandon, t.ID)
-	if err := x.e.settleRow(ctx, x.Tx, run, t, StatusFailed, te, x.e.nowMS()); err != nil {
+	if err := x.e.settleRow(ctx, x.Tx, &t.TaskTrace, failAs(StatusFailed, te, x.e.nowMS())); err != nil {
 		return err
 	}
 	return x.e.advance(ctx, x.Tx, x.fx, run)
@@ -74,26 +74,13 @@ func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSe
 	now := x.e.nowMS()
 	// The settlement number is computed by the UPDATE itself, and the statement that settles the
 	// row answers the run's trace as it left it, which readiness works on.
-	set := []store.Assign{{Col: "status", Val: s.Status}, {Col: "is_error", Val: s.IsError}, {Col: "output", Val: s.Output},
-		{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)}}
-	if s.Content != nil {
-		set = append(set, store.Assign{Col: "content", Val: string(s.Content)})
-	}
-	if s.StructuredContent != nil {
-		set = append(set, store.Assign{Col: "structured_content", Val: string(s.StructuredContent)})
-	}
+	settle := store.Settle{ID: t.ID, Status: s.Status, Result: store.Result{IsError: &s.IsError, Output: s.Output,
+		Content: stored(s.Content), StructuredContent: stored(s.StructuredContent), Metadata: stored(s.Metadata)},
+		Error: (*store.Failure)(s.Error), At: now, From: StatusDispatched, Claim: &store.Fence{Generation: s.Generation, TokenHash: s.TokenHash}}
 	if s.Title != "" {
-		set = append(set, store.Assign{Col: "title", Val: s.Title})
+		settle.Result.Title = &s.Title
 	}
-	if s.Metadata != nil {
-		set = append(set, store.Assign{Col: "metadata", Val: string(s.Metadata)})
-	}
-	if s.Error != nil {
-		set = append(set, store.Assign{Col: "error_key", Val: s.Error.Key}, store.Assign{Col: "error_detail", Val: nullable(s.Error.Detail)})
-	}
-	gen := s.Generation
-	guard := &store.TaskGuard{Statuses: []string{StatusDispatched}, Generation: &gen, TokenHash: s.TokenHash}
-	ok, trace, err := store.SetTaskAndTrace(ctx, x.Tx, t.ID, guard, set, run.ID, nil)
+	ok, trace, err := settle.ExecTrace(ctx, x.Tx, run.ID)
 	if err != nil {
 		return err
 	}
@@ -101,6 +88,6 @@ func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSe
 		return errClaimFence
 	}
 	t.Status = s.Status
-	_, err = x.e.advanceTrace(ctx, x.Tx, x.fx, run, trace, false)
+	_, err = x.e.advanceTrace(ctx, x.Tx, x.fx, run, trace, nil)
 	return err
 }

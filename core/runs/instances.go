@@ -74,7 +74,7 @@ func (e *Engine) takeOver(ctx context.Context) (int, error) {
 			}
 			n++
 			by := "kernel instance " + o.Instance
-			executor := ClaimantOf(deref(t.ClaimedBy))
+			executor := t.ClaimedBy.Executor()
 			if executor != "" {
 				by = "executor " + executor + " on instance " + o.Instance
 			}

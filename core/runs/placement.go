@@ -72,7 +72,7 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 			return fmt.Errorf("runs: %s placed %q, which is not keyed under it", call.Key, r.Key)
 		}
 		r.RunID, r.ParentKey, r.CreatedAt = run.ID, &call.Key, now
-		inheritPlacement(r, call, now)
+		inheritPlacement(r, &call.TaskTrace, now)
 		if err := store.InsertTask(ctx, tx, r); err != nil {
 			return err
 		}
@@ -88,12 +88,11 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 	}
 	// The call now waits: no clock of its own (the child's park carries one), and no claim, so
 	// that nothing sweeps it, no worker claims it (lowered), and a stop cancels it at once.
-	set := []store.Assign{{Col: "awaiting_child", Val: await}, {Col: "lowered", Val: true}, {Col: "deadline_at", Val: nil},
-		{Col: "claimed_at", Val: nil}, {Col: "claimed_by", Val: nil}, {Col: "claim_token_hash", Val: nil}}
+	wait := store.AwaitChild{ID: c.ID, Child: await, From: StatusRunning, Claim: *fenceOf(c)}
 	if p.Title != "" {
-		set = append(set, store.Assign{Col: "title", Val: p.Title})
+		wait.Title = &p.Title
 	}
-	ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
+	ok, err := wait.Exec(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -124,11 +123,11 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 	if err != nil {
 		return err
 	}
-	row := &store.Task{
+	row := &store.Task{TaskTrace: store.TaskTrace{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel, ParentKey: &call.Key,
 		DeclaringTaskKey: &round.Key, OnFailure: OnFailureAbsorb, Lifetime: round.Lifetime, Wake: round.Wake,
 		Detached: call.Detached, Visibility: VisibilityCollapsed, LineageRoot: key, CreatedAt: now,
-	}
+	}}
 	return e.birthRow(ctx, tx, run, ts, row, child.Name, string(child.Input), false, now)
 }
 
@@ -136,7 +135,7 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 // work (docs/agent-tools.md#delegation-and-conversations), keeping the in-memory trace current. It
 // reports whether it settled any, since a settled call can make its dependents ready and its own
 // waiting caller final.
-func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.Task, byKey map[string]*store.Task, now int64) (bool, error) {
+func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) (bool, error) {
 	settled := false
 	for i := range tasks {
 		call := &tasks[i]
@@ -157,7 +156,7 @@ func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, task
 		if s == nil {
 			continue
 		}
-		if err := e.settleObserved(ctx, tx, run, call, s, now); err != nil {
+		if err := e.settleObserved(ctx, tx, call, s, now); err != nil {
 			return false, err
 		}
 		settled = true
@@ -181,7 +180,7 @@ type settlement struct {
 // Each kind of awaited work has its reading: tool_call's child is mirrored
 // (docs/agent-tools.md#delegation-and-conversations); the branch, await and spawn readings arrive
 // with the tools that place those rows.
-func (e *Engine) observation(ctx context.Context, q store.Querier, call, child *store.Task) (*settlement, error) {
+func (e *Engine) observation(ctx context.Context, q store.Querier, call, child *store.TaskTrace) (*settlement, error) {
 	switch child.Kind {
 	case KindTool:
 		if !Terminal(child.Status) {
@@ -211,32 +210,19 @@ func mirror(child *store.Task) *settlement {
 	return s
 }
 
-// settleObserved writes an observing call's settlement; the call stops awaiting.
-func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, run *store.Run, call *store.Task, s *settlement, now int64) error {
-	seq, err := store.NextSettleSeq(ctx, tx, run.ID)
-	if err != nil {
-		return err
-	}
-	var key, detail *string
-	if s.err != nil {
-		key, detail = &s.err.Key, nullable(s.err.Detail)
-	}
-	set := []store.Assign{{Col: "status", Val: s.status}, {Col: "is_error", Val: s.isError}, {Col: "output", Val: s.output},
-		{Col: "content", Val: s.content}, {Col: "structured_content", Val: s.structuredContent},
-		{Col: "error_key", Val: key}, {Col: "error_detail", Val: detail}, {Col: "awaiting_child", Val: nil},
-		{Col: "completed_at", Val: now}, {Col: "settle_seq", Val: seq}}
-	if s.title != nil {
-		set = append(set, store.Assign{Col: "title", Val: *s.title})
-	}
-	ok, err := store.SetTask(ctx, tx, call.ID, &store.TaskGuard{Statuses: []string{StatusRunning}}, set...)
+// settleObserved writes an observing call's settlement, which keeps its in-memory trace current;
+// the call stops awaiting.
+func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, call *store.TaskTrace, s *settlement, now int64) error {
+	settle := store.Settle{ID: call.ID, Status: s.status, Result: store.Result{IsError: s.isError, Output: s.output,
+		Content: s.content, StructuredContent: s.structuredContent, Title: s.title}, Error: (*store.Failure)(s.err),
+		At: now, From: StatusRunning}
+	ok, err := settle.Exec(ctx, tx, call)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("runs: %s was no longer running when its child settled", call.Key)
 	}
-	call.Status, call.IsError, call.ErrorKey, call.ErrorDetail, call.AwaitingChild = s.status, s.isError, key, detail, nil
-	call.CompletedAt, call.SettleSeq = &now, &seq
 	return nil
 }
 

@@ -48,9 +48,13 @@ func (k placingKernel) Run(ctx context.Context, call *runs.KernelCall) (*runs.Ke
 	case "nexus.tools.search":
 		key := runs.ChildKey(call.TaskKey, "probe", 1)
 		profile := `{"kind":"read_only","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}`
-		row := &store.Task{Key: key, Kind: runs.KindTool, Status: runs.StatusWaiting, Origin: runs.OriginKernel,
-			OnFailure: runs.OnFailureAbsorb, Lifetime: runs.LifetimeTurn, Wake: runs.WakeAuto, Visibility: runs.VisibilityHidden,
-			LineageRoot: key, ToolName: ptr("memory_ls"), ToolInput: ptr(`{}`), EffectProfile: &profile}
+		row := &store.Task{TaskTrace: store.TaskTrace{
+			Key: key, Kind: runs.KindTool, Status: runs.StatusWaiting, Origin: runs.OriginKernel,
+			OnFailure: runs.OnFailureAbsorb, Lifetime: runs.LifetimeTurn, Wake: runs.WakeAuto,
+			Visibility: runs.VisibilityHidden, LineageRoot: key, ToolName: ptr("memory_ls"),
+		},
+			ToolInput: ptr(`{}`), EffectProfile: &profile,
+		}
 		return &runs.KernelOutcome{Place: &runs.Placement{Rows: []*store.Task{row}, Await: key}}, nil
 	}
 	return k.inner.Run(ctx, call)

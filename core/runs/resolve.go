@@ -59,29 +59,18 @@ func (e *Engine) answerAsk(ctx context.Context, tx *store.Tx, run *store.Run, aw
 		}
 	}
 	output := res.Output(func(id string) bool { return media[strings.ToLower(id)] })
-	set := []store.Assign{{Col: "is_error", Val: res.IsError}, {Col: "output", Val: output},
-		{Col: "resolved_by", Val: *jsonText(by)}, {Col: "completed_at", Val: now}, {Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)}}
-	if c := res.ContentJSON(); c != nil {
-		set = append(set, store.Assign{Col: "content", Val: string(c)})
-	}
-	if res.StructuredContent != nil {
-		set = append(set, store.Assign{Col: "structured_content", Val: string(res.StructuredContent)})
-	}
+	settle := store.Settle{ID: await.ID, Status: StatusCompleted, Result: store.Result{IsError: &res.IsError, Output: output,
+		Content: stored(res.ContentJSON()), StructuredContent: stored(res.StructuredContent), Metadata: stored(res.Metadata)},
+		ResolvedBy: &by, At: now, From: StatusAwaitingInput}
 	if res.Title != "" {
-		set = append(set, store.Assign{Col: "title", Val: res.Title})
-	}
-	if res.Metadata != nil {
-		set = append(set, store.Assign{Col: "metadata", Val: string(res.Metadata)})
+		settle.Result.Title = &res.Title
 	}
 	if res.Outcome == envelope.OutcomeFailed {
-		set = append(set, store.Assign{Col: "status", Val: StatusFailed}, store.Assign{Col: "error_key", Val: KeyAwaitFailed})
-		if d, ok := envelope.FailureDetail(output); ok {
-			set = append(set, store.Assign{Col: "error_detail", Val: d})
-		}
-	} else {
-		set = append(set, store.Assign{Col: "status", Val: StatusCompleted})
+		// A declined ask fails await_failed, its detail the answer's text when it has one.
+		detail, _ := envelope.FailureDetail(output)
+		settle.Status, settle.Error = StatusFailed, &store.Failure{Key: KeyAwaitFailed, Detail: detail}
 	}
-	ok, err := store.SetTask(ctx, tx, await.ID, &store.TaskGuard{Statuses: []string{StatusAwaitingInput}}, set...)
+	ok, err := settle.Exec(ctx, tx, nil)
 	if err != nil {
 		return err
 	}

@@ -12,30 +12,17 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// kernelRunnable is the kernel's runnable predicate (docs/development.md#how-the-kernel-runs-work):
-// a model task, or a tool task without an addressee, that is running, unclaimed, not lowered, not
-// past a deadline it has, in a running run; its claims read the queue (store.ClaimSpec.Queue).
-const kernelRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
- AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
- AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
-
-// claimedByKernel is the stored claimant of a kernel claim.
-const claimedByKernel = `{"kernel":true}`
-
-// ClaimKernel claims one runnable kernel row with the shared claim primitive, or none.
+// ClaimKernel claims one runnable kernel row (docs/development.md#how-the-kernel-runs-work: a
+// model task, or a tool task without an addressee) with the shared claim primitive, or none.
 func (e *Engine) ClaimKernel(ctx context.Context) (*store.Claimed, error) {
-	return e.claim(ctx, kernelRunnable)
+	return e.claim(ctx, store.KernelRunnable)
 }
 
-// kernelModelRunnable is the kernel's runnable predicate narrowed to model rounds.
-const kernelModelRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
- AND t.kind = 'model_task' AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
-
-func (e *Engine) claim(ctx context.Context, predicate string) (*store.Claimed, error) {
+func (e *Engine) claim(ctx context.Context, runnable func(now int64) store.Runnable) (*store.Claimed, error) {
 	now := e.nowMS()
 	return e.store.ClaimOne(ctx, store.ClaimSpec{
-		Predicate: predicate, Args: []any{false, now}, Queue: true, Limit: 1, Now: now,
-		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.ID(), CountAttemptKind: KindModel,
+		Runnable: runnable(now), Limit: 1, Now: now,
+		DefaultTimeoutMS: e.cfg.ModelTimeout.Milliseconds(), ClaimedBy: store.KernelClaimant, Instance: e.inst.ID(), CountAttemptKind: KindModel,
 		// Every effect of a kernel evaluation is a later synchronous write to the same
 		// database, which makes the claim durable with it (see store.ClaimSpec.Relaxed); a
 		// model round reads its row and run next, which the claim answers.
@@ -128,7 +115,7 @@ func (e *Engine) worker(ctx context.Context) {
 		// a kick may have gone to a worker that found its row's run locked, and a claim that finds
 		// nothing would be a write on PostgreSQL. A failed read leaves it to the claims.
 		if worked {
-			if found, err := store.AnyRunnable(ctx, e.store.Reader(), kernelRunnable, false, e.nowMS()); found || err != nil {
+			if found, err := store.AnyRunnable(ctx, e.store.Reader(), store.KernelRunnable(e.nowMS())); found || err != nil {
 				continue
 			}
 		}
@@ -159,7 +146,7 @@ func (e *Engine) workOnce(ctx context.Context, model bool) bool {
 		}
 		return ran
 	}
-	c, err := e.claim(ctx, kernelModelRunnable)
+	c, err := e.claim(ctx, store.KernelRoundRunnable)
 	if err != nil && ctx.Err() == nil {
 		e.log.Error("kernel claim", "error", err)
 	}
@@ -201,10 +188,6 @@ func (e *Engine) evaluateTool(ctx context.Context, c *store.Claimed) error {
 	return err
 }
 
-// kernelToolRunnable is the kernel's runnable predicate narrowed to kernel tool rows.
-const kernelToolRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
- AND t.kind = 'tool_task' AND t.addressed_role IS NULL AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
-
 // RunNextKernelTool claims one runnable kernel tool row and evaluates it in the same
 // transaction that settles it. The claim still goes through the shared primitive (new
 // generation, token hash, claimant, restarted clock), but it commits with the result: a kernel
@@ -214,19 +197,19 @@ const kernelToolRunnable = store.RunnableCondition + ` AND t.lowered = ? AND r.s
 func (e *Engine) RunNextKernelTool(ctx context.Context) (bool, error) {
 	// Most looks find nothing: they read without opening a write transaction, and a row made
 	// runnable after the look kicks a worker once its transaction commits.
-	if found, err := store.AnyRunnable(ctx, e.store.Reader(), kernelToolRunnable, false, e.nowMS()); err != nil || !found {
+	if found, err := store.AnyRunnable(ctx, e.store.Reader(), store.KernelToolRunnable(e.nowMS())); err != nil || !found {
 		return false, err
 	}
 	ran := false
 	err := e.write(ctx, func(tx *store.Tx, fx *effects) error {
 		ran = false
 		now := e.nowMS()
-		runID, ok, err := store.LockRunWithRunnable(ctx, tx, kernelToolRunnable, false, now)
+		runID, ok, err := store.LockRunWithRunnable(ctx, tx, store.KernelToolRunnable(now))
 		if err != nil || !ok {
 			return err
 		}
-		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: kernelToolRunnable + ` AND t.run_id = ?`, Args: []any{false, now, runID},
-			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: claimedByKernel, Instance: e.inst.ID()})
+		got, err := store.Claim(ctx, tx, store.ClaimSpec{Runnable: store.KernelToolRunnable(now).OfRun(runID),
+			Limit: 1, Now: now, DefaultTimeoutMS: ToolParkDefault.Milliseconds(), ClaimedBy: store.KernelClaimant, Instance: e.inst.ID()})
 		if err != nil || len(got) == 0 {
 			return err
 		}
@@ -262,7 +245,7 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 	out, err := e.runKernel(ctx, tx, fx, run, t, c)
 	if errors.Is(err, errDeadline) {
 		// The handler outlived the row's clock: the expiry rule settles it, in this transaction.
-		t.ClaimedAt, t.ClaimedBy = &now, new(claimedByKernel)
+		t.ClaimedAt, t.ClaimedBy = &now, new(store.KernelClaimant)
 		return e.expire(ctx, tx, fx, run, t, e.nowMS(), "")
 	}
 	if err != nil {
@@ -277,20 +260,21 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 // settleKernel settles a claimed kernel tool row with its outcome, under its claim, then runs
 // readiness.
 func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, c *store.Claimed, out *KernelOutcome) error {
-	var set []store.Assign
+	var ok bool
+	var err error
 	if out.Failure != nil {
-		set = []store.Assign{{Col: "status", Val: StatusFailed}, {Col: "error_key", Val: out.Failure.Key},
-			{Col: "error_detail", Val: nullable(out.Failure.Detail)}, {Col: "output", Val: ""}}
+		fail := store.Fail{ID: c.ID, Status: StatusFailed, Error: store.Failure(*out.Failure), At: e.nowMS(), From: StatusRunning, Claim: fenceOf(c)}
+		ok, err = fail.Exec(ctx, tx, nil)
 	} else {
 		r := out.Result
 		if r == nil {
 			r = &KernelResult{}
 		}
-		set = []store.Assign{{Col: "status", Val: StatusCompleted}, {Col: "is_error", Val: r.IsError}}
-		set = append(set, resultColumns(r.Content, r.StructuredContent, r.Title, nil)...)
+		res := resultOf(r.Content, r.StructuredContent, r.Title, nil)
+		res.IsError = &r.IsError
+		settle := store.Settle{ID: c.ID, Status: StatusCompleted, Result: res, At: e.nowMS(), From: StatusRunning, Claim: fenceOf(c)}
+		ok, err = settle.Exec(ctx, tx, nil)
 	}
-	set = append(set, store.Assign{Col: "completed_at", Val: e.nowMS()}, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(run.ID)})
-	ok, err := store.SetTask(ctx, tx, c.ID, e.guard(c), set...)
 	if err != nil {
 		return err
 	}
@@ -357,26 +341,26 @@ func memoryPrincipal(run *store.Run) Member {
 	return Member{Kind: run.CreatedByKind, PublicID: run.CreatedByPublicID}
 }
 
-// resultColumns stores a plain-string result: the identity case of the envelope (one text
+// resultOf is a plain-string result as stored: the identity case of the envelope (one text
 // block), no body at all when blank, the structured value, title and metadata as given.
-func resultColumns(content string, structured json.RawMessage, title string, metadata json.RawMessage) []store.Assign {
-	set := []store.Assign{{Col: "output", Val: ""}, {Col: "content", Val: nil}}
+func resultOf(content string, structured json.RawMessage, title string, metadata json.RawMessage) store.Result {
+	var r store.Result
 	if content != "" {
 		blocks := []envelope.Block{envelope.TextBlock(content)}
 		if out := envelope.Output(blocks, nil); out != "" {
-			set = []store.Assign{{Col: "output", Val: out}, {Col: "content", Val: *jsonText(blocks)}}
+			r.Output, r.Content = out, jsonText(blocks)
 		}
 	}
 	if structured != nil {
-		set = append(set, store.Assign{Col: "structured_content", Val: string(structured)})
+		r.StructuredContent = new(string(structured))
 	}
 	if title != "" {
-		set = append(set, store.Assign{Col: "title", Val: title})
+		r.Title = &title
 	}
 	if metadata != nil {
-		set = append(set, store.Assign{Col: "metadata", Val: string(metadata)})
+		r.Metadata = new(string(metadata))
 	}
-	return set
+	return r
 }
 
 // sweeper applies the expiry rule to rows whose deadline passed and forgets old idempotency
@@ -400,7 +384,7 @@ func (e *Engine) sweeper(ctx context.Context) {
 // Sweep runs one sweeper pass and reports how many rows it settled or released.
 func (e *Engine) Sweep(ctx context.Context) (int, error) {
 	now := e.nowMS()
-	var due []store.Task
+	var due []store.TaskRef
 	err := e.store.Write(ctx, func(tx *store.Tx) error {
 		if _, err := store.ForgetIdempotency(ctx, tx, now-IdempotencyTTL.Milliseconds()); err != nil {
 			return err
@@ -453,7 +437,7 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 // is why the claim ends before its deadline (ExpiryFacts.Early).
 func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64, early string) error {
 	by := "kernel"
-	if id := ClaimantOf(deref(t.ClaimedBy)); id != "" {
+	if id := t.ClaimedBy.Executor(); id != "" {
 		by = "executor " + id
 	}
 	return e.expireClaim(ctx, tx, fx, run, t, now, by, false, early)
@@ -465,9 +449,9 @@ func (e *Engine) expire(ctx context.Context, tx *store.Tx, fx *effects, run *sto
 // (docs/operations.md#instance-liveness-and-takeover). No work_canceled is sent: the call's holder
 // is gone, and the survivors' hosts hold none of it yet.
 func (e *Engine) releaseToExecutors(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, now int64) error {
-	_, timeout := parkOf(t)
+	_, timeout := parkOf(&t.TaskTrace)
 	deadline := now + timeout
-	ok, err := store.ReleaseClaim(ctx, tx, t.ID, t.ClaimGeneration, deadline)
+	ok, err := store.ReleaseClaim{ID: t.ID, Deadline: deadline, From: StatusDispatched, Generation: t.ClaimGeneration}.Exec(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -475,7 +459,7 @@ func (e *Engine) releaseToExecutors(ctx context.Context, tx *store.Tx, fx *effec
 		return fmt.Errorf("runs: the claim of %s moved under the run's lock", t.Key)
 	}
 	t.ClaimedAt, t.ClaimedBy, t.ClaimTokenHash, t.DeadlineAt = nil, nil, nil, &deadline
-	ids, err := e.addressees(ctx, tx, run, t)
+	ids, err := e.addressees(ctx, tx, run, &t.TaskTrace)
 	if err != nil {
 		return err
 	}
@@ -490,7 +474,7 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 		Profile: []byte(deref(t.EffectProfile)), TimeoutMS: deref(t.TimeoutMS), ClaimedAt: deref(t.ClaimedAt),
 		ClaimedBy: by, Deadline: deref(t.DeadlineAt), Lapsed: lapsed, Early: early,
 		// An executor's claim that names an instance is a plugin's: an HTTP executor's names none.
-		Plugin: lapsed && ClaimantOf(deref(t.ClaimedBy)) != ""})
+		Plugin: lapsed && t.ClaimedBy.Executor() != ""})
 	if spec, ok := parseWaitSpec(t.WaitSpec); ok && t.Kind == KindAwait {
 		// A wait's expiry ends only the observation, and says so
 		// (docs/agent-tools.md#delegation-and-conversations).
@@ -500,20 +484,18 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 		return e.releaseToExecutors(ctx, tx, fx, run, t, now)
 	}
 	if x.Release {
-		if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "claimed_at", Val: nil},
-			store.Assign{Col: "claim_token_hash", Val: nil}, store.Assign{Col: "claimed_by", Val: nil},
-			store.Assign{Col: "deadline_at", Val: nil}); err != nil {
+		if err := (store.Release{ID: t.ID}).Exec(ctx, tx); err != nil {
 			return err
 		}
 		fx.abandon = append(fx.abandon, t.ID)
 		e.wakeKernel(fx, run.PublicID, t.Key)
 		return nil
 	}
-	if err := e.signalCanceled(ctx, tx, fx, run, t, CancelExpired); err != nil {
+	if err := e.signalCanceled(ctx, tx, fx, run, &t.TaskTrace, CancelExpired); err != nil {
 		return err
 	}
 	fx.abandon = append(fx.abandon, t.ID)
-	if err := e.settleRow(ctx, tx, run, t, x.Status, x.Error, now); err != nil {
+	if err := e.settleRow(ctx, tx, &t.TaskTrace, failAs(x.Status, x.Error, now)); err != nil {
 		return err
 	}
 	return e.advance(ctx, tx, fx, run)

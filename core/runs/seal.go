@@ -26,16 +26,6 @@ type sealed struct {
 	baseCount    int
 }
 
-// answerCall is one call of a stored answer: the provider's id, name and raw arguments as
-// produced (the assistant entry replays them verbatim), the pairing key and the task.
-type answerCall struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Arguments  string `json:"arguments"`
-	ToolCallID string `json:"tool_call_id"`
-	TaskKey    string `json:"task_key"`
-}
-
 // encodeEntry is an entry's stored bytes: the compact JSON of
 // docs/development.md#how-the-kernel-runs-work, keys in the order shown there, never re-sorted.
 func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
@@ -93,11 +83,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			}
 			s.delivered = append(s.delivered, ids...)
 		}
-		var results []string
-		if t.Results != nil {
-			_ = json.Unmarshal([]byte(*t.Results), &results)
-		}
-		for _, k := range results {
+		for _, k := range t.Results {
 			text, id, err := e.resultDelivery(ctx, q, run, k)
 			if err != nil {
 				return nil, err
@@ -115,11 +101,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		parts = append(parts, model.Part{Type: model.PartText, Text: deref(t.Prompt)})
 		if t.Attachments != nil {
-			refs, err := inputRefs(*t.Attachments)
-			if err != nil {
-				return nil, fmt.Errorf("runs: stored attachments of %s: %w", t.Key, err)
-			}
-			input, err := gate.renderAll(ctx, refs)
+			input, err := gate.renderAll(ctx, inputRefs(t.Attachments))
 			if err != nil {
 				return nil, err
 			}
@@ -189,10 +171,13 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			entryBytes = append(entryBytes, b)
 		}
 		gate.count(s.entries)
-		var calls []answerCall
-		_ = json.Unmarshal([]byte(deref(prev.AnswerCalls)), &calls)
+		calls := prev.AnswerCalls
 		// A lineage keeps its model: the previous round's provider blocks always go back.
-		asst := model.Entry{Role: model.RoleAssistant, Content: answerParts(prev, m.Ref)}
+		content, err := answerParts(prev, m.Ref)
+		if err != nil {
+			return nil, err
+		}
+		asst := model.Entry{Role: model.RoleAssistant, Content: content}
 		for _, c := range calls {
 			asst.ToolCalls = append(asst.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -371,8 +356,8 @@ func reportedEstimate(hist []turnSegment, after []model.Entry, m model.Model) (i
 	if r == nil || deref(r.Model) != m.Ref || r.Usage == nil {
 		return 0, false, nil
 	}
-	var u usageWire
-	if err := json.Unmarshal([]byte(*r.Usage), &u); err != nil || u.Estimated || u.InputTokens <= 0 {
+	u := r.Usage
+	if u.Estimated || u.InputTokens <= 0 {
 		return 0, false, nil
 	}
 	n, err := model.EstimateBytes(after, nil)
@@ -448,7 +433,11 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 		// A refused final answer contributes no assistant entry: the provider requires the
 		// refused turn removed before the conversation continues.
 		if last.Status == StatusCompleted && last.AnswerCalls == nil && deref(last.Finish) != string(model.FinishRefused) {
-			en := model.Entry{Role: model.RoleAssistant, Content: answerParts(last, m.Ref)}
+			content, err := answerParts(last, m.Ref)
+			if err != nil {
+				return nil, err
+			}
+			en := model.Entry{Role: model.RoleAssistant, Content: content}
 			b, err := encodeEntry(en)
 			if err != nil {
 				return nil, err
@@ -463,25 +452,27 @@ func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m
 
 // answerParts is the content of a round's assistant entry: its stored answer content (text and
 // provider blocks, in the answer's order) when it has one, else its output as one text part.
-// Provider blocks are kept only when the request goes to the model ref that produced them.
-func answerParts(round *store.Task, ref string) []model.Part {
+// Provider blocks are kept only when the request goes to the model ref that produced them. Stored
+// content that does not decode is an error.
+func answerParts(round *store.Task, ref string) ([]model.Part, error) {
 	if round.AnswerContent != nil {
 		var parts []model.Part
-		if err := json.Unmarshal([]byte(*round.AnswerContent), &parts); err == nil {
-			out := []model.Part{}
-			for _, p := range parts {
-				if p.Type == model.PartProviderBlock && deref(round.Model) != ref {
-					continue
-				}
-				out = append(out, p)
-			}
-			return out
+		if err := json.Unmarshal([]byte(*round.AnswerContent), &parts); err != nil {
+			return nil, fmt.Errorf("runs: the stored answer content of %s: %w", round.Key, err)
 		}
+		out := []model.Part{}
+		for _, p := range parts {
+			if p.Type == model.PartProviderBlock && deref(round.Model) != ref {
+				continue
+			}
+			out = append(out, p)
+		}
+		return out, nil
 	}
 	if txt := deref(round.Output); txt != "" {
-		return []model.Part{{Type: model.PartText, Text: txt}}
+		return []model.Part{{Type: model.PartText, Text: txt}}, nil
 	}
-	return []model.Part{}
+	return []model.Part{}, nil
 }
 
 // withoutProviderBlocks drops an assistant entry's provider blocks (history re-rendered for

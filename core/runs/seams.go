@@ -118,11 +118,8 @@ type TaskError struct {
 
 func (e *TaskError) Error() string { return e.Key + ": " + e.Detail }
 
-// Member is a principal reference: {kind, public_id}.
-type Member struct {
-	Kind     string `json:"kind"`
-	PublicID string `json:"public_id,omitempty"`
-}
+// Member is a principal reference: {kind, public_id}, as rows store it.
+type Member = store.Member
 
 // ExecutorSignal tells the executor plane that rows addressed to executors changed after a
 // commit: new work (push work_available, naming the served tool) or work taken away (push

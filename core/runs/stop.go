@@ -10,9 +10,7 @@ import (
 // (run_canceled), except, without force, rows a claimant holds; the run becomes canceled, or
 // canceling while claimed rows remain, and its turn follows.
 func (e *Engine) stopRunTx(ctx context.Context, tx *store.Tx, fx *effects, r *store.Run, by Member, force bool, now int64) error {
-	if err := store.SetRun(ctx, tx, r.ID, store.Assign{Col: "stop_requested_at", Val: now},
-		store.Assign{Col: "stop_by_kind", Val: by.Kind}, store.Assign{Col: "stop_by_public_id", Val: by.PublicID},
-		store.Assign{Col: "stop_force", Val: force}); err != nil {
+	if err := (store.RequestStop{ID: r.ID, At: now, By: by, Force: force}).Exec(ctx, tx); err != nil {
 		return err
 	}
 	tasks, err := store.TraceTasks(ctx, tx, r.ID)
@@ -38,7 +36,7 @@ func (e *Engine) stopRunTx(ctx context.Context, tx *store.Tx, fx *effects, r *st
 		if err != nil {
 			return err
 		}
-		if err := e.settleRow(ctx, tx, r, t, StatusCanceled, TaskError{Key: KeyRunCanceled, Detail: detail}, now); err != nil {
+		if err := e.settleRow(ctx, tx, t, failAs(StatusCanceled, TaskError{Key: KeyRunCanceled, Detail: detail}, now)); err != nil {
 			return err
 		}
 	}

@@ -103,9 +103,17 @@ func TestTakeoverOfADeadInstancesPluginClaims(t *testing.T) {
 		// claim names none).
 		claim := func(run, instance string) *store.Claimed {
 			t.Helper()
-			c, err := s.ClaimOne(h.ctx, store.ClaimSpec{Predicate: `r.public_id = ? AND t.status = 'dispatched' AND t.claimed_at IS NULL`,
-				Args: []any{run}, Now: h.clock.Now().UnixMilli(), DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(),
-				ClaimedBy: runs.ClaimedByExecutor(provider), Instance: instance})
+			r, err := store.RunByPublicID(h.ctx, s.Reader(), h.actor.WorkspaceID, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row, err := store.TaskByKey(h.ctx, s.Reader(), r.ID, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.ClaimOne(h.ctx, store.ClaimSpec{Runnable: store.DispatchedUnclaimed(row.ID),
+				Now: h.clock.Now().UnixMilli(), DefaultTimeoutMS: runs.ToolParkDefault.Milliseconds(),
+				ClaimedBy: store.ExecutorClaimant(provider), Instance: instance})
 			if err != nil || c == nil {
 				t.Fatalf("claim of %s on %q: %v %v", run, instance, c, err)
 			}

@@ -86,7 +86,7 @@ func (e *Engine) firstAttentionError(ctx context.Context, q store.Querier, run *
 	if err != nil {
 		return TaskError{}, err
 	}
-	byKey := map[string]*store.Task{}
+	byKey := map[string]*store.TaskTrace{}
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
 	}

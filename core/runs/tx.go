@@ -166,14 +166,15 @@ func (x *Tx) Decide(ctx context.Context, r *store.Run, t *store.Task, a *Actor, 
 		origin = ApprovalOriginAgent
 	}
 	by := a.member()
-	if _, err := store.SetTask(ctx, tx, t.ID, nil, store.Assign{Col: "approval", Val: jsonText(approvalOf(origin, &by, now))}); err != nil {
-		return false, err
-	}
+	// The decision's record is written by the statement that settles or parks the row.
+	record := approvalOf(origin, &by, now)
 	if deny {
-		if err := e.settleRow(ctx, tx, r, t, StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: CutUTF8(reason, MaxReasonBytes)}, now); err != nil {
+		f := failAs(StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: CutUTF8(reason, MaxReasonBytes)}, now)
+		f.Approval = record
+		if err := e.settleRow(ctx, tx, &t.TaskTrace, f); err != nil {
 			return false, err
 		}
-	} else if err := e.dispatch(ctx, tx, fx, r, t, now); err != nil {
+	} else if err := e.dispatch(ctx, tx, fx, r, &t.TaskTrace, now, nil, record); err != nil {
 		return false, err
 	}
 	return false, e.advance(ctx, tx, fx, r)

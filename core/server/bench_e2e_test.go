@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -200,7 +202,7 @@ func (r *rawRun) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.claim(ctx, rawModelRunnable, model.ID, kernelClaimant, now); err != nil {
+	if err := r.claim(ctx, rawModelRunnable, model.ID, store.KernelClaimant, now); err != nil {
 		return err
 	}
 	tool, cont := r.tool, r.cont
@@ -217,7 +219,7 @@ func (r *rawRun) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.claim(ctx, rawToolRunnable, tool.ID, `{"executor_public_id":"`+r.executor+`"}`, now); err != nil {
+	if err := r.claim(ctx, rawToolRunnable, tool.ID, store.ExecutorClaimant(r.executor), now); err != nil {
 		return err
 	}
 	err = r.st.Write(ctx, func(tx *store.Tx) error {
@@ -230,7 +232,7 @@ func (r *rawRun) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.claim(ctx, rawModelRunnable, cont.ID, kernelClaimant, now); err != nil {
+	if err := r.claim(ctx, rawModelRunnable, cont.ID, store.KernelClaimant, now); err != nil {
 		return err
 	}
 	err = r.st.Write(ctx, func(tx *store.Tx) error {
@@ -252,7 +254,6 @@ func (r *rawRun) once(ctx context.Context) error {
 const (
 	rawModelRunnable = `t.status = 'running' AND t.claimed_at IS NULL AND t.lowered = ? AND r.status = 'running' AND t.kind = 'model_task' AND t.id = ?`
 	rawToolRunnable  = `t.status = 'dispatched' AND t.claimed_at IS NULL AND t.lowered = ? AND t.addressed_executor_public_id IS NULL AND t.id = ?`
-	kernelClaimant   = `{"kernel":true}`
 )
 
 // e2eRound is how many runs one side of B12 makes before the other: a run takes some
@@ -265,21 +266,103 @@ const e2eRound = 25
 // lock the baseline's rows and settle them by the expiry rule while the baseline writes them.
 const rawClaimTimeout = 10 * time.Minute
 
-func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by string, now int64) error {
+func (r *rawRun) claim(ctx context.Context, predicate string, id int64, by store.Claimant, now int64) error {
 	return r.st.Write(ctx, func(tx *store.Tx) error {
-		got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: predicate, Args: []any{true, id}, Limit: 1, Now: now, ClaimedBy: by,
-			DefaultTimeoutMS: rawClaimTimeout.Milliseconds()})
-		if err == nil && len(got) != 1 {
-			err = fmt.Errorf("raw claim of task %d took %d rows", id, len(got))
+		got, _, err := rawClaim(ctx, tx, predicate, []any{true, id}, by, now, rawClaimTimeout.Milliseconds())
+		if err == nil && got != id {
+			err = fmt.Errorf("raw claim of task %d took row %d", id, got)
 		}
 		return err
 	})
 }
 
-// settleModel seals the round and settles it with the statements the server seals with.
+// rawClaim is the claim primitive's two statements (store.Claim of one row) written out, as the
+// baselines run them: a runnable row selected under its lock (SKIP LOCKED on PostgreSQL) by cond,
+// a condition over `t` and `r` with its arguments, then taken with a new generation, a token's
+// hash, its claimant and a restarted clock. It answers the row and its token's hash; 0 when no
+// row is runnable.
+func rawClaim(ctx context.Context, tx *store.Tx, cond string, args []any, by store.Claimant, now, timeoutMS int64) (int64, []byte, error) {
+	q := `SELECT t.id, t.run_id, t.task_key, t.kind FROM tasks t JOIN runs r ON r.id = t.run_id WHERE ` + cond + ` ORDER BY t.dispatched_at, t.id LIMIT ?`
+	if tx.Dialect() == store.Postgres {
+		q += ` FOR UPDATE OF t SKIP LOCKED`
+	}
+	var rows []struct {
+		store.TaskRef
+		Kind string `db:"kind"`
+	}
+	if err := tx.Select(ctx, &rows, q, append(args, 1)...); err != nil || len(rows) == 0 {
+		return 0, nil, err
+	}
+	tok, err := store.NewClaimToken()
+	if err != nil {
+		return 0, nil, err
+	}
+	hash := store.HashClaimToken(tok)
+	var out struct {
+		Generation int64 `db:"claim_generation"`
+		Deadline   int64 `db:"deadline_at"`
+	}
+	err = tx.Get(ctx, &out, `UPDATE tasks SET
+  claim_generation = claim_generation + 1,
+  claim_token_hash = ?,
+  claimed_by = ?,
+  claimed_instance = ?,
+  claimed_at = ?,
+  started_at = COALESCE(started_at, ?),
+  deadline_at = ? + COALESCE(timeout_ms, ?),
+  attempts = attempts + CASE WHEN kind = ? THEN 1 ELSE 0 END
+WHERE id = ? RETURNING claim_generation, deadline_at`, hash, by, nil, now, now, now, timeoutMS, "", rows[0].ID)
+	return rows[0].ID, hash, err
+}
+
+// settleModel seals the round and settles it with the statements the server seals with
+// (store.Seal): each piece of the request stored once, then the request's index row and the
+// round's update, one statement on PostgreSQL, here with the settle's columns in it.
 func (r *rawRun) settleModel(ctx context.Context, tx *store.Tx, id, now int64) error {
-	_, _, err := store.SealTask(ctx, tx, id, 1, r.sealed, now, nil, store.Delivered{}, store.Assign{Col: "status", Val: "completed"},
-		store.Assign{Col: "output", Val: "done"}, store.Assign{Col: "completed_at", Val: now})
+	put := func(b []byte) (string, error) {
+		sum := sha256.Sum256(b)
+		h := hex.EncodeToString(sum[:])
+		_, err := tx.Exec(ctx, `INSERT INTO sealed_entries (sha256, body, byte_size) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING`, h, string(b), len(b))
+		return h, err
+	}
+	var idx struct {
+		Prefix  string   `json:"prefix"`
+		Entries []string `json:"entries"`
+		Suffix  string   `json:"suffix"`
+	}
+	var err error
+	if idx.Prefix, err = put(r.sealed.Prefix); err != nil {
+		return err
+	}
+	if idx.Suffix, err = put(r.sealed.Suffix); err != nil {
+		return err
+	}
+	for _, e := range r.sealed.Entries {
+		h, err := put(e)
+		if err != nil {
+			return err
+		}
+		idx.Entries = append(idx.Entries, h)
+	}
+	parts, err := json.Marshal(idx)
+	if err != nil {
+		return err
+	}
+	whole := r.sealed.Bytes()
+	sum := sha256.Sum256(whole)
+	args := []any{id, 1, string(parts), hex.EncodeToString(sum[:]), len(whole), now}
+	const insert = `INSERT INTO sealed_requests (task_id, generation_sealed, parts, sha256, byte_size, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	const settle = `status = 'completed', output = 'done', completed_at = ? WHERE id = ?`
+	var sealed int64
+	if tx.Dialect() == store.Postgres {
+		return tx.Get(ctx, &sealed, `WITH sealed AS (`+insert+` RETURNING id)
+UPDATE tasks SET sealed_request_id = (SELECT id FROM sealed), request_bytes = ?, `+settle+` RETURNING sealed_request_id`,
+			append(args, len(whole), now, id)...)
+	}
+	if err := tx.Get(ctx, &sealed, insert+` RETURNING id`, args...); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE tasks SET sealed_request_id = ?, request_bytes = ?, `+settle, sealed, len(whole), now, id)
 	return err
 }
 

@@ -325,14 +325,12 @@ func rawClaimCommit(ctx context.Context, st *store.Store, executor string) error
 	now := time.Now().UnixMilli()
 	var id int64
 	err = st.Write(ctx, func(tx *store.Tx) error {
-		got, err := store.Claim(ctx, tx, store.ClaimSpec{
-			Predicate: `t.status = 'dispatched' AND t.claimed_at IS NULL AND t.addressed_executor_public_id = ?`, Args: []any{executor},
-			Limit: 1, Now: now, ClaimedBy: `{"executor_public_id":"` + executor + `"}`,
-		})
-		if err != nil || len(got) == 0 {
-			return fmt.Errorf("raw claim: %v (%d rows)", err, len(got))
+		var err error
+		id, hash, err = rawClaim(ctx, tx, `t.status = 'dispatched' AND t.claimed_at IS NULL AND t.addressed_executor_public_id = ?`, []any{executor},
+			store.ExecutorClaimant(executor), now, 0)
+		if err != nil || id == 0 {
+			return fmt.Errorf("raw claim: %v (row %d)", err, id)
 		}
-		id, hash = got[0].ID, got[0].TokenHash
 		return nil
 	})
 	if err != nil {

@@ -19,18 +19,11 @@ const claimTokenBytes = 32
 
 // ClaimSpec parameterizes the one claim primitive (docs/development.md#how-the-kernel-runs-work).
 // The kernel's workers and the executor plane's claim door differ only in which rows are runnable
-// for them, so the predicate is the parameter: a SQL condition over `t` (tasks) and `r` (the task's
-// run), with `?` placeholders and its arguments. Callers pass constant SQL text; values go through
-// Args.
+// for them, so those rows are the parameter (Runnable).
 type ClaimSpec struct {
-	// Predicate selects the runnable rows, e.g. `t.status = 'running' AND r.status = 'running'`.
-	Predicate string
-	Args      []any
-	// Queue says that Predicate implies RunnableCondition, the condition of the partial index
-	// tasks_runnable, as every kernel predicate does: the statement then reads the rows through
-	// that index in its order (runnableFrom). A claim of one named row (the executor doors')
-	// leaves it false.
-	Queue bool
+	// Runnable names the rows the claim may take, and whether they are the kernel's queue
+	// (Runnable.Queue).
+	Runnable Runnable
 	// Limit is the most rows one claim takes (at least 1).
 	Limit int
 	// Now is the claim time, Unix ms: started_at on a first claim, and the clock's new start.
@@ -38,8 +31,8 @@ type ClaimSpec struct {
 	// DefaultTimeoutMS restarts the clock of a row without its own timeout_ms (a model task,
 	// whose claim deadline is the kernel's model_timeout).
 	DefaultTimeoutMS int64
-	// ClaimedBy is the stored claimant, JSON: {"kernel":true} or {"executor_public_id":"…"}.
-	ClaimedBy string
+	// ClaimedBy is the stored claimant: KernelClaimant or an ExecutorClaimant.
+	ClaimedBy Claimant
 	// Instance is the claiming instance (docs/operations.md#instance-liveness-and-takeover) of a
 	// kernel claim or of a claim a plugin's host makes for its executor, stored as
 	// claimed_instance so that a survivor can release the claims of a dead one; empty (NULL) for
@@ -118,8 +111,8 @@ func Claim(ctx context.Context, tx *Tx, spec ClaimSpec) ([]Claimed, error) {
 	if spec.Limit < 1 {
 		spec.Limit = 1
 	}
-	q := claimSQL(tx.Dialect(), spec)
-	args := append(append([]any(nil), spec.Args...), spec.Limit)
+	q := claimSQL(tx.Dialect(), spec.Runnable)
+	args := append(append([]any(nil), spec.Runnable.args...), spec.Limit)
 	var rows []Claimed
 	if err := tx.Select(ctx, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("store: claim scan: %w", err)
@@ -155,7 +148,7 @@ func Claim(ctx context.Context, tx *Tx, spec ClaimSpec) ([]Claimed, error) {
 // that a claim that would find nothing does not queue beside the writes that do work.
 func (s *Store) ClaimOne(ctx context.Context, spec ClaimSpec) (*Claimed, error) {
 	if s.dialect != Postgres {
-		if found, err := anyRunnable(ctx, s.Reader(), spec.Queue, spec.Predicate, spec.Args...); err != nil || !found {
+		if found, err := AnyRunnable(ctx, s.Reader(), spec.Runnable); err != nil || !found {
 			return nil, err
 		}
 		var got *Claimed
@@ -204,7 +197,7 @@ func ClaimFirst(ctx context.Context, tx *Tx, spec ClaimSpec) (*Claimed, error) {
 func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Claimed, error) {
 	c := Claimed{Token: tok, TokenHash: HashClaimToken(tok)}
 	args := []any{c.TokenHash, spec.ClaimedBy, spec.instance(), spec.Now, spec.Now, spec.Now, spec.DefaultTimeoutMS, spec.CountAttemptKind}
-	args = append(args, spec.Args...)
+	args = append(args, spec.Runnable.args...)
 	var row struct {
 		ID         int64  `db:"id"`
 		RunID      int64  `db:"run_id"`
@@ -213,7 +206,7 @@ func claimFirst(ctx context.Context, q Querier, spec ClaimSpec, tok string) (*Cl
 		Generation int64  `db:"claim_generation"`
 		Deadline   int64  `db:"deadline_at"`
 	}
-	update := claimFirstSQL(q.Dialect(), spec)
+	update := claimFirstSQL(q.Dialect(), spec.Runnable)
 	var err error
 	if spec.WithRow && q.Dialect() == Postgres {
 		var tr taskAndRun
@@ -258,20 +251,20 @@ const claimTake = `UPDATE tasks SET
 `
 
 // claimFirstSQL is claimFirst's statement up to its RETURNING list.
-func claimFirstSQL(d Dialect, spec ClaimSpec) string {
+func claimFirstSQL(d Dialect, runnable Runnable) string {
 	lock := ``
 	if d == Postgres {
 		lock = ` FOR UPDATE OF t SKIP LOCKED`
 	}
-	return claimTake + `WHERE id = (SELECT t.id FROM ` + runnableFrom(d, spec.Queue) + ` WHERE ` + spec.Predicate + `
+	return claimTake + `WHERE id = (SELECT t.id FROM ` + runnable.from(d) + ` WHERE ` + runnable.cond + `
   ORDER BY t.dispatched_at, t.id LIMIT 1` + lock + `)
 RETURNING `
 }
 
 // claimSQL is Claim's SELECT.
-func claimSQL(d Dialect, spec ClaimSpec) string {
-	q := `SELECT t.id, t.run_id, t.task_key, t.kind FROM ` + runnableFrom(d, spec.Queue) + ` WHERE ` +
-		spec.Predicate + ` ORDER BY t.dispatched_at, t.id LIMIT ?`
+func claimSQL(d Dialect, runnable Runnable) string {
+	q := `SELECT t.id, t.run_id, t.task_key, t.kind FROM ` + runnable.from(d) + ` WHERE ` +
+		runnable.cond + ` ORDER BY t.dispatched_at, t.id LIMIT ?`
 	if d == Postgres {
 		q += ` FOR UPDATE OF t SKIP LOCKED`
 	}
@@ -307,30 +300,24 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 	return s.relaxed, s.relaxedErr
 }
 
-// AnyRunnable reports whether some row matches the runnable predicate (over `t` and `r`, as
-// ClaimSpec's, implying RunnableCondition), read without a lock: a worker's look before it
-// opens the transaction that would lock and claim one. It decides nothing but whether to look: the claim reads the rows again
-// under its lock.
-func AnyRunnable(ctx context.Context, q Querier, predicate string, args ...any) (bool, error) {
-	return anyRunnable(ctx, q, true, predicate, args...)
-}
-
-func anyRunnable(ctx context.Context, q Querier, queue bool, predicate string, args ...any) (bool, error) {
+// AnyRunnable reports whether some row is runnable, read without a lock: a worker's look before it
+// opens the transaction that would lock and claim one. It decides nothing but whether to look:
+// the claim reads the rows again under its lock.
+func AnyRunnable(ctx context.Context, q Querier, runnable Runnable) (bool, error) {
 	var one int
-	err := notFound(q.Get(ctx, &one, anyRunnableSQL(q.Dialect(), queue, predicate), args...))
+	err := notFound(q.Get(ctx, &one, anyRunnableSQL(q.Dialect(), runnable), runnable.args...))
 	if err == ErrNotFound {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// LockRunWithRunnable finds a run that has a row matching the runnable predicate (over `t` and `r`,
-// as ClaimSpec's, implying RunnableCondition) and takes that run's lock, skipping runs another transaction holds: the first
-// step of a claim that will settle in the same transaction, taken in the lock order (the run before
-// its task rows, docs/development.md#how-the-kernel-runs-work). ok is false when no such run is
-// free.
-func LockRunWithRunnable(ctx context.Context, tx *Tx, predicate string, args ...any) (runID int64, ok bool, err error) {
-	err = tx.Get(ctx, &runID, lockRunSQL(tx.Dialect(), predicate), args...)
+// LockRunWithRunnable finds a run that has a runnable row and takes that run's lock, skipping runs
+// another transaction holds: the first step of a claim that will settle in the same transaction,
+// taken in the lock order (the run before its task rows,
+// docs/development.md#how-the-kernel-runs-work). ok is false when no such run is free.
+func LockRunWithRunnable(ctx context.Context, tx *Tx, runnable Runnable) (runID int64, ok bool, err error) {
+	err = tx.Get(ctx, &runID, lockRunSQL(tx.Dialect(), runnable), runnable.args...)
 	if err = notFound(err); err == ErrNotFound {
 		return 0, false, nil
 	}
@@ -338,36 +325,15 @@ func LockRunWithRunnable(ctx context.Context, tx *Tx, predicate string, args ...
 }
 
 // anyRunnableSQL is AnyRunnable's statement.
-func anyRunnableSQL(d Dialect, queue bool, predicate string) string {
-	return `SELECT 1 FROM ` + runnableFrom(d, queue) + ` WHERE ` + predicate + ` LIMIT 1`
+func anyRunnableSQL(d Dialect, runnable Runnable) string {
+	return `SELECT 1 FROM ` + runnable.from(d) + ` WHERE ` + runnable.cond + ` LIMIT 1`
 }
 
 // lockRunSQL is LockRunWithRunnable's statement.
-func lockRunSQL(d Dialect, predicate string) string {
-	q := `SELECT r.id FROM ` + runnableFrom(d, true) + ` WHERE ` + predicate + ` ORDER BY t.dispatched_at, t.id LIMIT 1`
+func lockRunSQL(d Dialect, runnable Runnable) string {
+	q := `SELECT r.id FROM ` + runnable.from(d) + ` WHERE ` + runnable.cond + ` ORDER BY t.dispatched_at, t.id LIMIT 1`
 	if d == Postgres {
 		q += ` FOR UPDATE OF r SKIP LOCKED`
 	}
 	return q
-}
-
-// RunnableCondition is the condition of the partial index tasks_runnable, ON tasks
-// (dispatched_at, id): the rows that are running and unclaimed, the kernel's queue. A runnable
-// predicate that implies it (ClaimSpec.Queue; AnyRunnable's and LockRunWithRunnable's always
-// do) is read through that index.
-const RunnableCondition = `t.status = 'running' AND t.claimed_at IS NULL`
-
-// runnableFrom is the FROM clause of the statements that look for runnable rows: a task t of
-// its run r. For the queue (queue true) on SQLite it names its plan: the tasks through the
-// partial index tasks_runnable (INDEXED BY), in the index's order, which is the claim's ORDER
-// BY, as the outer loop (CROSS JOIN: SQLite keeps the left table outermost), each row's run read
-// by its key. SQLite chooses plans by statistics that only ANALYZE makes, and a database that
-// never ran it (every new one) has none: the planner then scanned the running runs and each
-// one's tasks, sorting the whole queue on every claim, visiting every running run each time.
-// PostgreSQL keeps its statistics by itself (autovacuum) and is left to choose.
-func runnableFrom(d Dialect, queue bool) string {
-	if queue && d == SQLite {
-		return `tasks t INDEXED BY tasks_runnable CROSS JOIN runs r ON r.id = t.run_id`
-	}
-	return `tasks t JOIN runs r ON r.id = t.run_id`
 }

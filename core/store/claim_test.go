@@ -30,9 +30,11 @@ func seedRun(t *testing.T, s *store.Store, rows int) *store.Run {
 		}
 		for i := 0; i < rows; i++ {
 			d := int64(i)
-			t := &store.Task{RunID: r.ID, Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "running", OnFailure: "absorb",
-				Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i), DispatchedAt: &d,
-				TimeoutMS: ptr(int64(600000))}
+			t := &store.Task{TaskTrace: store.TaskTrace{
+				RunID: r.ID, Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "running", OnFailure: "absorb",
+				Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i),
+				DispatchedAt: &d, TimeoutMS: ptr(int64(600000)),
+			}}
 			if err := store.InsertTask(ctx, tx, t); err != nil {
 				return err
 			}
@@ -46,7 +48,7 @@ func seedRun(t *testing.T, s *store.Store, rows int) *store.Run {
 }
 
 // seedRunRows is seedRun with its rows as TraceTasks reads them.
-func seedRunRows(t *testing.T, s *store.Store, rows int) (*store.Run, []store.Task) {
+func seedRunRows(t *testing.T, s *store.Store, rows int) (*store.Run, []store.TaskTrace) {
 	t.Helper()
 	r := seedRun(t, s, rows)
 	tasks, err := store.TraceTasks(context.Background(), s.Reader(), r.ID)
@@ -58,7 +60,8 @@ func seedRunRows(t *testing.T, s *store.Store, rows int) (*store.Run, []store.Ta
 
 func ptr[T any](v T) *T { return &v }
 
-const runnable = `t.status = 'running' AND t.claimed_at IS NULL AND r.status = 'running'`
+// runnable is the rows the claim tests take: running, unclaimed, of a running run.
+var runnable = store.RunnableWhere(`t.status = 'running' AND t.claimed_at IS NULL AND r.status = 'running'`)
 
 // TestClaimExclusive: concurrent claimers take every runnable row exactly once, each with a new
 // generation, a token whose hash is stored, and a clock restarted from the claim.
@@ -97,7 +100,7 @@ func claimExclusive(t *testing.T, claim func(context.Context, *store.Tx, store.C
 					var got []store.Claimed
 					err := s.Write(ctx, func(tx *store.Tx) error {
 						var err error
-						got, err = claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 1, Now: 1000, ClaimedBy: `{"kernel":true}`})
+						got, err = claim(ctx, tx, store.ClaimSpec{Runnable: runnable, Limit: 1, Now: 1000, ClaimedBy: store.KernelClaimant})
 						return err
 					})
 					if err != nil {
@@ -132,100 +135,12 @@ func claimExclusive(t *testing.T, claim func(context.Context, *store.Tx, store.C
 	})
 }
 
-// TestClaimGuard: a write under a lost claim changes nothing.
-func TestClaimGuard(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		seedRun(t, s, 1)
-		ctx := context.Background()
-		var c store.Claimed
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			got, err := store.Claim(ctx, tx, store.ClaimSpec{Predicate: runnable, Limit: 5, Now: 1, ClaimedBy: `{"kernel":true}`, DefaultTimeoutMS: 5})
-			if len(got) != 1 {
-				return fmt.Errorf("claimed %d", len(got))
-			}
-			c = got[0]
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stale := c.Generation - 1
-		ok, err := store.SetTask(ctx, s.Reader(), c.ID, &store.TaskGuard{Statuses: []string{"running"}, Generation: &stale, TokenHash: c.TokenHash}, store.Assign{Col: "status", Val: "completed"})
-		if err == nil && ok {
-			t.Fatal("a stale generation settled the row")
-		}
-		_ = s.Write(ctx, func(tx *store.Tx) error {
-			ok, err = store.SetTask(ctx, tx, c.ID, &store.TaskGuard{Statuses: []string{"running"}, Generation: &c.Generation, TokenHash: store.HashClaimToken("nxc_other")}, store.Assign{Col: "status", Val: "completed"})
-			return err
-		})
-		if ok {
-			t.Fatal("another token settled the row")
-		}
-		_ = s.Write(ctx, func(tx *store.Tx) error {
-			ok, err = store.SetTask(ctx, tx, c.ID, &store.TaskGuard{Statuses: []string{"running"}, Generation: &c.Generation, TokenHash: store.HashClaimToken(c.Token)}, store.Assign{Col: "status", Val: "completed"})
-			return err
-		})
-		if !ok || err != nil {
-			t.Fatalf("the claimant's settle: %v %v", ok, err)
-		}
-		if _, err := store.SetTask(ctx, s.Reader(), c.ID, nil, store.Assign{Col: "status; DROP TABLE tasks", Val: 1}); err == nil {
-			t.Fatal("an unknown column was accepted")
-		}
-	})
-}
-
 func deref[T any](p *T) T {
 	var z T
 	if p == nil {
 		return z
 	}
 	return *p
-}
-
-// TestSetTaskNextSettleSeq: a settle number computed inside the UPDATE is the one NextSettleSeq
-// reads before it: 1 for a run's first settle, then one more than the largest so far.
-func TestSetTaskNextSettleSeq(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		r := seedRun(t, s, 3)
-		ctx := context.Background()
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			ts, err := store.TraceTasks(ctx, tx, r.ID)
-			if err != nil {
-				return err
-			}
-			// Another run's settle numbers do not count.
-			other := *r
-			other.PublicID = store.NewPublicID()
-			if err := store.InsertRun(ctx, tx, &other); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE tasks SET run_id = ?, settle_seq = 40 WHERE id = ?`, other.ID, ts[2].ID); err != nil {
-				return err
-			}
-			for i, want := range []int64{1, 2} {
-				before, err := store.NextSettleSeq(ctx, tx, r.ID)
-				if err != nil {
-					return err
-				}
-				if _, err := store.SetTask(ctx, tx, ts[i].ID, nil, store.Assign{Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)}); err != nil {
-					return err
-				}
-				got, err := store.TaskByID(ctx, tx, ts[i].ID)
-				if err != nil {
-					return err
-				}
-				if deref(got.SettleSeq) != want || before != want {
-					return fmt.Errorf("settle %d: wrote %d, NextSettleSeq read %d, want %d", i, deref(got.SettleSeq), before, want)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
 }
 
 // TestLockTaskOfRun: the one-statement reads (LockTaskOfRun, LockRunAndTask) answer exactly what
@@ -355,20 +270,20 @@ func TestAnyRunnable(t *testing.T) {
 			t.Fatalf("empty store: %v, %v", found, err)
 		}
 		r := seedRun(t, s, 1)
-		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable+` AND t.run_id = ?`, r.ID); err != nil || !found {
+		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable.OfRun(r.ID)); err != nil || !found {
 			t.Fatalf("a runnable row: %v, %v", found, err)
 		}
-		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable+` AND t.run_id = ?`, r.ID+1); err != nil || found {
+		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable.OfRun(r.ID+1)); err != nil || found {
 			t.Fatalf("another run's predicate: %v, %v", found, err)
 		}
-		c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: `{"kernel":true}`})
+		c, err := s.ClaimOne(ctx, store.ClaimSpec{Runnable: runnable, Now: 10, ClaimedBy: store.KernelClaimant})
 		if err != nil || c == nil {
 			t.Fatalf("claim after the look: %v, %v", c, err)
 		}
 		if found, err := store.AnyRunnable(ctx, s.Reader(), runnable); err != nil || found {
 			t.Fatalf("after the claim: %v, %v", found, err)
 		}
-		if c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 11, ClaimedBy: `{"kernel":true}`}); err != nil || c != nil {
+		if c, err := s.ClaimOne(ctx, store.ClaimSpec{Runnable: runnable, Now: 11, ClaimedBy: store.KernelClaimant}); err != nil || c != nil {
 			t.Fatalf("a second claim: %v, %v", c, err)
 		}
 	})
@@ -398,7 +313,7 @@ func TestTaskAndRunByID(t *testing.T) {
 			t.Fatalf("joined read\n%+v\n%+v\nwant\n%+v\n%+v (detached %v, %v)", run, task, wantRun, wantTask, detached, err)
 		}
 		err = s.Write(ctx, func(tx *store.Tx) error {
-			_, err := store.SetTask(ctx, tx, tasks[0].ID, nil, store.Assign{Col: "detached", Val: true})
+			_, err := tx.Exec(ctx, `UPDATE tasks SET detached = ? WHERE id = ?`, true, tasks[0].ID)
 			return err
 		})
 		if err != nil {
@@ -409,59 +324,6 @@ func TestTaskAndRunByID(t *testing.T) {
 		}
 		if _, _, _, err := store.TaskAndRunByID(ctx, s.Reader(), tasks[1].ID+100); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("unknown row: %v", err)
-		}
-	})
-}
-
-// TestSealTask: sealing stores the request, points the row at it with the columns set and marks
-// the rows it delivers, in one statement on PostgreSQL; a guard that no longer holds points
-// nothing, and the stored request reads back as sealed.
-func TestSealTask(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		_, tasks := seedRunRows(t, s, 2)
-		row, result := tasks[0].ID, tasks[1].ID
-		parts := store.SealedParts{Prefix: []byte(`{"entries":[`), Entries: [][]byte{[]byte(`{"role":"user"}`)}, Suffix: []byte(`]}`)}
-		var id int64
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			stale := int64(7)
-			if _, ok, err := store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}, Generation: &stale}, store.Delivered{}); err != nil || ok {
-				return fmt.Errorf("a guard that no longer holds: ok %v, %v", ok, err)
-			}
-			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.SealedRequestID != nil {
-				return fmt.Errorf("the refused seal pointed the row at %v (%v)", got.SealedRequestID, err)
-			}
-			var ok bool
-			var err error
-			id, ok, err = store.SealTask(ctx, tx, row, 1, parts, 10, &store.TaskGuard{Statuses: []string{"running"}},
-				store.Delivered{IDs: []int64{result, row}, With: "k0"}, store.Assign{Col: "history_entries", Val: 3})
-			if err != nil || !ok {
-				return fmt.Errorf("seal: ok %v, %v", ok, err)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := store.TaskByID(ctx, s.Reader(), row)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.SealedRequestID == nil || *got.SealedRequestID != id || got.RequestBytes == nil || *got.RequestBytes != int64(len(parts.Bytes())) ||
-			got.HistoryEntries == nil || *got.HistoryEntries != 3 {
-			t.Fatalf("sealed row: request %v (want %d), bytes %v, history %v", got.SealedRequestID, id, got.RequestBytes, got.HistoryEntries)
-		}
-		if got.ResultDeliveredAt != nil || got.DeliveredWith != nil {
-			t.Fatalf("the sealed row marked delivered: %v %v", got.ResultDeliveredAt, got.DeliveredWith)
-		}
-		if d, err := store.TaskByID(ctx, s.Reader(), result); err != nil || d.ResultDeliveredAt == nil || *d.ResultDeliveredAt != 10 ||
-			d.DeliveredWith == nil || *d.DeliveredWith != "k0" {
-			t.Fatalf("the delivered row: %+v, %v", d, err)
-		}
-		back, err := store.SealedRequest(ctx, s.Reader(), id)
-		if err != nil || string(back.Bytes()) != string(parts.Bytes()) {
-			t.Fatalf("read back %q, %v", back.Bytes(), err)
 		}
 	})
 }
@@ -477,18 +339,18 @@ func TestLineageRoundAndCalls(t *testing.T) {
 		parts := store.SealedParts{Prefix: []byte(`{"entries":[`), Entries: [][]byte{[]byte(`{"role":"user"}`)}, Suffix: []byte(`]}`)}
 		err := s.Write(ctx, func(tx *store.Tx) error {
 			for _, row := range []store.Task{
-				{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1},
-				{Key: "r1t0", Kind: "tool_task", LineageRoot: "r1t0", DeclaringTaskKey: ptr("r1")},
-				{Key: "r2", Kind: "model_task", LineageRoot: "r1", RoundNumber: 2},
-				{Key: "r1t1", Kind: "tool_task", LineageRoot: "r1t1", DeclaringTaskKey: ptr("r1")},
-				{Key: "r2t0", Kind: "tool_task", LineageRoot: "r2t0", DeclaringTaskKey: ptr("r2")},
+				{TaskTrace: store.TaskTrace{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1}},
+				{TaskTrace: store.TaskTrace{Key: "r1t0", Kind: "tool_task", LineageRoot: "r1t0", DeclaringTaskKey: ptr("r1")}},
+				{TaskTrace: store.TaskTrace{Key: "r2", Kind: "model_task", LineageRoot: "r1", RoundNumber: 2}},
+				{TaskTrace: store.TaskTrace{Key: "r1t1", Kind: "tool_task", LineageRoot: "r1t1", DeclaringTaskKey: ptr("r1")}},
+				{TaskTrace: store.TaskTrace{Key: "r2t0", Kind: "tool_task", LineageRoot: "r2t0", DeclaringTaskKey: ptr("r2")}},
 			} {
 				row.RunID, row.Status, row.OnFailure, row.Lifetime, row.Wake, row.Visibility = r.ID, "waiting", "absorb", "turn", "auto", "collapsed"
 				if err := store.InsertTask(ctx, tx, &row); err != nil {
 					return err
 				}
 				if row.Key == "r1" {
-					if _, _, err := store.SealTask(ctx, tx, row.ID, 1, parts, 10, nil, store.Delivered{}); err != nil {
+					if _, _, err := (store.Seal{ID: row.ID, Generation: 1, Parts: parts, At: 10}).Exec(ctx, tx); err != nil {
 						return err
 					}
 				}
@@ -527,12 +389,12 @@ func TestLineageRows(t *testing.T) {
 		r := seedRun(t, s, 1) // k0, a row of another lineage
 		err := s.Write(ctx, func(tx *store.Tx) error {
 			for _, row := range []store.Task{
-				{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1},
-				{Key: "r1t0", Kind: "tool_task", LineageRoot: "r1t0", DeclaringTaskKey: ptr("r1"), Content: ptr(`[{"type":"text","text":"x"}]`)},
-				{Key: "b1", Kind: "model_task", LineageRoot: "b1", RoundNumber: 1},
-				{Key: "b1t0", Kind: "tool_task", LineageRoot: "b1t0", DeclaringTaskKey: ptr("b1")},
-				{Key: "r2", Kind: "model_task", LineageRoot: "r1", RoundNumber: 2},
-				{Key: "r1t0c", Kind: "tool_task", LineageRoot: "r1t0c", DeclaringTaskKey: ptr("r1"), ParentKey: ptr("r1t0")},
+				{TaskTrace: store.TaskTrace{Key: "r1", Kind: "model_task", LineageRoot: "r1", RoundNumber: 1}},
+				{TaskTrace: store.TaskTrace{Key: "r1t0", Kind: "tool_task", LineageRoot: "r1t0", DeclaringTaskKey: ptr("r1")}, Content: ptr(`[{"type":"text","text":"x"}]`)},
+				{TaskTrace: store.TaskTrace{Key: "b1", Kind: "model_task", LineageRoot: "b1", RoundNumber: 1}},
+				{TaskTrace: store.TaskTrace{Key: "b1t0", Kind: "tool_task", LineageRoot: "b1t0", DeclaringTaskKey: ptr("b1")}},
+				{TaskTrace: store.TaskTrace{Key: "r2", Kind: "model_task", LineageRoot: "r1", RoundNumber: 2}},
+				{TaskTrace: store.TaskTrace{Key: "r1t0c", Kind: "tool_task", LineageRoot: "r1t0c", DeclaringTaskKey: ptr("r1"), ParentKey: ptr("r1t0")}},
 			} {
 				row.RunID, row.Status, row.OnFailure, row.Lifetime, row.Wake, row.Visibility = r.ID, "waiting", "absorb", "turn", "auto", "collapsed"
 				if err := store.InsertTask(ctx, tx, &row); err != nil {
@@ -573,7 +435,7 @@ func TestClaimWithRow(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		r := seedRun(t, s, 2)
-		spec := store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: `{"kernel":true}`, DefaultTimeoutMS: 1000, WithRow: true}
+		spec := store.ClaimSpec{Runnable: runnable, Now: 10, ClaimedBy: store.KernelClaimant, DefaultTimeoutMS: 1000, WithRow: true}
 		check := func(c *store.Claimed) {
 			t.Helper()
 			if c == nil || c.Task == nil || c.Run == nil {
@@ -601,7 +463,7 @@ func TestClaimWithRow(t *testing.T) {
 		}
 		// The second claim's run holds a detached row (its first, already claimed).
 		err = s.Write(ctx, func(tx *store.Tx) error {
-			if _, err := store.SetTask(ctx, tx, c.ID, nil, store.Assign{Col: "detached", Val: true}); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE tasks SET detached = ? WHERE id = ?`, true, c.ID); err != nil {
 				return err
 			}
 			c, err = store.ClaimFirst(ctx, tx, spec)
@@ -646,61 +508,6 @@ func TestRunStanding(t *testing.T) {
 	})
 }
 
-// TestSetTaskAndTrace: the settle writes the row and its run's columns and answers the run's every
-// row, in id order, as a trace read after it would, with the row as the update left it and no
-// other run's rows; a guard that no longer holds writes nothing to the row and answers no trace;
-// an unknown column of either is an error.
-func TestSetTaskAndTrace(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		r, tasks := seedRunRows(t, s, 3)
-		seedRun(t, s, 2) // another run's rows, which the trace must not hold
-		row := tasks[1].ID
-		err := s.Write(ctx, func(tx *store.Tx) error {
-			ok, trace, err := store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"waiting"}}, []store.Assign{{Col: "output", Val: "no"}},
-				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 5}})
-			if err != nil || ok || trace != nil {
-				return fmt.Errorf("a guard that no longer holds: ok %v, %d rows, %v", ok, len(trace), err)
-			}
-			if got, err := store.TaskByID(ctx, tx, row); err != nil || got.Output != nil {
-				return fmt.Errorf("the refused update wrote the row: %v (%v)", got.Output, err)
-			}
-			ok, trace, err = store.SetTaskAndTrace(ctx, tx, row, &store.TaskGuard{Statuses: []string{"running"}},
-				[]store.Assign{{Col: "status", Val: "completed"}, {Col: "settle_seq", Val: store.NextSettleSeqOf(r.ID)}},
-				r.ID, []store.Assign{{Col: "mainline_round_counter", Val: 7}, {Col: "deliverable_task_key", Val: "k9"}})
-			if err != nil || !ok {
-				return fmt.Errorf("update: ok %v, %v", ok, err)
-			}
-			after, err := store.TraceTasks(ctx, tx, r.ID)
-			if err != nil {
-				return err
-			}
-			if !reflect.DeepEqual(trace, after) {
-				return fmt.Errorf("the settle's trace\n%+v\nthe trace read after it\n%+v", trace, after)
-			}
-			if len(trace) != 3 || trace[1].ID != row || trace[1].Status != "completed" || trace[1].SettleSeq == nil || *trace[1].SettleSeq != 1 ||
-				trace[0].Status != "running" || trace[2].Status != "running" {
-				return fmt.Errorf("trace %+v", trace)
-			}
-			if _, _, err := store.SetTaskAndTrace(ctx, tx, row, nil, []store.Assign{{Col: "no_such_column", Val: 1}}, r.ID, nil); err == nil {
-				return fmt.Errorf("an unknown task column was written")
-			}
-			if _, _, err := store.SetTaskAndTrace(ctx, tx, row, nil, []store.Assign{{Col: "output", Val: "x"}}, r.ID, []store.Assign{{Col: "no_such_column", Val: 1}}); err == nil {
-				return fmt.Errorf("an unknown run column was written")
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err := store.RunByID(ctx, s.Reader(), r.ID)
-		if err != nil || run.MainlineRoundCounter != 7 || run.DeliverableTaskKey != "k9" {
-			t.Fatalf("run %+v, %v", run, err)
-		}
-	})
-}
-
 // TestSealedRequestChain: a request that repeats a base, which repeats its own, reads back byte
 // for byte through the whole chain; a chain whose base is missing, or that runs in a circle, is
 // an error, not a request.
@@ -719,7 +526,7 @@ func TestSealedRequestChain(t *testing.T) {
 				if i > 0 {
 					p.BaseID, p.BaseCount = ids[i-1], i
 				}
-				id, _, err := store.SealTask(ctx, tx, tasks[i].ID, 1, p, 10, nil, store.Delivered{})
+				id, _, err := (store.Seal{ID: tasks[i].ID, Generation: 1, Parts: p, At: 10}).Exec(ctx, tx)
 				if err != nil {
 					return err
 				}
@@ -753,6 +560,110 @@ func TestSealedRequestChain(t *testing.T) {
 				t.Fatalf("a chain whose root names base %d read back", base)
 			}
 			setParts(`UPDATE sealed_requests SET parts = REPLACE(parts, ?, '"prefix"') WHERE id = ?`, base)
+		}
+	})
+}
+
+// TestNamedRunnables: each named runnable takes exactly its rows. The kernel's take running,
+// unclaimed, unlowered rows of running runs, within their deadline: rounds and unaddressed tool
+// rows (KernelRunnable), rounds alone (KernelRoundRunnable), unaddressed tool rows alone
+// (KernelToolRunnable), one run's (OfRun); an executor's claim takes its one dispatched,
+// unclaimed row (DispatchedUnclaimed).
+func TestNamedRunnables(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r, rows := seedRunRows(t, s, 9)
+		other, _ := seedRunRows(t, s, 1)
+		const now = 1000
+		// k0 a round; k1 a kernel tool row; k2 an addressed tool row; k3 a lowered call; k4 a
+		// claimed round; k5 a round past its deadline; k6 a dispatched row; k7 a claimed
+		// dispatched row; k8 a round within its deadline.
+		setup := []string{
+			`UPDATE tasks SET kind = 'model_task' WHERE id = ?`,
+			`UPDATE tasks SET kind = 'tool_task' WHERE id = ?`,
+			`UPDATE tasks SET addressed_role = 'runner' WHERE id = ?`,
+			`UPDATE tasks SET lowered = TRUE WHERE id = ?`,
+			`UPDATE tasks SET kind = 'model_task', claimed_at = 1 WHERE id = ?`,
+			`UPDATE tasks SET kind = 'model_task', deadline_at = 1000 WHERE id = ?`,
+			`UPDATE tasks SET status = 'dispatched', addressed_role = 'runner' WHERE id = ?`,
+			`UPDATE tasks SET status = 'dispatched', addressed_role = 'runner', claimed_at = 1 WHERE id = ?`,
+			`UPDATE tasks SET kind = 'model_task', deadline_at = 1001 WHERE id = ?`,
+		}
+		err := s.Write(ctx, func(tx *store.Tx) error {
+			for i, q := range setup {
+				if _, err := tx.Exec(ctx, q, rows[i].ID); err != nil {
+					return err
+				}
+			}
+			// Another run's row is a round too, but its run is not running.
+			_, err := tx.Exec(ctx, `UPDATE runs SET status = 'completed' WHERE id = ?`, other.ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := func(rn store.Runnable) []string {
+			t.Helper()
+			var out []string
+			for {
+				var c *store.Claimed
+				err := s.Write(ctx, func(tx *store.Tx) error {
+					var err error
+					c, err = store.ClaimFirst(ctx, tx, store.ClaimSpec{Runnable: rn, Now: now, ClaimedBy: store.KernelClaimant})
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c == nil {
+					return out
+				}
+				out = append(out, c.Key)
+				// The claim set claimed_at; the next look must skip the row for that alone.
+			}
+		}
+		reset := func() {
+			t.Helper()
+			err := s.Write(ctx, func(tx *store.Tx) error {
+				for i, q := range setup {
+					if _, err := tx.Exec(ctx, `UPDATE tasks SET claimed_at = NULL WHERE id = ?`, rows[i].ID); err != nil {
+						return err
+					}
+					if i == 4 || i == 7 {
+						if _, err := tx.Exec(ctx, q, rows[i].ID); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			rn   store.Runnable
+			want []string
+		}{
+			{"kernel", store.KernelRunnable(now), []string{"k0", "k1", "k8"}},
+			{"rounds", store.KernelRoundRunnable(now), []string{"k0", "k8"}},
+			{"kernel tools", store.KernelToolRunnable(now), []string{"k1"}},
+			{"one run's", store.KernelRunnable(now).OfRun(r.ID), []string{"k0", "k1", "k8"}},
+			{"another run's", store.KernelRunnable(now).OfRun(other.ID), nil},
+			{"a dispatched row", store.DispatchedUnclaimed(rows[6].ID), []string{"k6"}},
+			{"a claimed dispatched row", store.DispatchedUnclaimed(rows[7].ID), nil},
+			{"a running row", store.DispatchedUnclaimed(rows[0].ID), nil},
+		} {
+			found, err := store.AnyRunnable(ctx, s.Reader(), c.rn)
+			if err != nil || found != (len(c.want) > 0) {
+				t.Fatalf("%s: AnyRunnable %v, %v", c.name, found, err)
+			}
+			if got := keys(c.rn); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("%s: claimed %v, want %v", c.name, got, c.want)
+			}
+			reset()
 		}
 	})
 }

@@ -58,6 +58,18 @@ func ConversationByID(ctx context.Context, q Querier, id int64) (*Conversation, 
 	return &c, nil
 }
 
+// ConversationCreator reads who created a conversation.
+func ConversationCreator(ctx context.Context, q Querier, id int64) (Member, error) {
+	var c struct {
+		Kind string `db:"created_by_kind"`
+		ID   string `db:"created_by_public_id"`
+	}
+	if err := q.Get(ctx, &c, `SELECT created_by_kind, created_by_public_id FROM conversations WHERE id = ?`, id); err != nil {
+		return Member{}, notFound(err)
+	}
+	return Member{Kind: c.Kind, PublicID: c.ID}, nil
+}
+
 // LockConversation takes a conversation's lock, first in the lock order
 // (docs/development.md#how-the-kernel-runs-work).
 func LockConversation(ctx context.Context, tx *Tx, id int64) (*Conversation, error) {
@@ -104,19 +116,20 @@ type Turn struct {
 	AuthorPublicID             *string `db:"author_public_id"`
 	SenderConversationPublicID *string `db:"sender_conversation_public_id"`
 	InputText                  string  `db:"input_text"`
-	InputAttachments           string  `db:"input_attachments"`
-	ToolNames                  *string `db:"tool_names"`
-	Model                      string  `db:"model"`
-	Status                     string  `db:"status"`
-	RunID                      int64   `db:"run_id"`
-	RunPublicID                string  `db:"run_public_id"`
-	AnswerTaskKey              *string `db:"answer_task_key"`
-	AnswerText                 *string `db:"answer_text"`
-	FailureKey                 *string `db:"failure_key"`
-	FailureDetail              *string `db:"failure_detail"`
-	CreatedAt                  int64   `db:"created_at"`
-	StartedAt                  *int64  `db:"started_at"`
-	CompletedAt                *int64  `db:"completed_at"`
+	// InputAttachments is never nil: a turn without attachments stores [].
+	InputAttachments Attachments `db:"input_attachments"`
+	ToolNames        Strings     `db:"tool_names"`
+	Model            string      `db:"model"`
+	Status           string      `db:"status"`
+	RunID            int64       `db:"run_id"`
+	RunPublicID      string      `db:"run_public_id"`
+	AnswerTaskKey    *string     `db:"answer_task_key"`
+	AnswerText       *string     `db:"answer_text"`
+	FailureKey       *string     `db:"failure_key"`
+	FailureDetail    *string     `db:"failure_detail"`
+	CreatedAt        int64       `db:"created_at"`
+	StartedAt        *int64      `db:"started_at"`
+	CompletedAt      *int64      `db:"completed_at"`
 }
 
 // InsertTurn stores t and sets its ID.

@@ -34,7 +34,7 @@ type CreateRun struct {
 	// Served are the rows addressed to a Runner's tool, whose address the statement reads.
 	Served []Served
 	// UnlessRevoked are the executors (public ids) rows are parked for: the run is written only
-	// while none of them is revoked, as a dispatch parks a row in a transaction (TaskGuard).
+	// while none of them is revoked, as a dispatch parks a row in a transaction (Dispatch).
 	UnlessRevoked []string
 	// Notify are notifications sent when the statement commits (PostgreSQL; nothing on SQLite).
 	Notify []Notification
@@ -124,7 +124,7 @@ func (g Standing) cond() (string, []any) {
 	return `EXISTS (SELECT 1 FROM agents a WHERE a.id = ? AND a.workspace_id = w.id)`, []any{g.AgentID}
 }
 
-// unlessRevokedCond is the condition of one UnlessRevoked executor, TaskGuard's.
+// unlessRevokedCond is the condition of one UnlessRevoked executor, Dispatch's.
 const unlessRevokedCond = `NOT EXISTS (SELECT 1 FROM executors WHERE public_id = ? AND status = ?)`
 
 // defaultRunnerCond is DefaultRunner's condition: an active Runner of the workspace w.

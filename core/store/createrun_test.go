@@ -73,9 +73,13 @@ func (f *createFixture) run(n int) (*store.Run, []store.Task) {
 	tasks := make([]store.Task, n)
 	for i := range tasks {
 		name, input := "work", fmt.Sprintf(`{"i":%d}`, i)
-		tasks[i] = store.Task{Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "waiting", OnFailure: "propagate",
-			Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i), CreatedAt: int64(i),
-			ToolName: &name, ToolInput: &input}
+		tasks[i] = store.Task{TaskTrace: store.TaskTrace{
+			Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "waiting", OnFailure: "propagate",
+			Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i),
+			CreatedAt: int64(i), ToolName: &name,
+		},
+			ToolInput: &input,
+		}
 	}
 	dispatched, deadline, role := int64(5), int64(30_005), "runner"
 	tasks[0].Status, tasks[0].DispatchedAt, tasks[0].DeadlineAt = "dispatched", &dispatched, &deadline
@@ -181,7 +185,7 @@ func TestCreateRunWritesRowsAndNotification(t *testing.T) {
 // Each guard of CreateRun refuses exactly what the create's transaction refuses when it reads
 // the same fact itself, on both stores: the standing the transaction rereads (the membership and
 // role a user's read finds, the workspace an agent's row names), and the revocation a dispatch's
-// UPDATE checks (TaskGuard.UnlessRevoked). For every case the statement writes the run if and only
+// UPDATE checks (Dispatch.UnlessRevoked). For every case the statement writes the run if and only
 // if the transaction's read accepts it, and a refused statement leaves no run behind.
 func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 	t.Parallel()
@@ -221,7 +225,7 @@ func TestCreateRunGuardsRefuseWhatTheTransactionRefuses(t *testing.T) {
 		if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
 			return false, err
 		}
-		return store.SetTask(ctx, tx, tasks[0].ID, &store.TaskGuard{UnlessRevoked: f.runner.PublicID}, store.Assign{Col: "status", Val: "dispatched"})
+		return store.Dispatch{ID: tasks[0].ID, Status: "dispatched", At: 1, UnlessRevoked: f.runner.PublicID}.Exec(ctx, tx)
 	}
 	standing := func(g func(f *createFixture) store.Standing) func(f *createFixture, c *store.CreateRun) {
 		return func(f *createFixture, c *store.CreateRun) { c.Standing = g(f) }

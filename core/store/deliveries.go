@@ -37,7 +37,7 @@ ORDER BY id LIMIT ?`, afterID, limit)
 // open asks. A user sees the approvals of runs it created or whose answering agent it stewards, and
 // the asks addressed to it (addressed is its stored addressee, compared byte for byte); an agent
 // sees both kinds on every run it answers or created, whoever they are addressed to.
-func InboxForMember(ctx context.Context, q Querier, kind, publicID, addressed string, afterID int64, limit int) ([]HeldRow, error) {
+func InboxForMember(ctx context.Context, q Querier, kind, publicID string, addressed AddressedMember, afterID int64, limit int) ([]HeldRow, error) {
 	var where string
 	args := []any{}
 	if kind == KindAgent {

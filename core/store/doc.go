@@ -10,7 +10,7 @@
 // (a path, a body, a tool's argument) reaches a statement only as an ID or a Key (ids.go), whose
 // driver value refuses a malformed one before anything is sent, and a lookup answers it
 // ErrNotFound. The statements that read the kernel's queue name their plan on SQLite, through
-// the partial index tasks_runnable (runnableFrom), since a database that never ran ANALYZE has
+// the partial index tasks_runnable (Runnable.from), since a database that never ran ANALYZE has
 // no statistics to find it by.
 //
 // Both dialects' connections keep the statements they run prepared, by text (stmtcache.go): a
@@ -26,6 +26,20 @@
 // statement, and a guard that fails writes nothing (ErrGuardFailed) so that the caller runs its
 // ordinary transaction. No code here reads SQL text, replays a caller's code or takes a fact
 // from a cache.
+//
+// Every state change of a task or a run is a named statement too (transitions.go, runs.go,
+// docs/development.md#how-a-door-reaches-the-store): Dispatch, Hold, Fail, Settle, SettleRound,
+// AwaitChild, Release, ReleaseClaim, Extend, Deliver, Repoint and Seal for a task, StartRun, ReviseRun,
+// RequestStop, MoveRun, CompleteRun and PlantRound for a run, each a struct of the values it writes
+// and the guards it checks (the status, the claim as a Fence, the executor a row parks for), one
+// statement each. A guard that no longer holds writes nothing and answers false. No caller names a
+// column; the claims take the rows a Runnable of this package names. SQL text lives here alone
+// (internal/archtest holds the rest of core to it).
+//
+// A task row is read as its trace (TaskTrace: what readiness and the run read need) or whole
+// (Task, which embeds its trace), never half-filled. The JSON-valued columns the engine reads are
+// Go types on the row (columns.go), encoded as they are bound and decoded once as the row is
+// scanned; a stored value that does not decode fails the read.
 //
 // A SQLite database serves one process at a time: the server and nexus migrate hold a flock on
 // the file beside it (HoldSQLite, docs/operations.md#stores).

@@ -14,7 +14,7 @@ type InboxFilter struct {
 	// names it currently announces that are unclaimed or claimed by ClaimedBy (a tool provider;
 	// a Runner is never a pool member).
 	PoolMemberID int64
-	ClaimedBy    string
+	ClaimedBy    Claimant
 	// After is the last row of the previous page; nil for the first page.
 	After *InboxCursor
 	Limit int
@@ -91,7 +91,7 @@ type RowRef struct {
 // DispatchedFor lists the dispatched rows addressed to an executor (claimed or not) and the
 // dispatched pool rows it claimed (claimedBy is its stored claimant): what its revocation settles
 // (docs/api.md#executors). Rows come in run, then id order, the lock order of the settles.
-func DispatchedFor(ctx context.Context, q Querier, executorPublicID, claimedBy string) ([]RowRef, error) {
+func DispatchedFor(ctx context.Context, q Querier, executorPublicID string, claimedBy Claimant) ([]RowRef, error) {
 	var out []RowRef
 	err := q.Select(ctx, &out, `SELECT id, run_id FROM tasks
 WHERE status = 'dispatched' AND (addressed_executor_public_id = ?

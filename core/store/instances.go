@@ -138,24 +138,3 @@ func StillOrphaned(ctx context.Context, tx *Tx, id, gen int64, self string) (boo
 	err := tx.Get(ctx, &n, `SELECT COUNT(*) FROM tasks t WHERE t.id = ? AND t.claim_generation = ? AND `+orphanedPredicate, id, gen, self)
 	return n == 1, err
 }
-
-// ReleaseClaim ends claim generation gen of the dispatched row id without settling it, so that the
-// row's executors may claim it again at once (docs/operations.md#instance-liveness-and-takeover: a
-// replayable call a dead instance's plugin held): the claimant, the token's hash, the instance and
-// the claim time are cleared, and the park's clock restarts to end at deadline. The generation
-// stays, so the next claim is generation gen+1, and a write fenced on the released claim's
-// generation and token changes nothing. ok is false when the row is no longer dispatched under
-// that claim.
-func ReleaseClaim(ctx context.Context, tx *Tx, id, gen, deadline int64) (bool, error) {
-	res, err := tx.Exec(ctx, `UPDATE tasks SET claimed_at = NULL, claim_token_hash = NULL, claimed_by = NULL,
-  claimed_instance = NULL, deadline_at = ?
-WHERE id = ? AND claim_generation = ? AND status = 'dispatched' AND claimed_at IS NOT NULL`, deadline, id, gen)
-	if err != nil {
-		return false, fmt.Errorf("store: release claim of task %d: %w", id, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	return n == 1, nil
-}

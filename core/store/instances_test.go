@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strconv"
 	"testing"
@@ -98,7 +99,7 @@ func TestOrphanedClaims(t *testing.T) {
 		}
 		seedRun(t, s, 4)
 		claim := func(instance string) *store.Claimed {
-			c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: runnable, Now: 10, ClaimedBy: `{"kernel":true}`, Instance: instance})
+			c, err := s.ClaimOne(ctx, store.ClaimSpec{Runnable: runnable, Now: 10, ClaimedBy: store.KernelClaimant, Instance: instance})
 			if err != nil || c == nil {
 				t.Fatalf("claim: %v %v", c, err)
 			}
@@ -141,13 +142,12 @@ func TestOrphanedClaims(t *testing.T) {
 	})
 }
 
-// TestReleaseClaim: a plugin's claim records its instance; releasing it (a replayable call a dead
-// instance's plugin held, docs/operations.md#instance-liveness-and-takeover) leaves the row
-// dispatched and unclaimed, with no claimant, token or instance and its park's clock restarted,
-// so that it is no orphan any more and the next claim takes it as the next generation. A write
-// fenced on the released claim changes nothing, and a release of another generation, of a row
-// not claimed or of a row no longer dispatched changes nothing either.
-func TestReleaseClaim(t *testing.T) {
+// TestReleasedPluginClaimIsNoOrphan: a plugin's claim records its instance; releasing it (a
+// replayable call a dead instance's plugin held, docs/operations.md#instance-liveness-and-takeover,
+// store.ReleaseClaim) leaves the row no orphan any more, while the dead instance's other claims
+// stay orphans; a write fenced on the released claim changes nothing, and the next claim takes the
+// row as the next generation. The statement's own guards are TestReleaseClaim's.
+func TestReleasedPluginClaimIsNoOrphan(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -157,7 +157,7 @@ func TestReleaseClaim(t *testing.T) {
 		_, rows := seedRunRows(t, s, 2)
 		err := s.Write(ctx, func(tx *store.Tx) error {
 			for _, r := range rows {
-				if _, err := store.SetTask(ctx, tx, r.ID, nil, store.Assign{Col: "status", Val: "dispatched"}); err != nil {
+				if _, err := (store.Dispatch{ID: r.ID, Status: "dispatched", At: 1}).Exec(ctx, tx); err != nil {
 					return err
 				}
 			}
@@ -166,27 +166,16 @@ func TestReleaseClaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const dispatched = `t.status = 'dispatched' AND t.claimed_at IS NULL AND r.status = 'running'`
-		byPlugin := `{"executor_public_id":"01900000-0000-7000-8000-000000000061"}`
-		claim := func(now int64) *store.Claimed {
-			c, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: dispatched, Now: now, ClaimedBy: byPlugin, Instance: "inst_dead"})
+		byPlugin := store.ExecutorClaimant("01900000-0000-7000-8000-000000000061")
+		claim := func(id, now int64, instance string) *store.Claimed {
+			t.Helper()
+			c, err := s.ClaimOne(ctx, store.ClaimSpec{Runnable: store.DispatchedUnclaimed(id), Now: now, ClaimedBy: byPlugin, Instance: instance})
 			if err != nil || c == nil {
 				t.Fatalf("claim: %v %v", c, err)
 			}
 			return c
 		}
-		c, other := claim(10), claim(10)
-		release := func(id, gen, deadline int64) bool {
-			var ok bool
-			if err := s.Write(ctx, func(tx *store.Tx) error {
-				var err error
-				ok, err = store.ReleaseClaim(ctx, tx, id, gen, deadline)
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			return ok
-		}
+		c, other := claim(rows[0].ID, 10, "inst_dead"), claim(rows[1].ID, 10, "inst_dead")
 		var orphans []store.OrphanedClaim
 		err = s.Write(ctx, func(tx *store.Tx) error {
 			if _, err := store.DeclareDead(ctx, tx, "inst_live", 5, 20); err != nil {
@@ -199,32 +188,24 @@ func TestReleaseClaim(t *testing.T) {
 		if err != nil || len(orphans) != 2 || orphans[0].Instance != "inst_dead" {
 			t.Fatalf("a plugin's claims of a dead instance: %+v %v", orphans, err)
 		}
-		if release(c.ID, c.Generation+1, 5000) {
-			t.Fatal("another generation's claim was released")
-		}
-		if !release(c.ID, c.Generation, 5000) {
-			t.Fatal("the claim was not released")
-		}
-		got, err := store.TaskByID(ctx, s.Reader(), c.ID)
+		err = s.Write(ctx, func(tx *store.Tx) error {
+			ok, err := store.ReleaseClaim{ID: c.ID, Deadline: 5000, From: "dispatched", Generation: c.Generation}.Exec(ctx, tx)
+			if err == nil && !ok {
+				err = errors.New("the claim was not released")
+			}
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
-		}
-		if got.Status != "dispatched" || got.ClaimedAt != nil || got.ClaimedBy != nil || got.ClaimTokenHash != nil ||
-			got.ClaimGeneration != c.Generation || got.DeadlineAt == nil || *got.DeadlineAt != 5000 {
-			t.Fatalf("the released row: %+v", got)
 		}
 		var instance *string
 		if err := s.Reader().Get(ctx, &instance, `SELECT claimed_instance FROM tasks WHERE id = ?`, c.ID); err != nil || instance != nil {
 			t.Fatalf("the released row's instance: %v %v", instance, err)
 		}
-		if release(c.ID, c.Generation, 6000) {
-			t.Fatal("a row not claimed was released")
-		}
 		// The claim fence refuses a write under the released claim.
 		err = s.Write(ctx, func(tx *store.Tx) error {
-			gen := c.Generation
-			ok, err := store.SetTask(ctx, tx, c.ID, &store.TaskGuard{Statuses: []string{"dispatched"}, Generation: &gen, TokenHash: c.TokenHash},
-				store.Assign{Col: "status", Val: "completed"})
+			ok, err := store.Settle{ID: c.ID, Status: "completed", At: 30, From: "dispatched",
+				Claim: &store.Fence{Generation: c.Generation, TokenHash: c.TokenHash}}.Exec(ctx, tx, nil)
 			if ok {
 				t.Error("a write under the released claim was applied")
 			}
@@ -237,21 +218,8 @@ func TestReleaseClaim(t *testing.T) {
 		if err != nil || len(orphans) != 1 || orphans[0].ID != other.ID {
 			t.Fatalf("orphans after the release: %+v %v", orphans, err)
 		}
-		again, err := s.ClaimOne(ctx, store.ClaimSpec{Predicate: `t.id = ? AND ` + dispatched, Args: []any{c.ID}, Now: 20,
-			ClaimedBy: byPlugin, Instance: "inst_live"})
-		if err != nil || again == nil || again.Generation != c.Generation+1 {
-			t.Fatalf("the claim after the release: %+v %v", again, err)
-		}
-		// A row that is no longer dispatched is not released.
-		err = s.Write(ctx, func(tx *store.Tx) error {
-			_, err := store.SetTask(ctx, tx, other.ID, nil, store.Assign{Col: "status", Val: "uncertain"})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if release(other.ID, other.Generation, 5000) {
-			t.Fatal("a settled row's claim was released")
+		if again := claim(c.ID, 20, "inst_live"); again.Generation != c.Generation+1 {
+			t.Fatalf("the claim after the release: %+v", again)
 		}
 	})
 }

@@ -10,12 +10,6 @@ import (
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
 
-// queuePredicate has the shape of the kernel's runnable predicates (core/runs/scheduler.go):
-// the partial index's condition, then the row's and the run's own.
-const queuePredicate = store.RunnableCondition + ` AND t.lowered = ? AND r.status = 'running'
- AND (t.kind = 'model_task' OR (t.kind = 'tool_task' AND t.addressed_role IS NULL))
- AND (t.deadline_at IS NULL OR t.deadline_at > ?)`
-
 // busyRuns is how many running runs the busy database holds, each with a claimed row (not in the
 // queue) and a settled one: the shape of a store whose claims visited every running run (a
 // plan chosen by row counts would change its mind somewhere between none and this many).
@@ -30,14 +24,14 @@ func TestQueuePlanUsesRunnableIndex(t *testing.T) {
 	ctx := context.Background()
 	check := func(state string) {
 		t.Helper()
-		for name, q := range store.QueueStatements(store.SQLite, queuePredicate) {
+		for name, q := range store.QueueStatements(store.SQLite, 0) {
 			var rows []struct {
 				ID      int    `db:"id"`
 				Parent  int    `db:"parent"`
 				NotUsed int    `db:"notused"`
 				Detail  string `db:"detail"`
 			}
-			if err := s.Reader().Select(ctx, &rows, `EXPLAIN QUERY PLAN `+q, false, 0, false, 0, false, 0, false, 0, false, 0); err != nil {
+			if err := s.Reader().Select(ctx, &rows, `EXPLAIN QUERY PLAN `+q.Text, q.Args...); err != nil {
 				t.Fatalf("%s: %s: %v", state, name, err)
 			}
 			var plan []string
@@ -68,10 +62,10 @@ func TestQueuePlanUsesRunnableIndex(t *testing.T) {
 			MainlineRoundCounter: 1, MemoryContext: "{}", CreatedAt: 1, UpdatedAt: 1}
 		claimedAt, dispatched := int64(1), int64(1)
 		tasks := []store.Task{
-			{Key: "k0", Kind: "model_task", Status: "running", OnFailure: "propagate", Lifetime: "turn", Wake: "auto",
-				Visibility: "collapsed", LineageRoot: "k0", CreatedAt: 1, ClaimedAt: &claimedAt, DispatchedAt: &dispatched},
-			{Key: "k1", Kind: "model_task", Status: "completed", OnFailure: "propagate", Lifetime: "turn", Wake: "auto",
-				Visibility: "collapsed", LineageRoot: "k1", CreatedAt: 1},
+			{TaskTrace: store.TaskTrace{Key: "k0", Kind: "model_task", Status: "running", OnFailure: "propagate", Lifetime: "turn", Wake: "auto",
+				Visibility: "collapsed", LineageRoot: "k0", CreatedAt: 1, ClaimedAt: &claimedAt, DispatchedAt: &dispatched}},
+			{TaskTrace: store.TaskTrace{Key: "k1", Kind: "model_task", Status: "completed", OnFailure: "propagate", Lifetime: "turn", Wake: "auto",
+				Visibility: "collapsed", LineageRoot: "k1", CreatedAt: 1}},
 		}
 		if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
 			return err

@@ -44,14 +44,6 @@ var runColumns = []string{
 	"stop_by_kind", "stop_by_public_id", "stop_force", "created_at", "started_at", "completed_at", "updated_at",
 }
 
-var runColumnSet = func() map[string]bool {
-	m := map[string]bool{}
-	for _, c := range runColumns {
-		m[c] = true
-	}
-	return m
-}()
-
 // InsertRun stores r and sets its ID.
 func InsertRun(ctx context.Context, q Querier, r *Run) error {
 	err := q.Get(ctx, &r.ID, insertRunSQL, r.values()...)
@@ -204,37 +196,101 @@ func LockRun(ctx context.Context, tx *Tx, id int64) (*Run, error) {
 	return &r, nil
 }
 
-// SetRun updates a run's columns.
-func SetRun(ctx context.Context, q Querier, id int64, set ...Assign) error {
-	if len(set) == 0 {
-		return nil
-	}
-	query, args, err := runUpdate(id, set)
-	if err != nil {
-		return err
-	}
-	_, err = q.Exec(ctx, query, args...)
-	return err
+// A run changes state only through the named statements below, as a task does (transitions.go):
+// one statement each, with the values it writes as fields.
+
+// StartRun moves a pending run to running (Status), started now.
+type StartRun struct {
+	ID     int64
+	Status string
+	At     int64
 }
 
-// runUpdate is SetRun's statement and its arguments.
-func runUpdate(id int64, set []Assign) (string, []any, error) {
-	var b strings.Builder
-	b.WriteString(`UPDATE runs SET `)
-	args := make([]any, 0, len(set)+1)
-	for i, a := range set {
-		if !runColumnSet[a.Col] || a.Col == "public_id" {
-			return "", nil, fmt.Errorf("store: SetRun: unknown column %q", a.Col)
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(a.Col + " = ?")
-		args = append(args, a.Val)
+// Exec writes the start.
+func (r StartRun) Exec(ctx context.Context, q Querier) error {
+	return runExec(ctx, q, "start", r.ID, `UPDATE runs SET status = ?, started_at = ?, updated_at = ? WHERE id = ?`, r.Status, r.At, r.At, r.ID)
+}
+
+// ReviseRun records an append (docs/api.md#runs): the run's new revision and deliverable, and a
+// new status when Status is not "" (an append that resumes a run that needed attention).
+type ReviseRun struct {
+	ID          int64
+	Revision    int64
+	Deliverable string
+	Status      string
+	At          int64
+}
+
+// Exec writes the revision.
+func (r ReviseRun) Exec(ctx context.Context, q Querier) error {
+	return runExec(ctx, q, "revise", r.ID, `UPDATE runs SET revision = ?, deliverable_task_key = ?, updated_at = ?, status = COALESCE(?, status) WHERE id = ?`,
+		r.Revision, r.Deliverable, r.At, nullIfEmpty(r.Status), r.ID)
+}
+
+// RequestStop records who asked a run to stop, when, and whether with force (docs/api.md#runs).
+type RequestStop struct {
+	ID    int64
+	At    int64
+	By    Member
+	Force bool
+}
+
+// Exec writes the request.
+func (r RequestStop) Exec(ctx context.Context, q Querier) error {
+	return runExec(ctx, q, "stop", r.ID, `UPDATE runs SET stop_requested_at = ?, stop_by_kind = ?, stop_by_public_id = ?, stop_force = ? WHERE id = ?`,
+		r.At, r.By.Kind, r.By.PublicID, r.Force, r.ID)
+}
+
+// MoveRun moves a run to another status of its lifecycle (docs/api.md#runs); CompletedAt, when
+// not nil, ends it.
+type MoveRun struct {
+	ID          int64
+	Status      string
+	At          int64
+	CompletedAt *int64
+}
+
+// Exec writes the status.
+func (r MoveRun) Exec(ctx context.Context, q Querier) error {
+	return runExec(ctx, q, "move", r.ID, `UPDATE runs SET status = ?, updated_at = ?, completed_at = COALESCE(?, completed_at) WHERE id = ?`,
+		r.Status, r.At, r.CompletedAt, r.ID)
+}
+
+// CompleteRun completes a run with its answer, the output of its deliverable row (Deliverable, a
+// task id), copied in the statement: the trace the engine holds carries no output.
+type CompleteRun struct {
+	ID          int64
+	Status      string
+	Deliverable int64
+	At          int64
+}
+
+// Exec writes the completion.
+func (r CompleteRun) Exec(ctx context.Context, q Querier) error {
+	return runExec(ctx, q, "complete", r.ID, `UPDATE runs SET answer = (SELECT COALESCE(output, '') FROM tasks WHERE id = ?), status = ?, updated_at = ?, completed_at = ? WHERE id = ?`,
+		r.Deliverable, r.Status, r.At, r.At, r.ID)
+}
+
+// PlantRound moves a run's mainline onto a round the engine planted (a wake round): the round
+// counter and the deliverable.
+type PlantRound struct {
+	ID          int64
+	Counter     int64
+	Deliverable string
+}
+
+// Exec writes the move.
+func (r PlantRound) Exec(ctx context.Context, q Querier) error {
+	return runExec(ctx, q, "plant a round of", r.ID, `UPDATE runs SET mainline_round_counter = ?, deliverable_task_key = ? WHERE id = ?`,
+		r.Counter, r.Deliverable, r.ID)
+}
+
+// runExec runs one run statement.
+func runExec(ctx context.Context, q Querier, what string, id int64, query string, args ...any) error {
+	if _, err := q.Exec(ctx, query, args...); err != nil {
+		return fmt.Errorf("store: %s run %d: %w", what, id, err)
 	}
-	b.WriteString(` WHERE id = ?`)
-	args = append(args, id)
-	return b.String(), args, nil
+	return nil
 }
 
 // RunFilter narrows a run listing.

@@ -29,9 +29,13 @@ func TestInsertRunWithTasks(t *testing.T) {
 				tasks := make([]store.Task, n)
 				for i := range tasks {
 					name, input := fmt.Sprintf("tool%d", i), fmt.Sprintf(`{"i":%d}`, i)
-					tasks[i] = store.Task{Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "waiting", OnFailure: "propagate",
-						Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i), CreatedAt: int64(i),
-						ToolName: &name, ToolInput: &input}
+					tasks[i] = store.Task{TaskTrace: store.TaskTrace{
+						Key: fmt.Sprintf("k%d", i), Kind: "tool_task", Status: "waiting", OnFailure: "propagate",
+						Lifetime: "turn", Wake: "auto", Visibility: "collapsed", LineageRoot: fmt.Sprintf("k%d", i),
+						CreatedAt: int64(i), ToolName: &name,
+					},
+						ToolInput: &input,
+					}
 				}
 				if err := store.InsertRunWithTasks(ctx, tx, r, tasks); err != nil {
 					return err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/lib/pq"
 )
@@ -91,7 +92,7 @@ func putSealed(ctx context.Context, q Querier, taskID, generation int64, p Seale
 	return []any{taskID, generation, string(parts), hexSum(whole), len(whole), at}, int64(len(whole)), nil
 }
 
-// Delivered names the rows whose results a sealed request carries for the first time: SealTask
+// Delivered names the rows whose results a sealed request carries for the first time: Seal
 // marks them delivered (result_delivered_at, delivered_with) with the seal.
 type Delivered struct {
 	IDs []int64
@@ -99,58 +100,68 @@ type Delivered struct {
 	With string
 }
 
-// SealTask stores a sealed request for a task and points the task at it (sealed_request_id and
-// request_bytes, with the columns set) under guard, marks the rows it delivers, and answers the
-// request's id and whether the guard held. On PostgreSQL the index row, the marks and the task's
-// update are one statement; a guard that no longer holds leaves the index row and the marks
-// written, for the caller's rollback. Without a guard the task is updated whatever its state.
-func SealTask(ctx context.Context, q Querier, taskID, generation int64, p SealedParts, at int64, guard *TaskGuard, delivered Delivered, set ...Assign) (id int64, ok bool, err error) {
-	args, size, err := putSealed(ctx, q, taskID, generation, p, at)
+// Seal stores a round's sealed request and points the round at it (sealed_request_id,
+// request_bytes, and history_entries, the count of history entries it carries) under its guards,
+// and marks the rows whose results it delivers (docs/development.md#how-the-kernel-runs-work).
+type Seal struct {
+	// ID is the round; Generation the claim generation it is sealed under (generation_sealed).
+	ID, Generation int64
+	Parts          SealedParts
+	At             int64
+	HistoryEntries int64
+	Delivered      Delivered
+	// From and Claim guard the round's update: its status and its claim; "" and nil for none.
+	From  string
+	Claim *Fence
+}
+
+// Exec stores the request and answers its id and whether the guards held. On PostgreSQL the index
+// row, the marks and the round's update are one statement (after the pieces' inserts); a guard
+// that no longer holds leaves the index row and the marks written, for the caller's rollback.
+func (s Seal) Exec(ctx context.Context, q Querier) (id int64, ok bool, err error) {
+	args, size, err := putSealed(ctx, q, s.ID, s.Generation, s.Parts, s.At)
 	if err != nil {
 		return 0, false, err
 	}
-	set = append([]Assign{{Col: "sealed_request_id", Val: sealedInStatement{}}, {Col: "request_bytes", Val: size}}, set...)
+	g := guard{from: s.From, claim: s.Claim}
 	if q.Dialect() != Postgres {
 		if err := q.Get(ctx, &id, insertSealedSQL+` RETURNING id`, args...); err != nil {
 			return 0, false, fmt.Errorf("store: seal: %w", err)
 		}
-		set[0].Val = id
-		if ok, err = SetTask(ctx, q, taskID, guard, set...); err != nil || !ok {
+		var b strings.Builder
+		b.WriteString(`UPDATE tasks SET sealed_request_id = ?, request_bytes = ?, history_entries = ?`)
+		update := g.where(&b, []any{id, size, s.HistoryEntries}, s.ID)
+		if ok, err = exec(ctx, q, "seal", s.ID, b.String(), update); err != nil || !ok {
 			return id, ok, err
 		}
-		for _, d := range delivered.IDs {
-			if d == taskID {
+		for _, d := range s.Delivered.IDs {
+			if d == s.ID {
 				continue // the sealed row is not one it delivers, as on PostgreSQL
 			}
-			if _, err := SetTask(ctx, q, d, nil, Assign{Col: "result_delivered_at", Val: at}, Assign{Col: "delivered_with", Val: delivered.With}); err != nil {
+			if err := (Deliver{ID: d, With: s.Delivered.With, At: s.At}).Exec(ctx, q); err != nil {
 				return 0, false, err
 			}
 		}
 		return id, true, nil
 	}
-	update, updateArgs, err := taskUpdate(taskID, guard, set)
-	if err != nil {
-		return 0, false, err
-	}
 	with := `WITH sealed AS (` + insertSealedSQL + ` RETURNING id)`
-	if len(delivered.IDs) > 0 {
+	if len(s.Delivered.IDs) > 0 {
 		// Other rows than the sealed one: one statement updates each row once.
 		with += `, delivered AS (UPDATE tasks SET result_delivered_at = ?, delivered_with = ? WHERE id = ANY(?::bigint[]) AND id <> ?)`
-		args = append(args, at, delivered.With, pq.Array(delivered.IDs), taskID)
+		args = append(args, s.At, s.Delivered.With, pq.Array(s.Delivered.IDs), s.ID)
 	}
-	err = notFound(q.Get(ctx, &id, with+` `+update+` RETURNING sealed_request_id`, append(args, updateArgs...)...))
+	var b strings.Builder
+	b.WriteString(with + ` UPDATE tasks SET sealed_request_id = (SELECT id FROM sealed), request_bytes = ?, history_entries = ?`)
+	args = g.where(&b, append(args, size, s.HistoryEntries), s.ID)
+	err = notFound(q.Get(ctx, &id, b.String()+` RETURNING sealed_request_id`, args...))
 	if err == ErrNotFound {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("store: seal task %d: %w", taskID, err)
+		return 0, false, fmt.Errorf("store: seal task %d: %w", s.ID, err)
 	}
 	return id, true, nil
 }
-
-// sealedInStatement, as an Assign's value, is the id of the sealed request SealTask's statement
-// writes.
-type sealedInStatement struct{}
 
 // SealedRequest reassembles a stored sealed request, following its base chain; it checks the
 // result against the stored SHA-256, so a damaged piece is an error rather than different bytes

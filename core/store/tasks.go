@@ -6,10 +6,13 @@ import (
 	"strings"
 )
 
-// Task is one row of the tasks table, the one queue (docs/api.md#runs,
-// docs/development.md#how-the-kernel-runs-work). JSON-valued columns are kept as their stored text;
-// nil means SQL NULL (absent). The run engine owns their meaning; this package only moves them.
-type Task struct {
+// TaskTrace is a task row's trace: the columns a run read, readiness and run-state evaluation
+// need (docs/development.md#how-the-kernel-runs-work), everything but the large frozen fields and
+// result bodies, so that re-evaluating a run stays cheap. TraceTasks reads a run's traces; a
+// transition that needs only the trace takes one, and a whole row (Task) carries its own.
+// Optional columns are pointers (nil is SQL NULL); JSON-valued columns are Go types the store
+// decodes once as it reads them (columns.go).
+type TaskTrace struct {
 	ID                int64   `db:"id"`
 	RunID             int64   `db:"run_id"`
 	Key               string  `db:"task_key"`
@@ -19,7 +22,7 @@ type Task struct {
 	Origin            string  `db:"origin"`
 	ParentKey         *string `db:"parent_key"`
 	DeclaringTaskKey  *string `db:"declaring_task_key"`
-	AfterKeys         *string `db:"after_keys"`
+	AfterKeys         Strings `db:"after_keys"`
 	OnFailure         string  `db:"on_failure"`
 	Lifetime          string  `db:"lifetime"`
 	Wake              string  `db:"wake"`
@@ -28,63 +31,31 @@ type Task struct {
 	FailureResolution *string `db:"failure_resolution"`
 	LineageRoot       string  `db:"lineage_root"`
 	RoundNumber       int64   `db:"round_number"`
+	Model             *string `db:"model"`
+	Finish            *string `db:"finish"`
+	Attempts          int64   `db:"attempts"`
 
-	Model           *string `db:"model"`
-	Prompt          *string `db:"prompt"`
-	Instructions    *string `db:"instructions"`
-	Attachments     *string `db:"attachments"`
-	Results         *string `db:"results"`
-	ToolDefinitions *string `db:"tool_definitions"`
-	SkillCatalog    *string `db:"skill_catalog"`
-	Environment     *string `db:"environment"`
-	Finish          *string `db:"finish"`
-	AnswerCalls     *string `db:"answer_calls"`
-	// AnswerContent is the answer's ordered content when it holds provider blocks (internal).
-	AnswerContent   *string `db:"answer_content"`
-	Usage           *string `db:"usage"`
-	Attempts        int64   `db:"attempts"`
-	RequestBytes    *int64  `db:"request_bytes"`
-	SealedRequestID *int64  `db:"sealed_request_id"`
-	HistoryEntries  *int64  `db:"history_entries"`
+	ToolName                  *string   `db:"tool_name"`
+	ToolAlias                 *string   `db:"tool_alias"`
+	ToolCallID                *string   `db:"tool_call_id"`
+	AddressedRole             *string   `db:"addressed_role"`
+	AddressedExecutorPublicID *string   `db:"addressed_executor_public_id"`
+	Target                    *string   `db:"target"`
+	TimeoutMS                 *int64    `db:"timeout_ms"`
+	DeadlineAt                *int64    `db:"deadline_at"`
+	ClaimGeneration           int64     `db:"claim_generation"`
+	ClaimedBy                 *Claimant `db:"claimed_by"`
+	ClaimedAt                 *int64    `db:"claimed_at"`
+	AwaitingChild             *string   `db:"awaiting_child"`
+	Lowered                   bool      `db:"lowered"`
+	AwaitKind                 *string   `db:"await_kind"`
 
-	ToolName                  *string `db:"tool_name"`
-	ToolAlias                 *string `db:"tool_alias"`
-	ToolInput                 *string `db:"tool_input"`
-	ToolCallID                *string `db:"tool_call_id"`
-	Route                     *string `db:"route"`
-	Target                    *string `db:"target"`
-	AddressedRole             *string `db:"addressed_role"`
-	AddressedExecutorPublicID *string `db:"addressed_executor_public_id"`
-	EffectProfile             *string `db:"effect_profile"`
-	TimeoutMS                 *int64  `db:"timeout_ms"`
-	DeadlineAt                *int64  `db:"deadline_at"`
-	ClaimGeneration           int64   `db:"claim_generation"`
-	ClaimTokenHash            []byte  `db:"claim_token_hash"`
-	ClaimedBy                 *string `db:"claimed_by"`
-	ClaimedAt                 *int64  `db:"claimed_at"`
-	AwaitingChild             *string `db:"awaiting_child"`
-	Lowered                   bool    `db:"lowered"`
-	ModelDefaults             *string `db:"model_defaults"`
-	Scope                     *string `db:"scope"`
-
-	AwaitKind       *string `db:"await_kind"`
-	Options         *string `db:"options"`
-	Multi           *bool   `db:"multi"`
-	AddressedMember *string `db:"addressed_member"`
-	WaitSpec        *string `db:"wait_spec"`
-	ResolvedBy      *string `db:"resolved_by"`
-
-	Approval          *string `db:"approval"`
-	IsError           *bool   `db:"is_error"`
-	Output            *string `db:"output"`
-	Content           *string `db:"content"`
-	StructuredContent *string `db:"structured_content"`
-	Title             *string `db:"title"`
-	Metadata          *string `db:"metadata"`
-	ErrorKey          *string `db:"error_key"`
-	ErrorDetail       *string `db:"error_detail"`
-	DeliveredWith     *string `db:"delivered_with"`
-	SettleSeq         *int64  `db:"settle_seq"`
+	Approval      *Approval `db:"approval"`
+	IsError       *bool     `db:"is_error"`
+	ErrorKey      *string   `db:"error_key"`
+	ErrorDetail   *string   `db:"error_detail"`
+	DeliveredWith *string   `db:"delivered_with"`
+	SettleSeq     *int64    `db:"settle_seq"`
 
 	CreatedAt         int64  `db:"created_at"`
 	ReadyAt           *int64 `db:"ready_at"`
@@ -94,8 +65,55 @@ type Task struct {
 	ResultDeliveredAt *int64 `db:"result_delivered_at"`
 }
 
-// taskColumns lists every column of tasks in a fixed order: the insert and the reads use it, and
-// Set checks the columns it is handed against it so that no caller can write SQL through a name.
+// Task is one whole row of the tasks table, the one queue (docs/api.md#runs,
+// docs/development.md#how-the-kernel-runs-work): its trace and every other column. The run
+// engine owns the meaning of its values; this package moves them.
+type Task struct {
+	TaskTrace
+
+	Prompt          *string     `db:"prompt"`
+	Instructions    *string     `db:"instructions"`
+	Attachments     Attachments `db:"attachments"`
+	Results         Strings     `db:"results"`
+	ToolDefinitions *string     `db:"tool_definitions"`
+	SkillCatalog    *string     `db:"skill_catalog"`
+	Environment     *string     `db:"environment"`
+	AnswerCalls     AnswerCalls `db:"answer_calls"`
+	// AnswerContent is the answer's ordered content when it holds provider blocks (internal).
+	AnswerContent   *string `db:"answer_content"`
+	Usage           *Usage  `db:"usage"`
+	RequestBytes    *int64  `db:"request_bytes"`
+	SealedRequestID *int64  `db:"sealed_request_id"`
+	HistoryEntries  *int64  `db:"history_entries"`
+
+	ToolInput      *string `db:"tool_input"`
+	Route          *Route  `db:"route"`
+	EffectProfile  *string `db:"effect_profile"`
+	ClaimTokenHash []byte  `db:"claim_token_hash"`
+	ModelDefaults  *string `db:"model_defaults"`
+	Scope          *string `db:"scope"`
+
+	Options         Strings          `db:"options"`
+	Multi           *bool            `db:"multi"`
+	AddressedMember *AddressedMember `db:"addressed_member"`
+	WaitSpec        *WaitSpec        `db:"wait_spec"`
+	ResolvedBy      *Member          `db:"resolved_by"`
+
+	Output            *string `db:"output"`
+	Content           *string `db:"content"`
+	StructuredContent *string `db:"structured_content"`
+	Title             *string `db:"title"`
+	Metadata          *string `db:"metadata"`
+}
+
+// TaskRef names a row: its id, its run's and its key.
+type TaskRef struct {
+	ID    int64  `db:"id"`
+	RunID int64  `db:"run_id"`
+	Key   string `db:"task_key"`
+}
+
+// taskColumns lists every column of tasks in a fixed order: the insert and the reads use it.
 var taskColumns = []string{
 	"id", "run_id", "task_key", "kind", "status", "mainline", "origin", "parent_key", "declaring_task_key",
 	"after_keys", "on_failure", "lifetime", "wake", "detached", "visibility", "failure_resolution",
@@ -109,14 +127,6 @@ var taskColumns = []string{
 	"metadata", "error_key", "error_detail", "delivered_with", "settle_seq", "created_at", "ready_at",
 	"dispatched_at", "started_at", "completed_at", "result_delivered_at", "answer_content",
 }
-
-var taskColumnSet = func() map[string]bool {
-	m := make(map[string]bool, len(taskColumns))
-	for _, c := range taskColumns {
-		m[c] = true
-	}
-	return m
-}()
 
 func (t *Task) values() []any {
 	return []any{
@@ -178,8 +188,7 @@ func LockTask(ctx context.Context, tx *Tx, id int64) (*Task, error) {
 	return &t, nil
 }
 
-// TraceColumns are the columns a run read, readiness and run-state evaluation need: everything
-// but the large frozen fields and result bodies, so that re-evaluating a run stays cheap.
+// traceColumns are TaskTrace's columns.
 var traceColumns = []string{
 	"id", "run_id", "task_key", "kind", "status", "mainline", "origin", "parent_key", "declaring_task_key",
 	"after_keys", "on_failure", "lifetime", "wake", "detached", "visibility", "failure_resolution",
@@ -193,155 +202,27 @@ var traceColumns = []string{
 // traceColumnList is traceColumns as a select list, joined once.
 var traceColumnList = strings.Join(traceColumns, ", ")
 
-// TraceTasks reads every task of a run in creation order, trace columns only (the other fields
-// are left zero).
-func TraceTasks(ctx context.Context, q Querier, runID int64) ([]Task, error) {
-	var ts []Task
+// TracesOf is the traces of rows, in their order.
+func TracesOf(rows []Task) []TaskTrace {
+	out := make([]TaskTrace, len(rows))
+	for i := range rows {
+		out[i] = rows[i].TaskTrace
+	}
+	return out
+}
+
+// TraceTasks reads the trace of every task of a run, in creation order.
+func TraceTasks(ctx context.Context, q Querier, runID int64) ([]TaskTrace, error) {
+	var ts []TaskTrace
 	err := q.Select(ctx, &ts, `SELECT `+traceColumnList+` FROM tasks WHERE run_id = ? ORDER BY id`, runID)
 	return ts, err
-}
-
-// Assign is one column assignment of an update.
-type Assign struct {
-	Col string
-	Val any
-}
-
-// TaskGuard is the compare-and-set condition of an update
-// (docs/development.md#how-the-kernel-runs-work): the row changes only while it still has this
-// status (any of them) and, when Generation is set, this claim generation and token hash.
-type TaskGuard struct {
-	Statuses   []string
-	Generation *int64
-	TokenHash  []byte
-	// UnlessRevoked, when set, is an executor's public id: the row changes only while no
-	// executor with that id is revoked. The UPDATE reads the executor row itself, so that a
-	// dispatch checks its addressee in the statement that parks the row rather than one before.
-	UnlessRevoked string
-}
-
-// SetTask updates one task. With a guard, it reports whether the row matched it; a writer that
-// lost its claim changes nothing. Unknown columns are a programming error.
-func SetTask(ctx context.Context, q Querier, id int64, guard *TaskGuard, set ...Assign) (bool, error) {
-	if len(set) == 0 {
-		return true, nil
-	}
-	query, args, err := taskUpdate(id, guard, set)
-	if err != nil {
-		return false, err
-	}
-	res, err := q.Exec(ctx, query, args...)
-	if err != nil {
-		return false, fmt.Errorf("store: update task %d: %w", id, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	return n == 1, nil
-}
-
-// SetTaskAndTrace is SetTask(id, guard, set...) and SetRun(runID, runSet...), the run of the
-// row, followed by TraceTasks(runID), in one transaction step: on PostgreSQL one statement (the
-// UPDATEs inside a WITH, the row answered as its UPDATE left it beside the run's other rows), on
-// SQLite the three in turn. A guard that no longer holds answers false and no trace, and leaves
-// the run's columns written, for the caller's rollback. It is for a settle that readiness
-// follows, which reads the run's rows next.
-func SetTaskAndTrace(ctx context.Context, q Querier, id int64, guard *TaskGuard, set []Assign, runID int64, runSet []Assign) (bool, []Task, error) {
-	if q.Dialect() != Postgres || len(set) == 0 {
-		if err := SetRun(ctx, q, runID, runSet...); err != nil {
-			return false, nil, err
-		}
-		ok, err := SetTask(ctx, q, id, guard, set...)
-		if err != nil || !ok {
-			return false, nil, err
-		}
-		ts, err := TraceTasks(ctx, q, runID)
-		return err == nil, ts, err
-	}
-	update, args, err := taskUpdate(id, guard, set)
-	if err != nil {
-		return false, nil, err
-	}
-	with := `WITH `
-	if len(runSet) > 0 {
-		run, runArgs, err := runUpdate(runID, runSet)
-		if err != nil {
-			return false, nil, err
-		}
-		with += `run AS (` + run + `), `
-		args = append(runArgs, args...)
-	}
-	cols := traceColumnList
-	// The statement's one snapshot holds the row as it was: the run's other rows are read from
-	// it (with the rows this transaction wrote before), the row itself from what its UPDATE
-	// answers, and nothing when that UPDATE took none.
-	var ts []Task
-	err = q.Select(ctx, &ts, with+`set_row AS (`+update+` RETURNING `+cols+`)
-SELECT `+cols+` FROM set_row
-UNION ALL
-SELECT `+cols+` FROM tasks WHERE run_id = ? AND id <> ? AND EXISTS (SELECT 1 FROM set_row)
-ORDER BY id`, append(args, runID, id)...)
-	if err != nil {
-		return false, nil, fmt.Errorf("store: update task %d and run %d: %w", id, runID, err)
-	}
-	if len(ts) == 0 {
-		return false, nil, nil
-	}
-	return true, ts, nil
-}
-
-// taskUpdate is SetTask's statement and its arguments.
-func taskUpdate(id int64, guard *TaskGuard, set []Assign) (string, []any, error) {
-	var b strings.Builder
-	b.WriteString(`UPDATE tasks SET `)
-	args := make([]any, 0, len(set)+4)
-	for i, a := range set {
-		if !taskColumnSet[a.Col] || a.Col == "id" {
-			return "", nil, fmt.Errorf("store: SetTask: unknown column %q", a.Col)
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(a.Col)
-		if run, ok := a.Val.(NextSettleSeqOf); ok {
-			b.WriteString(" = (" + nextSettleSeqSQL + ")")
-			args = append(args, int64(run))
-			continue
-		}
-		if _, ok := a.Val.(sealedInStatement); ok {
-			b.WriteString(" = (SELECT id FROM sealed)")
-			continue
-		}
-		b.WriteString(" = ?")
-		args = append(args, a.Val)
-	}
-	b.WriteString(` WHERE id = ?`)
-	args = append(args, id)
-	if guard != nil {
-		if len(guard.Statuses) > 0 {
-			b.WriteString(` AND status IN (` + placeholders(len(guard.Statuses)) + `)`)
-			for _, s := range guard.Statuses {
-				args = append(args, s)
-			}
-		}
-		if guard.Generation != nil {
-			b.WriteString(` AND claim_generation = ? AND claim_token_hash = ?`)
-			args = append(args, *guard.Generation, guard.TokenHash)
-		}
-		if guard.UnlessRevoked != "" {
-			b.WriteString(` AND ` + unlessRevokedCond)
-			args = append(args, guard.UnlessRevoked, ExecutorRevoked)
-		}
-	}
-	return b.String(), args, nil
 }
 
 // DueTasks lists up to limit task ids whose park has expired (deadline_at ≤ now) in a status the
 // expiry rule settles (docs/development.md#how-the-kernel-runs-work), locking them with SKIP LOCKED
 // on PostgreSQL so that several sweepers never take the same row.
-func DueTasks(ctx context.Context, tx *Tx, now int64, limit int) ([]Task, error) {
-	var ts []Task
+func DueTasks(ctx context.Context, tx *Tx, now int64, limit int) ([]TaskRef, error) {
+	var ts []TaskRef
 	q := `SELECT id, run_id, task_key FROM tasks
 WHERE deadline_at IS NOT NULL AND deadline_at <= ? AND status IN ('running', 'dispatched', 'awaiting_input', 'needs_approval')
 ORDER BY deadline_at, id LIMIT ?`
@@ -354,7 +235,8 @@ ORDER BY deadline_at, id LIMIT ?`
 
 // NextSettleSeq returns the next settlement sequence number of a run: unpaired results are
 // delivered in settlement order (docs/development.md#how-the-kernel-runs-work), which creation
-// order does not give.
+// order does not give. A row born settled reads it for its INSERT; a transition that settles a row
+// computes it in its own statement.
 func NextSettleSeq(ctx context.Context, q Querier, runID int64) (int64, error) {
 	var n int64
 	err := q.Get(ctx, &n, nextSettleSeqSQL, runID)
@@ -363,13 +245,6 @@ func NextSettleSeq(ctx context.Context, q Querier, runID int64) (int64, error) {
 
 // nextSettleSeqSQL computes NextSettleSeq for the run bound to its one placeholder.
 const nextSettleSeqSQL = `SELECT COALESCE(MAX(settle_seq), 0) + 1 FROM tasks WHERE run_id = ?`
-
-// NextSettleSeqOf, as an Assign's value, makes SetTask write the run's (this run id's) next
-// settlement sequence number computed inside its own UPDATE: a settle under the run's lock
-// (docs/development.md#how-the-kernel-runs-work) gets the number NextSettleSeq would have read a
-// statement earlier, in one round trip instead of two. A caller that needs the number afterwards
-// uses NextSettleSeq.
-type NextSettleSeqOf int64
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
