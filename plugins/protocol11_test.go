@@ -33,16 +33,17 @@ func toolNames(a announce.Announcement) []string {
 	return out
 }
 
-// TestReannouncement: a 1.1 plugin whose list changes is re-announced whole, through the load's
-// validation, without a restart; the status shows the revision; a refused re-announcement keeps
-// the previous announcement, is logged with its word, name and path and shown in the status.
+// TestReannouncement: a plugin of protocol 1.1 or later (this SDK's minor) whose list changes is
+// re-announced whole, through the load's validation, without a restart; the status shows the
+// revision; a refused re-announcement keeps the previous announcement, is logged with its word,
+// name and path and shown in the status.
 func TestReannouncement(t *testing.T) {
 	t.Parallel()
 	e := scenarioEntry(t, "re", plugin.KindToolProvider, "reannounce")
 	th := startHost(t, e)
 	st := th.waitState(t, "re", StateReady, 10*time.Second)
 	id := th.executor(t, "re")
-	if st.Announcement.Revision != 1 || st.Announcement.AnnouncedAt == nil || st.Announcement.Refusal != nil || st.Info.ProtocolMinor != 1 {
+	if st.Announcement.Revision != 1 || st.Announcement.AnnouncedAt == nil || st.Announcement.Refusal != nil || st.Info.ProtocolMinor != plugin.ProtocolMinor {
 		t.Fatalf("at load: %+v, info %+v", st.Announcement, st.Info)
 	}
 	loads := th.plane.announcementCount(id)
