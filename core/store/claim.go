@@ -21,8 +21,8 @@ const claimTokenBytes = 32
 // The kernel's workers and the executor plane's claim door differ only in which rows are runnable
 // for them, so those rows are the parameter (Runnable).
 type ClaimSpec struct {
-	// Runnable names the rows the claim may take, and whether they are the kernel's queue
-	// (Runnable.Queue).
+	// Runnable names the rows the claim may take, and whether they are the kernel's queue, read
+	// through its index on SQLite (Runnable.from).
 	Runnable Runnable
 	// Limit is the most rows one claim takes (at least 1).
 	Limit int

@@ -7,9 +7,9 @@ package store
 type Runnable struct {
 	cond string
 	args []any
-	// queue is whether cond implies runnableCondition, the condition of the partial index
-	// tasks_runnable, as the kernel's rows do: the statements that look for them then read them
-	// through that index in its order (from).
+	// queue is whether the rows are the kernel's queue, looked for across runs: cond implies
+	// runnableCondition, the condition of the partial index tasks_runnable, and the statements
+	// that look for them read them through that index in its order (from).
 	queue bool
 }
 
