@@ -92,7 +92,10 @@ test-unit:
 ## whose plugin block bridges the public server-filesystem), the MCP bridge against the public MCP servers
 ## (installed from npm with npm ci at the versions providers/mcp-bridge/mcpbridgetest/npm pins;
 ## skipped without node and npm unless NEXUS_TEST_REQUIRE_NPM=1), then README.md and examples/ run in a fresh
-## clone of HEAD (internal/readmetest, build tag e2e: it compiles the module again, in minutes)
+## clone of HEAD in an empty directory (internal/readmetest, build tag e2e: it compiles the module again,
+## in minutes), with the systemd unit checked by systemd-analyze and the container image built by
+## `make image` with podman, exported and served from its tree (skipped without them unless
+## NEXUS_TEST_REQUIRE_DEPLOY=1)
 test-e2e: plugins
 	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -tags e2e -race -count=1 ./internal/e2e/...
 	$(GO) test -tags e2e -race -count=1 -timeout 20m ./providers/mcp-bridge/
