@@ -108,7 +108,8 @@ func apiError(err error) error {
 			"--server or %s points the command at another address", oe.Addr, EnvAddr)
 	}
 	var ua x509.UnknownAuthorityError
-	if errors.As(err, &ua) {
+	var sr x509.SystemRootsError
+	if errors.As(err, &ua) || errors.As(err, &sr) {
 		return fmt.Errorf("%w: when a private authority signed the server's certificate, "+
 			"set SSL_CERT_FILE to a file holding its certificate (docs/operations.md#tls)", err)
 	}

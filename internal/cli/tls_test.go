@@ -289,9 +289,21 @@ func TestServeRefusesUnreadableTLS(t *testing.T) {
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	ls := startServer(t, store.SQLite)
-	out, errs, code := inProcess(t, map[string]string{EnvAddr: ls.url}, "health")
-	if code != 0 || out != "ready\n" {
-		t.Fatalf("health of a ready server: exit %d, stdout %q, stderr %q", code, out, errs)
+	// The server answers not ready until its plugins had their first start, a moment after it
+	// listens: the probe is asked until it says ready.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, errs, code := inProcess(t, map[string]string{EnvAddr: ls.url}, "health")
+		if code == 0 {
+			if out != "ready\n" || errs != "" {
+				t.Fatalf("health of a ready server: stdout %q, stderr %q", out, errs)
+			}
+			break
+		}
+		if code != 1 || !strings.HasPrefix(errs, "nexus: not ready: ") || time.Now().After(deadline) {
+			t.Fatalf("health of a starting server: exit %d, stdout %q, stderr %q", code, out, errs)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	notReady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -304,7 +316,7 @@ func TestHealth(t *testing.T) {
 		fmt.Fprint(w, `{"status":"not_ready","reasons":["plugins: starting","store: dial tcp:\nrefused"]}`)
 	}))
 	defer notReady.Close()
-	_, errs, code = inProcess(t, nil, "health", "--server", notReady.URL)
+	_, errs, code := inProcess(t, nil, "health", "--server", notReady.URL)
 	want := "nexus: not ready: plugins: starting; store: dial tcp: refused at " + notReady.URL + "\n"
 	if code != 1 || errs != want {
 		t.Fatalf("health of a server not ready: exit %d, stderr %q, want %q", code, errs, want)
