@@ -38,8 +38,11 @@ func goIn(t *testing.T, dir string, args ...string) string {
 // TestToolPluginModule: the example plugin module passes vet, staticcheck and its own kit test,
 // builds with go build, and, loaded from a plugin block with its checksum and config, answers a
 // run's call of its tool.
+//
+// It is not parallel: its compilers and analysers would take the CPU from the suite's load and
+// latency tests (TestPluginMemoryUnderLoad counts wake-ups a busy machine delays), so it runs
+// before them, alone.
 func TestToolPluginModule(t *testing.T) {
-	t.Parallel()
 	goIn(t, toolPluginDir, "vet", "./...")
 	// staticcheck is the root module's pinned tool; the nested module is analysed in its own
 	// directory, where it resolves its own module.
