@@ -146,19 +146,9 @@ func TestServeTLS(t *testing.T) {
 	}
 
 	addr := freeAddr(t)
-	cmd := nexusCmd(t, "serve", "--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--config", config)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}()
-	waitServed(t, ca, addr, 101, exited, &stderr)
+	p := startServe(t, "serve", "--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--config", config)
+	cmd, stderr, exited := p.cmd, p.stderr, p.exited
+	waitServed(t, ca, addr, 101, exited, stderr)
 
 	// Plain HTTP on the TLS port is answered 400 by net/http, never served.
 	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
@@ -214,7 +204,7 @@ func TestServeTLS(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitServed(t, ca, addr, 102, exited, &stderr)
+	waitServed(t, ca, addr, 102, exited, stderr)
 
 	// A broken pair (the new certificate with the old key) is refused; the current pair serves on.
 	c3, _ := ca.leaf(t, 103)
