@@ -4,27 +4,33 @@
 GO        ?= go
 BIN       ?= bin
 DATA_DIR  ?= ./nexus-data
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X github.com/nexuskernel/nexus/internal/cli.Version=$(VERSION)
+# VERSION is the release the VERSION file names; COMMIT the commit built, "-dirty" when the work
+# tree has changes. The build stamps both into bin/nexus (`nexus version`); `make VERSION=…`
+# overrides the first.
+VERSION   := $(shell cat VERSION)
+COMMIT    := $(shell git describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null || echo unknown)
+LDFLAGS   := -X github.com/nexuskernel/nexus/internal/cli.Version=$(VERSION) -X github.com/nexuskernel/nexus/internal/cli.Commit=$(COMMIT)
 # FUZZTIME is how long `make fuzz` runs each fuzz target. `make test` runs each for the number of
 # inputs FUZZ_TARGETS gives it instead of for a time: go test's fuzzing coordinator can report its
 # own -fuzztime deadline as a failure ("context deadline exceeded", go.dev/issue/75804), and a
 # count budget sets no deadline.
 FUZZTIME ?= 5m
 
-.PHONY: all build plugins run test test-unit test-e2e test-postgres test-live fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
+.PHONY: all build plugins run image test test-unit test-e2e test-postgres test-live fuzz fuzz-short soak bench lint generate generate-check proto contracts clean
 
 all: build
 
-## build: every binary of the project into bin/
+## build: every binary of the project into bin/, static, the version and commit stamped
+# The binaries are static (CGO_ENABLED=0: the SQLite driver is pure Go), so they run on any Linux
+# of their architecture and in an image with nothing else in it.
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 ## plugins: the four plugin binaries into bin/, beside bin/nexus
 plugins:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/nexus-memory-fs ./cmd/nexus-memory-postgres ./cmd/nexus-tools-example ./cmd/nexus-mcp-bridge
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/nexus-memory-fs ./cmd/nexus-memory-postgres ./cmd/nexus-tools-example ./cmd/nexus-mcp-bridge
 
 # CONFIG is the settings file `make run` serves with: the sample, which starts the two plugins
 # built beside bin/nexus. `make run CONFIG=` serves without a settings file.
@@ -33,6 +39,35 @@ CONFIG ?= examples/nexus.hcl
 ## run: build, then serve on the embedded default (SQLite in ./nexus-data) with CONFIG
 run: build
 	$(BIN)/nexus serve --data-dir $(DATA_DIR) --config "$(CONFIG)" $(RUN_ARGS)
+
+# The container image (Dockerfile, docs/operations.md#the-container-image): FROM scratch, so no
+# base image is pulled. Its build context is a directory this target stages: the binaries
+# `make build` makes, the CA bundle of the build machine (Debian's ca-certificates), and the
+# passwd and group files of its one user.
+IMAGE            ?= nexus:$(VERSION)
+CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+CA_BUNDLE        ?= /etc/ssl/certs/ca-certificates.crt
+IMAGE_CONTEXT    := $(BIN)/image-context
+# IMAGE_UID is the image's user and group, as the Dockerfile names them: a high id no host user
+# has by default (distroless images use the same).
+IMAGE_UID        := 65532
+BINARIES         := $(notdir $(wildcard cmd/*))
+
+## image: the container image of the binaries `make build` makes, with podman or docker (IMAGE names it)
+image: build
+	@test -n "$(CONTAINER_ENGINE)" || { echo "make image: needs podman or docker (apt-get install podman)"; exit 1; }
+	@test -s "$(CA_BUNDLE)" || { echo "make image: no CA bundle at $(CA_BUNDLE) (apt-get install ca-certificates, or set CA_BUNDLE)"; exit 1; }
+	rm -rf $(IMAGE_CONTEXT)
+	mkdir -p $(IMAGE_CONTEXT)/root/usr/local/bin $(IMAGE_CONTEXT)/root/etc/ssl/certs $(IMAGE_CONTEXT)/root/tmp $(IMAGE_CONTEXT)/owned/data
+	chmod 1777 $(IMAGE_CONTEXT)/root/tmp
+	chmod 0700 $(IMAGE_CONTEXT)/owned/data
+	cp $(addprefix $(BIN)/,$(BINARIES)) $(IMAGE_CONTEXT)/root/usr/local/bin/
+	cp $(CA_BUNDLE) $(IMAGE_CONTEXT)/root/etc/ssl/certs/ca-certificates.crt
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnexus:x:$(IMAGE_UID):$(IMAGE_UID):nexus:/data:/sbin/nologin\n' > $(IMAGE_CONTEXT)/root/etc/passwd
+	printf 'root:x:0:\nnexus:x:$(IMAGE_UID):\n' > $(IMAGE_CONTEXT)/root/etc/group
+	$(CONTAINER_ENGINE) build $(if $(findstring podman,$(notdir $(CONTAINER_ENGINE))),--format docker) \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(COMMIT) \
+		-t $(IMAGE) -f Dockerfile $(IMAGE_CONTEXT)
 
 # PG_LINE says, once, whether the suite's PostgreSQL half runs and on which database: the host,
 # port and database name of NEXUS_TEST_POSTGRES_URL, never its user or password.
@@ -57,7 +92,10 @@ test-unit:
 ## whose plugin block bridges the public server-filesystem), the MCP bridge against the public MCP servers
 ## (installed from npm with npm ci at the versions providers/mcp-bridge/mcpbridgetest/npm pins;
 ## skipped without node and npm unless NEXUS_TEST_REQUIRE_NPM=1), then README.md and examples/ run in a fresh
-## clone of HEAD (internal/readmetest, build tag e2e: it compiles the module again, in minutes)
+## clone of HEAD in an empty directory (internal/readmetest, build tag e2e: it compiles the module again,
+## in minutes), with the systemd unit checked by systemd-analyze and the container image built by
+## `make image` with podman, exported and served from its tree (skipped without them unless
+## NEXUS_TEST_REQUIRE_DEPLOY=1)
 test-e2e: plugins
 	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -tags e2e -race -count=1 ./internal/e2e/...
 	$(GO) test -tags e2e -race -count=1 -timeout 20m ./providers/mcp-bridge/
@@ -133,13 +171,19 @@ soak:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -v ./...
 
-## lint: formatting, vet and staticcheck
+# TOOL_PLUGIN is the example plugin, a module of its own that ./... does not reach: lint runs vet
+# and the root module's pinned staticcheck inside it.
+TOOL_PLUGIN := examples/tool-plugin
+
+## lint: formatting, vet and staticcheck, over the e2e-tagged files and the example plugin module too
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./internal/readmetest/ ./internal/e2e/
 	$(GO) tool staticcheck ./...
 	$(GO) tool staticcheck -tags e2e ./internal/readmetest/ ./internal/e2e/
+	cd $(TOOL_PLUGIN) && GOWORK=off $(GO) vet ./...
+	sc=$$($(GO) tool -n staticcheck) && cd $(TOOL_PLUGIN) && GOWORK=off $$sc ./...
 
 # The plugin protocol's sources and the one protoc that regenerates them. protoc writes its
 # version into every generated header, so regeneration is byte-exact only with this release

@@ -85,6 +85,8 @@ type Server struct {
 	dir            *identity.Directory
 	// lock is the SQLite database's lock, held until Close; nil on PostgreSQL.
 	lock *store.SQLiteLock
+	// tls is the listener's key pair; nil serves plain HTTP.
+	tls *certificate
 }
 
 // Options adjust Open for tests and tools.
@@ -137,6 +139,12 @@ func Open(ctx context.Context, s Settings, log hclog.Logger, opts Options) (*Ser
 	if opts.TokenTerminal == nil {
 		opts.TokenTerminal = func() bool { return isatty.IsTerminal(os.Stderr.Fd()) }
 	}
+	// The key pair before the store: a server whose certificate cannot be read stops before it
+	// writes anything.
+	certs, err := loadCertificate(s)
+	if err != nil {
+		return nil, err
+	}
 	// One server per SQLite database (docs/operations.md#stores): a second one stops here,
 	// before it makes its data directory, migrates, bootstraps or writes anything.
 	lock, err := store.HoldSQLite(s.Database())
@@ -159,6 +167,10 @@ func Open(ctx context.Context, s Settings, log hclog.Logger, opts Options) (*Ser
 		return nil, err
 	}
 	srv.lock = lock
+	srv.tls = certs
+	if certs != nil {
+		logCertificate(log, "serving TLS", certs.current.Load(), opts.Now())
+	}
 	return srv, nil
 }
 
@@ -412,8 +424,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { _ = s.StartPlugins(ctx) }()
 	defer s.stopPlugins()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	s.log.Info("serving", "listen", ln.Addr().String(), "store", s.store.String())
+	if s.tls != nil {
+		// ServeTLS with the certificate from GetCertificate: it also offers HTTP/2.
+		hs.TLSConfig = s.tls.config()
+		go func() { errc <- hs.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- hs.Serve(ln) }()
+	}
+	s.log.Info("serving", "listen", ln.Addr().String(), "tls", s.tls != nil, "store", s.store.String())
 	select {
 	case err := <-errc:
 		return err

@@ -37,6 +37,9 @@ type Settings struct {
 	LogLevel string
 	// LogFormat is text or json.
 	LogFormat string
+	// TLSCertFile and TLSKeyFile, both set, make the listener serve TLS with that key pair,
+	// read again on SIGHUP (docs/operations.md#tls).
+	TLSCertFile, TLSKeyFile string
 	// Models is the models catalog configuration from the file; nil means the built-in catalog.
 	Models *model.Config
 	// Kernel is the kernel block; nil means the engine's defaults.
@@ -86,6 +89,8 @@ type Layer struct {
 	Kernel     *KernelSettings
 	// Plugins comes from the file only: flags and variables never override plugin blocks.
 	Plugins *plugins.Catalog
+	// TLSCertFile and TLSKeyFile name the listener's key pair.
+	TLSCertFile, TLSKeyFile *string
 }
 
 // Resolve applies layers over the defaults, later layers winning: call it with the file, then the
@@ -99,6 +104,8 @@ func Resolve(layers ...Layer) (Settings, error) {
 		set(&s.ConfigFile, l.ConfigFile)
 		set(&s.LogLevel, l.LogLevel)
 		set(&s.LogFormat, l.LogFormat)
+		set(&s.TLSCertFile, l.TLSCertFile)
+		set(&s.TLSKeyFile, l.TLSKeyFile)
 		if l.PluginDirs != nil {
 			s.PluginDirs = l.PluginDirs
 		}
@@ -141,6 +148,9 @@ func (s Settings) validate() error {
 	if s.LogFormat != "text" && s.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("log_format %q is not text or json", s.LogFormat))
 	}
+	if (s.TLSCertFile == "") != (s.TLSKeyFile == "") {
+		errs = append(errs, fmt.Errorf("%s and %s go together: set both, or neither", SettingTLSCertFile, SettingTLSKeyFile))
+	}
 	return errors.Join(errs...)
 }
 
@@ -166,6 +176,8 @@ func EnvLayer(getenv func(string) string) Layer {
 	l.DatabaseURL = str(EnvDatabaseURL)
 	l.LogLevel = str(EnvLogLevel)
 	l.LogFormat = str(EnvLogFormat)
+	l.TLSCertFile = str(EnvTLSCertFile)
+	l.TLSKeyFile = str(EnvTLSKeyFile)
 	if v := getenv(EnvPluginDir); v != "" {
 		l.PluginDirs = filepath.SplitList(v)
 	}
@@ -181,6 +193,8 @@ type fileSettings struct {
 	PluginDirs  []string `hcl:"plugin_dirs,optional"`
 	LogLevel    *string  `hcl:"log_level,optional"`
 	LogFormat   *string  `hcl:"log_format,optional"`
+	TLSCertFile *string  `hcl:"tls_cert_file,optional"`
+	TLSKeyFile  *string  `hcl:"tls_key_file,optional"`
 	Remain      hcl.Body `hcl:",remain"`
 }
 
@@ -188,8 +202,8 @@ type fileSettings struct {
 func FileLayer(path string) (Layer, error) { return FileLayerEnv(path, os.Getenv) }
 
 // FileLayerEnv reads an HCL settings file; env("NAME") (a model provider's credentials) reads
-// through getenv. A relative data_dir or plugin directory in the file is taken relative to the
-// file's own directory, so a file means the same wherever it is run from.
+// through getenv. A relative data_dir, plugin directory or TLS file in the file is taken relative
+// to the file's own directory, so a file means the same wherever it is run from.
 func FileLayerEnv(path string, getenv func(string) string) (Layer, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -235,6 +249,7 @@ func FileLayerEnv(path string, getenv func(string) string) (Layer, error) {
 		ConfigFile: &path,
 		Listen:     fs.Listen, DataDir: abs(fs.DataDir), DatabaseURL: fs.DatabaseURL,
 		LogLevel: fs.LogLevel, LogFormat: fs.LogFormat, Models: models, Kernel: kernel,
+		TLSCertFile: abs(fs.TLSCertFile), TLSKeyFile: abs(fs.TLSKeyFile),
 	}
 	if catalog != nil && len(catalog.Entries) > 0 {
 		l.Plugins = catalog

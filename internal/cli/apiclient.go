@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -49,16 +50,7 @@ func (f *clientFlags) addTo(fs *pflag.FlagSet) {
 // client builds the API client: --server, then NEXUS_ADDR, then the default; --token, then
 // NEXUS_TOKEN, then the data directory's admin.token.
 func (e *env) client(cmd *cobra.Command, g *globals, f *clientFlags) (*client.Client, error) {
-	addr := f.server
-	if !cmd.Flags().Changed("server") {
-		addr = e.getenv(EnvAddr)
-	}
-	if addr == "" {
-		addr = DefaultAddr
-	}
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
-	}
+	addr := e.serverAddr(cmd, f.server)
 	tok := f.token
 	if !cmd.Flags().Changed("token") {
 		tok = e.getenv(EnvToken)
@@ -81,6 +73,22 @@ func (e *env) client(cmd *cobra.Command, g *globals, f *clientFlags) (*client.Cl
 	return client.New(addr, tok), nil
 }
 
+// serverAddr is the server's base URL: --server (flag), then NEXUS_ADDR, then the default; an
+// address without a scheme is http.
+func (e *env) serverAddr(cmd *cobra.Command, flag string) string {
+	addr := flag
+	if !cmd.Flags().Changed("server") {
+		addr = e.getenv(EnvAddr)
+	}
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return addr
+}
+
 // errExecutorToken refuses an executor token where a command needs a member token, before any
 // request: the server would answer unauthorized.
 var errExecutorToken = fmt.Errorf("this is an executor token (nxe_…): it opens only the executor plane, "+
@@ -98,6 +106,12 @@ func apiError(err error) error {
 	if errors.As(err, &oe) && errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("no server answers at %s (connection refused): is \"nexus serve\" running there? "+
 			"--server or %s points the command at another address", oe.Addr, EnvAddr)
+	}
+	var ua x509.UnknownAuthorityError
+	var sr x509.SystemRootsError
+	if errors.As(err, &ua) || errors.As(err, &sr) {
+		return fmt.Errorf("%w: when a private authority signed the server's certificate, "+
+			"set SSL_CERT_FILE to a file holding its certificate (docs/operations.md#tls)", err)
 	}
 	return err
 }

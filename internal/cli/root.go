@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -18,8 +19,48 @@ import (
 	"github.com/nexuskernel/nexus/core/server"
 )
 
-// Version is the build's version, set by the linker (-X); "dev" otherwise.
+// Version is the build's version, set by the linker (-X) from the repository's VERSION file
+// (make build); "dev" otherwise.
 var Version = "dev"
+
+// Commit is the commit the build was made from, set by the linker (-X) by make build, with
+// "-dirty" when the work tree had changes; empty otherwise, when the Go toolchain's own stamp
+// (vcs.revision) stands in for it.
+var Commit = ""
+
+// buildCommit answers Commit, else the revision the Go toolchain stamped, else "unknown".
+func buildCommit() string {
+	if Commit != "" {
+		return Commit
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, kv := range info.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			dirty = kv.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if len(rev) > commitChars {
+		rev = rev[:commitChars]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// commitChars is how much of a commit hash the version shows: twelve hex digits, as make build
+// stamps it, stay unambiguous in any repository of this size.
+const commitChars = 12
 
 // env is the process environment the commands read; tests replace it.
 type env struct {
@@ -174,6 +215,7 @@ func newRoot(e *env) *cobra.Command {
 		newDecision(e, g, true),
 		newDecision(e, g, false),
 		newVersion(e),
+		newHealth(e),
 	)
 	// Bare, the root prints its help; with an unknown command, a usage error.
 	root.Args = cobra.NoArgs
@@ -186,12 +228,16 @@ func newRoot(e *env) *cobra.Command {
 type serverFlags struct {
 	listen, databaseURL, logLevel, logFormat string
 	pluginDirs                               []string
+	// tlsCert and tlsKey are serve's key pair (docs/operations.md#tls).
+	tlsCert, tlsKey string
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet, withListen bool) {
 	if withListen {
 		fs.StringVar(&f.listen, "listen", "", "HTTP listen address (env "+server.EnvListen+", default "+server.DefaultListen+")")
 		fs.StringArrayVar(&f.pluginDirs, "plugin-dir", nil, "directory of plugin binaries; repeatable (env "+server.EnvPluginDir+")")
+		fs.StringVar(&f.tlsCert, "tls-cert-file", "", "serve TLS with this PEM certificate chain, with --tls-key-file; reread on SIGHUP (env "+server.EnvTLSCertFile+")")
+		fs.StringVar(&f.tlsKey, "tls-key-file", "", "the PEM private key of --tls-cert-file (env "+server.EnvTLSKeyFile+")")
 	}
 	fs.StringVar(&f.databaseURL, "database-url", "", "postgres:// URL or SQLite path (env "+server.EnvDatabaseURL+", default <data-dir>/"+server.DatabaseFile+")")
 	fs.StringVar(&f.logLevel, "log-level", "", "trace, debug, info, warn or error (env "+server.EnvLogLevel+", default "+server.DefaultLogLevel+")")
@@ -226,6 +272,8 @@ func (e *env) settings(cmd *cobra.Command, g *globals, f *serverFlags) (server.S
 		flags.DatabaseURL = str("database-url", f.databaseURL)
 		flags.LogLevel = str("log-level", f.logLevel)
 		flags.LogFormat = str("log-format", f.logFormat)
+		flags.TLSCertFile = str("tls-cert-file", f.tlsCert)
+		flags.TLSKeyFile = str("tls-key-file", f.tlsKey)
 		if fl.Lookup("plugin-dir") != nil && fl.Changed("plugin-dir") {
 			flags.PluginDirs = f.pluginDirs
 		}
@@ -249,15 +297,16 @@ func newVersion(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version [--json]",
-		Short: "Print the build's version",
+		Short: "Print the build's version and commit",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			commit := buildCommit()
 			if !asJSON {
-				_, err := fmt.Fprintln(e.stdout, "nexus", Version)
+				_, err := fmt.Fprintf(e.stdout, "nexus %s (commit %s)\n", Version, commit)
 				return err
 			}
 			b, err := json.Marshal(map[string]string{
-				"version": Version, "go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH,
+				"version": Version, "commit": commit, "go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH,
 			})
 			if err != nil {
 				return err
@@ -266,6 +315,6 @@ func newVersion(e *env) *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"version", "go", "os", "arch"} as JSON`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"version", "commit", "go", "os", "arch"} as JSON`)
 	return cmd
 }

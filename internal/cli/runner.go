@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,15 +34,7 @@ FILE is JSON: {"environment": {…}, "concurrency": 4, "tools": [{"name", "descr
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("server") {
-				addr = e.getenv(EnvAddr)
-			}
-			if addr == "" {
-				addr = DefaultAddr
-			}
-			if !strings.Contains(addr, "://") {
-				addr = "http://" + addr
-			}
+			addr = e.serverAddr(cmd, addr)
 			if !cmd.Flags().Changed("token") {
 				token = e.getenv(EnvExecutorToken)
 			}

@@ -24,7 +24,8 @@ func newServe(e *env, g *globals) *cobra.Command {
 		Short: "Run the server",
 		Long: `Run the server: bind the listen address, open (and migrate) the store, bootstrap an empty deployment, and serve the
 agent API until SIGINT or SIGTERM. A SQLite database serves one server: a second serve on a database in use exits at
-once, changing nothing; SIGHUP reloads the plugin catalog from the configuration file. On a signal the server stops accepting connections and
+once, changing nothing; SIGHUP reloads the plugin catalog from the configuration file and the TLS key pair from
+its files. On a signal the server stops accepting connections and
 drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain timed out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,7 +54,8 @@ drains in-flight requests for up to 10 seconds; it exits 0, or 1 when the drain 
 				return err
 			}
 			defer srv.Close()
-			// SIGHUP reloads the plugin catalog in place (docs/plugins.md#states-status-reload-and-restart).
+			// SIGHUP reloads the plugin catalog in place (docs/plugins.md#states-status-reload-and-restart)
+			// and the TLS key pair (docs/operations.md#tls).
 			stopHUP := reloadOnHangup(ctx, srv, log)
 			defer stopHUP()
 			if err := srv.Serve(ctx, ln); err != nil {
@@ -75,9 +77,10 @@ func openStore(ctx context.Context, s server.Settings) (*store.Store, error) {
 	return store.Open(ctx, s.Database(), store.Options{MaxReaders: 2})
 }
 
-// reloadOnHangup reloads the server's plugin catalog on each SIGHUP until ctx ends or the
-// returned function is called. The reload logs itself, once: the plugin host its report, the
-// server a configuration it refused; only another failure is logged here.
+// reloadOnHangup reloads the server's TLS key pair and plugin catalog on each SIGHUP until ctx
+// ends or the returned function is called. The reloads log themselves, once: the server a key
+// pair it kept and a configuration it refused, the plugin host its report; only another failure
+// is logged here.
 func reloadOnHangup(ctx context.Context, srv *server.Server, log hclog.Logger) func() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
@@ -86,6 +89,7 @@ func reloadOnHangup(ctx context.Context, srv *server.Server, log hclog.Logger) f
 		for {
 			select {
 			case <-ch:
+				_ = srv.ReloadTLS() // a failure keeps the current pair serving, and is logged
 				if _, err := srv.Reload(ctx); err != nil {
 					if _, refused := refusal.As(err); !refused {
 						log.Error("reload failed", "error", err)

@@ -64,23 +64,41 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// servedProcess is the test binary run as `nexus serve`, its standard error kept.
+type servedProcess struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	// exited carries Wait's answer once; done is closed after it.
+	exited chan error
+	done   chan struct{}
+}
+
+// startServe starts the test binary as `nexus args…`; it is killed when the test ends.
+func startServe(t *testing.T, args ...string) *servedProcess {
+	t.Helper()
+	p := &servedProcess{cmd: nexusCmd(t, args...), stderr: &syncBuffer{}, exited: make(chan error, 1), done: make(chan struct{})}
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.exited <- p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
 // TestHangupLogsItsReloadOnce: a SIGHUP reloads the plugin catalog and the log says so once.
 func TestHangupLogsItsReloadOnce(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
-	cmd := nexusCmd(t, "serve", "--listen", addr, "--data-dir", filepath.Join(t.TempDir(), "d"))
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}()
-	waitHealthy(t, addr, exited)
+	p := startServe(t, "serve", "--listen", addr, "--data-dir", filepath.Join(t.TempDir(), "d"))
+	cmd, stderr := p.cmd, p.stderr
+	waitHealthy(t, addr, p.exited)
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

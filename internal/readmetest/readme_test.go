@@ -41,6 +41,8 @@ var (
 	cloneOnce sync.Once
 	cloneDir  string
 	cloneErr  error
+	// cloneParent is the empty directory the clone was made in, removed when the tests end.
+	cloneParent string
 )
 
 // clone returns a fresh clone of the repository at its HEAD commit with bin/ built, shared by
@@ -65,10 +67,14 @@ func makeClone() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "nexus-readme-")
+	// The clone is the only entry of an empty directory, as a stranger's first clone is: a test
+	// or build step that reads a file beside the repository finds nothing there.
+	parent, err := os.MkdirTemp("", "nexus-readme-")
 	if err != nil {
 		return "", err
 	}
+	cloneParent = parent
+	dir := filepath.Join(parent, "nexus")
 	if _, err := git("", "clone", "--quiet", "--no-checkout", root, dir); err != nil {
 		return "", err
 	}
@@ -390,7 +396,9 @@ func waitGone(t *testing.T, addr string) {
 
 // TestExamples starts every file of examples/: a settings file (.hcl) serves with a server
 // that becomes ready with every plugin it names ready; a runner's tool file (*-tools.json) is
-// served by nexus runner, which announces each of its tools. A file no check knows fails.
+// served by nexus runner, which announces each of its tools; a systemd unit of deploy/ passes
+// systemd-analyze verify; the plugin module tool-plugin/ builds and its settings file serves
+// with the plugin ready. A file no check knows fails.
 func TestExamples(t *testing.T) {
 	dir := clone(t)
 	entries, err := os.ReadDir(filepath.Join(dir, "examples"))
@@ -410,6 +418,21 @@ func TestExamples(t *testing.T) {
 			}
 		case strings.HasSuffix(name, "-tools.json"):
 			t.Run(name, func(t *testing.T) { serveRunnerTools(t, dir, path) })
+		case name == "deploy" && ent.IsDir():
+			units, err := os.ReadDir(filepath.Join(dir, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range units {
+				rel := filepath.Join(path, u.Name())
+				if !strings.HasSuffix(u.Name(), ".service") {
+					t.Errorf("no check knows %s: add one to this test", rel)
+					continue
+				}
+				t.Run("deploy/"+u.Name(), func(t *testing.T) { verifyUnit(t, dir, rel) })
+			}
+		case name == "tool-plugin" && ent.IsDir():
+			t.Run(name, func(t *testing.T) { serveToolPlugin(t, dir) })
 		default:
 			t.Errorf("no check knows examples/%s: add one to this test", name)
 		}
@@ -528,8 +551,8 @@ func nexus(t *testing.T, dir, addr, token string, args ...string) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if cloneDir != "" {
-		_ = os.RemoveAll(cloneDir)
+	if cloneParent != "" {
+		_ = os.RemoveAll(cloneParent)
 	}
 	os.Exit(code)
 }

@@ -2,56 +2,28 @@ package modeltest
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// OpenAIDefinition is where OpenAI's published API definition lies, relative to the repository
-// root: beside the repository, never committed into it.
-const OpenAIDefinition = "../shared/conformance/openai/openapi-chat-responses.json"
+// openAIDefinition is OpenAI's published API definition, cut to the chat and responses
+// operations, as testdata/openai/README.md describes (MIT licence, testdata/openai/LICENSE).
+//
+//go:embed testdata/openai/openapi-chat-responses.json
+var openAIDefinition []byte
 
 // chatRequest is the schema a Chat Completions request body must satisfy.
 const chatRequest = "#/components/schemas/CreateChatCompletionRequest"
 
-// RepoRoot finds the repository root (the directory holding go.mod) from the working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // OpenAIValidator compiles CreateChatCompletionRequest, with every component it reaches, from
-// OpenAI's published definition and returns a check of request bodies. It fails, saying so
-// plainly, when the document is absent, and it proves the check can fail: a request whose tool
-// has no name must be refused, or the validator compiled nothing.
+// OpenAI's published definition and returns a check of request bodies. It proves the check can
+// fail: a request whose tool has no name must be refused, or the validator compiled nothing.
 func OpenAIValidator() (func(body []byte) error, error) {
-	root, err := RepoRoot()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(openAIDefinition))
 	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(root, OpenAIDefinition)
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("OpenAI's published definition is absent (%s): the openai request bodies cannot be checked against it: %w", path, err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		return nil, fmt.Errorf("OpenAI's definition at %s: %w", path, err)
+		return nil, fmt.Errorf("OpenAI's definition (testdata/openai): %w", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
