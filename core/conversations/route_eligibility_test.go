@@ -1,4 +1,4 @@
-package runs_test
+package conversations_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -67,16 +68,16 @@ func TestCreateRouteEligibility(t *testing.T) {
 		}
 		other := `{"steps":[{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"` + active + `","tool_name":"get"}}}],"approval_mode":"bypass"}`
 		_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(other), "", nil))
-		if r, ok := refusal.As(err); !ok || r.Code != runs.CodeInvalidToolRoute || r.Message != `route.tool_name must be the step's name, "fetch" (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.` {
+		if r, ok := refusal.As(err); !ok || r.Code != steps.CodeInvalidToolRoute || r.Message != `route.tool_name must be the step's name, "fetch" (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.` {
 			t.Fatalf("route with another tool_name: %v", err)
 		} else if p, _ := r.Get("path"); p != "steps[0].tool.route.tool_name" {
 			t.Fatalf("route with another tool_name: path %v", p)
 		}
 		for _, c := range []struct{ name, runner, tool, code, path, message string }{
 			{"not announced", active, "other", runs.CodeToolNotServed, "steps[0].tool.name", "runner " + active + " does not announce other"},
-			{"revoked", revoked, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + revoked + " is not an active Runner of this workspace."},
-			{"tool provider", provider, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + provider + " is not an active Runner of this workspace."},
-			{"another workspace", foreign, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + foreign + " is not an active Runner of this workspace."},
+			{"revoked", revoked, "fetch", steps.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + revoked + " is not an active Runner of this workspace."},
+			{"tool provider", provider, "fetch", steps.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + provider + " is not an active Runner of this workspace."},
+			{"another workspace", foreign, "fetch", steps.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + foreign + " is not an active Runner of this workspace."},
 		} {
 			run := step(c.runner, c.tool)
 			_, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", []byte(`{"run":`+run+`}`)))

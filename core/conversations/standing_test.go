@@ -1,4 +1,4 @@
-package runs_test
+package conversations_test
 
 import (
 	"strings"
@@ -53,8 +53,6 @@ func TestWriteStanding(t *testing.T) {
 		}
 	})
 }
-
-func second[T any](_ T, err error) error { return err }
 
 // TestStop: a forced stop cancels every open row run_canceled in one transaction; a graceful
 // stop lets a claimed row finish, holding the run canceling until it settles.

@@ -1,7 +1,6 @@
-package runs_test
+package conversations_test
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -222,7 +221,7 @@ func TestAddressingTree(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h, conv := convHarness(t, s)
-		other, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+h.agentID("scout")+`"}`))
+		other, err := h.conv.CreateConversation(h.ctx, h.actor, conversationBody(`{"answering_agent_public_id":"`+h.agentID("scout")+`"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +395,7 @@ func TestStatusAndCancel(t *testing.T) {
 		}
 
 		// Messages from a peer conversation wait in the caller's queue while its turn runs.
-		peer, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+h.agentID("bot")+`"}`))
+		peer, err := h.conv.CreateConversation(h.ctx, h.actor, conversationBody(`{"answering_agent_public_id":"`+h.agentID("bot")+`"}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package runs_test
+package conversations_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package runs_test
+package conversations_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -26,55 +27,55 @@ func TestCreateRefusals(t *testing.T) {
 			code      string
 			path      string
 		}{
-			{"edges", `{"steps":[` + m + `],"approval_mode":"bypass","tasks":[]}`, refusal.Unprocessable, conversations.CodeEdgeAuthoringRefused, "run.tasks"},
-			{"deliverable", `{"steps":[` + m + `],"approval_mode":"bypass","deliverable":"x"}`, refusal.Unprocessable, conversations.CodeEdgeAuthoringRefused, "run.deliverable"},
-			{"tools on the run", `{"steps":[` + m + `],"approval_mode":"bypass","tools":[]}`, refusal.Unprocessable, conversations.CodeEdgeAuthoringRefused, "run.tools"},
-			{"compaction", `{"steps":[` + m + `],"approval_mode":"bypass","compaction_policy":{}}`, refusal.Unprocessable, conversations.CodeEdgeAuthoringRefused, "run.compaction_policy"},
+			{"edges", `{"steps":[` + m + `],"approval_mode":"bypass","tasks":[]}`, refusal.Unprocessable, steps.CodeEdgeAuthoringRefused, "run.tasks"},
+			{"deliverable", `{"steps":[` + m + `],"approval_mode":"bypass","deliverable":"x"}`, refusal.Unprocessable, steps.CodeEdgeAuthoringRefused, "run.deliverable"},
+			{"tools on the run", `{"steps":[` + m + `],"approval_mode":"bypass","tools":[]}`, refusal.Unprocessable, steps.CodeEdgeAuthoringRefused, "run.tools"},
+			{"compaction", `{"steps":[` + m + `],"approval_mode":"bypass","compaction_policy":{}}`, refusal.Unprocessable, steps.CodeEdgeAuthoringRefused, "run.compaction_policy"},
 			{"no steps", `{"approval_mode":"bypass"}`, refusal.BadRequest, refusal.CodeParameterMissing, "run.steps"},
-			{"mode missing", `{"steps":[` + m + `]}`, refusal.Unprocessable, conversations.CodeInvalidApprovalMode, "run.approval_mode"},
-			{"mode wrong", `{"steps":[` + m + `],"approval_mode":"yolo"}`, refusal.Unprocessable, conversations.CodeInvalidApprovalMode, "run.approval_mode"},
-			{"rules", `{"steps":[` + m + `],"approval_mode":"rules","approval_rules":[{"tool":"x","verdict":"allow"},{"tool":"y"}]}`, refusal.Unprocessable, conversations.CodeInvalidApprovalRules, "run.approval_rules[1].verdict"},
-			{"prompt mechanism", `{"steps":[` + m + `],"approval_mode":"bypass","prompt_mechanism":"fancy"}`, refusal.Unprocessable, conversations.CodeInvalidPromptMechanism, "run.prompt_mechanism"},
+			{"mode missing", `{"steps":[` + m + `]}`, refusal.Unprocessable, steps.CodeInvalidApprovalMode, "run.approval_mode"},
+			{"mode wrong", `{"steps":[` + m + `],"approval_mode":"yolo"}`, refusal.Unprocessable, steps.CodeInvalidApprovalMode, "run.approval_mode"},
+			{"rules", `{"steps":[` + m + `],"approval_mode":"rules","approval_rules":[{"tool":"x","verdict":"allow"},{"tool":"y"}]}`, refusal.Unprocessable, steps.CodeInvalidApprovalRules, "run.approval_rules[1].verdict"},
+			{"prompt mechanism", `{"steps":[` + m + `],"approval_mode":"bypass","prompt_mechanism":"fancy"}`, refusal.Unprocessable, steps.CodeInvalidPromptMechanism, "run.prompt_mechanism"},
 			{"start", `{"steps":[` + m + `],"approval_mode":"bypass","start":"yes"}`, refusal.Unprocessable, refusal.CodeValidationFailed, "run.start"},
-			{"runner", `{"steps":[` + m + `],"approval_mode":"bypass","default_runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`, refusal.Unprocessable, runs.CodeRunnerNotEligible, "run.default_runner_executor_public_id"},
+			{"runner", `{"steps":[` + m + `],"approval_mode":"bypass","default_runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`, refusal.Unprocessable, steps.CodeRunnerNotEligible, "run.default_runner_executor_public_id"},
 			{"empty steps", wrap(``), refusal.Unprocessable, refusal.CodeValidationFailed, "steps"},
 			{"too many steps", wrap(strings.TrimSuffix(strings.Repeat(m+",", 65), ",")), refusal.Unprocessable, refusal.CodeValidationFailed, "steps"},
-			{"unknown verb", wrap(`{"shell":{}}`), refusal.Unprocessable, runs.CodeUnknownStepVerb, "steps[0].shell"},
-			{"ask verb", wrap(`{"ask":{}}`), refusal.Unprocessable, runs.CodeStepVerbUnavailable, "steps[0].ask"},
-			{"wait verb", wrap(`{"wait":{}}`), refusal.Unprocessable, runs.CodeStepVerbUnavailable, "steps[0].wait"},
-			{"parallel verb", wrap(`{"parallel":{}}`), refusal.Unprocessable, runs.CodeStepVerbUnavailable, "steps[0].parallel"},
-			{"unknown option", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","temperature":1}}`), refusal.Unprocessable, runs.CodeUnknownStepOption, "steps[0].model.temperature"},
+			{"unknown verb", wrap(`{"shell":{}}`), refusal.Unprocessable, steps.CodeUnknownStepVerb, "steps[0].shell"},
+			{"ask verb", wrap(`{"ask":{}}`), refusal.Unprocessable, steps.CodeStepVerbUnavailable, "steps[0].ask"},
+			{"wait verb", wrap(`{"wait":{}}`), refusal.Unprocessable, steps.CodeStepVerbUnavailable, "steps[0].wait"},
+			{"parallel verb", wrap(`{"parallel":{}}`), refusal.Unprocessable, steps.CodeStepVerbUnavailable, "steps[0].parallel"},
+			{"unknown option", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","temperature":1}}`), refusal.Unprocessable, steps.CodeUnknownStepOption, "steps[0].model.temperature"},
 			{"unknown model", wrap(`{"model":{"model":"mock/nope","prompt":"hi"}}`), refusal.Unprocessable, runs.CodeUnknownModel, "steps[0].model.model"},
-			{"prompt required", wrap(`{"model":{"model":"mock/scripted","prompt":""}}`), refusal.Unprocessable, runs.CodePromptRequired, "steps[0].model.prompt"},
-			{"prompt missing", wrap(`{"model":{"model":"mock/scripted"}}`), refusal.Unprocessable, runs.CodePromptRequired, "steps[0].model.prompt"},
-			{"invalid tools", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","tools":[]}}`), refusal.Unprocessable, runs.CodeInvalidTools, "steps[0].model.tools"},
+			{"prompt required", wrap(`{"model":{"model":"mock/scripted","prompt":""}}`), refusal.Unprocessable, steps.CodePromptRequired, "steps[0].model.prompt"},
+			{"prompt missing", wrap(`{"model":{"model":"mock/scripted"}}`), refusal.Unprocessable, steps.CodePromptRequired, "steps[0].model.prompt"},
+			{"invalid tools", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","tools":[]}}`), refusal.Unprocessable, steps.CodeInvalidTools, "steps[0].model.tools"},
 			{"declaration word", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","tools":[{"type":"function","function":{"name":"memory_read","description":"paraphrase","parameters":{"type":"object"}}}]}}`), refusal.Unprocessable, "kernel_tool_redefined", "steps[0].model.tools[0]"},
-			{"kernel import word", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","kernel_tools":["memory_read"]}}`), refusal.Unprocessable, runs.CodeInvalidTools, "steps[0].model.kernel_tools[0]"},
+			{"kernel import word", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","kernel_tools":["memory_read"]}}`), refusal.Unprocessable, steps.CodeInvalidTools, "steps[0].model.kernel_tools[0]"},
 			{"capability", wrap(`{"model":{"model":"mock/text-only","prompt":"hi"}}`), 0, "", ""},
-			{"malformed attachment", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","attachments":["nope"]}}`), refusal.Unprocessable, runs.CodeInvalidAttachments, "steps[0].model.attachments[0]"},
+			{"malformed attachment", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","attachments":["nope"]}}`), refusal.Unprocessable, steps.CodeInvalidAttachments, "steps[0].model.attachments[0]"},
 			{"unknown attachment", wrap(`{"model":{"model":"mock/scripted","prompt":"","attachments":["6f1b2c3d-0000-4000-8000-000000000001"]}}`), refusal.Unprocessable, runs.CodeUnknownInputUpload, "steps[0].model.attachments[0]"},
-			{"unknown result key", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","results":["nope"]}}`), refusal.Unprocessable, runs.CodeUnknownResultKey, "steps[0].model.results[0]"},
-			{"on_failure", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","on_failure":"explode"}}`), refusal.Unprocessable, runs.CodeInvalidOnFailure, "steps[0].model.on_failure"},
-			{"visibility", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","visibility":"secret"}}`), refusal.Unprocessable, runs.CodeInvalidVisibility, "steps[0].model.visibility"},
-			{"reserved key r", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","key":"r2"}}`), refusal.Unprocessable, runs.CodeReservedTaskKey, "steps[0].model.key"},
-			{"reserved key s", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","key":"s1-model-1"}}`), refusal.Unprocessable, runs.CodeReservedTaskKey, "steps[0].model.key"},
+			{"unknown result key", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","results":["nope"]}}`), refusal.Unprocessable, steps.CodeUnknownResultKey, "steps[0].model.results[0]"},
+			{"on_failure", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","on_failure":"explode"}}`), refusal.Unprocessable, steps.CodeInvalidOnFailure, "steps[0].model.on_failure"},
+			{"visibility", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","visibility":"secret"}}`), refusal.Unprocessable, steps.CodeInvalidVisibility, "steps[0].model.visibility"},
+			{"reserved key r", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","key":"r2"}}`), refusal.Unprocessable, steps.CodeReservedTaskKey, "steps[0].model.key"},
+			{"reserved key s", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","key":"s1-model-1"}}`), refusal.Unprocessable, steps.CodeReservedTaskKey, "steps[0].model.key"},
 			{"bad key", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","key":"-x"}}`), refusal.Unprocessable, refusal.CodeValidationFailed, "steps[0].model.key"},
-			{"duplicate key", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","key":"a"}},{"model":{"model":"mock/scripted","prompt":"hi","key":"a"}}`), refusal.Conflict, runs.CodeDuplicateTaskKey, "steps[1].model.key"},
-			{"reserved tool wire", wrap(`{"tool":{"name":"delegate_task"}}`), refusal.Unprocessable, runs.CodeReservedToolName, "steps[0].tool.name"},
-			{"reserved tool canonical", wrap(`{"tool":{"name":"nexus.memory.read"}}`), refusal.Unprocessable, runs.CodeReservedToolName, "steps[0].tool.name"},
-			{"reserved models_list", wrap(`{"tool":{"name":"models_list"}}`), refusal.Unprocessable, runs.CodeReservedToolName, "steps[0].tool.name"},
-			{"tool input", wrap(`{"tool":{"name":"fetch","input":[1]}}`), refusal.Unprocessable, runs.CodeInvalidToolInput, "steps[0].tool.input"},
-			{"tool input too large", wrap(`{"tool":{"name":"fetch","input":{"d":"` + strings.Repeat("x", 65536) + `"}}}`), refusal.Unprocessable, runs.CodeToolInputTooLarge, "steps[0].tool.input"},
-			{"route kind", wrap(`{"tool":{"name":"fetch","route":{"kind":"pool"}}}`), refusal.Unprocessable, runs.CodeInvalidToolRoute, "steps[0].tool.route.kind"},
-			{"route null id", wrap(`{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":null}}}`), refusal.Unprocessable, runs.CodeInvalidToolRoute, "steps[0].tool.route.runner_executor_public_id"},
-			{"route extra", wrap(`{"tool":{"name":"fetch","route":{"kind":"runner","x":1}}}`), refusal.Unprocessable, runs.CodeInvalidToolRoute, "steps[0].tool.route.x"},
-			{"runner target", wrap(`{"tool":{"name":"fetch","route":{"kind":"runner"}}}`), refusal.Unprocessable, runs.CodeRunnerTargetRequired, "steps[0].tool.route"},
-			{"runner not eligible", wrap(`{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}}}`), refusal.Unprocessable, runs.CodeRunnerNotEligible, "steps[0].tool.route"},
+			{"duplicate key", wrap(`{"model":{"model":"mock/scripted","prompt":"hi","key":"a"}},{"model":{"model":"mock/scripted","prompt":"hi","key":"a"}}`), refusal.Conflict, steps.CodeDuplicateTaskKey, "steps[1].model.key"},
+			{"reserved tool wire", wrap(`{"tool":{"name":"delegate_task"}}`), refusal.Unprocessable, steps.CodeReservedToolName, "steps[0].tool.name"},
+			{"reserved tool canonical", wrap(`{"tool":{"name":"nexus.memory.read"}}`), refusal.Unprocessable, steps.CodeReservedToolName, "steps[0].tool.name"},
+			{"reserved models_list", wrap(`{"tool":{"name":"models_list"}}`), refusal.Unprocessable, steps.CodeReservedToolName, "steps[0].tool.name"},
+			{"tool input", wrap(`{"tool":{"name":"fetch","input":[1]}}`), refusal.Unprocessable, steps.CodeInvalidToolInput, "steps[0].tool.input"},
+			{"tool input too large", wrap(`{"tool":{"name":"fetch","input":{"d":"` + strings.Repeat("x", 65536) + `"}}}`), refusal.Unprocessable, steps.CodeToolInputTooLarge, "steps[0].tool.input"},
+			{"route kind", wrap(`{"tool":{"name":"fetch","route":{"kind":"pool"}}}`), refusal.Unprocessable, steps.CodeInvalidToolRoute, "steps[0].tool.route.kind"},
+			{"route null id", wrap(`{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":null}}}`), refusal.Unprocessable, steps.CodeInvalidToolRoute, "steps[0].tool.route.runner_executor_public_id"},
+			{"route extra", wrap(`{"tool":{"name":"fetch","route":{"kind":"runner","x":1}}}`), refusal.Unprocessable, steps.CodeInvalidToolRoute, "steps[0].tool.route.x"},
+			{"runner target", wrap(`{"tool":{"name":"fetch","route":{"kind":"runner"}}}`), refusal.Unprocessable, steps.CodeRunnerTargetRequired, "steps[0].tool.route"},
+			{"runner not eligible", wrap(`{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}}}`), refusal.Unprocessable, steps.CodeRunnerNotEligible, "steps[0].tool.route"},
 			{"not served", wrap(`{"tool":{"name":"fetch"}}`), refusal.Unprocessable, runs.CodeToolNotServed, "steps[0].tool.name"},
-			{"timeout", wrap(`{"tool":{"name":"fetch","timeout_ms":604800001}}`), refusal.Unprocessable, runs.CodeInvalidTimeoutMS, "steps[0].tool.timeout_ms"},
-			{"timeout zero", wrap(`{"tool":{"name":"fetch","timeout_ms":0}}`), refusal.Unprocessable, runs.CodeInvalidTimeoutMS, "steps[0].tool.timeout_ms"},
-			{"tool_call_id", wrap(`{"tool":{"name":"fetch","tool_call_id":"x"}}`), refusal.Unprocessable, runs.CodeInvalidToolCallID, "steps[0].tool.tool_call_id"},
-			{"defaults option", wrap(`{"tool":{"name":"fetch","model_defaults":{"temperature":1}}}`), refusal.Unprocessable, runs.CodeUnknownStepOption, "steps[0].tool.model_defaults.temperature"},
+			{"timeout", wrap(`{"tool":{"name":"fetch","timeout_ms":604800001}}`), refusal.Unprocessable, steps.CodeInvalidTimeoutMS, "steps[0].tool.timeout_ms"},
+			{"timeout zero", wrap(`{"tool":{"name":"fetch","timeout_ms":0}}`), refusal.Unprocessable, steps.CodeInvalidTimeoutMS, "steps[0].tool.timeout_ms"},
+			{"tool_call_id", wrap(`{"tool":{"name":"fetch","tool_call_id":"x"}}`), refusal.Unprocessable, steps.CodeInvalidToolCallID, "steps[0].tool.tool_call_id"},
+			{"defaults option", wrap(`{"tool":{"name":"fetch","model_defaults":{"temperature":1}}}`), refusal.Unprocessable, steps.CodeUnknownStepOption, "steps[0].tool.model_defaults.temperature"},
 		}
 		for _, c := range cases {
 			if c.code == "" {
@@ -100,7 +101,7 @@ func TestCreateRefusals(t *testing.T) {
 		r, _ := refusal.As(err)
 		items, _ := r.Get("errors")
 		b, _ := json.Marshal(items)
-		if r.Code != runs.CodeReservedToolName || string(b) != `[{"code":"reserved_tool_name","path":"steps[0].tool.name"},{"code":"unknown_model","path":"steps[1].model.model"}]` {
+		if r.Code != steps.CodeReservedToolName || string(b) != `[{"code":"reserved_tool_name","path":"steps[0].tool.name"},{"code":"unknown_model","path":"steps[1].model.model"}]` {
 			t.Fatalf("errors list: %s %s", r.Code, b)
 		}
 		// A declaration with tools on a model without the tools capability.
@@ -181,7 +182,7 @@ func TestDoorConflicts(t *testing.T) {
 		_, err = h.conv.Append(h.ctx, &conversations.AppendRequest{Actor: h.actor, RunID: lid, Invalid: errSteps})
 		expect("append without a body", err, refusal.CodeParameterMissing)
 		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"tool":{"name":"memory_read"}}]}`), ""))
-		expect("append a kernel tool", err, runs.CodeReservedToolName)
+		expect("append a kernel tool", err, steps.CodeReservedToolName)
 		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}],"expected_revision":7}`), ""))
 		expect("stale revision", err, conversations.CodeStaleRevision)
 		r, _ := refusal.As(err)
@@ -189,9 +190,9 @@ func TestDoorConflicts(t *testing.T) {
 			t.Errorf("current_revision %v", v)
 		}
 		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"first"}}]}`), ""))
-		expect("duplicate key in the run", err, runs.CodeDuplicateTaskKey)
+		expect("duplicate key in the run", err, steps.CodeDuplicateTaskKey)
 		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"k"}},{"model":{"model":"mock/scripted","prompt":"x","key":"k"}}]}`), ""))
-		expect("duplicate key in the envelope", err, runs.CodeDuplicateTaskKey)
+		expect("duplicate key in the envelope", err, steps.CodeDuplicateTaskKey)
 		got, err := h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1"))
 		if err != nil || got.Receipt.Revision != 2 || got.Receipt.DeliverableTaskKey != "s2-model-1" || got.Replayed {
 			t.Fatalf("append: %+v %v", got, err)
