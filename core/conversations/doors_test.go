@@ -81,7 +81,7 @@ func TestCreateRefusals(t *testing.T) {
 			if c.code == "" {
 				continue
 			}
-			_, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(c.run), "", []byte(`{"run":`+c.run+`}`)))
+			_, err := h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(c.run), "", []byte(`{"run":`+c.run+`}`)))
 			r, ok := refusal.As(err)
 			if !ok {
 				t.Errorf("%s: got %v, want %s", c.name, err, c.code)
@@ -92,12 +92,12 @@ func TestCreateRefusals(t *testing.T) {
 				t.Errorf("%s: got %s (kind %d) at %v, want %s (kind %d) at %s", c.name, r.Code, r.Kind, p, c.code, c.kind, c.path)
 			}
 		}
-		page, err := h.conv.ListRuns(h.ctx, h.actor, "", "", "", 100)
+		page, err := h.Conv.ListRuns(h.Ctx, h.Actor, "", "", "", 100)
 		if err != nil || len(page.Runs) != 0 {
 			t.Fatalf("refused envelopes created runs: %d %v", len(page.Runs), err)
 		}
 		// Every failure is listed; the first decides.
-		_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(wrap(`{"tool":{"name":"delegate_task"}},{"model":{"model":"mock/none","prompt":"x"}}`)), "", nil))
+		_, err = h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(wrap(`{"tool":{"name":"delegate_task"}},{"model":{"model":"mock/none","prompt":"x"}}`)), "", nil))
 		r, _ := refusal.As(err)
 		items, _ := r.Get("errors")
 		b, _ := json.Marshal(items)
@@ -106,14 +106,14 @@ func TestCreateRefusals(t *testing.T) {
 		}
 		// A declaration with tools on a model without the tools capability.
 		h2 := h
-		_, err = h2.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(wrap(`{"model":{"model":"mock/scripted","prompt":"x",`+memoryTools+`}}`)), "", nil))
+		_, err = h2.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(wrap(`{"model":{"model":"mock/scripted","prompt":"x",`+memoryTools+`}}`)), "", nil))
 		if err != nil {
 			t.Fatalf("tools on a tools model: %v", err)
 		}
 		// A model step without a model, or with a null one, runs on the deployment's default.
 		for _, step := range []string{`{"model":{"prompt":"x"}}`, `{"model":{"model":null,"prompt":"x"}}`} {
-			c := h.create(wrap(step))
-			if tk := h.task(c.Run.PublicID, c.Receipt.DeliverableTaskKey); tk.Model == nil || *tk.Model != "mock/scripted" {
+			c := h.Create(wrap(step))
+			if tk := h.Task(c.Run.PublicID, c.Receipt.DeliverableTaskKey); tk.Model == nil || *tk.Model != "mock/scripted" {
 				t.Fatalf("%s: model %v, want the default mock/scripted", step, tk.Model)
 			}
 		}
@@ -126,7 +126,7 @@ func TestDoorConflicts(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHarness(t, s, harnessOptions{})
-		pending := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}],"approval_mode":"bypass","start":false}`)
+		pending := h.Create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}],"approval_mode":"bypass","start":false}`)
 		id := pending.Run.PublicID
 		if pending.Run.Status != runs.RunPending {
 			t.Fatalf("start false: %s", pending.Run.Status)
@@ -137,78 +137,78 @@ func TestDoorConflicts(t *testing.T) {
 				t.Errorf("%s: got %v, want %s", name, err, code)
 			}
 		}
-		_, err := h.conv.ReadRequest(h.ctx, h.actor, id, "s1-model-1")
+		_, err := h.Conv.ReadRequest(h.Ctx, h.Actor, id, "s1-model-1")
 		expect("request before sealing", err, conversations.CodeRequestNotSealed)
-		_, err = h.conv.ReadTask(h.ctx, h.actor, id, "nope")
+		_, err = h.Conv.ReadTask(h.Ctx, h.Actor, id, "nope")
 		expect("unknown task", err, refusal.CodeNotFound)
-		_, err = h.conv.ReadRun(h.ctx, h.actor, "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d")
+		_, err = h.Conv.ReadRun(h.Ctx, h.Actor, "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d")
 		expect("unknown run", err, refusal.CodeNotFound)
-		_, err = h.conv.ReadRun(h.ctx, h.actor, "not-a-uuid")
+		_, err = h.Conv.ReadRun(h.Ctx, h.Actor, "not-a-uuid")
 		expect("malformed run id", err, refusal.CodeNotFound)
-		_, err = h.conv.Decide(h.ctx, h.actor, id, "s1-model-1", false, "")
+		_, err = h.Conv.Decide(h.Ctx, h.Actor, id, "s1-model-1", false, "")
 		expect("approve a pending run", err, conversations.CodeNotAdjudicable)
-		_, err = h.conv.Resolve(h.ctx, resolveRequest(t, h.actor, id, "s1-model-1", []byte(`{"content":"x"}`)))
+		_, err = h.Conv.Resolve(h.Ctx, resolveRequest(t, h.Actor, id, "s1-model-1", []byte(`{"content":"x"}`)))
 		expect("resolve a model task", err, conversations.CodeAwaitNotResolvable)
 		// The body's own refusal is answered after the row's lookup, before the await's.
 		errBody := refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "The request body must be a JSON object.")
-		_, err = h.conv.Resolve(h.ctx, &conversations.ResolveRequest{Actor: h.actor, RunID: id, TaskKey: "nope", Invalid: errBody})
+		_, err = h.Conv.Resolve(h.Ctx, &conversations.ResolveRequest{Actor: h.Actor, RunID: id, TaskKey: "nope", Invalid: errBody})
 		expect("resolve an unknown key with a non-object body", err, refusal.CodeNotFound)
-		_, err = h.conv.Resolve(h.ctx, &conversations.ResolveRequest{Actor: h.actor, RunID: id, TaskKey: "s1-model-1", Invalid: errBody})
+		_, err = h.Conv.Resolve(h.Ctx, &conversations.ResolveRequest{Actor: h.Actor, RunID: id, TaskKey: "s1-model-1", Invalid: errBody})
 		expect("resolve with a non-object body", err, refusal.CodeParameterInvalid)
-		_, err = h.conv.CancelBranch(h.ctx, h.actor, id, "s1-model-1")
+		_, err = h.Conv.CancelBranch(h.Ctx, h.Actor, id, "s1-model-1")
 		expect("cancel a mainline round", err, runs.CodeNotABranch)
-		if _, err := h.conv.StartRun(h.ctx, h.actor, id); err != nil {
+		if _, err := h.Conv.StartRun(h.Ctx, h.Actor, id); err != nil {
 			t.Fatal(err)
 		}
-		_, err = h.conv.StartRun(h.ctx, h.actor, id)
+		_, err = h.Conv.StartRun(h.Ctx, h.Actor, id)
 		expect("start twice", err, conversations.CodeNotStartable)
-		h.drain()
-		if _, err := h.conv.ReadRequest(h.ctx, h.actor, id, "s1-model-1"); err != nil {
+		h.Drain()
+		if _, err := h.Conv.ReadRequest(h.Ctx, h.Actor, id, "s1-model-1"); err != nil {
 			t.Fatalf("request after sealing: %v", err)
 		}
-		_, err = h.conv.Decide(h.ctx, h.actor, id, "s1-model-1", false, "")
+		_, err = h.Conv.Decide(h.Ctx, h.Actor, id, "s1-model-1", false, "")
 		expect("approve a completed run", err, conversations.CodeNotAdjudicable)
-		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), ""))
+		_, err = h.Conv.Append(h.Ctx, appendRequest(t, h.Actor, id, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`), ""))
 		expect("append to a completed run", err, conversations.CodeRunNotAppendable)
-		_, err = h.conv.StopRun(h.ctx, h.actor, id, true)
+		_, err = h.Conv.StopRun(h.Ctx, h.Actor, id, true)
 		expect("stop a completed run", err, runs.CodeAlreadyTerminal)
 
 		// Append: the body and conflict words, in order.
-		live := h.create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay one","key":"first"}}],"approval_mode":"bypass"}`)
+		live := h.Create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay one","key":"first"}}],"approval_mode":"bypass"}`)
 		lid := live.Run.PublicID
 		errSteps := refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The body must carry steps.").With("path", "steps")
-		_, err = h.conv.Append(h.ctx, &conversations.AppendRequest{Actor: h.actor, RunID: "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", Invalid: errSteps})
+		_, err = h.Conv.Append(h.Ctx, &conversations.AppendRequest{Actor: h.Actor, RunID: "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", Invalid: errSteps})
 		expect("append to an unknown run without a body", err, refusal.CodeNotFound)
-		_, err = h.conv.Append(h.ctx, &conversations.AppendRequest{Actor: h.actor, RunID: lid, Invalid: errSteps})
+		_, err = h.Conv.Append(h.Ctx, &conversations.AppendRequest{Actor: h.Actor, RunID: lid, Invalid: errSteps})
 		expect("append without a body", err, refusal.CodeParameterMissing)
-		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"tool":{"name":"memory_read"}}]}`), ""))
+		_, err = h.Conv.Append(h.Ctx, appendRequest(t, h.Actor, lid, []byte(`{"steps":[{"tool":{"name":"memory_read"}}]}`), ""))
 		expect("append a kernel tool", err, steps.CodeReservedToolName)
-		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}],"expected_revision":7}`), ""))
+		_, err = h.Conv.Append(h.Ctx, appendRequest(t, h.Actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}],"expected_revision":7}`), ""))
 		expect("stale revision", err, conversations.CodeStaleRevision)
 		r, _ := refusal.As(err)
 		if v, _ := r.Get("current_revision"); v != int64(1) {
 			t.Errorf("current_revision %v", v)
 		}
-		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"first"}}]}`), ""))
+		_, err = h.Conv.Append(h.Ctx, appendRequest(t, h.Actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"first"}}]}`), ""))
 		expect("duplicate key in the run", err, steps.CodeDuplicateTaskKey)
-		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"k"}},{"model":{"model":"mock/scripted","prompt":"x","key":"k"}}]}`), ""))
+		_, err = h.Conv.Append(h.Ctx, appendRequest(t, h.Actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"x","key":"k"}},{"model":{"model":"mock/scripted","prompt":"x","key":"k"}}]}`), ""))
 		expect("duplicate key in the envelope", err, steps.CodeDuplicateTaskKey)
-		got, err := h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1"))
+		got, err := h.Conv.Append(h.Ctx, appendRequest(t, h.Actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1"))
 		if err != nil || got.Receipt.Revision != 2 || got.Receipt.DeliverableTaskKey != "s2-model-1" || got.Replayed {
 			t.Fatalf("append: %+v %v", got, err)
 		}
-		again, err := h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1"))
+		again, err := h.Conv.Append(h.Ctx, appendRequest(t, h.Actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay two"}}],"expected_revision":1}`), "k1"))
 		if err != nil || !again.Replayed || again.Receipt.DeliverableTaskKey != "s2-model-1" {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
-		_, err = h.conv.Append(h.ctx, appendRequest(t, h.actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"other"}}]}`), "k1"))
+		_, err = h.Conv.Append(h.Ctx, appendRequest(t, h.Actor, lid, []byte(`{"steps":[{"model":{"model":"mock/scripted","prompt":"other"}}]}`), "k1"))
 		expect("same key, other body", err, conversations.CodeIdempotencyEnvelopeMismatch)
-		h.drain()
-		rd := h.run(lid)
+		h.Drain()
+		rd := h.Run(lid)
 		if rd.Status != runs.RunCompleted || deref(rd.Answer) != "two" {
 			t.Fatalf("after append: %s %q", rd.Status, deref(rd.Answer))
 		}
-		second := h.task(lid, "s2-model-1")
+		second := h.Task(lid, "s2-model-1")
 		if string(second.Results) != `["first"]` || strings.Join(second.After, ",") != "first" {
 			t.Fatalf("appended step reads %s after %v", second.Results, second.After)
 		}
@@ -222,22 +222,22 @@ func TestIdempotentCreate(t *testing.T) {
 		h := newHarness(t, s, harnessOptions{})
 		run := modelStep("!mock\nround 1\nsay hi", "")
 		body := []byte(`{"run":` + run + `}`)
-		first, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "key-1", body))
+		first, err := h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(run), "key-1", body))
 		if err != nil || first.Replayed {
 			t.Fatal(err)
 		}
 		// Key order and whitespace do not make another body: canonical JSON is compared.
-		again, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "key-1", []byte(" "+string(body))))
+		again, err := h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(run), "key-1", []byte(" "+string(body))))
 		if err != nil || !again.Replayed || again.Run.PublicID != first.Run.PublicID || again.Receipt.Revision != 1 {
 			t.Fatalf("replay: %+v %v", again, err)
 		}
 		other := modelStep("!mock\nround 1\nsay other", "")
-		_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(other), "key-1", []byte(`{"run":`+other+`}`)))
+		_, err = h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(other), "key-1", []byte(`{"run":`+other+`}`)))
 		if !isCode(err, conversations.CodeIdempotencyEnvelopeMismatch) {
 			t.Fatalf("mismatch: %v", err)
 		}
-		h.clock.Advance(runs.IdempotencyTTL)
-		fresh, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(other), "key-1", []byte(`{"run":`+other+`}`)))
+		h.Clock.Advance(runs.IdempotencyTTL)
+		fresh, err := h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(other), "key-1", []byte(`{"run":`+other+`}`)))
 		if err != nil || fresh.Replayed || fresh.Run.PublicID == first.Run.PublicID {
 			t.Fatalf("after 24 hours the key is new: %+v %v", fresh, err)
 		}

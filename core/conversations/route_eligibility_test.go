@@ -28,22 +28,22 @@ func TestCreateRouteEligibility(t *testing.T) {
 			foreign  = "01900000-0000-7000-8000-0000000000a4"
 		)
 		profile := `{"kind":"read_only","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}`
-		err := s.Write(h.ctx, func(tx *store.Tx) error {
+		err := s.Write(h.Ctx, func(tx *store.Tx) error {
 			var other int64
-			if err := tx.Get(h.ctx, &other, `INSERT INTO workspaces (public_id, handle, name, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+			if err := tx.Get(h.Ctx, &other, `INSERT INTO workspaces (public_id, handle, name, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
 				store.NewPublicID(), "elsewhere", "Elsewhere", 1); err != nil {
 				return err
 			}
 			for _, x := range []struct {
 				id, kind, status string
 				ws               int64
-			}{{active, store.ExecutorRunner, store.ExecutorActive, h.actor.WorkspaceID}, {revoked, store.ExecutorRunner, store.ExecutorRevoked, h.actor.WorkspaceID},
-				{provider, store.ExecutorToolProvider, store.ExecutorActive, h.actor.WorkspaceID}, {foreign, store.ExecutorRunner, store.ExecutorActive, other}} {
+			}{{active, store.ExecutorRunner, store.ExecutorActive, h.Actor.WorkspaceID}, {revoked, store.ExecutorRunner, store.ExecutorRevoked, h.Actor.WorkspaceID},
+				{provider, store.ExecutorToolProvider, store.ExecutorActive, h.Actor.WorkspaceID}, {foreign, store.ExecutorRunner, store.ExecutorActive, other}} {
 				ex := &store.Executor{PublicID: x.id, WorkspaceID: x.ws, Kind: x.kind, DisplayName: "box", Status: x.status, CreatedAt: 1}
-				if err := store.InsertExecutor(h.ctx, tx, ex); err != nil {
+				if err := store.InsertExecutor(h.Ctx, tx, ex); err != nil {
 					return err
 				}
-				if err := store.ReplaceServedTools(h.ctx, tx, ex.ID, []store.ServedTool{{WorkspaceID: x.ws, Name: "fetch", Profile: profile}}); err != nil {
+				if err := store.ReplaceServedTools(h.Ctx, tx, ex.ID, []store.ServedTool{{WorkspaceID: x.ws, Name: "fetch", Profile: profile}}); err != nil {
 					return err
 				}
 			}
@@ -55,19 +55,19 @@ func TestCreateRouteEligibility(t *testing.T) {
 		step := func(runner, name string) string {
 			return `{"steps":[{"tool":{"name":"` + name + `","input":{},"route":{"kind":"runner","runner_executor_public_id":"` + runner + `"}}}],"approval_mode":"bypass"}`
 		}
-		created := h.create(step(active, "fetch"))
+		created := h.Create(step(active, "fetch"))
 		id := created.Run.PublicID
-		if tk := h.task(id, created.Receipt.DeliverableTaskKey); tk.Status != runs.StatusDispatched || string(tk.AddressedTo) != `{"executor_public_id":"`+active+`","role":"runner"}` {
+		if tk := h.Task(id, created.Receipt.DeliverableTaskKey); tk.Status != runs.StatusDispatched || string(tk.AddressedTo) != `{"executor_public_id":"`+active+`","role":"runner"}` {
 			t.Fatalf("served route: %s addressed %s", tk.Status, tk.AddressedTo)
 		}
 		// A route may repeat the step's name as tool_name, the key a declaration's route uses;
 		// any other tool_name is refused with what to write.
 		named := `{"steps":[{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"` + active + `","tool_name":"fetch"}}}],"approval_mode":"bypass"}`
-		if tk := h.task(h.create(named).Run.PublicID, "s1-tool-1"); tk.Status != runs.StatusDispatched {
+		if tk := h.Task(h.Create(named).Run.PublicID, "s1-tool-1"); tk.Status != runs.StatusDispatched {
 			t.Fatalf("route with the step's tool_name: %s", tk.Status)
 		}
 		other := `{"steps":[{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"` + active + `","tool_name":"get"}}}],"approval_mode":"bypass"}`
-		_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(other), "", nil))
+		_, err = h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(other), "", nil))
 		if r, ok := refusal.As(err); !ok || r.Code != steps.CodeInvalidToolRoute || r.Message != `route.tool_name must be the step's name, "fetch" (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.` {
 			t.Fatalf("route with another tool_name: %v", err)
 		} else if p, _ := r.Get("path"); p != "steps[0].tool.route.tool_name" {
@@ -80,7 +80,7 @@ func TestCreateRouteEligibility(t *testing.T) {
 			{"another workspace", foreign, "fetch", steps.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + foreign + " is not an active Runner of this workspace."},
 		} {
 			run := step(c.runner, c.tool)
-			_, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", []byte(`{"run":`+run+`}`)))
+			_, err := h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(run), "", []byte(`{"run":`+run+`}`)))
 			r, ok := refusal.As(err)
 			if !ok {
 				t.Fatalf("%s: got %v, want %s", c.name, err, c.code)

@@ -128,13 +128,7 @@ var (
 
 const graphTools = runstest.GraphTools
 
-func deref[T any](p *T) T {
-	var z T
-	if p == nil {
-		return z
-	}
-	return *p
-}
+func deref[T any](p *T) T { return runstest.Deref(p) }
 
 func (h *harness) conversation() string {
 	h.t.Helper()

@@ -208,7 +208,7 @@ func stringList(raw []byte) ([]string, bool) {
 	return out, true
 }
 
-// declaration reads a step's four declaration fields.
+// decode reads a step's four declaration fields.
 func (d *Declaration) decode(o object) {
 	if raw, ok := o["tools"]; ok {
 		switch v, err := jsonwire.Decode(raw); {
@@ -412,7 +412,7 @@ func (t *Tool) decode(o object) {
 	}
 	t.Name, _ = jsonwire.DecodeString(o["name"])
 	if v, ok := o["input"]; ok {
-		if first(v) != '{' {
+		if _, err := jsonwire.SplitObject(v); err != nil {
 			w.bad |= fInput
 		} else {
 			dec := json.NewDecoder(bytes.NewReader(v))
@@ -466,18 +466,6 @@ func (r *Route) decode(o object) {
 	r.Kind, _ = jsonwire.DecodeString(o["kind"])
 	r.ToolName = w.str(o, "tool_name", fToolName, false)
 	r.RunnerExecutorPublicID = w.str(o, "runner_executor_public_id", fRunnerID, false)
-}
-
-// first is the first byte of raw that is not white space, 0 for none.
-func first(raw []byte) byte {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c
-	}
-	return 0
 }
 
 // notAList is the refusal of an envelope whose steps are no array.

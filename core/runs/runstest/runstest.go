@@ -493,3 +493,12 @@ func (h *Harness) Conversation() string {
 
 // AskBrief is a branch that asks the person and then answers with what it heard.
 const AskBrief = "Ask.\n!mock\nround 1\ncall ask {\"prompt\":\"Ship it?\"}\nround 2\nsay asked"
+
+// Deref is *p, or T's zero value for a nil p.
+func Deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}
