@@ -365,7 +365,7 @@ func (d *Doors) PostMessage(ctx context.Context, req *PostMessageRequest) (*Post
 			return p, err
 		}
 	}
-	if err := m.Check(); err != nil {
+	if err := m.check(); err != nil {
 		return nil, err
 	}
 	text, attachments, toolNames, modelRef := m.Text, m.Attachments, m.ToolNames, m.Model

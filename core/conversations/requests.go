@@ -214,10 +214,10 @@ func (c *NewConversation) runner() (id string, ok bool) {
 	return id, c.w.bad&bodyRunner == 0 && store.IsPublicID(id)
 }
 
-// Check judges the message in the door's order (docs/api.md#conversations): its shape, its keys,
+// check judges the message in the door's order (docs/api.md#conversations): its shape, its keys,
 // text, attachments, then text's emptiness, tool_names and model. Whether the uploads, the tools
 // and the model exist is read after.
-func (m *Message) Check() error {
+func (m *Message) check() error {
 	w := &m.w
 	switch {
 	case w.notObject:
