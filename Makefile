@@ -133,6 +133,7 @@ FUZZ_TARGETS := \
 	./sdk/jsonwire:FuzzDecode:100000 \
 	./core/projection:FuzzProject:40000 \
 	./core/profiles:FuzzProfileReadBack:20000 \
+	./core/steps:FuzzJudge:15000 \
 	./core/runs:FuzzCheckCall:5000 \
 	./core/runs:FuzzEscape:20000 \
 	./core/kernel:FuzzToolSearch:7000 \

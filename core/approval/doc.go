@@ -3,8 +3,10 @@
 // rules its conversation-hosted runs freeze) check a rule list with. It answers with the parsed
 // rules or with one problem — where in the list and why — and leaves the refusal word to its
 // caller: 422 invalid_approval_rules at the run door, validation_failed naming the field on the
-// profile. It also evaluates a rule list against one tool row (Evaluate, the gate's verdict);
-// when a row is evaluated, and what its verdict does to the row, is core/runs'.
+// profile. A list built in Go (an in-process caller's run) is judged by Check, by the rules a
+// value can break, in Parse's order. It also evaluates a rule list against one tool row
+// (Evaluate, the gate's verdict); when a row is evaluated, and what its verdict does to the row,
+// is core/runs'.
 //
 // It is pure: it imports only the SDK's JSON walker (sdk/jsonwire) and the standard
 // library.

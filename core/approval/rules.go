@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -112,16 +113,11 @@ func parseRule(raw []byte) (Rule, *Problem) {
 	if v, ok := members.Get("tool"); ok {
 		r.Tool, _ = jsonwire.DecodeString(v)
 	}
-	if r.Tool == "" {
-		return Rule{}, problem(".tool", "tool is required: one or more globs separated by |")
-	}
 	if v, ok := members.Get("verdict"); ok {
 		r.Verdict, _ = jsonwire.DecodeString(v)
 	}
-	switch r.Verdict {
-	case VerdictAllow, VerdictAsk, VerdictDeny:
-	default:
-		return Rule{}, problem(".verdict", "verdict is required: allow, ask or deny")
+	if p := checkToolVerdict(&r); p != nil {
+		return Rule{}, p
 	}
 	for _, f := range []struct {
 		key string
@@ -140,15 +136,66 @@ func parseRule(raw []byte) (Rule, *Problem) {
 		}
 		*f.dst = &s
 	}
+	if p := checkOriginMatch(&r); p != nil {
+		return Rule{}, p
+	}
+	return r, nil
+}
+
+// Check judges a rule list built in Go by the rules a value can break (Parse judges a list as
+// written, its shape and keys too), in Parse's order: the count, the canonical size, then each
+// rule's tool, verdict, origin and match.
+func Check(rules []Rule) *Problem {
+	if len(rules) > MaxRules {
+		return problem("", "the rule list holds %d rules; at most %d are allowed", len(rules), MaxRules)
+	}
+	b, err := json.Marshal(rules)
+	if err != nil {
+		return problem("", "the rule list must be an array of rules")
+	}
+	canon, err := jsonwire.CanonicalValue(b)
+	if err != nil {
+		return problem("", "the rule list must be an array of rules")
+	}
+	if len(canon) > MaxRulesBytes {
+		return problem("", "the rule list is %d bytes of canonical JSON; the bound is %d", len(canon), MaxRulesBytes)
+	}
+	for i := range rules {
+		p := checkToolVerdict(&rules[i])
+		if p == nil {
+			p = checkOriginMatch(&rules[i])
+		}
+		if p != nil {
+			p.Suffix = fmt.Sprintf("[%d]", i) + p.Suffix
+			return p
+		}
+	}
+	return nil
+}
+
+// checkToolVerdict checks a rule's tool and verdict.
+func checkToolVerdict(r *Rule) *Problem {
+	if r.Tool == "" {
+		return problem(".tool", "tool is required: one or more globs separated by |")
+	}
+	switch r.Verdict {
+	case VerdictAllow, VerdictAsk, VerdictDeny:
+		return nil
+	}
+	return problem(".verdict", "verdict is required: allow, ask or deny")
+}
+
+// checkOriginMatch checks a rule's origin, and that a match has its path.
+func checkOriginMatch(r *Rule) *Problem {
 	if r.Origin != nil {
 		switch *r.Origin {
 		case OriginModel, OriginAuthor, OriginKernel:
 		default:
-			return Rule{}, problem(".origin", "origin must be model, author or kernel")
+			return problem(".origin", "origin must be model, author or kernel")
 		}
 	}
 	if r.Match != nil && r.Path == nil {
-		return Rule{}, problem(".match", "match needs a path")
+		return problem(".match", "match needs a path")
 	}
-	return r, nil
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -18,16 +19,17 @@ type Appended struct {
 }
 
 // AppendRequest is the append door's request: the caller, the run, the idempotency, and the
-// body's steps (the step grammar's, judged here) and expected revision.
+// steps (core/steps' grammar, judged by the engine when it accepts them) and expected revision.
 type AppendRequest struct {
 	Actor            *runs.Actor
 	RunID            string
 	Replay           Replay
-	Steps            json.RawMessage
+	Steps            []steps.Step
 	ExpectedRevision *int64
 	// Invalid is the refusal of the body's own rules (absent, not one object, a key it does not
-	// know, steps absent, expected_revision not an integer), found when the door decoded it:
-	// Append answers it after the replay, where the documented order puts the body.
+	// know, steps absent, expected_revision not an integer, steps not an array), found when the
+	// door decoded it: Append answers it after the replay, where the documented order puts the
+	// body.
 	Invalid error
 }
 
@@ -68,7 +70,7 @@ func (d *Doors) Append(ctx context.Context, req *AppendRequest) (*Appended, erro
 		for i := range trace {
 			existing[trace[i].Key] = true
 		}
-		steps, err := x.ParseSteps(ctx, a, r, req.Steps, copyKeys(existing))
+		accepted, err := x.ParseSteps(ctx, a, r, req.Steps, existing)
 		if err != nil {
 			return err
 		}
@@ -80,7 +82,7 @@ func (d *Doors) Append(ctx context.Context, req *AppendRequest) (*Appended, erro
 		case r.Status != runs.RunPending && r.Status != runs.RunRunning && r.Status != runs.RunNeedsAttention:
 			return conflict(CodeRunNotAppendable, "The run is %s; nothing can be appended.", r.Status)
 		}
-		keys, err := x.AppendSteps(ctx, r, trace, steps, existing)
+		keys, err := x.AppendSteps(ctx, r, trace, accepted, existing)
 		if err != nil {
 			return err
 		}
@@ -98,14 +100,6 @@ func (d *Doors) Append(ctx context.Context, req *AppendRequest) (*Appended, erro
 		}
 	}
 	return out, err
-}
-
-func copyKeys(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func (d *Doors) replayAppend(ctx context.Context, scope, key string, canon []byte) (*Appended, bool, error) {

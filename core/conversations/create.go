@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -26,10 +26,6 @@ type Created struct {
 	Replayed bool
 }
 
-var runObjectKeys = map[string]bool{"steps": true, "approval_mode": true, "approval_rules": true,
-	"default_runner_executor_public_id": true, "prompt_mechanism": true, "start": true}
-var edgeKeys = []string{"compaction_policy", "deliverable", "tasks", "tools"}
-
 // Replay is a request's idempotency (docs/api.md#conventions): the Idempotency-Key ("" for none)
 // and the request's canonical JSON, which a repeat under the same key must match. The door
 // canonicalises what it was sent (sdk/jsonwire), only when a key was given: without one nothing reads
@@ -39,11 +35,12 @@ type Replay struct {
 	Fingerprint []byte
 }
 
-// CreateRunRequest is the create door's request: the caller, the body's "run" object (the run
-// grammar's, judged here and by the engine's step grammar) and its idempotency.
+// CreateRunRequest is the create door's request: the caller, the run (core/steps' grammar:
+// Run.Check judges it here, the engine its default Runner and steps) and its idempotency. The
+// HTTP door decodes a body's "run" into it; an in-process caller builds it with Go values.
 type CreateRunRequest struct {
 	Actor  *runs.Actor
-	Run    json.RawMessage
+	Run    steps.Run
 	Replay Replay
 }
 
@@ -52,7 +49,7 @@ type CreateRunRequest struct {
 // through Actor.Resolve: before a refusal of the body (the standing's word comes first) and
 // before a keyed create, whose idempotency scope is the workspace's.
 func (d *Doors) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created, error) {
-	a, run, key, canon := req.Actor, req.Run, req.Replay.Key, req.Replay.Fingerprint
+	a, in, key, canon := req.Actor, &req.Run, req.Replay.Key, req.Replay.Fingerprint
 	if key != "" {
 		var err error
 		if a, err = a.Resolve(ctx, d.e.Reader()); err != nil {
@@ -65,8 +62,7 @@ func (d *Doors) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created,
 			return c, err
 		}
 	}
-	in, err := parseRunRequest(run)
-	if err != nil {
+	if err := in.Check(); err != nil {
 		if _, rerr := a.Resolve(ctx, d.e.Reader()); rerr != nil {
 			return nil, rerr
 		}
@@ -86,7 +82,7 @@ func (d *Doors) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created,
 		}
 	}
 	var created *Created
-	err = d.e.Write(ctx, func(x *runs.Tx) error {
+	err := d.e.Write(ctx, func(x *runs.Tx) error {
 		a := a
 		if a.Reread != nil {
 			// The transaction stands on the standing it reads itself (runs.Actor.Reread).
@@ -121,48 +117,6 @@ func (d *Doors) CreateRun(ctx context.Context, req *CreateRunRequest) (*Created,
 		}
 	}
 	return created, err
-}
-
-// parseRunRequest judges a create's run object as far as it can be without the store, in the
-// order docs/api.md#runs states.
-func parseRunRequest(run json.RawMessage) (*runs.NewRun, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(run, &obj); err != nil || obj == nil {
-		return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "run must be an object.").With("path", "run")
-	}
-	for _, k := range edgeKeys {
-		if _, ok := obj[k]; ok {
-			return nil, refusal.Newf(refusal.Unprocessable, CodeEdgeAuthoringRefused, "run.%s is the kernel's: nobody outside the kernel authors edges.", k).With("path", "run."+k)
-		}
-	}
-	for _, k := range sortedKeys(obj) {
-		if !runObjectKeys[k] {
-			return nil, refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, "run.%s is not a run field.", k).With("path", "run."+k)
-		}
-	}
-	if _, ok := obj["steps"]; !ok || isNull(obj["steps"]) {
-		return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The run must carry steps.").With("path", "run.steps")
-	}
-	mode, _ := str(obj["approval_mode"])
-	if mode != runs.ModeBypass && mode != runs.ModeAsk && mode != runs.ModeRules {
-		return nil, refusal.New(refusal.Unprocessable, CodeInvalidApprovalMode, "approval_mode must be bypass, ask or rules.").With("path", "run.approval_mode")
-	}
-	_, rules, err := ParseRules(obj["approval_rules"], "run.approval_rules")
-	if err != nil {
-		return nil, err
-	}
-	if v, ok := obj["prompt_mechanism"]; ok && !isNull(v) {
-		if s, ok := str(v); !ok || s != "raw" {
-			return nil, refusal.New(refusal.Unprocessable, CodeInvalidPromptMechanism, "prompt_mechanism must be raw.").With("path", "run.prompt_mechanism")
-		}
-	}
-	start := true
-	if v, ok := obj["start"]; ok {
-		if json.Unmarshal(v, &start) != nil {
-			return nil, refusal.New(refusal.Unprocessable, refusal.CodeValidationFailed, "start must be true or false.").With("path", "run.start")
-		}
-	}
-	return &runs.NewRun{Object: obj, Mode: mode, Rules: rules, Start: start}, nil
 }
 
 // createdOf is the create door's answer for a run as written: its document (from the rows as

@@ -4,8 +4,12 @@
 // member inbox, append, resolve and branch cancel, docs/api.md#runs) and the instance listing
 // (docs/api.md#instances), which share the actor's
 // write standing, the Idempotency-Key replay and the response documents (RunDoc, TaskDoc,
-// ConversationDoc, TurnDoc). A door checks the caller and the request in the documented order;
-// the engine's operations on runs.Tx make the changes.
+// ConversationDoc, TurnDoc). Each door takes a typed request that an in-process caller builds
+// with Go values and the HTTP door decodes a body into: the run and its steps are core/steps'
+// (steps.Run, steps.Step), the conversation and the message this package's (NewConversation,
+// Message, requests.go). A door checks the caller and the request in the documented order;
+// the engine's operations on runs.Tx make the changes. The doors' tests live here; they build
+// the engine and the kernel's tools with core/runs/runstest.
 //
 // It also owns what a conversation-hosted run does to conversations and what their history
 // answers: the conversation tools' side of spawn, send, status and cancel (resolving the

@@ -1,19 +1,18 @@
 package conversations
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -91,33 +90,18 @@ func badField(path, format string, args ...any) error {
 	return refusal.Newf(refusal.Unprocessable, refusal.CodeValidationFailed, format, args...).With("path", path)
 }
 
-// CreateConversation is the create door (docs/api.md#conversations).
-func (d *Doors) CreateConversation(ctx context.Context, a *runs.Actor, raw json.RawMessage) (*ConversationDoc, error) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil || obj == nil {
-		return nil, badField("conversation", "conversation must be an object.")
-	}
-	for _, k := range sortedKeys(obj) {
-		switch k {
-		case "answering_agent_public_id", "title", "default_runner_executor_public_id":
-		default:
-			return nil, badField("conversation."+k, "conversation.%s is not a conversation field.", k)
-		}
+// CreateConversation is the create door (docs/api.md#conversations). The HTTP door decodes a
+// body's "conversation" into in; an in-process caller builds it with Go values.
+func (d *Doors) CreateConversation(ctx context.Context, a *runs.Actor, in *NewConversation) (*ConversationDoc, error) {
+	if err := in.check(); err != nil {
+		return nil, err
 	}
 	var doc *ConversationDoc
 	err := d.e.Write(ctx, func(x *runs.Tx) error {
 		tx := x.Tx
-		agentRef := ""
-		if v, ok := obj["answering_agent_public_id"]; ok && !isNull(v) {
-			s, ok := str(v)
-			if !ok {
-				return badField("conversation.answering_agent_public_id", "answering_agent_public_id must be an agent's public id.")
-			}
-			agentRef = s
-		} else if a.Kind == store.KindAgent {
-			agentRef = a.PublicID
-		} else {
-			return badField("conversation.answering_agent_public_id", "A user names the answering agent.")
+		agentRef, err := in.agentRef(a)
+		if err != nil {
+			return err
 		}
 		agent, err := store.AgentInWorkspace(ctx, tx, a.WorkspaceID, agentRef)
 		if !store.IsPublicID(agentRef) || errors.Is(err, store.ErrNotFound) || (err == nil && agent.RemovedAt.Valid) {
@@ -128,20 +112,20 @@ func (d *Doors) CreateConversation(ctx context.Context, a *runs.Actor, raw json.
 		}
 		c := &store.Conversation{PublicID: store.NewPublicID(), WorkspaceID: a.WorkspaceID, WorkspacePublicID: a.WorkspacePublicID,
 			AnsweringAgentID: agent.ID, AnsweringAgentPublicID: agent.PublicID, CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID,
-			Status: runs.ConversationActive}
-		if v, ok := obj["title"]; ok && !isNull(v) {
-			t, ok := str(v)
-			if !ok || utf8.RuneCountInString(t) > MaxTitleChars || strings.IndexFunc(t, jsonwire.IsBidiControl) >= 0 {
-				return badField("conversation.title", "title must be a string of at most %d characters without bidirectional controls.", MaxTitleChars)
-			}
-			c.Title = &t
+			Status: runs.ConversationActive, Title: in.Title}
+		if !in.titleOK(func(t string) bool {
+			return utf8.RuneCountInString(t) <= MaxTitleChars && strings.IndexFunc(t, jsonwire.IsBidiControl) < 0
+		}) {
+			return badField("conversation.title", "title must be a string of at most %d characters without bidirectional controls.", MaxTitleChars)
 		}
-		if v, ok := obj["default_runner_executor_public_id"]; ok && !isNull(v) {
-			id, ok := str(v)
-			if !ok || !store.IsPublicID(id) || !x.EligibleRunner(ctx, a.WorkspaceID, id) {
-				return refusal.New(refusal.Unprocessable, runs.CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
-					With("path", "conversation.default_runner_executor_public_id")
-			}
+		id, ok := in.runner()
+		if ok && id != "" {
+			ok = x.EligibleRunner(ctx, a.WorkspaceID, id)
+		}
+		if !ok {
+			return steps.RunnerNotEligible("conversation.default_runner_executor_public_id")
+		}
+		if id != "" {
 			c.DefaultRunnerExecutorPublicID = &id
 		}
 		now := d.e.Now().UnixMilli()
@@ -352,21 +336,20 @@ type Posted struct {
 	Replayed bool
 }
 
-var messageKeys = map[string]bool{"text": true, "attachments": true, "tool_names": true, "model": true}
-
-// PostMessageRequest is the post-message door's request: the caller, the conversation, the body's
-// "message" object (judged here) and its idempotency.
+// PostMessageRequest is the post-message door's request: the caller, the conversation, the
+// message (judged here) and its idempotency. The HTTP door decodes a body's "message" into it; an
+// in-process caller builds it with Go values.
 type PostMessageRequest struct {
 	Actor          *runs.Actor
 	ConversationID string
-	Message        json.RawMessage
+	Message        Message
 	Replay         Replay
 }
 
 // PostMessage is the post-message door (docs/api.md#conversations): the turn, its run and the run's
 // first round are created in one transaction under the conversation's lock.
 func (d *Doors) PostMessage(ctx context.Context, req *PostMessageRequest) (*Posted, error) {
-	a, convID, message, key, canon := req.Actor, req.ConversationID, req.Message, req.Replay.Key, req.Replay.Fingerprint
+	a, convID, m, key, canon := req.Actor, req.ConversationID, &req.Message, req.Replay.Key, req.Replay.Fingerprint
 	q := d.e.Reader()
 	c, err := loadConversation(ctx, q, a, convID)
 	if err != nil {
@@ -378,51 +361,10 @@ func (d *Doors) PostMessage(ctx context.Context, req *PostMessageRequest) (*Post
 			return p, err
 		}
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(message, &obj) != nil || obj == nil {
-		return nil, badField("message", "message must be an object.")
+	if err := m.check(); err != nil {
+		return nil, err
 	}
-	for _, k := range sortedKeys(obj) {
-		if !messageKeys[k] {
-			return nil, badField("message."+k, "message.%s is not a message field.", k)
-		}
-	}
-	text, ok := str(obj["text"])
-	if _, present := obj["text"]; present && !ok {
-		return nil, badField("message.text", "text must be a string.")
-	}
-	var attachments []string
-	if v, ok := obj["attachments"]; ok && !isNull(v) {
-		if json.Unmarshal(v, &attachments) != nil {
-			return nil, refusal.New(refusal.BadRequest, refusal.CodeParameterInvalid, "attachments must be an array of upload ids.").With("path", "message.attachments")
-		}
-		if len(attachments) > runs.MaxAttachments {
-			return nil, badField("message.attachments", "At most %d attachments.", runs.MaxAttachments)
-		}
-		for i, id := range attachments {
-			if !store.IsPublicID(id) {
-				return nil, refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "message.attachments[%d] is not an upload id.", i).With("path", fmt.Sprintf("message.attachments[%d]", i))
-			}
-		}
-	}
-	if text == "" && len(attachments) == 0 {
-		return nil, badField("message.text", "text may be empty only with attachments.")
-	}
-	var toolNames []string
-	if v, ok := obj["tool_names"]; ok && !isNull(v) {
-		if json.Unmarshal(v, &toolNames) != nil {
-			return nil, badField("message.tool_names", "tool_names must be an array of names.")
-		}
-		if toolNames == nil {
-			toolNames = []string{}
-		}
-	}
-	modelRef := ""
-	if v, ok := obj["model"]; ok && !isNull(v) {
-		if modelRef, ok = str(v); !ok {
-			return nil, refusal.New(refusal.Unprocessable, runs.CodeUnknownModel, "model must be a provider/model string.").With("path", "message.model")
-		}
-	}
+	text, attachments, toolNames, modelRef := m.Text, m.Attachments, m.ToolNames, m.Model
 	var posted *Posted
 	err = d.e.Write(ctx, func(x *runs.Tx) error {
 		tx := x.Tx
@@ -542,24 +484,3 @@ func optTime(ms *int64) *string {
 	s := store.FormatMillis(*ms)
 	return &s
 }
-
-// sortedKeys orders a body object's keys, so that the first unknown field refused is the same
-// every time.
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func str(v json.RawMessage) (string, bool) {
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }

@@ -7,6 +7,7 @@ import (
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
@@ -80,7 +81,7 @@ const (
 	CodeExtensionTooLong    = "extension_too_long"
 	CodeTaskNotRunning      = "task_not_running"
 	CodeStaleClaim          = "stale_claim"
-	CodeInvalidTimeoutMS    = runs.CodeInvalidTimeoutMS
+	CodeInvalidTimeoutMS    = steps.CodeInvalidTimeoutMS
 	CodeResultUnstorable    = envelope.CodeResultUnstorable
 	CodeParameterInvalid    = refusal.CodeParameterInvalid
 	CodeParameterMissing    = refusal.CodeParameterMissing

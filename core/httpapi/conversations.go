@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -30,12 +29,12 @@ func (a *API) createConversation(w http.ResponseWriter, r *http.Request, c *Call
 		return err
 	}
 	var body struct {
-		Conversation json.RawMessage `json:"conversation"`
+		Conversation conversations.NewConversation `json:"conversation"`
 	}
 	if err := decodeRequired(c, wordValidation, "conversation", nil, &body); err != nil {
 		return err
 	}
-	doc, err := a.conversations.CreateConversation(r.Context(), act, body.Conversation)
+	doc, err := a.conversations.CreateConversation(r.Context(), act, &body.Conversation)
 	if err != nil {
 		return err
 	}
@@ -105,7 +104,7 @@ func (a *API) postMessage(w http.ResponseWriter, r *http.Request, c *Call) error
 		return err
 	}
 	var body struct {
-		Message json.RawMessage `json:"message"`
+		Message conversations.Message `json:"message"`
 	}
 	if err := decodeRequired(c, wordValidation, "message", nil, &body); err != nil {
 		return err

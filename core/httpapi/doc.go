@@ -13,5 +13,9 @@
 // the call all the same and hands the first refusal of the body's own rules to the service as the
 // request's Invalid: the service answers it at the body's place, so the door's whole order is in
 // one place, the service method. The commit and resolution doors hand the envelope the body's
-// members (envelope.Decode), which it judges later, at its own place.
+// members (envelope.Decode), which it judges later, at its own place. The run doors and the
+// conversation doors decode their bodies into the typed run, steps, conversation and message of
+// core/steps and core/conversations (steps.Run, steps.DecodeList, conversations.NewConversation and
+// Message), whose decoders never refuse: what a body writes that the types cannot hold rides
+// beside their fields, for the grammar to refuse at its place.
 package httpapi

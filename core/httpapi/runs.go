@@ -14,6 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -134,15 +135,17 @@ func replayOf(c *Call, key string) conversations.Replay {
 	return conversations.Replay{Key: key, Fingerprint: canon}
 }
 
-// appendKeys are the append door's keys.
+// appendKeys are the append door's keys; its steps are decoded by the grammar (steps.DecodeList)
+// once the body's own rules have passed.
 type appendKeys struct {
 	Steps            json.RawMessage `json:"steps"`
 	ExpectedRevision json.RawMessage `json:"expected_revision"`
 }
 
 // decodeAppend decodes the append body: absent, its shape and keys, steps absent, then
-// expected_revision. The append answers the refusal after its replay (docs/api.md#runs).
-func decodeAppend(c *Call) (steps json.RawMessage, expected *int64, invalid error) {
+// expected_revision, then steps that are no array. The append answers the refusal after its
+// replay (docs/api.md#runs).
+func decodeAppend(c *Call) (list []steps.Step, expected *int64, invalid error) {
 	errSteps := refusal.New(refusal.BadRequest, refusal.CodeParameterMissing, "The body must carry steps.").With("path", "steps")
 	var body appendKeys
 	present, err := decodeBody(c, wordParameter, &body)
@@ -160,7 +163,8 @@ func decodeAppend(c *Call) (steps json.RawMessage, expected *int64, invalid erro
 		v := int64(f)
 		expected = &v
 	}
-	return body.Steps, expected, nil
+	list, err = steps.DecodeList(body.Steps)
+	return list, expected, err
 }
 
 func pageLimit(r *http.Request, def, max int) (int, error) {
@@ -185,7 +189,7 @@ func (a *API) createRun(w http.ResponseWriter, r *http.Request, c *Call) error {
 
 func (a *API) createRunAs(w http.ResponseWriter, r *http.Request, c *Call, act *runs.Actor) error {
 	var body struct {
-		Run json.RawMessage `json:"run"`
+		Run steps.Run `json:"run"`
 	}
 	if err := decodeRequired(c, wordValidation, "run", nil, &body); err != nil {
 		return err

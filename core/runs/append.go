@@ -2,27 +2,26 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
 // Steps are steps the step grammar accepted for a run (Tx.ParseSteps), not yet written.
 type Steps struct {
-	list []*step
+	acc *accepted
 }
 
-// ParseSteps judges raw, steps to append to r for a, by the step grammar (422 at the step's
+// ParseSteps judges list, steps to append to r for a, by the step grammar (422 at the step's
 // path); existing holds the keys r's rows already have, which a step's key may not repeat.
-func (x *Tx) ParseSteps(ctx context.Context, a *Actor, r *store.Run, raw json.RawMessage, existing map[string]bool) (*Steps, error) {
-	p := &stepParser{e: x.e, ctx: ctx, q: x.Tx, tx: x.Tx, actor: a, runner: deref(r.DefaultRunnerExecutorPublicID), skills: runSkillFacts(r), fx: x.fx,
-		existing: existing}
-	steps := p.parse(raw, r.Revision+1, r.DeliverableTaskKey)
-	if err := p.refusal(""); err != nil {
+func (x *Tx) ParseSteps(ctx context.Context, a *Actor, r *store.Run, list []steps.Step, existing map[string]bool) (*Steps, error) {
+	p := &stepReader{e: x.e, ctx: ctx, q: x.Tx, tx: x.Tx, actor: a, runner: deref(r.DefaultRunnerExecutorPublicID), skills: runSkillFacts(r), fx: x.fx}
+	acc, problems := p.judge(steps.Envelope{Steps: list, Revision: r.Revision + 1, After: r.DeliverableTaskKey, Existing: existing})
+	if err := steps.Refusal(problems, ""); err != nil {
 		return nil, err
 	}
-	return &Steps{list: steps}, nil
+	return &Steps{acc: acc}, nil
 }
 
 // AppendSteps appends s to r, whose rows are trace and whose keys are existing (409
@@ -32,7 +31,7 @@ func (x *Tx) ParseSteps(ctx context.Context, a *Actor, r *store.Run, raw json.Ra
 // the keys written; r carries the new revision.
 func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.TaskTrace, s *Steps, existing map[string]bool) ([]string, error) {
 	e, tx := x.e, x.Tx
-	if err := duplicateKeys(s.list, existing, ""); err != nil {
+	if err := steps.DuplicateKey(s.acc.checked, existing, ""); err != nil {
 		return nil, err
 	}
 	prev := r.DeliverableTaskKey
@@ -51,7 +50,7 @@ func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.TaskTr
 	if Terminal(deliverable.Status) || skipped[prev] {
 		first = ""
 	}
-	keys, _, err := e.insertSteps(ctx, tx, r, s.list, first, now)
+	keys, _, err := e.insertSteps(ctx, tx, r, s.acc.list, first, now)
 	if err != nil {
 		return nil, err
 	}

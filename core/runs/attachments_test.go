@@ -94,7 +94,7 @@ func TestMessageAttachments(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h, conv := conversationHarness(t, s, "")
 		img := h.upload("shot.png", pngBytes)
-		p, err := h.conv.PostMessage(h.ctx, &conversations.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: json.RawMessage(`{"text":"","attachments":["` + img + `"]}`), Replay: replayOf("", nil)})
+		p, err := h.conv.PostMessage(h.ctx, &conversations.PostMessageRequest{Actor: h.actor, ConversationID: conv, Message: messageBody(`{"text":"","attachments":["` + img + `"]}`), Replay: replayOf("", nil)})
 		if err != nil {
 			t.Fatal(err)
 		}

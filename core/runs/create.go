@@ -2,21 +2,11 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 
-	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
 )
-
-// NewRun is a create's run object, judged as far as the create door judges it without the store:
-// the object's fields, its approval mode and rules, and whether it starts at once.
-type NewRun struct {
-	Object map[string]json.RawMessage
-	Mode   string
-	Rules  []byte
-	Start  bool
-}
 
 // CreatedRun is a run a create wrote: the run, its steps' keys in order, and the trace of its
 // every row as written (readiness applied when it started), in id order.
@@ -28,20 +18,20 @@ type CreatedRun struct {
 
 // CreateRun accepts in for a (its default Runner, its memory configuration, its steps) and writes
 // the run and its steps' rows; a run that starts at once is born running and readiness runs on
-// the rows as written.
-func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *NewRun) (*CreatedRun, error) {
-	r, steps, err := x.e.acceptRun(ctx, x.Tx, x.Tx, x.fx, a, in)
+// the rows as written. The door has judged in by steps.Run.Check.
+func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *steps.Run) (*CreatedRun, error) {
+	r, list, err := x.e.acceptRun(ctx, x.Tx, x.Tx, x.fx, a, in)
 	if err != nil {
 		return nil, err
 	}
-	keys, rows, err := x.e.insertRunWithSteps(ctx, x.Tx, r, steps, r.CreatedAt)
+	keys, rows, err := x.e.insertRunWithSteps(ctx, x.Tx, r, list, r.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
 	// The rows just written are the run's every row: readiness and the door's run document work
 	// on them as written rather than reading them back.
 	trace := store.TracesOf(rows)
-	if in.Start {
+	if in.Starts() {
 		if trace, err = x.e.advanceTrace(ctx, x.Tx, x.fx, r, trace, rows); err != nil {
 			return nil, err
 		}
@@ -57,34 +47,33 @@ func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *NewRun) (*CreatedRun, 
 // (the run's DefaultRunnerExecutorPublicID, the steps' served), which checks them as guards; a
 // refusal found without them, or without the actor's standing, answers ErrNeedsTransaction. It
 // answers the unwritten run (born running when it starts) and its steps.
-func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, fx *effects, a *Actor, in *NewRun) (*store.Run, []*step, error) {
-	runner, deferred := "", false
-	if v, ok := in.Object["default_runner_executor_public_id"]; ok && !isNull(v) {
-		id, ok := str(v)
-		if !ok || !store.IsPublicID(id) || (tx != nil && !e.eligibleRunner(ctx, q, a.WorkspaceID, id)) {
-			return nil, nil, refusal.New(refusal.Unprocessable, CodeRunnerNotEligible, "default_runner_executor_public_id is not an active Runner of this workspace.").
-				With("path", "run.default_runner_executor_public_id")
-		}
-		runner, deferred = id, tx == nil
+func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, fx *effects, a *Actor, in *steps.Run) (*store.Run, []*step, error) {
+	runner, err := in.DefaultRunner()
+	if err == nil && runner != "" && tx != nil && !e.eligibleRunner(ctx, q, a.WorkspaceID, runner) {
+		err = steps.RunnerNotEligible("run.default_runner_executor_public_id")
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	deferred := runner != "" && tx == nil
 	// The memory configuration is frozen first: the steps' skill catalogs are read against it.
 	principal := a.member()
 	mc, err := e.freezeMemory(ctx, q, a.WorkspacePublicID, "", principal)
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &stepParser{e: e, ctx: ctx, q: q, tx: tx, actor: a, runner: runner, existing: map[string]bool{}, fx: fx,
+	p := &stepReader{e: e, ctx: ctx, q: q, tx: tx, actor: a, runner: runner, fx: fx,
 		skills: &skillFacts{MemoryContext: mc, WorkspacePublicID: a.WorkspacePublicID, Principal: principal}}
-	steps := p.parse(in.Object["steps"], 1, "")
+	acc, problems := p.judge(in.Envelope())
 	if p.needsTx {
 		return nil, nil, ErrNeedsTransaction
 	}
 	if p.needsWorkspace {
 		return nil, nil, errNeedsWorkspace
 	}
-	err = p.refusal("")
+	err = steps.Refusal(problems, "")
 	if err == nil {
-		err = duplicateKeys(steps, nil, "")
+		err = steps.DuplicateKey(acc.checked, nil, "")
 	}
 	if err != nil {
 		if tx == nil && (deferred || p.deferred || !a.resolved()) {
@@ -92,11 +81,16 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 		}
 		return nil, nil, err
 	}
+	rules, err := in.RulesText()
+	if err != nil {
+		return nil, nil, err
+	}
+	list := acc.list
 	now := e.nowMS()
 	r := &store.Run{
 		PublicID: store.NewPublicID(), WorkspaceID: a.WorkspaceID, WorkspacePublicID: a.WorkspacePublicID,
-		CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: in.Mode,
-		ApprovalRules: string(in.Rules), DeliverableTaskKey: steps[len(steps)-1].key, Revision: 1,
+		CreatedByKind: a.Kind, CreatedByPublicID: a.PublicID, Status: RunPending, ApprovalMode: in.ApprovalMode,
+		ApprovalRules: rules, DeliverableTaskKey: list[len(list)-1].Key, Revision: 1,
 		MainlineRoundCounter: 1, MemoryContext: mc, CreatedAt: now, UpdatedAt: now,
 	}
 	if runner != "" {
@@ -105,13 +99,13 @@ func (e *Engine) acceptRun(ctx context.Context, q store.Querier, tx *store.Tx, f
 	if a.Kind == "agent" {
 		r.AnsweringAgentPublicID = &a.PublicID
 	}
-	if in.Start {
+	if in.Starts() {
 		// A run that starts at once is born running (docs/development.md#how-the-kernel-runs-work): the
 		// row startRun would write a statement later, status running and started_at now, is inserted as
 		// such, and readiness runs once its steps are written.
 		r.Status, r.StartedAt = RunRunning, &now
 	}
-	return r, steps, nil
+	return r, list, nil
 }
 
 func (e *Engine) eligibleRunner(ctx context.Context, q store.Querier, workspaceID int64, id string) bool {
@@ -122,8 +116,8 @@ func (e *Engine) eligibleRunner(ctx context.Context, q store.Querier, workspaceI
 // insertSteps writes the rows of accepted steps of run r in written order: each waits on the one
 // before it; the first waits on firstAfter, or is a root. It answers their keys and the rows as
 // written, every column, in id order.
-func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, firstAfter string, now int64) ([]string, []store.Task, error) {
-	return e.writeSteps(ctx, tx, r, steps, firstAfter, now, func(rows []store.Task) error {
+func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, list []*step, firstAfter string, now int64) ([]string, []store.Task, error) {
+	return e.writeSteps(ctx, tx, r, list, firstAfter, now, func(rows []store.Task) error {
 		for i := range rows {
 			if err := store.InsertTask(ctx, tx, &rows[i]); err != nil {
 				return err
@@ -135,28 +129,31 @@ func (e *Engine) insertSteps(ctx context.Context, tx *store.Tx, r *store.Run, st
 
 // insertRunWithSteps writes a new run and the rows of its steps (as insertSteps, roots first)
 // together: on PostgreSQL the run and its first rows are one statement.
-func (e *Engine) insertRunWithSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, now int64) ([]string, []store.Task, error) {
-	return e.writeSteps(ctx, tx, r, steps, "", now, func(rows []store.Task) error {
+func (e *Engine) insertRunWithSteps(ctx context.Context, tx *store.Tx, r *store.Run, list []*step, now int64) ([]string, []store.Task, error) {
+	return e.writeSteps(ctx, tx, r, list, "", now, func(rows []store.Task) error {
 		return store.InsertRunWithTasks(ctx, tx, r, rows)
 	})
 }
 
 // writeSteps builds the steps' rows, writes them with insert (which sets their ids), then binds
 // the uploads the steps attach to the written rows.
-func (e *Engine) writeSteps(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, firstAfter string, now int64, insert func([]store.Task) error) ([]string, []store.Task, error) {
-	keys, rows := stepRows(r.ID, steps, firstAfter, now)
+func (e *Engine) writeSteps(ctx context.Context, tx *store.Tx, r *store.Run, list []*step, firstAfter string, now int64, insert func([]store.Task) error) ([]string, []store.Task, error) {
+	keys, rows, err := stepRows(r.ID, list, firstAfter, now)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := insert(rows); err != nil {
 		return nil, nil, err
 	}
-	if err := e.bindStepInputs(ctx, tx, r, steps, rows, now); err != nil {
+	if err := e.bindStepInputs(ctx, tx, r, list, rows, now); err != nil {
 		return nil, nil, err
 	}
 	return keys, rows, nil
 }
 
 // bindStepInputs binds the uploads the steps attach to their written rows.
-func (e *Engine) bindStepInputs(ctx context.Context, tx *store.Tx, r *store.Run, steps []*step, rows []store.Task, now int64) error {
-	for i, s := range steps {
+func (e *Engine) bindStepInputs(ctx context.Context, tx *store.Tx, r *store.Run, list []*step, rows []store.Task, now int64) error {
+	for i, s := range list {
 		if err := e.bindInputs(ctx, tx, uploads.TargetTaskInput, rows[i].ID, r.WorkspaceID, s.attachments, now); err != nil {
 			return err
 		}
@@ -166,47 +163,51 @@ func (e *Engine) bindStepInputs(ctx context.Context, tx *store.Tx, r *store.Run,
 
 // stepRows builds the unwritten rows of accepted steps of run runID (see insertSteps) and
 // answers their keys.
-func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]string, []store.Task) {
-	keys := make([]string, len(steps))
-	rows := make([]store.Task, 0, len(steps))
+func stepRows(runID int64, list []*step, firstAfter string, now int64) ([]string, []store.Task, error) {
+	keys := make([]string, len(list))
+	rows := make([]store.Task, 0, len(list))
 	prev := firstAfter
-	for i, s := range steps {
+	for i, s := range list {
 		t := &store.Task{TaskTrace: store.TaskTrace{
-			RunID: runID, Key: s.key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.onFailure,
-			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.visible, LineageRoot: s.key, CreatedAt: now,
+			RunID: runID, Key: s.Key, Status: StatusWaiting, Origin: OriginAuthor, OnFailure: s.OnFailure,
+			Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: s.Visibility, LineageRoot: s.Key, CreatedAt: now,
 		}}
 		if prev != "" {
 			t.AfterKeys = store.Strings{prev}
 		}
-		if s.verb == "model" {
+		if s.Verb == steps.VerbModel {
 			t.Kind, t.Mainline, t.RoundNumber = KindModel, true, 1
-			t.Model, t.Prompt = &s.model, &s.prompt
-			if s.hasInstructions {
-				t.Instructions = &s.instructions
-			}
-			if len(s.results) > 0 {
-				t.Results = s.results
+			t.Model, t.Prompt = &s.Model, &s.Prompt
+			t.Instructions = s.Instructions
+			if len(s.Results) > 0 {
+				t.Results = s.Results
 			}
 			if len(s.attachments) > 0 {
 				t.Attachments = s.attachments
 			}
-			if s.frozen != nil {
-				t.ToolDefinitions = new(string(s.frozen.ToolDefinitions))
-				t.Environment = new(string(s.frozen.Environment))
-				t.SkillCatalog = new(string(s.frozen.SkillCatalog))
+			f := s.frozen
+			if f == nil {
+				f = &noDeclaration
 			}
+			t.ToolDefinitions = new(string(f.ToolDefinitions))
+			t.Environment = new(string(f.Environment))
+			t.SkillCatalog = new(string(f.SkillCatalog))
 		} else {
 			t.Kind = KindTool
-			t.ToolName = &s.name
-			t.ToolInput = new(string(s.input))
+			t.ToolName = &s.Name
+			t.ToolInput = new(string(s.Input))
 			if s.route != nil {
 				t.Route = s.route
 			}
-			if s.timeoutMS > 0 {
-				t.TimeoutMS = &s.timeoutMS
+			if s.TimeoutMS > 0 {
+				t.TimeoutMS = &s.TimeoutMS
 			}
-			if s.defaults != nil {
-				t.ModelDefaults = new(string(s.defaults))
+			if s.ModelDefaults != nil {
+				d, err := defaultsText(s.ModelDefaults, s.defaults)
+				if err != nil {
+					return nil, nil, err
+				}
+				t.ModelDefaults = &d
 			}
 			if s.served {
 				// The statement writes the rest of the address (store.Served).
@@ -215,11 +216,11 @@ func stepRows(runID int64, steps []*step, firstAfter string, now int64) ([]strin
 				applyAddress(t, s.address)
 			}
 		}
-		keys[i] = s.key
+		keys[i] = s.Key
 		rows = append(rows, *t)
-		prev = s.key
+		prev = s.Key
 	}
-	return keys, rows
+	return keys, rows, nil
 }
 
 // startRun moves a pending run to running and makes its roots ready

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -39,16 +40,16 @@ var errNeedsWorkspace = errors.New("runs: the create needs the workspace read")
 //
 // It answers the run as written; the caller builds its answer from it, after the write, so that a
 // create is never reported failed once its run is written.
-func (e *Engine) CreateInStatement(ctx context.Context, a *Actor, in *NewRun) (*CreatedRun, error) {
+func (e *Engine) CreateInStatement(ctx context.Context, a *Actor, in *steps.Run) (*CreatedRun, error) {
 	fx := &effects{}
 	q := e.store.Reader()
-	r, steps, err := e.acceptRun(ctx, q, nil, fx, a, in)
+	r, list, err := e.acceptRun(ctx, q, nil, fx, a, in)
 	if errors.Is(err, errNeedsWorkspace) {
 		if a, err = a.Resolve(ctx, q); err != nil {
 			return nil, err
 		}
 		fx = &effects{}
-		r, steps, err = e.acceptRun(ctx, q, nil, fx, a, in)
+		r, list, err = e.acceptRun(ctx, q, nil, fx, a, in)
 	}
 	if _, ok := refusal.As(err); ok && !a.resolved() {
 		// The standing's word comes before the body's: the transaction reads it first.
@@ -57,22 +58,25 @@ func (e *Engine) CreateInStatement(ctx context.Context, a *Actor, in *NewRun) (*
 	if err != nil {
 		return nil, err
 	}
-	if len(steps) > store.MaxCreateRunTasks {
+	if len(list) > store.MaxCreateRunTasks {
 		return nil, ErrNeedsTransaction
 	}
-	keys, rows := stepRows(0, steps, "", r.CreatedAt)
+	keys, rows, err := stepRows(0, list, "", r.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
 	stmt := &store.CreateRun{Run: r, Tasks: rows, Standing: a.standing()}
 	if r.DefaultRunnerExecutorPublicID != nil {
 		stmt.DefaultRunner = *r.DefaultRunnerExecutorPublicID
 	}
-	for i, s := range steps {
+	for i, s := range list {
 		if s.served {
-			stmt.Served = append(stmt.Served, store.Served{Task: i, RunnerPublicID: s.address.Executor, Name: s.name,
+			stmt.Served = append(stmt.Served, store.Served{Task: i, RunnerPublicID: s.address.Executor, Name: s.Name,
 				DefaultTimeoutMS: ToolParkDefault.Milliseconds()})
 		}
 	}
-	if in.Start {
-		ok, err := e.bornReady(ctx, q, fx, stmt, len(steps) > 0 && steps[0].served)
+	if in.Starts() {
+		ok, err := e.bornReady(ctx, q, fx, stmt, len(list) > 0 && list[0].served)
 		if err != nil {
 			return nil, err
 		}

@@ -15,8 +15,11 @@
 // core/conversations', beside the conversation doors: they check the actor's standing and the
 // request, replay an Idempotency-Key and build the documents, and make their changes through the
 // engine's operations on Tx (Tx.CreateRun and Engine.CreateInStatement, Tx.ParseSteps and
-// AppendSteps, StartRun, StopRun, Decide, AnswerAsk, Expire, CancelBranch). The step grammar a
-// create or append carries is the engine's (steps.go), judged inside those operations.
+// AppendSteps, StartRun, StopRun, Decide, AnswerAsk, Expire, CancelBranch), which take the typed
+// run and steps of core/steps. The step grammar is core/steps' (steps.Judge); the engine answers
+// the checks it cannot make alone (steps.Lookups: a Runner's announcement, the caller's uploads,
+// a declaration's freeze, the models catalog) in the transaction that accepts the steps
+// (steps.go), and writes their rows.
 //
 // Packages above it change rows only through its one transaction API, Tx (Engine.Write and
 // WriteIn; a kernel call's KernelCall.Engine): the run and row locks, the effects delivered after

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/nexuskernel/nexus/core/steps"
 )
 
 // FuzzCheckCall: the pairing law never panics, and a call it lets through carries one JSON
@@ -30,7 +32,7 @@ func FuzzCheckCall(f *testing.F) {
 		if v.Error.Key == KeyInvalidToolArguments && len(v.Error.Detail) > ArgumentsDetailBytes {
 			t.Fatalf("detail of %d bytes", len(v.Error.Detail))
 		}
-		if utf8.ValidString(name) && utf8.RuneCountInString(v.ToolName) > MaxToolNameLen {
+		if utf8.ValidString(name) && utf8.RuneCountInString(v.ToolName) > steps.MaxToolNameLen {
 			t.Fatalf("tool name of %d characters", utf8.RuneCountInString(v.ToolName))
 		}
 	})

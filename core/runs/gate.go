@@ -10,19 +10,6 @@ import (
 // core/approval's.
 type Rule = approval.Rule
 
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
-}
-
 // Decision is the gate's verdict on one tool row (core/approval's).
 type Decision = approval.Decision
 

@@ -4,24 +4,17 @@ import "time"
 
 // Limits of docs/api.md#limits. Each is a contract number; the comment says why it has that value.
 const (
-	// MaxSteps bounds one create or append envelope: enough for any hand-written plan, small
-	// enough that one envelope's acceptance is one short transaction.
-	MaxSteps = 64
 	// MaxTaskKeyLen is the key grammar's bound; it keeps branch keys (C-r<n>t<i>) short.
 	MaxTaskKeyLen = 64
-	// MaxToolNameLen and MaxCallIDLen bound a called name and a provider call id: providers
-	// themselves cap names at 64-128 characters, and a longer one is garbage, not a tool.
-	MaxToolNameLen = 128
-	MaxCallIDLen   = 128
-	// MaxToolInputBytes bounds a call's arguments (canonical JSON): the same 64 KiB a memory
-	// document or a metadata object may hold, far above any real tool input.
-	MaxToolInputBytes = 65536
+	// MaxCallIDLen bounds a provider call id: providers themselves cap ids at 64-128
+	// characters, and a longer one is garbage, not an id. A called name's bound is the tool
+	// step's (steps.MaxToolNameLen), and a call's arguments' a tool step's input's
+	// (steps.MaxToolInputBytes).
+	MaxCallIDLen = 128
 	// MaxCallsPerAnswer and MaxRoundsPerLineage stop a runaway model: 256 parallel calls or 256
 	// rounds is beyond any useful answer and bounds the rows one lineage can create.
 	MaxCallsPerAnswer   = 256
 	MaxRoundsPerLineage = 256
-	// MaxAttachments bounds a message's or step's input uploads.
-	MaxAttachments = 32
 	// MaxQueuedTurns bounds a conversation's input queue (the 17th is refused).
 	MaxQueuedTurns = 16
 	// MaxModelAttempts is how many claims a model task gets before it fails
@@ -56,8 +49,6 @@ const (
 const (
 	// ToolParkDefault is an executor or kernel tool row's clock when nothing else sets one.
 	ToolParkDefault = 10 * time.Minute
-	// ToolParkMax is the authored maximum of timeout_ms: a week covers any human-paced runner.
-	ToolParkMax = 7 * 24 * time.Hour
 	// ApprovalHold is a held row's clock: a working day for a person to decide.
 	ApprovalHold = 24 * time.Hour
 	// IdempotencyTTL is how long a key is remembered.

@@ -7,41 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexuskernel/nexus/core/conversations"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nexuskernel/nexus/core/kernel"
-	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/runs/runstest"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
-
-// graphTools declares the orchestration tools and a memory tool for the branches to call.
-const graphTools = `"kernel_tools":["nexus.graph.delegate_task","nexus.graph.wait","nexus.human.ask","nexus.memory.ls"]`
-
-// script is a mock script under a one-line brief: rounds[i] holds round i+1's directives.
-func script(brief string, rounds ...[]string) string {
-	var b strings.Builder
-	b.WriteString(brief + "\n!mock")
-	for i, r := range rounds {
-		b.WriteString("\nround " + strconv.Itoa(i+1))
-		for _, d := range r {
-			b.WriteString("\n" + d)
-		}
-	}
-	return b.String()
-}
-
-// call is a script's call directive with args encoded as one line of JSON.
-func call(name string, args map[string]any) string {
-	b, err := json.Marshal(args)
-	if err != nil {
-		panic(err)
-	}
-	return "call " + name + " " + string(b)
-}
 
 // branchBrief is a branch's prompt: a short brief and the branch's own script. Nested scripts
 // never use {{…}} substitutions, which the calling round's mock would expand.
@@ -109,30 +82,6 @@ func TestWaitedDelegation(t *testing.T) {
 			t.Fatalf("run %s answer %q", r.Status, deref(r.Answer))
 		}
 	})
-}
-
-type sealedRequest struct {
-	Entries []struct {
-		Role    string `json:"role"`
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	} `json:"entries"`
-}
-
-func readRequest(t *testing.T, h *harness, run, key string) sealedRequest {
-	t.Helper()
-	b, err := h.conv.ReadRequest(h.ctx, h.actor, run, key)
-	if err != nil {
-		t.Fatalf("request %s: %v", key, err)
-	}
-	var doc struct {
-		Request sealedRequest `json:"request"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	return doc.Request
 }
 
 // quickBrief is a branch that answers at once.
@@ -215,8 +164,7 @@ func TestDetachedDelegation(t *testing.T) {
 	})
 }
 
-// askBrief is a branch that asks the person and then answers with what it heard.
-const askBrief = "Ask.\n!mock\nround 1\ncall ask {\"prompt\":\"Ship it?\"}\nround 2\nsay asked"
+const askBrief = runstest.AskBrief
 
 // TestWaitTool: wait observes a task's final work without owning it: a branch still working
 // is awaited through C-wait-1 (kernel-held, hidden, its spec on the task read) and the call
@@ -320,40 +268,6 @@ func errorStructured(word, detail string) string {
 		panic(err)
 	}
 	return string(b)
-}
-
-// member adds a plain member of the harness's workspace, without standing on its runs.
-func (h *harness) member(handle string) *runs.Actor {
-	h.t.Helper()
-	now := h.clock.Now().UnixMilli()
-	u := &store.User{PublicID: store.NewPublicID(), Handle: handle, DisplayName: handle, CreatedAt: now}
-	err := h.s.Write(h.ctx, func(tx *store.Tx) error {
-		if err := store.InsertUser(h.ctx, tx, u); err != nil {
-			return err
-		}
-		return store.InsertMembership(h.ctx, tx, h.actor.WorkspaceID, u.ID, store.RoleMember, now)
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return &runs.Actor{Kind: "user", ID: u.ID, PublicID: u.PublicID, Role: store.RoleMember, WorkspaceID: h.actor.WorkspaceID,
-		WorkspacePublicID: h.actor.WorkspacePublicID}
-}
-
-func (h *harness) resolve(run, key, body string) *conversations.Resolution {
-	h.t.Helper()
-	res, err := h.conv.Resolve(h.ctx, resolveRequest(h.t, h.actor, run, key, []byte(body)))
-	if err != nil {
-		h.t.Fatalf("resolve %s: %v", key, err)
-	}
-	return res
-}
-
-func (h *harness) sweep() {
-	h.t.Helper()
-	if _, err := h.e.Sweep(h.ctx); err != nil {
-		h.t.Fatal(err)
-	}
 }
 
 // TestWaitTimeout: a wait's own deadline ends only the observation. The await settles
@@ -560,152 +474,12 @@ func TestAskExpiryAndDecline(t *testing.T) {
 	})
 }
 
-// TestResolutionDoor: the door's checks in order (not_found, not_authorized,
-// parameter_invalid, await_not_resolvable, then the result grammar and result_unstorable
-// against a live ask only), each refusal leaving the ask standing.
-func TestResolutionDoor(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		h := newHarness(t, s, harnessOptions{})
-		main := script("Ask and wait.",
-			[]string{call("ask", map[string]any{"prompt": "Ship?"}), call("delegate_task", map[string]any{"prompt": askBrief}), "call memory_ls {}",
-				call("wait", map[string]any{"task": "r2t1"})},
-			[]string{"say done"})
-		id := h.create(modelStep(main, graphTools)).Run.PublicID
-		h.drain()
-		outsider := h.member("li")
-		cases := []struct {
-			name      string
-			actor     *runs.Actor
-			run, key  string
-			body      string
-			code      string
-			kind      refusal.Kind
-			violation string
-		}{
-			{"unknown run", h.actor, "0190a5e2-0000-7000-8000-000000000001", "r2t0", `{}`, refusal.CodeNotFound, refusal.NotFound, ""},
-			{"unknown key", h.actor, id, "r9t9", `{}`, refusal.CodeNotFound, refusal.NotFound, ""},
-			{"no standing", outsider, id, "r2t0", `{"content":"x"}`, refusal.CodeNotAuthorized, refusal.Forbidden, ""},
-			{"body not an object", h.actor, id, "r2t0", `["x"]`, refusal.CodeParameterInvalid, refusal.BadRequest, ""},
-			{"a model round", h.actor, id, "s1-model-1", `{}`, conversations.CodeAwaitNotResolvable, refusal.Conflict, ""},
-			{"a plain tool call", h.actor, id, "r2t2", `{}`, conversations.CodeAwaitNotResolvable, refusal.Conflict, ""},
-			{"a wait await", h.actor, id, "r2t3-wait-1", `{}`, conversations.CodeAwaitNotResolvable, refusal.Conflict, ""},
-			{"a wait call", h.actor, id, "r2t3", `{}`, conversations.CodeAwaitNotResolvable, refusal.Conflict, ""},
-			{"a branch", h.actor, id, "r2t1-model-1", `{}`, conversations.CodeAwaitNotResolvable, refusal.Conflict, ""},
-			{"bad outcome", h.actor, id, "r2t0", `{"content":"x","outcome":"maybe"}`, "invalid_outcome", refusal.Unprocessable, "outcome"},
-			{"bad block", h.actor, id, "r2t0-ask-1", `{"content":[{"type":"image","data":"x"}]}`, "unsupported_content_kind", refusal.Unprocessable, "content[0].type"},
-			{"not the member's upload", h.actor, id, "r2t0", `{"content":[{"type":"resource_link","uri":"nexus://uploads/0190a5e2-0000-7000-8000-0000000000aa","name":"x.png"}]}`, "unknown_result_upload", refusal.Unprocessable, ""},
-			{"unstorable", h.actor, id, "r2t0", `{"content":"a\u0000b"}`, "result_unstorable", refusal.Unprocessable, "content"},
-		}
-		for _, c := range cases {
-			_, err := h.conv.Resolve(h.ctx, resolveRequest(t, c.actor, c.run, c.key, []byte(c.body)))
-			r, ok := refusal.As(err)
-			if !ok || r.Code != c.code || r.Kind != c.kind {
-				t.Errorf("%s: %v, want %s", c.name, err, c.code)
-				continue
-			}
-			if p, _ := r.Get("path"); c.violation != "" && p != c.violation {
-				t.Errorf("%s: path %v, want %s", c.name, p, c.violation)
-			}
-		}
-		if aw := h.task(id, "r2t0-ask-1"); aw.Status != runs.StatusAwaitingInput {
-			t.Fatalf("a refused answer moved the ask: %s", aw.Status)
-		}
-		if res := h.resolve(id, "r2t0-ask-1", ``); !res.Applied || deref(res.Task.Output) != "" {
-			t.Fatalf("an empty answer %+v", res.Task)
-		}
-		if c := h.task(id, "r2t0"); deref(c.Output) != `<answer task="r2t0-ask-1"></answer>` {
-			t.Fatalf("the empty answer reads %q", deref(c.Output))
-		}
-	})
-}
-
-// TestBranchCancel: branch cancel by the call's key or any round of the branch settles every
-// live row of it canceled (task_canceled, failure_resolution canceled) and nothing outside it;
-// the waited call reads a canceled envelope, and a detached branch's result is delivered as
-// canceled. Its words: not_found, not_authorized, not_a_branch (a mainline round, a plain
-// call, a delegate_task call that placed no branch, an await), already_terminal.
-func TestBranchCancel(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, s *store.Store) {
-		h := newHarness(t, s, harnessOptions{})
-		main := script("Delegate twice.",
-			[]string{call("delegate_task", map[string]any{"prompt": askBrief}), call("delegate_task", map[string]any{"prompt": askBrief, "wait": true}),
-				"call memory_ls {}", call("delegate_task", map[string]any{"prompt": ""})},
-			[]string{"say {{last_result}}"})
-		id := h.create(modelStep(main, graphTools)).Run.PublicID
-		h.drain()
-		outsider := h.member("li")
-		cases := []struct {
-			name  string
-			actor *runs.Actor
-			key   string
-			code  string
-		}{
-			{"unknown key", h.actor, "r9", refusal.CodeNotFound},
-			{"no standing", outsider, "r2t1", refusal.CodeNotAuthorized},
-			{"a mainline round", h.actor, "s1-model-1", runs.CodeNotABranch},
-			{"a plain call", h.actor, "r2t2", runs.CodeNotABranch},
-			{"a delegate_task that placed nothing", h.actor, "r2t3", runs.CodeNotABranch},
-			{"an await", h.actor, "r2t0-r2t0-ask-1", runs.CodeNotABranch},
-		}
-		for _, c := range cases {
-			if _, err := h.conv.CancelBranch(h.ctx, c.actor, id, c.key); !isCode(err, c.code) {
-				t.Errorf("%s: %v, want %s", c.name, err, c.code)
-			}
-		}
-		doc, err := h.conv.CancelBranch(h.ctx, h.actor, id, "r2t1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if doc.Key != "r2t1-model-1" {
-			t.Fatalf("answered %s, want the branch's first round", doc.Key)
-		}
-		for _, k := range []string{"r2t1-r2t0", "r2t1-r2t0-ask-1", "r2t1-r2"} {
-			tk := h.task(id, k)
-			if tk.Status != runs.StatusCanceled || deref(tk.FailureResolution) != runs.StatusCanceled || tk.Error.Key != runs.KeyTaskCanceled {
-				t.Errorf("%s: %s %v %+v", k, tk.Status, tk.FailureResolution, tk.Error)
-			}
-		}
-		if first := h.task(id, "r2t1-model-1"); first.Status != runs.StatusCompleted || first.FailureResolution != nil {
-			t.Errorf("the settled first round was touched: %+v", first)
-		}
-		if ask := h.task(id, "r2t0-r2t0-ask-1"); ask.Status != runs.StatusAwaitingInput {
-			t.Errorf("the other branch was touched: %s", ask.Status)
-		}
-		canceled := "<task_result task=\"r2t1\" status=\"canceled\">\n<prompt>" + askBrief + "</prompt>\nerror: task_canceled\n</task_result>"
-		if c := h.task(id, "r2t1"); c.Status != runs.StatusCompleted || !deref(c.IsError) || deref(c.Output) != canceled {
-			t.Fatalf("waited call after the cancel: %s %q", c.Status, deref(c.Output))
-		}
-		if _, err := h.conv.CancelBranch(h.ctx, h.actor, id, "r2t1-model-1"); !isCode(err, runs.CodeAlreadyTerminal) {
-			t.Fatalf("second cancel: %v", err)
-		}
-		if _, err := h.conv.CancelBranch(h.ctx, h.actor, id, "r2t0-r2"); err != nil {
-			t.Fatal(err)
-		}
-		h.drain()
-		delivered := strings.Replace(canceled, `task="r2t1"`, `task="r2t0"`, 1)
-		if r := h.run(id); r.Status != runs.RunCompleted || deref(r.Answer) != delivered {
-			t.Fatalf("run %s answer %q", r.Status, deref(r.Answer))
-		}
-	})
-}
-
 // graphProfile is an agent profile that declares the orchestration tools.
 const graphProfile = `{"kernel_tools":["nexus.graph.delegate_task","nexus.graph.wait","nexus.human.ask","nexus.memory.ls"],"approval_mode":"bypass","approval_rules":[]}`
 
 func graphConversation(t *testing.T, s *store.Store) (*harness, string) {
 	t.Helper()
 	return conversationHarness(t, s, graphProfile)
-}
-
-func (h *harness) turns(conv string) []*conversations.TurnDoc {
-	h.t.Helper()
-	page, err := h.conv.History(h.ctx, h.actor, conv, 0, 100)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return page.Turns
 }
 
 // TestConversationLifetimeDelivery: on a conversation-hosted turn a delegation defaults to
@@ -812,20 +586,6 @@ func TestPassiveAndArchivedHolds(t *testing.T) {
 			t.Fatalf("held final round %+v", b)
 		}
 	})
-}
-
-// conversation opens another conversation answered by the harness's first agent.
-func (h *harness) conversation() string {
-	h.t.Helper()
-	var agent string
-	if err := h.s.Reader().Get(h.ctx, &agent, `SELECT public_id FROM agents ORDER BY id LIMIT 1`); err != nil {
-		h.t.Fatal(err)
-	}
-	c, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+agent+`"}`))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return c.PublicID
 }
 
 // step claims and evaluates one runnable kernel row and returns its key.

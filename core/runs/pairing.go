@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
@@ -57,9 +58,9 @@ type Verdict struct {
 // one call: declared is the answer of the round's frozen declaration for the called name (after
 // alias lookup), truncated says the answer's finish was length.
 func CheckCall(name, arguments string, declared, truncated bool) Verdict {
-	if n := utf8.RuneCountInString(name); n > MaxToolNameLen {
-		return Verdict{ToolName: clipRunes(name, MaxToolNameLen), Error: &TaskError{Key: KeyUnknownTool,
-			Detail: fmt.Sprintf("The called name is %d characters long; the bound is %d.", n, MaxToolNameLen)}}
+	if n := utf8.RuneCountInString(name); n > steps.MaxToolNameLen {
+		return Verdict{ToolName: clipRunes(name, steps.MaxToolNameLen), Error: &TaskError{Key: KeyUnknownTool,
+			Detail: fmt.Sprintf("The called name is %d characters long; the bound is %d.", n, steps.MaxToolNameLen)}}
 	}
 	if !declared {
 		return Verdict{ToolName: name, Error: &TaskError{Key: KeyUnknownTool, Detail: name + " is not one of this round's tools."}}
@@ -80,9 +81,9 @@ func CheckCall(name, arguments string, declared, truncated bool) Verdict {
 		// value it can measure; the law's order still holds, because a value the store cannot
 		// keep has no canonical size to compare.
 		canon, err := jsonwire.CanonicalValue(args)
-		if err == nil && len(canon) > MaxToolInputBytes {
+		if err == nil && len(canon) > steps.MaxToolInputBytes {
 			return Verdict{ToolName: name, Error: &TaskError{Key: KeyToolInputTooLarge,
-				Detail: fmt.Sprintf("Arguments are %d bytes; the bound is %d.", len(canon), MaxToolInputBytes)}}
+				Detail: fmt.Sprintf("Arguments are %d bytes; the bound is %d.", len(canon), steps.MaxToolInputBytes)}}
 		}
 		return Verdict{ToolName: name, Error: &TaskError{Key: KeyInvalidToolInput, Detail: path + " holds a value the store cannot keep."}}
 	}
@@ -90,9 +91,9 @@ func CheckCall(name, arguments string, declared, truncated bool) Verdict {
 	if err != nil {
 		return Verdict{ToolName: name, Error: &TaskError{Key: KeyInvalidToolInput, Detail: "$ holds a value the store cannot keep."}}
 	}
-	if len(canon) > MaxToolInputBytes {
+	if len(canon) > steps.MaxToolInputBytes {
 		return Verdict{ToolName: name, Error: &TaskError{Key: KeyToolInputTooLarge,
-			Detail: fmt.Sprintf("Arguments are %d bytes; the bound is %d.", len(canon), MaxToolInputBytes)}}
+			Detail: fmt.Sprintf("Arguments are %d bytes; the bound is %d.", len(canon), steps.MaxToolInputBytes)}}
 	}
 	return Verdict{ToolName: name, Input: json.RawMessage(args)}
 }

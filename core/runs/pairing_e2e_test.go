@@ -116,11 +116,3 @@ func TestPairingLawExample(t *testing.T) {
 		}
 	})
 }
-
-func deref[T any](p *T) T {
-	var z T
-	if p == nil {
-		return z
-	}
-	return *p
-}

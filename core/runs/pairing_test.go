@@ -90,16 +90,6 @@ func TestPairingKeys(t *testing.T) {
 	}
 }
 
-func TestReservedKey(t *testing.T) {
-	t.Parallel()
-	for k, want := range map[string]bool{"r1": true, "r2t0": true, "r10": true, "s1-model-1": true, "s12-tool-3": true,
-		"fetch": false, "r": false, "ra": false, "s1": false, "s1-model": false, "summary": false, "S1-model-1": false} {
-		if ReservedKey(k) != want {
-			t.Errorf("ReservedKey(%q) = %v, want %v", k, !want, want)
-		}
-	}
-}
-
 func sha24(s string) string {
 	h := sha256Sum([]byte(s))
 	return h[:24]

@@ -14,6 +14,7 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/profiles"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/sdk/announce"
@@ -105,7 +106,7 @@ func TestToolCallPlacement(t *testing.T) {
 		for _, c := range cases {
 			script := callScript(c.name, c.input)
 			if c.input == "pad" {
-				script = paddedScript(c.name, runs.MaxToolInputBytes)
+				script = paddedScript(c.name, steps.MaxToolInputBytes)
 			}
 			created := h.create(modelStep(script, `"kernel_tools":["nexus.tools.call","nexus.memory.read","nexus.models.list"]`))
 			h.drain()

@@ -271,7 +271,7 @@ func catalogEntry(h *harness, canonical string, deferred bool) string {
 func (h *harness) agentConversation() string {
 	h.t.Helper()
 	a := h.newAgent("bot", "Bot")
-	c, err := h.conv.CreateConversation(h.ctx, h.actor, json.RawMessage(`{"answering_agent_public_id":"`+a.PublicID+`","title":"Notes"}`))
+	c, err := h.conv.CreateConversation(h.ctx, h.actor, conversationBody(`{"answering_agent_public_id":"`+a.PublicID+`","title":"Notes"}`))
 	if err != nil {
 		h.t.Fatal(err)
 	}

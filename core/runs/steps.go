@@ -1,60 +1,40 @@
 package runs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
-// stepError is one failure of the step grammar: {code, path} plus a message.
-type stepError struct {
-	Code    string `json:"code"`
-	Path    string `json:"path"`
-	message string
-}
+// The step grammar is core/steps': the typed steps, their words and the order they are judged
+// in (steps.Judge). The engine answers the checks that read the store, the models catalog and
+// the declaration compiler (steps.Lookups) in the transaction that accepts the steps, and keeps
+// what they read for the rows it writes.
 
-var (
-	reservedKeyA = regexp.MustCompile(`^r[0-9]`)
-	reservedKeyB = regexp.MustCompile(`^s[0-9]+-[a-z]+-[0-9]+$`)
-)
-
-// ReservedKey reports whether a key has a kernel shape: r followed by a digit, or
-// s<digits>-<verb>-<digits>.
-func ReservedKey(k string) bool { return reservedKeyA.MatchString(k) || reservedKeyB.MatchString(k) }
-
-// step is one parsed step.
+// step is a step the grammar accepted, with what acceptance read for it.
 type step struct {
-	verb, key, path    string
-	onFailure, visible string
-	// model
-	model, prompt, instructions string
-	hasInstructions             bool
-	results                     []string
-	hasResults                  bool
-	frozen                      *FrozenDeclaration
-	attachments                 []Attachment
-	// tool
-	name    string
-	input   []byte
-	route   *Route
-	address Address
+	*steps.Checked
+	// frozen is a model step's frozen declaration, defaults a tool step's model_defaults'; nil
+	// when the step declares none.
+	frozen, defaults *FrozenDeclaration
+	attachments      []Attachment
+	route            *Route
+	address          Address
 	// served says that the statement addresses the row from its Runner's announcement
-	// (addressStep): address holds only its role and executor.
-	served    bool
-	timeoutMS int64
-	defaults  []byte
+	// (stepReader.Address): address holds only its role and executor.
+	served bool
 }
 
-// stepParser accumulates every failure of one envelope (docs/api.md#runs).
-type stepParser struct {
+// noDeclaration is what a step that declares no tools freezes.
+var noDeclaration = FrozenDeclaration{ToolDefinitions: []byte("[]"), Environment: []byte("null"), SkillCatalog: []byte("[]")}
+
+// stepReader answers the grammar's lookups (steps.Lookups) for one envelope.
+type stepReader struct {
 	e   *Engine
 	ctx context.Context
 	// q reads; tx is the write transaction the steps are accepted in, nil when they are accepted
@@ -74,367 +54,83 @@ type stepParser struct {
 	actor    *Actor
 	runner   string // the run's default Runner
 	// skills are the run's facts a kernel skill catalog is read against.
-	skills   *skillFacts
-	existing map[string]bool
-	errs     []stepError
+	skills *skillFacts
 	// fx is the transaction's effects, where a Runner found eligible is noted for dispatch;
 	// nil notes nothing.
-	fx *effects
+	fx     *effects
+	byStep map[*steps.Checked]*step
 }
 
-func (p *stepParser) fail(code, path, format string, args ...any) {
-	p.errs = append(p.errs, stepError{Code: code, Path: path, message: fmt.Sprintf(format, args...)})
+// accepted are the steps of an envelope the grammar accepted.
+type accepted struct {
+	list    []*step
+	checked []*steps.Checked
 }
 
-var modelOptions = map[string]bool{"key": true, "on_failure": true, "visibility": true, "model": true, "prompt": true,
-	"instructions": true, "tools": true, "kernel_tools": true, "runner_executor_public_ids": true, "runner_tool_names": true,
-	"attachments": true, "results": true}
-var toolOptions = map[string]bool{"key": true, "on_failure": true, "visibility": true, "name": true, "input": true,
-	"route": true, "timeout_ms": true, "model_defaults": true, "tool_call_id": true}
-var defaultsOptions = map[string]bool{"model": true, "instructions": true, "tools": true, "kernel_tools": true,
-	"runner_executor_public_ids": true, "runner_tool_names": true}
+// judge judges env by the grammar, answering its lookups; the problems are the envelope's.
+func (p *stepReader) judge(env steps.Envelope) (*accepted, []steps.Problem) {
+	p.byStep = map[*steps.Checked]*step{}
+	env.DefaultRunner = p.runner
+	checked, problems := steps.Judge(env, p)
+	out := &accepted{list: make([]*step, len(checked)), checked: checked}
+	for i, c := range checked {
+		out.list[i] = p.of(c)
+	}
+	return out, problems
+}
 
-// parse reads the steps array at path (e.g. "run.steps" for errors, positions "steps[i]").
-func (p *stepParser) parse(raw json.RawMessage, revision int64, prev string) []*step {
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
-		p.fail(refusal.CodeValidationFailed, "steps", "steps must be an array of steps.")
+func (p *stepReader) of(c *steps.Checked) *step {
+	s := p.byStep[c]
+	if s == nil {
+		s = &step{Checked: c}
+		p.byStep[c] = s
+	}
+	return s
+}
+
+// KernelTool reports a name that spells a kernel tool.
+func (p *stepReader) KernelTool(name string) (string, bool) { return p.e.compiler.KernelWire(name) }
+
+// DefaultModel is the deployment's default model.
+func (p *stepReader) DefaultModel() string { return p.e.models.Default().Ref }
+
+// CheckModel checks a reference against the models catalog.
+func (p *stepReader) CheckModel(ref string, hasTools bool) error {
+	_, err := p.e.models.Check(ref, hasTools)
+	return err
+}
+
+// Attachments reads a model step's uploads, the actor's own and complete.
+func (p *stepReader) Attachments(c *steps.Checked, path string, ids []string) error {
+	if p.tx == nil {
+		p.needsTx = true
 		return nil
 	}
-	if len(items) < 1 || len(items) > MaxSteps {
-		p.fail(refusal.CodeValidationFailed, "steps", "steps must hold 1 to %d steps.", MaxSteps)
-		return nil
-	}
-	var out []*step
-	for i, it := range items {
-		path := fmt.Sprintf("steps[%d]", i)
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(it, &obj); err != nil || obj == nil {
-			p.fail(refusal.CodeValidationFailed, path, "%s must be an object with one verb key.", path)
-			continue
-		}
-		keys := sortedKeys(obj)
-		if len(keys) != 1 {
-			p.fail(refusal.CodeValidationFailed, path, "%s must have exactly one verb key.", path)
-			continue
-		}
-		verb := keys[0]
-		switch verb {
-		case "model", "tool":
-		case "ask", "wait", "parallel":
-			p.fail(CodeStepVerbUnavailable, path+"."+verb, "The %s step verb is not available in this version.", verb)
-			continue
-		default:
-			p.fail(CodeUnknownStepVerb, path+"."+verb, "%s is not a step verb.", verb)
-			continue
-		}
-		s := &step{verb: verb, path: path + "." + verb}
-		var body map[string]json.RawMessage
-		if err := json.Unmarshal(obj[verb], &body); err != nil || body == nil {
-			p.fail(refusal.CodeValidationFailed, s.path, "%s must be an object.", s.path)
-			continue
-		}
-		opts := modelOptions
-		if verb == "tool" {
-			opts = toolOptions
-		}
-		for _, k := range sortedKeys(body) {
-			if !opts[k] {
-				p.fail(CodeUnknownStepOption, s.path+"."+k, "%s is not an option of a %s step.", k, verb)
-			}
-		}
-		s.key = fmt.Sprintf("s%d-%s-%d", revision, verb, i+1)
-		if v, ok := body["key"]; ok {
-			var k string
-			switch {
-			case json.Unmarshal(v, &k) != nil || !store.IsTaskKey(k):
-				p.fail(refusal.CodeValidationFailed, s.path+".key", "key must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}.")
-			case ReservedKey(k):
-				p.fail(CodeReservedTaskKey, s.path+".key", "The key %s has a shape the kernel reserves.", k)
-			default:
-				s.key = k
-			}
-		}
-		s.onFailure = OnFailureHalt
-		s.visible = VisibilityVisible
-		if verb == "tool" {
-			s.onFailure, s.visible = OnFailurePropagate, VisibilityCollapsed
-		}
-		if v, ok := body["on_failure"]; ok {
-			var f string
-			if json.Unmarshal(v, &f) != nil || (f != OnFailureHalt && f != OnFailurePropagate && f != OnFailureAbsorb) {
-				p.fail(CodeInvalidOnFailure, s.path+".on_failure", "on_failure must be halt, propagate or absorb.")
-			} else {
-				s.onFailure = f
-			}
-		}
-		if v, ok := body["visibility"]; ok {
-			var f string
-			if json.Unmarshal(v, &f) != nil || (f != VisibilityVisible && f != VisibilityCollapsed && f != VisibilityHidden) {
-				p.fail(CodeInvalidVisibility, s.path+".visibility", "visibility must be visible, collapsed or hidden.")
-			} else {
-				s.visible = f
-			}
-		}
-		if verb == "model" {
-			p.parseModel(s, body, prev)
-		} else {
-			p.parseTool(s, body)
-		}
-		prev = s.key
-		out = append(out, s)
-	}
-	return out
+	atts, err := p.e.inputAttachments(p.ctx, p.tx, p.actor, ids, path)
+	p.of(c).attachments = atts
+	return err
 }
 
-func str(v json.RawMessage) (string, bool) {
-	var s string
-	return s, json.Unmarshal(v, &s) == nil
-}
-
-func (p *stepParser) parseModel(s *step, body map[string]json.RawMessage, prev string) {
-	hasAttachments := false
-	if v, ok := body["attachments"]; ok && !isNull(v) {
-		var ids []string
-		if json.Unmarshal(v, &ids) != nil || len(ids) > MaxAttachments {
-			p.fail(CodeInvalidAttachments, s.path+".attachments", "attachments must be an array of at most %d upload ids.", MaxAttachments)
-		} else {
-			wellFormed := true
-			for j, id := range ids {
-				at := fmt.Sprintf("%s.attachments[%d]", s.path, j)
-				if !store.IsPublicID(id) {
-					p.fail(CodeInvalidAttachments, at, "%s is not an upload id.", at)
-					wellFormed = false
-				}
-			}
-			if wellFormed && len(ids) > 0 && p.tx == nil {
-				p.needsTx = true
-			} else if wellFormed && len(ids) > 0 {
-				atts, err := p.e.inputAttachments(p.ctx, p.tx, p.actor, ids, s.path+".attachments")
-				if r, ok := refusal.As(err); ok {
-					pth, _ := r.Get("path")
-					ps, _ := pth.(string)
-					p.fail(r.Code, ps, "%s", r.Message)
-				} else if err != nil {
-					p.fail(refusal.CodeInternal, s.path+".attachments", "%s", err.Error())
-				}
-				s.attachments = atts
-			}
-			hasAttachments = len(ids) > 0
-		}
-	}
-	if v, ok := body["prompt"]; !ok {
-		p.fail(CodePromptRequired, s.path+".prompt", "A model step needs a prompt.")
-	} else if ps, ok := str(v); !ok || (ps == "" && !hasAttachments) {
-		p.fail(CodePromptRequired, s.path+".prompt", "prompt must be a string, empty only with attachments.")
-	} else {
-		s.prompt = ps
-	}
-	if v, ok := body["instructions"]; ok && !isNull(v) {
-		if is, ok := str(v); !ok {
-			p.fail(refusal.CodeValidationFailed, s.path+".instructions", "instructions must be a string.")
-		} else {
-			s.instructions, s.hasInstructions = is, true
-		}
-	}
-	if v, ok := body["results"]; ok && !isNull(v) {
-		var keys []string
-		if json.Unmarshal(v, &keys) != nil {
-			p.fail(CodeUnknownResultKey, s.path+".results", "results must be an array of task keys.")
-		} else {
-			for j, k := range keys {
-				if !p.existing[k] {
-					p.fail(CodeUnknownResultKey, fmt.Sprintf("%s.results[%d]", s.path, j), "No earlier task %s in this run.", k)
-				}
-			}
-			s.results, s.hasResults = keys, true
-		}
-	} else if prev != "" {
-		s.results = []string{prev}
-	}
-	frozen, decl := p.declare(s.path, body)
-	s.frozen = frozen
-	if v, ok := body["model"]; !ok || isNull(v) {
-		// A step that names no model runs on the deployment's default_model, as a message
-		// without one does (docs/api.md, "Runs").
-		ref := p.e.models.Default().Ref
-		if _, err := p.e.models.Check(ref, decl); err != nil {
-			r, _ := refusal.As(err)
-			p.fail(r.Code, s.path+".model", "%s", r.Message)
-		} else {
-			s.model = ref
-		}
-	} else if ref, ok := str(v); !ok {
-		p.fail(CodeUnknownModel, s.path+".model", "model must be a provider/model string.")
-	} else if _, err := p.e.models.Check(ref, decl); err != nil {
-		r, _ := refusal.As(err)
-		p.fail(r.Code, s.path+".model", "%s", r.Message)
-	} else {
-		s.model = ref
-	}
-	p.existing[s.key] = true
-}
-
-// declare freezes a step's declaration through the compiler; it reports whether the frozen set
-// has tools.
-func (p *stepParser) declare(path string, body map[string]json.RawMessage) (*FrozenDeclaration, bool) {
-	in := &stepDeclaration{WorkspaceID: p.actor.WorkspaceID, Selection: p.runner, Path: path, Skills: p.skills,
-		Sources: declare.StepSources{Tools: body["tools"], KernelTools: body["kernel_tools"],
-			RunnerExecutorPublicIDs: body["runner_executor_public_ids"], RunnerToolNames: body["runner_tool_names"]}}
-	if src := in.Sources; src.Tools == nil && src.KernelTools == nil && src.RunnerExecutorPublicIDs == nil && src.RunnerToolNames == nil {
-		return &FrozenDeclaration{ToolDefinitions: []byte("[]"), Environment: []byte("null"), SkillCatalog: []byte("[]")}, false
-	}
-	if in.Sources.Tools != nil {
-		// docs/api.md#runs: a step that writes tools writes at least one; "no tools" is the
-		// absence of the field.
-		var items []json.RawMessage
-		if json.Unmarshal(in.Sources.Tools, &items) == nil && items != nil && len(items) == 0 {
-			p.fail(CodeInvalidTools, path+".tools", "tools must not be empty; omit it to declare no tools.")
-			return nil, false
-		}
-	}
+// Declare freezes a declaration through the compiler (freezeStep).
+func (p *stepReader) Declare(c *steps.Checked, path string, src declare.StepSources, defaults bool) (bool, error) {
 	if !p.actor.resolved() {
 		p.needsWorkspace = true
-		return nil, false
+		return false, nil
 	}
-	f, err := p.e.freezeStep(p.ctx, p.q, in)
+	f, err := p.e.freezeStep(p.ctx, p.q, &stepDeclaration{WorkspaceID: p.actor.WorkspaceID, Selection: p.runner, Path: path,
+		Skills: p.skills, Sources: src})
 	if err != nil {
-		if r, ok := refusal.As(err); ok {
-			pth, _ := r.Get("path")
-			ps, _ := pth.(string)
-			if ps == "" {
-				ps = path
-			}
-			p.fail(r.Code, ps, "%s", r.Message)
-			return nil, false
-		}
-		p.fail(refusal.CodeInternal, path, "%s", err.Error())
-		return nil, false
+		return false, err
 	}
-	return f, f.HasTools
+	if defaults {
+		p.of(c).defaults = f
+	} else {
+		p.of(c).frozen = f
+	}
+	return f.HasTools, nil
 }
 
-func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
-
-func (p *stepParser) parseTool(s *step, body map[string]json.RawMessage) {
-	if _, ok := body["tool_call_id"]; ok {
-		p.fail(CodeInvalidToolCallID, s.path+".tool_call_id", "Pairing keys are the kernel's; a step cannot carry tool_call_id.")
-	}
-	name, ok := str(body["name"])
-	switch {
-	case !ok || name == "":
-		p.fail(refusal.CodeValidationFailed, s.path+".name", "A tool step needs a name.")
-	case len([]rune(name)) > MaxToolNameLen:
-		p.fail(refusal.CodeValidationFailed, s.path+".name", "name is longer than %d characters.", MaxToolNameLen)
-	default:
-		if wire, kernel := p.e.compiler.KernelWire(name); kernel {
-			p.fail(CodeReservedToolName, s.path+".name", "%s names the kernel tool %s; the model reaches kernel tools through its own calls.", s.path+".name", wire)
-		}
-		s.name = name
-	}
-	s.input = []byte("{}")
-	if v, ok := body["input"]; ok {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(v, &obj) != nil || obj == nil {
-			p.fail(CodeInvalidToolInput, s.path+".input", "input must be a JSON object.")
-		} else if c, err := jsonwire.CanonicalValue(v); err != nil {
-			p.fail(CodeInvalidToolInput, s.path+".input", "input holds a value the store cannot keep.")
-		} else if len(c) > MaxToolInputBytes {
-			p.fail(CodeToolInputTooLarge, s.path+".input", "input is %d bytes; the bound is %d.", len(c), MaxToolInputBytes)
-		} else {
-			s.input = c
-		}
-	}
-	if v, ok := body["timeout_ms"]; ok {
-		var f float64
-		if json.Unmarshal(v, &f) != nil || f != float64(int64(f)) || f < 1 || f > float64(ToolParkMax.Milliseconds()) {
-			p.fail(CodeInvalidTimeoutMS, s.path+".timeout_ms", "timeout_ms must be an integer from 1 to %d.", ToolParkMax.Milliseconds())
-		} else {
-			s.timeoutMS = int64(f)
-		}
-	}
-	if v, ok := body["model_defaults"]; ok && !isNull(v) {
-		var md map[string]json.RawMessage
-		if json.Unmarshal(v, &md) != nil || md == nil {
-			p.fail(refusal.CodeValidationFailed, s.path+".model_defaults", "model_defaults must be an object.")
-		} else {
-			for _, k := range sortedKeys(md) {
-				if !defaultsOptions[k] {
-					p.fail(CodeUnknownStepOption, s.path+".model_defaults."+k, "%s is not a model_defaults key.", k)
-				}
-			}
-			frozen, decl := p.declare(s.path+".model_defaults", md)
-			out := map[string]json.RawMessage{}
-			if ref, ok := str(md["model"]); ok {
-				if _, err := p.e.models.Check(ref, decl); err != nil {
-					r, _ := refusal.As(err)
-					p.fail(r.Code, s.path+".model_defaults.model", "%s", r.Message)
-				}
-				out["model"] = md["model"]
-			}
-			if ins, ok := md["instructions"]; ok {
-				out["instructions"] = ins
-			}
-			if frozen != nil {
-				out["tool_definitions"] = frozen.ToolDefinitions
-				out["environment"] = frozen.Environment
-				out["skill_catalog"] = frozen.SkillCatalog
-			}
-			s.defaults, _ = json.Marshal(out)
-		}
-	}
-	if v, ok := body["route"]; ok {
-		p.parseRoute(s, v)
-	}
-	if s.name == "" || len(p.errs) > 0 {
-		p.existing[s.key] = true
-		return
-	}
-	p.addressStep(s)
-	p.existing[s.key] = true
-}
-
-func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
-	at := s.path + ".route"
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(v, &obj) != nil || obj == nil {
-		p.fail(CodeInvalidToolRoute, at, "route must be {\"kind\": \"runner\", \"runner_executor_public_id\": uuid, \"tool_name\": name}, tool_name optional.")
-		return
-	}
-	for _, k := range sortedKeys(obj) {
-		if k != "kind" && k != "runner_executor_public_id" && k != "tool_name" {
-			p.fail(CodeInvalidToolRoute, at+"."+k, "%s is not a route key; a tool step's route takes kind, runner_executor_public_id and tool_name.", k)
-			return
-		}
-	}
-	if kind, ok := str(obj["kind"]); !ok || kind != "runner" {
-		p.fail(CodeInvalidToolRoute, at+".kind", "route.kind must be runner.")
-		return
-	}
-	// A declaration's route names the served tool in tool_name, apart from the callable's own
-	// name; a tool step has one name, the served one, so tool_name may repeat it and nothing else.
-	if raw, ok := obj["tool_name"]; ok {
-		if tn, ok := str(raw); !ok || tn != s.name {
-			p.fail(CodeInvalidToolRoute, at+".tool_name", "route.tool_name must be the step's name, %q (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.", s.name)
-			return
-		}
-	}
-	id := p.runner
-	if raw, ok := obj["runner_executor_public_id"]; ok {
-		v, ok := str(raw)
-		if !ok || !store.IsPublicID(strings.ToLower(v)) {
-			p.fail(CodeInvalidToolRoute, at+".runner_executor_public_id", "runner_executor_public_id must be a UUID.")
-			return
-		}
-		id = strings.ToLower(v)
-	} else if id == "" {
-		p.fail(CodeRunnerTargetRequired, at, "The run has no default Runner; name one in the route.")
-		return
-	}
-	s.route = &Route{Kind: "runner", RunnerExecutorPublicID: id}
-}
-
-// addressStep resolves a tool step's addressee at acceptance (docs/api.md#runs): a step nobody
+// Address resolves a tool step's addressee at acceptance (docs/api.md#runs): a step nobody
 // serves is refused tool_not_served rather than created failed, and a route to anything but an
 // active Runner of the workspace runner_not_eligible. A Runner that serves the name is eligible
 // by that very answer (Announcements.RunnerTool), so the executor row is read only when it does
@@ -445,73 +141,59 @@ func (p *stepParser) parseRoute(s *step, v json.RawMessage) {
 // the statement (store.Served), which addresses the row from the Runner's announcement or writes
 // nothing; any other step's addressing reads the workspace's executors, which an actor the door
 // left unresolved needs read first (needsWorkspace).
-func (p *stepParser) addressStep(s *step) {
-	if p.tx == nil && s.route != nil {
-		r := *s.route
-		r.ToolName = s.name
-		s.route, s.served, p.deferred = &r, true, true
-		s.address = Address{Role: "runner", Executor: r.RunnerExecutorPublicID}
-		return
+func (p *stepReader) Address(c *steps.Checked) error {
+	s := p.of(c)
+	var route *Route
+	if c.Runner != "" {
+		route = &Route{Kind: steps.RouteRunner, RunnerExecutorPublicID: c.Runner, ToolName: c.Name}
+	}
+	if p.tx == nil && route != nil {
+		s.route, s.served, p.deferred = route, true, true
+		s.address = Address{Role: "runner", Executor: route.RunnerExecutorPublicID}
+		return nil
 	}
 	if !p.actor.resolved() {
 		p.needsWorkspace = true
-		return
+		return nil
 	}
-	res := CallResolution{Declared: true, ToolName: s.name, Input: s.input}
-	if s.route != nil {
-		r := *s.route
-		r.ToolName = s.name
-		res.Route = &r
-	}
+	res := CallResolution{Declared: true, ToolName: c.Name, Input: c.Input, Route: route}
 	fakeRun := &store.Run{WorkspaceID: p.actor.WorkspaceID}
 	a, err := p.e.address(p.ctx, p.q, fakeRun, res)
 	if err != nil {
-		p.fail(refusal.CodeInternal, s.path, "%s", err.Error())
-		return
+		return err
 	}
-	if s.route != nil {
+	if route != nil {
 		if a.Failure != nil {
-			ex, err := store.ExecutorByPublicID(p.ctx, p.q, s.route.RunnerExecutorPublicID)
+			ex, err := store.ExecutorByPublicID(p.ctx, p.q, route.RunnerExecutorPublicID)
 			if err != nil || ex.WorkspaceID != p.actor.WorkspaceID || ex.Kind != store.ExecutorRunner || ex.Status != store.ExecutorActive {
-				p.fail(CodeRunnerNotEligible, s.path+".route", "Runner %s is not an active Runner of this workspace.", s.route.RunnerExecutorPublicID)
-				return
+				return refusal.Newf(refusal.Unprocessable, steps.CodeRunnerNotEligible, "Runner %s is not an active Runner of this workspace.", route.RunnerExecutorPublicID).
+					With("path", c.Path+".route")
 			}
 		} else {
 			p.fx.noteActive(a.Executor)
 		}
-		s.route = res.Route
+		s.route = route
 	}
 	if a.Failure != nil {
-		p.fail(CodeToolNotServed, s.path+".name", "%s", a.Failure.Detail)
-		return
+		return refusal.New(refusal.Unprocessable, CodeToolNotServed, a.Failure.Detail).With("path", c.Path+".name")
 	}
 	s.address = a
-}
-
-// refusal turns the collected failures into the envelope refusal: the first failure's code and
-// path, every failure in errors. duplicate_task_key is a 409 answered alone.
-func (p *stepParser) refusal(prefix string) error {
-	if len(p.errs) == 0 {
-		return nil
-	}
-	first := p.errs[0]
-	items := make([]map[string]string, len(p.errs))
-	for i, e := range p.errs {
-		items[i] = map[string]string{"code": e.Code, "path": prefix + e.Path}
-	}
-	return refusal.New(refusal.Unprocessable, first.Code, first.message).
-		With("path", prefix+first.Path).With("errors", items)
-}
-
-// duplicateKeys answers 409 duplicate_task_key for a key twice in the envelope or already in
-// the run, once the grammar passed.
-func duplicateKeys(steps []*step, inRun map[string]bool, prefix string) error {
-	seen := map[string]bool{}
-	for i, s := range steps {
-		if seen[s.key] || inRun[s.key] {
-			return conflict(CodeDuplicateTaskKey, "The key %s is already used.", s.key).With("path", fmt.Sprintf("%ssteps[%d].%s.key", prefix, i, s.verb))
-		}
-		seen[s.key] = true
-	}
 	return nil
+}
+
+// defaultsText is a tool step's model_defaults as its row stores them: the model and
+// instructions written, and the frozen declaration.
+func defaultsText(md *steps.ModelDefaults, f *FrozenDeclaration) (string, error) {
+	if f == nil {
+		f = &noDeclaration
+	}
+	out := map[string]json.RawMessage{"tool_definitions": f.ToolDefinitions, "environment": f.Environment, "skill_catalog": f.SkillCatalog}
+	if md.Model != "" {
+		out["model"] = jsonwire.AppendString(nil, md.Model)
+	}
+	if md.Instructions != nil {
+		out["instructions"] = jsonwire.AppendString(nil, *md.Instructions)
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
 }

@@ -2,11 +2,11 @@ package runs
 
 import (
 	"github.com/nexuskernel/nexus/core/approval"
-	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/uploads"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
@@ -65,18 +65,18 @@ const (
 	OriginAuthor = approval.OriginAuthor
 	OriginKernel = approval.OriginKernel
 
-	OnFailureHalt      = "halt"
-	OnFailurePropagate = "propagate"
-	OnFailureAbsorb    = "absorb"
+	OnFailureHalt      = steps.OnFailureHalt
+	OnFailurePropagate = steps.OnFailurePropagate
+	OnFailureAbsorb    = steps.OnFailureAbsorb
 
 	LifetimeTurn         = "turn"
 	LifetimeConversation = "conversation"
 	WakeAuto             = "auto"
 	WakePassive          = "passive"
 
-	VisibilityVisible   = "visible"
-	VisibilityCollapsed = "collapsed"
-	VisibilityHidden    = "hidden"
+	VisibilityVisible   = steps.VisibilityVisible
+	VisibilityCollapsed = steps.VisibilityCollapsed
+	VisibilityHidden    = steps.VisibilityHidden
 )
 
 // Task error keys (docs/api.md#task-error-keys).
@@ -84,8 +84,8 @@ const (
 	KeyUnknownTool            = "unknown_tool"
 	KeyInvalidToolArguments   = "invalid_tool_arguments"
 	KeyTruncatedToolArguments = "truncated_tool_arguments"
-	KeyToolInputTooLarge      = CodeToolInputTooLarge
-	KeyInvalidToolInput       = CodeInvalidToolInput
+	KeyToolInputTooLarge      = steps.CodeToolInputTooLarge
+	KeyInvalidToolInput       = steps.CodeInvalidToolInput
 	KeyToolNotServed          = refusal.CodeToolNotServed
 	KeyToolFailed             = "tool_failed"
 	KeyExecutorRevoked        = identity.CodeExecutorRevoked
@@ -133,32 +133,13 @@ const (
 	ReasonAwaitingHuman         = "awaiting_human"
 )
 
-// Door refusal words of the member plane (docs/api.md#runs).
+// Refusal words of the engine's operations (docs/api.md#runs); the step grammar's are
+// core/steps'.
 const (
-	CodeAlreadyTerminal  = "already_terminal"
-	CodeDuplicateTaskKey = "duplicate_task_key"
-	CodeNotABranch       = "not_a_branch"
-
-	CodeReservedToolName           = "reserved_tool_name"
-	CodeReservedTaskKey            = "reserved_task_key"
-	CodeUnknownStepVerb            = "unknown_step_verb"
-	CodeStepVerbUnavailable        = "step_verb_unavailable"
-	CodeUnknownStepOption          = "unknown_step_option"
-	CodePromptRequired             = "prompt_required"
-	CodeInvalidTools               = declare.WordInvalidTools
-	CodeInvalidToolInput           = "invalid_tool_input"
-	CodeToolInputTooLarge          = "tool_input_too_large"
-	CodeInvalidToolRoute           = declare.WordInvalidToolRoute
-	CodeRunnerTargetRequired       = declare.WordRunnerTargetRequired
-	CodeRunnerNotEligible          = refusal.CodeRunnerNotEligible
+	CodeAlreadyTerminal            = "already_terminal"
+	CodeNotABranch                 = "not_a_branch"
 	CodeToolNotServed              = refusal.CodeToolNotServed
-	CodeInvalidTimeoutMS           = "invalid_timeout_ms"
-	CodeInvalidToolCallID          = "invalid_tool_call_id"
-	CodeInvalidOnFailure           = "invalid_on_failure"
-	CodeInvalidVisibility          = "invalid_visibility"
-	CodeUnknownResultKey           = "unknown_result_key"
 	CodeUnknownInputUpload         = uploads.CodeUnknownInputUpload
-	CodeInvalidAttachments         = "invalid_attachments"
 	CodeToolNotDeclared            = refusal.CodeToolNotDeclared
 	CodeUnknownModel               = model.CodeUnknownModel
 	CodeModelCapabilityUnavailable = model.CodeModelCapabilityUnavailable

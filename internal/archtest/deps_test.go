@@ -100,7 +100,7 @@ var (
 	coreLeaves  = append([]string{"core/refusal"}, sdkRoots...)
 	coreStore   = append([]string{"core/store", "internal/memo"}, sdkJSON...)
 	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/identity", "core/liveness", "core/memory", "core/model",
-		"core/profiles", "core/projection", "core/registry", "core/uploads"}, coreLeaves...), coreStore...), sdkMemory...)
+		"core/profiles", "core/projection", "core/registry", "core/steps", "core/uploads"}, coreLeaves...), coreStore...), sdkMemory...)
 	binariesAndUp = []string{"cmd", "internal/cli", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"}
 )
 
@@ -152,8 +152,10 @@ var rules = []rule{
 	{"core/uploads", anyOf(plus(plus(coreLeaves, coreStore...), "core/envelope", "core/identity")...), "uploads sit on the store, the envelope and identity; they know no run"},
 	{"core/profiles", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model")...), "agent profiles compile declarations and store them; they know no run"},
 	{"core/profiles/profilestest", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model", "core/profiles")...), "the profiles' fixtures build on profiles"},
+	{"core/steps", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model")...), "the run and step grammar judges shapes: it reads no row, and asks the engine (through Lookups) what the store, the catalog and the compiler know"},
 	{"core/runs", anyOf(runsBelow...), "runs defines the interfaces kernel, conversations and executors fill; it imports none of them"},
 	{"core/conversations", anyOf(plus(runsBelow, "core/runs")...), "conversations are built on runs' transaction API"},
+	{"core/runs/runstest", anyOf(plus(runsBelow, "core/runs", "core/conversations", "core/kernel")...), "the engine's test kit builds the engine, the kernel's tools and the doors above it, for the tests of both"},
 	{"core/kernel", anyOf(plus(runsBelow, "core/runs", "core/conversations")...), "kernel tools run on runs (and conversations); the executor plane and HTTP are above them"},
 	{"core/executors", anyOf(plus(plus(runsBelow, sdkToolProv...), "core/runs", "plugins")...), "the executor plane is built on runs and fills the plugin host's interface"},
 	{"core/httpapi", except(plus(binariesAndUp, "core/server")...), "the doors sit on the services; only wiring and binaries are above them"},

@@ -30,6 +30,7 @@ var wordSources = []struct {
 	{"core/memory", "docs/api.md", []string{"Code"}},
 	{"core/uploads", "docs/api.md", []string{"Code"}},
 	{"core/runs", "docs/api.md", []string{"Code", "Key"}},
+	{"core/steps", "docs/api.md", []string{"Code"}},
 	{"core/model", "docs/api.md", []string{"Code", "Key"}},
 	{"sdk/memory", "docs/api.md", []string{"Code"}},
 	{"sdk/announce", "docs/api.md", []string{"Code"}},

@@ -1,4 +1,4 @@
-package runs_test
+package conversations_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
+	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -27,22 +28,22 @@ func TestCreateRouteEligibility(t *testing.T) {
 			foreign  = "01900000-0000-7000-8000-0000000000a4"
 		)
 		profile := `{"kind":"read_only","destructive":false,"effect_scope":"closed","idempotency":"intrinsic","reconciliation":"none"}`
-		err := s.Write(h.ctx, func(tx *store.Tx) error {
+		err := s.Write(h.Ctx, func(tx *store.Tx) error {
 			var other int64
-			if err := tx.Get(h.ctx, &other, `INSERT INTO workspaces (public_id, handle, name, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+			if err := tx.Get(h.Ctx, &other, `INSERT INTO workspaces (public_id, handle, name, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
 				store.NewPublicID(), "elsewhere", "Elsewhere", 1); err != nil {
 				return err
 			}
 			for _, x := range []struct {
 				id, kind, status string
 				ws               int64
-			}{{active, store.ExecutorRunner, store.ExecutorActive, h.actor.WorkspaceID}, {revoked, store.ExecutorRunner, store.ExecutorRevoked, h.actor.WorkspaceID},
-				{provider, store.ExecutorToolProvider, store.ExecutorActive, h.actor.WorkspaceID}, {foreign, store.ExecutorRunner, store.ExecutorActive, other}} {
+			}{{active, store.ExecutorRunner, store.ExecutorActive, h.Actor.WorkspaceID}, {revoked, store.ExecutorRunner, store.ExecutorRevoked, h.Actor.WorkspaceID},
+				{provider, store.ExecutorToolProvider, store.ExecutorActive, h.Actor.WorkspaceID}, {foreign, store.ExecutorRunner, store.ExecutorActive, other}} {
 				ex := &store.Executor{PublicID: x.id, WorkspaceID: x.ws, Kind: x.kind, DisplayName: "box", Status: x.status, CreatedAt: 1}
-				if err := store.InsertExecutor(h.ctx, tx, ex); err != nil {
+				if err := store.InsertExecutor(h.Ctx, tx, ex); err != nil {
 					return err
 				}
-				if err := store.ReplaceServedTools(h.ctx, tx, ex.ID, []store.ServedTool{{WorkspaceID: x.ws, Name: "fetch", Profile: profile}}); err != nil {
+				if err := store.ReplaceServedTools(h.Ctx, tx, ex.ID, []store.ServedTool{{WorkspaceID: x.ws, Name: "fetch", Profile: profile}}); err != nil {
 					return err
 				}
 			}
@@ -54,32 +55,32 @@ func TestCreateRouteEligibility(t *testing.T) {
 		step := func(runner, name string) string {
 			return `{"steps":[{"tool":{"name":"` + name + `","input":{},"route":{"kind":"runner","runner_executor_public_id":"` + runner + `"}}}],"approval_mode":"bypass"}`
 		}
-		created := h.create(step(active, "fetch"))
+		created := h.Create(step(active, "fetch"))
 		id := created.Run.PublicID
-		if tk := h.task(id, created.Receipt.DeliverableTaskKey); tk.Status != runs.StatusDispatched || string(tk.AddressedTo) != `{"executor_public_id":"`+active+`","role":"runner"}` {
+		if tk := h.Task(id, created.Receipt.DeliverableTaskKey); tk.Status != runs.StatusDispatched || string(tk.AddressedTo) != `{"executor_public_id":"`+active+`","role":"runner"}` {
 			t.Fatalf("served route: %s addressed %s", tk.Status, tk.AddressedTo)
 		}
 		// A route may repeat the step's name as tool_name, the key a declaration's route uses;
 		// any other tool_name is refused with what to write.
 		named := `{"steps":[{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"` + active + `","tool_name":"fetch"}}}],"approval_mode":"bypass"}`
-		if tk := h.task(h.create(named).Run.PublicID, "s1-tool-1"); tk.Status != runs.StatusDispatched {
+		if tk := h.Task(h.Create(named).Run.PublicID, "s1-tool-1"); tk.Status != runs.StatusDispatched {
 			t.Fatalf("route with the step's tool_name: %s", tk.Status)
 		}
 		other := `{"steps":[{"tool":{"name":"fetch","route":{"kind":"runner","runner_executor_public_id":"` + active + `","tool_name":"get"}}}],"approval_mode":"bypass"}`
-		_, err = h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(other), "", nil))
-		if r, ok := refusal.As(err); !ok || r.Code != runs.CodeInvalidToolRoute || r.Message != `route.tool_name must be the step's name, "fetch" (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.` {
+		_, err = h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(other), "", nil))
+		if r, ok := refusal.As(err); !ok || r.Code != steps.CodeInvalidToolRoute || r.Message != `route.tool_name must be the step's name, "fetch" (a tool step calls the Runner's tool by its name); leave tool_name out or write the same name.` {
 			t.Fatalf("route with another tool_name: %v", err)
 		} else if p, _ := r.Get("path"); p != "steps[0].tool.route.tool_name" {
 			t.Fatalf("route with another tool_name: path %v", p)
 		}
 		for _, c := range []struct{ name, runner, tool, code, path, message string }{
 			{"not announced", active, "other", runs.CodeToolNotServed, "steps[0].tool.name", "runner " + active + " does not announce other"},
-			{"revoked", revoked, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + revoked + " is not an active Runner of this workspace."},
-			{"tool provider", provider, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + provider + " is not an active Runner of this workspace."},
-			{"another workspace", foreign, "fetch", runs.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + foreign + " is not an active Runner of this workspace."},
+			{"revoked", revoked, "fetch", steps.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + revoked + " is not an active Runner of this workspace."},
+			{"tool provider", provider, "fetch", steps.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + provider + " is not an active Runner of this workspace."},
+			{"another workspace", foreign, "fetch", steps.CodeRunnerNotEligible, "steps[0].tool.route", "Runner " + foreign + " is not an active Runner of this workspace."},
 		} {
 			run := step(c.runner, c.tool)
-			_, err := h.conv.CreateRun(h.ctx, createRequest(h.actor, json.RawMessage(run), "", []byte(`{"run":`+run+`}`)))
+			_, err := h.Conv.CreateRun(h.Ctx, createRequest(h.Actor, json.RawMessage(run), "", []byte(`{"run":`+run+`}`)))
 			r, ok := refusal.As(err)
 			if !ok {
 				t.Fatalf("%s: got %v, want %s", c.name, err, c.code)

@@ -1,4 +1,4 @@
-package runs_test
+package conversations_test
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHarness(t, s, harnessOptions{})
 		dir := identity.NewDirectory(s, identity.NewAuthenticator(s, nil), identity.DirectoryOptions{})
-		mia := h.member("mia")
+		mia := h.Member("mia")
 		principal := &identity.Principal{Kind: "user", ID: mia.ID, PublicID: mia.PublicID}
 		pending := json.RawMessage(`{"approval_mode":"bypass","start":false,"steps":[{"model":{"model":"mock/scripted","prompt":"x"}}]}`)
 		// reread is the door's Reread: Mia's standing read through q.
@@ -40,7 +40,7 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 		// asRead is Mia's Actor as a door that reads the standing reads it now.
 		asRead := func() *runs.Actor {
 			t.Helper()
-			a, err := reread(h.ctx, s.Reader())
+			a, err := reread(h.Ctx, s.Reader())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,11 +53,11 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 		}
 		setRole := func(role string) {
 			t.Helper()
-			err := s.Write(h.ctx, func(tx *store.Tx) error {
-				if _, err := store.DeleteMembership(h.ctx, tx, mia.WorkspaceID, mia.ID); err != nil || role == "" {
+			err := s.Write(h.Ctx, func(tx *store.Tx) error {
+				if _, err := store.DeleteMembership(h.Ctx, tx, mia.WorkspaceID, mia.ID); err != nil || role == "" {
 					return err
 				}
-				return store.InsertMembership(h.ctx, tx, mia.WorkspaceID, mia.ID, role, 1)
+				return store.InsertMembership(h.Ctx, tx, mia.WorkspaceID, mia.ID, role, 1)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +66,7 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 		create := func(a *runs.Actor, run json.RawMessage, key string) (*conversations.Created, store.CreateRunStats, error) {
 			t.Helper()
 			before := s.CreateRunStats()
-			c, err := h.conv.CreateRun(h.ctx, createRequest(a, run, key, []byte(`{"run":`+string(run)+`}`)))
+			c, err := h.Conv.CreateRun(h.Ctx, createRequest(a, run, key, []byte(`{"run":`+string(run)+`}`)))
 			after := s.CreateRunStats()
 			return c, store.CreateRunStats{Written: after.Written - before.Written, Guarded: after.Guarded - before.Guarded}, err
 		}
@@ -79,7 +79,7 @@ func TestCreateFallsBackToTheTransactionOnAFailedGuard(t *testing.T) {
 		runCount := func() int {
 			t.Helper()
 			var n int
-			if err := s.Reader().Get(h.ctx, &n, `SELECT count(*) FROM runs`); err != nil {
+			if err := s.Reader().Get(h.Ctx, &n, `SELECT count(*) FROM runs`); err != nil {
 				t.Fatal(err)
 			}
 			return n
