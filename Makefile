@@ -119,6 +119,7 @@ test-live:
 # speed by a factor of a thousand: FuzzCompile compiles whole declaration sets).
 FUZZ_TARGETS := \
 	./core/envelope:FuzzValidate:100000 \
+	./core/envelope:FuzzEscape:20000 \
 	./sdk/announce:FuzzValidateAnnouncement:10000 \
 	./sdk/jsonwire:FuzzCanonicalJSON:150000 \
 	./core/model:FuzzMockScript:25000 \
@@ -135,7 +136,6 @@ FUZZ_TARGETS := \
 	./core/profiles:FuzzProfileReadBack:20000 \
 	./core/steps:FuzzJudge:15000 \
 	./core/runs:FuzzCheckCall:5000 \
-	./core/runs:FuzzEscape:20000 \
 	./core/kernel:FuzzToolSearch:7000 \
 	./core/model/openai:FuzzStream:8000 \
 	./core/model/anthropic:FuzzStream:15000 \

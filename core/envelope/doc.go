@@ -9,6 +9,12 @@
 // lists the uploads the result links so that the caller can check their ownership, and the Result
 // computes the text projection a model reads.
 //
+// It also words the text a model reads of settled work (docs/agent-tools.md#what-a-model-reads,
+// transcript.go): the escaping that protects the kernel's framing (Escape), the <task_result>
+// envelope a result is delivered in (TaskResult, with its excerpt bounds), an ask's <answer> and
+// the <tool_use_error> of a call that could not run. Which envelope a result travels in, and what
+// it carries, is the engine's to decide; the sentence each task error key says is core/runs'.
+//
 // It is pure: it imports only core/refusal, the SDK's JSON walker (sdk/jsonwire, which
 // the announcement validator shares) and the standard library, touches no store and knows no
 // HTTP. The body bound and a body that is not one object are the doors' to refuse. Deciding

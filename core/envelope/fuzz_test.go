@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -122,6 +123,24 @@ func FuzzValidate(f *testing.F) {
 			if err != nil || string(br.ContentJSON()) != string(stored) {
 				t.Fatalf("identity case broken: %s vs %s (%v)", br.ContentJSON(), stored, err)
 			}
+		}
+	})
+}
+
+// FuzzEscape: escaped text opens none of the kernel's framing tags, and only "<" changes.
+func FuzzEscape(f *testing.F) {
+	for _, s := range []string{"<answer>", "</task_result>", "a<b", "<tool_use_error_x", "<message"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Escape(s)
+		for i := 0; i < len(out); i++ {
+			if out[i] == '<' && framed(out[i+1:]) {
+				t.Fatalf("Escape(%q) = %q still opens a framing tag at %d", s, out, i)
+			}
+		}
+		if strings.ReplaceAll(out, "&lt;", "<") != strings.ReplaceAll(s, "&lt;", "<") {
+			t.Fatalf("Escape(%q) = %q changed more than '<'", s, out)
 		}
 	})
 }

@@ -21,6 +21,10 @@ const (
 	// MaxFailureDetailBytes clips the text projection into a failed row's error detail
 	// (docs/api.md#the-executor-plane): the detail is read in a one-line tool error, not as a result.
 	MaxFailureDetailBytes = 1024
+	// PromptExcerptChars and CallInputExcerptBytes bound a <task_result> head: enough to
+	// recognise the work, small enough to repeat in every later round.
+	PromptExcerptChars    = 80
+	CallInputExcerptBytes = 200
 )
 
 // UploadURIPrefix is the one URI scheme the kernel resolves (docs/api.md#uploads); a

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"mime"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -76,14 +75,7 @@ func FailureDetail(output string) (detail string, ok bool) {
 	if strings.TrimSpace(output) == "" {
 		return "", false
 	}
-	if len(output) <= MaxFailureDetailBytes {
-		return output, true
-	}
-	cut := MaxFailureDetailBytes
-	for cut > 0 && !utf8.RuneStart(output[cut]) {
-		cut--
-	}
-	return output[:cut], true
+	return CutUTF8(output, MaxFailureDetailBytes), true
 }
 
 var errStoredContent = errors.New("envelope: stored content is not a block array")

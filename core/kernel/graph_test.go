@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -240,7 +241,7 @@ func TestGraphTexts(t *testing.T) {
 		{WaitCanceledDetail("r3t1"), `the wait for task "r3t1" was canceled; the task keeps running.`},
 		{ModelNotAuthorizedDetail("acme/huge", "unknown_model"), `model "acme/huge" is not a model you may run here (unknown_model).`},
 		{AskTitle, "question for the person"},
-		{runs.Answer("r3t1-ask-1", "Yes — ship it on Friday."), `<answer task="r3t1-ask-1">Yes — ship it on Friday.</answer>`},
+		{envelope.Answer("r3t1-ask-1", "Yes — ship it on Friday."), `<answer task="r3t1-ask-1">Yes — ship it on Friday.</answer>`},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

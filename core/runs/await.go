@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
@@ -269,7 +270,7 @@ func waitCycle(tasks []store.TaskTrace, callKey string, target *store.TaskTrace)
 // targetState is a wait target's final work: whether it has settled, and its envelope.
 type targetState struct {
 	settled bool
-	result  TaskResult
+	result  envelope.TaskResult
 }
 
 // finalState reads the logical final work of a task
@@ -329,18 +330,15 @@ func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task
 
 // lineageResult is a model source's envelope: the final round's status and body under the
 // opening round's prompt (docs/agent-tools.md#what-a-model-reads).
-func lineageResult(key string, root, final *store.Task) TaskResult {
-	tr := TaskResult{Key: key, ModelSource: true, ModelPrompt: deref(root.Prompt), Status: final.Status,
-		IsError: deref(final.IsError), Output: deref(final.Output)}
-	if final.ErrorKey != nil {
-		tr.Error = &TaskError{Key: *final.ErrorKey, Detail: deref(final.ErrorDetail)}
-	}
-	return tr
+func lineageResult(key string, root, final *store.Task) envelope.TaskResult {
+	return envelope.TaskResult{Key: key, ModelSource: true, ModelPrompt: deref(root.Prompt), Status: final.Status,
+		IsError: deref(final.IsError), Output: deref(final.Output), Error: failureOf(final.ErrorKey, final.ErrorDetail)}
 }
 
 // toolResult is a tool source's envelope: the call as the model made it, and its own result.
-func toolResult(key string, t *store.Task) TaskResult {
-	tr := TaskResult{Key: key, ToolName: deref(t.ToolName), Status: t.Status, IsError: deref(t.IsError), Output: deref(t.Output)}
+func toolResult(key string, t *store.Task) envelope.TaskResult {
+	tr := envelope.TaskResult{Key: key, ToolName: deref(t.ToolName), Status: t.Status, IsError: deref(t.IsError), Output: deref(t.Output),
+		Error: failureOf(t.ErrorKey, t.ErrorDetail)}
 	if t.ToolAlias != nil {
 		tr.ToolName = *t.ToolAlias
 	}
@@ -348,9 +346,6 @@ func toolResult(key string, t *store.Task) TaskResult {
 		if c, err := jsonwire.CanonicalValue([]byte(*t.ToolInput)); err == nil {
 			tr.ToolInput = c
 		}
-	}
-	if t.ErrorKey != nil {
-		tr.Error = &TaskError{Key: *t.ErrorKey, Detail: deref(t.ErrorDetail)}
 	}
 	return tr
 }
@@ -432,7 +427,7 @@ func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child 
 			return nil, err
 		}
 		if full.Status == StatusCompleted {
-			out := Answer(full.Key, deref(full.Output))
+			out := envelope.Answer(full.Key, deref(full.Output))
 			return &settlement{status: StatusCompleted, isError: new(false), output: out, content: textContent(out)}, nil
 		}
 		return carried(full, ""), nil

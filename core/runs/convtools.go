@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -117,7 +118,7 @@ func (e *Engine) cancelRequest(ctx context.Context, tx *store.Tx, fx *effects, r
 // (docs/agent-tools.md#delegation-and-conversations): settled once its turn ended (completed,
 // failed or canceled) or the request was withdrawn before it started; the envelope is keyed by the
 // call and names the child conversation.
-func replyOf(ctx context.Context, q store.Querier, runID int64, callKey string) (*TaskResult, bool, error) {
+func replyOf(ctx context.Context, q store.Querier, runID int64, callKey string) (*envelope.TaskResult, bool, error) {
 	r, err := store.RequestByCall(ctx, q, runID, callKey)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
@@ -129,9 +130,9 @@ func replyOf(ctx context.Context, q store.Querier, runID int64, callKey string) 
 	if err != nil {
 		return nil, false, err
 	}
-	tr := &TaskResult{Key: callKey, Conversation: conv.PublicID, ModelSource: true, ModelPrompt: r.InputText}
+	tr := &envelope.TaskResult{Key: callKey, Conversation: conv.PublicID, ModelSource: true, ModelPrompt: r.InputText}
 	if r.Status == RequestWithdrawn && r.TurnID == nil {
-		tr.Status, tr.Error = StatusCanceled, &TaskError{Key: KeyTaskCanceled}
+		tr.Status, tr.Error = StatusCanceled, &envelope.Failure{Key: KeyTaskCanceled}
 		return tr, true, nil
 	}
 	if r.TurnID == nil {
@@ -146,9 +147,9 @@ func replyOf(ctx context.Context, q store.Querier, runID int64, callKey string) 
 		tr.Status, tr.Output = StatusCompleted, deref(turn.AnswerText)
 	case TurnFailed:
 		tr.Status = StatusFailed
-		tr.Error = &TaskError{Key: deref(turn.FailureKey), Detail: deref(turn.FailureDetail)}
+		tr.Error = &envelope.Failure{Key: deref(turn.FailureKey), Detail: deref(turn.FailureDetail)}
 	case TurnCanceled:
-		tr.Status, tr.Error = StatusCanceled, &TaskError{Key: KeyTaskCanceled}
+		tr.Status, tr.Error = StatusCanceled, &envelope.Failure{Key: KeyTaskCanceled}
 	default:
 		return nil, false, nil
 	}

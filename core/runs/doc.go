@@ -5,8 +5,9 @@
 // results (unpaired results, wake rounds, kernel-authored turns, passive holds), the engine's side
 // of the conversation tools' rows (the reply rows that bring answers back, scheduled sends and
 // steers released, a stopped run's requests canceled), the scheduler (kernel workers over the one
-// tasks queue, the sweeper and its expiry rule, crash recovery, wake-ups) and the transcript a
-// model reads (the sealed request, <task_result>, <tool_use_error>, escaping). It keeps a
+// tasks queue, the sweeper and its expiry rule, crash recovery, wake-ups) and the sealed request
+// a model reads (which envelope each result travels in is the engine's; core/envelope words
+// <task_result>, <answer> and <tool_use_error> and escapes the framing). It keeps a
 // conversation's turns in step with their runs (turns.go: the answerer's profile frozen onto a
 // turn, a queued turn started, the next one after it).
 //

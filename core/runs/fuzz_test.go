@@ -3,7 +3,6 @@ package runs
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -34,24 +33,6 @@ func FuzzCheckCall(f *testing.F) {
 		}
 		if utf8.ValidString(name) && utf8.RuneCountInString(v.ToolName) > steps.MaxToolNameLen {
 			t.Fatalf("tool name of %d characters", utf8.RuneCountInString(v.ToolName))
-		}
-	})
-}
-
-// FuzzEscape: escaped text opens none of the kernel's framing tags, and only "<" changes.
-func FuzzEscape(f *testing.F) {
-	for _, s := range []string{"<answer>", "</task_result>", "a<b", "<tool_use_error_x", "<message"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := Escape(s)
-		for i := 0; i < len(out); i++ {
-			if out[i] == '<' && framed(out[i+1:]) {
-				t.Fatalf("Escape(%q) = %q still opens a framing tag at %d", s, out, i)
-			}
-		}
-		if strings.ReplaceAll(out, "&lt;", "<") != strings.ReplaceAll(s, "&lt;", "<") {
-			t.Fatalf("Escape(%q) = %q changed more than '<'", s, out)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/nexuskernel/nexus/core/approval"
+	"github.com/nexuskernel/nexus/core/envelope"
 )
 
 // Rule is one approval rule (docs/agent-tools.md#the-approval-gate); its grammar is
@@ -24,6 +25,6 @@ const (
 // denial's reason cut to MaxReasonBytes for error.detail.
 func Evaluate(mode string, rules []Rule, origin, toolName string, input json.RawMessage) Decision {
 	d := approval.Evaluate(mode, rules, origin, toolName, input)
-	d.Detail = CutUTF8(d.Detail, MaxReasonBytes)
+	d.Detail = envelope.CutUTF8(d.Detail, MaxReasonBytes)
 	return d
 }

@@ -29,10 +29,6 @@ const (
 	MaxPluginClaims = 3
 	// MaxReasonBytes bounds a denial reason or a rule's reason copied into error.detail.
 	MaxReasonBytes = 256
-	// PromptExcerptChars and CallInputExcerptBytes bound a <task_result> head: enough to
-	// recognise the work, small enough to repeat in every later round.
-	PromptExcerptChars    = 80
-	CallInputExcerptBytes = 200
 	// MaxAttentionKeys bounds the task keys one attention reason lists.
 	MaxAttentionKeys = 32
 	// ArgumentsDetailBytes bounds an invalid_tool_arguments detail: the parser's complaint, not

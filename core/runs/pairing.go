@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
@@ -74,7 +75,7 @@ func CheckCall(name, arguments string, declared, truncated bool) Verdict {
 			return Verdict{ToolName: name, Error: &TaskError{Key: KeyTruncatedToolArguments,
 				Detail: "The model ran out of output tokens while writing the arguments."}}
 		}
-		return Verdict{ToolName: name, Error: &TaskError{Key: KeyInvalidToolArguments, Detail: CutUTF8(problem, ArgumentsDetailBytes)}}
+		return Verdict{ToolName: name, Error: &TaskError{Key: KeyInvalidToolArguments, Detail: envelope.CutUTF8(problem, ArgumentsDetailBytes)}}
 	}
 	if path := jsonwire.UnstorablePath(args); path != "" {
 		// Checked before the size so that canonical encoding, which refuses such values, has a

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
@@ -276,7 +277,7 @@ func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store
 	if err != nil {
 		return "", 0, fmt.Errorf("runs: result %s: %w", key, err)
 	}
-	tr := TaskResult{Key: key}
+	tr := envelope.TaskResult{Key: key}
 	final := src
 	if src.Kind == KindModel {
 		tr.ModelSource = true
@@ -305,9 +306,7 @@ func (e *Engine) resultDelivery(ctx context.Context, q store.Querier, run *store
 	tr.Status = final.Status
 	tr.IsError = deref(final.IsError)
 	tr.Output = deref(final.Output)
-	if final.ErrorKey != nil {
-		tr.Error = &TaskError{Key: *final.ErrorKey, Detail: deref(final.ErrorDetail)}
-	}
+	tr.Error = failureOf(final.ErrorKey, final.ErrorDetail)
 	var id int64
 	if final.ResultDeliveredAt == nil {
 		id = final.ID

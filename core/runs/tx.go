@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -169,7 +170,7 @@ func (x *Tx) Decide(ctx context.Context, r *store.Run, t *store.Task, a *Actor, 
 	// The decision's record is written by the statement that settles or parks the row.
 	record := approvalOf(origin, &by, now)
 	if deny {
-		f := failAs(StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: CutUTF8(reason, MaxReasonBytes)}, now)
+		f := failAs(StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: envelope.CutUTF8(reason, MaxReasonBytes)}, now)
 		f.Approval = record
 		if err := e.settleRow(ctx, tx, &t.TaskTrace, f); err != nil {
 			return false, err
