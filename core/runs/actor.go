@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -69,6 +70,11 @@ func (a *Actor) standing() store.Standing {
 }
 
 func (a *Actor) member() Member { return Member{Kind: a.Kind, PublicID: a.PublicID} }
+
+// principal is a as the upload checks name their caller.
+func (a *Actor) principal() *identity.Principal {
+	return &identity.Principal{Kind: a.Kind, ID: a.ID, PublicID: a.PublicID}
+}
 
 func conflict(code, format string, args ...any) *refusal.Error {
 	return refusal.New(refusal.Conflict, code, fmt.Sprintf(format, args...))

@@ -154,7 +154,7 @@ func (e *Engine) writeSteps(ctx context.Context, tx *store.Tx, r *store.Run, lis
 // bindStepInputs binds the uploads the steps attach to their written rows.
 func (e *Engine) bindStepInputs(ctx context.Context, tx *store.Tx, r *store.Run, list []*step, rows []store.Task, now int64) error {
 	for i, s := range list {
-		if err := e.bindInputs(ctx, tx, uploads.TargetTaskInput, rows[i].ID, r.WorkspaceID, s.attachments, now); err != nil {
+		if err := uploads.BindAttachments(ctx, tx, uploads.Target{Kind: uploads.TargetTaskInput, ID: rows[i].ID, WorkspaceID: r.WorkspaceID}, s.attachments, timeOf(now)); err != nil {
 			return err
 		}
 	}

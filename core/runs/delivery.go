@@ -375,7 +375,7 @@ func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *sto
 	if err := store.InsertTurn(ctx, tx, t); err != nil {
 		return nil, err
 	}
-	if err := e.bindInputs(ctx, tx, uploads.TargetTurnInput, t.ID, c.WorkspaceID, in.Attachments, now); err != nil {
+	if err := uploads.BindAttachments(ctx, tx, uploads.Target{Kind: uploads.TargetTurnInput, ID: t.ID, WorkspaceID: c.WorkspaceID}, in.Attachments, timeOf(now)); err != nil {
 		return nil, err
 	}
 	origin := OriginKernel

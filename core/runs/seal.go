@@ -12,6 +12,7 @@ import (
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
+	"github.com/nexuskernel/nexus/core/uploads"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
@@ -40,7 +41,7 @@ func encodeEntry(e model.Entry) ([]byte, error) { return e.MarshalJSON() }
 // the run's rows are not read for them.
 func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, t *store.Task, ts *projection.Round, m model.Model, detached bool) (*sealed, error) {
 	s := &sealed{}
-	gate := e.newGate(q, m)
+	gate := e.uploads.Gate(q, m)
 	tools, err := model.RequestOptions{Tools: ts.Offered(target(m)).Tools}.Schemas()
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		}
 		parts = append(parts, model.Part{Type: model.PartText, Text: deref(t.Prompt)})
 		if t.Attachments != nil {
-			input, err := gate.renderAll(ctx, inputRefs(t.Attachments))
+			input, err := gate.RenderAll(ctx, uploads.InputRefs(t.Attachments))
 			if err != nil {
 				return nil, err
 			}
@@ -171,7 +172,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 			s.entries = append(s.entries, en)
 			entryBytes = append(entryBytes, b)
 		}
-		gate.count(s.entries)
+		gate.Count(s.entries)
 		calls := prev.AnswerCalls
 		// A lineage keeps its model: the previous round's provider blocks always go back.
 		content, err := answerParts(prev, m.Ref)
@@ -216,7 +217,7 @@ func (e *Engine) assemble(ctx context.Context, q store.Querier, run *store.Run, 
 		if err != nil {
 			return nil, err
 		}
-		media, err := gate.renderAll(ctx, slices.Concat(perCall...))
+		media, err := gate.RenderAll(ctx, slices.Concat(perCall...))
 		if err != nil {
 			return nil, err
 		}
@@ -377,7 +378,7 @@ func reportedEstimate(hist []turnSegment, after []model.Entry, m model.Model) (i
 // history is the earlier turns of a conversation-hosted run's conversation, oldest first
 // (docs/development.md#how-the-kernel-runs-work): for each settled turn, the entries its mainline's last sealed round added
 // after its own history, then its final answer as an assistant entry when it has one.
-func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model, gate *mediaGate) ([]turnSegment, error) {
+func (e *Engine) history(ctx context.Context, q store.Querier, run *store.Run, m model.Model, gate *uploads.Gate) ([]turnSegment, error) {
 	me, err := store.TurnOfRun(ctx, q, run.ID)
 	if err != nil {
 		return nil, err

@@ -106,7 +106,7 @@ func (p *stepReader) Attachments(c *steps.Checked, path string, ids []string) er
 		p.needsTx = true
 		return nil
 	}
-	atts, err := p.e.inputAttachments(p.ctx, p.tx, p.actor, ids, path)
+	atts, err := p.e.uploads.Inputs(p.ctx, p.tx, p.actor.principal(), ids, path)
 	p.of(c).attachments = atts
 	return err
 }

@@ -122,7 +122,7 @@ func (x *Tx) DefaultModel() string { return x.e.models.Default().Ref }
 // unknown_input_upload at path[i] otherwise) and answers their descriptors in order, locked until
 // the transaction ends so that a turn posted in it binds them (TurnPost.Attachments).
 func (x *Tx) InputAttachments(ctx context.Context, a *Actor, ids []string, path string) ([]Attachment, error) {
-	return x.e.inputAttachments(ctx, x.Tx, a, ids, path)
+	return x.e.uploads.Inputs(ctx, x.Tx, a.principal(), ids, path)
 }
 
 // The engine's reads outside a transaction, for the doors above it.

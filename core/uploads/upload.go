@@ -74,10 +74,13 @@ func (u *Upload) ExpiresAt() (at int64, ok bool) {
 
 // MediaType is the detected type without parameters, lowercased: what media classification and
 // attachment parts compare (docs/agent-tools.md#what-a-model-reads).
-func (u *Upload) MediaType() string {
-	t, _, err := mime.ParseMediaType(u.ContentType)
+func (u *Upload) MediaType() string { return mediaTypeOf(u.ContentType) }
+
+// mediaTypeOf is a detected type without parameters, lowercased.
+func mediaTypeOf(contentType string) string {
+	t, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return strings.ToLower(strings.TrimSpace(strings.SplitN(u.ContentType, ";", 2)[0]))
+		return strings.ToLower(strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0]))
 	}
 	return t
 }

@@ -149,7 +149,7 @@ var rules = []rule{
 	{"core/identity", anyOf(plus(coreLeaves, coreStore...)...), "identity reads the store and refuses; it knows no run"},
 	{"core/liveness", anyOf(coreStore...), "an instance's heartbeat is a row of the store; what the others do with a dead instance's claims is the engine's"},
 	{"core/memory", anyOf(plus(plus(coreLeaves, coreStore...), sdkMemory...)...), "kernel memory is a memory.Provider over the store; it knows no run"},
-	{"core/uploads", anyOf(plus(plus(coreLeaves, coreStore...), "core/envelope", "core/identity")...), "uploads sit on the store, the envelope and identity; they know no run"},
+	{"core/uploads", anyOf(plus(plus(coreLeaves, coreStore...), "core/envelope", "core/identity", "core/model")...), "uploads sit on the store, the envelope and identity, and render for a model's limits what a request attaches; they know no run"},
 	{"core/profiles", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model")...), "agent profiles compile declarations and store them; they know no run"},
 	{"core/profiles/profilestest", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model", "core/profiles")...), "the profiles' fixtures build on profiles"},
 	{"core/steps", anyOf(plus(plus(plus(coreLeaves, coreStore...), sdkAnnounce...), "core/approval", "core/declare", "core/registry", "core/model")...), "the run and step grammar judges shapes: it reads no row, and asks the engine (through Lookups) what the store, the catalog and the compiler know"},
