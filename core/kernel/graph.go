@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,7 +29,7 @@ const (
 // The graph family's refusal words (docs/agent-tools.md#delegation-and-conversations).
 const (
 	WordModelNotAuthorized = conversations.WordModelNotAuthorized
-	WordWaitTargetNotFound = runs.WordWaitTargetNotFound
+	WordWaitTargetNotFound = "wait_target_not_found"
 	WordWaitCycle          = "wait_cycle"
 )
 
@@ -41,8 +42,7 @@ const (
 	wakePassive          = "passive"
 )
 
-// wait's clock bounds (docs/agent-tools.md#delegation-and-conversations); the effective clamp of
-// 24 hours is the engine's (runs.WaitClamp).
+// wait's clock bounds (docs/agent-tools.md#delegation-and-conversations, docs/api.md#limits).
 const (
 	// WaitDefault is a wait's clock when timeout_ms is omitted: long enough for a branch's
 	// typical work, short enough that a forgotten wait does not hold a round for a day.
@@ -50,6 +50,10 @@ const (
 	// WaitAuthoredMax is the largest timeout_ms a wait may be written with (7 days, the same
 	// authored bound as a tool park), so that a schema-valid value is never refused.
 	WaitAuthoredMax = 7 * 24 * time.Hour
+	// WaitClamp is the effective bound of a wait's clock, whatever it was written with: a wait
+	// that outlives a working day is waiting on something that has gone wrong, and the model
+	// should hear so.
+	WaitClamp = 24 * time.Hour
 
 	defaultWaitTimeoutMS   = int64(WaitDefault / time.Millisecond)
 	maxAuthoredWaitTimeout = int64(WaitAuthoredMax / time.Millisecond)
@@ -73,8 +77,9 @@ var (
 	waitParams     = []string{"task", "run_public_id", "timeout_ms"}
 )
 
-// Graph runs delegate_task and wait: it checks the arguments and writes the texts; core/runs
-// builds and observes the rows (docs/agent-tools.md#delegation-and-conversations).
+// Graph runs delegate_task and wait: it checks the arguments, resolves a wait's target, builds the
+// rows each places (a branch's first round, a wait's await) and writes the texts; core/runs
+// writes and observes the rows (docs/agent-tools.md#delegation-and-conversations).
 type Graph struct {
 	// Compiler narrows the calling round's frozen declaration for a branch.
 	Compiler *declare.Compiler
@@ -167,7 +172,7 @@ func (g *Graph) Delegate(ctx context.Context, call *runs.KernelCall) (*runs.Kern
 	if wake == "" {
 		wake = round.Wake
 	}
-	row := runs.BranchRow(call.TaskKey, runs.Branch{Prompt: prompt, Model: ref, Instructions: round.Instructions,
+	row := branchRow(call.TaskKey, branch{Prompt: prompt, Model: ref, Instructions: round.Instructions,
 		ToolDefinitions: branchSet.Bytes(), SkillCatalog: round.SkillCatalog, Environment: round.Environment,
 		Lifetime: lifetime, Wake: wake, Detached: !wait})
 	title := DelegatedTitle(call.TaskKey)
@@ -191,6 +196,57 @@ func WaitTargetNotFoundDetail(task, runPublicID string) string {
 	return fmt.Sprintf("no task %q in run %s that this run can observe.", task, runPublicID)
 }
 
+// WaitTargetGoneDetail is the detail of a target collected while a wait observed it.
+func WaitTargetGoneDetail(task string) string {
+	return fmt.Sprintf("task %q is no longer available.", task)
+}
+
+// waitTargetGone is the result of a wait whose target was collected while observed
+// (docs/agent-tools.md#delegation-and-conversations): wait_target_not_found as its error result,
+// the structured_content saying the target is unavailable. No path collects tasks in this
+// version; the engine keeps the rule for the one that will.
+func waitTargetGone(task string) *runs.KernelResult {
+	detail := WaitTargetGoneDetail(task)
+	type errorWire struct {
+		Key    string `json:"key"`
+		Detail string `json:"detail,omitempty"`
+	}
+	sc, err := json.Marshal(struct {
+		Status string    `json:"status"`
+		Error  errorWire `json:"error"`
+	}{"unavailable", errorWire{WordWaitTargetNotFound, detail}})
+	if err != nil {
+		panic(fmt.Sprintf("kernel: marshal a wait's refusal: %v", err))
+	}
+	return &runs.KernelResult{Content: WordWaitTargetNotFound + ": " + detail, StructuredContent: sc, IsError: true, Title: refusedTitle(wireWait)}
+}
+
+// delegateModelLine is a waited delegate_task's "[model: …]" line
+// (docs/agent-tools.md#delegation-and-conversations): the model the call named, and the one its
+// branch ran on or that it never started; "" when the call named none.
+func delegateModelLine(input []byte, ranOn string, started bool) (string, error) {
+	var in struct {
+		Model *string `json:"model"`
+	}
+	if input != nil {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return "", fmt.Errorf("kernel: a delegate_task call's stored input: %w", err)
+		}
+	}
+	if in.Model == nil {
+		return "", nil
+	}
+	requested := strings.TrimSpace(*in.Model)
+	if requested == "" {
+		return "", nil
+	}
+	ran := "ran on " + ranOn
+	if !started {
+		ran = "not started"
+	}
+	return fmt.Sprintf("[model: requested %s, %s]", requested, ran), nil
+}
+
 // WaitCycleDetail is the detail of a target that is the call or one of its ancestors.
 func WaitCycleDetail(task string) string {
 	return fmt.Sprintf("task %q is this call or one of its ancestors, so waiting on it could never end.", task)
@@ -210,7 +266,7 @@ func (g *Graph) Wait(ctx context.Context, call *runs.KernelCall) (*runs.KernelOu
 	if e := a.Err(); e != nil {
 		return argumentsRefused(wireWait, e), nil
 	}
-	target, err := runs.LookupWaitTarget(ctx, call, runID, task)
+	target, err := lookupWaitTarget(ctx, call, runID, task)
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +280,141 @@ func (g *Graph) Wait(ctx context.Context, call *runs.KernelCall) (*runs.KernelOu
 		r.Title = WaitTitle(task)
 		return &runs.KernelOutcome{Result: &r}, nil
 	}
-	row := runs.WaitAwait(call.TaskKey, runs.WaitSpec{RunPublicID: target.RunPublicID, Task: task, TimeoutMS: timeout})
+	row := waitAwait(call.TaskKey, runs.WaitSpec{RunPublicID: target.RunPublicID, Task: task, TimeoutMS: timeout})
 	return &runs.KernelOutcome{Place: &runs.Placement{Rows: []*store.Task{row}, Await: row.Key, Title: WaitTitle(task)}}, nil
+}
+
+// branch is the model branch a delegate_task call places
+// (docs/agent-tools.md#delegation-and-conversations): an empty context that reads only Prompt, the
+// calling round's request surface, and its declaration narrowed.
+type branch struct {
+	Prompt string
+	// Model is the provider/model ref the branch runs on.
+	Model        string
+	Instructions *string
+	// ToolDefinitions is the narrowed, re-rendered frozen declaration ("[]" for no tools);
+	// SkillCatalog and Environment are the calling round's, as stored.
+	ToolDefinitions []byte
+	SkillCatalog    []byte
+	Environment     []byte
+	Lifetime        string
+	Wake            string
+	// Detached is true unless the call waits for the branch (wait: true).
+	Detached bool
+}
+
+// branchRow is the first round of a delegate_task branch, ready to be placed under its call
+// (runs.BranchKey): off the mainline, kernel-made, absorbing its failure, visible, a lineage of
+// its own that counts its rounds from 1. Readiness makes it running in the placing transaction.
+func branchRow(callKey string, b branch) *store.Task {
+	key := runs.BranchKey(callKey)
+	defs, cat, env := string(b.ToolDefinitions), string(b.SkillCatalog), string(b.Environment)
+	if defs == "" {
+		defs = "[]"
+	}
+	t := &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: runs.KindModel, Status: runs.StatusWaiting, Mainline: false, Origin: runs.OriginKernel,
+		OnFailure: runs.OnFailureAbsorb, Lifetime: b.Lifetime, Wake: b.Wake, Detached: b.Detached,
+		Visibility: runs.VisibilityVisible, LineageRoot: key, RoundNumber: 1, Model: new(b.Model),
+	},
+		Prompt: new(b.Prompt), Instructions: b.Instructions, ToolDefinitions: &defs,
+	}
+	if cat != "" {
+		t.SkillCatalog = &cat
+	}
+	if env != "" {
+		t.Environment = &env
+	}
+	return t
+}
+
+// waitAwait is the await a wait call places (docs/agent-tools.md#delegation-and-conversations):
+// kernel-held, dispatched from birth, hidden, absorbing, with the effective clock min(timeout_ms,
+// WaitClamp). spec.TimeoutMS is the authored value (the default when omitted), served on the task
+// read.
+func waitAwait(callKey string, spec runs.WaitSpec) *store.Task {
+	key := runs.ChildKey(callKey, runs.RoleWait, 1)
+	clock := min(spec.TimeoutMS, WaitClamp.Milliseconds())
+	return &store.Task{TaskTrace: store.TaskTrace{
+		Key: key, Kind: runs.KindAwait, Status: runs.StatusDispatched, Origin: runs.OriginKernel, OnFailure: runs.OnFailureAbsorb,
+		Lifetime: runs.LifetimeTurn, Wake: runs.WakeAuto, Visibility: runs.VisibilityHidden, LineageRoot: key,
+		AwaitKind: new(runs.AwaitWait), TimeoutMS: &clock,
+	},
+		WaitSpec: &spec,
+	}
+}
+
+// waitTarget is what a wait call would observe (docs/agent-tools.md#delegation-and-conversations).
+type waitTarget struct {
+	// RunPublicID is the run that holds the target (the calling run when none was named).
+	RunPublicID string
+	// Found is false when the run is not observable from the calling run, or has no such task.
+	Found bool
+	// Cycle is true when the target is the call itself or one of its ancestors.
+	Cycle bool
+	// Settled is true when the target's final work has settled; Result is then the call's
+	// result: the target's <task_result> envelope, an error flag when it did not complete.
+	Settled bool
+	Result  *runs.KernelResult
+}
+
+// lookupWaitTarget resolves a wait call's target inside its settling transaction: the run (the
+// calling run, or on a conversation-hosted run another run of its conversation), the task,
+// whether waiting on it could never end (runs.WaitCycle), and whether its final work has already
+// settled (runs.FinalWork).
+func lookupWaitTarget(ctx context.Context, call *runs.KernelCall, runPublicID, task string) (*waitTarget, error) {
+	if call.Tx == nil {
+		return nil, errors.New("kernel: a wait is evaluated inside its settling transaction")
+	}
+	q := call.Tx
+	self, err := store.RunByID(ctx, q, call.RunID)
+	if err != nil {
+		return nil, err
+	}
+	out := &waitTarget{RunPublicID: self.PublicID}
+	run := self
+	if id := strings.ToLower(runPublicID); id != "" && id != self.PublicID {
+		out.RunPublicID = id
+		if self.ConversationID == nil {
+			return out, nil
+		}
+		other, err := store.RunByPublicID(ctx, q, self.WorkspaceID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if other.ConversationID == nil || *other.ConversationID != *self.ConversationID {
+			return out, nil
+		}
+		run = other
+	}
+	target, err := store.TaskByKey(ctx, q, run.ID, task)
+	if errors.Is(err, store.ErrNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Found = true
+	if run.ID == self.ID {
+		tasks, err := store.TraceTasks(ctx, q, run.ID)
+		if err != nil {
+			return nil, err
+		}
+		if runs.WaitCycle(tasks, call.TaskKey, &target.TaskTrace) {
+			out.Cycle = true
+			return out, nil
+		}
+	}
+	result, settled, err := runs.FinalWork(ctx, q, run.ID, target, task)
+	if err != nil {
+		return nil, err
+	}
+	if settled {
+		out.Settled = true
+		out.Result = &runs.KernelResult{Content: result.Render(), IsError: result.Status != runs.StatusCompleted}
+	}
+	return out, nil
 }

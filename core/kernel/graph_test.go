@@ -240,6 +240,7 @@ func TestGraphTexts(t *testing.T) {
 		{WaitTimeoutDetail("r3t1", 3600000), `stopped waiting for task "r3t1" after 3600000 ms; it keeps running and its result is still delivered.`},
 		{WaitCanceledDetail("r3t1"), `the wait for task "r3t1" was canceled; the task keeps running.`},
 		{ModelNotAuthorizedDetail("acme/huge", "unknown_model"), `model "acme/huge" is not a model you may run here (unknown_model).`},
+		{WaitTargetGoneDetail("r3t1"), `task "r3t1" is no longer available.`},
 		{AskTitle, "question for the person"},
 		{envelope.Answer("r3t1-ask-1", "Yes — ship it on Friday."), `<answer task="r3t1-ask-1">Yes — ship it on Friday.</answer>`},
 	}
@@ -247,5 +248,38 @@ func TestGraphTexts(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %q\nwant %q", c.got, c.want)
 		}
+	}
+}
+
+// TestEngineSettledTexts pins what the engine settles on the graph tools' behalf
+// (runs.ToolTexts): a wait whose target was collected, and a waited delegate_task's model line,
+// read from the call's stored input.
+func TestEngineSettledTexts(t *testing.T) {
+	t.Parallel()
+	tools := New(Options{})
+	gone := tools.WaitTargetGone("r3t1")
+	if gone.Content != `wait_target_not_found: task "r3t1" is no longer available.` || !gone.IsError || gone.Title != "wait refused" ||
+		string(gone.StructuredContent) != `{"status":"unavailable","error":{"key":"wait_target_not_found","detail":"task \"r3t1\" is no longer available."}}` {
+		t.Errorf("target gone: %+v, structured %s", gone, gone.StructuredContent)
+	}
+	cases := []struct {
+		input   []byte
+		ranOn   string
+		started bool
+		want    string
+	}{
+		{[]byte(`{"prompt":"x","model":" mock/text-only "}`), "mock/text-only", true, "[model: requested mock/text-only, ran on mock/text-only]"},
+		{[]byte(`{"prompt":"x","model":"mock/scripted"}`), "mock/scripted", false, "[model: requested mock/scripted, not started]"},
+		{[]byte(`{"prompt":"x"}`), "mock/scripted", true, ""},
+		{[]byte(`{"prompt":"x","model":"  "}`), "mock/scripted", true, ""},
+		{nil, "mock/scripted", true, ""},
+	}
+	for _, c := range cases {
+		if got, err := tools.DelegateModelLine(c.input, c.ranOn, c.started); err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.input, got, err, c.want)
+		}
+	}
+	if _, err := tools.DelegateModelLine([]byte(`{"model":`), "m", true); err == nil {
+		t.Error("a stored input that is not JSON read as none")
 	}
 }

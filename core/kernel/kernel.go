@@ -88,6 +88,14 @@ func (t *Tools) WaitTimedOut(task string, timeoutMS int64) string {
 // WaitCanceled is WaitCanceledDetail: the engine settles a canceled wait.
 func (t *Tools) WaitCanceled(task string) string { return WaitCanceledDetail(task) }
 
+// WaitTargetGone is the error result of a wait whose target was collected while observed.
+func (t *Tools) WaitTargetGone(task string) *runs.KernelResult { return waitTargetGone(task) }
+
+// DelegateModelLine is a waited delegate_task's "[model: …]" line, read from its stored input.
+func (t *Tools) DelegateModelLine(input []byte, ranOn string, started bool) (string, error) {
+	return delegateModelLine(input, ranOn, started)
+}
+
 // SpawnStillWorking is SpawnStillWorkingText: the engine settles a waited spawn whose waiting
 // ended before the reply.
 func (t *Tools) SpawnStillWorking(conversationPublicID, label, answeredBy string) string {

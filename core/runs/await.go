@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/store"
@@ -30,15 +29,6 @@ const (
 	wireWait  = "wait"
 	wireAsk   = "ask"
 	wireSpawn = "spawn"
-)
-
-// The await clocks of docs/development.md#how-the-kernel-runs-work and docs/api.md#limits.
-const (
-	// WaitClamp is the effective bound of any await: a wait that outlives a working day is
-	// waiting on something that has gone wrong, and the model should hear so.
-	WaitClamp = 24 * time.Hour
-	// AskPark is an ask's clock: a working day for a person to answer.
-	AskPark = 24 * time.Hour
 )
 
 // WaitSpec is a wait await's target and clock, as the task read serves it
@@ -66,80 +56,8 @@ func waitInputTask(input *string) (string, error) {
 	return in.Task, nil
 }
 
-// WaitAwait is the await a wait call places (docs/agent-tools.md#delegation-and-conversations):
-// kernel-held, dispatched from birth, hidden, absorbing, with the effective clock min(timeout_ms,
-// 24 h). spec.TimeoutMS is the authored value (the default when omitted), served on the task read.
-func WaitAwait(callKey string, spec WaitSpec) *store.Task {
-	key := ChildKey(callKey, RoleWait, 1)
-	clock := min(spec.TimeoutMS, WaitClamp.Milliseconds())
-	return &store.Task{TaskTrace: store.TaskTrace{
-		Key: key, Kind: KindAwait, Status: StatusDispatched, Origin: OriginKernel, OnFailure: OnFailureAbsorb,
-		Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden, LineageRoot: key,
-		AwaitKind: new(AwaitWait), TimeoutMS: &clock,
-	},
-		WaitSpec: &spec,
-	}
-}
-
-// Question is what an ask call asks.
-type Question struct {
-	Prompt string
-	// Options are the choices in display order; nil or empty means an open answer.
-	Options []string
-	Multi   bool
-}
-
 // AddressedMember is an ask's addressee as stored and served: {role: "member", member}.
 type AddressedMember = store.AddressedMember
-
-// AskAwait is the await an ask call places (docs/agent-tools.md#delegation-and-conversations):
-// awaiting a member's answer from birth, hidden, absorbing, parked 24 hours, addressed to the
-// person the run acts for.
-func AskAwait(ctx context.Context, call *KernelCall, q Question) (*store.Task, error) {
-	if call.Tx == nil {
-		return nil, errors.New("runs: an ask is placed inside its settling transaction")
-	}
-	run, err := store.RunByID(ctx, call.Tx, call.RunID)
-	if err != nil {
-		return nil, err
-	}
-	to, err := askAddressee(ctx, call.Tx, run)
-	if err != nil {
-		return nil, err
-	}
-	key := ChildKey(call.TaskKey, RoleAsk, 1)
-	clock := AskPark.Milliseconds()
-	t := &store.Task{TaskTrace: store.TaskTrace{
-		Key: key, Kind: KindAwait, Status: StatusAwaitingInput, Origin: OriginKernel,
-		OnFailure: OnFailureAbsorb, Lifetime: LifetimeTurn, Wake: WakeAuto, Visibility: VisibilityHidden,
-		LineageRoot: key, AwaitKind: new(AwaitAsk), TimeoutMS: &clock,
-	},
-		Prompt: new(q.Prompt), Multi: new(q.Multi),
-		AddressedMember: &AddressedMember{Role: "member", Member: to},
-	}
-	if len(q.Options) > 0 {
-		t.Options = q.Options
-	}
-	return t, nil
-}
-
-// askAddressee is the person a run acts for (docs/agent-tools.md#delegation-and-conversations): the
-// user who authored its turn or created it; when that is an agent or the kernel, its answering
-// agent's steward.
-func askAddressee(ctx context.Context, q store.Querier, run *store.Run) (Member, error) {
-	if run.CreatedByKind == store.KindUser {
-		return Member{Kind: store.KindUser, PublicID: run.CreatedByPublicID}, nil
-	}
-	agent := deref(run.AnsweringAgentPublicID)
-	if agent == "" && run.CreatedByKind == store.KindAgent {
-		agent = run.CreatedByPublicID
-	}
-	steward, err := store.AgentStewardPublicID(ctx, q, agent)
-	if err != nil {
-		return Member{}, fmt.Errorf("runs: the steward of agent %s: %w", agent, err)
-	}
-	return Member{Kind: store.KindUser, PublicID: steward}, nil
-}
 
 // inheritPlacement completes an await a call places: it belongs to the call's work (its
 // lifetime, wake and detachment, so that a detached branch's question is the branch's), and its
@@ -157,85 +75,12 @@ func inheritPlacement(t *store.Task, call *store.TaskTrace, now int64) {
 	t.DeadlineAt = new(now + *t.TimeoutMS)
 }
 
-// WaitTarget is what a wait call would observe (docs/agent-tools.md#delegation-and-conversations).
-type WaitTarget struct {
-	// RunPublicID is the run that holds the target (the calling run when none was named).
-	RunPublicID string
-	// Found is false when the run is not observable from the calling run, or has no such task.
-	Found bool
-	// Cycle is true when the target is the call itself or one of its ancestors.
-	Cycle bool
-	// Settled is true when the target's final work has settled; Result is then the call's
-	// result: the target's <task_result> envelope, an error flag when it did not complete.
-	Settled bool
-	Result  *KernelResult
-}
-
-// LookupWaitTarget resolves a wait call's target inside its settling transaction: the run
-// (the calling run, or on a conversation-hosted run another run of its conversation), the task,
-// whether waiting on it could never end, and whether its final work has already settled.
-func LookupWaitTarget(ctx context.Context, call *KernelCall, runPublicID, task string) (*WaitTarget, error) {
-	if call.Tx == nil {
-		return nil, errors.New("runs: a wait is evaluated inside its settling transaction")
-	}
-	q := call.Tx
-	self, err := store.RunByID(ctx, q, call.RunID)
-	if err != nil {
-		return nil, err
-	}
-	out := &WaitTarget{RunPublicID: self.PublicID}
-	run := self
-	if id := strings.ToLower(runPublicID); id != "" && id != self.PublicID {
-		out.RunPublicID = id
-		if self.ConversationID == nil {
-			return out, nil
-		}
-		other, err := store.RunByPublicID(ctx, q, self.WorkspaceID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if other.ConversationID == nil || *other.ConversationID != *self.ConversationID {
-			return out, nil
-		}
-		run = other
-	}
-	target, err := store.TaskByKey(ctx, q, run.ID, task)
-	if errors.Is(err, store.ErrNotFound) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out.Found = true
-	if run.ID == self.ID {
-		tasks, err := store.TraceTasks(ctx, q, run.ID)
-		if err != nil {
-			return nil, err
-		}
-		if waitCycle(tasks, call.TaskKey, &target.TaskTrace) {
-			out.Cycle = true
-			return out, nil
-		}
-	}
-	st, err := finalState(ctx, q, run.ID, target, task)
-	if err != nil {
-		return nil, err
-	}
-	if st.settled {
-		out.Settled = true
-		out.Result = &KernelResult{Content: st.result.Render(), IsError: st.result.Status != StatusCompleted}
-	}
-	return out, nil
-}
-
-// waitCycle reports whether waiting on target from the call callKey could never end: the
-// target is the call, or an ancestor of it (the call that placed it, the round that made it, a
+// WaitCycle reports whether waiting on target from the call callKey could never end
+// (docs/agent-tools.md#delegation-and-conversations, wait_cycle): the target is the call, or an
+// ancestor of it (the call that placed it, the round that made it, a
 // round of that round's lineage, whose final work waits on this call, and so up through the
 // delegate_task or tool_call call whose work contains it).
-func waitCycle(tasks []store.TaskTrace, callKey string, target *store.TaskTrace) bool {
+func WaitCycle(tasks []store.TaskTrace, callKey string, target *store.TaskTrace) bool {
 	byKey := make(map[string]*store.TaskTrace, len(tasks))
 	for i := range tasks {
 		byKey[tasks[i].Key] = &tasks[i]
@@ -265,6 +110,16 @@ func waitCycle(tasks []store.TaskTrace, callKey string, target *store.TaskTrace)
 		return true
 	}
 	return target.Kind == KindModel && lineages[target.LineageRoot]
+}
+
+// FinalWork reads the logical final work of t, a row of run runID (finalState): its envelope, keyed
+// readerKey, and whether it has settled. A wait call reads its target with it.
+func FinalWork(ctx context.Context, q store.Querier, runID int64, t *store.Task, readerKey string) (envelope.TaskResult, bool, error) {
+	st, err := finalState(ctx, q, runID, t, readerKey)
+	if err != nil {
+		return envelope.TaskResult{}, false, err
+	}
+	return st.result, st.settled, nil
 }
 
 // targetState is a wait target's final work: whether it has settled, and its envelope.
@@ -380,35 +235,16 @@ func (e *Engine) observeBranch(ctx context.Context, q store.Querier, call, child
 		return nil, err
 	}
 	tr := lineageResult(call.Key, root, final)
-	requested, err := requestedModel(full.ToolInput)
-	if err != nil {
-		return nil, err
+	var input []byte
+	if full.ToolInput != nil {
+		input = []byte(*full.ToolInput)
 	}
-	if requested != "" {
-		ran := "ran on " + deref(final.Model)
-		if final.SealedRequestID == nil || final.StartedAt == nil {
-			ran = "not started"
-		}
-		tr.ModelLine = fmt.Sprintf("[model: requested %s, %s]", requested, ran)
+	started := final.SealedRequestID != nil && final.StartedAt != nil
+	if tr.ModelLine, err = e.texts.DelegateModelLine(input, deref(final.Model), started); err != nil {
+		return nil, err
 	}
 	out := tr.Render()
 	return &settlement{status: StatusCompleted, isError: new(final.Status != StatusCompleted), output: out, content: textContent(out)}, nil
-}
-
-// requestedModel is a delegate_task call's explicit model argument, "" when absent or blank.
-func requestedModel(input *string) (string, error) {
-	var in struct {
-		Model *string `json:"model"`
-	}
-	if input != nil {
-		if err := json.Unmarshal([]byte(*input), &in); err != nil {
-			return "", fmt.Errorf("runs: a delegate_task call's stored input: %w", err)
-		}
-	}
-	if in.Model == nil {
-		return "", nil
-	}
-	return strings.TrimSpace(*in.Model), nil
 }
 
 // observeAwait reads an await a call placed. An ask's call completes with the <answer>
@@ -469,31 +305,18 @@ func (e *Engine) observeAwait(ctx context.Context, q store.Querier, call, child 
 	return nil, fmt.Errorf("runs: %s awaits %s, a %s await, which no observation reads in this version", call.Key, child.Key, deref(child.AwaitKind))
 }
 
-// WordWaitTargetNotFound is wait's refusal word, also its answer when its target was
-// collected while observed (docs/agent-tools.md#delegation-and-conversations).
-const WordWaitTargetNotFound = "wait_target_not_found"
-
-// WaitTargetGoneDetail is the detail of a target collected while a wait observed it.
-func WaitTargetGoneDetail(task string) string {
-	return fmt.Sprintf("task %q is no longer available.", task)
-}
-
 // targetGone settles a wait whose target was collected while observed: the await and the call
-// complete with the error result wait_target_not_found and its structured_content. No path
+// complete with the error result the kernel words (ToolTexts.WaitTargetGone). No path
 // collects tasks in this version; the rule is kept for the one that will.
 func (e *Engine) targetGone(ctx context.Context, q store.Querier, await *store.Task, child *store.TaskTrace, task string) (*settlement, error) {
-	detail := WaitTargetGoneDetail(task)
-	out := WordWaitTargetNotFound + ": " + detail
-	sc := jsonText(struct {
-		Status string    `json:"status"`
-		Error  TaskError `json:"error"`
-	}{"unavailable", TaskError{Key: WordWaitTargetNotFound, Detail: detail}})
+	r := e.texts.WaitTargetGone(task)
+	out := r.Content
 	if err := e.resolveWait(ctx, q, await, out, true); err != nil {
 		return nil, err
 	}
 	child.Status = StatusCompleted
-	return &settlement{status: StatusCompleted, isError: new(true), output: out, content: textContent(out), structuredContent: sc,
-		title: new(wireWait + " refused")}, nil
+	return &settlement{status: StatusCompleted, isError: new(true), output: out, content: textContent(out),
+		structuredContent: stored(r.StructuredContent), title: &r.Title}, nil
 }
 
 // carried is the settlement of a call whose await failed: its status and error, unchanged.

@@ -15,52 +15,8 @@ const RoleModel = "model"
 // branchRootSuffix ends a branch's first round key: C-model-1.
 const branchRootSuffix = "-" + RoleModel + "-1"
 
-// Branch is the model branch a delegate_task call places
-// (docs/agent-tools.md#delegation-and-conversations): an empty context that reads only Prompt, the
-// calling round's request surface, and its declaration narrowed.
-type Branch struct {
-	Prompt string
-	// Model is the provider/model ref the branch runs on.
-	Model        string
-	Instructions *string
-	// ToolDefinitions is the narrowed, re-rendered frozen declaration ("[]" for no tools);
-	// SkillCatalog and Environment are the calling round's, as stored.
-	ToolDefinitions []byte
-	SkillCatalog    []byte
-	Environment     []byte
-	Lifetime        string
-	Wake            string
-	// Detached is true unless the call waits for the branch (wait: true).
-	Detached bool
-}
-
 // BranchKey is the key of the branch a delegate_task call places: C-model-1.
 func BranchKey(callKey string) string { return ChildKey(callKey, RoleModel, 1) }
-
-// BranchRow is the first round of a delegate_task branch, ready to be placed under its call:
-// off the mainline, kernel-made, absorbing its failure, visible, a lineage of its own that
-// counts its rounds from 1. Readiness makes it running in the placing transaction.
-func BranchRow(callKey string, b Branch) *store.Task {
-	key := BranchKey(callKey)
-	defs, cat, env := string(b.ToolDefinitions), string(b.SkillCatalog), string(b.Environment)
-	if defs == "" {
-		defs = "[]"
-	}
-	t := &store.Task{TaskTrace: store.TaskTrace{
-		Key: key, Kind: KindModel, Status: StatusWaiting, Mainline: false, Origin: OriginKernel,
-		OnFailure: OnFailureAbsorb, Lifetime: b.Lifetime, Wake: b.Wake, Detached: b.Detached,
-		Visibility: VisibilityVisible, LineageRoot: key, RoundNumber: 1, Model: new(b.Model),
-	},
-		Prompt: new(b.Prompt), Instructions: b.Instructions, ToolDefinitions: &defs,
-	}
-	if cat != "" {
-		t.SkillCatalog = &cat
-	}
-	if env != "" {
-		t.Environment = &env
-	}
-	return t
-}
 
 // branchCallKey is the delegate_task call that placed a branch lineage, read from the
 // lineage's root key (C-model-1 → C); "" when the root is not a branch's.

@@ -1,7 +1,9 @@
 // Package runs is the run engine. It owns the run and task rows and every change to them: the
 // round driver and its pairing law, addressing, the approval gate's place in readiness (the
-// evaluation is core/approval's), readiness and the run lifecycle, the rows the observing kernel
-// tools place (branches, asks, waits) and the calls that settle with them, the delivery of branch
+// evaluation is core/approval's), readiness and the run lifecycle, writing the rows the observing
+// kernel tools place (branches, asks, waits: core/kernel builds them, Placement) and the
+// observation that settles their calls, a waited target's final work (FinalWork, WaitCycle), the
+// delivery of branch
 // results (unpaired results, wake rounds, kernel-authored turns, passive holds), the engine's side
 // of the conversation tools' rows (the reply rows that bring answers back, scheduled sends and
 // steers released, a stopped run's requests canceled), the scheduler (kernel workers over the one

@@ -24,13 +24,20 @@ type KernelTools interface {
 }
 
 // ToolTexts words the results the engine settles itself on a kernel tool's behalf, when no
-// handler runs to end the call: a wait whose clock ran out or that was canceled, a waited spawn
-// whose waiting ended before the reply (docs/agent-tools.md#delegation-and-conversations).
-// core/kernel owns these texts beside the tools that speak them.
+// handler runs to end the call: a wait whose clock ran out, that was canceled or whose target was
+// collected, a waited spawn whose waiting ended before the reply, a waited delegate_task's model
+// line (docs/agent-tools.md#delegation-and-conversations). core/kernel owns these texts, and the
+// argument words they read, beside the tools that speak them.
 type ToolTexts interface {
 	WaitTimedOut(task string, timeoutMS int64) string
 	WaitCanceled(task string) string
+	// WaitTargetGone is the error result of a wait whose target was collected while observed.
+	WaitTargetGone(task string) *KernelResult
 	SpawnStillWorking(conversationPublicID, label, answeredBy string) string
+	// DelegateModelLine is the "[model: …]" line of a waited delegate_task call whose stored
+	// input is input (nil for none): "" when the call named no model. ranOn is the model the
+	// branch's final round ran on, if it started.
+	DelegateModelLine(input []byte, ranOn string, started bool) (string, error)
 }
 
 // KernelCall is one claimed kernel tool row, with the run facts a handler reads.
