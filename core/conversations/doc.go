@@ -18,6 +18,15 @@
 // search of session_read and session_search, and the state of a conversation kernel memory binds
 // to (gone, read-only or writable).
 //
+// The turns and requests live here through their whole life (turns.go): a turn posted, whoever
+// posts it (a member's message, a brief or a send, a scheduled input whose time came, a steer
+// whose reply ended before a seal carried it, a late result delivered as kernel mail), its run
+// started, kept in step with its run and the next queued turn started after it; the reply a
+// request's sender reads; the requests of a stopped run canceled, recursively. The engine reaches
+// this side through runs.Conversations, which Hosted implements (core/server fills it), on its
+// own transaction; the run and its rounds stay the engine's (runs.Tx.InsertTurnRun, StartRun,
+// StopRun).
+//
 // It works inside the engine's transaction (runs.Tx: Engine.Write for the doors, a kernel call's
 // KernelCall.Engine through On for the tools): runs are created, turns posted, runs stopped and
 // requests canceled by the engine's own operations, so that they go through its lifecycle and

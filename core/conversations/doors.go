@@ -408,7 +408,7 @@ func (d *Doors) PostMessage(ctx context.Context, req *PostMessageRequest) (*Post
 			return conflict(CodeInputQueueFull, "The conversation already has %d queued turns.", runs.MaxQueuedTurns)
 		}
 		now := x.NowMS()
-		t, err := x.PostTurn(ctx, c, &runs.TurnPost{PublicID: store.NewPublicID(), AuthorKind: a.Kind, AuthorPublicID: a.PublicID,
+		t, err := postTurn(ctx, x, c, &TurnPost{PublicID: store.NewPublicID(), AuthorKind: a.Kind, AuthorPublicID: a.PublicID,
 			Text: text, Model: ref, AgentID: c.AnsweringAgentID, AgentPublicID: c.AnsweringAgentPublicID, Profile: prof,
 			Attachments: atts, ToolNames: toolNames}, now)
 		if err != nil {

@@ -149,7 +149,7 @@ func (d *Doors) StartRun(ctx context.Context, a *runs.Actor, runID string) (*Run
 		if r.Status != runs.RunPending {
 			return conflict(CodeNotStartable, "Only a pending run starts; this one is %s.", r.Status)
 		}
-		if err := x.StartRun(ctx, r); err != nil {
+		if err := x.StartRun(ctx, r, x.NowMS()); err != nil {
 			return err
 		}
 		doc, err = runDoc(ctx, tx, r, true)
@@ -171,7 +171,7 @@ func (d *Doors) StopRun(ctx context.Context, a *runs.Actor, runID string, force 
 			return conflict(runs.CodeAlreadyTerminal, "The run is already %s.", r.Status)
 		}
 		by := runs.Member{Kind: a.Kind, PublicID: a.PublicID}
-		if err := x.StopRun(ctx, r, by, force); err != nil {
+		if err := stopRun(ctx, x, r, by, force); err != nil {
 			return err
 		}
 		if r, err = store.RunByID(ctx, tx, r.ID); err != nil {

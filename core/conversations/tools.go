@@ -453,16 +453,16 @@ func (c *Caller) Spawn(ctx context.Context, callKey string, sp *SpawnSpec) (*Spa
 		return nil, nil, err
 	}
 	sender := s.PublicID
-	post := &runs.TurnPost{PublicID: store.NewPublicID(), AuthorKind: store.KindAgent, AuthorPublicID: c.senderAgent(), SenderConversation: &sender,
+	post := &TurnPost{PublicID: store.NewPublicID(), AuthorKind: store.KindAgent, AuthorPublicID: c.senderAgent(), SenderConversation: &sender,
 		Text: sp.Prompt, Model: ref, AgentID: agent.ID, AgentPublicID: agent.PublicID, Profile: prof}
-	turn, err := c.x.PostTurn(ctx, child, post, now)
+	turn, err := postTurn(ctx, c.x, child, post, now)
 	if err != nil {
 		return nil, nil, err
 	}
-	req := &store.ConversationRequest{PublicID: turn.PublicID, ReceiptKey: runs.RequestSpawn + ":" + c.run.PublicID + ":" + callKey,
-		RunID: c.run.ID, CallKey: callKey, Kind: runs.RequestSpawn, Delivery: runs.DeliveryQueued, ConversationID: child.ID,
+	req := &store.ConversationRequest{PublicID: turn.PublicID, ReceiptKey: RequestSpawn + ":" + c.run.PublicID + ":" + callKey,
+		RunID: c.run.ID, CallKey: callKey, Kind: RequestSpawn, Delivery: DeliveryQueued, ConversationID: child.ID,
 		SenderConversationID: s.ID, AuthorPublicID: c.senderAgent(), AnsweringAgentID: agent.ID, InputText: sp.Prompt, Model: ref,
-		TurnID: &turn.ID, ReplyOwed: true, Status: runs.RequestPosted, Receipt: "{}", CreatedAt: now, ReleasedAt: &now}
+		TurnID: &turn.ID, ReplyOwed: true, Status: RequestPosted, Receipt: "{}", CreatedAt: now, ReleasedAt: &now}
 	if err := store.InsertConversationRequest(ctx, c.Tx, req); err != nil {
 		return nil, nil, err
 	}
@@ -604,10 +604,10 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 	if err != nil {
 		return nil, nil, err
 	}
-	req := &store.ConversationRequest{PublicID: store.NewPublicID(), ReceiptKey: runs.RequestSend + ":" + c.run.PublicID + ":" + callKey,
-		RunID: c.run.ID, CallKey: callKey, Kind: runs.RequestSend, Delivery: runs.DeliveryQueued, ConversationID: target.ID,
+	req := &store.ConversationRequest{PublicID: store.NewPublicID(), ReceiptKey: RequestSend + ":" + c.run.PublicID + ":" + callKey,
+		RunID: c.run.ID, CallKey: callKey, Kind: RequestSend, Delivery: DeliveryQueued, ConversationID: target.ID,
 		SenderConversationID: s.ID, AuthorPublicID: c.senderAgent(), AnsweringAgentID: agent.ID, InputText: sp.Message, Model: ref,
-		Status: runs.RequestPosted, CreatedAt: now}
+		Status: RequestPosted, CreatedAt: now}
 	var running *store.Turn
 	for i := range open {
 		if open[i].Status == runs.TurnRunning {
@@ -616,9 +616,9 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 	}
 	switch {
 	case sp.Steer && running != nil:
-		req.Delivery, req.Status, req.SteerRunID = runs.DeliverySteering, runs.RequestPending, &running.RunID
+		req.Delivery, req.Status, req.SteerRunID = DeliverySteering, RequestPending, &running.RunID
 	case sp.DeliverAt != 0:
-		req.Delivery, req.Status, req.DeliverAt = runs.DeliveryScheduled, runs.RequestPending, &sp.DeliverAt
+		req.Delivery, req.Status, req.DeliverAt = DeliveryScheduled, RequestPending, &sp.DeliverAt
 	default:
 		queued := 0
 		for i := range open {
@@ -630,7 +630,7 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 			return nil, refusal.Newf(refusal.Unprocessable, CodeInputQueueFull, "The conversation already has %d queued turns.", runs.MaxQueuedTurns), nil
 		}
 		sender := s.PublicID
-		turn, err := c.x.PostTurn(ctx, target, &runs.TurnPost{PublicID: req.PublicID, AuthorKind: store.KindAgent,
+		turn, err := postTurn(ctx, c.x, target, &TurnPost{PublicID: req.PublicID, AuthorKind: store.KindAgent,
 			AuthorPublicID: c.senderAgent(), SenderConversation: &sender, Text: sp.Message, Model: ref, AgentID: agent.ID,
 			AgentPublicID: agent.PublicID, Profile: prof}, now)
 		if err != nil {
@@ -641,7 +641,7 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 	// A queued or scheduled send to one of the sender's own children owes a reply; a steer shares the
 	// reply it joins, and a send anywhere else owes none
 	// (docs/agent-tools.md#delegation-and-conversations).
-	req.ReplyOwed = req.Delivery != runs.DeliverySteering && target.ParentConversationID != nil && *target.ParentConversationID == s.ID
+	req.ReplyOwed = req.Delivery != DeliverySteering && target.ParentConversationID != nil && *target.ParentConversationID == s.ID
 	out := &Sent{ConversationPublicID: target.PublicID, InputPublicID: req.PublicID, Delivery: req.Delivery, DeliverAt: req.DeliverAt}
 	if sp.Agent != "" {
 		out.For = "@" + agent.Handle
@@ -691,7 +691,7 @@ func (c *Caller) Cancel(ctx context.Context, target *store.Conversation) (bool, 
 	seen := map[int64]bool{c.run.ID: true}
 	any := false
 	for i := range reqs {
-		did, err := c.x.CancelRequest(ctx, &reqs[i], by, seen)
+		did, err := cancelRequest(ctx, c.x, &reqs[i], by, seen)
 		if err != nil {
 			return false, err
 		}

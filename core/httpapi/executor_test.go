@@ -55,7 +55,7 @@ func newPlaneFixture(t *testing.T, s *store.Store) *planeFixture {
 		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}, Now: clock},
 		Models: &kernel.Models{Catalog: models},
 	})
-	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Compiler: comp, Kernel: tools, Now: clock,
+	e, err := runs.New(runs.Options{Store: s, Conversations: conversations.Hosted{}, Models: models, Registry: reg, Compiler: comp, Kernel: tools, Now: clock,
 		Memory: kmemory.NewResolver(s, conversations.ConversationStates{}), Uploads: f.uploads, Signal: f.push, Announcements: executors.Addressing{}})
 	if err != nil {
 		t.Fatal(err)

@@ -213,9 +213,9 @@ func SendReceipt(conversationPublicID, forHandle, delivery string, deliverAt *in
 		s += ", for " + forHandle
 	}
 	switch delivery {
-	case runs.DeliveryScheduled:
+	case conversations.DeliveryScheduled:
 		return s + " (scheduled for " + textTime(*deliverAt) + ")."
-	case runs.DeliverySteering:
+	case conversations.DeliverySteering:
 		return s + " (steering)."
 	}
 	return s + " (queued)."

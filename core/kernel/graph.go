@@ -361,9 +361,9 @@ type waitTarget struct {
 // lookupWaitTarget resolves a wait call's target inside its settling transaction: the run (the
 // calling run, or on a conversation-hosted run another run of its conversation), the task,
 // whether waiting on it could never end (runs.WaitCycle), and whether its final work has already
-// settled (runs.FinalWork).
+// settled (runs.Tx.FinalWork).
 func lookupWaitTarget(ctx context.Context, call *runs.KernelCall, runPublicID, task string) (*waitTarget, error) {
-	if call.Tx == nil {
+	if call.Tx == nil || call.Engine == nil {
 		return nil, errors.New("kernel: a wait is evaluated inside its settling transaction")
 	}
 	q := call.Tx
@@ -408,7 +408,7 @@ func lookupWaitTarget(ctx context.Context, call *runs.KernelCall, runPublicID, t
 			return out, nil
 		}
 	}
-	result, settled, err := runs.FinalWork(ctx, q, run.ID, target, task)
+	result, settled, err := call.Engine.FinalWork(ctx, run.ID, target, task)
 	if err != nil {
 		return nil, err
 	}

@@ -406,5 +406,5 @@ func (e *Engine) runChanged(ctx context.Context, tx *store.Tx, fx *effects, run 
 		}
 		run.Answer = r.Answer
 	}
-	return e.followTurn(ctx, tx, fx, run, now)
+	return e.conv.FollowTurn(ctx, &Tx{e: e, Tx: tx, fx: fx}, run, now)
 }

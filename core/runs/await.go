@@ -112,16 +112,6 @@ func WaitCycle(tasks []store.TaskTrace, callKey string, target *store.TaskTrace)
 	return target.Kind == KindModel && lineages[target.LineageRoot]
 }
 
-// FinalWork reads the logical final work of t, a row of run runID (finalState): its envelope, keyed
-// readerKey, and whether it has settled. A wait call reads its target with it.
-func FinalWork(ctx context.Context, q store.Querier, runID int64, t *store.Task, readerKey string) (envelope.TaskResult, bool, error) {
-	st, err := finalState(ctx, q, runID, t, readerKey)
-	if err != nil {
-		return envelope.TaskResult{}, false, err
-	}
-	return st.result, st.settled, nil
-}
-
 // targetState is a wait target's final work: whether it has settled, and its envelope.
 type targetState struct {
 	settled bool
@@ -134,7 +124,7 @@ type targetState struct {
 // the call that placed it; every other row is its own final work (a tool_call call mirrors its
 // child, an ask call carries the answer). readerKey is the key the envelope names, the one the
 // reader asked for.
-func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task, readerKey string) (*targetState, error) {
+func (e *Engine) finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task, readerKey string) (*targetState, error) {
 	if (t.Kind == KindAwait || t.Kind == KindDelegation) && t.ParentKey != nil {
 		parent, err := store.TaskByKey(ctx, q, runID, *t.ParentKey)
 		if err != nil {
@@ -155,7 +145,7 @@ func finalState(ctx context.Context, q store.Querier, runID int64, t *store.Task
 		// A spawn that opened its child follows the child's reply to the brief, even if the
 		// child later does other work (docs/agent-tools.md#delegation-and-conversations).
 		if _, err := store.RequestByCall(ctx, q, runID, t.Key); err == nil {
-			tr, done, err := replyOf(ctx, q, runID, t.Key)
+			tr, done, err := e.conv.Reply(ctx, q, runID, t.Key)
 			if err != nil || !done {
 				return &targetState{}, err
 			}
@@ -351,7 +341,7 @@ func (e *Engine) waitTargetState(ctx context.Context, q store.Querier, runID int
 	if err != nil {
 		return nil, err
 	}
-	return finalState(ctx, q, targetRun.ID, t, spec.Task)
+	return e.finalState(ctx, q, targetRun.ID, t, spec.Task)
 }
 
 // resolveWait settles a wait await completed with the target's envelope: it is kernel-held,

@@ -50,7 +50,7 @@ func benchEngine(b *testing.B, s *store.Store, workers int, onClaim func(*store.
 		Memory: &kernel.Memory{Provider: kmemory.New(s), Scopes: kernel.MemoryScopes{Resolver: kmemory.NewResolver(s, conversations.ConversationStates{})}},
 		Models: &kernel.Models{Catalog: models},
 	})
-	e, err := runs.New(runs.Options{Store: s, Models: models, Registry: reg, Compiler: comp, Kernel: tools,
+	e, err := runs.New(runs.Options{Store: s, Conversations: conversations.Hosted{}, Models: models, Registry: reg, Compiler: comp, Kernel: tools,
 		Config: runs.Config{Workers: workers}, OnClaim: onClaim})
 	if err != nil {
 		b.Fatal(err)
@@ -134,7 +134,7 @@ func BenchmarkB8Wakeup(b *testing.B) {
 			// Another instance on the same database creates the runs; it runs no workers, so only
 			// its NOTIFY can wake the worker instance.
 			var err error
-			creator, err = runs.New(runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}), Config: runs.Config{Workers: 1}})
+			creator, err = runs.New(runs.Options{Store: s, Conversations: conversations.Hosted{}, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}), Config: runs.Config{Workers: 1}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,13 +2,11 @@ package runs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/store"
-	"github.com/nexuskernel/nexus/core/uploads"
 )
 
 // Branch result delivery (docs/agent-tools.md#delegation-and-conversations). A detached branch's
@@ -231,28 +229,7 @@ func (e *Engine) completeTurnEarly(ctx context.Context, tx *store.Tx, fx *effect
 	if !open {
 		return nil // the run completes now, and its turn follows it
 	}
-	turn, err := store.TurnOfRun(ctx, tx, run.ID)
-	if err != nil {
-		return err
-	}
-	if turn.Status != TurnRunning {
-		return nil
-	}
-	full, err := store.TaskByID(ctx, tx, d.ID)
-	if err != nil {
-		return err
-	}
-	turn.Status, turn.AnswerTaskKey, turn.AnswerText, turn.CompletedAt = TurnCompleted, &d.Key, new(deref(full.Output)), &now
-	if err := store.SetTurn(ctx, tx, turn); err != nil {
-		return err
-	}
-	if err := e.noteReply(ctx, tx, fx, turn); err != nil {
-		return err
-	}
-	if err := e.requeueSteers(ctx, tx, fx, run, now); err != nil {
-		return err
-	}
-	return e.startNextTurn(ctx, tx, fx, *run.ConversationID, now)
+	return e.conv.AnswerTurn(ctx, &Tx{e: e, Tx: tx, fx: fx}, run, d, now)
 }
 
 // deliverToConversation delivers a conversation-lifetime branch result that settled after its
@@ -274,153 +251,11 @@ func (e *Engine) deliverToConversation(ctx context.Context, tx *store.Tx, fx *ef
 	if err != nil {
 		return err
 	}
-	turn, err := e.postKernelTurn(ctx, tx, fx, c, text, replySender(ctx, tx, b), now)
+	turn, err := e.conv.PostDelivery(ctx, &Tx{e: e, Tx: tx, fx: fx}, c, text, b.root, now)
 	if err != nil {
 		return err
 	}
 	err = (store.Deliver{ID: b.final.ID, With: deliveredToTurn + turn.PublicID, At: now}).Exec(ctx, tx)
 	b.final.DeliveredWith = new(deliveredToTurn + turn.PublicID)
 	return err
-}
-
-// postKernelTurn queues a turn authored {kind: "kernel"} into a conversation the caller has
-// locked: its run freezes the answering agent's profile as it stands, like any turn, and the
-// conversation's queue bound does not apply (a delivery is never refused). It starts at once
-// when the conversation has no running or queued turn. sender is the child conversation a
-// reply came from ("" for a branch result): the turn's sender_conversation_public_id, so that
-// status can count the replies from it that wait in the queue.
-func (e *Engine) postKernelTurn(ctx context.Context, tx *store.Tx, fx *effects, c *store.Conversation, text, sender string, now int64) (*store.Turn, error) {
-	prof, err := e.acceptProfile(ctx, tx, c, nil)
-	if err != nil {
-		return nil, err
-	}
-	ref := prof.DefaultModel
-	if ref == "" {
-		ref = e.models.Default().Ref
-	}
-	in := &TurnPost{AuthorKind: OriginKernel, Text: text, Model: ref, AgentID: c.AnsweringAgentID, AgentPublicID: c.AnsweringAgentPublicID,
-		Profile: prof, PublicID: store.NewPublicID()}
-	if sender != "" {
-		in.SenderConversation = &sender
-	}
-	return e.postTurn(ctx, tx, fx, c, in, now)
-}
-
-// TurnPost is one turn a kernel path posts into a locked conversation: a delivery, or an agent's
-// spawn brief or send.
-type TurnPost struct {
-	PublicID string
-	// AuthorKind is "kernel", "agent" or "user" (a member's message); AuthorPublicID the
-	// author's id ("" for the kernel).
-	AuthorKind, AuthorPublicID string
-	SenderConversation         *string
-	Text                       string
-	Model                      string
-	// AgentID answers the turn (the conversation's answerer, or a send's selected agent) with
-	// the profile frozen for it.
-	AgentID       int64
-	AgentPublicID string
-	Profile       *AcceptedProfile
-	// Attachments are the turn's input uploads, checked and locked by Tx.InputAttachments; the
-	// turn binds them.
-	Attachments []Attachment
-	// ToolNames is the turn's tool_names as posted; nil stores none.
-	ToolNames []string
-}
-
-// postTurn writes a turn, its run and the run's first round into a conversation the caller has
-// locked, and starts it when nothing else of the conversation is running or queued.
-func (e *Engine) postTurn(ctx context.Context, tx *store.Tx, fx *effects, c *store.Conversation, in *TurnPost, now int64) (*store.Turn, error) {
-	prof := in.Profile
-	ref := in.Model
-	mc, err := e.freezeMemory(ctx, tx, c.WorkspacePublicID, c.PublicID, Member{Kind: store.KindAgent, PublicID: in.AgentPublicID})
-	if err != nil {
-		return nil, err
-	}
-	rules, mode := prof.ApprovalRules, prof.ApprovalMode
-	if len(rules) == 0 {
-		rules = []byte("[]")
-	}
-	if mode == "" {
-		mode = ModeBypass
-	}
-	open, err := store.OpenTurns(ctx, tx, c.ID)
-	if err != nil {
-		return nil, err
-	}
-	convID, agentID := c.ID, in.AgentPublicID
-	createdBy := in.AuthorPublicID
-	r := &store.Run{PublicID: store.NewPublicID(), WorkspaceID: c.WorkspaceID, WorkspacePublicID: c.WorkspacePublicID,
-		ConversationID: &convID, ConversationPublicID: &c.PublicID, CreatedByKind: in.AuthorKind, CreatedByPublicID: createdBy,
-		AnsweringAgentPublicID: &agentID, Status: RunPending, ApprovalMode: mode, ApprovalRules: string(rules),
-		DefaultRunnerExecutorPublicID: c.DefaultRunnerExecutorPublicID, DeliverableTaskKey: "r1", Revision: 1,
-		MainlineRoundCounter: 1, MemoryContext: mc, CreatedAt: now, UpdatedAt: now}
-	if err := store.InsertRun(ctx, tx, r); err != nil {
-		return nil, err
-	}
-	pos, err := store.NextTurnPosition(ctx, tx, c.ID)
-	if err != nil {
-		return nil, err
-	}
-	t := &store.Turn{PublicID: in.PublicID, ConversationID: c.ID, Position: pos, AuthorKind: in.AuthorKind,
-		SenderConversationPublicID: in.SenderConversation, InputText: in.Text, InputAttachments: store.Attachments{}, Model: ref, Status: TurnQueued,
-		RunID: r.ID, RunPublicID: r.PublicID, CreatedAt: now}
-	if len(in.Attachments) > 0 {
-		t.InputAttachments = in.Attachments
-	}
-	t.ToolNames = in.ToolNames
-	if in.AuthorPublicID != "" {
-		t.AuthorPublicID = &createdBy
-	}
-	if err := store.InsertTurn(ctx, tx, t); err != nil {
-		return nil, err
-	}
-	if err := uploads.BindAttachments(ctx, tx, uploads.Target{Kind: uploads.TargetTurnInput, ID: t.ID, WorkspaceID: c.WorkspaceID}, in.Attachments, timeOf(now)); err != nil {
-		return nil, err
-	}
-	origin := OriginKernel
-	if in.AuthorKind != OriginKernel {
-		origin = OriginAuthor
-	}
-	round := &store.Task{TaskTrace: store.TaskTrace{
-		RunID: r.ID, Key: "r1", Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: origin,
-		OnFailure: OnFailureHalt, Lifetime: LifetimeConversation, Wake: WakeAuto,
-		Visibility: VisibilityVisible, LineageRoot: "r1", RoundNumber: 1, Model: &ref, CreatedAt: now,
-	},
-		Prompt: &in.Text, Instructions: prof.Instructions,
-		ToolDefinitions: new(string(prof.Frozen.ToolDefinitions)),
-		Environment:     new(string(prof.Frozen.Environment)), SkillCatalog: new(string(prof.Frozen.SkillCatalog)),
-	}
-	if len(in.Attachments) > 0 {
-		round.Attachments = in.Attachments
-	}
-	if err := store.InsertTask(ctx, tx, round); err != nil {
-		return nil, err
-	}
-	if len(open) == 0 {
-		if err := e.startTurn(ctx, tx, fx, t, r, now); err != nil {
-			return nil, err
-		}
-	}
-	return t, store.SetConversation(ctx, tx, c.ID, c.Status, now, c.ArchivedAt)
-}
-
-// startNextTurn starts a conversation's oldest queued turn, if any, once its turn left running.
-func (e *Engine) startNextTurn(ctx context.Context, tx *store.Tx, fx *effects, conversationID int64, now int64) error {
-	c, err := store.LockConversation(ctx, tx, conversationID)
-	if err != nil {
-		return err
-	}
-	next, err := store.OldestQueuedTurn(ctx, tx, c.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	nr, err := store.LockRun(ctx, tx, next.RunID)
-	if err != nil || nr.Status != RunPending {
-		return err
-	}
-	return e.startTurn(ctx, tx, fx, next, nr, now)
 }

@@ -79,8 +79,12 @@ type Options struct {
 	// Texts words the results the engine settles on a kernel tool's behalf (an expired or
 	// canceled wait, a waited spawn still working); nil means Kernel's. New refuses an engine
 	// with neither: one without kernel tools still settles the waits another instance placed.
-	Texts  ToolTexts
-	Signal ExecutorSignal
+	Texts ToolTexts
+	// Conversations is the conversation side of the runs a conversation hosts: their turns and
+	// the requests the conversation tools write. Required: New refuses an engine without it, which
+	// could not follow a conversation-hosted run another instance or a door created.
+	Conversations Conversations
+	Signal        ExecutorSignal
 	// RunChanged hears after each commit of the runs whose status it changed or that need a person.
 	RunChanged    func(runPublicID string)
 	Announcements Announcements
@@ -115,6 +119,7 @@ type Engine struct {
 	compiler *declare.Compiler
 	kernel   KernelTools
 	texts    ToolTexts
+	conv     Conversations
 	signal   ExecutorSignal
 	changed  func(runPublicID string)
 	ann      Announcements
@@ -154,6 +159,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.Texts == nil {
 		return nil, errors.New("runs: Options.Texts (or Kernel) is required: the engine words the waits it settles")
+	}
+	if o.Conversations == nil {
+		return nil, errors.New("runs: Options.Conversations is required: the engine keeps the turns of the runs a conversation hosts")
 	}
 	if o.Config.Workers <= 0 {
 		o.Config.Workers = DefaultWorkers
@@ -197,7 +205,7 @@ func New(o Options) (*Engine, error) {
 		}
 	}
 	return &Engine{
-		store: o.Store, models: o.Models, registry: o.Registry, compiler: o.Compiler, kernel: o.Kernel, texts: o.Texts,
+		store: o.Store, models: o.Models, registry: o.Registry, compiler: o.Compiler, kernel: o.Kernel, texts: o.Texts, conv: o.Conversations,
 		signal: o.Signal, changed: o.RunChanged, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, inst: inst,
@@ -302,7 +310,7 @@ func (e *Engine) writeWith(ctx context.Context, write func(context.Context, func
 func (e *Engine) afterCommit(ctx context.Context, fx *effects) {
 	e.deliver(fx)
 	if len(fx.observe) > 0 {
-		e.advanceObservers(ctx, fx.observe)
+		e.Advance(ctx, fx.observe)
 	}
 }
 

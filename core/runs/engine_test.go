@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
@@ -44,7 +45,7 @@ func TestMemoryRoundTrip(t *testing.T) {
 func TestNewRequiresToolTexts(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t, store.SQLite)
-	base := runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New()}
+	base := runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New(), Conversations: conversations.Hosted{}}
 	if _, err := runs.New(base); err == nil || !strings.Contains(err.Error(), "Texts") {
 		t.Fatalf("New without Texts or Kernel = %v, want the refusal naming Texts", err)
 	}
@@ -57,5 +58,16 @@ func TestNewRequiresToolTexts(t *testing.T) {
 	withKernel.Kernel = kernel.New(kernel.Options{})
 	if _, err := runs.New(withKernel); err != nil {
 		t.Fatalf("New with Kernel (its texts): %v", err)
+	}
+}
+
+// TestNewRequiresConversations: an engine follows the turns of the runs a conversation hosts,
+// which another instance or a door may have created, so one built without that side is refused.
+func TestNewRequiresConversations(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, store.SQLite)
+	o := runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{})}
+	if _, err := runs.New(o); err == nil || !strings.Contains(err.Error(), "Conversations") {
+		t.Fatalf("New without Conversations = %v, want the refusal naming Conversations", err)
 	}
 }

@@ -160,3 +160,21 @@ func (e *Engine) kernelSkills(ctx context.Context, q store.Querier, f *skillFact
 	}
 	return out, nil
 }
+
+// acceptProfile freezes the answering agent's profile onto a turn of c.
+func (e *Engine) acceptProfile(ctx context.Context, q store.Querier, c *store.Conversation, toolNames []string) (*AcceptedProfile, error) {
+	return e.acceptProfileFor(ctx, q, c, c.AnsweringAgentID, c.AnsweringAgentPublicID, toolNames)
+}
+
+// acceptProfileFor freezes the profile of the agent that answers a turn of c: its answering
+// agent, or the agent a send selected.
+func (e *Engine) acceptProfileFor(ctx context.Context, q store.Querier, c *store.Conversation, agentID int64, agentPublicID string, toolNames []string) (*AcceptedProfile, error) {
+	// The turn's run will freeze this memory configuration; its skill catalog is read against it.
+	principal := Member{Kind: store.KindAgent, PublicID: agentPublicID}
+	mc, err := e.freezeMemory(ctx, q, c.WorkspacePublicID, c.PublicID, principal)
+	if err != nil {
+		return nil, err
+	}
+	skills := &skillFacts{MemoryContext: mc, WorkspacePublicID: c.WorkspacePublicID, ConversationPublicID: c.PublicID, Principal: principal}
+	return e.freezeProfile(ctx, q, agentID, deref(c.DefaultRunnerExecutorPublicID), toolNames, skills)
+}

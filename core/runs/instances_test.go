@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/model"
@@ -24,7 +25,7 @@ func TestTakeoverOfADeadInstance(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHarness(t, s, harnessOptions{})
-		survivor, err := runs.New(runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}), Now: h.clock.Now,
+		survivor, err := runs.New(runs.Options{Store: s, Conversations: conversations.Hosted{}, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}), Now: h.clock.Now,
 			Config: runs.Config{ModelTimeout: time.Hour, HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: time.Second}})
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +80,7 @@ func TestTakeoverOfADeadInstance(t *testing.T) {
 		// The dead instance learns at its next heartbeat that it was declared dead; its own
 		// heartbeat is not current once the timeout passed without a renewal the store took.
 		runs.Beat(h.ctx, h.e)
-		lapsed, err := runs.New(runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}),
+		lapsed, err := runs.New(runs.Options{Store: s, Conversations: conversations.Hosted{}, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}),
 			Config: runs.Config{HeartbeatInterval: time.Millisecond, HeartbeatTimeout: 2 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)

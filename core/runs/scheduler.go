@@ -421,16 +421,12 @@ func (e *Engine) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return n + observed, err
 	}
-	replies, err := e.observeReplies(ctx)
+	conversations, err := e.conv.Sweep(ctx, e)
 	if err != nil {
-		return n + observed + replies, err
-	}
-	released, err := e.releaseScheduled(ctx)
-	if err != nil {
-		return n + observed + replies + released, err
+		return n + observed + conversations, err
 	}
 	taken, err := e.takeOver(ctx)
-	return n + observed + replies + released + taken, err
+	return n + observed + conversations + taken, err
 }
 
 // expire applies the expiry rule to one row under the run's lock, then readiness; early, when set,

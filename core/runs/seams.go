@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
 )
@@ -127,6 +128,33 @@ func (e *TaskError) Error() string { return e.Key + ": " + e.Detail }
 
 // Member is a principal reference: {kind, public_id}, as rows store it.
 type Member = store.Member
+
+// Conversations is the conversation side of the runs a conversation hosts
+// (docs/api.md#conversations, docs/agent-tools.md#delegation-and-conversations): their turns and
+// the requests the conversation tools write. core/conversations implements it (Hosted) and
+// core/server fills it; the engine defines it so that it never imports the package built on it,
+// and calls it where its own work reaches those rows, on the engine transaction x under the run's
+// lock: a run's status change moves its turn (FollowTurn), a mainline that answered while only
+// conversation-lifetime work runs completes its turn (AnswerTurn), a late conversation-lifetime
+// result is delivered as kernel mail (PostDelivery), a reply row settles with its request's reply
+// (Reply), and the sweeper makes its pass over conversations (Sweep).
+type Conversations interface {
+	// FollowTurn keeps the turn of run, a conversation-hosted run whose status just changed, in
+	// step with it and, when the turn leaves running, starts the conversation's next queued turn.
+	FollowTurn(ctx context.Context, x *Tx, run *store.Run, now int64) error
+	// AnswerTurn completes run's running turn with the answer of d, its mainline's final round,
+	// while conversation-lifetime detached work still runs, and moves the conversation on.
+	AnswerTurn(ctx context.Context, x *Tx, run *store.Run, d *store.TaskTrace, now int64) error
+	// PostDelivery posts text, the envelope of root's late result, as a kernel-authored turn
+	// into c, which the engine has locked and found active, and answers the turn.
+	PostDelivery(ctx context.Context, x *Tx, c *store.Conversation, text string, root *store.TaskTrace, now int64) (*store.Turn, error)
+	// Reply reads the reply the request of call callKey (a row of run runID) has had, through q:
+	// its envelope keyed by the call, and whether it has settled.
+	Reply(ctx context.Context, q store.Querier, runID int64, callKey string) (*envelope.TaskResult, bool, error)
+	// Sweep is the sweeper's pass over conversations, each change in a transaction of its own
+	// through e: it reports how many runs and inputs it moved.
+	Sweep(ctx context.Context, e *Engine) (int, error)
+}
 
 // ExecutorSignal tells the executor plane that rows addressed to executors changed after a
 // commit: new work (push work_available, naming the served tool) or work taken away (push

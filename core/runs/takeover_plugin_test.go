@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/kernel"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/registry"
@@ -81,7 +82,7 @@ func TestTakeoverOfADeadInstancesPluginClaims(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHarness(t, s, harnessOptions{announcements: pool})
 		sig := &signals{}
-		survivor, err := runs.New(runs.Options{Store: s, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}),
+		survivor, err := runs.New(runs.Options{Store: s, Conversations: conversations.Hosted{}, Models: model.MustBuiltin(), Registry: registry.New(), Texts: kernel.New(kernel.Options{}),
 			Now: h.clock.Now, Announcements: pool, Signal: sig,
 			Config: runs.Config{ModelTimeout: time.Hour, HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: time.Second}})
 		if err != nil {

@@ -15,7 +15,8 @@ import (
 // changes are made through it and delivers after the commit, never before and never after a
 // rollback. The executor plane settles its rows through a Tx (executor.go); a kernel call's
 // settling transaction is one too (KernelCall.Engine), through which the conversation tools
-// place their rows under the calling run's lock (convtools.go).
+// place their rows under the calling run's lock; so is the transaction in which the engine calls
+// core/conversations back (Conversations).
 type Tx struct {
 	e *Engine
 	// Tx is the store transaction; rows the caller writes itself go here, so that they commit
@@ -73,16 +74,88 @@ func (x *Tx) LockRow(ctx context.Context, runID, taskID int64) (*store.Run, *sto
 }
 
 // The engine's operations core/conversations runs on a Tx (the spawn, send, status and cancel
-// tools on a kernel call's, the conversation doors on Engine.Write's), each the engine's own, so
-// that a turn posted or a request canceled goes through one lifecycle and its wake-ups.
+// tools on a kernel call's, the conversation doors on Engine.Write's, the turns it keeps in step
+// on the engine's own), each the engine's own, so that a turn's run and a stopped run go through
+// one lifecycle and its wake-ups.
 
 // Run is the calling run, under its lock, when the Tx settles a kernel call; nil otherwise.
 func (x *Tx) Run() *store.Run { return x.run }
 
-// PostTurn writes a turn, its run and the run's first round into conversation c, which the caller
-// has locked, and starts it when nothing else of the conversation is running or queued.
-func (x *Tx) PostTurn(ctx context.Context, c *store.Conversation, in *TurnPost, now int64) (*store.Turn, error) {
-	return x.e.postTurn(ctx, x.Tx, x.fx, c, in, now)
+// TurnRun is what the run of a new conversation turn is made of (Tx.InsertTurnRun).
+type TurnRun struct {
+	// AuthorKind is "kernel", "agent" or "user" (a member's message); AuthorPublicID the
+	// author's id ("" for the kernel).
+	AuthorKind, AuthorPublicID string
+	// AgentPublicID answers the turn with Profile, the profile frozen for it.
+	AgentPublicID string
+	Profile       *AcceptedProfile
+	// Model is the first round's model; Text its prompt and Attachments its input uploads.
+	Model, Text string
+	Attachments []Attachment
+}
+
+// InsertTurnRun writes the pending run of a new turn of conversation c, which the caller has
+// locked, and the run's first round r1 (docs/api.md#conversations): the run freezes its memory
+// configuration now and the answerer's profile as in.Profile froze it (its approval mode, bypass
+// when the profile sets none), and the round reads in.Text and in.Attachments. The turn that names
+// the run is the caller's to write, and to start (StartRun).
+func (x *Tx) InsertTurnRun(ctx context.Context, c *store.Conversation, in *TurnRun, now int64) (*store.Run, error) {
+	e, tx := x.e, x.Tx
+	prof := in.Profile
+	mc, err := e.freezeMemory(ctx, tx, c.WorkspacePublicID, c.PublicID, Member{Kind: store.KindAgent, PublicID: in.AgentPublicID})
+	if err != nil {
+		return nil, err
+	}
+	rules, mode := prof.ApprovalRules, prof.ApprovalMode
+	if len(rules) == 0 {
+		rules = []byte("[]")
+	}
+	if mode == "" {
+		mode = ModeBypass
+	}
+	convID, agentID := c.ID, in.AgentPublicID
+	r := &store.Run{PublicID: store.NewPublicID(), WorkspaceID: c.WorkspaceID, WorkspacePublicID: c.WorkspacePublicID,
+		ConversationID: &convID, ConversationPublicID: &c.PublicID, CreatedByKind: in.AuthorKind, CreatedByPublicID: in.AuthorPublicID,
+		AnsweringAgentPublicID: &agentID, Status: RunPending, ApprovalMode: mode, ApprovalRules: string(rules),
+		DefaultRunnerExecutorPublicID: c.DefaultRunnerExecutorPublicID, DeliverableTaskKey: "r1", Revision: 1,
+		MainlineRoundCounter: 1, MemoryContext: mc, CreatedAt: now, UpdatedAt: now}
+	if err := store.InsertRun(ctx, tx, r); err != nil {
+		return nil, err
+	}
+	origin := OriginKernel
+	if in.AuthorKind != OriginKernel {
+		origin = OriginAuthor
+	}
+	ref := in.Model
+	round := &store.Task{TaskTrace: store.TaskTrace{
+		RunID: r.ID, Key: "r1", Kind: KindModel, Status: StatusWaiting, Mainline: true, Origin: origin,
+		OnFailure: OnFailureHalt, Lifetime: LifetimeConversation, Wake: WakeAuto,
+		Visibility: VisibilityVisible, LineageRoot: "r1", RoundNumber: 1, Model: &ref, CreatedAt: now,
+	},
+		Prompt: &in.Text, Instructions: prof.Instructions,
+		ToolDefinitions: new(string(prof.Frozen.ToolDefinitions)),
+		Environment:     new(string(prof.Frozen.Environment)), SkillCatalog: new(string(prof.Frozen.SkillCatalog)),
+	}
+	if len(in.Attachments) > 0 {
+		round.Attachments = in.Attachments
+	}
+	return r, store.InsertTask(ctx, tx, round)
+}
+
+// AdvanceAfter has the engine advance run runID, in a transaction of its own, once this one
+// commits: a turn this transaction ended may have settled the run's reply rows, and this
+// transaction does not take that run's lock (docs/development.md#how-the-kernel-runs-work).
+func (x *Tx) AdvanceAfter(runID int64) { x.fx.observe = append(x.fx.observe, runID) }
+
+// FinalWork reads the logical final work of t, a row of run runID
+// (docs/agent-tools.md#delegation-and-conversations): its <task_result> envelope, keyed
+// readerKey, and whether it has settled. A wait call reads its target with it.
+func (x *Tx) FinalWork(ctx context.Context, runID int64, t *store.Task, readerKey string) (envelope.TaskResult, bool, error) {
+	st, err := x.e.finalState(ctx, x.Tx, runID, t, readerKey)
+	if err != nil {
+		return envelope.TaskResult{}, false, err
+	}
+	return st.result, st.settled, nil
 }
 
 // AcceptProfile freezes the profile of c's answering agent for a new turn of c.
@@ -94,13 +167,6 @@ func (x *Tx) AcceptProfile(ctx context.Context, c *store.Conversation, toolNames
 // agent, or the agent a send selected.
 func (x *Tx) AcceptProfileFor(ctx context.Context, c *store.Conversation, agentID int64, agentPublicID string, toolNames []string) (*AcceptedProfile, error) {
 	return x.e.acceptProfileFor(ctx, x.Tx, c, agentID, agentPublicID, toolNames)
-}
-
-// CancelRequest withdraws one conversation request or stops, with force, the run answering it,
-// and recursively what that run sent on; seen holds the runs already stopped. It reports whether
-// anything was left to cancel.
-func (x *Tx) CancelRequest(ctx context.Context, r *store.ConversationRequest, by Member, seen map[int64]bool) (bool, error) {
-	return x.e.cancelRequest(ctx, x.Tx, x.fx, r, by, seen)
 }
 
 // EligibleRunner reports whether id is an active Runner of the workspace.
@@ -120,7 +186,7 @@ func (x *Tx) DefaultModel() string { return x.e.models.Default().Ref }
 
 // InputAttachments checks that every id is one of the actor's own complete uploads (422
 // unknown_input_upload at path[i] otherwise) and answers their descriptors in order, locked until
-// the transaction ends so that a turn posted in it binds them (TurnPost.Attachments).
+// the transaction ends so that a turn posted in it binds them (conversations.TurnPost.Attachments).
 func (x *Tx) InputAttachments(ctx context.Context, a *Actor, ids []string, path string) ([]Attachment, error) {
 	return x.e.uploads.Inputs(ctx, x.Tx, a.principal(), ids, path)
 }
@@ -137,20 +203,16 @@ func (e *Engine) NowMS() int64 { return e.nowMS() }
 // locked and found the caller standing on: what a start, a stop, a decision, an answer, an
 // append or a branch cancel changes, and the readiness that follows.
 
-// StartRun moves the pending run r to running and makes its roots ready.
-func (x *Tx) StartRun(ctx context.Context, r *store.Run) error {
-	return x.e.startRun(ctx, x.Tx, x.fx, r, x.NowMS())
+// StartRun moves the pending run r to running at now and makes its roots ready.
+func (x *Tx) StartRun(ctx context.Context, r *store.Run, now int64) error {
+	return x.e.startRun(ctx, x.Tx, x.fx, r, now)
 }
 
 // StopRun stops r (docs/api.md#runs): its open rows are canceled (without force, rows a claimant
-// holds are left to finish), and so is the unfinished work derived from its spawn briefs and sends
-// (docs/agent-tools.md#delegation-and-conversations), whose undelivered replies were suppressed
-// with the run's rows.
+// holds are left to finish), and its turn follows. The unfinished work derived from its spawn
+// briefs and sends is core/conversations' to cancel (docs/agent-tools.md#delegation-and-conversations).
 func (x *Tx) StopRun(ctx context.Context, r *store.Run, by Member, force bool) error {
-	if err := x.e.stopRunTx(ctx, x.Tx, x.fx, r, by, force, x.NowMS()); err != nil {
-		return err
-	}
-	return x.e.cancelRequestsOf(ctx, x.Tx, x.fx, r, by)
+	return x.e.stopRunTx(ctx, x.Tx, x.fx, r, by, force, x.NowMS())
 }
 
 // Decide approves (deny false) or denies t, a row of r awaiting approval, for a: the approval is

@@ -246,7 +246,7 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	// The run watch hears of every run status change this instance commits, for waiting reads.
 	watch := conversations.NewRunWatch()
 	srv.runWatch = watch
-	engine, err := runs.New(runs.Options{Store: st, Models: models, Registry: reg, Compiler: compiler,
+	engine, err := runs.New(runs.Options{Store: st, Conversations: conversations.Hosted{}, Models: models, Registry: reg, Compiler: compiler,
 		Profiles: profileService, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
 		Signal: hub, RunChanged: watch.RunChanged, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel"),
 		Version: opts.Version})

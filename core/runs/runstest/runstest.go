@@ -129,7 +129,7 @@ func New(t testing.TB, s *store.Store, o Options) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := runs.Options{Store: s, Models: models, Registry: reg, Compiler: comp, Profiles: profs, Kernel: k, Now: c.Now, Memory: resolver,
+	opts := runs.Options{Store: s, Conversations: conversations.Hosted{}, Models: models, Registry: reg, Compiler: comp, Profiles: profs, Kernel: k, Now: c.Now, Memory: resolver,
 		Config: runs.Config{Workers: 2, ModelTimeout: time.Minute}}
 	if o.Config.Workers > 0 {
 		opts.Config = o.Config
