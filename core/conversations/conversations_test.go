@@ -111,7 +111,7 @@ func TestConversationWords(t *testing.T) {
 		_, err = h.Conv.CreateConversation(h.Ctx, h.Actor, conversationBody(`{"answering_agent_public_id":"`+d.AnsweringAgentPublicID+`","default_runner_executor_public_id":"0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}`))
 		expect("runner", err, steps.CodeRunnerNotEligible, "conversation.default_runner_executor_public_id")
 		// Sixteen queued turns are held; the seventeenth is refused.
-		for i := 0; i < 1+runs.MaxQueuedTurns; i++ {
+		for i := 0; i < 1+conversations.MaxQueuedTurns; i++ {
 			if err := post(`{"text":"hold"}`); err != nil {
 				t.Fatalf("turn %d: %v", i+1, err)
 			}

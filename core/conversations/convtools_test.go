@@ -628,7 +628,7 @@ func TestSendDoorWords(t *testing.T) {
 		busy := h.Conversation()
 		h.Post(busy, "Hold.\n!mock\nround 1\ncall ask {\"prompt\":\"Go on?\"}\nround 2\nsay held", "")
 		h.Drain()
-		for i := 0; i < runs.MaxQueuedTurns; i++ {
+		for i := 0; i < conversations.MaxQueuedTurns; i++ {
 			h.Post(busy, "Queued.", "")
 		}
 		h.Post(conv, script("Open.", []string{call("spawn", map[string]any{"prompt": childBrief, "label": "kid"})}, []string{"say opened"}), "")

@@ -35,6 +35,11 @@ func NewDoors(e *runs.Engine, w *RunWatch) *Doors { return &Doors{e: e, watch: w
 const (
 	// MaxTitleChars bounds a conversation title: a line in a list, not a document.
 	MaxTitleChars = 256
+	// MaxQueuedTurns bounds a conversation's input queue (the 17th is refused).
+	MaxQueuedTurns = 16
+	// IdempotencyKeyMaxBytes bounds the Idempotency-Key a door replays by (docs/api.md#conventions):
+	// a UUID fits.
+	IdempotencyKeyMaxBytes = 36
 )
 
 // ConversationDoc is a conversation (docs/api.md#conversations).
@@ -404,8 +409,8 @@ func (d *Doors) PostMessage(ctx context.Context, req *PostMessageRequest) (*Post
 				queued++
 			}
 		}
-		if queued >= runs.MaxQueuedTurns {
-			return conflict(CodeInputQueueFull, "The conversation already has %d queued turns.", runs.MaxQueuedTurns)
+		if queued >= MaxQueuedTurns {
+			return conflict(CodeInputQueueFull, "The conversation already has %d queued turns.", MaxQueuedTurns)
 		}
 		now := x.NowMS()
 		t, err := postTurn(ctx, x, c, &TurnPost{PublicID: store.NewPublicID(), AuthorKind: a.Kind, AuthorPublicID: a.PublicID,

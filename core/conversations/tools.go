@@ -626,8 +626,8 @@ func (c *Caller) Send(ctx context.Context, callKey string, sp *SendSpec) (*Sent,
 				queued++
 			}
 		}
-		if queued >= runs.MaxQueuedTurns {
-			return nil, refusal.Newf(refusal.Unprocessable, CodeInputQueueFull, "The conversation already has %d queued turns.", runs.MaxQueuedTurns), nil
+		if queued >= MaxQueuedTurns {
+			return nil, refusal.Newf(refusal.Unprocessable, CodeInputQueueFull, "The conversation already has %d queued turns.", MaxQueuedTurns), nil
 		}
 		sender := s.PublicID
 		turn, err := postTurn(ctx, c.x, target, &TurnPost{PublicID: req.PublicID, AuthorKind: store.KindAgent,

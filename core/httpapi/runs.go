@@ -111,13 +111,13 @@ func idempotencyKey(r *http.Request) (string, error) {
 	if len(vs) > 0 {
 		k = vs[0]
 	}
-	bad := len(k) == 0 || len(k) > runs.IdempotencyKeyMaxBytes
+	bad := len(k) == 0 || len(k) > conversations.IdempotencyKeyMaxBytes
 	for i := 0; i < len(k) && !bad; i++ {
 		bad = k[i] < 0x20 || k[i] > 0x7e
 	}
 	if bad {
 		return "", refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid,
-			"Idempotency-Key must be 1 to %d bytes of printable ASCII.", runs.IdempotencyKeyMaxBytes).With("path", "Idempotency-Key")
+			"Idempotency-Key must be 1 to %d bytes of printable ASCII.", conversations.IdempotencyKeyMaxBytes).With("path", "Idempotency-Key")
 	}
 	return k, nil
 }

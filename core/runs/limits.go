@@ -15,8 +15,6 @@ const (
 	// rounds is beyond any useful answer and bounds the rows one lineage can create.
 	MaxCallsPerAnswer   = 256
 	MaxRoundsPerLineage = 256
-	// MaxQueuedTurns bounds a conversation's input queue (the 17th is refused).
-	MaxQueuedTurns = 16
 	// MaxModelAttempts is how many claims a model task gets before it fails
 	// attempt_budget_spent: a request that crashed a worker three times will crash the next.
 	MaxModelAttempts = 3
@@ -34,8 +32,6 @@ const (
 	// ArgumentsDetailBytes bounds an invalid_tool_arguments detail: the parser's complaint, not
 	// the arguments themselves.
 	ArgumentsDetailBytes = 200
-	// IdempotencyKeyMaxBytes bounds an Idempotency-Key: a UUID fits.
-	IdempotencyKeyMaxBytes = 36
 	// SweepBatch is how many expired rows one sweeper pass claims: a pass stays short, and the
 	// next one follows at the sweep interval.
 	SweepBatch = 100
