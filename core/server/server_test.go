@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -72,18 +73,26 @@ func TestServeCatalogThenDrain(t *testing.T) {
 func TestDrainTimeout(t *testing.T) {
 	t.Parallel()
 	srv, s := openServer(t, store.SQLite, Options{DrainTimeout: 200 * time.Millisecond})
-	_, addr, _, stop := serveFor(t, srv, s)
-	// A request whose headers never finish keeps its connection active, so the drain cannot
-	// complete.
+	_, addr, token, stop := serveFor(t, srv, s)
+	// A door reading a body that never arrives keeps its request in flight, so the drain cannot
+	// complete. The interim 100 Continue is the server's word that the door is reading it.
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n")); err != nil {
+	head := "POST /agent_api/v1/workspaces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n"
+	if _, err := c.Write([]byte(head)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // let the server read the first bytes
+	if err := c.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 100 ") {
+		t.Fatalf("interim response = %q, %v; want 100 Continue", status, err)
+	}
 	if err := stop(); !errors.Is(err, ErrDrainTimeout) {
 		t.Fatalf("Serve = %v, want ErrDrainTimeout", err)
 	}
