@@ -104,6 +104,9 @@ var (
 	binariesAndUp = []string{"cmd", "internal/cli", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"}
 )
 
+// contractPacks embeds the shipped adaptation packs, which the client applies.
+var contractPacks = []string{"contracts/nexus/v1/packs"}
+
 func plus(base []string, more ...string) []string {
 	return append(append([]string(nil), base...), more...)
 }
@@ -119,8 +122,9 @@ var rules = []rule{
 	{"sdk/memory/memorytest", anyOf(sdkMemory...), "the memory conformance kit builds on sdk/memory"},
 	{"sdk/toolprovider", anyOf(sdkToolProv...), "toolprovider is the top of the SDK chain"},
 	{"sdk/toolprovider/toolprovidertest", anyOf(sdkToolProv...), "the tool-provider kit builds on toolprovider"},
-	{"sdk/client", anyOf(sdkAnnounce...), "the Go client of the agent API needs announce's types only"},
-	{"sdk/runner", anyOf(plus(sdkAnnounce, "sdk/client")...), "the runner is a client of the executor plane"},
+	{"sdk/client", anyOf(plus(sdkAnnounce, contractPacks...)...), "the Go client of the agent API needs announce's types and the shipped adaptation packs only"},
+	{"sdk/runner", anyOf(plus(plus(sdkAnnounce, contractPacks...), "sdk/client")...), "the runner is a client of the executor plane"},
+	{"contracts/...", anyOf(), "the contracts are data: a package that embeds them imports nothing of the module"},
 	// Plugins and the binaries they ship.
 	{"providers/memory-fs", anyOf(sdkMemory...), "providers build against the SDK only"},
 	{"providers/memory-postgres", anyOf(sdkMemory...), "providers build against the SDK only"},

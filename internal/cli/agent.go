@@ -128,11 +128,12 @@ type profileFlags struct {
 	toolsFile, approvalMode, rulesFile           string
 	rules                                        []string
 	reset                                        bool
+	pack                                         string
 }
 
 // profileFieldFlags are the flags that set a profile field; --file excludes them all.
 var profileFieldFlags = []string{"instructions", "instructions-file", "model", "kernel-tool", "function", "tools",
-	"runner", "runner-tool", "approval-mode", "rule", "rules-file", "reset"}
+	"runner", "runner-tool", "approval-mode", "rule", "rules-file", "reset", "pack"}
 
 func newAgentConfigure(e *env, g *globals, f *adminFlags) *cobra.Command {
 	pf := &profileFlags{}
@@ -158,6 +159,9 @@ imports none of the runner's tools (--reset brings back the default, all of them
   --runner RUNNER, --runner-tool NAME             runner imports: the candidate runners (public id or
                                                   display name) and the served names to import
                                                   (default: all of the selected runner's tools)
+  --pack NAME                                     a shipped adaptation pack (` + strings.Join(client.ShippedPacks(), ", ") + `):
+                                                  its aliases, rendered against the server's catalog,
+                                                  replace the entries of their names
   --approval-mode bypass|ask|rules                required once the profile declares tools
   --rule TOOL=VERDICT, --rules-file FILE          approval rules: TOOL is a glob, VERDICT allow, ask
                                                   or deny; the file holds the rule list as JSON
@@ -214,6 +218,7 @@ The profile is printed afterwards (--json: the API's body).`,
 	fl.StringArrayVar(&pf.rules, "rule", nil, "an approval rule TOOL=VERDICT (repeatable)")
 	fl.StringVar(&pf.rulesFile, "rules-file", "", "a JSON file holding the approval rule list")
 	fl.BoolVar(&pf.reset, "reset", false, "start from the empty profile instead of the current one")
+	fl.StringVar(&pf.pack, "pack", "", "add a shipped adaptation pack's aliases ("+strings.Join(client.ShippedPacks(), ", ")+")")
 	f.registerWorkspace(cmd)
 	return cmd
 }
@@ -290,6 +295,11 @@ func (e *env) profileObject(ctx context.Context, cmd *cobra.Command, c *client.C
 			defs = append(defs, entry)
 		}
 		cfg["tool_definitions"] = defs
+	}
+	if fl.Changed("pack") {
+		if err := applyPack(ctx, c, cfg, pf.pack); err != nil {
+			return nil, err
+		}
 	}
 	if fl.Changed("runner") {
 		ids := []string{}

@@ -6,5 +6,7 @@
 // It also holds the recut helper of adaptation packs (ApplyRecut, AliasSpec.Entry): an alias's
 // description built by one anchored edit of the kernel's served template, applied here on the
 // client, never sent to the kernel, and failing with *AnchorMoved instead of drifting when the
-// kernel re-cuts its text.
+// kernel re-cuts its text. The adaptation packs Nexus ships (contracts/nexus/v1/packs) are
+// applied here too: ShippedPack reads one, Client.PackEntries renders it against the served
+// catalog, and Pack.Apply puts its aliases into a declaration (docs/agent-tools.md#adaptation-packs).
 package client

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -41,15 +42,15 @@ type AliasParam struct {
 }
 
 // AliasSpec is a pack's alias. At most one of Description and Recut is set; with neither, the
-// kernel's own text is used.
+// kernel's own text is used. Its JSON form is a pack file's alias (docs/agent-tools.md#adaptation-packs).
 type AliasSpec struct {
-	Name         string
-	Canonical    string // canonical spelling, e.g. "nexus.graph.delegate_task"
-	Params       map[string]AliasParam
-	Omit         []string
-	Description  string
-	Recut        *Recut
-	DeferLoading *bool
+	Name         string                `json:"name"`
+	Canonical    string                `json:"canonical"` // canonical spelling, e.g. "nexus.graph.delegate_task"
+	Params       map[string]AliasParam `json:"params,omitempty"`
+	Omit         []string              `json:"omit,omitempty"`
+	Description  string                `json:"description,omitempty"`
+	Recut        *Recut                `json:"recut,omitempty"`
+	DeferLoading *bool                 `json:"defer_loading,omitempty"`
 }
 
 // ErrInvalidAliasSpec is wrapped by every error of an alias spec that is wrong in itself (as
@@ -139,6 +140,31 @@ func anchorHead(anchor string) string {
 	return line
 }
 
+// check refuses a spec that is wrong in itself, whatever the served templates: a missing name or
+// canonical, both a description and a recut, a recut without an anchor, a parameter mapped to
+// nothing. Params are checked in name order, so the error names the same one every time.
+func (s AliasSpec) check() error {
+	switch {
+	case s.Name == "" || s.Canonical == "":
+		return fmt.Errorf("%w: an alias needs a name and a canonical", ErrInvalidAliasSpec)
+	case s.Description != "" && s.Recut != nil:
+		return fmt.Errorf("%w: alias %q sets both a description and a recut", ErrInvalidAliasSpec, s.Name)
+	case s.Recut != nil && s.Recut.Anchor == "":
+		return fmt.Errorf("%w: alias %q: the recut anchor is empty", ErrInvalidAliasSpec, s.Name)
+	}
+	keys := make([]string, 0, len(s.Params))
+	for key := range s.Params {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		if s.Params[key].MapsTo == "" {
+			return fmt.Errorf("%w: alias %q: parameter %q maps to nothing", ErrInvalidAliasSpec, s.Name, key)
+		}
+	}
+	return nil
+}
+
 // aliasEntry is the compact alias sent to the kernel; field order is the key order.
 type aliasEntry struct {
 	Type     string `json:"type"`
@@ -156,16 +182,8 @@ type aliasEntry struct {
 // templates[s.Canonical] when s.Recut is set. The result never carries the recut: the kernel
 // refuses one.
 func (s AliasSpec) Entry(templates Templates) (json.RawMessage, error) {
-	switch {
-	case s.Name == "" || s.Canonical == "":
-		return nil, fmt.Errorf("%w: an alias needs a name and a canonical", ErrInvalidAliasSpec)
-	case s.Description != "" && s.Recut != nil:
-		return nil, fmt.Errorf("%w: alias %q sets both a description and a recut", ErrInvalidAliasSpec, s.Name)
-	}
-	for key, p := range s.Params {
-		if p.MapsTo == "" {
-			return nil, fmt.Errorf("%w: alias %q: parameter %q maps to nothing", ErrInvalidAliasSpec, s.Name, key)
-		}
+	if err := s.check(); err != nil {
+		return nil, err
 	}
 	description := s.Description
 	if s.Recut != nil {
