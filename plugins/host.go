@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
 // Config is what the host needs.
@@ -399,4 +402,23 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	case <-time.After(5 * time.Second):
 		return errors.New("plugins: shutdown did not finish")
 	}
+}
+
+// MemoryProvider answers the store of the named memory plugin, for the member memory doors
+// (docs/api.md#memory): isMemory says the catalog holds a memory plugin of that name, and p is
+// its store while the plugin is ready on this instance, nil otherwise. A call through p after the
+// process died answers plugin.ErrPluginShutdown.
+func (h *Host) MemoryProvider(name string) (p memory.Provider, isMemory bool) {
+	h.mu.Lock()
+	s := h.sups[name]
+	h.mu.Unlock()
+	if s == nil || s.entry.Kind != plugin.KindMemory {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateReady || s.inst == nil || s.inst.memory == nil {
+		return nil, true
+	}
+	return s.inst.memory, true
 }
