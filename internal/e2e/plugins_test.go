@@ -321,11 +321,8 @@ func TestPluginMemoryOverrideSwitch(t *testing.T) {
 			if docs["plan.md"] != "1. ship\n2. test twice\n" || docs["notes.md"] != "retry budget 5" || len(docs) != 2 {
 				t.Fatalf("memory-fs workspace anchor: %v", docs)
 			}
-			// Nothing reached the kernel's built-in store.
-			code, _, body = p.raw(http.MethodGet, "/agent_api/v1/workspaces/default/memory", p.srv.AdminToken, nil, nil)
-			if code != http.StatusOK || strings.Contains(string(body), "plan.md") {
-				t.Fatalf("kernel memory: %d %s", code, body)
-			}
+			// The member doors read memory-fs too (TestMemberMemoryThroughOverride); whether
+			// anything reached the kernel's built-in store shows once the override is cleared.
 
 			if p.pgSchema != "" {
 				pgID := p.executorOf("memory-pg")
@@ -383,7 +380,7 @@ say done`), "")
 				t.Fatalf("run on kernel memory: %s", run.Status)
 			}
 			code, _, body = p.raw(http.MethodGet, "/agent_api/v1/workspaces/default/memory", p.srv.AdminToken, nil, nil)
-			if code != http.StatusOK || !strings.Contains(string(body), "kernel.md") {
+			if code != http.StatusOK || !strings.Contains(string(body), "kernel.md") || strings.Contains(string(body), "plan.md") {
 				t.Fatalf("kernel memory after clearing: %d %s", code, body)
 			}
 			if _, ok := fsDocuments(t, p.fsRoot, "workspace", ws)["kernel.md"]; ok {
