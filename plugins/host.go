@@ -404,11 +404,19 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	}
 }
 
+// MemoryStore is a ready memory plugin's store, as the member memory doors reach it.
+type MemoryStore struct {
+	Provider memory.Provider
+	// ProtocolMinor is the minor the plugin reported: from 3 on its store keeps document ids
+	// and honours a conditional write's Expect (docs/plugins.md#protocol-13).
+	ProtocolMinor int
+}
+
 // MemoryProvider answers the store of the named memory plugin, for the member memory doors
-// (docs/api.md#memory): isMemory says the catalog holds a memory plugin of that name, and p is
-// its store while the plugin is ready on this instance, nil otherwise. A call through p after the
-// process died answers plugin.ErrPluginShutdown.
-func (h *Host) MemoryProvider(name string) (p memory.Provider, isMemory bool) {
+// (docs/api.md#memory): isMemory says the catalog holds a memory plugin of that name, and ms is
+// its store while the plugin is ready on this instance, nil otherwise. A call through it after
+// the process died answers plugin.ErrPluginShutdown.
+func (h *Host) MemoryProvider(name string) (ms *MemoryStore, isMemory bool) {
 	h.mu.Lock()
 	s := h.sups[name]
 	h.mu.Unlock()
@@ -420,5 +428,5 @@ func (h *Host) MemoryProvider(name string) (p memory.Provider, isMemory bool) {
 	if s.state != StateReady || s.inst == nil || s.inst.memory == nil {
 		return nil, true
 	}
-	return s.inst.memory, true
+	return &MemoryStore{Provider: s.inst.memory, ProtocolMinor: s.inst.info.ProtocolMinor}, true
 }

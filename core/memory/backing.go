@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nexuskernel/nexus/core/refusal"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
@@ -18,7 +19,14 @@ type Backing struct {
 	Plugin string
 	// Provider is Plugin's store while the plugin is ready on this instance; nil otherwise.
 	Provider memsdk.Provider
+	// Conditional says Provider keeps document ids and honours a write's Expect: the plugin
+	// reported protocol ConditionalMinor or later.
+	Conditional bool
 }
+
+// ConditionalMinor is the plugin protocol minor that added document ids and conditional writes
+// (docs/plugins.md#protocol-13): the member doors write through a plugin of this minor or later.
+const ConditionalMinor = 3
 
 // Backings answers a workspace's Backing. It is read at every door call, never kept, so a door
 // follows the override exactly as the memory calls born at the same moment do.
@@ -33,8 +41,8 @@ const (
 	// server's catalog, or one revoked or no longer serving the workspace.
 	CodeProviderUnreachable = "memory_provider_unreachable"
 	// CodeConditionsUnsupported: a member write, edit or delete of a document the workspace's
-	// memory provider holds (409): the plugin protocol carries no expected version, so the
-	// door's condition could not be kept.
+	// memory plugin holds, when the plugin speaks a protocol before 1.3 (409): it keeps no
+	// document ids and ignores an expected version, so the door's condition could not be kept.
 	CodeConditionsUnsupported = "memory_conditions_unsupported"
 )
 
@@ -50,20 +58,28 @@ func (d *Doors) backingOf(ctx context.Context, c Caller) (Backing, error) {
 // providerOf answers the store a door read of a non-skill document goes to: nil for kernel
 // memory, else the workspace's memory plugin, or the refusal saying why it cannot be read.
 func (d *Doors) providerOf(ctx context.Context, c Caller) (memsdk.Provider, error) {
+	b, err := d.readyBacking(ctx, c)
+	return b.Provider, err
+}
+
+// readyBacking answers the caller's workspace's backing when its store can be reached now: the
+// kernel's (no Provider), or a memory plugin ready on this instance; else the refusal saying why
+// not (memory_provider_unreachable, memory_unavailable).
+func (d *Doors) readyBacking(ctx context.Context, c Caller) (Backing, error) {
 	b, err := d.backingOf(ctx, c)
 	switch {
 	case err != nil:
-		return nil, err
+		return Backing{}, err
 	case b.Executor == "":
-		return nil, nil
+		return Backing{}, nil
 	case b.Plugin == "":
-		return nil, refusal.Newf(refusal.Conflict, CodeProviderUnreachable,
+		return Backing{}, refusal.Newf(refusal.Conflict, CodeProviderUnreachable,
 			"This workspace's memory is served by executor %s, which is not a memory plugin of this server; read its documents through its own tools.", b.Executor).
 			With("executor_public_id", b.Executor)
 	case b.Provider == nil:
-		return nil, unavailable(b.Plugin)
+		return Backing{}, unavailable(b.Plugin)
 	}
-	return b.Provider, nil
+	return b, nil
 }
 
 // unavailable is a provider that cannot answer now (503 memory_unavailable), the word the tools
@@ -111,18 +127,43 @@ func (l *providerLookup) forName(ctx context.Context, name string) (memsdk.Provi
 	return l.p, l.err
 }
 
-// kernelWrite admits a write, edit or delete to the kernel store: always for a skill document,
-// else only while the workspace keeps kernel memory. A workspace that hands its memory to a
-// provider refuses it 409 memory_conditions_unsupported rather than write where no agent reads.
-func (d *Doors) kernelWrite(ctx context.Context, c Caller, t target) error {
+// writeTarget answers the store a write, edit or delete goes to: nil (the kernel store) for a
+// skill document, which stays in kernel memory, or while the workspace keeps kernel memory;
+// else the workspace's memory plugin when it keeps conditions (protocol 1.3 or later), or the
+// refusal saying why it cannot be written: memory_provider_unreachable, memory_unavailable,
+// memory_conditions_unsupported. A write never lands where the agents do not read.
+func (d *Doors) writeTarget(ctx context.Context, c Caller, t target) (memsdk.Provider, error) {
 	if t.skill {
+		return nil, nil
+	}
+	b, err := d.readyBacking(ctx, c)
+	if err != nil || b.Provider == nil {
+		return nil, err
+	}
+	if !b.Conditional {
+		return nil, refusal.Newf(refusal.Conflict, CodeConditionsUnsupported,
+			"%s is in the memory plugin %s, which speaks a plugin protocol before 1.3: it cannot check expected_public_id and expected_lock_version.", t.path, b.Plugin).
+			With("path", pathPath).With("plugin", b.Plugin)
+	}
+	return b.Provider, nil
+}
+
+// providerExpect is a door's condition in a provider's terms: the public id the door showed is
+// the document's id, and the lock version its version.
+func providerExpect(e *Expect) *memsdk.Expect {
+	if e == nil {
 		return nil
 	}
-	b, err := d.backingOf(ctx, c)
-	if err != nil || b.Executor == "" {
-		return err
+	return &memsdk.Expect{Absent: e.Absent, ID: e.PublicID, Version: uint64(max(e.LockVersion, 0))}
+}
+
+// providerRefusal turns a provider's answer to a write into the door's: the stored state's
+// words as for kernel memory, anything else 503 memory_unavailable.
+func providerRefusal(ctx context.Context, err error, path string) error {
+	for _, s := range []error{ErrStale, memsdk.ErrFull, memsdk.ErrTooLarge, memsdk.ErrEditNotFound, memsdk.ErrEditAmbiguous, memsdk.ErrNotFound} {
+		if errors.Is(err, s) {
+			return stateRefusal(err, path)
+		}
 	}
-	return refusal.Newf(refusal.Conflict, CodeConditionsUnsupported,
-		"%s is in the memory of executor %s, this workspace's memory provider, whose protocol cannot check expected_public_id and expected_lock_version.", t.path, b.Executor).
-		With("path", pathPath).With("executor_public_id", b.Executor)
+	return providerFailure(ctx, err)
 }

@@ -16,10 +16,10 @@ import (
 // Doors are the member memory doors (docs/api.md#memory): how people and their programs read and
 // write the workspace/ and user/ roots, and author skills. Reads (List, Show, Grep) go where the
 // agents' memory calls go: the kernel store, or the memory plugin the workspace's override names,
-// through the same Provider calls the memory Engine makes. Skill documents (names under skills/)
-// stay in the kernel store. Writes of a provider's documents are refused
-// memory_conditions_unsupported: the plugin protocol carries no expected version. Every refusal is
-// a refusal.Error with memory's words. Standing (read or write standing in the workspace) is the
+// through the same Provider calls the memory Engine makes; so do writes, edits and deletes, their
+// conditions carried as the Provider's Expect (a plugin before protocol 1.3 cannot keep them and
+// is refused memory_conditions_unsupported). Skill documents (names under skills/) stay in the
+// kernel store. Every refusal is a refusal.Error with memory's words. Standing (read or write standing in the workspace) is the
 // caller's to check first.
 type Doors struct {
 	store    *Store
@@ -64,7 +64,8 @@ type Caller struct {
 type Document struct {
 	// Path is the logical path, <root>/<name>.
 	Path string
-	// PublicID is "" for a document a memory provider holds: providers keep no document ids.
+	// PublicID is a memory plugin's document id for its documents; "" for one it holds without
+	// an id (written before protocol 1.3, until its next write).
 	PublicID string
 	// LockVersion is the kernel's lock version, or a provider's version (1 on create, one more
 	// per replace or edit).
@@ -93,8 +94,9 @@ func documentOf(root string, d *store.MemoryDocument, withContent bool) Document
 	return doc
 }
 
+// providerDocument is a memory plugin's document: its id is the public id a condition names.
 func providerDocument(root string, e *memsdk.Entry, content *string) Document {
-	return Document{Path: root + "/" + e.Name, LockVersion: int64(e.Version), Bytesize: e.SizeBytes, WrittenAt: e.WrittenAt.UTC(), Content: content}
+	return Document{Path: root + "/" + e.Name, PublicID: e.ID, LockVersion: int64(e.Version), Bytesize: e.SizeBytes, WrittenAt: e.WrittenAt.UTC(), Content: content}
 }
 
 // scopes are the two roots a door caller reaches, in root order (user, then workspace): the
@@ -363,12 +365,21 @@ func (d *Doors) Write(ctx context.Context, c Caller, req *WriteRequest) (*Docume
 	if err != nil {
 		return nil, false, err
 	}
-	if err := d.kernelWrite(ctx, c, t); err != nil {
-		return nil, false, err
-	}
 	text, err := content(field(req.Content))
 	if err != nil {
 		return nil, false, err
+	}
+	p, err := d.writeTarget(ctx, c, t)
+	if err != nil {
+		return nil, false, err
+	}
+	if p != nil {
+		resp, err := p.Write(ctx, &memsdk.WriteRequest{Scope: t.scope, Name: t.name, Content: text, WrittenAt: d.now(), Expect: providerExpect(expect)})
+		if err != nil {
+			return nil, false, providerRefusal(ctx, err, t.path)
+		}
+		doc := providerDocument(t.scope.Binding, &resp.Entry, nil)
+		return &doc, resp.Created, nil
 	}
 	row, created, err := d.store.put(ctx, t.scope, t.name, text, d.now(), putOptions{expect: expect, setDescription: true, description: desc})
 	if err != nil {
@@ -405,9 +416,6 @@ func (d *Doors) Edit(ctx context.Context, c Caller, req *EditRequest) (*Document
 	if err != nil {
 		return nil, err
 	}
-	if err := d.kernelWrite(ctx, c, t); err != nil {
-		return nil, err
-	}
 	oldText, ok := field(req.OldText).str()
 	if !ok || oldText == "" {
 		return nil, refuse422(memsdk.CodeEditInvalid, pathOldText, "%s must be a non-empty string.", pathOldText)
@@ -418,6 +426,18 @@ func (d *Doors) Edit(ctx context.Context, c Caller, req *EditRequest) (*Document
 	}
 	if memsdk.CheckContent(newText) != nil {
 		return nil, refuse422(memsdk.CodeContentInvalid, pathNewText, "%s must be text without U+0000.", pathNewText)
+	}
+	p, err := d.writeTarget(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		resp, err := p.Edit(ctx, &memsdk.EditRequest{Scope: t.scope, Name: t.name, OldText: oldText, NewText: newText, WrittenAt: d.now(), Expect: providerExpect(expect)})
+		if err != nil {
+			return nil, providerRefusal(ctx, err, t.path)
+		}
+		doc := providerDocument(t.scope.Binding, &resp.Entry, nil)
+		return &doc, nil
 	}
 	row, err := d.store.edit(ctx, t.scope, t.name, oldText, newText, d.now(), expect)
 	if err != nil {
@@ -449,8 +469,15 @@ func (d *Doors) Delete(ctx context.Context, c Caller, req *DeleteRequest) error 
 	if err != nil {
 		return err
 	}
-	if err := d.kernelWrite(ctx, c, t); err != nil {
+	p, err := d.writeTarget(ctx, c, t)
+	if err != nil {
 		return err
+	}
+	if p != nil {
+		if _, err := p.Delete(ctx, &memsdk.DeleteRequest{Scope: t.scope, Name: t.name, Expect: providerExpect(expect)}); err != nil {
+			return providerRefusal(ctx, err, t.path)
+		}
+		return nil
 	}
 	if err := d.store.remove(ctx, t.scope, t.name, expect); err != nil {
 		return stateRefusal(err, t.path)

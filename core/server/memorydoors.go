@@ -27,11 +27,15 @@ func (m memoryBackings) Backing(ctx context.Context, workspaceID int64) (memory.
 	if plugin == "" {
 		return b, nil
 	}
-	p, isMemory := m.host.MemoryProvider(plugin)
+	ms, isMemory := m.host.MemoryProvider(plugin)
 	if !isMemory {
 		// A tool-provider plugin announcing the memory names answers only through its calls.
 		return b, nil
 	}
-	b.Plugin, b.Provider = plugin, p
+	b.Plugin = plugin
+	if ms != nil {
+		b.Provider = ms.Provider
+		b.Conditional = ms.ProtocolMinor >= memory.ConditionalMinor
+	}
 	return b, nil
 }

@@ -4,19 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/plugins"
+	memoryfs "github.com/nexuskernel/nexus/providers/memory-fs"
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
 // memoryDoor calls a member memory door as the admin: GET …/memory with a prefix when body is
@@ -80,11 +85,12 @@ func wantRefusal(t *testing.T, what string, code int, body []byte, status int, w
 	}
 }
 
-// TestMemberMemoryThroughOverride reads a workspace's memory through the member doors after its
-// override hands memory to memory-fs and, with PostgreSQL configured, to memory-postgres: list,
-// show and grep answer what the plugin's store holds (and what the agents' memory calls read),
-// never kernel memory; skill documents stay in kernel memory, read and written there; a write of
-// a provider's document is refused memory_conditions_unsupported and changes nothing.
+// TestMemberMemoryThroughOverride reads and writes a workspace's memory through the member doors
+// after its override hands memory to memory-fs and, with PostgreSQL configured, to
+// memory-postgres: list, show and grep answer what the plugin's store holds (and what the
+// agents' memory calls read), never kernel memory; writes, edits and deletes land in that store
+// under their conditions, and the agents read them; skill documents stay in kernel memory, read
+// and written there.
 func TestMemberMemoryThroughOverride(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects() {
@@ -120,6 +126,7 @@ say done`)
 				t.Fatalf("memory-fs holds %v and %v", fsWorkspace, fsUser)
 			}
 			p.checkProviderReads(map[string]string{"user/prefs.md": fsUser["prefs.md"], "workspace/notes.md": fsWorkspace["notes.md"]})
+			p.checkProviderWrites(func() map[string]string { return fsDocuments(t, p.fsRoot, "workspace", ws) })
 			// The edit advanced the provider's version.
 			for _, doc := range p.doorList("workspace/") {
 				if doc.Path == "workspace/notes.md" && doc.LockVersion != 2 {
@@ -152,6 +159,17 @@ say done`)
 				}
 				// Documents are not copied between stores: the doors now read memory-postgres alone.
 				p.checkProviderReads(map[string]string{"workspace/pg.md": rows[0].Content})
+				p.checkProviderWrites(func() map[string]string {
+					rows = rows[:0]
+					if err := db.Select(&rows, `SELECT name, content FROM `+p.pgSchema+`.documents WHERE owner_id = $1 ORDER BY name`, ws); err != nil {
+						t.Fatal(err)
+					}
+					out := map[string]string{}
+					for _, r := range rows {
+						out[r.Name] = r.Content
+					}
+					return out
+				})
 			}
 
 			// Cleared, the doors read kernel memory again.
@@ -179,7 +197,7 @@ func (p *pluginServer) checkProviderReads(want map[string]string) {
 		t.Fatalf("list: %s, want %s", got, strings.Join(wantPaths, ","))
 	}
 	for _, doc := range docs {
-		if doc.PublicID != nil || doc.Description != nil || doc.Bytesize != int64(len(want[doc.Path])) || doc.LockVersion < 1 {
+		if doc.PublicID == nil || len(*doc.PublicID) != 36 || doc.Description != nil || doc.Bytesize != int64(len(want[doc.Path])) || doc.LockVersion < 1 {
 			t.Fatalf("a provider's document: %+v", doc)
 		}
 		if _, err := time.Parse(time.RFC3339Nano, doc.WrittenAt); err != nil {
@@ -240,19 +258,81 @@ func (p *pluginServer) checkProviderReads(want map[string]string) {
 		t.Fatalf("replace a skill under the override: %d %s", code, out)
 	}
 
-	// A provider's documents are not written through the doors; nothing changes.
-	first := wantPaths[len(wantPaths)-1]
-	code, out = p.memoryDoor("write", map[string]any{"path": first, "content": "overwritten", "expected_public_id": nil, "expected_lock_version": nil})
-	wantRefusal(t, "write", code, out, http.StatusConflict, memory.CodeConditionsUnsupported)
-	code, out = p.memoryDoor("edit", map[string]any{"path": first, "old_text": "beta", "new_text": "delta",
-		"expected_public_id": "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", "expected_lock_version": 1})
-	wantRefusal(t, "edit", code, out, http.StatusConflict, memory.CodeConditionsUnsupported)
-	code, out = p.memoryDoor("delete", map[string]any{"path": first,
-		"expected_public_id": "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", "expected_lock_version": 1})
-	wantRefusal(t, "delete", code, out, http.StatusConflict, memory.CodeConditionsUnsupported)
-	code, out = p.memoryDoor("show", map[string]any{"path": first})
-	if code != http.StatusOK || !strings.Contains(string(out), jsonString(want[first])) {
-		t.Fatalf("after the refused writes: %d %s", code, out)
+	// A provider's documents are written through the doors, under the same conditions as
+	// kernel memory's (TestMemberMemoryWrites).
+	doc := docs[len(docs)-1]
+	code, out = p.memoryDoor("write", map[string]any{"path": doc.Path, "content": "overwritten", "expected_public_id": nil, "expected_lock_version": nil})
+	wantRefusal(t, "create over a document", code, out, http.StatusConflict, "stale_object")
+	code, out = p.memoryDoor("show", map[string]any{"path": doc.Path})
+	if code != http.StatusOK || !strings.Contains(string(out), jsonString(want[doc.Path])) {
+		t.Fatalf("after the refused write: %d %s", code, out)
+	}
+}
+
+// checkProviderWrites writes, edits and deletes workspace/door.md through the doors while the
+// workspace's memory is a plugin's, checking each step against the store itself (stored answers
+// its workspace documents, name → content) and against what an agent reads: a create, a replace
+// keeping the public id, a stale replace and a stale delete (409 stale_object, nothing changed),
+// an edit, and a delete.
+func (p *pluginServer) checkProviderWrites(stored func() map[string]string) {
+	t := p.t
+	t.Helper()
+	code, out := p.memoryDoor("write", map[string]any{"path": "workspace/door.md", "content": "from a person\n",
+		"expected_public_id": nil, "expected_lock_version": nil})
+	var created struct {
+		Memory doorDoc `json:"memory"`
+	}
+	if code != http.StatusCreated || json.Unmarshal(out, &created) != nil || created.Memory.PublicID == nil || created.Memory.LockVersion != 1 ||
+		created.Memory.Bytesize != 14 || created.Memory.Description != nil {
+		t.Fatalf("create through the plugin: %d %s", code, out)
+	}
+	id := *created.Memory.PublicID
+	if got := stored()["door.md"]; got != "from a person\n" {
+		t.Fatalf("the store holds %q after the create", got)
+	}
+	code, out = p.memoryDoor("write", map[string]any{"path": "workspace/door.md", "content": "replaced\n",
+		"expected_public_id": id, "expected_lock_version": 1})
+	var replaced struct {
+		Memory doorDoc `json:"memory"`
+	}
+	if code != http.StatusOK || json.Unmarshal(out, &replaced) != nil || deref(replaced.Memory.PublicID) != id || replaced.Memory.LockVersion != 2 {
+		t.Fatalf("replace through the plugin: %d %s", code, out)
+	}
+	code, out = p.memoryDoor("write", map[string]any{"path": "workspace/door.md", "content": "stale",
+		"expected_public_id": id, "expected_lock_version": 1})
+	wantRefusal(t, "a stale replace", code, out, http.StatusConflict, "stale_object")
+	code, out = p.memoryDoor("delete", map[string]any{"path": "workspace/door.md", "expected_public_id": "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", "expected_lock_version": 2})
+	wantRefusal(t, "a delete of another document", code, out, http.StatusConflict, "stale_object")
+	code, out = p.memoryDoor("edit", map[string]any{"path": "workspace/door.md", "old_text": "absent", "new_text": "x",
+		"expected_public_id": id, "expected_lock_version": 2})
+	wantRefusal(t, "an edit whose text is absent", code, out, http.StatusUnprocessableEntity, memsdk.CodeEditNotFound)
+	if got := stored()["door.md"]; got != "replaced\n" {
+		t.Fatalf("the store holds %q after the refused calls", got)
+	}
+	code, out = p.memoryDoor("edit", map[string]any{"path": "workspace/door.md", "old_text": "replaced", "new_text": "edited",
+		"expected_public_id": id, "expected_lock_version": 2})
+	if code != http.StatusOK || !strings.Contains(string(out), `"lock_version":3`) {
+		t.Fatalf("edit through the plugin: %d %s", code, out)
+	}
+	// What a person wrote is what an agent reads.
+	created2, err := p.admin.CreateRun(p.ctx, "default", memoryRun(`Read.
+!mock
+round 1
+call memory_read {"path":"workspace/door.md"}
+round 2
+say {{last_result}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := waitRun(t, p.admin, created2.Run.PublicID, 30*time.Second); run.Status != "completed" || deref(run.Answer) != "edited\n" {
+		t.Fatalf("the agent read %s %q", run.Status, deref(run.Answer))
+	}
+	code, out = p.memoryDoor("delete", map[string]any{"path": "workspace/door.md", "expected_public_id": id, "expected_lock_version": 3})
+	if code != http.StatusNoContent {
+		t.Fatalf("delete through the plugin: %d %s", code, out)
+	}
+	if _, ok := stored()["door.md"]; ok {
+		t.Fatal("door.md is still in the store after its delete")
 	}
 }
 
@@ -278,16 +358,34 @@ func (p *pluginServer) adminUserID() string {
 	return me.Principal.PublicID
 }
 
-// TestMemberMemoryProviderRefusals pins the two words a door answers when the workspace's memory
-// provider cannot be read for a person: memory_provider_unreachable (409) for an executor of its
-// own announcing the memory names, and memory_unavailable (503) while the memory plugin is not
-// ready on this instance. Skill documents, in kernel memory, are read all the same.
+// TestMemberMemoryProviderRefusals pins the words a door answers when the workspace's memory
+// provider cannot be reached for a person: memory_provider_unreachable (409) for an executor of
+// its own announcing the memory names, memory_unavailable (503) while the memory plugin is not
+// ready on this instance, and memory_conditions_unsupported (409) for a write through a memory
+// plugin built before protocol 1.3, whose documents the doors still read. Skill documents, in
+// kernel memory, are read and written all the same.
 func TestMemberMemoryProviderRefusals(t *testing.T) {
 	t.Parallel()
 	// A restart backoff long enough that a killed plugin stays down for the test.
 	timings := pluginTimings
 	timings.BackoffBase, timings.BackoffMax = time.Minute, time.Minute
-	p := startPluginsWith(t, store.SQLite, "", pluginStart{level: hclog.Debug, timings: timings})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fmt.Sprintf(`
+plugin %q {
+  kind    = "memory"
+  command = %q
+  env     = { %s = %q, GORACE = "atexit_sleep_ms=0" }
+  config  = { root = %q, fsync = false }
+}
+`, oldMemoryPluginName, exe, e2ePluginEnv, oldMemoryPluginName, filepath.Join(t.TempDir(), "old-fs"))
+	p := startPluginsWith(t, store.SQLite, old, pluginStart{level: hclog.Debug, timings: timings})
+	p.waitPlugin(oldMemoryPluginName, func(s plugins.Status) bool { return s.State == plugins.StateReady })
+	if minor := p.statuses()[oldMemoryPluginName].Info.ProtocolMinor; minor != 2 {
+		t.Fatalf("the old plugin reports minor %d", minor)
+	}
 
 	box := p.executor("tool_provider", "memory box")
 	p.announce(box, tool("memory_ls", 0), tool("memory_read", 0), tool("memory_grep", 0), tool("memory_write", 0),
@@ -311,6 +409,33 @@ func TestMemberMemoryProviderRefusals(t *testing.T) {
 		t.Fatalf("skills: %+v", docs)
 	}
 
+	lock = p.putOverride(p.executorOf(oldMemoryPluginName), lock)
+	p.agentsWrite(`Note.
+!mock
+round 1
+call memory_write {"path":"workspace/old.md","content":"kept by 1.2"}
+round 2
+say done`)
+	if docs := p.doorList(""); paths(docs) != "workspace/old.md" || docs[0].PublicID != nil || docs[0].LockVersion != 1 {
+		t.Fatalf("a 1.2 plugin's documents: %+v", docs)
+	}
+	code, out := p.memoryDoor("write", map[string]any{"path": "workspace/old.md", "content": "x", "expected_public_id": nil, "expected_lock_version": nil})
+	wantRefusal(t, "a write through a 1.2 plugin", code, out, http.StatusConflict, memory.CodeConditionsUnsupported)
+	code, out = p.memoryDoor("edit", map[string]any{"path": "workspace/old.md", "old_text": "kept", "new_text": "x",
+		"expected_public_id": "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", "expected_lock_version": 1})
+	wantRefusal(t, "an edit through a 1.2 plugin", code, out, http.StatusConflict, memory.CodeConditionsUnsupported)
+	code, out = p.memoryDoor("delete", map[string]any{"path": "workspace/old.md",
+		"expected_public_id": "0193c2d4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", "expected_lock_version": 1})
+	wantRefusal(t, "a delete through a 1.2 plugin", code, out, http.StatusConflict, memory.CodeConditionsUnsupported)
+	if code, out := p.memoryDoor("show", map[string]any{"path": "workspace/old.md"}); code != http.StatusOK || !strings.Contains(string(out), `"content":"kept by 1.2"`) {
+		t.Fatalf("after the refused writes: %d %s", code, out)
+	}
+	// A skill is written in kernel memory whatever the provider.
+	if code, out := p.memoryDoor("write", map[string]any{"path": "workspace/skills/triage", "content": "Sort by impact.", "description": "How we triage.",
+		"expected_public_id": nil, "expected_lock_version": nil}); code != http.StatusCreated {
+		t.Fatalf("a skill under a 1.2 plugin: %d %s", code, out)
+	}
+
 	p.putOverride(p.executorOf("memory-fs"), lock)
 	if docs := p.doorList(""); len(docs) != 0 {
 		t.Fatalf("an empty memory-fs store: %+v", docs)
@@ -319,11 +444,31 @@ func TestMemberMemoryProviderRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.waitPlugin("memory-fs", func(s plugins.Status) bool { return s.State != plugins.StateReady })
-	code, out := p.memoryDoor("", map[string]any{})
+	code, out = p.memoryDoor("", map[string]any{})
 	wantRefusal(t, "a plugin not ready", code, out, http.StatusServiceUnavailable, memsdk.CodeUnavailable)
 	code, out = p.memoryDoor("show", map[string]any{"path": "user/x.md"})
 	wantRefusal(t, "show while not ready", code, out, http.StatusServiceUnavailable, memsdk.CodeUnavailable)
-	if docs := p.doorList("user/skills/"); len(docs) != 0 {
+	code, out = p.memoryDoor("write", map[string]any{"path": "workspace/x.md", "content": "x", "expected_public_id": nil, "expected_lock_version": nil})
+	wantRefusal(t, "a write while not ready", code, out, http.StatusServiceUnavailable, memsdk.CodeUnavailable)
+	if docs := p.doorList("workspace/skills/"); paths(docs) != "workspace/skills/triage" {
 		t.Fatalf("skills while the plugin is down: %+v", docs)
 	}
+}
+
+// oldMemoryPluginName is a memory plugin built before protocol 1.3 (memory-fs served at minor
+// 2), and the value of e2ePluginEnv that makes this test binary serve it.
+const oldMemoryPluginName = "memory-v1-2"
+
+// serveOldMemoryPlugin serves memory-fs exactly as a binary built with protocol 1.2 does.
+func serveOldMemoryPlugin() {
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig: plugin.Handshake,
+		VersionedPlugins: map[int]goplugin.PluginSet{plugin.ProtocolMajor: {
+			plugin.KindMemory.PluginSetKey(): memsdk.ServerPluginAtMinor(memsdk.ServeConfig{
+				Info: plugin.Info{Name: "memory-fs-1.2", Version: "1.2.0"}, Configure: memoryfs.Configure,
+			}, 2),
+		}},
+		GRPCServer: goplugin.DefaultGRPCServer,
+	})
+	os.Exit(0)
 }
