@@ -34,18 +34,6 @@ type Backings interface {
 	Backing(ctx context.Context, workspaceID int64) (Backing, error)
 }
 
-// The words of a door that reaches a workspace's memory provider (docs/api.md#memory).
-const (
-	// CodeProviderUnreachable: the workspace hands its memory to an executor whose documents
-	// this server cannot read for a person (409): one that is not a memory plugin of this
-	// server's catalog, or one revoked or no longer serving the workspace.
-	CodeProviderUnreachable = "memory_provider_unreachable"
-	// CodeConditionsUnsupported: a member write, edit or delete of a document the workspace's
-	// memory plugin holds, when the plugin speaks a protocol before 1.3 (409): it keeps no
-	// document ids and ignores an expected version, so the door's condition could not be kept.
-	CodeConditionsUnsupported = "memory_conditions_unsupported"
-)
-
 // backingOf answers the caller's workspace's backing; without Backings every workspace keeps
 // kernel memory.
 func (d *Doors) backingOf(ctx context.Context, c Caller) (Backing, error) {
