@@ -750,13 +750,14 @@ say done`, nil, memoryImports, "bypass", nil)
 		tk.Task.Error.Detail != "executor "+full.id+" serving nexus.memory is revoked" {
 		t.Fatalf("revoked target: %s", tk.Raw)
 	}
+	// A memory plugin's target check passes, and clearing works at the current version.
+	lock = p.putOverride(fsID, lock)
+	p.putOverride("", lock)
+	// The member doors read kernel memory again: the refused write never reached it.
 	code, _, body = p.raw(http.MethodGet, "/agent_api/v1/workspaces/default/memory", p.srv.AdminToken, nil, nil)
 	if code != http.StatusOK || strings.Contains(string(body), "a.md") {
 		t.Fatalf("the refused write reached kernel memory: %d %s", code, body)
 	}
-	// A memory plugin's target check passes, and clearing works at the current version.
-	lock = p.putOverride(fsID, lock)
-	p.putOverride("", lock)
 }
 
 // nexusCLI runs the nexus command line (this test binary re-executed) against the server.
