@@ -19,8 +19,8 @@ import (
 // through the same Provider calls the memory Engine makes; so do writes, edits and deletes, their
 // conditions carried as the Provider's Expect (a plugin before protocol 1.3 cannot keep them and
 // is refused memory_conditions_unsupported). Skill documents (names under skills/) stay in the
-// kernel store. Every refusal is a refusal.Error with memory's words. Standing (read or write standing in the workspace) is the
-// caller's to check first.
+// kernel store. Every refusal is a refusal.Error with memory's words. Standing (read or write
+// standing in the workspace) is the caller's to check first.
 type Doors struct {
 	store    *Store
 	resolver *Resolver
@@ -64,8 +64,8 @@ type Caller struct {
 type Document struct {
 	// Path is the logical path, <root>/<name>.
 	Path string
-	// PublicID is a memory plugin's document id for its documents; "" for one it holds without
-	// an id (written before protocol 1.3, until its next write).
+	// PublicID is the kernel's public id of the document, or the memory plugin's id of it; ""
+	// for a plugin's document without an id (written before protocol 1.3, until its next write).
 	PublicID string
 	// LockVersion is the kernel's lock version, or a provider's version (1 on create, one more
 	// per replace or edit).
