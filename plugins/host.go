@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/nexuskernel/nexus/sdk/memory"
+	"github.com/nexuskernel/nexus/sdk/plugin"
 )
 
 // Config is what the host needs.
@@ -399,4 +402,31 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	case <-time.After(5 * time.Second):
 		return errors.New("plugins: shutdown did not finish")
 	}
+}
+
+// MemoryStore is a ready memory plugin's store, as the member memory doors reach it.
+type MemoryStore struct {
+	Provider memory.Provider
+	// ProtocolMinor is the minor the plugin reported: from 3 on its store keeps document ids
+	// and honours a conditional write's Expect (docs/plugins.md#protocol-13).
+	ProtocolMinor int
+}
+
+// MemoryProvider answers the store of the named memory plugin, for the member memory doors
+// (docs/api.md#memory): isMemory says the catalog holds a memory plugin of that name, and ms is
+// its store while the plugin is ready on this instance, nil otherwise. A call through it after
+// the process died answers plugin.ErrPluginShutdown.
+func (h *Host) MemoryProvider(name string) (ms *MemoryStore, isMemory bool) {
+	h.mu.Lock()
+	s := h.sups[name]
+	h.mu.Unlock()
+	if s == nil || s.entry.Kind != plugin.KindMemory {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateReady || s.inst == nil || s.inst.memory == nil {
+		return nil, true
+	}
+	return &MemoryStore{Provider: s.inst.memory, ProtocolMinor: s.inst.info.ProtocolMinor}, true
 }

@@ -271,3 +271,28 @@ func (MemoryOverrides) Target(ctx context.Context, q store.Querier, workspaceID 
 	}
 	return runs.TargetActive, nil
 }
+
+// MemoryTarget answers, for the member memory doors (docs/api.md#memory), the executor the
+// workspace's override hands nexus.memory to ("" when the workspace keeps kernel memory) and the
+// catalog name of the memory plugin that runs it ("" when none does: an executor of its own, or
+// one revoked or no longer eligible in the workspace). It is read at each call, never kept.
+func (s *Service) MemoryTarget(ctx context.Context, workspaceID int64) (executor, plugin string, err error) {
+	q := s.store.Reader()
+	id, ok, err := MemoryOverrides{}.Override(ctx, q, workspaceID)
+	if err != nil || !ok {
+		return "", "", err
+	}
+	standing, err := MemoryOverrides{}.Target(ctx, q, workspaceID, id)
+	if err != nil || standing != runs.TargetActive {
+		return id, "", err
+	}
+	e, err := store.ExecutorByPublicID(ctx, q, id)
+	if err != nil {
+		return "", "", err
+	}
+	m, err := store.ManagementOf(ctx, q, e.ID)
+	if err != nil {
+		return "", "", err
+	}
+	return id, m.ManagedBy, nil
+}

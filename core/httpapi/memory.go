@@ -11,7 +11,8 @@ import (
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// The member doors of kernel memory (docs/api.md#memory). They need Deps.Memory; without it they
+// The member memory doors (docs/api.md#memory): kernel memory, or the memory plugin a
+// workspace's override names. They need Deps.Memory; without it they
 // are not served.
 func (a *API) memoryRoutes() {
 	if a.deps.Memory == nil {
@@ -34,6 +35,7 @@ func (a *API) memoryCaller(r *http.Request, c *Call) (memory.Caller, error) {
 		return memory.Caller{}, err
 	}
 	return memory.Caller{
+		WorkspaceID:       acc.Workspace.ID,
 		WorkspacePublicID: acc.Workspace.PublicID,
 		Principal:         memory.Principal{Kind: c.Member.Kind, PublicID: c.Member.PublicID},
 	}, nil
@@ -60,10 +62,11 @@ func decodeMemory(c *Call, dst any) error {
 	return nil
 }
 
-// memoryDocumentJSON is a document on the wire; content only on show.
+// memoryDocumentJSON is a document on the wire; content only on show, public_id null for a
+// document a memory provider holds.
 type memoryDocumentJSON struct {
 	Path        string  `json:"path"`
-	PublicID    string  `json:"public_id"`
+	PublicID    *string `json:"public_id"`
 	LockVersion int64   `json:"lock_version"`
 	Bytesize    int64   `json:"bytesize"`
 	Description *string `json:"description"`
@@ -72,8 +75,12 @@ type memoryDocumentJSON struct {
 }
 
 func memoryDocumentWire(d *memory.Document) memoryDocumentJSON {
+	var id *string
+	if d.PublicID != "" {
+		id = &d.PublicID
+	}
 	return memoryDocumentJSON{
-		Path: d.Path, PublicID: d.PublicID, LockVersion: d.LockVersion, Bytesize: d.Bytesize,
+		Path: d.Path, PublicID: id, LockVersion: d.LockVersion, Bytesize: d.Bytesize,
 		Description: d.Description, WrittenAt: d.WrittenAt.UTC().Format(store.TimeLayout), Content: d.Content,
 	}
 }

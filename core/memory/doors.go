@@ -13,14 +13,18 @@ import (
 	memsdk "github.com/nexuskernel/nexus/sdk/memory"
 )
 
-// Doors are the member doors of kernel memory (docs/api.md#memory): how people and their programs
-// read and write the workspace/ and user/ roots, and author skills. They act on this kernel
-// store alone, whatever the workspace's override, and answer every refusal as a refusal.Error
-// with memory's words. Standing (read or write standing in the workspace) is the caller's to
-// check first.
+// Doors are the member memory doors (docs/api.md#memory): how people and their programs read and
+// write the workspace/ and user/ roots, and author skills. Reads (List, Show, Grep) go where the
+// agents' memory calls go: the kernel store, or the memory plugin the workspace's override names,
+// through the same Provider calls the memory Engine makes; so do writes, edits and deletes, their
+// conditions carried as the Provider's Expect (a plugin before protocol 1.3 cannot keep them and
+// is refused memory_conditions_unsupported). Skill documents (names under skills/) stay in the
+// kernel store. Every refusal is a refusal.Error with memory's words. Standing (read or write
+// standing in the workspace) is the caller's to check first.
 type Doors struct {
 	store    *Store
 	resolver *Resolver
+	backings Backings
 	now      func() time.Time
 	// grepBudget bounds one grep; tests shorten it.
 	grepBudget time.Duration
@@ -32,6 +36,9 @@ type DoorsOptions struct {
 	Now func() time.Time
 	// GrepBudget bounds one grep; zero means memory.GrepBudget.
 	GrepBudget time.Duration
+	// Backings answers where each workspace's memory lives; nil keeps every workspace on the
+	// kernel store.
+	Backings Backings
 }
 
 // NewDoors returns the member doors over a store, using resolver for the caller's controlling
@@ -43,20 +50,25 @@ func NewDoors(s *Store, resolver *Resolver, opts DoorsOptions) *Doors {
 	if opts.GrepBudget <= 0 {
 		opts.GrepBudget = memsdk.GrepBudget
 	}
-	return &Doors{store: s, resolver: resolver, now: opts.Now, grepBudget: opts.GrepBudget}
+	return &Doors{store: s, resolver: resolver, backings: opts.Backings, now: opts.Now, grepBudget: opts.GrepBudget}
 }
 
 // Caller is who calls a door and in which workspace; its standing is already checked.
 type Caller struct {
+	WorkspaceID       int64
 	WorkspacePublicID string
 	Principal         Principal
 }
 
-// Document is a kernel memory document as the doors show it.
+// Document is a memory document as the doors show it.
 type Document struct {
 	// Path is the logical path, <root>/<name>.
-	Path        string
-	PublicID    string
+	Path string
+	// PublicID is the kernel's public id of the document, or the memory plugin's id of it; ""
+	// for a plugin's document without an id (written before protocol 1.3, until its next write).
+	PublicID string
+	// LockVersion is the kernel's lock version, or a provider's version (1 on create, one more
+	// per replace or edit).
 	LockVersion int64
 	Bytesize    int64
 	// Description is set on skill documents only.
@@ -80,6 +92,11 @@ func documentOf(root string, d *store.MemoryDocument, withContent bool) Document
 		doc.Content = &content
 	}
 	return doc
+}
+
+// providerDocument is a memory plugin's document: its id is the public id a condition names.
+func providerDocument(root string, e *memsdk.Entry, content *string) Document {
+	return Document{Path: root + "/" + e.Name, PublicID: e.ID, LockVersion: int64(e.Version), Bytesize: e.SizeBytes, WrittenAt: e.WrittenAt.UTC(), Content: content}
 }
 
 // scopes are the two roots a door caller reaches, in root order (user, then workspace): the
@@ -227,8 +244,23 @@ func (d *Doors) List(ctx context.Context, c Caller, prefix string) ([]Document, 
 	if err != nil {
 		return nil, err
 	}
+	provider := d.lazyProvider(c)
 	out := []Document{}
 	for _, sel := range sels {
+		p, err := provider.forName(ctx, sel.prefix)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			resp, err := p.Ls(ctx, &memsdk.LsRequest{Scope: sel.scope, NamePrefix: sel.prefix})
+			if err != nil {
+				return nil, providerFailure(ctx, err)
+			}
+			for i := range resp.Entries {
+				out = append(out, providerDocument(sel.scope.Binding, &resp.Entries[i], nil))
+			}
+			continue
+		}
 		rows, err := d.store.documents(ctx, sel.scope, sel.prefix, false)
 		if err != nil {
 			return nil, err
@@ -278,6 +310,21 @@ func (d *Doors) Show(ctx context.Context, c Caller, req *ShowRequest) (*Document
 	if err != nil {
 		return nil, err
 	}
+	p, err := d.lazyProvider(c).forName(ctx, t.name)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		resp, err := p.Read(ctx, &memsdk.ReadRequest{Scope: t.scope, Name: t.name})
+		if errors.Is(err, memsdk.ErrNotFound) {
+			return nil, stateRefusal(memsdk.ErrNotFound, t.path)
+		}
+		if err != nil {
+			return nil, providerFailure(ctx, err)
+		}
+		doc := providerDocument(t.scope.Binding, &resp.Entry, &resp.Content)
+		return &doc, nil
+	}
 	row, err := store.MemoryDocumentAt(ctx, d.store.reader(ctx), string(t.scope.Kind), t.scope.OwnerID, t.name, true)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, stateRefusal(memsdk.ErrNotFound, t.path)
@@ -321,6 +368,18 @@ func (d *Doors) Write(ctx context.Context, c Caller, req *WriteRequest) (*Docume
 	text, err := content(field(req.Content))
 	if err != nil {
 		return nil, false, err
+	}
+	p, err := d.writeTarget(ctx, c, t)
+	if err != nil {
+		return nil, false, err
+	}
+	if p != nil {
+		resp, err := p.Write(ctx, &memsdk.WriteRequest{Scope: t.scope, Name: t.name, Content: text, WrittenAt: d.now(), Expect: providerExpect(expect)})
+		if err != nil {
+			return nil, false, providerRefusal(ctx, err, t.path)
+		}
+		doc := providerDocument(t.scope.Binding, &resp.Entry, nil)
+		return &doc, resp.Created, nil
 	}
 	row, created, err := d.store.put(ctx, t.scope, t.name, text, d.now(), putOptions{expect: expect, setDescription: true, description: desc})
 	if err != nil {
@@ -368,6 +427,18 @@ func (d *Doors) Edit(ctx context.Context, c Caller, req *EditRequest) (*Document
 	if memsdk.CheckContent(newText) != nil {
 		return nil, refuse422(memsdk.CodeContentInvalid, pathNewText, "%s must be text without U+0000.", pathNewText)
 	}
+	p, err := d.writeTarget(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		resp, err := p.Edit(ctx, &memsdk.EditRequest{Scope: t.scope, Name: t.name, OldText: oldText, NewText: newText, WrittenAt: d.now(), Expect: providerExpect(expect)})
+		if err != nil {
+			return nil, providerRefusal(ctx, err, t.path)
+		}
+		doc := providerDocument(t.scope.Binding, &resp.Entry, nil)
+		return &doc, nil
+	}
 	row, err := d.store.edit(ctx, t.scope, t.name, oldText, newText, d.now(), expect)
 	if err != nil {
 		return nil, stateRefusal(err, t.path)
@@ -397,6 +468,16 @@ func (d *Doors) Delete(ctx context.Context, c Caller, req *DeleteRequest) error 
 	t, err := resolvePath(field(req.Path), scopes)
 	if err != nil {
 		return err
+	}
+	p, err := d.writeTarget(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		if _, err := p.Delete(ctx, &memsdk.DeleteRequest{Scope: t.scope, Name: t.name, Expect: providerExpect(expect)}); err != nil {
+			return providerRefusal(ctx, err, t.path)
+		}
+		return nil
 	}
 	if err := d.store.remove(ctx, t.scope, t.name, expect); err != nil {
 		return stateRefusal(err, t.path)
@@ -472,12 +553,21 @@ func (d *Doors) Grep(ctx context.Context, c Caller, req *GrepRequest) (*GrepResu
 	if _, err := memsdk.CompilePattern(pattern, ignoreCase); err != nil {
 		return nil, refuse422(memsdk.CodePatternInvalid, pathPattern, "%q is not an RE2 expression.", pattern)
 	}
+	provider := d.lazyProvider(c)
 	searchCtx, cancel := context.WithTimeout(ctx, d.grepBudget)
 	defer cancel()
 	out := &GrepResult{Matches: []GrepMatch{}}
 	for _, sel := range sels {
+		p, err := provider.forName(ctx, sel.prefix)
+		if err != nil {
+			return nil, err
+		}
+		var src memsdk.Provider = d.store
+		if p != nil {
+			src = p
+		}
 		remaining := int(limit) - len(out.Matches)
-		resp, err := d.store.Grep(searchCtx, &memsdk.GrepRequest{
+		resp, err := src.Grep(searchCtx, &memsdk.GrepRequest{
 			Scope: sel.scope, NamePrefix: sel.prefix, Pattern: pattern, IgnoreCase: ignoreCase, Limit: remaining,
 		})
 		if err != nil {
@@ -486,6 +576,9 @@ func (d *Doors) Grep(ctx context.Context, c Caller, req *GrepRequest) (*GrepResu
 			}
 			if errors.Is(err, memsdk.ErrPatternTooCostly) || searchCtx.Err() != nil {
 				return nil, refuse422(memsdk.CodePatternTooCostly, pathPattern, "The search ran past its %s budget: narrow the pattern or the prefix.", d.grepBudget)
+			}
+			if p != nil {
+				return nil, providerFailure(ctx, err)
 			}
 			return nil, err
 		}

@@ -12,8 +12,9 @@ import (
 )
 
 // ErrStale is a conditional mutation whose expected document is not the one at the path: it
-// changed, was deleted or recreated, or (on a create) the path is occupied. Nothing changed.
-var ErrStale = errors.New("memory: stale object")
+// changed, was deleted or recreated, or (on a create) the path is occupied. Nothing changed. It
+// is sdk/memory's, so a memory plugin's answer and this store's read the same.
+var ErrStale = memsdk.ErrStale
 
 // Expect is the state a member door's conditional mutation expects at its path
 // (docs/api.md#memory).
@@ -23,6 +24,15 @@ type Expect struct {
 	// PublicID and LockVersion name the document expected, when Absent is false.
 	PublicID    string
 	LockVersion int64
+}
+
+// expectOf is a Provider call's condition in this store's terms: a document's id is its public
+// id and its version its lock version.
+func expectOf(e *memsdk.Expect) *Expect {
+	if e == nil {
+		return nil
+	}
+	return &Expect{Absent: e.Absent, PublicID: e.ID, LockVersion: int64(e.Version)}
 }
 
 // check compares the expectation with the current document (nil when none).

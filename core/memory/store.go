@@ -87,7 +87,7 @@ func microsOf(t time.Time) int64 { return memsdk.StoredTime(t).UnixMicro() }
 func timeOf(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 func entryOf(d *store.MemoryDocument) memsdk.Entry {
-	return memsdk.Entry{Name: d.Name, SizeBytes: d.Bytesize, WrittenAt: timeOf(d.WrittenAtUS), Version: uint64(d.LockVersion)}
+	return memsdk.Entry{Name: d.Name, SizeBytes: d.Bytesize, WrittenAt: timeOf(d.WrittenAtUS), Version: uint64(d.LockVersion), ID: d.PublicID}
 }
 
 // namePrefix turns a literal byte prefix into the SQL filter and the exact check applied to its
@@ -204,7 +204,7 @@ func (s *Store) Write(ctx context.Context, req *memsdk.WriteRequest) (*memsdk.Wr
 	if err := checkContent(req.Content); err != nil {
 		return nil, err
 	}
-	d, created, err := s.put(ctx, req.Scope, req.Name, req.Content, req.WrittenAt, putOptions{})
+	d, created, err := s.put(ctx, req.Scope, req.Name, req.Content, req.WrittenAt, putOptions{expect: expectOf(req.Expect)})
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (s *Store) Edit(ctx context.Context, req *memsdk.EditRequest) (*memsdk.Edit
 	if err := memsdk.CheckContent(req.NewText); err != nil {
 		return nil, err
 	}
-	d, err := s.edit(ctx, req.Scope, req.Name, req.OldText, req.NewText, req.WrittenAt, nil)
+	d, err := s.edit(ctx, req.Scope, req.Name, req.OldText, req.NewText, req.WrittenAt, expectOf(req.Expect))
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (s *Store) Delete(ctx context.Context, req *memsdk.DeleteRequest) (*memsdk.
 	if err := checkMutation(req.Scope, req.Name); err != nil {
 		return nil, err
 	}
-	if err := s.remove(ctx, req.Scope, req.Name, nil); err != nil {
+	if err := s.remove(ctx, req.Scope, req.Name, expectOf(req.Expect)); err != nil {
 		return nil, err
 	}
 	return &memsdk.DeleteResponse{}, nil

@@ -24,4 +24,12 @@ const (
 	CodeSkillUnknown = "skill_unknown"
 	// TitleSkillRefused is the title of a skill_unknown result.
 	TitleSkillRefused = "skill refused"
+	// CodeProviderUnreachable: the workspace hands its memory to an executor whose documents
+	// this server cannot reach for a person (409): one that is not a memory plugin of this
+	// server's catalog, or one revoked or no longer serving the workspace.
+	CodeProviderUnreachable = "memory_provider_unreachable"
+	// CodeConditionsUnsupported: a member write, edit or delete of a document the workspace's
+	// memory plugin holds, when the plugin speaks a protocol before 1.3 (409): it keeps no
+	// document ids and ignores an expected version, so the door's condition could not be kept.
+	CodeConditionsUnsupported = "memory_conditions_unsupported"
 )

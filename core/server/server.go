@@ -233,7 +233,6 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	// The kernel's memory calls resolve conversation bindings against the run engine's
 	// conversation rows; the member doors reach no conversation and need no such states.
 	resolver := memory.NewResolver(st, conversations.ConversationStates{})
-	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now})
 	tools := kernel.Full(kernel.Services{Memory: kmem, Resolver: resolver, Models: models, Compiler: compiler, Now: opts.Now})
 	cfg := runs.Config{}
 	if s.Kernel != nil {
@@ -284,6 +283,10 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	}
 	srv.plugins = host
 	srv.pluginsStarted = make(chan struct{})
+	// The member doors read a workspace's memory where its agents do: kernel memory, or the
+	// memory plugin its override names, ready on this instance.
+	doors := memory.NewDoors(kmem, memory.NewResolver(st, nil), memory.DoorsOptions{Now: opts.Now,
+		Backings: memoryBackings{overrides: plane, host: host}})
 	api, err := httpapi.New(httpapi.Deps{
 		Runs:     engine,
 		RunWatch: watch,

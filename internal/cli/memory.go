@@ -61,11 +61,12 @@ func newMemory(e *env, g *globals) *cobra.Command {
 	f := &adminFlags{}
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Read and write kernel memory (workspace/ and your user/ root) and author skills",
-		Long: `Kernel memory holds documents at <root>/<name>: workspace/… is shared by the workspace's members
-and runs, user/… belongs to you (an agent token's user/ is its steward's). Skills are documents
-at workspace/skills/<name> or user/skills/<name> with a --description; models read them, only
-members write them.
+		Short: "Read and write the memory the agents read (workspace/ and your user/ root) and author skills",
+		Long: `Memory holds documents at <root>/<name>: workspace/… is shared by the workspace's members
+and runs, user/… belongs to you (an agent token's user/ is its steward's). These commands act where
+the workspace's memory calls go: kernel memory, or the memory plugin its override names. Skills are
+documents at workspace/skills/<name> or user/skills/<name> with a --description, kept in kernel
+memory whatever the override; models read them, only members write them.
 
 Changes are conditional: write, edit and rm read the document first and expect that version,
 unless --expected-public-id and --expected-lock-version (or --create) say otherwise.`,

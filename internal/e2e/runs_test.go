@@ -22,6 +22,8 @@ func TestMain(m *testing.M) {
 	case "":
 	case takeoverPluginName:
 		serveTakeoverPlugin() // this binary is the takeover tests' plugin
+	case oldMemoryPluginName:
+		serveOldMemoryPlugin() // this binary is a memory plugin built before protocol 1.3
 	default:
 		serveChangingPlugin() // this binary is a plugin of a test's server
 	}

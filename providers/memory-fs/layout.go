@@ -62,6 +62,9 @@ type header struct {
 	SizeBytes int64  `json:"size_bytes"`
 	Version   uint64 `json:"version"`
 	WrittenAt string `json:"written_at"`
+	// ID is the document's id (protocol 1.3); absent in a document written before ids were
+	// kept, until its next write.
+	ID string `json:"id,omitempty"`
 }
 
 func (s *Store) anchorDir(scope memory.Scope) string {
@@ -97,6 +100,7 @@ func encodeDoc(e memory.Entry, content string) []byte {
 		SizeBytes: e.SizeBytes,
 		Version:   e.Version,
 		WrittenAt: e.WrittenAt.UTC().Format(writtenAtLayout),
+		ID:        e.ID,
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(content) + len(e.Name) + 128)
@@ -134,7 +138,7 @@ func decodeDoc(fileName string, data []byte, headerOnly bool) (memory.Entry, []b
 	if h.SizeBytes < 0 || h.SizeBytes > memory.MaxDocumentBytes || h.Version == 0 {
 		return memory.Entry{}, nil, corrupt(fileName, "header size or version out of range")
 	}
-	e := memory.Entry{Name: h.Name, SizeBytes: h.SizeBytes, WrittenAt: at.UTC(), Version: h.Version}
+	e := memory.Entry{Name: h.Name, SizeBytes: h.SizeBytes, WrittenAt: at.UTC(), Version: h.Version, ID: h.ID}
 	if headerOnly {
 		return e, nil, nil
 	}
@@ -155,6 +159,7 @@ const (
 	headerSize      = `,"size_bytes":`
 	headerVersion   = `,"version":`
 	headerWrittenAt = `,"written_at":"`
+	headerID        = `","id":"`
 	headerEnd       = `"}`
 )
 
@@ -183,10 +188,21 @@ func parseHeaderFast(line []byte) (h header, ok bool) {
 		return header{}, false
 	}
 	q = bytes.IndexByte(rest, '"')
-	if q < 0 || string(rest[q:]) != headerEnd || !plainJSONString(rest[:q]) {
+	if q < 0 || !plainJSONString(rest[:q]) {
 		return header{}, false
 	}
-	h.SizeBytes, h.WrittenAt = int64(size), string(rest[:q])
+	h.SizeBytes, h.WrittenAt, rest = int64(size), string(rest[:q]), rest[q:]
+	// A header written before ids were kept ends after written_at.
+	if id, found := bytes.CutPrefix(rest, []byte(headerID)); found {
+		q = bytes.IndexByte(id, '"')
+		if q < 0 || !plainJSONString(id[:q]) {
+			return header{}, false
+		}
+		h.ID, rest = string(id[:q]), id[q:]
+	}
+	if string(rest) != headerEnd {
+		return header{}, false
+	}
 	return h, size <= memory.MaxDocumentBytes
 }
 

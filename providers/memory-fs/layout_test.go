@@ -27,28 +27,30 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{"line\u2028sep", false},
 		{strings.Repeat("n", memory.MaxNameBytes), true},
 	} {
-		e := memory.Entry{Name: c.name, SizeBytes: 5, WrittenAt: at, Version: 12345678901234}
-		data := encodeDoc(e, "hello")
-		line := data[:bytes.IndexByte(data, '\n')]
-		h, ok := parseHeaderFast(line)
-		if ok != c.fast {
-			t.Errorf("%q: fast path %v, want %v", c.name, ok, c.fast)
-		}
-		var viaJSON header
-		if err := json.Unmarshal(line, &viaJSON); err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			if diff := cmp.Diff(viaJSON, h); diff != "" {
-				t.Errorf("%q: fast path disagrees with encoding/json (-json +fast):\n%s", c.name, diff)
+		for _, id := range []string{"", memory.NewID()} {
+			e := memory.Entry{Name: c.name, SizeBytes: 5, WrittenAt: at, Version: 12345678901234, ID: id}
+			data := encodeDoc(e, "hello")
+			line := data[:bytes.IndexByte(data, '\n')]
+			h, ok := parseHeaderFast(line)
+			if ok != c.fast {
+				t.Errorf("%q: fast path %v, want %v", c.name, ok, c.fast)
 			}
-		}
-		got, content, err := decodeDoc(docFileName(c.name), data, false)
-		if err != nil || string(content) != "hello" {
-			t.Fatalf("%q: decode: %v", c.name, err)
-		}
-		if diff := cmp.Diff(e, got); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", c.name, diff)
+			var viaJSON header
+			if err := json.Unmarshal(line, &viaJSON); err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				if diff := cmp.Diff(viaJSON, h); diff != "" {
+					t.Errorf("%q: fast path disagrees with encoding/json (-json +fast):\n%s", c.name, diff)
+				}
+			}
+			got, content, err := decodeDoc(docFileName(c.name), data, false)
+			if err != nil || string(content) != "hello" {
+				t.Fatalf("%q: decode: %v", c.name, err)
+			}
+			if diff := cmp.Diff(e, got); diff != "" {
+				t.Errorf("%q (-want +got):\n%s", c.name, diff)
+			}
 		}
 	}
 	// Near misses of the exact shape fall back rather than misread.

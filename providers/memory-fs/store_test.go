@@ -62,12 +62,19 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"format":1,"name":"notes/todo.md","size_bytes":88,"version":3,"written_at":"2025-11-30T10:02:41.123456Z"}` + "\n" + content
+	idOf := func(scope memory.Scope, name string) string {
+		r, err := s.Read(t.Context(), &memory.ReadRequest{Scope: scope, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Entry.ID
+	}
+	want := `{"format":1,"name":"notes/todo.md","size_bytes":88,"version":3,"written_at":"2025-11-30T10:02:41.123456Z","id":"` + idOf(ws, "notes/todo.md") + `"}` + "\n" + content
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("document file (-want +got):\n%s", diff)
 	}
 	got, _ = os.ReadFile(docPath(root, memorytest.User, `quote" <&> ü`))
-	if want := `{"format":1,"name":"quote\" <&> ü","size_bytes":0,"version":1,"written_at":"2025-11-30T10:02:41.123456Z"}` + "\n"; string(got) != want {
+	if want := `{"format":1,"name":"quote\" <&> ü","size_bytes":0,"version":1,"written_at":"2025-11-30T10:02:41.123456Z","id":"` + idOf(memorytest.User, `quote" <&> ü`) + `"}` + "\n"; string(got) != want {
 		t.Errorf("document file %q, want %q", got, want)
 	}
 	// Every directory is 0700, every file 0600, and nothing but documents and the lock remain.
@@ -348,5 +355,34 @@ func TestMissingAnchor(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "anchors", "workspace", ws.OwnerID)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("anchor directory created: %v", err)
+	}
+}
+
+// TestLegacyDocumentGetsAnID: a document written before ids were kept (a header without "id")
+// reads with no id, refuses every condition, and its next write gives it one.
+func TestLegacyDocumentGetsAnID(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s := openAt(t, root)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	write(t, s, ws, "old.md", "v1", at)
+	legacy := `{"format":1,"name":"old.md","size_bytes":2,"version":1,"written_at":"2026-01-02T03:04:05.000000Z"}` + "\nv1"
+	if err := os.WriteFile(docPath(root, ws, "old.md"), []byte(legacy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Read(t.Context(), &memory.ReadRequest{Scope: ws, Name: "old.md"})
+	if err != nil || r.Entry.ID != "" || r.Content != "v1" {
+		t.Fatalf("a legacy document reads %+v, %v", r, err)
+	}
+	_, err = s.Delete(t.Context(), &memory.DeleteRequest{Scope: ws, Name: "old.md", Expect: &memory.Expect{Version: 1}})
+	if !errors.Is(err, memory.ErrStale) {
+		t.Fatalf("a condition on a legacy document: %v", err)
+	}
+	edited, err := s.Edit(t.Context(), &memory.EditRequest{Scope: ws, Name: "old.md", OldText: "v1", NewText: "v2", WrittenAt: at})
+	if err != nil || edited.Entry.ID == "" || edited.Entry.Version != 2 {
+		t.Fatalf("the next edit: %+v %v", edited, err)
+	}
+	if r, err := s.Read(t.Context(), &memory.ReadRequest{Scope: ws, Name: "old.md"}); err != nil || r.Entry.ID != edited.Entry.ID {
+		t.Fatalf("after the edit: %+v %v", r, err)
 	}
 }

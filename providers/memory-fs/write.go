@@ -38,6 +38,7 @@ func (s *Store) Write(ctx context.Context, req *memory.WriteRequest) (*memory.Wr
 	fileName := docFileName(req.Name)
 	path := filepath.Join(dir, fileName)
 	var version uint64
+	id := memory.NewID()
 	file, err := readDoc(nil, dir, fileName, true)
 	switch {
 	case err == nil:
@@ -46,8 +47,17 @@ func (s *Store) Write(ctx context.Context, req *memory.WriteRequest) (*memory.Wr
 		if err != nil {
 			return nil, err
 		}
+		if err := req.Expect.Check(&cur); err != nil {
+			return nil, err
+		}
 		version = cur.Version
+		if cur.ID != "" {
+			id = cur.ID
+		}
 	case errors.Is(err, os.ErrNotExist):
+		if err := req.Expect.Check(nil); err != nil {
+			return nil, err
+		}
 		n, err := countDocs(dir)
 		if err != nil {
 			return nil, err
@@ -58,7 +68,7 @@ func (s *Store) Write(ctx context.Context, req *memory.WriteRequest) (*memory.Wr
 	default:
 		return nil, err
 	}
-	e := memory.Entry{Name: req.Name, SizeBytes: int64(len(req.Content)), WrittenAt: memory.StoredTime(req.WrittenAt), Version: version + 1}
+	e := memory.Entry{Name: req.Name, SizeBytes: int64(len(req.Content)), WrittenAt: memory.StoredTime(req.WrittenAt), Version: version + 1, ID: id}
 	if err := s.replaceFile(dir, path, encodeDoc(e, req.Content)); err != nil {
 		return nil, err
 	}
@@ -82,7 +92,7 @@ func (s *Store) Edit(ctx context.Context, req *memory.EditRequest) (*memory.Edit
 	dir := s.anchorDir(req.Scope)
 	release, err := s.lockExisting(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, missing(req.Expect, err)
 	}
 	defer release()
 
@@ -90,22 +100,28 @@ func (s *Store) Edit(ctx context.Context, req *memory.EditRequest) (*memory.Edit
 	path := filepath.Join(dir, fileName)
 	file, err := readDoc(nil, dir, fileName, false)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, memory.ErrNotFound
+		return nil, missing(req.Expect, memory.ErrNotFound)
 	}
 	if err != nil {
 		return nil, err
 	}
 	cur, content, err := decodeDoc(fileName, file.data, false)
+	if err == nil {
+		err = req.Expect.Check(&cur)
+	}
 	if err != nil {
 		file.release()
 		return nil, err
+	}
+	if cur.ID == "" {
+		cur.ID = memory.NewID()
 	}
 	next, err := memory.ApplyEdit(string(content), req.OldText, req.NewText)
 	file.release()
 	if err != nil {
 		return nil, err
 	}
-	e := memory.Entry{Name: req.Name, SizeBytes: int64(len(next)), WrittenAt: memory.StoredTime(req.WrittenAt), Version: cur.Version + 1}
+	e := memory.Entry{Name: req.Name, SizeBytes: int64(len(next)), WrittenAt: memory.StoredTime(req.WrittenAt), Version: cur.Version + 1, ID: cur.ID}
 	if err := s.replaceFile(dir, path, encodeDoc(e, next)); err != nil {
 		return nil, err
 	}
@@ -123,11 +139,29 @@ func (s *Store) Delete(ctx context.Context, req *memory.DeleteRequest) (*memory.
 	dir := s.anchorDir(req.Scope)
 	release, err := s.lockExisting(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, missing(req.Expect, err)
 	}
 	defer release()
 
-	err = os.Remove(filepath.Join(dir, docFileName(req.Name)))
+	fileName := docFileName(req.Name)
+	if req.Expect != nil {
+		file, err := readDoc(nil, dir, fileName, true)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, missing(req.Expect, memory.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cur, _, err := decodeDoc(fileName, file.data, true)
+		file.release()
+		if err == nil {
+			err = req.Expect.Check(&cur)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	err = os.Remove(filepath.Join(dir, fileName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, memory.ErrNotFound
 	}
@@ -138,6 +172,17 @@ func (s *Store) Delete(ctx context.Context, req *memory.DeleteRequest) (*memory.
 		return nil, err
 	}
 	return &memory.DeleteResponse{}, nil
+}
+
+// missing answers a mutation that found no document: ErrStale when its Expect named one,
+// else err (ErrNotFound, or the failure that kept the anchor from being read).
+func missing(e *memory.Expect, err error) error {
+	if errors.Is(err, memory.ErrNotFound) {
+		if serr := e.Check(nil); serr != nil {
+			return serr
+		}
+	}
+	return err
 }
 
 // ensureAnchor creates an anchor's directory on its first write. The store never removes an

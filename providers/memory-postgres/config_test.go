@@ -56,12 +56,47 @@ func TestMigrationsIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int
-		if err := s.DB().Get(&n, `SELECT count(*) FROM `+s.Schema()+`.schema_migrations`); err != nil || n != 1 {
+		if err := s.DB().Get(&n, `SELECT count(*) FROM `+s.Schema()+`.schema_migrations`); err != nil || n != 2 {
 			t.Errorf("migrations recorded: %d, %v", n, err)
 		}
 		_ = s.Close()
 		if _, err := s.Ls(t.Context(), &memory.LsRequest{Scope: memory.Scope{Binding: "workspace", Kind: memory.ScopeWorkspace, OwnerID: "0193c2d4-5e6f-7a8b-9c0d-000000000002", Access: memory.AccessRead}}); !errors.Is(err, memory.ErrUnavailable) {
 			t.Errorf("closed store: %v", err)
 		}
+	}
+}
+
+// TestLegacyRowGetsAnID: a row written before ids were kept (migration 2) reads with no id, and
+// its next write gives it one, which later writes keep.
+func TestLegacyRowGetsAnID(t *testing.T) {
+	t.Parallel()
+	s, err := memorypostgres.Open(t.Context(), memorypostgres.Config{DSN: dsn(t), Schema: freshSchema(t), MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	scope := memory.Scope{Binding: "workspace", Kind: memory.ScopeWorkspace, OwnerID: "0193c2d4-5e6f-7a8b-9c0d-000000000003", Access: memory.AccessReadWrite}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := s.Write(t.Context(), &memory.WriteRequest{Scope: scope, Name: "old.md", Content: "v1", WrittenAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().Exec(`UPDATE ` + s.Schema() + `.documents SET id = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Read(t.Context(), &memory.ReadRequest{Scope: scope, Name: "old.md"})
+	if err != nil || r.Entry.ID != "" {
+		t.Fatalf("a legacy row reads id %q, %v", r.Entry.ID, err)
+	}
+	_, err = s.Write(t.Context(), &memory.WriteRequest{Scope: scope, Name: "old.md", Content: "v2", WrittenAt: at, Expect: &memory.Expect{ID: "", Version: 1}})
+	if !errors.Is(err, memory.ErrStale) {
+		t.Fatalf("a condition on a legacy row: %v", err)
+	}
+	w, err := s.Write(t.Context(), &memory.WriteRequest{Scope: scope, Name: "old.md", Content: "v2", WrittenAt: at})
+	if err != nil || w.Entry.ID == "" {
+		t.Fatalf("the next write: %+v %v", w, err)
+	}
+	r, err = s.Read(t.Context(), &memory.ReadRequest{Scope: scope, Name: "old.md"})
+	if err != nil || r.Entry.ID != w.Entry.ID || r.Entry.Version != 2 {
+		t.Fatalf("after the write: %+v %v", r, err)
 	}
 }

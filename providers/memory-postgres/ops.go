@@ -50,10 +50,32 @@ type docRow struct {
 	SizeBytes int64     `db:"size_bytes"`
 	WrittenAt time.Time `db:"written_at"`
 	Version   uint64    `db:"version"`
+	// ID is "" for a row written before ids were kept, until its next write.
+	ID string `db:"id"`
 }
 
 func (r docRow) entry() memory.Entry {
-	return memory.Entry{Name: r.Name, SizeBytes: r.SizeBytes, WrittenAt: r.WrittenAt.UTC(), Version: r.Version}
+	return memory.Entry{Name: r.Name, SizeBytes: r.SizeBytes, WrittenAt: r.WrittenAt.UTC(), Version: r.Version, ID: r.ID}
+}
+
+// state is a locked document's version and id.
+type state struct {
+	Content string `db:"content"`
+	Version uint64 `db:"version"`
+	ID      string `db:"id"`
+}
+
+func (s *state) entry(name string) *memory.Entry {
+	return &memory.Entry{Name: name, Version: s.Version, ID: s.ID}
+}
+
+// keptID is the id a replace or edit keeps: the document's own, or a new one for a row
+// written before ids were kept.
+func keptID(id string) string {
+	if id == "" {
+		return memory.NewID()
+	}
+	return id
 }
 
 // Ls implements memory.Provider.
@@ -163,29 +185,37 @@ func (s *Store) Write(ctx context.Context, req *memory.WriteRequest) (*memory.Wr
 			return err
 		}
 		k, o := req.Scope.Kind, req.Scope.OwnerID
-		var version uint64
-		err = tx.GetContext(ctx, &version, s.q.docVersion, k, o, req.Name)
+		var cur state
+		err = tx.GetContext(ctx, &cur, s.q.docVersion, k, o, req.Name)
 		switch {
 		case err == nil:
+			if err := req.Expect.Check(cur.entry(req.Name)); err != nil {
+				return err
+			}
+			id := keptID(cur.ID)
 			var next uint64
-			if err := tx.GetContext(ctx, &next, s.q.updateDoc, k, o, req.Name, req.Content, len(req.Content), at, version); err != nil {
+			if err := tx.GetContext(ctx, &next, s.q.updateDoc, k, o, req.Name, req.Content, len(req.Content), at, cur.Version, id); err != nil {
 				return sqlFailure("replace", err) // the anchor lock makes a lost race impossible
 			}
-			resp = &memory.WriteResponse{Entry: memory.Entry{Name: req.Name, SizeBytes: int64(len(req.Content)), WrittenAt: at, Version: next}}
+			resp = &memory.WriteResponse{Entry: memory.Entry{Name: req.Name, SizeBytes: int64(len(req.Content)), WrittenAt: at, Version: next, ID: id}}
 			return nil
 		case !errors.Is(err, sql.ErrNoRows):
 			return unavailable("write", err)
 		}
+		if err := req.Expect.Check(nil); err != nil {
+			return err
+		}
 		if count >= memory.MaxDocumentsPerAnchor {
 			return memory.ErrFull
 		}
-		if _, err := tx.ExecContext(ctx, s.q.insertDoc, k, o, req.Name, req.Content, len(req.Content), at); err != nil {
+		id := memory.NewID()
+		if _, err := tx.ExecContext(ctx, s.q.insertDoc, k, o, req.Name, req.Content, len(req.Content), at, id); err != nil {
 			return unavailable("create", err)
 		}
 		if _, err := tx.ExecContext(ctx, s.q.bumpCount, k, o, 1); err != nil {
 			return unavailable("count", err)
 		}
-		resp = &memory.WriteResponse{Entry: memory.Entry{Name: req.Name, SizeBytes: int64(len(req.Content)), WrittenAt: at, Version: 1}, Created: true}
+		resp = &memory.WriteResponse{Entry: memory.Entry{Name: req.Name, SizeBytes: int64(len(req.Content)), WrittenAt: at, Version: 1, ID: id}, Created: true}
 		return nil
 	})
 	if err != nil {
@@ -214,28 +244,32 @@ func (s *Store) Edit(ctx context.Context, req *memory.EditRequest) (*memory.Edit
 				return err
 			}
 			k, o := req.Scope.Kind, req.Scope.OwnerID
-			var cur struct {
-				Content string `db:"content"`
-				Version uint64 `db:"version"`
-			}
+			var cur state
 			if err := tx.GetContext(ctx, &cur, s.q.lockDoc, k, o, req.Name); errors.Is(err, sql.ErrNoRows) {
+				if err := req.Expect.Check(nil); err != nil {
+					return err
+				}
 				return memory.ErrNotFound
 			} else if err != nil {
 				return unavailable("edit", err)
+			}
+			if err := req.Expect.Check(cur.entry(req.Name)); err != nil {
+				return err
 			}
 			content, err := memory.ApplyEdit(cur.Content, req.OldText, req.NewText)
 			if err != nil {
 				return err
 			}
+			id := keptID(cur.ID)
 			var next uint64
-			err = tx.GetContext(ctx, &next, s.q.updateDoc, k, o, req.Name, content, len(content), at, cur.Version)
+			err = tx.GetContext(ctx, &next, s.q.updateDoc, k, o, req.Name, content, len(content), at, cur.Version, id)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil // lost a race: retry
 			}
 			if err != nil {
 				return unavailable("edit", err)
 			}
-			resp = &memory.EditResponse{Entry: memory.Entry{Name: req.Name, SizeBytes: int64(len(content)), WrittenAt: at, Version: next}}
+			resp = &memory.EditResponse{Entry: memory.Entry{Name: req.Name, SizeBytes: int64(len(content)), WrittenAt: at, Version: next, ID: id}}
 			return nil
 		})
 		if err != nil {
@@ -258,6 +292,22 @@ func (s *Store) Delete(ctx context.Context, req *memory.DeleteRequest) (*memory.
 			return err
 		}
 		k, o := req.Scope.Kind, req.Scope.OwnerID
+		if req.Expect != nil {
+			var cur state
+			err := tx.GetContext(ctx, &cur, s.q.lockDoc, k, o, req.Name)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				if err := req.Expect.Check(nil); err != nil {
+					return err
+				}
+			case err != nil:
+				return unavailable("delete", err)
+			default:
+				if err := req.Expect.Check(cur.entry(req.Name)); err != nil {
+					return err
+				}
+			}
+		}
 		var version uint64
 		if err := tx.GetContext(ctx, &version, s.q.deleteDoc, k, o, req.Name); errors.Is(err, sql.ErrNoRows) {
 			return memory.ErrNotFound

@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-// MemoryDocument is a kernel memory document as the member doors show it.
+// MemoryDocument is a memory document as the member doors show it: kernel memory's, or the
+// workspace's memory plugin's when its override names one (PublicID is then the plugin's id of
+// the document, "" for a plugin before protocol 1.3).
 type MemoryDocument struct {
 	// Path is the logical path, <root>/<name>: workspace/… or user/….
 	Path     string `json:"path"`

@@ -88,14 +88,30 @@ func timeFromProto(t *timestamppb.Timestamp) time.Time {
 }
 
 func entryToProto(e Entry) *pb.Entry {
-	return &pb.Entry{Name: e.Name, SizeBytes: uint64(max(e.SizeBytes, 0)), WrittenAt: timeToProto(e.WrittenAt), Version: e.Version}
+	return &pb.Entry{Name: e.Name, SizeBytes: uint64(max(e.SizeBytes, 0)), WrittenAt: timeToProto(e.WrittenAt), Version: e.Version, Id: e.ID}
 }
 
 func entryFromProto(e *pb.Entry) Entry {
 	return Entry{
 		Name: e.GetName(), SizeBytes: int64(min(e.GetSizeBytes(), math.MaxInt64)),
-		WrittenAt: timeFromProto(e.GetWrittenAt()), Version: e.GetVersion(),
+		WrittenAt: timeFromProto(e.GetWrittenAt()), Version: e.GetVersion(), ID: e.GetId(),
 	}
+}
+
+// expectToProto sends no condition as an absent message, so that an unconditional call reads
+// the same to a store of any minor.
+func expectToProto(e *Expect) *pb.Expect {
+	if e == nil {
+		return nil
+	}
+	return &pb.Expect{Absent: e.Absent, Id: e.ID, Version: e.Version}
+}
+
+func expectFromProto(e *pb.Expect) *Expect {
+	if e == nil {
+		return nil
+	}
+	return &Expect{Absent: e.GetAbsent(), ID: e.GetId(), Version: e.GetVersion()}
 }
 
 // limitToProto keeps an out-of-range limit out of range: a negative limit travels as the
@@ -178,11 +194,11 @@ func grepResponseFromProto(r *pb.GrepResponse) *GrepResponse {
 }
 
 func writeRequestToProto(r *WriteRequest) *pb.WriteRequest {
-	return &pb.WriteRequest{Scope: scopeToProto(r.Scope), Name: r.Name, Content: r.Content, WrittenAt: timeToProto(r.WrittenAt)}
+	return &pb.WriteRequest{Scope: scopeToProto(r.Scope), Name: r.Name, Content: r.Content, WrittenAt: timeToProto(r.WrittenAt), Expect: expectToProto(r.Expect)}
 }
 
 func writeRequestFromProto(r *pb.WriteRequest) *WriteRequest {
-	return &WriteRequest{Scope: scopeFromProto(r.GetScope()), Name: r.GetName(), Content: r.GetContent(), WrittenAt: timeFromProto(r.GetWrittenAt())}
+	return &WriteRequest{Scope: scopeFromProto(r.GetScope()), Name: r.GetName(), Content: r.GetContent(), WrittenAt: timeFromProto(r.GetWrittenAt()), Expect: expectFromProto(r.GetExpect())}
 }
 
 func writeResponseToProto(r *WriteResponse) *pb.WriteResponse {
@@ -196,14 +212,14 @@ func writeResponseFromProto(r *pb.WriteResponse) *WriteResponse {
 func editRequestToProto(r *EditRequest) *pb.EditRequest {
 	return &pb.EditRequest{
 		Scope: scopeToProto(r.Scope), Name: r.Name, OldText: r.OldText, NewText: r.NewText,
-		WrittenAt: timeToProto(r.WrittenAt),
+		WrittenAt: timeToProto(r.WrittenAt), Expect: expectToProto(r.Expect),
 	}
 }
 
 func editRequestFromProto(r *pb.EditRequest) *EditRequest {
 	return &EditRequest{
 		Scope: scopeFromProto(r.GetScope()), Name: r.GetName(), OldText: r.GetOldText(), NewText: r.GetNewText(),
-		WrittenAt: timeFromProto(r.GetWrittenAt()),
+		WrittenAt: timeFromProto(r.GetWrittenAt()), Expect: expectFromProto(r.GetExpect()),
 	}
 }
 
@@ -216,9 +232,9 @@ func editResponseFromProto(r *pb.EditResponse) *EditResponse {
 }
 
 func deleteRequestToProto(r *DeleteRequest) *pb.DeleteRequest {
-	return &pb.DeleteRequest{Scope: scopeToProto(r.Scope), Name: r.Name}
+	return &pb.DeleteRequest{Scope: scopeToProto(r.Scope), Name: r.Name, Expect: expectToProto(r.Expect)}
 }
 
 func deleteRequestFromProto(r *pb.DeleteRequest) *DeleteRequest {
-	return &DeleteRequest{Scope: scopeFromProto(r.GetScope()), Name: r.GetName()}
+	return &DeleteRequest{Scope: scopeFromProto(r.GetScope()), Name: r.GetName(), Expect: expectFromProto(r.GetExpect())}
 }

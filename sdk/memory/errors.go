@@ -21,6 +21,8 @@ var (
 	ErrPatternTooCostly = errors.New("memory: pattern too costly")
 	ErrReadOnly         = errors.New("memory: read-only scope")
 	ErrUnavailable      = errors.New("memory: store unavailable")
+	// ErrStale answers a Write, Edit or Delete whose Expect does not hold (protocol 1.3).
+	ErrStale = errors.New("memory: not the expected document")
 )
 
 // ErrorKind is how an error travels across the plugin wire. The values equal the ErrorKind
@@ -43,6 +45,8 @@ const (
 	KindReadOnly         ErrorKind = 11
 	KindUnavailable      ErrorKind = 14
 	KindInternal         ErrorKind = 15
+	// KindStale was added in protocol 1.3.
+	KindStale ErrorKind = 17
 )
 
 // kindTable pairs each memory kind with its sentinel and its word (the enum name lower-cased
@@ -64,6 +68,7 @@ var kindTable = []struct {
 	{KindPatternTooCostly, ErrPatternTooCostly, "pattern_too_costly"},
 	{KindReadOnly, ErrReadOnly, "read_only"},
 	{KindUnavailable, ErrUnavailable, "unavailable"},
+	{KindStale, ErrStale, "stale"},
 }
 
 // String answers the kind's word, e.g. "not_found"; unknown values read "internal".

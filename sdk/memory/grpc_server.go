@@ -13,6 +13,21 @@ import (
 type grpcServer struct {
 	pb.UnimplementedMemoryProviderServer
 	slot *wire.Slot[Provider]
+	// beforeIDs serves a minor before document ids (ServerPluginAtMinor): requests' Expect
+	// goes unread and entries carry no id.
+	beforeIDs bool
+}
+
+// minorIDs is the protocol minor that added Entry.id and Expect.
+const minorIDs = 3
+
+// entries clears the ids of a minor before them.
+func (s *grpcServer) entries(es ...*pb.Entry) {
+	if s.beforeIDs {
+		for _, e := range es {
+			e.Id = ""
+		}
+	}
 }
 
 // errorKindOf is the wire kind of a store error; one not configured yet is UNAVAILABLE.
@@ -37,7 +52,9 @@ func (s *grpcServer) Ls(ctx context.Context, req *pb.LsRequest) (*pb.LsResponse,
 	if resp == nil {
 		return nil, toStatus(errNilResponse)
 	}
-	return lsResponseToProto(resp), nil
+	out := lsResponseToProto(resp)
+	s.entries(out.Entries...)
+	return out, nil
 }
 
 func (s *grpcServer) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
@@ -52,7 +69,9 @@ func (s *grpcServer) Read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadRes
 	if resp == nil {
 		return nil, toStatus(errNilResponse)
 	}
-	return readResponseToProto(resp), nil
+	out := readResponseToProto(resp)
+	s.entries(out.Entry)
+	return out, nil
 }
 
 func (s *grpcServer) Grep(ctx context.Context, req *pb.GrepRequest) (*pb.GrepResponse, error) {
@@ -75,14 +94,20 @@ func (s *grpcServer) Write(ctx context.Context, req *pb.WriteRequest) (*pb.Write
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp, err := p.Write(ctx, writeRequestFromProto(req))
+	r := writeRequestFromProto(req)
+	if s.beforeIDs {
+		r.Expect = nil
+	}
+	resp, err := p.Write(ctx, r)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	if resp == nil {
 		return nil, toStatus(errNilResponse)
 	}
-	return writeResponseToProto(resp), nil
+	out := writeResponseToProto(resp)
+	s.entries(out.Entry)
+	return out, nil
 }
 
 func (s *grpcServer) Edit(ctx context.Context, req *pb.EditRequest) (*pb.EditResponse, error) {
@@ -90,14 +115,20 @@ func (s *grpcServer) Edit(ctx context.Context, req *pb.EditRequest) (*pb.EditRes
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp, err := p.Edit(ctx, editRequestFromProto(req))
+	r := editRequestFromProto(req)
+	if s.beforeIDs {
+		r.Expect = nil
+	}
+	resp, err := p.Edit(ctx, r)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	if resp == nil {
 		return nil, toStatus(errNilResponse)
 	}
-	return editResponseToProto(resp), nil
+	out := editResponseToProto(resp)
+	s.entries(out.Entry)
+	return out, nil
 }
 
 func (s *grpcServer) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
@@ -105,7 +136,11 @@ func (s *grpcServer) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.Del
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if _, err := p.Delete(ctx, deleteRequestFromProto(req)); err != nil {
+	r := deleteRequestFromProto(req)
+	if s.beforeIDs {
+		r.Expect = nil
+	}
+	if _, err := p.Delete(ctx, r); err != nil {
 		return nil, toStatus(err)
 	}
 	return &pb.DeleteResponse{}, nil

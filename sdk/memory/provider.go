@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -69,6 +70,42 @@ type Entry struct {
 	// Version is 1 on create and advances by one on each replace or edit. A document deleted and
 	// created again starts at 1.
 	Version uint64
+	// ID names the document from its creation to its deletion (protocol 1.3): every replace and
+	// edit keeps it, and a deleted name created again gets a new one, so ID and Version together
+	// say which state of which document a reader saw. A store answers it on every entry; "" only
+	// for a document written before the store kept ids, until its next write gives it one.
+	ID string
+}
+
+// Expect is a conditional mutation's condition (protocol 1.3): the document the caller read,
+// for the member doors' expected_public_id and expected_lock_version. A store checks it under
+// the anchor's lock before any other check of the stored state, and answers ErrStale, changing
+// nothing, when it does not hold.
+type Expect struct {
+	// Absent expects no document at the name: a create.
+	Absent bool
+	// ID and Version name the document expected when Absent is false: its Entry.ID and
+	// Entry.Version. A document without an ID never matches.
+	ID      string
+	Version uint64
+}
+
+// Check compares e with the entry at the name (nil when there is none) and answers nil when it
+// holds, else ErrStale; a nil e always holds. Stores call it under the anchor's lock.
+func (e *Expect) Check(cur *Entry) error {
+	switch {
+	case e == nil:
+		return nil
+	case e.Absent && cur == nil:
+		return nil
+	case e.Absent:
+		return fmt.Errorf("%w: the name holds a document", ErrStale)
+	case cur == nil:
+		return fmt.Errorf("%w: no document at the name", ErrStale)
+	case cur.ID == "" || cur.ID != e.ID || cur.Version != e.Version:
+		return fmt.Errorf("%w: the document is %q at version %d", ErrStale, cur.ID, cur.Version)
+	}
+	return nil
 }
 
 // LsRequest asks for the documents of one anchor.
@@ -131,6 +168,8 @@ type WriteRequest struct {
 	Content string
 	// WrittenAt is the kernel's clock, stored as sent (StoredTime).
 	WrittenAt time.Time
+	// Expect, when set, is the write's condition (protocol 1.3); nil writes unconditionally.
+	Expect *Expect
 }
 
 // WriteResponse answers the stored entry and whether the write created the document.
@@ -147,6 +186,8 @@ type EditRequest struct {
 	NewText string
 	// WrittenAt is the kernel's clock, stored as sent (StoredTime).
 	WrittenAt time.Time
+	// Expect, when set, is the edit's condition, checked before the text (protocol 1.3).
+	Expect *Expect
 }
 
 // EditResponse answers the stored entry after the edit.
@@ -158,6 +199,9 @@ type EditResponse struct {
 type DeleteRequest struct {
 	Scope Scope
 	Name  string
+	// Expect, when set, is the delete's condition (protocol 1.3): a missing document is then
+	// ErrStale, not ErrNotFound.
+	Expect *Expect
 }
 
 // DeleteResponse is empty; it exists so that fields can be added later.

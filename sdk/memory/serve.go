@@ -45,6 +45,15 @@ func ServerPlugin(cfg ServeConfig) goplugin.Plugin {
 	return wire.ServerAdapter(memoryKind, cfg.Info, cfg.Configure, plugin.ProtocolMinor)
 }
 
+// ServerPluginAtMinor is ServerPlugin speaking an earlier minor of protocol 1 exactly as the SDK
+// of that minor did, for tests of a host's compatibility with older memory plugins. Below minor
+// 3 Info reports that minor, no entry carries an id and a request's Expect goes unread, as an
+// older binary ignores fields it does not know. A minor at or past the current one is the
+// current protocol.
+func ServerPluginAtMinor(cfg ServeConfig, minor int) goplugin.Plugin {
+	return wire.ServerAdapter(memoryKind, cfg.Info, cfg.Configure, minor)
+}
+
 // ClientPlugin is the go-plugin adapter the host puts in its plugin set. The dispensed value
 // is a Client: it implements Provider and plugin.Describer.
 func ClientPlugin() goplugin.Plugin {
@@ -63,9 +72,9 @@ var memoryKind = wire.Kind[Provider]{
 		}
 		return KernelAnnouncement(DefaultTimeout), nil
 	},
-	Register: func(s *grpc.Server, describer *wire.PluginServer, slot *wire.Slot[Provider], _ int) {
+	Register: func(s *grpc.Server, describer *wire.PluginServer, slot *wire.Slot[Provider], minor int) {
 		pb.RegisterPluginServer(s, describer)
-		pb.RegisterMemoryProviderServer(s, &grpcServer{slot: slot})
+		pb.RegisterMemoryProviderServer(s, &grpcServer{slot: slot, beforeIDs: minor < minorIDs})
 	},
 	Dial: func(conn grpc.ClientConnInterface) any { return newGRPCClient(conn) },
 }

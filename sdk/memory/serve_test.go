@@ -155,3 +155,42 @@ func TestProfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestServeAtMinor2: a store served as protocol 1.2 reports minor 2, answers entries without
+// ids and writes whatever a request's Expect says, as a binary built before 1.3 does; the host
+// must not rely on it keeping a condition.
+func TestServeAtMinor2(t *testing.T) {
+	t.Parallel()
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{"memory": memory.ServerPluginAtMinor(memory.ServeConfig{
+		Info:      plugin.Info{Name: "memory-old", Version: "1.2.0"},
+		Configure: func(context.Context, plugin.Config) (memory.Provider, error) { return memorytest.NewMemStore(), nil },
+	}, 2)})
+	t.Cleanup(func() { _ = client.Close() })
+	raw, err := client.Dispense("memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := raw.(memory.Client)
+	if err := c.Configure(t.Context(), plugin.Config{PluginName: "memory-old"}); err != nil {
+		t.Fatal(err)
+	}
+	info, _, err := c.Describe(t.Context())
+	if err != nil || info.ProtocolMinor != 2 {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+	w, err := c.Write(t.Context(), &memory.WriteRequest{Scope: memorytest.Workspace, Name: "a.md", Content: "x", WrittenAt: memorytest.T0})
+	if err != nil || w.Entry.ID != "" {
+		t.Fatalf("write: %+v %v", w, err)
+	}
+	stale := &memory.Expect{ID: memory.NewID(), Version: 9}
+	if _, err := c.Write(t.Context(), &memory.WriteRequest{Scope: memorytest.Workspace, Name: "a.md", Content: "y", WrittenAt: memorytest.T0, Expect: stale}); err != nil {
+		t.Fatalf("a 1.2 store keeps no condition, yet: %v", err)
+	}
+	ls, err := c.Ls(t.Context(), &memory.LsRequest{Scope: memorytest.Workspace})
+	if err != nil || len(ls.Entries) != 1 || ls.Entries[0].ID != "" || ls.Entries[0].Version != 2 {
+		t.Fatalf("ls: %+v %v", ls, err)
+	}
+	if _, err := c.Delete(t.Context(), &memory.DeleteRequest{Scope: memorytest.Workspace, Name: "a.md", Expect: stale}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+}

@@ -18,7 +18,7 @@ const (
 	// major served beside this one.
 	ProtocolMajor = 1
 	// ProtocolMinor is reported in Describe; minors add fields and RPCs only.
-	ProtocolMinor = 2
+	ProtocolMinor = 3
 )
 
 // Handshake is shared by the host and every plugin.

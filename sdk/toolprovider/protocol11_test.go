@@ -103,7 +103,7 @@ func TestReannouncement(t *testing.T) {
 	p := newChanging()
 	c := toolprovidertest.OverGRPC(t, p)
 	info, a, rev, err := c.DescribeRevision(t.Context())
-	if err != nil || rev != 1 || len(a.Tools) != 1 || info.ProtocolMinor != plugin.ProtocolMinor || plugin.ProtocolMinor != 2 {
+	if err != nil || rev != 1 || len(a.Tools) != 1 || info.ProtocolMinor != plugin.ProtocolMinor || plugin.ProtocolMinor != 3 {
 		t.Fatalf("describe: minor %d, revision %d, %d tools, %v", info.ProtocolMinor, rev, len(a.Tools), err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

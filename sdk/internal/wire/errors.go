@@ -23,7 +23,7 @@ func CodeFor(kind pb.ErrorKind) codes.Code {
 		pb.ErrorKind_ERROR_KIND_CONTENT_INVALID, pb.ErrorKind_ERROR_KIND_PATTERN_INVALID,
 		pb.ErrorKind_ERROR_KIND_CONFIG_INVALID:
 		return codes.InvalidArgument
-	case pb.ErrorKind_ERROR_KIND_EDIT_AMBIGUOUS, pb.ErrorKind_ERROR_KIND_READ_ONLY:
+	case pb.ErrorKind_ERROR_KIND_EDIT_AMBIGUOUS, pb.ErrorKind_ERROR_KIND_READ_ONLY, pb.ErrorKind_ERROR_KIND_STALE:
 		return codes.FailedPrecondition
 	case pb.ErrorKind_ERROR_KIND_PATTERN_TOO_COSTLY:
 		return codes.DeadlineExceeded

@@ -34,6 +34,7 @@ func TestCodeFor(t *testing.T) {
 		pb.ErrorKind_ERROR_KIND_UNAVAILABLE:        codes.Unavailable,
 		pb.ErrorKind_ERROR_KIND_INTERNAL:           codes.Internal,
 		pb.ErrorKind_ERROR_KIND_OUTCOME_UNKNOWN:    codes.Aborted,
+		pb.ErrorKind_ERROR_KIND_STALE:              codes.FailedPrecondition,
 	}
 	if len(want) != len(pb.ErrorKind_name) {
 		t.Fatalf("the table covers %d kinds; the enum has %d", len(want), len(pb.ErrorKind_name))

@@ -36,6 +36,8 @@ var cheaters = []cheater{
 	{"case-folding", []string{"P04"}, func(h *memorytest.MemStore) memory.Provider { return caseFold{h} }},
 	{"partial-failed-edit", []string{"P16"}, func(h *memorytest.MemStore) memory.Provider { return partialEdit{h} }},
 	{"greedy-grep", []string{"P21", "T05"}, func(h *memorytest.MemStore) memory.Provider { return greedyGrep{h} }},
+	{"unconditional", []string{"P35", "P36"}, func(h *memorytest.MemStore) memory.Provider { return unconditional{h} }},
+	{"id-per-write", []string{"P34"}, func(h *memorytest.MemStore) memory.Provider { return idPerWrite{h} }},
 }
 
 const cheaterEnv = "MEMORYTEST_CHEATER"
@@ -325,4 +327,36 @@ func (c greedyGrep) Grep(ctx context.Context, req *memory.GrepRequest) (*memory.
 	}
 	resp.Truncated = false
 	return resp, nil
+}
+
+// unconditional ignores every Expect: a store of an earlier minor, answering a 1.3 host.
+type unconditional struct{ *memorytest.MemStore }
+
+func (c unconditional) Write(ctx context.Context, req *memory.WriteRequest) (*memory.WriteResponse, error) {
+	r := *req
+	r.Expect = nil
+	return c.MemStore.Write(ctx, &r)
+}
+
+func (c unconditional) Edit(ctx context.Context, req *memory.EditRequest) (*memory.EditResponse, error) {
+	r := *req
+	r.Expect = nil
+	return c.MemStore.Edit(ctx, &r)
+}
+
+func (c unconditional) Delete(ctx context.Context, req *memory.DeleteRequest) (*memory.DeleteResponse, error) {
+	r := *req
+	r.Expect = nil
+	return c.MemStore.Delete(ctx, &r)
+}
+
+// idPerWrite answers a new id from every write, as if each replace made another document.
+type idPerWrite struct{ *memorytest.MemStore }
+
+func (c idPerWrite) Write(ctx context.Context, req *memory.WriteRequest) (*memory.WriteResponse, error) {
+	resp, err := c.MemStore.Write(ctx, req)
+	if err == nil {
+		resp.Entry.ID = memory.NewID()
+	}
+	return resp, err
 }

@@ -123,11 +123,14 @@ func (m *MemStore) Write(ctx context.Context, req *memory.WriteRequest) (*memory
 		m.anchors[key(req.Scope)] = docs
 	}
 	d, exists := docs[req.Name]
+	if err := req.Expect.Check(entryOf(d)); err != nil {
+		return nil, err
+	}
 	if !exists {
 		if len(docs) >= memory.MaxDocumentsPerAnchor {
 			return nil, memory.ErrFull
 		}
-		d = &memDoc{}
+		d = &memDoc{entry: memory.Entry{ID: memory.NewID()}}
 		docs[req.Name] = d
 	}
 	d.content = req.Content
@@ -136,6 +139,7 @@ func (m *MemStore) Write(ctx context.Context, req *memory.WriteRequest) (*memory
 		SizeBytes: int64(len(req.Content)),
 		WrittenAt: memory.StoredTime(req.WrittenAt),
 		Version:   d.entry.Version + 1,
+		ID:        d.entry.ID,
 	}
 	return &memory.WriteResponse{Entry: d.entry, Created: !exists}, nil
 }
@@ -154,6 +158,9 @@ func (m *MemStore) Edit(ctx context.Context, req *memory.EditRequest) (*memory.E
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, ok := m.anchors[key(req.Scope)][req.Name]
+	if err := req.Expect.Check(entryOf(d)); err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, memory.ErrNotFound
 	}
@@ -167,6 +174,7 @@ func (m *MemStore) Edit(ctx context.Context, req *memory.EditRequest) (*memory.E
 		SizeBytes: int64(len(content)),
 		WrittenAt: memory.StoredTime(req.WrittenAt),
 		Version:   d.entry.Version + 1,
+		ID:        d.entry.ID,
 	}
 	return &memory.EditResponse{Entry: d.entry}, nil
 }
@@ -179,11 +187,23 @@ func (m *MemStore) Delete(ctx context.Context, req *memory.DeleteRequest) (*memo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	docs := m.anchors[key(req.Scope)]
-	if _, ok := docs[req.Name]; !ok {
+	d, ok := docs[req.Name]
+	if err := req.Expect.Check(entryOf(d)); err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, memory.ErrNotFound
 	}
 	delete(docs, req.Name)
 	return &memory.DeleteResponse{}, nil
+}
+
+// entryOf is the entry of a held document, nil for none.
+func entryOf(d *memDoc) *memory.Entry {
+	if d == nil {
+		return nil
+	}
+	return &d.entry
 }
 
 // checkTarget applies the contract's first checks: scope, name, then access for a mutation.

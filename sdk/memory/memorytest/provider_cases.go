@@ -46,6 +46,10 @@ func providerCases() []providerCase {
 		// Further cases of this kit, beyond the list (docs/agent-tools.md#memory-and-skills).
 		{"P32", "replace_is_atomic", p32AtomicReplace},
 		{"P33", "mixed_concurrent_mutations", p33MixedMutations},
+		// Protocol 1.3: document ids and conditional mutations (docs/plugins.md#protocol-13).
+		{"P34", "document_ids", p34DocumentIDs},
+		{"P35", "conditional_write", p35ConditionalWrite},
+		{"P36", "conditional_edit_and_delete", p36ConditionalEditDelete},
 	}
 }
 
