@@ -1,0 +1,41 @@
+package announce
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGlob(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		p, v string
+		want bool
+	}{
+		{"*", "", true}, {"search_*", "search_tickets", true}, {"search_*", "research_x", false},
+		{"get_?", "get_a", true}, {"get_?", "get_ab", false}, {"a*b*c", "aXbYc", true}, {"a*b*c", "aXbY", false},
+		{"a*b", "ac", false}, {"??", "éa", true}, {"é?", "éa", true}, {"fs_read", "fs_read", true}, {"fs_read", "fs_reads", false},
+	} {
+		if got := Glob(c.p, c.v); got != c.want {
+			t.Errorf("Glob(%q, %q) = %v, want %v", c.p, c.v, got, c.want)
+		}
+	}
+}
+
+func TestValidImportSelector(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s    string
+		want bool
+	}{
+		{"*", true}, {"fs_*", true}, {"fs_read_text_file", true}, {"a-b", true},
+		{"", false}, {"**", false}, {"fs_*_x", false}, {"*fs", false}, {"fs_?", false}, {"a\x00", false},
+		{strings.Repeat("a", MaxToolNameLength+1), false}, {strings.Repeat("a", MaxToolNameLength) + "*", true},
+	} {
+		if got := ValidImportSelector(c.s); got != c.want {
+			t.Errorf("ValidImportSelector(%q) = %v, want %v", c.s, got, c.want)
+		}
+	}
+	if !IsImportPattern("fs_*") || IsImportPattern("fs") {
+		t.Error("IsImportPattern")
+	}
+}
