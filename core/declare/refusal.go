@@ -250,7 +250,17 @@ func (d Door) acceptance(r *refusal.Error, code string) *refusal.Error {
 		}
 		return e
 	case WordToolNotServed:
-		return e.With(extraCallable, callable).With(extraRunnerID, runnerID).With(extraToolName, fact(r, extraToolName))
+		if runnerID != "" {
+			return e.With(extraCallable, callable).With(extraRunnerID, runnerID).With(extraToolName, fact(r, extraToolName))
+		}
+		// A tool-provider import or a bare name: no Runner to name.
+		if callable != "" {
+			e = e.With(extraCallable, callable)
+		}
+		if p := d.path(r); p != "" {
+			e = e.With(extraPath, p)
+		}
+		return e.With(extraToolName, fact(r, extraToolName))
 	case WordToolNotDeclared:
 		return e.With(extraPath, d.path(r)).With(extraToolName, fact(r, extraToolName))
 	}
