@@ -246,7 +246,7 @@ func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]boo
 			return true
 		}
 		for _, p := range patterns {
-			if announce.Glob(p, name) {
+			if announce.MatchImport(p, name) {
 				return true
 			}
 		}

@@ -86,9 +86,16 @@ const notServedHint = "; a plugin serves a workspace created after it loaded fro
 // providerPool is the tool providers' tools by served name: which names any provider announces,
 // and the model-facing definitions of each (at most one per provider).
 type providerPool struct {
-	served map[string]bool
-	defs   map[string][]announce.Tool
-	names  []string // the names with a definition, sorted; built on first use
+	tools map[string]*poolTool
+	names []string // the names with a definition, sorted; built on first use
+}
+
+// poolTool is one served name of the pool: its first model-facing definition and any further
+// member's, which must agree with it.
+type poolTool struct {
+	// def points into the caller's announcement, which acceptance never changes.
+	def    *announce.Tool
+	others []*announce.Tool
 }
 
 func poolOf(providers []Provider) *providerPool {
@@ -96,23 +103,47 @@ func poolOf(providers []Provider) *providerPool {
 	for i := range providers {
 		n += len(providers[i].Announcement.Tools)
 	}
-	p := &providerPool{served: make(map[string]bool, n), defs: make(map[string][]announce.Tool, n)}
+	p := &providerPool{tools: make(map[string]*poolTool, n)}
+	slab := make([]poolTool, 0, n) // one allocation for every name, not one per name
 	for i := range providers {
-		for _, t := range providers[i].Announcement.Tools {
-			p.served[t.Name] = true
-			if t.ModelFacing() && validName(t.Name) {
-				p.defs[t.Name] = append(p.defs[t.Name], t)
+		tools := providers[i].Announcement.Tools
+		for j := range tools {
+			t := &tools[j]
+			pt := p.tools[t.Name]
+			if pt == nil {
+				slab = append(slab, poolTool{})
+				pt = &slab[len(slab)-1]
+				p.tools[t.Name] = pt
+			}
+			if !t.ModelFacing() || !validName(t.Name) {
+				continue
+			}
+			if pt.def == nil {
+				pt.def = t
+			} else {
+				pt.others = append(pt.others, t)
 			}
 		}
 	}
 	return p
 }
 
+// served reports whether any provider announces name.
+func (p *providerPool) served(name string) bool { return p.tools[name] != nil }
+
+// described reports whether a provider announces name with a description and an input schema.
+func (p *providerPool) described(name string) bool {
+	pt := p.tools[name]
+	return pt != nil && pt.def != nil
+}
+
 func (p *providerPool) sortedNames() []string {
 	if p.names == nil {
-		p.names = make([]string, 0, len(p.defs))
-		for n := range p.defs {
-			p.names = append(p.names, n)
+		p.names = make([]string, 0, len(p.tools))
+		for n, pt := range p.tools {
+			if pt.def != nil {
+				p.names = append(p.names, n)
+			}
 		}
 		sort.Strings(p.names)
 	}
@@ -123,21 +154,21 @@ func (p *providerPool) sortedNames() []string {
 // different ones are pool_definition_conflict, counted against field. ok is false when no member
 // announces name with a description and an input schema.
 func (p *providerPool) definition(name, field string) (announce.Tool, bool, *refusal.Error) {
-	defs := p.defs[name]
-	if len(defs) == 0 {
+	pt := p.tools[name]
+	if pt == nil || pt.def == nil {
 		return announce.Tool{}, false, nil
 	}
-	if len(defs) > 1 {
-		first := announce.DefinitionDigest(defs[0])
-		for _, d := range defs[1:] {
-			if announce.DefinitionDigest(d) != first {
+	if len(pt.others) > 0 {
+		first := announce.DefinitionDigest(*pt.def)
+		for _, d := range pt.others {
+			if announce.DefinitionDigest(*d) != first {
 				return announce.Tool{}, true, assembledRefusal(WordPoolDefinitionConflict, field,
 					acceptanceFacts{callable: name, toolName: name},
 					"the tool providers of this workspace announce "+quote(name)+" with different definitions; make them agree, or retire one")
 			}
 		}
 	}
-	return defs[0], true, nil
+	return *pt.def, true, nil
 }
 
 // providerEntry is the frozen entry of a tool-provider tool: nested, its announced description
@@ -147,16 +178,23 @@ func providerEntry(t announce.Tool, pin string, deferLoading *bool) (entry, bool
 	if err != nil || !schema.IsObject() || schema.HasDuplicateKeys() {
 		return entry{}, false // the announcement door refuses these; nothing here can offer them
 	}
-	facts := &ImportFacts{Pin: pin}
-	imp := []jsonwire.Field{jsonwire.M("source", jsonwire.String(importSourceToolProvider))}
+	facts, importValue := sourceOnlyFacts, sourceOnlyValue
+	var profile *announce.EffectProfile
 	if t.EffectProfile != nil {
 		if p, err := t.EffectProfile.Profile(); err == nil {
-			facts.EffectProfile = &p
-			imp = append(imp, jsonwire.M("effect_profile", profileValue(p)))
+			profile = &p
 		}
 	}
-	if pin != "" {
-		imp = append(imp, jsonwire.M("pin", jsonwire.String(pin)))
+	if profile != nil || pin != "" {
+		facts = &ImportFacts{EffectProfile: profile, Pin: pin}
+		imp := []jsonwire.Field{jsonwire.M("source", jsonwire.String(importSourceToolProvider))}
+		if profile != nil {
+			imp = append(imp, jsonwire.M("effect_profile", profileValue(*profile)))
+		}
+		if pin != "" {
+			imp = append(imp, jsonwire.M("pin", jsonwire.String(pin)))
+		}
+		importValue = jsonwire.Object(imp...)
 	}
 	fields := []jsonwire.Field{
 		jsonwire.M("type", jsonwire.String("function")),
@@ -165,13 +203,20 @@ func providerEntry(t announce.Tool, pin string, deferLoading *bool) (entry, bool
 			jsonwire.M("description", jsonwire.String(*t.Description)),
 			jsonwire.M("parameters", schema),
 		)),
-		jsonwire.M("import", jsonwire.Object(imp...)),
+		jsonwire.M("import", importValue),
 	}
 	if deferLoading != nil {
 		fields = append(fields, jsonwire.M("defer_loading", jsonwire.Bool(*deferLoading)))
 	}
 	return entry{name: t.Name, value: jsonwire.Object(fields...), deferLoading: deferLoading, imp: facts}, true
 }
+
+// sourceOnlyFacts and sourceOnlyValue are the import facts of a tool announced without an effect
+// profile and not pinned, shared: entries never change them.
+var (
+	sourceOnlyFacts = &ImportFacts{}
+	sourceOnlyValue = jsonwire.Object(jsonwire.M("source", jsonwire.String(importSourceToolProvider)))
+)
 
 func profileValue(p announce.EffectProfile) jsonwire.Value {
 	return jsonwire.Object(
@@ -221,7 +266,7 @@ func (ir *importRun) fill(entries []entry) ([]entry, *refusal.Error) {
 	out := entries[:0:0]
 	for i := range entries {
 		e := entries[i]
-		if !isBare(&e) || !ir.pool.served[e.name] {
+		if !isBare(&e) || !ir.pool.served(e.name) {
 			// A name no provider serves is left as declared: its call fails tool_not_served.
 			out = append(out, e)
 			continue
@@ -269,7 +314,10 @@ func (ir *importRun) providerImports() ([]entry, *refusal.Error) {
 		return ir.pinnedImports()
 	}
 	var out []entry
-	seen := make(map[string]int)
+	var seen map[string]int // which selector took a name; one selector cannot take one twice
+	if len(ir.im.ToolProviderTools) > 1 {
+		seen = make(map[string]int)
+	}
 	for j, sel := range ir.im.ToolProviderTools {
 		path := FieldToolProviderTools + indexPath("", j)
 		var names []string
@@ -279,10 +327,10 @@ func (ir *importRun) providerImports() ([]entry, *refusal.Error) {
 			case ir.c.resolve(sel) != nil:
 				r = rooted(WordReservedToolName, FieldToolProviderTools, path, acceptanceFacts{toolName: sel},
 					quote(sel)+" is a kernel tool's name; declare kernel tools through kernel_tools")
-			case !ir.pool.served[sel]:
+			case !ir.pool.served(sel):
 				r = rooted(WordToolNotServed, FieldToolProviderTools, path, acceptanceFacts{toolName: sel},
 					"no tool provider of this workspace announces "+quote(sel)+notServedHint)
-			case len(ir.pool.defs[sel]) == 0:
+			case !ir.pool.described(sel):
 				r = rooted(WordToolNotServed, FieldToolProviderTools, path, acceptanceFacts{toolName: sel},
 					"the tool providers of this workspace announce "+quote(sel)+" without a description and an input schema, so it cannot be offered to a model")
 			}
@@ -295,7 +343,7 @@ func (ir *importRun) providerImports() ([]entry, *refusal.Error) {
 			names = []string{sel}
 		} else {
 			for _, n := range ir.pool.sortedNames() {
-				if announce.Glob(sel, n) && ir.c.resolve(n) == nil {
+				if announce.MatchImport(sel, n) && ir.c.resolve(n) == nil {
 					names = append(names, n)
 				}
 			}
@@ -329,7 +377,9 @@ func (ir *importRun) providerImports() ([]entry, *refusal.Error) {
 				}
 				continue
 			}
-			seen[n] = j
+			if seen != nil {
+				seen[n] = j
+			}
 			if ir.in.Report {
 				ir.pins = append(ir.pins, pinOf(t))
 			}
@@ -357,7 +407,7 @@ func (ir *importRun) pinnedImports() ([]entry, *refusal.Error) {
 		}
 		var r *refusal.Error
 		switch {
-		case !ir.pool.served[p.Name]:
+		case !ir.pool.served(p.Name):
 			r = assembledRefusal(WordToolNotServed, FieldToolProviderTools, acceptanceFacts{callable: p.Name, toolName: p.Name},
 				"the pinned tool "+quote(p.Name)+" is announced by no tool provider of this workspace any more"+notServedHint)
 		case ir.taken[p.Name]:

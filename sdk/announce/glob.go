@@ -52,3 +52,13 @@ func ValidImportSelector(selector string) bool {
 	}
 	return utf8.RuneCountInString(body) <= MaxToolNameLength && !strings.ContainsAny(body, "*?\x00")
 }
+
+// MatchImport is Glob for a selector ValidImportSelector accepts, without Glob's work: an exact
+// name matches itself, and a name's prefix with its trailing "*" matches every name it starts.
+// An acceptance may match thousands of announced names against each selector.
+func MatchImport(selector, name string) bool {
+	if prefix, ok := strings.CutSuffix(selector, "*"); ok {
+		return strings.HasPrefix(name, prefix)
+	}
+	return selector == name
+}

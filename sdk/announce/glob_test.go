@@ -39,3 +39,19 @@ func TestValidImportSelector(t *testing.T) {
 		t.Error("IsImportPattern")
 	}
 }
+
+// TestMatchImport: for every valid selector, MatchImport answers as Glob does.
+func TestMatchImport(t *testing.T) {
+	t.Parallel()
+	names := []string{"", "fs", "fs_", "fs_read", "fs_read_text_file", "f", "search", "é", "éa", "a*b"}
+	for _, sel := range []string{"*", "fs*", "fs_*", "fs_read", "fs_read*", "é*", "search", "x*"} {
+		if !ValidImportSelector(sel) {
+			t.Fatalf("%q is not a valid selector", sel)
+		}
+		for _, n := range names {
+			if got, want := MatchImport(sel, n), Glob(sel, n); got != want {
+				t.Errorf("MatchImport(%q, %q) = %v, Glob says %v", sel, n, got, want)
+			}
+		}
+	}
+}
