@@ -81,7 +81,7 @@ func problemOf(r *refusal.Error) ImportProblem {
 }
 
 // notServedHint is how a refusal of a tool no provider serves ends: what makes it served.
-const notServedHint = "; a plugin serves a workspace created after it loaded from the plugin's next start (nexus plugins reload)"
+const notServedHint = "; a plugin serves a workspace created after it loaded from the plugin's next start (nexus plugins restart NAME)"
 
 // providerPool is the tool providers' tools by served name: which names any provider announces,
 // and the model-facing definitions of each (at most one per provider).
