@@ -79,6 +79,18 @@ func TestToolProviderImports(t *testing.T) {
 				t.Fatalf("the accepted run was reshaped by a later announcement: %s", r2)
 			}
 
+			// A tool step's model_defaults imports the same way, frozen onto its row.
+			step := map[string]any{"tool": map[string]any{"name": "fs_list", "key": "listing",
+				"model_defaults": map[string]any{"tool_provider_tools": []string{"fs_l*"}}}}
+			withDefaults, err := p.admin.CreateRun(p.ctx, "default", map[string]any{"steps": []any{step}, "approval_mode": "bypass"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row := string(p.task(withDefaults.Run.PublicID, "listing").Raw); !strings.Contains(row, `"model_defaults":{`) ||
+				!strings.Contains(row, `"name":"fs_list","description":"List a directory."`) || strings.Contains(row, `"name":"fs_read"`) {
+				t.Fatalf("model_defaults did not freeze the import: %s", row)
+			}
+
 			_, err = p.importRun("!mock\nround 1\nsay x", []string{"git_*"}, nil)
 			wantCode(t, err, 422, "import_pattern_unmatched")
 			_, err = p.importRun("!mock\nround 1\nsay x", []string{"fs_delete"}, nil)
