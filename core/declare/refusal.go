@@ -178,6 +178,11 @@ func (d Door) path(r *refusal.Error) string {
 		return ""
 	}
 	field := fact(r, extraField)
+	if d.kind == narrowingDoor && field != FieldToolNames && field != FieldDefaultRunner {
+		// A turn narrows a stored profile: the profile's fields are not the message's, so a
+		// refusal of one names its field (in the message) rather than a path in the request.
+		return ""
+	}
 	suffix := strings.TrimPrefix(p, field)
 	if d.kind == runDoor && field == FieldToolDefinitions {
 		field = fieldStepTools
@@ -269,6 +274,10 @@ func (d Door) acceptance(r *refusal.Error, code string) *refusal.Error {
 	}
 	if p := d.path(r); p != "" {
 		e = e.With(extraPath, p)
+	}
+	if name := fact(r, extraToolName); name != "" {
+		// An import's refusal names the tool or selector it is about.
+		e = e.With(extraToolName, name)
 	}
 	return e
 }

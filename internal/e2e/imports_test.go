@@ -226,7 +226,11 @@ func TestImportProblemsReported(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = p.admin.PostMessage(p.ctx, "default", conv.Conversation.PublicID, map[string]any{"text": "hi"}, "")
-			wantCode(t, err, 422, "import_pattern_unmatched")
+			// The profile's field is not the message's: the refusal names it, with no path.
+			if ce := wantCode(t, err, 422, "import_pattern_unmatched"); ce.Extra["path"] != nil ||
+				!strings.HasPrefix(ce.Message, "tool_provider_tools: ") || string(ce.Extra["tool_name"]) != `"fs_*"` {
+				t.Fatalf("turn refusal %+v", ce)
+			}
 
 			prov := p.executor("tool_provider", "files")
 			p.announce(prov, described("fs_read", "Read a text file."))
