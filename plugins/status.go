@@ -3,6 +3,8 @@ package plugins
 import (
 	"slices"
 	"time"
+
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // State is a supervisor's state (docs/plugins.md#crashes).
@@ -40,6 +42,10 @@ type Status struct {
 	PollFound int        `json:"poll_found"`
 	Calls     CallCounts `json:"calls"`
 	Tools     []string   `json:"tools"`
+	// DefinitionDigests are the served tools' current definition digests
+	// (announce.DefinitionDigest), which a pinned import compares at claim
+	// (docs/agent-tools.md#pinned-imports): a changed digest is a changed definition.
+	DefinitionDigests map[string]string `json:"definition_digests"`
 	// Announcement is the announcement the executor serves (docs/plugins.md#protocol-11).
 	Announcement AnnouncementStatus `json:"announcement"`
 	Refusal      *RefusalStatus     `json:"refusal"`
@@ -109,8 +115,10 @@ func (s *supervisor) status() Status {
 			at := in.startedAt.UTC().Truncate(time.Second)
 			st.StartedAt = &at
 			st.Announcement.Revision = in.revision
+			st.DefinitionDigests = make(map[string]string, len(in.announce.Tools))
 			for _, t := range in.announce.Tools {
 				st.Tools = append(st.Tools, t.Name)
+				st.DefinitionDigests[t.Name] = announce.DefinitionDigest(t)
 			}
 			slices.Sort(st.Tools)
 		}

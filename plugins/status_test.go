@@ -30,7 +30,7 @@ func TestStatusJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"announcement", "breaker", "calls", "checksum_pinned", "command", "enabled", "executor_public_id", "generation", "in_flight",
+	want := []string{"announcement", "breaker", "calls", "checksum_pinned", "command", "definition_digests", "enabled", "executor_public_id", "generation", "in_flight",
 		"info", "kind", "last_error", "last_stderr", "name", "pid", "poll_found", "refusal", "restarts", "sha256", "started_at", "state", "tools"}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("status keys (-spec +got):\n%s", diff)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
@@ -223,30 +224,6 @@ func matchText(v json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// Glob matches a whole value against an anchored glob: "*" any run of characters (none
-// included), "?" exactly one character, everything else itself.
-func Glob(pattern, value string) bool {
-	p, v := []rune(pattern), []rune(value)
-	pi, vi := 0, 0
-	star, mark := -1, 0
-	for vi < len(v) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == v[vi]) && p[pi] != '*':
-			pi++
-			vi++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, vi
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			vi = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
-}
+// Glob is the project's one anchored glob (sdk/announce.Glob), which the rules' tool and match
+// patterns use.
+func Glob(pattern, value string) bool { return announce.Glob(pattern, value) }

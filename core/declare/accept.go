@@ -37,6 +37,18 @@ type Acceptance struct {
 	// KernelSkills are the kernel's skill documents as the execution's memory bindings
 	// resolve them, for kernel skill callables.
 	KernelSkills []KernelSkill
+	// Providers are the workspace's active tool providers with their current announcements,
+	// read when NeedsProviders says so.
+	Providers []Provider
+	// Pins are a pinned profile's recorded imports; nil when the work is not pinned. When set,
+	// they replace tool_provider_tools' selectors.
+	Pins []Pin
+	// Report is how a profile write and the assembly accept: the import refusals
+	// (tool_not_served, import_pattern_unmatched, reserved_tool_name, duplicate_tool_name,
+	// pool_definition_conflict of tool-provider imports and bare names) are reported in
+	// Frozen.Problems instead of refusing, since a provider may be restarting, and every
+	// tool-provider import's definition is recorded in Frozen.Pins.
+	Report bool
 }
 
 // Frozen is what acceptance stores on the accepted work (docs/agent-tools.md#declaring-tools).
@@ -45,11 +57,19 @@ type Frozen struct {
 	ToolDefinitions *Set
 	Environment     Environment
 	SkillCatalog    SkillCatalog
+	// Imported are the imported tools of the final set, in set order, with their source and
+	// pin.
+	Imported []ImportedTool
+	// Problems are the import refusals a reporting acceptance reported; Pins the definitions
+	// it read of each tool-provider import (Acceptance.Report).
+	Problems []ImportProblem
+	Pins     []Pin
 }
 
-// Accept freezes a declaration onto new work: selection, kernel imports, Runner imports,
-// narrowing, route checks, render and sort, bound, then the environment and skill catalog, in
-// that order; the first refusal wins. It reads only its input.
+// Accept freezes a declaration onto new work: selection, the fill of bare names, kernel imports,
+// Runner imports, tool-provider imports, narrowing, route checks, render and sort, bound, then
+// the environment and skill catalog, in that order; the first refusal wins. It reads only its
+// input.
 func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 	runners := indexRunners(in.Runners)
 	var im Imports
@@ -74,8 +94,25 @@ func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 
 	entries := append([]entry(nil), in.Explicit.entriesOrNil()...)
 	taken := make(map[string]bool, len(entries))
+	explicit := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		taken[e.name] = true
+		explicit[e.name] = true
+	}
+	ir := &importRun{c: c, in: &in, im: &im, explicit: explicit, taken: taken}
+	if len(im.EagerToolNames) > 0 {
+		ir.eager = make(map[string]bool, len(im.EagerToolNames))
+		for _, n := range im.EagerToolNames {
+			ir.eager[n] = true
+		}
+	}
+	if in.NeedsProviders() {
+		ir.pool = poolOf(in.Providers)
+		// 1b. Bare names are filled from the pool.
+		var r *refusal.Error
+		if entries, r = ir.fill(entries); r != nil {
+			return nil, r
+		}
 	}
 	// 2. Kernel imports: an explicit entry of the same callable wins.
 	for j, name := range im.KernelTools {
@@ -88,10 +125,19 @@ func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 		}
 		taken[t.entry.Wire] = true
 		entries = append(entries, entry{name: t.entry.Wire, tool: t})
+		ir.imported = append(ir.imported, ImportedTool{Callable: t.entry.Wire, Source: SourceKernel, ToolName: t.entry.Wire})
 	}
 	// 3. Runner imports.
 	if selected != nil && requested {
-		imported, r := c.runnerImports(selected, im.RunnerToolNames, taken)
+		imported, r := c.runnerImports(selected, im.RunnerToolNames, taken, ir)
+		if r != nil {
+			return nil, r
+		}
+		entries = append(entries, imported...)
+	}
+	// 3b. Tool-provider imports.
+	if ir.pool != nil {
+		imported, r := ir.providerImports()
 		if r != nil {
 			return nil, r
 		}
@@ -127,7 +173,28 @@ func (c *Compiler) Accept(in Acceptance) (*Frozen, error) {
 		ToolDefinitions: set,
 		Environment:     environment(in.Selection, selected, im.RunnerExecutorPublicIDs, set, runners),
 		SkillCatalog:    skillCatalog(set, runners, in.KernelSkills),
+		Imported:        importedIn(set, ir.imported),
+		Problems:        ir.problems,
+		Pins:            ir.pins,
 	}, nil
+}
+
+// importedIn keeps the imported tools the final set still holds, in set order.
+func importedIn(set *Set, imported []ImportedTool) []ImportedTool {
+	if len(imported) == 0 {
+		return nil
+	}
+	byName := make(map[string]ImportedTool, len(imported))
+	for _, t := range imported {
+		byName[t.Callable] = t
+	}
+	out := make([]ImportedTool, 0, len(imported))
+	for i := range set.entries {
+		if t, ok := byName[set.entries[i].name]; ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (s *Set) entriesOrNil() []entry {
@@ -161,13 +228,29 @@ func containsRunner(ids []string, id string) bool {
 // entries (docs/agent-tools.md#declaring-tools). A served name that collides with a callable
 // already in the set, or with any kernel spelling, gets its qualified name; a qualified name that
 // still collides is refused.
-func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]bool) ([]entry, *refusal.Error) {
+func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]bool, ir *importRun) ([]entry, *refusal.Error) {
 	var allowed map[string]bool
+	var patterns []string
 	if allow != nil {
 		allowed = make(map[string]bool, len(allow))
 		for _, n := range allow {
-			allowed[n] = true
+			if announce.IsImportPattern(n) {
+				patterns = append(patterns, n)
+			} else {
+				allowed[n] = true
+			}
 		}
+	}
+	selected := func(name string) bool {
+		if allowed == nil || allowed[name] {
+			return true
+		}
+		for _, p := range patterns {
+			if announce.MatchImport(p, name) {
+				return true
+			}
+		}
+		return false
 	}
 	id := lowerID(r.PublicID)
 	type candidate struct {
@@ -178,7 +261,7 @@ func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]boo
 	}
 	var cands []candidate
 	for _, tool := range r.Announcement.Tools {
-		if !tool.ModelFacing() || (allowed != nil && !allowed[tool.Name]) || !validName(tool.Name) {
+		if !tool.ModelFacing() || !selected(tool.Name) || !validName(tool.Name) {
 			continue
 		}
 		if t := c.resolve(tool.Name); t != nil && !(t.entry.Canonical == CanonicalSkill && tool.Name == t.entry.Wire) {
@@ -215,11 +298,11 @@ func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]boo
 			}
 			final[cd.callable] = true
 		}
-		deferred := true
+		deferred := ir.deferred(cd.callable)
 		out = append(out, entry{
 			name:         cd.callable,
 			route:        &Route{RunnerID: id, ToolName: cd.served},
-			deferLoading: &deferred,
+			deferLoading: deferred,
 			value: jsonwire.Object(
 				jsonwire.M("type", jsonwire.String("function")),
 				jsonwire.M("function", jsonwire.Object(
@@ -232,9 +315,11 @@ func (c *Compiler) runnerImports(r *Runner, allow []string, taken map[string]boo
 					jsonwire.M("runner_executor_public_id", jsonwire.String(id)),
 					jsonwire.M("tool_name", jsonwire.String(cd.served)),
 				)),
-				jsonwire.M("defer_loading", jsonwire.Bool(true)),
+				jsonwire.M("defer_loading", jsonwire.Bool(*deferred)),
 			),
 		})
+		ir.imported = append(ir.imported, ImportedTool{Callable: cd.callable, Source: SourceRunnerImport, ToolName: cd.served,
+			RunnerExecutorPublicID: id, Deferred: *deferred})
 	}
 	for n := range final {
 		taken[n] = true

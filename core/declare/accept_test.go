@@ -255,7 +255,7 @@ func TestResolveRouted(t *testing.T) {
 func TestParseImports(t *testing.T) {
 	t.Parallel()
 	c := fixture(t)
-	im, err := c.ParseImports(nil, []byte(`["`+strings.ToUpper(runner51)+`"]`), []byte(`[]`))
+	im, err := c.ParseImports(ImportSources{KernelTools: nil, RunnerExecutorPublicIDs: []byte(`["` + strings.ToUpper(runner51) + `"]`), RunnerToolNames: []byte(`[]`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,15 +263,15 @@ func TestParseImports(t *testing.T) {
 		t.Fatalf("imports %+v", im)
 	}
 	back, _ := json.Marshal(im.ReadBack())
-	if want := `{"kernel_tools":[],"runner_executor_public_ids":["` + runner51 + `"],"runner_tool_names":[]}`; string(back) != want {
+	if want := `{"kernel_tools":[],"runner_executor_public_ids":["` + runner51 + `"],"runner_tool_names":[],"tool_provider_tools":[],"eager_tool_names":[]}`; string(back) != want {
 		t.Fatalf("read back %s", back)
 	}
-	im, err = c.ParseImports([]byte(`null`), []byte(`["`+runner51+`"]`), []byte(`null`))
+	im, err = c.ParseImports(ImportSources{KernelTools: []byte(`null`), RunnerExecutorPublicIDs: []byte(`["` + runner51 + `"]`), RunnerToolNames: []byte(`null`)})
 	if err != nil || im.RunnerToolNames != nil || !im.RunnerImportRequested() {
 		t.Fatalf("null allowlist: %+v %v", im, err)
 	}
 	back, _ = json.Marshal(im.ReadBack())
-	if !strings.HasSuffix(string(back), `"runner_tool_names":null}`) {
+	if !strings.HasSuffix(string(back), `"runner_tool_names":null,"tool_provider_tools":[],"eager_tool_names":[]}`) {
 		t.Fatalf("read back %s", back)
 	}
 	for _, tc := range []struct {
@@ -288,7 +288,7 @@ func TestParseImports(t *testing.T) {
 		{names: `["` + strings.Repeat("n", 129) + `"]`, path: "runner_tool_names[0]"},
 		{kt: `["nexus.graph.wait"]`, names: `{}`, path: "runner_tool_names"},
 	} {
-		_, err := c.ParseImports(raw(tc.kt), raw(tc.ids), raw(tc.names))
+		_, err := c.ParseImports(ImportSources{KernelTools: raw(tc.kt), RunnerExecutorPublicIDs: raw(tc.ids), RunnerToolNames: raw(tc.names)})
 		if r := refusalOf(t, err); r.Word != WordInvalid || r.Path != tc.path {
 			t.Errorf("%+v: got %s at %s", tc, r.Word, r.Path)
 		}

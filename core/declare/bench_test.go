@@ -21,7 +21,11 @@ import (
 //     bound and is refused there (content_too_large), which is the most work an import of
 //     that size can cost;
 //   - freeze512: a lawful acceptance of the most tools one announcement may hold
-//     (announce.MaxTools), frozen whole with its environment and skill catalog.
+//     (announce.MaxTools), frozen whole with its environment and skill catalog;
+//   - freeze10k-providers: the same 10,000 tools imported from the workspace's tool providers
+//     instead (tool_provider_tools ["*"]), spread over 40 providers of 256 (one announces at
+//     most announce.MaxTools), also refused at the bound; its ratio is against the Runner import of
+//     freeze10k in the same run (the goal: within 1.2x).
 //
 // Each pair also runs interleaved in one benchmark that reports the ratio, which is the number
 // the goal (at most 5x) is about.
@@ -81,6 +85,35 @@ func BenchmarkB4(b *testing.B) {
 			ratio(b, accept, func() { jsonRoundTrip(b, tools) })
 		})
 	}
+	runnerIn, tools := freezeImport(b, 10000)
+	providerIn := providerImport(b, 10000)
+	acceptRunner := func() { _, _ = c.Accept(runnerIn) }
+	acceptProviders := func() { _, _ = c.Accept(providerIn) }
+	b.Run("freeze10k-providers", func(b *testing.B) {
+		b.SetBytes(int64(len(tools)))
+		b.ReportAllocs()
+		for b.Loop() {
+			acceptProviders()
+		}
+	})
+	b.Run("freeze10k-providers-vs-runner", func(b *testing.B) {
+		ratio(b, acceptProviders, acceptRunner)
+	})
+}
+
+// providerImport is an acceptance importing n tools from the workspace's tool providers, the
+// tools of freezeImport spread over as many providers as announce.MaxTools requires.
+func providerImport(tb testing.TB, n int) Acceptance {
+	tb.Helper()
+	in, _ := freezeImport(tb, n)
+	tools := in.Runners[0].Announcement.Tools
+	var providers []Provider
+	for start := 0; start < len(tools); start += announce.MaxTools / 2 {
+		id := fmt.Sprintf("01900000-0000-7000-8000-%012d", 100+start)
+		providers = append(providers, Provider{PublicID: id, DisplayName: id,
+			Announcement: announce.Announcement{Tools: tools[start:min(start+announce.MaxTools/2, len(tools))]}})
+	}
+	return Acceptance{Imports: &Imports{ToolProviderTools: []string{"*"}}, Providers: providers}
 }
 
 // freezeImport is an acceptance importing n tools of one Runner, and the raw JSON of the
@@ -152,5 +185,26 @@ func TestFreezeBenchmarkInputs(t *testing.T) {
 	_, err = c.Accept(in)
 	if r := refusalOf(t, err); r.Word != WordContentTooLarge || r.Path != "" {
 		t.Fatalf("10,000 tools: %+v", r)
+	}
+	pin := providerImport(t, 10000)
+	if len(pin.Providers) != 40 {
+		t.Fatalf("%d providers", len(pin.Providers))
+	}
+	_, err = c.Accept(pin)
+	if r := refusalOf(t, err); r.Word != WordContentTooLarge || r.Path != "" {
+		t.Fatalf("10,000 provider tools: %+v", r)
+	}
+	pin = providerImport(t, announce.MaxTools)
+	frozen, err = c.Accept(pin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := frozen.ToolDefinitions.Len(); got != announce.MaxTools {
+		t.Fatalf("%d provider tools frozen", got)
+	}
+	for _, e := range frozen.ToolDefinitions.Entries() {
+		if !e.DeferLoading || e.Route != nil || e.Import == nil {
+			t.Fatalf("entry %+v", e)
+		}
 	}
 }

@@ -2,16 +2,22 @@ package declare
 
 import (
 	"github.com/nexuskernel/nexus/core/refusal"
+	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
 // The closed key sets of a function tool (docs/agent-tools.md#declaring-tools).
 var (
-	nestedKeys   = []string{"type", "function", "route", "defer_loading", "strict"}
+	nestedKeys   = []string{"type", "function", "route", "defer_loading", "strict", "import"}
 	functionKeys = []string{"name", "description", "parameters", "strict"}
 	flatKeys     = []string{"type", "name", "description", "parameters", "strict", "route", "defer_loading"}
 	routeKeys    = []string{"kind", "runner_executor_public_id", "tool_name"}
+	importKeys   = []string{"source", "effect_profile", "pin"}
 )
+
+// importSourceToolProvider is the one source an entry's "import" key names: the tool providers
+// of the workspace (Runner imports carry a route instead).
+const importSourceToolProvider = SourceToolProvider
 
 // checkNonAlias is stage P: a plain kernel entry (P1) or a function tool (P2–P4).
 func (c *Compiler) checkNonAlias(i int, v jsonwire.Value, sp *spellings) (entry, *refusal.Error) {
@@ -49,7 +55,47 @@ func (c *Compiler) checkNonAlias(i int, v jsonwire.Value, sp *spellings) (entry,
 		}
 		e.route = route
 	}
+	// P5
+	if iv, ok := v.Get("import"); ok {
+		if e.route != nil {
+			return entry{}, entryRefusal(WordInvalid, i, ".import", "a routed tool carries no import facts")
+		}
+		facts, r := checkImportFacts(i, iv)
+		if r != nil {
+			return entry{}, r
+		}
+		e.imp = facts
+	}
 	return e, nil
+}
+
+// checkImportFacts is P5: the import facts of an entry frozen from the tool providers.
+func checkImportFacts(i int, iv jsonwire.Value) (*ImportFacts, *refusal.Error) {
+	if !iv.IsObject() {
+		return nil, entryRefusal(WordInvalid, i, ".import", "import must be an object")
+	}
+	if k, bad := smallestKey(iv, importKeys...); bad {
+		return nil, entryRefusal(WordInvalid, i, ".import"+pathKey(k), "%s is not a key of import", quote(k))
+	}
+	if src, _ := iv.GetString("source"); src != importSourceToolProvider {
+		return nil, entryRefusal(WordInvalid, i, ".import.source", `source must be "tool_provider"`)
+	}
+	facts := &ImportFacts{}
+	if pv, ok := iv.Get("effect_profile"); ok {
+		p, err := announce.ParseEffectProfile(pv.Encode())
+		if err != nil {
+			return nil, entryRefusal(WordInvalid, i, ".import.effect_profile", "effect_profile: %v", err)
+		}
+		facts.EffectProfile = &p
+	}
+	if pv, ok := iv.Get("pin"); ok {
+		pin, isString := pv.AsString()
+		if !isString || !announce.IsDefinitionDigest(pin) {
+			return nil, entryRefusal(WordInvalid, i, ".import.pin", "pin must be a definition digest (sha256: and 64 hex digits)")
+		}
+		facts.Pin = pin
+	}
+	return facts, nil
 }
 
 // checkFunctionShape is P3: key sets and value types of the nested or flat form.

@@ -4,13 +4,16 @@
 // set's own spellings, and stores the result sorted by callable. It also parses the import
 // fields, reads a model step's declaration into its acceptance (Step: which Runners and whether
 // kernel skill documents the caller must read for it), freezes a declaration onto new work
-// (kernel imports, Runner imports with qualified names, narrowing, route checks, the frozen
-// environment and skill catalog), narrows a frozen set by callable name, and resolves a model's
-// call under an alias into the kernel tool's name and input.
+// (bare names filled from the tool providers, kernel imports, Runner imports with qualified
+// names, tool-provider imports by name or pattern or from a profile's pins, narrowing, route
+// checks, the frozen environment and skill catalog), narrows a frozen set by callable name, and
+// resolves a model's call under an alias into the kernel tool's name and input. An import is one
+// concept, a source and a selector (docs/agent-tools.md#imports); its selectors match with
+// sdk/announce's one glob.
 //
 // Everything here is a pure function of its inputs and the kernel registry: no store, no clock,
-// no HTTP. Announcements, eligibility and skill rows come in as plain values that the caller
-// read. Texts are rendered only through core/registry's render functions, and wire names are
+// no HTTP. Announcements, eligibility, tool providers, pins and skill rows come in as plain
+// values that the caller read. Texts are rendered only through core/registry's render functions, and wire names are
 // read from the registry, never derived.
 //
 // # Refusals

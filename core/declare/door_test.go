@@ -66,7 +66,7 @@ var wordCases = map[string]wordCase{
 	"invalid_tool_route":               {WordInvalidToolRoute, compileList(`[{"type":"function","name":"r","route":{"kind":"mcp"}}]`)},
 	"runner_target_required":           {WordRunnerTargetRequired, compileList(`[{"type":"function","name":"r","route":{"kind":"runner","tool_name":"read"}}]`)},
 	"imports invalid": {WordInvalid, func(_ *testing.T, c *Compiler) error {
-		_, err := c.ParseImports([]byte(`["spawn"]`), nil, nil)
+		_, err := c.ParseImports(ImportSources{KernelTools: []byte(`["spawn"]`)})
 		return err
 	}},
 	"imports content_too_large": {WordContentTooLarge, func(_ *testing.T, c *Compiler) error {
@@ -76,7 +76,7 @@ var wordCases = map[string]wordCase{
 			names[i] = strings.Repeat("n", 110) + itoa(i)
 		}
 		raw, _ := json.Marshal(names)
-		_, err := c.ParseImports(nil, nil, raw)
+		_, err := c.ParseImports(ImportSources{RunnerToolNames: raw})
 		return err
 	}},
 	"runner_not_declared": {WordRunnerNotDeclared, acceptWith(func(*Compiler) Acceptance {

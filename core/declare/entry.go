@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nexuskernel/nexus/sdk/announce"
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
@@ -28,6 +29,9 @@ type Entry struct {
 	Route *Route
 	// DeferLoading is the entry's defer_loading annotation.
 	DeferLoading bool
+	// Import is set for a function tool a tool-provider import froze (or a bare name filled
+	// from the providers' announcements): its frozen effect profile and pin.
+	Import *ImportFacts
 	// Value is the stored entry.
 	Value jsonwire.Value
 }
@@ -42,6 +46,20 @@ type entry struct {
 	// deferLoading is the authored annotation; nil when absent.
 	deferLoading *bool
 	route        *Route
+	imp          *ImportFacts
+}
+
+// ImportFacts are what an entry frozen from the workspace's tool providers carries beside its
+// definition, under its "import" key (docs/agent-tools.md#imports). The key never reaches a
+// model: projection keeps a nested entry's type and function only.
+type ImportFacts struct {
+	// EffectProfile is the announced effect profile frozen with the tool; nil when none was
+	// frozen. Addressing takes the stricter of it and the pool's current profiles, so a
+	// hand-written one never weakens the approval gate.
+	EffectProfile *announce.EffectProfile
+	// Pin is the pinned definition digest (announce.DefinitionDigest); "" when not pinned. A
+	// call is served only by a provider whose own current definition still has it.
+	Pin string
 }
 
 func (e *entry) public() Entry {
@@ -55,6 +73,10 @@ func (e *entry) public() Entry {
 	if e.route != nil {
 		r := *e.route
 		out.Route = &r
+	}
+	if e.imp != nil {
+		f := *e.imp
+		out.Import = &f
 	}
 	return out
 }

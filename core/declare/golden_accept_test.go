@@ -88,6 +88,13 @@ type goldenRunner struct {
 	Announcement announce.Announcement `json:"announcement"`
 }
 
+// goldenProvider is a tool provider as the acceptance golden files write it.
+type goldenProvider struct {
+	PublicID     string                `json:"public_id"`
+	DisplayName  string                `json:"display_name"`
+	Announcement announce.Announcement `json:"announcement"`
+}
+
 // TestGoldenAccept runs the import and acceptance rows of the golden files
 // (testdata/accept): the explicit list is compiled, the import fields parsed, and the acceptance's
 // frozen set, environment and skill catalog (or its refusal) compared.
@@ -105,14 +112,17 @@ func TestGoldenAccept(t *testing.T) {
 		}
 		if raw, ok := g.section("imports"); ok {
 			var fields struct {
-				KernelTools     json.RawMessage `json:"kernel_tools"`
-				RunnerIDs       json.RawMessage `json:"runner_executor_public_ids"`
-				RunnerToolNames json.RawMessage `json:"runner_tool_names"`
+				KernelTools       json.RawMessage `json:"kernel_tools"`
+				RunnerIDs         json.RawMessage `json:"runner_executor_public_ids"`
+				RunnerToolNames   json.RawMessage `json:"runner_tool_names"`
+				ToolProviderTools json.RawMessage `json:"tool_provider_tools"`
+				EagerToolNames    json.RawMessage `json:"eager_tool_names"`
 			}
 			if err := json.Unmarshal(raw, &fields); err != nil {
 				t.Fatal(err)
 			}
-			im, err := c.ParseImports(fields.KernelTools, fields.RunnerIDs, fields.RunnerToolNames)
+			im, err := c.ParseImports(ImportSources{KernelTools: fields.KernelTools, RunnerExecutorPublicIDs: fields.RunnerIDs,
+				RunnerToolNames: fields.RunnerToolNames, ToolProviderTools: fields.ToolProviderTools, EagerToolNames: fields.EagerToolNames})
 			if err != nil {
 				g.want("refusal", refusalJSON(refusalOf(t, err)))
 				return
@@ -149,6 +159,24 @@ func TestGoldenAccept(t *testing.T) {
 				in.KernelSkills = append(in.KernelSkills, KernelSkill(k))
 			}
 		}
+		_, withProviders := g.section("providers")
+		if raw, ok := g.section("providers"); ok {
+			var ps []goldenProvider
+			if err := json.Unmarshal(raw, &ps); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range ps {
+				in.Providers = append(in.Providers, Provider(p))
+			}
+		}
+		if raw, ok := g.section("pins"); ok {
+			if err := json.Unmarshal(raw, &in.Pins); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok := g.section("report"); ok {
+			in.Report = true
+		}
 		var explicitBefore []byte
 		if in.Explicit != nil {
 			explicitBefore = in.Explicit.Bytes()
@@ -166,6 +194,16 @@ func TestGoldenAccept(t *testing.T) {
 		g.want("tool_definitions", frozen.ToolDefinitions.Bytes())
 		g.want("environment", env)
 		g.want("skill_catalog", cat)
+		if withProviders {
+			imported, _ := json.Marshal(frozen.Imported)
+			g.want("imports", imported)
+			if in.Report {
+				problems, _ := json.Marshal(frozen.Problems)
+				g.want("problems", problems)
+				pins, _ := json.Marshal(frozen.Pins)
+				g.want("pins", pins)
+			}
+		}
 		// A frozen set is lawful: it re-compiles to itself.
 		again, err := c.Compile(frozen.ToolDefinitions.Bytes())
 		if err != nil {

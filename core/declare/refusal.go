@@ -178,6 +178,11 @@ func (d Door) path(r *refusal.Error) string {
 		return ""
 	}
 	field := fact(r, extraField)
+	if d.kind == narrowingDoor && field != FieldToolNames && field != FieldDefaultRunner {
+		// A turn narrows a stored profile: the profile's fields are not the message's, so a
+		// refusal of one names its field (in the message) rather than a path in the request.
+		return ""
+	}
 	suffix := strings.TrimPrefix(p, field)
 	if d.kind == runDoor && field == FieldToolDefinitions {
 		field = fieldStepTools
@@ -250,7 +255,17 @@ func (d Door) acceptance(r *refusal.Error, code string) *refusal.Error {
 		}
 		return e
 	case WordToolNotServed:
-		return e.With(extraCallable, callable).With(extraRunnerID, runnerID).With(extraToolName, fact(r, extraToolName))
+		if runnerID != "" {
+			return e.With(extraCallable, callable).With(extraRunnerID, runnerID).With(extraToolName, fact(r, extraToolName))
+		}
+		// A tool-provider import or a bare name: no Runner to name.
+		if callable != "" {
+			e = e.With(extraCallable, callable)
+		}
+		if p := d.path(r); p != "" {
+			e = e.With(extraPath, p)
+		}
+		return e.With(extraToolName, fact(r, extraToolName))
 	case WordToolNotDeclared:
 		return e.With(extraPath, d.path(r)).With(extraToolName, fact(r, extraToolName))
 	}
@@ -259,6 +274,10 @@ func (d Door) acceptance(r *refusal.Error, code string) *refusal.Error {
 	}
 	if p := d.path(r); p != "" {
 		e = e.With(extraPath, p)
+	}
+	if name := fact(r, extraToolName); name != "" {
+		// An import's refusal names the tool or selector it is about.
+		e = e.With(extraToolName, name)
 	}
 	return e
 }

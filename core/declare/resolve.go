@@ -24,6 +24,8 @@ type Resolution struct {
 	Alias string
 	// Route is the routed tool's target.
 	Route *Route
+	// Import is a tool-provider import's frozen facts (effect profile, pin); nil otherwise.
+	Import *ImportFacts
 }
 
 // ResolveCall resolves a call of name with input (a JSON object) against the frozen set. Only
@@ -54,6 +56,9 @@ func (s *Set) ResolveCall(name string, input json.RawMessage) (Resolution, error
 		if e.name != r.ToolName {
 			res.Alias = e.name
 		}
+	case e.imp != nil:
+		f := *e.imp
+		res.Import = &f
 	}
 	return res, nil
 }

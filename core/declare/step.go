@@ -3,12 +3,19 @@ package declare
 import "sort"
 
 // StepSources are a model step's declaration fields as authored (docs/api.md#runs): its tools
-// list and the three import fields, each its raw JSON, nil when the field is absent.
+// list and the import fields, each its raw JSON, nil when the field is absent.
 type StepSources struct {
 	Tools                   []byte
 	KernelTools             []byte
 	RunnerExecutorPublicIDs []byte
 	RunnerToolNames         []byte
+	ToolProviderTools       []byte
+	EagerToolNames          []byte
+}
+
+func (s StepSources) imports() ImportSources {
+	return ImportSources{KernelTools: s.KernelTools, RunnerExecutorPublicIDs: s.RunnerExecutorPublicIDs,
+		RunnerToolNames: s.RunnerToolNames, ToolProviderTools: s.ToolProviderTools, EagerToolNames: s.EagerToolNames}
 }
 
 // Step reads a model step's declaration into the acceptance that freezes it: the explicit set
@@ -23,8 +30,8 @@ func (c *Compiler) Step(s StepSources) (Acceptance, error) {
 		return Acceptance{}, err
 	}
 	a := Acceptance{Explicit: set}
-	if s.KernelTools != nil || s.RunnerExecutorPublicIDs != nil || s.RunnerToolNames != nil {
-		im, err := c.ParseImports(s.KernelTools, s.RunnerExecutorPublicIDs, s.RunnerToolNames)
+	if src := s.imports(); src.Given() {
+		im, err := c.ParseImports(src)
 		if err != nil {
 			return Acceptance{}, err
 		}

@@ -21,6 +21,14 @@ const (
 	WordToolNotServed                 = refusal.CodeToolNotServed
 	WordToolNotDeclared               = refusal.CodeToolNotDeclared
 	WordContextNotAuthorable          = "context_not_authorable"
+	// WordImportPatternUnmatched: a tool_provider_tools pattern matches no tool the workspace's
+	// providers announce.
+	WordImportPatternUnmatched = "import_pattern_unmatched"
+	// WordReservedToolName: a tool_provider_tools name is a kernel tool's spelling.
+	WordReservedToolName = refusal.CodeReservedToolName
+	// WordPoolDefinitionConflict: members of the tool-provider pool announce one name with
+	// different definitions, so no one definition can be frozen.
+	WordPoolDefinitionConflict = "pool_definition_conflict"
 	// WordInvalidTools is how the run door reports WordInvalid.
 	WordInvalidTools = "invalid_tools"
 )
@@ -32,6 +40,8 @@ const (
 	FieldRunnerExecutorPublicIDs = "runner_executor_public_ids"
 	FieldRunnerToolNames         = "runner_tool_names"
 	FieldToolNames               = "tool_names"
+	FieldToolProviderTools       = "tool_provider_tools"
+	FieldEagerToolNames          = "eager_tool_names"
 	FieldDefaultRunner           = "default_runner_executor_public_id"
 	// fieldStepTools is what a model step calls its declaration.
 	fieldStepTools = "tools"

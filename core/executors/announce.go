@@ -113,7 +113,7 @@ func servedTools(workspaceID int64, ex *store.Executor, a announce.Announcement)
 		}
 		target, frozen := runs.FrozenAddress(sv)
 		out = append(out, store.ServedTool{WorkspaceID: workspaceID, Name: t.Name, Profile: string(raw), TimeoutMS: t.TimeoutMS,
-			FrozenTarget: target, FrozenProfile: frozen})
+			FrozenTarget: target, FrozenProfile: frozen, DefinitionDigest: announce.DefinitionDigest(t)})
 	}
 	return out, nil
 }

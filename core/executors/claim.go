@@ -167,13 +167,47 @@ func (s *Service) expire(ctx context.Context, runID, taskID int64) error {
 	})
 }
 
+// definitionChange is a pinned call whose claimant announces another definition than the pin.
+type definitionChange struct {
+	runID, taskID         int64
+	tool, pinned, current string
+}
+
+// errDefinitionChanged ends a claim's transaction when the claimant's own definition of a pinned
+// call's tool is not the pinned one (docs/agent-tools.md#pinned-imports): the row then fails in an
+// engine transaction under the run's lock, which a claim does not take.
+var errDefinitionChanged = errors.New("executors: the claimant's definition is not the pinned one")
+
+// failChanged fails a pinned call's row tool_definition_changed, naming the tool, the claimant
+// and both digests, unless it settled meanwhile.
+func (s *Service) failChanged(ctx context.Context, c *definitionChange, executor string) error {
+	current := c.current
+	if current == "" {
+		current = "none recorded (the executor has not announced since digests were stored)"
+	}
+	detail := fmt.Sprintf("executor %s announces %s with definition %s; the call is pinned to %s (repin with nexus agent configure --repin once the new definition is trusted)",
+		executor, c.tool, current, c.pinned)
+	return s.engine.Write(ctx, func(x *runs.Tx) error {
+		run, t, err := x.LockRow(ctx, c.runID, c.taskID)
+		if err != nil {
+			return err
+		}
+		if t.ClaimedAt != nil {
+			return nil // another member of the pool claimed it meanwhile
+		}
+		return x.Fail(ctx, run, t, runs.TaskError{Key: runs.KeyToolDefinitionChanged, Detail: detail})
+	})
+}
+
 // errPastDeadline ends a claim's transaction when the row's deadline passed: the expiry rule
 // then settles it in an engine transaction under the run's lock, which a claim does not take.
 var errPastDeadline = errors.New("executors: the row passed its deadline")
 
 // Claim takes the row for the current generation (docs/api.md#the-executor-plane), its checks in
 // order: 404 not_found, not_addressed_here, not_claimable_kind, task_not_claimable (the expiry rule
-// applied first to a row past its deadline), already_claimed, not_eligible, not_authorized. On
+// applied first to a row past its deadline), already_claimed, not_eligible, task_not_claimable for
+// a pinned call whose claimant announces another definition (the row then fails
+// tool_definition_changed), not_authorized. On
 // success the generation increments, a fresh nxc_ token is minted (only its SHA-256 is stored) and
 // the clock restarts. The claim locks only the task row, through the shared claim primitive, and
 // commits synchronously: its token leaves the process. An HTTP executor's claim belongs to no
@@ -197,8 +231,9 @@ func (s *Service) claim(ctx context.Context, ex *identity.Executor, runID, key, 
 	}
 	var ans *ClaimAnswer
 	var expiredRun, expiredTask int64
+	var changed *definitionChange
 	err := s.store.Write(ctx, func(tx *store.Tx) error {
-		ans = nil
+		ans, changed = nil, nil
 		// The run read without its lock and the row under its own, in one statement.
 		run, t, creatorIn, err := store.LockTaskOfRun(ctx, tx, ex.WorkspaceID, runID, key)
 		if errors.Is(err, store.ErrNotFound) {
@@ -229,12 +264,16 @@ func (s *Service) claim(ctx context.Context, ex *identity.Executor, runID, key, 
 			return conflict(CodeAlreadyClaimed, "Task %s is already claimed (generation %d).", key, t.ClaimGeneration)
 		}
 		if isPoolRow(t) {
-			ok, err := store.Announces(ctx, tx, ex.ID, deref(t.ToolName))
+			digest, ok, err := store.ServedDigest(ctx, tx, ex.ID, deref(t.ToolName))
 			if err != nil {
 				return err
 			}
 			if !ok {
 				return conflict(CodeNotEligible, "This executor no longer announces %s.", deref(t.ToolName))
+			}
+			if t.DefinitionPin != nil && digest != *t.DefinitionPin {
+				changed = &definitionChange{runID: run.ID, taskID: t.ID, tool: deref(t.ToolName), pinned: *t.DefinitionPin, current: digest}
+				return errDefinitionChanged
 			}
 		}
 		if !creatorIn {
@@ -254,6 +293,13 @@ func (s *Service) claim(ctx context.Context, ex *identity.Executor, runID, key, 
 			Claim: ClaimDoc{ClaimToken: c.Token, Generation: c.Generation, DeadlineAt: store.FormatMillis(c.DeadlineAt)}}
 		return nil
 	})
+	if errors.Is(err, errDefinitionChanged) {
+		if err := s.failChanged(ctx, changed, ex.PublicID); err != nil {
+			return nil, err
+		}
+		return nil, conflict(CodeTaskNotClaimable, "Task %s failed %s: this executor's definition of %s is not the pinned one.",
+			key, runs.KeyToolDefinitionChanged, changed.tool)
+	}
 	if errors.Is(err, errPastDeadline) {
 		if err := s.expire(ctx, expiredRun, expiredTask); err != nil {
 			return nil, err

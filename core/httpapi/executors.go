@@ -6,6 +6,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
+	"github.com/nexuskernel/nexus/sdk/announce"
 )
 
 // The member plane's executor routes (docs/api.md#executors): creation, token rotation and
@@ -48,19 +49,22 @@ func executorWire(e *identity.Executor) executorJSON {
 // announcement (no tools, no documents and {} before its first, announced_at null), presence and
 // last-seen time. connected_at is null while no event stream is open.
 type executorDetailJSON struct {
-	PublicID          string          `json:"public_id"`
-	Kind              string          `json:"kind"`
-	DisplayName       string          `json:"display_name"`
-	Status            string          `json:"status"`
-	WorkspacePublicID string          `json:"workspace_public_id"`
-	ServedTools       any             `json:"served_tools"`
-	ServedDocuments   any             `json:"served_documents"`
-	Environment       json.RawMessage `json:"environment"`
-	AnnouncedAt       *string         `json:"announced_at"`
-	Presence          string          `json:"presence"`
-	LastSeenAt        *string         `json:"last_seen_at"`
-	ConnectedAt       *string         `json:"connected_at"`
-	CreatedAt         string          `json:"created_at"`
+	PublicID          string `json:"public_id"`
+	Kind              string `json:"kind"`
+	DisplayName       string `json:"display_name"`
+	Status            string `json:"status"`
+	WorkspacePublicID string `json:"workspace_public_id"`
+	ServedTools       any    `json:"served_tools"`
+	// DefinitionDigests are the served tools' current definition digests, by name, which a
+	// pinned import compares at claim (docs/agent-tools.md#pinned-imports).
+	DefinitionDigests map[string]string `json:"definition_digests"`
+	ServedDocuments   any               `json:"served_documents"`
+	Environment       json.RawMessage   `json:"environment"`
+	AnnouncedAt       *string           `json:"announced_at"`
+	Presence          string            `json:"presence"`
+	LastSeenAt        *string           `json:"last_seen_at"`
+	ConnectedAt       *string           `json:"connected_at"`
+	CreatedAt         string            `json:"created_at"`
 	// ManagedBy is present on a plugin's managed executor only.
 	ManagedBy map[string]string `json:"managed_by,omitempty"`
 }
@@ -72,8 +76,12 @@ func executorDetailWire(v *identity.ExecutorView, an *executors.Announcement) ex
 		Presence: v.Presence, LastSeenAt: formatOptTime(v.LastSeenAt), ConnectedAt: formatOptTime(v.ConnectedAt), CreatedAt: formatTime(v.CreatedAt),
 		ManagedBy: managedBy(&v.Executor),
 	}
+	d.DefinitionDigests = map[string]string{}
 	if an != nil {
 		d.ServedTools, d.ServedDocuments, d.Environment, d.AnnouncedAt = an.Tools, an.Documents, an.Environment, formatOptTime(an.AnnouncedAt)
+		for _, t := range an.Tools {
+			d.DefinitionDigests[t.Name] = announce.DefinitionDigest(t)
+		}
 	}
 	return d
 }

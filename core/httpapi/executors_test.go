@@ -238,7 +238,7 @@ func TestExecutorDiscovery(t *testing.T) {
 		for k := range e {
 			keys = append(keys, k)
 		}
-		wantKeys := []string{"announced_at", "connected_at", "created_at", "display_name", "environment", "kind", "last_seen_at",
+		wantKeys := []string{"announced_at", "connected_at", "created_at", "definition_digests", "display_name", "environment", "kind", "last_seen_at",
 			"presence", "public_id", "served_documents", "served_tools", "status", "workspace_public_id"}
 		if diff := cmp.Diff(wantKeys, sorted(keys)); diff != "" {
 			t.Fatalf("executor keys (-want +got):\n%s", diff)

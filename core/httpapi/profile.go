@@ -27,6 +27,7 @@ func (a *API) profileRoutes() {
 	// (docs/api.md#an-agents-profile-and-tokens): the same body, validation and words.
 	a.handle("GET /agent_api/v1/workspaces/{ws}/agents/{agent}/profile/configuration", routeOpts{}, a.getAgentProfile)
 	a.handle("PUT /agent_api/v1/workspaces/{ws}/agents/{agent}/profile/configuration", routeOpts{}, a.putAgentProfile)
+	a.handle("POST /agent_api/v1/workspaces/{ws}/agents/{agent}/tools/assembly", routeOpts{}, a.assembleAgentTools)
 }
 
 // Request fields of the two doors.
@@ -48,6 +49,9 @@ func callingAgent(c *Call) (profiles.Agent, error) {
 // service.
 type configurationRequest struct {
 	Configuration json.RawMessage `json:"configuration"`
+	// Imports is the read-back's pins and problems, which the server writes: a PUT ignores
+	// it, so that a read-back stores again as it is.
+	Imports json.RawMessage `json:"imports"`
 }
 
 type assemblyRequest struct {
@@ -63,10 +67,14 @@ type configurationKeys struct {
 	KernelTools             json.RawMessage `json:"kernel_tools"`
 	RunnerExecutorPublicIDs json.RawMessage `json:"runner_executor_public_ids"`
 	RunnerToolNames         json.RawMessage `json:"runner_tool_names"`
+	ToolProviderTools       json.RawMessage `json:"tool_provider_tools"`
+	EagerToolNames          json.RawMessage `json:"eager_tool_names"`
 	ApprovalMode            json.RawMessage `json:"approval_mode"`
 	ApprovalRules           json.RawMessage `json:"approval_rules"`
 	DefaultModel            json.RawMessage `json:"default_model"`
 	Instructions            json.RawMessage `json:"instructions"`
+	PinImports              json.RawMessage `json:"pin_imports"`
+	Repin                   json.RawMessage `json:"repin"`
 }
 
 // wordConfiguration is the configuration's field word.
@@ -200,9 +208,12 @@ func writeConfiguration(w http.ResponseWriter, cfg *profiles.Configuration) erro
 	if err != nil {
 		return err
 	}
-	out := make([]byte, 0, len(body)+len(`{"configuration":}`)+1)
+	out := make([]byte, 0, len(body)+len(`{"configuration":,"imports":}`)+256)
 	out = append(out, `{"configuration":`...)
-	out = append(append(out, body...), "}\n"...)
+	out = append(out, body...)
+	out = append(out, `,"imports":`...)
+	out = cfg.ImportsValue().Append(out)
+	out = append(out, "}\n"...)
 	writeJSONBytes(w, http.StatusOK, out)
 	return nil
 }
@@ -212,6 +223,21 @@ func (a *API) assembleTools(w http.ResponseWriter, r *http.Request, c *Call) err
 	if err != nil {
 		return err
 	}
+	return a.assemble(w, r, c, agent)
+}
+
+// assembleAgentTools is the assembly at the member door of one agent's profile, for its steward or
+// an owner: what the agent's new work would freeze (nexus agent configure --dry-run).
+func (a *API) assembleAgentTools(w http.ResponseWriter, r *http.Request, c *Call) error {
+	_, agent, err := a.stewardedAgent(r, c)
+	if err != nil {
+		return err
+	}
+	return a.assemble(w, r, c, agent)
+}
+
+// assemble is the assembly of both doors once the caller's standing is checked.
+func (a *API) assemble(w http.ResponseWriter, r *http.Request, c *Call, agent profiles.Agent) error {
 	var body assemblyRequest
 	root, present, err := bodyObject(c, &body)
 	if err != nil {
@@ -259,12 +285,28 @@ func (a *API) assembleTools(w http.ResponseWriter, r *http.Request, c *Call) err
 	if err != nil {
 		return err
 	}
+	imported, err := json.Marshal(nonNilImported(frozen.Imported))
+	if err != nil {
+		return err
+	}
 	set := frozen.ToolDefinitions.Bytes()
-	out := make([]byte, 0, len(set)+len(env)+64)
+	out := make([]byte, 0, len(set)+len(env)+len(imported)+128)
 	out = append(out, `{"tool_definitions":`...)
 	out = append(out, set...)
 	out = append(out, `,"environment":`...)
-	out = append(append(out, env...), "}\n"...)
+	out = append(out, env...)
+	out = append(out, `,"imports":`...)
+	out = append(out, imported...)
+	out = append(out, `,"problems":`...)
+	out = profiles.ProblemsValue(frozen.Problems).Append(out)
+	out = append(out, "}\n"...)
 	writeJSONBytes(w, http.StatusOK, out)
 	return nil
+}
+
+func nonNilImported(t []declare.ImportedTool) []declare.ImportedTool {
+	if t == nil {
+		return []declare.ImportedTool{}
+	}
+	return t
 }

@@ -47,6 +47,7 @@ var identityRoutes = []string{
 	"POST /agent_api/v1/workspaces",
 	"POST /agent_api/v1/workspaces/{ws}/agents",
 	"POST /agent_api/v1/workspaces/{ws}/agents/{agent}/tokens",
+	"POST /agent_api/v1/workspaces/{ws}/agents/{agent}/tools/assembly",
 	"POST /agent_api/v1/workspaces/{ws}/members",
 	"POST /agent_api/v1/workspaces/{ws}/memory/delete",
 	"POST /agent_api/v1/workspaces/{ws}/memory/edit",

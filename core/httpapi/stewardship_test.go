@@ -80,7 +80,7 @@ func TestAgentDoorsWhoMayCall(t *testing.T) {
 			})
 		}
 		// Nothing above stored a profile or minted a token.
-		if got := send(t, "GET", st.url+agentProfilePath("default", "helper"), st.mia, "").ok(t); got != `{"configuration":`+emptyConfiguration+`}` {
+		if got := send(t, "GET", st.url+agentProfilePath("default", "helper"), st.mia, "").ok(t); got != `{"configuration":`+emptyConfiguration+`,"imports":{"pins":null,"problems":[]}}` {
 			t.Fatalf("the profile after refusals: %s", got)
 		}
 		var n int

@@ -34,7 +34,7 @@ func newGraphFixture(t *testing.T) graphFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := c.ParseImports([]byte(`["nexus.human.ask","nexus.graph.delegate_task","nexus.graph.wait","nexus.memory.read"]`), nil, nil)
+	im, err := c.ParseImports(declare.ImportSources{KernelTools: []byte(`["nexus.human.ask","nexus.graph.delegate_task","nexus.graph.wait","nexus.memory.read"]`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,6 +102,24 @@ func Runners(ctx context.Context, q store.Querier, workspaceID int64, publicIDs 
 	return out, nil
 }
 
+// Providers reads the workspace's pool for acceptance (docs/agent-tools.md#imports): its active
+// tool providers that announced, each with its current announcement, in public id order.
+func Providers(ctx context.Context, q store.Querier, workspaceID int64) ([]declare.Provider, error) {
+	rows, err := store.AnnouncedToolProviders(ctx, q, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]declare.Provider, 0, len(rows))
+	for i := range rows {
+		a, err := decodeAnnouncement(rows[i].Tools.String, rows[i].Environment.String, rows[i].Documents.String)
+		if err != nil {
+			return nil, fmt.Errorf("profiles: announcement of executor %s: %w", rows[i].PublicID, err)
+		}
+		out = append(out, declare.Provider{PublicID: strings.ToLower(rows[i].PublicID), DisplayName: rows[i].DisplayName, Announcement: a})
+	}
+	return out, nil
+}
+
 func runnerOf(row *store.AnnouncedExecutor) (declare.Runner, error) {
 	r := declare.Runner{
 		PublicID:    strings.ToLower(row.PublicID),

@@ -31,6 +31,15 @@ type Configuration struct {
 	DefaultModel *string
 	// Instructions are the standing system instructions; nil when unset.
 	Instructions *string
+	// PinImports is pin_imports: new work freezes the recorded Pins rather than what the
+	// selectors match now (docs/agent-tools.md#pinned-imports).
+	PinImports bool
+	// Pins are the recorded pinned definitions; nil when the profile does not pin. They are
+	// answered beside the configuration, never in it.
+	Pins []declare.Pin
+	// Problems are the import refusals the write that answers this reported
+	// (declare.Acceptance.Report); nil on a read.
+	Problems []declare.ImportProblem
 	// Revision counts the profile's replacements (0 before the first). It is not on the wire.
 	Revision int64
 }
@@ -52,6 +61,12 @@ func (c *Configuration) MarshalJSON() ([]byte, error) {
 	buf = stringsValue(c.Imports.RunnerExecutorPublicIDs).Append(buf)
 	buf = append(buf, `,"runner_tool_names":`...)
 	buf = stringsValue(c.Imports.RunnerToolNames).Append(buf)
+	buf = append(buf, `,"tool_provider_tools":`...)
+	buf = stringsValue(nonNilList(c.Imports.ToolProviderTools)).Append(buf)
+	buf = append(buf, `,"eager_tool_names":`...)
+	buf = stringsValue(nonNilList(c.Imports.EagerToolNames)).Append(buf)
+	buf = append(buf, `,"pin_imports":`...)
+	buf = jsonwire.Bool(c.PinImports).Append(buf)
 	buf = append(buf, `,"approval_mode":`...)
 	buf = optString(c.ApprovalMode).Append(buf)
 	buf = append(buf, `,"approval_rules":`...)
@@ -65,6 +80,47 @@ func (c *Configuration) MarshalJSON() ([]byte, error) {
 	buf = append(buf, `,"instructions":`...)
 	buf = optString(c.Instructions).Append(buf)
 	return append(buf, '}'), nil
+}
+
+// ImportsValue is what the profile doors answer beside the configuration
+// (docs/api.md#agent-profiles): the recorded pins, each its name and digest (null when the profile
+// does not pin), and the import problems a write reported ([] on a read).
+func (c *Configuration) ImportsValue() jsonwire.Value {
+	pins := jsonwire.Null()
+	if c.Pins != nil {
+		items := make([]jsonwire.Value, len(c.Pins))
+		for i, p := range c.Pins {
+			items[i] = jsonwire.Object(jsonwire.M("name", jsonwire.String(p.Name)), jsonwire.M("digest", jsonwire.String(p.Digest)))
+		}
+		pins = jsonwire.Array(items...)
+	}
+	return jsonwire.Object(jsonwire.M("pins", pins), jsonwire.M("problems", ProblemsValue(c.Problems)))
+}
+
+// ProblemsValue is a list of import problems as the doors write it, each path under
+// "configuration." as the profile and assembly doors root their fields.
+func ProblemsValue(ps []declare.ImportProblem) jsonwire.Value {
+	items := make([]jsonwire.Value, len(ps))
+	for i, p := range ps {
+		path := jsonwire.Null()
+		if p.Path != "" {
+			path = jsonwire.String("configuration." + p.Path)
+		}
+		ms := []jsonwire.Field{jsonwire.M("code", jsonwire.String(p.Code)), jsonwire.M("field", jsonwire.String(p.Field)),
+			jsonwire.M("path", path)}
+		if p.ToolName != "" {
+			ms = append(ms, jsonwire.M("tool_name", jsonwire.String(p.ToolName)))
+		}
+		items[i] = jsonwire.Object(append(ms, jsonwire.M("message", jsonwire.String(p.Message)))...)
+	}
+	return jsonwire.Array(items...)
+}
+
+func nonNilList(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // stringsValue is a string list as JSON: nil is null.
@@ -94,6 +150,8 @@ type proposal struct {
 	approvalRules []byte
 	defaultModel  *string
 	instructions  *string
+	pinImports    bool
+	repin         bool
 }
 
 // fieldRefusal is a refusal of a configuration field other than the declaration sources.
@@ -118,8 +176,9 @@ func field(cfg jsonwire.Value, name string) (jsonwire.Value, bool, *refusal.Erro
 }
 
 // sources reads the declaration sources of a configuration object: tool_definitions compiled,
-// then kernel_tools, runner_executor_public_ids and runner_tool_names parsed, in that order. A
-// field given twice is refused at its turn: the import fields before it are parsed first.
+// then kernel_tools, runner_executor_public_ids, runner_tool_names, tool_provider_tools and
+// eager_tool_names parsed, in that order. A field given twice is refused at its turn: the import
+// fields before it are parsed first.
 func (s *Service) sources(cfg jsonwire.Value) (*declare.Set, declare.Imports, error) {
 	raw := make([][]byte, len(sourceFields))
 	var repeated *refusal.Error
@@ -147,7 +206,8 @@ func (s *Service) sources(cfg jsonwire.Value) (*declare.Set, declare.Imports, er
 	} else if repeated != nil && repeatedField == declare.FieldToolDefinitions {
 		return nil, declare.Imports{}, repeated
 	}
-	im, err := s.compiler.ParseImports(raw[1], raw[2], raw[3])
+	im, err := s.compiler.ParseImports(declare.ImportSources{KernelTools: raw[1], RunnerExecutorPublicIDs: raw[2],
+		RunnerToolNames: raw[3], ToolProviderTools: raw[4], EagerToolNames: raw[5]})
 	if err != nil {
 		return nil, declare.Imports{}, err
 	}
@@ -174,6 +234,12 @@ func (s *Service) validate(cfg jsonwire.Value) (*proposal, error) {
 		{FieldApprovalRules, p.approvalRulesOf},
 		{FieldDefaultModel, func(v jsonwire.Value, present bool) *refusal.Error { return p.defaultModelOf(v, present, s.models) }},
 		{FieldInstructions, p.instructionsOf},
+		{FieldPinImports, func(v jsonwire.Value, present bool) *refusal.Error {
+			return boolField(FieldPinImports, v, present, &p.pinImports)
+		}},
+		{FieldRepin, func(v jsonwire.Value, present bool) *refusal.Error {
+			return boolField(FieldRepin, v, present, &p.repin)
+		}},
 	}
 	for _, c := range checks {
 		v, present, r := field(cfg, c.name)
@@ -185,6 +251,19 @@ func (s *Service) validate(cfg jsonwire.Value) (*proposal, error) {
 		}
 	}
 	return p, nil
+}
+
+// boolField reads an optional boolean: absent and null are false.
+func boolField(name string, v jsonwire.Value, present bool, out *bool) *refusal.Error {
+	if !present || v.IsNull() {
+		return nil
+	}
+	b, ok := v.AsBool()
+	if !ok {
+		return fieldRefusal(declare.WordInvalid, name, "", "%s must be true, false or null", name)
+	}
+	*out = b
+	return nil
 }
 
 // approvalModeOf: bypass, ask or rules; required when the profile declares tools.
@@ -259,6 +338,9 @@ func (p *proposal) row(agentID, at int64) *store.AgentProfile {
 		DefaultModel:            nullString(p.defaultModel),
 		Instructions:            nullString(p.instructions),
 		UpdatedAt:               at,
+		ToolProviderTools:       string(stringsValue(rb.ToolProviderTools).Encode()),
+		EagerToolNames:          string(stringsValue(rb.EagerToolNames).Encode()),
+		PinImports:              p.pinImports,
 	}
 	if rb.RunnerToolNames != nil {
 		row.RunnerToolNames = sql.NullString{String: string(stringsValue(rb.RunnerToolNames).Encode()), Valid: true}
@@ -296,12 +378,31 @@ func configurationOf(row *store.AgentProfile) (*Configuration, error) {
 		ApprovalMode:    stringPtr(row.ApprovalMode),
 		DefaultModel:    stringPtr(row.DefaultModel),
 		Instructions:    stringPtr(row.Instructions),
+		PinImports:      row.PinImports,
 		Revision:        row.Revision,
 	}
 	if row.ApprovalRules.Valid {
 		c.ApprovalRules = json.RawMessage(row.ApprovalRules.String)
 	}
+	if c.Pins, err = pinsOf(row); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// pinsOf decodes a row's recorded pins: nil when the profile does not pin, else the list ([]
+// when its selectors matched nothing).
+func pinsOf(row *store.AgentProfile) ([]declare.Pin, error) {
+	if !row.PinImports {
+		return nil, nil
+	}
+	pins := []declare.Pin{}
+	if row.ImportPins.Valid {
+		if err := json.Unmarshal([]byte(row.ImportPins.String), &pins); err != nil {
+			return nil, fmt.Errorf("profiles: stored import_pins of agent %d: %w", row.AgentID, err)
+		}
+	}
+	return pins, nil
 }
 
 // importsOf decodes a row's import fields in their read-back form.
@@ -316,6 +417,17 @@ func importsOf(row *store.AgentProfile) (declare.Imports, error) {
 	if row.RunnerToolNames.Valid {
 		if err := json.Unmarshal([]byte(row.RunnerToolNames.String), &im.RunnerToolNames); err != nil {
 			return im, fmt.Errorf("profiles: stored runner_tool_names of agent %d: %w", row.AgentID, err)
+		}
+	}
+	// "" is a row written without the import columns: it imports nothing, as their default says.
+	if row.ToolProviderTools != "" {
+		if err := json.Unmarshal([]byte(row.ToolProviderTools), &im.ToolProviderTools); err != nil {
+			return im, fmt.Errorf("profiles: stored tool_provider_tools of agent %d: %w", row.AgentID, err)
+		}
+	}
+	if row.EagerToolNames != "" {
+		if err := json.Unmarshal([]byte(row.EagerToolNames), &im.EagerToolNames); err != nil {
+			return im, fmt.Errorf("profiles: stored eager_tool_names of agent %d: %w", row.AgentID, err)
 		}
 	}
 	return im.ReadBack(), nil

@@ -33,7 +33,7 @@ const example111 = `{
 }`
 
 // emptyReadBack is the configuration before the first PUT (docs/api.md#agent-profiles).
-const emptyReadBack = `{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":[],"runner_tool_names":null,` +
+const emptyReadBack = `{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":[],"runner_tool_names":null,"tool_provider_tools":[],"eager_tool_names":[],"pin_imports":false,` +
 	`"approval_mode":null,"approval_rules":null,"default_model":null,"instructions":null}`
 
 func TestEmptyProfile(t *testing.T) {
@@ -86,6 +86,7 @@ func TestReadBackAndIdempotence(t *testing.T) {
 		wantReadBack := `{"tool_definitions":` + string(want.Bytes()) +
 			`,"kernel_tools":["nexus.tools.search","nexus.tools.call","nexus.graph.wait"],` +
 			`"runner_executor_public_ids":["01900000-0000-7000-8000-000000000051"],"runner_tool_names":null,` +
+			`"tool_provider_tools":[],"eager_tool_names":[],"pin_imports":false,` +
 			`"approval_mode":"rules","approval_rules":[{"tool":"delegate_task|wait|skill|tool_search|tool_call","verdict":"allow"}],` +
 			`"default_model":"mock/scripted","instructions":"You are a careful build assistant."}`
 		if got := readBack(t, first); got != wantReadBack {
@@ -135,11 +136,11 @@ func TestReadBackForms(t *testing.T) {
 		e := newEnv(t, s)
 		cases := []struct{ in, want string }{
 			{`{"runner_executor_public_ids":["01900000-0000-7000-8000-0000000000AB"],"runner_tool_names":[]}`,
-				`{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":["01900000-0000-7000-8000-0000000000ab"],"runner_tool_names":[],"approval_mode":null,"approval_rules":null,"default_model":null,"instructions":null}`},
-			{`{"tool_definitions":null,"kernel_tools":null,"runner_executor_public_ids":null,"runner_tool_names":["read"],"approval_mode":"ask","approval_rules":[],"instructions":""}`,
-				`{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":[],"runner_tool_names":["read"],"approval_mode":"ask","approval_rules":[],"default_model":null,"instructions":""}`},
+				`{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":["01900000-0000-7000-8000-0000000000ab"],"runner_tool_names":[],"tool_provider_tools":[],"eager_tool_names":[],"pin_imports":false,"approval_mode":null,"approval_rules":null,"default_model":null,"instructions":null}`},
+			{`{"tool_definitions":null,"kernel_tools":null,"runner_executor_public_ids":null,"runner_tool_names":["read"],"tool_provider_tools":[],"eager_tool_names":[],"pin_imports":false,"approval_mode":"ask","approval_rules":[],"instructions":""}`,
+				`{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":[],"runner_tool_names":["read"],"tool_provider_tools":[],"eager_tool_names":[],"pin_imports":false,"approval_mode":"ask","approval_rules":[],"default_model":null,"instructions":""}`},
 			{`{"tool_definitions":[],"instructions":"<b>&\u2028</b>","unknown":1}`,
-				`{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":[],"runner_tool_names":null,"approval_mode":null,"approval_rules":null,"default_model":null,"instructions":"<b>&` + "\u2028" + `</b>"}`},
+				`{"tool_definitions":[],"kernel_tools":[],"runner_executor_public_ids":[],"runner_tool_names":null,"tool_provider_tools":[],"eager_tool_names":[],"pin_imports":false,"approval_mode":null,"approval_rules":null,"default_model":null,"instructions":"<b>&` + "\u2028" + `</b>"}`},
 		}
 		for _, tc := range cases {
 			if got := readBack(t, e.mustPut(t, tc.in)); got != tc.want {
@@ -353,8 +354,8 @@ func TestConfigurationJSON(t *testing.T) {
 			t.Fatalf("escaped: %s", b)
 		}
 		var decoded map[string]any
-		if err := json.Unmarshal(b, &decoded); err != nil || len(decoded) != 8 {
-			t.Fatalf("not an 8-field object: %v %s", err, b)
+		if err := json.Unmarshal(b, &decoded); err != nil || len(decoded) != 11 {
+			t.Fatalf("not an 11-field object: %v %s", err, b)
 		}
 	})
 }

@@ -33,6 +33,9 @@ type Profile struct {
 	DefaultModel *string
 	// Instructions are the standing system instructions; nil when unset.
 	Instructions *string
+	// Pins are the pinned definitions new work freezes instead of what tool_provider_tools
+	// matches now; nil when the profile does not pin (docs/agent-tools.md#pinned-imports).
+	Pins []declare.Pin
 }
 
 // FrozenApprovalMode is the approval mode accepted work freezes: the profile's own, or bypass
@@ -70,7 +73,7 @@ func (s *Service) Current(ctx context.Context, q store.Querier, agentID int64) (
 	if p.Tools, err = s.compiler.Compile(c.ToolDefinitions); err != nil {
 		return nil, err
 	}
-	p.Revision, p.Imports = c.Revision, c.Imports
+	p.Revision, p.Imports, p.Pins = c.Revision, c.Imports, c.Pins
 	p.ApprovalMode, p.ApprovalRules, p.DefaultModel, p.Instructions = c.ApprovalMode, c.ApprovalRules, c.DefaultModel, c.Instructions
 	return p, nil
 }
@@ -86,6 +89,9 @@ type Acceptance struct {
 	// KernelSkills are the kernel skill documents the execution's memory bindings resolve,
 	// for kernel skill callables; nil when there are none.
 	KernelSkills []declare.KernelSkill
+	// Report reports the import refusals instead of refusing (declare.Acceptance.Report): the
+	// assembly and a profile write do, since a provider may be restarting.
+	Report bool
 }
 
 // Accept freezes the profile onto new work (docs/agent-tools.md#declaring-tools): kernel imports,
@@ -110,14 +116,22 @@ func (s *Service) Accept(ctx context.Context, q store.Querier, p *Profile, in Ac
 		return nil, err
 	}
 	im := p.Imports
-	return s.compiler.Accept(declare.Acceptance{
+	a := declare.Acceptance{
 		Explicit:     p.Tools,
 		Imports:      &im,
 		Selection:    in.Selection,
 		ToolNames:    in.ToolNames,
 		Runners:      runners,
 		KernelSkills: in.KernelSkills,
-	})
+		Pins:         p.Pins,
+		Report:       in.Report,
+	}
+	if a.NeedsProviders() {
+		if a.Providers, err = Providers(ctx, q, p.WorkspaceID); err != nil {
+			return nil, err
+		}
+	}
+	return s.compiler.Accept(a)
 }
 
 // AssemblyRequest is a tool assembly (docs/api.md#agent-profiles).
@@ -126,14 +140,16 @@ type AssemblyRequest struct {
 	Selection string
 	// Configuration replaces the profile's declaration sources for this request (not a
 	// patch); nil assembles the stored profile. Only tool_definitions, kernel_tools,
-	// runner_executor_public_ids and runner_tool_names are read; it must be an object.
+	// runner_executor_public_ids, runner_tool_names, tool_provider_tools and eager_tool_names
+	// are read; it must be an object.
 	Configuration *jsonwire.Value
 }
 
 // Assemble answers what new work would freeze for the agent: the proposed sources (validated as
-// on the profile door) or the stored profile, accepted with the selection and no narrowing,
-// from current announcements. It creates and changes nothing. Refusals are rooted at the
-// declaration, for declare.AssemblyDoor.
+// on the profile door) or the stored profile (its pins included), accepted with the selection and
+// no narrowing, from current announcements. The import refusals are reported in the answer's
+// Problems rather than refused, since a provider may be restarting. It creates and changes
+// nothing. Refusals are rooted at the declaration, for declare.AssemblyDoor.
 func (s *Service) Assemble(ctx context.Context, agent Agent, req AssemblyRequest) (*declare.Frozen, error) {
 	q := s.store.Reader()
 	var p *Profile
@@ -152,5 +168,5 @@ func (s *Service) Assemble(ctx context.Context, agent Agent, req AssemblyRequest
 			return nil, err
 		}
 	}
-	return s.Accept(ctx, q, p, Acceptance{Selection: req.Selection})
+	return s.Accept(ctx, q, p, Acceptance{Selection: req.Selection, Report: true})
 }

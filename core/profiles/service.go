@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 
@@ -85,6 +86,10 @@ func (s *Service) PutConfiguration(ctx context.Context, agent Agent, cfg jsonwir
 	if err != nil {
 		return nil, err
 	}
+	rep, err := s.report(ctx, agent, p)
+	if err != nil {
+		return nil, err
+	}
 	row := p.row(agent.ID, store.Millis(s.now()))
 	err = s.store.Write(ctx, func(tx *store.Tx) error {
 		if agent.Guard != nil {
@@ -92,10 +97,99 @@ func (s *Service) PutConfiguration(ctx context.Context, agent Agent, cfg jsonwir
 				return err
 			}
 		}
+		if p.pinImports {
+			pins := rep.Pins
+			if !p.repin {
+				kept, err := keepRecorded(ctx, tx, agent.ID, pins)
+				if err != nil {
+					return err
+				}
+				pins = kept
+			}
+			b, err := encode(nonNilPins(pins))
+			if err != nil {
+				return err
+			}
+			row.ImportPins = sql.NullString{String: string(b), Valid: true}
+		}
 		return store.PutAgentProfile(ctx, tx, row)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return configurationOf(row)
+	out, err := configurationOf(row)
+	if err != nil {
+		return nil, err
+	}
+	out.Problems = nonNilProblems(rep.Problems)
+	return out, nil
+}
+
+// report accepts the proposal as new work would, without a selection, reporting rather than
+// refusing (docs/api.md#agent-profiles): what its tool-provider imports and bare names would meet
+// now, and the definitions a pinning write records. A proposal that reads no provider reports
+// nothing. Another refusal of the acceptance (the bound of the assembled set) is reported too:
+// the profile is stored and acceptance refuses it later.
+func (s *Service) report(ctx context.Context, agent Agent, p *proposal) (*declare.Frozen, error) {
+	im := p.imports
+	a := declare.Acceptance{Explicit: p.tools, Imports: &im, Report: true}
+	if !a.NeedsProviders() {
+		return &declare.Frozen{}, nil
+	}
+	q := s.store.Reader()
+	var err error
+	if a.Providers, err = Providers(ctx, q, agent.WorkspaceID); err != nil {
+		return nil, err
+	}
+	f, err := s.compiler.Accept(a)
+	if err != nil {
+		problem, ok := declare.ProblemOf(err)
+		if !ok {
+			return nil, err
+		}
+		return &declare.Frozen{Problems: []declare.ImportProblem{problem}}, nil
+	}
+	return f, nil
+}
+
+// keepRecorded is a pinning write without repin: a name already pinned keeps its recorded
+// definition, read in the write's transaction; a name newly matched is pinned as announced now.
+func keepRecorded(ctx context.Context, tx *store.Tx, agentID int64, current []declare.Pin) ([]declare.Pin, error) {
+	row, err := store.AgentProfileOf(ctx, tx, agentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return current, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	old, err := pinsOf(row)
+	if err != nil || len(old) == 0 {
+		return current, err
+	}
+	recorded := make(map[string]declare.Pin, len(old))
+	for _, pin := range old {
+		recorded[pin.Name] = pin
+	}
+	out := make([]declare.Pin, len(current))
+	for i, pin := range current {
+		if r, ok := recorded[pin.Name]; ok {
+			pin = r
+		}
+		out[i] = pin
+	}
+	return out, nil
+}
+
+func nonNilPins(p []declare.Pin) []declare.Pin {
+	if p == nil {
+		return []declare.Pin{}
+	}
+	return p
+}
+
+func nonNilProblems(p []declare.ImportProblem) []declare.ImportProblem {
+	if p == nil {
+		return []declare.ImportProblem{}
+	}
+	return p
 }

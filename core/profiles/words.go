@@ -12,11 +12,17 @@ const (
 	FieldApprovalRules = "approval_rules"
 	FieldDefaultModel  = "default_model"
 	FieldInstructions  = "instructions"
+	// FieldPinImports is the profile's choice to pin what it imports
+	// (docs/agent-tools.md#pinned-imports); FieldRepin, a write-only field, re-records every pin
+	// from the current announcements instead of keeping the recorded ones.
+	FieldPinImports = "pin_imports"
+	FieldRepin      = "repin"
 )
 
 // sourceFields are the declaration sources, the fields the assembly reads, in validation order.
 var sourceFields = []string{
 	declare.FieldToolDefinitions, declare.FieldKernelTools, declare.FieldRunnerExecutorPublicIDs, declare.FieldRunnerToolNames,
+	declare.FieldToolProviderTools, declare.FieldEagerToolNames,
 }
 
 // The profile door's words besides the declaration words (docs/api.md#agent-profiles).

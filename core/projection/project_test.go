@@ -12,6 +12,30 @@ import (
 	"github.com/nexuskernel/nexus/sdk/jsonwire"
 )
 
+// TestProjectProviderImport: a tool-provider import reaches the provider without its import
+// facts (effect profile, pin) or defer_loading: the model reads name, description and parameters.
+func TestProjectProviderImport(t *testing.T) {
+	t.Parallel()
+	c := fixture(t)
+	d := "Read a text file."
+	frozen, err := c.Accept(declare.Acceptance{
+		Imports: &declare.Imports{ToolProviderTools: []string{"fs_*"}},
+		Providers: []declare.Provider{{PublicID: "01900000-0000-7000-8000-000000000061", Announcement: announce.Announcement{Tools: []announce.Tool{
+			{Name: "fs_read", Description: &d, InputSchema: json.RawMessage(`{"type":"object"}`), EffectProfile: announce.Announced(announce.EffectReadOnly)}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(frozen.ToolDefinitions.Bytes()), `"import":{"source":"tool_provider","effect_profile":{"kind":"read_only"`) {
+		t.Fatalf("frozen %s", frozen.ToolDefinitions.Bytes())
+	}
+	p := Project(frozen.ToolDefinitions, nil)
+	want := `[{"type":"function","function":{"name":"fs_read","description":"Read a text file.","parameters":{"type":"object"},"strict":false}}]`
+	if got := string(jsonwire.Array(p.Tools...).Encode()); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
 // TestProjectImportedEntry: an imported Runner tool reaches the provider without its route or
 // defer_loading, and ProjectEntry projects a deferred entry for tool_search all the same.
 func TestProjectImportedEntry(t *testing.T) {

@@ -76,4 +76,7 @@ const (
 	CodeToolNotDeclared = "tool_not_declared"
 	// CodeRunnerNotEligible: the named runner is not an eligible runner of the workspace.
 	CodeRunnerNotEligible = "runner_not_eligible"
+	// CodeReservedToolName: a client names a kernel tool where only another executor's tool
+	// belongs (a tool step, a tool-provider import).
+	CodeReservedToolName = "reserved_tool_name"
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
@@ -27,6 +28,9 @@ type Address struct {
 	TimeoutMS int64
 	// Scope is an overridden memory row's binding projection (docs/agent-tools.md#memory-and-skills).
 	Scope json.RawMessage
+	// Pin is a pinned import's definition digest, which the pool claim compares
+	// (docs/agent-tools.md#pinned-imports); "" when not pinned.
+	Pin string
 	// Failure is set when the row is born failed (tool_not_served, or an overridden memory
 	// row refused before dispatch).
 	Failure *TaskError
@@ -69,6 +73,8 @@ type CallResolution struct {
 	Alias string
 	// Route is set for a Runner-routed callable.
 	Route *Route
+	// Import is a tool-provider import's frozen effect profile and pin; nil otherwise.
+	Import *declare.ImportFacts
 }
 
 // Route is a declared Runner route, as a tool row stores it.
@@ -81,7 +87,7 @@ func resolveCall(ts *projection.Round, name string, input json.RawMessage) (Call
 	if err != nil {
 		return CallResolution{}, err
 	}
-	out := CallResolution{Declared: r.Declared, ToolName: r.ToolName, Canonical: r.Canonical, Input: r.Input, Alias: r.Alias}
+	out := CallResolution{Declared: r.Declared, ToolName: r.ToolName, Canonical: r.Canonical, Input: r.Input, Alias: r.Alias, Import: r.Import}
 	if r.Route != nil {
 		out.Route = &Route{Kind: "runner", RunnerExecutorPublicID: strings.ToLower(r.Route.RunnerID), ToolName: r.Route.ToolName}
 	}
@@ -122,8 +128,17 @@ func (e *Engine) address(ctx context.Context, q store.Querier, run *store.Run, r
 			return Address{}, err
 		}
 		if len(pool) > 0 {
-			p, t := PoolProfile(pool)
-			return Address{Role: store.ExecutorToolProvider, Profile: p, TimeoutMS: t}, nil
+			a := Address{Role: store.ExecutorToolProvider}
+			if res.Import != nil && res.Import.EffectProfile != nil {
+				// The frozen profile counts as one more member: it may make the row stricter,
+				// never laxer than what the pool announces now.
+				pool = append(pool[:len(pool):len(pool)], Served{Profile: *res.Import.EffectProfile})
+			}
+			a.Profile, a.TimeoutMS = PoolProfile(pool)
+			if res.Import != nil {
+				a.Pin = res.Import.Pin
+			}
+			return a, nil
 		}
 	}
 	return notServed("no executor announces " + name + " in this workspace"), nil

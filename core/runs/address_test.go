@@ -3,10 +3,12 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/registry"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/sdk/announce"
@@ -104,6 +106,14 @@ func TestAddressing(t *testing.T) {
 		{"pool", e, CallResolution{ToolName: "fetch"}, Address{Role: "tool_provider", Profile: announce.EffectProfile{Kind: announce.KindWrite,
 			EffectScope: announce.ScopeClosed, Idempotency: announce.IdempotencyNone, Reconciliation: announce.ReconciliationNone}, TimeoutMS: 5000}},
 		{"nobody", e, CallResolution{ToolName: "ghost"}, Address{Failure: &TaskError{Key: KeyToolNotServed, Detail: "no executor announces ghost in this workspace"}}},
+		{"pool, an import's frozen profile stricter than the pool's", e, CallResolution{ToolName: "memory_read",
+			Import: &declare.ImportFacts{EffectProfile: &announce.EffectWrite, Pin: "sha256:" + strings.Repeat("0", 64)}},
+			Address{Role: "tool_provider", Profile: announce.EffectProfile{Kind: announce.KindWrite, EffectScope: announce.ScopeClosed,
+				Idempotency: announce.IdempotencyNone, Reconciliation: announce.ReconciliationNone}, TimeoutMS: 3000, Pin: "sha256:" + strings.Repeat("0", 64)}},
+		{"pool, an import's laxer frozen profile changes nothing", e, CallResolution{ToolName: "fetch",
+			Import: &declare.ImportFacts{EffectProfile: &announce.EffectPure}},
+			Address{Role: "tool_provider", Profile: announce.EffectProfile{Kind: announce.KindWrite,
+				EffectScope: announce.ScopeClosed, Idempotency: announce.IdempotencyNone, Reconciliation: announce.ReconciliationNone}, TimeoutMS: 5000}},
 	}
 	for _, c := range cases {
 		got, err := c.e.address(context.Background(), nil, run, c.res)

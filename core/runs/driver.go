@@ -405,6 +405,10 @@ func applyAddress(row *store.Task, a Address) {
 		s := string(a.Scope)
 		row.Scope = &s
 	}
+	if a.Pin != "" {
+		pin := a.Pin
+		row.DefinitionPin = &pin
+	}
 }
 
 // bornFailed writes a row that is settled at birth: it skips the approval stage and is never

@@ -63,6 +63,11 @@ func (e *Engine) freezeStep(ctx context.Context, q store.Querier, in *stepDeclar
 	if a.Runners, err = profiles.Runners(ctx, q, in.WorkspaceID, a.RunnerIDs()); err != nil {
 		return nil, err
 	}
+	if a.NeedsProviders() {
+		if a.Providers, err = profiles.Providers(ctx, q, in.WorkspaceID); err != nil {
+			return nil, err
+		}
+	}
 	if in.Skills != nil && declare.DeclaresKernelSkill(a.Explicit, a.Imports) {
 		if a.KernelSkills, err = e.kernelSkills(ctx, q, in.Skills); err != nil {
 			return nil, err

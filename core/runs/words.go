@@ -87,6 +87,9 @@ const (
 	KeyToolInputTooLarge      = steps.CodeToolInputTooLarge
 	KeyInvalidToolInput       = steps.CodeInvalidToolInput
 	KeyToolNotServed          = refusal.CodeToolNotServed
+	// KeyToolDefinitionChanged: a pinned import's claimant announces the tool with another
+	// definition than the pinned one (docs/agent-tools.md#pinned-imports).
+	KeyToolDefinitionChanged  = "tool_definition_changed"
 	KeyToolFailed             = "tool_failed"
 	KeyExecutorRevoked        = identity.CodeExecutorRevoked
 	KeyResultUnstorable       = envelope.CodeResultUnstorable

@@ -441,8 +441,11 @@ func (d *Declaration) sources() (declare.StepSources, bool) {
 		KernelTools:             d.field(fKernelTools, d.KernelTools != nil, func() []byte { return stringsJSON(d.KernelTools) }),
 		RunnerExecutorPublicIDs: d.field(fRunnerIDs, d.RunnerExecutorPublicIDs != nil, func() []byte { return stringsJSON(d.RunnerExecutorPublicIDs) }),
 		RunnerToolNames:         d.field(fRunnerToolNames, d.RunnerToolNames != nil, func() []byte { return stringsJSON(d.RunnerToolNames) }),
+		ToolProviderTools:       d.field(fToolProviderTools, d.ToolProviderTools != nil, func() []byte { return stringsJSON(d.ToolProviderTools) }),
+		EagerToolNames:          d.field(fEagerToolNames, d.EagerToolNames != nil, func() []byte { return stringsJSON(d.EagerToolNames) }),
 	}
-	declared := src.Tools != nil || src.KernelTools != nil || src.RunnerExecutorPublicIDs != nil || src.RunnerToolNames != nil
+	declared := src.Tools != nil || src.KernelTools != nil || src.RunnerExecutorPublicIDs != nil || src.RunnerToolNames != nil ||
+		src.ToolProviderTools != nil || src.EagerToolNames != nil
 	return src, declared
 }
 

@@ -46,6 +46,8 @@ const (
 	fStart
 	fToolName
 	fRunnerID
+	fToolProviderTools
+	fEagerToolNames
 )
 
 // written is what a decoded body wrote that a value's fields cannot say by themselves.
@@ -223,6 +225,8 @@ func (d *Declaration) decode(o object) {
 	d.KernelTools = d.importList(o, "kernel_tools", fKernelTools)
 	d.RunnerExecutorPublicIDs = d.importList(o, "runner_executor_public_ids", fRunnerIDs)
 	d.RunnerToolNames = d.importList(o, "runner_tool_names", fRunnerToolNames)
+	d.ToolProviderTools = d.importList(o, "tool_provider_tools", fToolProviderTools)
+	d.EagerToolNames = d.importList(o, "eager_tool_names", fEagerToolNames)
 }
 
 // importList reads an import field: null is written as null, a list of strings is the list, and
@@ -267,11 +271,11 @@ var (
 	edgeKeys     = []string{"compaction_policy", "deliverable", "tasks", "tools"}
 	modelOptions = map[string]bool{"key": true, "on_failure": true, "visibility": true, "model": true, "prompt": true,
 		"instructions": true, "tools": true, "kernel_tools": true, "runner_executor_public_ids": true, "runner_tool_names": true,
-		"attachments": true, "results": true}
+		"tool_provider_tools": true, "eager_tool_names": true, "attachments": true, "results": true}
 	toolOptions = map[string]bool{"key": true, "on_failure": true, "visibility": true, "name": true, "input": true,
 		"route": true, "timeout_ms": true, "model_defaults": true, "tool_call_id": true}
 	defaultsOptions = map[string]bool{"model": true, "instructions": true, "tools": true, "kernel_tools": true,
-		"runner_executor_public_ids": true, "runner_tool_names": true}
+		"runner_executor_public_ids": true, "runner_tool_names": true, "tool_provider_tools": true, "eager_tool_names": true}
 	routeKeys = map[string]bool{"kind": true, "runner_executor_public_id": true, "tool_name": true}
 )
 

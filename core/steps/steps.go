@@ -114,7 +114,7 @@ type ModelDefaults struct {
 }
 
 // Declaration is a step's declared tools (docs/agent-tools.md#declaring-tools), which core/declare
-// judges: the explicit list and the three import fields.
+// judges: the explicit list and the import fields.
 type Declaration struct {
 	// Tools is the explicit list, each entry a value of the declaration grammar; nil declares
 	// none, and an empty non-nil list is refused (leave the field out instead).
@@ -126,6 +126,11 @@ type Declaration struct {
 	// RunnerToolNames narrows a Runner import: nil imports every model-facing tool of the
 	// selected Runner, an empty non-nil list none.
 	RunnerToolNames []string
+	// ToolProviderTools imports the workspace's tool providers' tools by exact name or
+	// trailing-"*" pattern; nil imports none.
+	ToolProviderTools []string
+	// EagerToolNames are imported callables offered eagerly.
+	EagerToolNames []string
 
 	w declWritten
 }

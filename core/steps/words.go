@@ -54,7 +54,7 @@ const (
 	CodePromptRequired      = "prompt_required"
 	CodeInvalidAttachments  = "invalid_attachments"
 	CodeUnknownResultKey    = "unknown_result_key"
-	CodeReservedToolName    = "reserved_tool_name"
+	CodeReservedToolName    = refusal.CodeReservedToolName
 	CodeInvalidToolInput    = "invalid_tool_input"
 	CodeToolInputTooLarge   = "tool_input_too_large"
 	CodeInvalidTimeoutMS    = "invalid_timeout_ms"

@@ -69,3 +69,15 @@ WHERE e.workspace_id = ? AND e.public_id IN (?)`, workspaceID, IDs(publicIDs))
 	err = q.Select(ctx, &out, query, args...)
 	return out, err
 }
+
+// AnnouncedToolProviders reads the active tool providers of one workspace that have announced,
+// each with its announcement, in public id order: the pool a tool-provider import reads.
+func AnnouncedToolProviders(ctx context.Context, q Querier, workspaceID int64) ([]AnnouncedExecutor, error) {
+	var out []AnnouncedExecutor
+	err := q.Select(ctx, &out, `SELECT `+executorColumns+`, a.tools, a.environment, a.documents, a.announced_at
+FROM executors e JOIN workspaces w ON w.id = e.workspace_id
+JOIN executor_announcements a ON a.executor_id = e.id
+WHERE e.workspace_id = ? AND e.kind = ? AND e.status = ?
+ORDER BY e.public_id`, workspaceID, ExecutorToolProvider, ExecutorActive)
+	return out, err
+}

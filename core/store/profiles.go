@@ -25,10 +25,18 @@ type AgentProfile struct {
 	Instructions  sql.NullString `db:"instructions"`
 	// UpdatedAt is Unix ms of the last replacement.
 	UpdatedAt int64 `db:"updated_at"`
+	// ToolProviderTools and EagerToolNames are JSON arrays ("[]" when none).
+	ToolProviderTools string `db:"tool_provider_tools"`
+	EagerToolNames    string `db:"eager_tool_names"`
+	// PinImports is the profile's pin_imports; ImportPins the pinned definitions it recorded
+	// (a JSON array), NULL when it does not pin.
+	PinImports bool           `db:"pin_imports"`
+	ImportPins sql.NullString `db:"import_pins"`
 }
 
 const agentProfileColumns = `p.agent_id, p.revision, p.tool_definitions, p.kernel_tools, p.runner_executor_public_ids,
-       p.runner_tool_names, p.approval_mode, p.approval_rules, p.default_model, p.instructions, p.updated_at`
+       p.runner_tool_names, p.approval_mode, p.approval_rules, p.default_model, p.instructions, p.updated_at,
+       p.tool_provider_tools, p.eager_tool_names, p.pin_imports, p.import_pins`
 
 // AgentProfileOf reads an agent's profile; ErrNotFound when it was never written.
 func AgentProfileOf(ctx context.Context, q Querier, agentID int64) (*AgentProfile, error) {
@@ -45,16 +53,20 @@ func AgentProfileOf(ctx context.Context, q Querier, agentID int64) (*AgentProfil
 // revision.
 func PutAgentProfile(ctx context.Context, q Querier, p *AgentProfile) error {
 	return q.Get(ctx, &p.Revision, `INSERT INTO agent_profiles (agent_id, revision, tool_definitions, kernel_tools,
-    runner_executor_public_ids, runner_tool_names, approval_mode, approval_rules, default_model, instructions, updated_at)
-VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    runner_executor_public_ids, runner_tool_names, approval_mode, approval_rules, default_model, instructions, updated_at,
+    tool_provider_tools, eager_tool_names, pin_imports, import_pins)
+VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id) DO UPDATE SET revision = agent_profiles.revision + 1,
     tool_definitions = excluded.tool_definitions, kernel_tools = excluded.kernel_tools,
     runner_executor_public_ids = excluded.runner_executor_public_ids, runner_tool_names = excluded.runner_tool_names,
     approval_mode = excluded.approval_mode, approval_rules = excluded.approval_rules,
-    default_model = excluded.default_model, instructions = excluded.instructions, updated_at = excluded.updated_at
+    default_model = excluded.default_model, instructions = excluded.instructions, updated_at = excluded.updated_at,
+    tool_provider_tools = excluded.tool_provider_tools, eager_tool_names = excluded.eager_tool_names,
+    pin_imports = excluded.pin_imports, import_pins = excluded.import_pins
 RETURNING revision`,
 		p.AgentID, p.ToolDefinitions, p.KernelTools, p.RunnerExecutorPublicIDs, p.RunnerToolNames,
-		p.ApprovalMode, p.ApprovalRules, p.DefaultModel, p.Instructions, p.UpdatedAt)
+		p.ApprovalMode, p.ApprovalRules, p.DefaultModel, p.Instructions, p.UpdatedAt,
+		p.ToolProviderTools, p.EagerToolNames, p.PinImports, p.ImportPins)
 }
 
 // AgentOf reads an agent by its internal id, removed or not.

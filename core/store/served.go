@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 )
 
@@ -19,10 +20,13 @@ type ServedTool struct {
 	// "" stores NULL, which CreateRun does not take.
 	FrozenTarget  string `db:"frozen_target"`
 	FrozenProfile string `db:"frozen_profile"`
+	// DefinitionDigest is the name's definition digest (sdk/announce.DefinitionDigest), which a
+	// pinned call's claim compares; "" stores NULL.
+	DefinitionDigest string `db:"definition_digest"`
 }
 
 // servedInsertBatch bounds the rows of one multi-row insert: 512 tools (the announcement
-// bound) go in a few statements, each well under SQLite's 32,766 bound parameters (seven a row).
+// bound) go in a few statements, each well under SQLite's 32,766 bound parameters (eight a row).
 const servedInsertBatch = 128
 
 // ReplaceServedTools replaces an executor's served names whole, in the caller's transaction,
@@ -34,14 +38,15 @@ func ReplaceServedTools(ctx context.Context, q Querier, executorID int64, tools 
 	for start := 0; start < len(tools); start += servedInsertBatch {
 		batch := tools[start:min(start+servedInsertBatch, len(tools))]
 		var b strings.Builder
-		b.WriteString(`INSERT INTO executor_served_tools (executor_id, workspace_id, name, profile, timeout_ms, frozen_target, frozen_profile) VALUES `)
-		args := make([]any, 0, 7*len(batch))
+		b.WriteString(`INSERT INTO executor_served_tools (executor_id, workspace_id, name, profile, timeout_ms, frozen_target, frozen_profile, definition_digest) VALUES `)
+		args := make([]any, 0, 8*len(batch))
 		for i, t := range batch {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, executorID, t.WorkspaceID, t.Name, t.Profile, t.TimeoutMS, nullIfEmpty(t.FrozenTarget), nullIfEmpty(t.FrozenProfile))
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, executorID, t.WorkspaceID, t.Name, t.Profile, t.TimeoutMS, nullIfEmpty(t.FrozenTarget), nullIfEmpty(t.FrozenProfile),
+				nullIfEmpty(t.DefinitionDigest))
 		}
 		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
 			return err
@@ -83,6 +88,20 @@ FROM executor_served_tools s JOIN executors e ON e.id = s.executor_id
 WHERE s.workspace_id = ? AND s.name = ? AND e.kind = ? AND e.status = ?
 ORDER BY e.public_id`, workspaceID, name, ExecutorToolProvider, ExecutorActive)
 	return out, err
+}
+
+// ServedDigest reads the definition digest an executor currently announces name with: ok is
+// false when it does not announce name, digest "" when the name was announced before digests
+// were stored.
+func ServedDigest(ctx context.Context, q Querier, executorID int64, name string) (digest string, ok bool, err error) {
+	var d []sql.NullString
+	if err := q.Select(ctx, &d, `SELECT definition_digest FROM executor_served_tools WHERE executor_id = ? AND name = ?`, executorID, name); err != nil {
+		return "", false, err
+	}
+	if len(d) == 0 {
+		return "", false, nil
+	}
+	return d[0].String, true, nil
 }
 
 // Announces reports whether an executor currently announces name.

@@ -86,9 +86,12 @@ type Task struct {
 	SealedRequestID *int64  `db:"sealed_request_id"`
 	HistoryEntries  *int64  `db:"history_entries"`
 
-	ToolInput      *string `db:"tool_input"`
-	Route          *Route  `db:"route"`
-	EffectProfile  *string `db:"effect_profile"`
+	ToolInput     *string `db:"tool_input"`
+	Route         *Route  `db:"route"`
+	EffectProfile *string `db:"effect_profile"`
+	// DefinitionPin is a pinned import's definition digest, which a pool claim compares with
+	// the claimant's own (docs/agent-tools.md#pinned-imports); nil when the call is not pinned.
+	DefinitionPin  *string `db:"definition_pin"`
 	ClaimTokenHash []byte  `db:"claim_token_hash"`
 	ModelDefaults  *string `db:"model_defaults"`
 	Scope          *string `db:"scope"`
@@ -125,7 +128,7 @@ var taskColumns = []string{
 	"awaiting_child", "lowered", "model_defaults", "scope", "await_kind", "options", "multi", "addressed_member",
 	"wait_spec", "resolved_by", "approval", "is_error", "output", "content", "structured_content", "title",
 	"metadata", "error_key", "error_detail", "delivered_with", "settle_seq", "created_at", "ready_at",
-	"dispatched_at", "started_at", "completed_at", "result_delivered_at", "answer_content",
+	"dispatched_at", "started_at", "completed_at", "result_delivered_at", "answer_content", "definition_pin",
 }
 
 func (t *Task) values() []any {
@@ -140,7 +143,7 @@ func (t *Task) values() []any {
 		t.AwaitingChild, t.Lowered, t.ModelDefaults, t.Scope, t.AwaitKind, t.Options, t.Multi, t.AddressedMember,
 		t.WaitSpec, t.ResolvedBy, t.Approval, t.IsError, t.Output, t.Content, t.StructuredContent, t.Title,
 		t.Metadata, t.ErrorKey, t.ErrorDetail, t.DeliveredWith, t.SettleSeq, t.CreatedAt, t.ReadyAt,
-		t.DispatchedAt, t.StartedAt, t.CompletedAt, t.ResultDeliveredAt, t.AnswerContent,
+		t.DispatchedAt, t.StartedAt, t.CompletedAt, t.ResultDeliveredAt, t.AnswerContent, t.DefinitionPin,
 	}
 }
 

@@ -144,7 +144,7 @@ var rules = []rule{
 	{"core/declare/declaretest", anyOf(plus(sdkAnnounce, "core/declare", "core/registry", "core/refusal")...), "the compiler's fixtures build on the compiler"},
 	{"core/projection", anyOf(plus(sdkAnnounce, "core/declare", "core/registry", "core/refusal")...), "projection is pure over declare and registry"},
 	{"core/envelope", anyOf(coreLeaves...), "the result envelope stands alone on the JSON toolkit"},
-	{"core/approval", anyOf(sdkJSON...), "the approval rule grammar is a leaf the run door and the profile share"},
+	{"core/approval", anyOf(sdkAnnounce...), "the approval rule grammar is a leaf the run door and the profile share; its tool patterns match with sdk/announce's one glob"},
 	{"core/model/...", anyOf(plus(coreLeaves, "core/model")...), "the model layer and its adapters import no other core package"},
 	{"core/store", anyOf(plus(sdkJSON, "internal/memo")...), "the store holds no business rule: it builds on nothing of the module but the bounded memo and the SDK's root (the id and time forms)"},
 	{"core/store/storetest", anyOf(coreStore...), "the store's test kit builds on the store"},

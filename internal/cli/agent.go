@@ -125,15 +125,20 @@ func newAgent(e *env, g *globals) *cobra.Command {
 type profileFlags struct {
 	file, instructions, instructionsFile, model  string
 	kernelTools, functions, runners, runnerTools []string
+	imports, eager                               []string
 	toolsFile, approvalMode, rulesFile           string
 	rules                                        []string
-	reset                                        bool
+	reset, pin, repin, dryRun                    bool
 	pack                                         string
 }
 
 // profileFieldFlags are the flags that set a profile field; --file excludes them all.
 var profileFieldFlags = []string{"instructions", "instructions-file", "model", "kernel-tool", "function", "tools",
-	"runner", "runner-tool", "approval-mode", "rule", "rules-file", "reset", "pack"}
+	"runner", "runner-tool", "import", "eager", "pin", "repin", "approval-mode", "rule", "rules-file", "reset", "pack"}
+
+// declarationSources are the configuration fields an assembly reads.
+var declarationSources = []string{"tool_definitions", "kernel_tools", "runner_executor_public_ids", "runner_tool_names",
+	"tool_provider_tools", "eager_tool_names"}
 
 func newAgentConfigure(e *env, g *globals, f *adminFlags) *cobra.Command {
 	pf := &profileFlags{}
@@ -159,6 +164,11 @@ imports none of the runner's tools (--reset brings back the default, all of them
   --runner RUNNER, --runner-tool NAME             runner imports: the candidate runners (public id or
                                                   display name) and the served names to import
                                                   (default: all of the selected runner's tools)
+  --import NAME                                   the tool providers' tools to import: a name, or a
+                                                  prefix with a trailing "*" ('fs_*'; '*' for all)
+  --eager NAME                                    an imported tool offered eagerly, not deferred
+  --pin, --repin                                  pin what the profile imports (--pin=false unpins);
+                                                  --repin accepts the tools' current definitions
   --pack NAME                                     a shipped adaptation pack (` + strings.Join(client.ShippedPacks(), ", ") + `):
                                                   its aliases, rendered against the server's catalog,
                                                   replace the entries of their names
@@ -167,7 +177,9 @@ imports none of the runner's tools (--reset brings back the default, all of them
                                                   or deny; the file holds the rule list as JSON
 
 --file FILE (- for standard input) sends a whole configuration object instead, as the API takes it.
-The profile is printed afterwards (--json: the API's body).`,
+The profile is printed afterwards (--json: the API's body). --dry-run changes nothing and prints
+what the agent's new work would freeze with the flags applied: each imported tool, its source and
+pin, and the import problems it would meet now.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
@@ -181,7 +193,7 @@ The profile is printed afterwards (--json: the API's body).`,
 				}
 			}
 			switch {
-			case pf.file == "" && !given:
+			case pf.file == "" && !given && !pf.dryRun:
 				return usageErrorf("give a field to change (see --help), or --file with a whole configuration")
 			case fl.Changed("instructions") && fl.Changed("instructions-file"):
 				return usageErrorf("pass one of --instructions and --instructions-file")
@@ -196,6 +208,9 @@ The profile is printed afterwards (--json: the API's body).`,
 			cfg, err := e.profileObject(ctx, cmd, c, ws, args[0], pf)
 			if err != nil {
 				return err
+			}
+			if pf.dryRun {
+				return e.dryRun(ctx, cmd, c, f, ws, args[0], cfg)
 			}
 			res, err := c.PutAgentProfileConfiguration(ctx, ws, args[0], map[string]any{"configuration": cfg})
 			if err != nil {
@@ -214,6 +229,11 @@ The profile is printed afterwards (--json: the API's body).`,
 	fl.StringVar(&pf.toolsFile, "tools", "", "a JSON file holding declaration entries")
 	fl.StringSliceVar(&pf.runners, "runner", nil, "a candidate runner, public id or display name (repeatable)")
 	fl.StringSliceVar(&pf.runnerTools, "runner-tool", nil, "a runner tool to import by served name (repeatable; default: all)")
+	fl.StringSliceVar(&pf.imports, "import", nil, `the tool providers' tools to import: a name, or a prefix and "*" (repeatable)`)
+	fl.StringSliceVar(&pf.eager, "eager", nil, "an imported tool to offer eagerly (repeatable)")
+	fl.BoolVar(&pf.pin, "pin", false, "pin the imported tools' definitions (--pin=false unpins)")
+	fl.BoolVar(&pf.repin, "repin", false, "pin the imported tools' current definitions, replacing the recorded ones")
+	fl.BoolVar(&pf.dryRun, "dry-run", false, "print what the agent's new work would freeze, changing nothing")
 	fl.StringVar(&pf.approvalMode, "approval-mode", "", "bypass, ask or rules")
 	fl.StringArrayVar(&pf.rules, "rule", nil, "an approval rule TOOL=VERDICT (repeatable)")
 	fl.StringVar(&pf.rulesFile, "rules-file", "", "a JSON file holding the approval rule list")
@@ -315,6 +335,18 @@ func (e *env) profileObject(ctx context.Context, cmd *cobra.Command, c *client.C
 	if fl.Changed("runner-tool") {
 		cfg["runner_tool_names"] = nonNil(pf.runnerTools)
 	}
+	if fl.Changed("import") {
+		cfg["tool_provider_tools"] = nonNil(pf.imports)
+	}
+	if fl.Changed("eager") {
+		cfg["eager_tool_names"] = nonNil(pf.eager)
+	}
+	if fl.Changed("pin") {
+		cfg["pin_imports"] = pf.pin
+	}
+	if pf.repin {
+		cfg["pin_imports"], cfg["repin"] = true, true
+	}
 	if fl.Changed("approval-mode") {
 		cfg["approval_mode"] = orNull(pf.approvalMode)
 	}
@@ -340,6 +372,66 @@ func (e *env) profileObject(ctx context.Context, cmd *cobra.Command, c *client.C
 		cfg["approval_rules"] = json.RawMessage(b)
 	}
 	return cfg, nil
+}
+
+// dryRun prints what the agent's new work would freeze (the member door's assembly): with the
+// declaration sources of cfg when a flag changed one, else the stored profile, pins included.
+func (e *env) dryRun(ctx context.Context, cmd *cobra.Command, c *client.Client, f *adminFlags, ws, agent string, cfg any) error {
+	req := &client.AssemblyRequest{}
+	changed := false
+	for _, name := range []string{"function", "tools", "kernel-tool", "runner", "runner-tool", "import", "eager", "reset", "file"} {
+		changed = changed || cmd.Flags().Changed(name)
+	}
+	if changed {
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			return err
+		}
+		var all map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &all); err != nil {
+			return fmt.Errorf("the configuration is not a JSON object: %w", err)
+		}
+		proposal := map[string]json.RawMessage{}
+		for _, k := range declarationSources {
+			if v, ok := all[k]; ok {
+				proposal[k] = v
+			}
+		}
+		b, err := json.Marshal(proposal)
+		if err != nil {
+			return err
+		}
+		var ac client.AssemblyConfiguration
+		if err := json.Unmarshal(b, &ac); err != nil {
+			return fmt.Errorf("the configuration's declaration: %w", err)
+		}
+		req.Configuration = &ac
+	}
+	res, err := c.AssembleAgentTools(ctx, ws, agent, req)
+	if err != nil {
+		return apiError(err)
+	}
+	if f.json {
+		return e.raw(res.Raw)
+	}
+	for _, t := range res.Imports {
+		pin, when := "-", "eager"
+		if t.Pin != nil {
+			pin = *t.Pin
+		}
+		if t.Deferred {
+			when = "deferred"
+		}
+		if _, err := fmt.Fprintf(e.stdout, "%s\t%s\t%s\t%s\tpin %s\n", t.Callable, t.Source, t.ToolName, when, pin); err != nil {
+			return err
+		}
+	}
+	for _, p := range res.Problems {
+		if _, err := fmt.Fprintf(e.stdout, "problem %s: %s\n", p.Code, p.Message); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nonNil is s, or an empty list: a flag given empty sends [] (none), never null.
@@ -407,9 +499,30 @@ func (e *env) printProfile(ctx context.Context, c *client.Client, f *adminFlags,
 	if len(p.ApprovalRules) > 0 && string(p.ApprovalRules) != "null" {
 		rules = compactJSON(p.ApprovalRules)
 	}
+	// A write's import problems: stored anyway, since a provider may be restarting, but work
+	// created while they last is refused.
+	for _, pr := range res.Imports.Problems {
+		fmt.Fprintf(e.stderr, "warning: %s: %s\n", pr.Code, pr.Message)
+	}
 	return fields(e.stdout, "agent", agent, "workspace", ws, "default model", opt(p.DefaultModel),
 		"instructions", opt(p.Instructions), "kernel tools", list(p.KernelTools), "tools", list(tools),
-		"runners", list(runners), "runner tools", runnerTools, "approval mode", opt(p.ApprovalMode), "approval rules", rules)
+		"runners", list(runners), "runner tools", runnerTools, "imports", list(p.ToolProviderTools),
+		"eager", list(p.EagerToolNames), "pinned", pinned(res.Imports.Pins), "approval mode", opt(p.ApprovalMode), "approval rules", rules)
+}
+
+// pinned lists recorded pins as name=digest, "-" when the profile does not pin.
+func pinned(pins []client.Pin) string {
+	if pins == nil {
+		return "-"
+	}
+	out := make([]string, len(pins))
+	for i, p := range pins {
+		out[i] = p.Name + "=" + p.Digest
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // runnerNames maps the public ids of ws's runners, revoked ones included, to display names.

@@ -73,7 +73,11 @@ the running server (a workspace owner's token); discover and hash only read file
 				if f.json {
 					return e.raw(res.Raw)
 				}
-				return printStatuses([]client.PluginStatus{res.Plugin})
+				if err := printStatuses([]client.PluginStatus{res.Plugin}); err != nil {
+					return err
+				}
+				// One plugin: each tool's definition digest, which a pinned agent's calls compare.
+				return printDigests(e, res.Plugin)
 			}
 			res, err := c.Plugins(cmd.Context())
 			if err != nil {
@@ -199,4 +203,21 @@ func list(names []string) string {
 		return "-"
 	}
 	return strings.Join(names, ", ")
+}
+
+// printDigests writes a plugin's tools with their current definition digests, in name order.
+func printDigests(e *env, p client.PluginStatus) error {
+	if len(p.Tools) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nTOOL\tDEFINITION DIGEST")
+	for _, name := range p.Tools {
+		d := p.DefinitionDigests[name]
+		if d == "" {
+			d = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", name, d)
+	}
+	return tw.Flush()
 }

@@ -19,6 +19,7 @@ import (
 type runFlags struct {
 	prompt, promptFile, model, instructions string
 	kernelTools, functions, attach          []string
+	imports, eager                          []string
 	toolsFile                               string
 	tool, input                             string
 	runner, approvalMode, file              string
@@ -36,6 +37,8 @@ func (rf *runFlags) register(fs *pflag.FlagSet, create bool) {
 	fs.StringVar(&rf.instructions, "instructions", "", "the model step's system text")
 	fs.StringSliceVar(&rf.kernelTools, "kernel-tool", nil, "a kernel tool to offer, canonical name (repeatable, or comma-separated)")
 	fs.StringSliceVar(&rf.functions, "function", nil, "a function tool to offer by its served name (repeatable)")
+	fs.StringSliceVar(&rf.imports, "import", nil, `the tool providers' tools to import: a name or a prefix with a trailing "*" (repeatable)`)
+	fs.StringSliceVar(&rf.eager, "eager", nil, "an imported tool to offer eagerly rather than deferred (repeatable)")
 	fs.StringVar(&rf.toolsFile, "tools", "", "a JSON file holding a declaration array to offer")
 	fs.StringArrayVar(&rf.attach, "attach", nil, "upload FILE and attach it to the model step (repeatable)")
 	fs.StringVar(&rf.tool, "tool", "", "a tool step instead: the tool's name")
@@ -68,7 +71,9 @@ func newRun(e *env, g *globals) *cobra.Command {
 A model step: --prompt TEXT (or --prompt-file FILE, - for standard input), on --model (default:
 the deployment's default_model), with the tools of --kernel-tool (canonical names such as
 nexus.memory.read), --function (a function tool by name, served by --runner, or without --runner
-by the workspace's tool providers) and --tools (a JSON file holding a declaration array).
+by the workspace's tool providers), --import (the tool providers' tools by name or pattern,
+'fs_*' for every tool whose name starts with fs_, deferred unless named by --eager) and --tools
+(a JSON file holding a declaration array).
 --attach FILE uploads a file and attaches it for the model to read (repeatable).
 
 A tool step: --tool NAME with --input JSON, served by --runner (a runner's public id or display
@@ -307,7 +312,7 @@ func (rf *runFlags) check(cmd *cobra.Command, create bool) error {
 		if !create {
 			what = "the steps"
 		}
-		for _, name := range []string{"prompt", "prompt-file", "model", "instructions", "kernel-tool", "function", "tools", "attach", "tool", "input", "runner", "approval-mode", "expected-revision"} {
+		for _, name := range []string{"prompt", "prompt-file", "model", "instructions", "kernel-tool", "function", "import", "eager", "tools", "attach", "tool", "input", "runner", "approval-mode", "expected-revision"} {
 			if fl.Changed(name) {
 				return usageErrorf("--file carries %s; --%s cannot be added to it", what, name)
 			}
@@ -323,7 +328,7 @@ func (rf *runFlags) check(cmd *cobra.Command, create bool) error {
 	case !hasPrompt && rf.tool == "":
 		return usageErrorf("pass --prompt or --prompt-file (a model step), --tool (a tool step) or --file")
 	case rf.tool != "":
-		for _, name := range []string{"model", "instructions", "kernel-tool", "function", "tools", "attach"} {
+		for _, name := range []string{"model", "instructions", "kernel-tool", "function", "import", "eager", "tools", "attach"} {
 			if fl.Changed(name) {
 				return usageErrorf("--%s belongs to a model step; a tool step takes --input and --runner", name)
 			}
@@ -405,6 +410,12 @@ func (e *env) stepObject(ctx context.Context, c *client.Client, ws string, rf *r
 	}
 	if len(rf.kernelTools) > 0 {
 		step["kernel_tools"] = rf.kernelTools
+	}
+	if len(rf.imports) > 0 {
+		step["tool_provider_tools"] = rf.imports
+	}
+	if len(rf.eager) > 0 {
+		step["eager_tool_names"] = rf.eager
 	}
 	var tools []json.RawMessage
 	if rf.toolsFile != "" {

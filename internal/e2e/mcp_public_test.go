@@ -80,3 +80,63 @@ say done`, inside, outside), []any{plain("fs_read_text_file")}, nil, "bypass", n
 		})
 	}
 }
+
+// TestImportsFromPluginAndBridgedServer is an agent taking whole servers' tools in one line each: a
+// run imports the example plugin's tools and the bridged public server-filesystem's read tools by
+// pattern (tool_provider_tools), with their announced descriptions and schemas, and calls one of
+// each end to end. On each store.
+func TestImportsFromPluginAndBridgedServer(t *testing.T) {
+	t.Parallel()
+	ps := mcpbridgetest.InstallPublicServers(t)
+	for _, d := range storetest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			const content = "imported by pattern\n"
+			file := filepath.Join(root, "notes.txt")
+			if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			node, _ := json.Marshal(ps.Node)
+			args, _ := json.Marshal([]string{ps.Filesystem, root})
+			p := startPlugins(t, d, fmt.Sprintf(`
+plugin "mcp" {
+  kind       = "tool_provider"
+  command    = "nexus-mcp-bridge"
+  workspaces = ["default"]
+  config = {
+    servers = [ { name = "fs", command = %s, args = %s } ]
+  }
+}
+`, node, args))
+			p.waitPlugin("mcp", func(s plugins.Status) bool { return s.State == plugins.StateReady })
+			inside, _ := json.Marshal(map[string]string{"path": file})
+			run, err := p.importRun(fmt.Sprintf(`Read the notes and echo.
+!mock
+round 1
+call example_echo {"text":"hi"}
+call fs_read_text_file %s
+round 2
+say done`, inside), []string{"example_*", "fs_read_*"}, []string{"example_echo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if echo := p.waitTask(run, "r2t0", "completed", "failed"); echo.Task.Status != "completed" || !strings.Contains(deref(echo.Task.Output), "hi") {
+				t.Fatalf("example_echo: %s", echo.Raw)
+			}
+			if read := p.waitTask(run, "r2t1", "completed", "failed"); read.Task.Status != "completed" || !strings.Contains(deref(read.Task.Output), content) {
+				t.Fatalf("fs_read_text_file: %s", read.Raw)
+			}
+			p.waitRunStatus(run, "completed")
+			r1 := string(p.task(run, "s1-model-1").Raw)
+			for _, want := range []string{`"name":"example_stats"`, `"name":"fs_read_text_file"`, `"source":"tool_provider"`} {
+				if !strings.Contains(r1, want) {
+					t.Fatalf("r1 lacks %s: %s", want, r1)
+				}
+			}
+			if strings.Contains(r1, `"name":"fs_write_file"`) {
+				t.Fatalf("fs_read_* imported fs_write_file: %s", r1)
+			}
+		})
+	}
+}

@@ -265,32 +265,9 @@ func allowed(s *ServerConfig, name string) bool {
 	return false
 }
 
-// matchPattern matches the whole name: "*" any run of characters, "?" one character,
-// everything else itself.
-func matchPattern(pattern, name string) bool {
-	p, n := []rune(pattern), []rune(name)
-	pi, ni, star, mark := 0, 0, -1, 0
-	for ni < len(n) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == n[ni]) && p[pi] != '*':
-			pi++
-			ni++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, ni
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			ni = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
-}
+// matchPattern matches the whole name with the project's one glob (announce.Glob): "*" any run
+// of characters, "?" one character, everything else itself.
+func matchPattern(pattern, name string) bool { return announce.Glob(pattern, name) }
 
 // toolEntry is one announced tool, and whether its listed input schema was dropped.
 func toolEntry(served string, t *mcp.Tool, ov ToolOverride, s *ServerConfig, warn func(string, ...any)) (announce.Tool, bool) {

@@ -24,10 +24,13 @@ type PluginStatus struct {
 	Restarts         int             `json:"restarts"`
 	InFlight         int             `json:"in_flight"`
 	// PollFound counts the rows the inbox poll claimed that a wake-up should have announced.
-	PollFound int            `json:"poll_found"`
-	Tools     []string       `json:"tools"`
-	Refusal   *PluginRefusal `json:"refusal"`
-	LastError *string        `json:"last_error"`
+	PollFound int      `json:"poll_found"`
+	Tools     []string `json:"tools"`
+	// DefinitionDigests are the served tools' current definition digests, which a pinned
+	// import compares when the plugin claims its call.
+	DefinitionDigests map[string]string `json:"definition_digests"`
+	Refusal           *PluginRefusal    `json:"refusal"`
+	LastError         *string           `json:"last_error"`
 	// Announcement is the announcement the plugin's executor serves: its revision (0 when the
 	// plugin keeps none), when it was written, and the last re-announcement refused
 	// (docs/plugins.md#protocol-11).

@@ -19,6 +19,15 @@ type ProfileConfiguration struct {
 	// RunnerToolNames allowlists the selected Runner's tools: nil (null) imports all of them,
 	// an empty non-nil slice ([]) none.
 	RunnerToolNames []string `json:"runner_tool_names"`
+	// ToolProviderTools imports the workspace's tool providers' tools by exact name or a name
+	// with one trailing "*" ("fs_*"); nil imports none, ["*"] all.
+	ToolProviderTools []string `json:"tool_provider_tools,omitempty"`
+	// EagerToolNames are imported tools offered eagerly; every other import is deferred.
+	EagerToolNames []string `json:"eager_tool_names,omitempty"`
+	// PinImports pins what the profile imports: new work keeps the definitions recorded when
+	// the profile was written, and a call is served only while its provider's definition
+	// still matches.
+	PinImports bool `json:"pin_imports,omitempty"`
 	// ApprovalMode is bypass, ask or rules; required when the profile declares tools.
 	ApprovalMode *string `json:"approval_mode"`
 	// ApprovalRules is the approval rule list, kept as JSON.
@@ -27,6 +36,29 @@ type ProfileConfiguration struct {
 	DefaultModel *string `json:"default_model"`
 	// Instructions are the agent's standing system instructions.
 	Instructions *string `json:"instructions"`
+}
+
+// Pin is a recorded pin: a tool's name and its definition digest.
+type Pin struct {
+	Name   string `json:"name"`
+	Digest string `json:"digest"`
+}
+
+// ImportProblem is an import refusal a profile write or the assembly reports instead of
+// refusing, since a provider may be restarting.
+type ImportProblem struct {
+	Code     string  `json:"code"`
+	Field    string  `json:"field"`
+	Path     *string `json:"path"`
+	ToolName string  `json:"tool_name,omitempty"`
+	Message  string  `json:"message"`
+}
+
+// ProfileImports is what the profile doors answer beside the configuration: the recorded pins
+// (nil when the profile does not pin) and the problems a write reported.
+type ProfileImports struct {
+	Pins     []Pin           `json:"pins"`
+	Problems []ImportProblem `json:"problems"`
 }
 
 // ProfileConfigurationRequest is the body of a PUT.
@@ -39,6 +71,7 @@ type ProfileConfigurationResponse struct {
 	// Raw is the response body as served.
 	Raw           json.RawMessage      `json:"-"`
 	Configuration ProfileConfiguration `json:"configuration"`
+	Imports       ProfileImports       `json:"imports"`
 }
 
 // ProfileConfiguration reads the calling agent's configuration.
@@ -60,6 +93,8 @@ type AssemblyConfiguration struct {
 	KernelTools             []string        `json:"kernel_tools"`
 	RunnerExecutorPublicIDs []string        `json:"runner_executor_public_ids"`
 	RunnerToolNames         []string        `json:"runner_tool_names"`
+	ToolProviderTools       []string        `json:"tool_provider_tools,omitempty"`
+	EagerToolNames          []string        `json:"eager_tool_names,omitempty"`
 }
 
 // AssemblyRequest is the body of POST /agent_api/v1/tools/assembly.
@@ -93,6 +128,22 @@ type AssemblyResponse struct {
 	Raw             json.RawMessage     `json:"-"`
 	ToolDefinitions json.RawMessage     `json:"tool_definitions"`
 	Environment     AssemblyEnvironment `json:"environment"`
+	// Imports are the imported tools of the set, with their source and pin.
+	Imports []ImportedTool `json:"imports"`
+	// Problems are the import refusals new work would meet now.
+	Problems []ImportProblem `json:"problems"`
+}
+
+// ImportedTool is one imported tool of an assembled set.
+type ImportedTool struct {
+	Callable string `json:"callable"`
+	// Source is kernel, runner or tool_provider.
+	Source                 string `json:"source"`
+	ToolName               string `json:"tool_name"`
+	RunnerExecutorPublicID string `json:"runner_executor_public_id,omitempty"`
+	Deferred               bool   `json:"deferred"`
+	// Pin is the pinned definition digest; nil when the tool is not pinned.
+	Pin *string `json:"pin"`
 }
 
 // AssembleTools previews what new work would freeze, creating and changing nothing.

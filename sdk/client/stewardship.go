@@ -29,6 +29,13 @@ func (c *Client) PutAgentProfileConfiguration(ctx context.Context, ws, agent str
 	return out, c.call(ctx, http.MethodPut, agentPath(ws, agent, "/profile/configuration"), body, out, &out.Raw)
 }
 
+// AssembleAgentTools previews what an agent's new work would freeze, as its steward or an owner
+// (POST …/agents/{agent}/tools/assembly), creating and changing nothing.
+func (c *Client) AssembleAgentTools(ctx context.Context, ws, agent string, req *AssemblyRequest) (*AssemblyResponse, error) {
+	out := &AssemblyResponse{}
+	return out, c.call(ctx, http.MethodPost, agentPath(ws, agent, "/tools/assembly"), req, out, &out.Raw)
+}
+
 // CreateAgentTokenRequest is POST …/agents/{agent}/tokens; every field is optional.
 type CreateAgentTokenRequest struct {
 	// Label names the token; empty labels it "minted by <your handle>".
