@@ -64,6 +64,8 @@ type Store struct {
 	// (Subscribe); nil while nothing is subscribed.
 	listenMu sync.Mutex
 	listener *sharedListener
+	// counts are the statements and transactions both pools sent (Statements).
+	counts *statementCounts
 }
 
 // Options tune Open.
