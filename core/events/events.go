@@ -1,6 +1,10 @@
 package events
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/nexuskernel/nexus/sdk/announce"
+)
 
 // SubscriberBuffer bounds the events one subscription keeps between two takes. A claim loop
 // takes its events on every wake-up and holds a handful; a thousand covers a burst of runs
@@ -12,10 +16,10 @@ const SubscriberBuffer = 1024
 // Kind names an event's type, as a subscriber's log or metric spells it.
 type Kind string
 
-// The kinds of event.
+// The kinds of event, named as the executor plane's streams name them (sdk/announce).
 const (
-	KindWorkAvailable Kind = "work_available"
-	KindWorkCanceled  Kind = "work_canceled"
+	KindWorkAvailable Kind = announce.EventWorkAvailable
+	KindWorkCanceled  Kind = announce.EventWorkCanceled
 )
 
 // Event is one fact the engine announces after its commit; the types of this package are its

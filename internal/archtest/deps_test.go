@@ -146,7 +146,7 @@ var rules = []rule{
 	{"core/store/storetest", anyOf(coreStore...), "the store's test kit builds on the store"},
 	{"internal/memo", anyOf(), "the bounded memo is a leaf"},
 	// The middle, bottom up.
-	{"core/events", anyOf(), "the event feed is a leaf: typed events fanned out to this process's subscribers"},
+	{"core/events", anyOf(sdkAnnounce...), "the event feed is a leaf: typed events fanned out to this process's subscribers, named with the executor plane's words"},
 	{"core/identity", anyOf(plus(coreLeaves, coreStore...)...), "identity reads the store and refuses; it knows no run"},
 	{"core/liveness", anyOf(coreStore...), "an instance's heartbeat is a row of the store; what the others do with a dead instance's claims is the engine's"},
 	{"core/memory", anyOf(plus(plus(coreLeaves, coreStore...), sdkMemory...)...), "kernel memory is a memory.Provider over the store; it knows no run"},
