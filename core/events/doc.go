@@ -8,6 +8,7 @@
 // so (Take's lost), which its reader answers by reading the store, where the authority is. An
 // event is a hint that something committed, never the authority for acting on it: whoever acts
 // re-reads and locks in its own transaction. The package holds no business rule and imports
-// nothing of the module but the executor plane's words (sdk/announce); carrying events between instances is the notification channel's
-// work (core/store), which the publisher of a remote event drives.
+// nothing of the module but the executor plane's words (sdk/announce); carrying events between
+// instances is the notification channel's work (core/store), which the publisher of a remote
+// event drives.
 package events
