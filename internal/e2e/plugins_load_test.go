@@ -65,6 +65,8 @@ type loadTarget struct {
 	plugin    string
 	workspace string
 	calls     atomic.Int64
+	// timeouts counts the calls of the phase that ended tool_timeout, each reported at the end.
+	timeouts atomic.Int64
 }
 
 // TestPluginMemoryUnderLoad floods the plugins' feeds on purpose (flood), then keeps memory
@@ -238,6 +240,11 @@ func (p *pluginServer) loadPhase(t *testing.T, targets []*loadTarget, length tim
 	for err := range errs {
 		t.Error(err)
 	}
+	for _, tg := range targets {
+		if n := tg.timeouts.Swap(0); n > 0 {
+			t.Errorf("%s: %d memory calls ended tool_timeout in the phase (kills %v)", tg.plugin, n, kills)
+		}
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -326,13 +333,20 @@ func (p *pluginServer) loadRun(tg *loadTarget, worker, n int, kills bool) error 
 		byKey[tk.Key] = tk
 	}
 	uncertain := false
+	var timedOut []string
+	for _, key := range loadCalls {
+		if tk, ok := byKey[key]; ok && tk.Error != nil && tk.Error.Key == "tool_timeout" {
+			timedOut = append(timedOut, key+" "+tk.ToolName)
+		}
+	}
+	if len(timedOut) > 0 {
+		tg.timeouts.Add(int64(len(timedOut)))
+		return fmt.Errorf("run %s: %d calls ended tool_timeout: %v", id, len(timedOut), timedOut)
+	}
 	for _, key := range loadCalls {
 		tk, ok := byKey[key]
 		if !ok {
 			return fmt.Errorf("run %s (%s) has no task %s: %s", id, run.Run.Status, key, run.Raw)
-		}
-		if tk.Error != nil && tk.Error.Key == "tool_timeout" {
-			return fmt.Errorf("run %s: %s %s ended tool_timeout", id, key, tk.ToolName)
 		}
 		switch {
 		case tk.Status == "completed" && tk.IsError != nil && *tk.IsError:
