@@ -122,9 +122,17 @@ func TestCrashLoop(t *testing.T) {
 			t.Errorf("round %d: the non-replayable call was committed", i)
 		}
 	}
-	st := th.waitState(t, "slow", StateReady, 20*time.Second)
-	if st.Calls.Replayed != n || st.Calls.Expired != n || st.Calls.Completed != n || st.Restarts < n {
-		t.Errorf("after %d kills: %+v", n, st)
+	th.waitState(t, "slow", StateReady, 20*time.Second)
+	// The plane hears a replay's commit before the supervisor counts the call completed, so the
+	// counts are awaited, not read once.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st := th.status(t, "slow")
+		if st.Calls.Replayed == n && st.Calls.Expired == n && st.Calls.Completed == n && st.Restarts >= n {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("after %d kills: %+v", n, st)
+		}
 	}
 }
 
