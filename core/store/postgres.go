@@ -12,8 +12,7 @@ import (
 )
 
 func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	counts := &statementCounts{}
-	db, err := openPostgresDB(withSessionDefaults(rawURL), counts)
+	db, err := openPostgresDB(withSessionDefaults(rawURL))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", Redact(rawURL), err)
 	}
@@ -28,7 +27,7 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, err
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: read current schema: %w", Redact(rawURL), err)
 	}
-	s := &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL), dsn: rawURL, channelSuffix: channelSuffixOf(schema), counts: counts}
+	s := &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL), dsn: rawURL, channelSuffix: channelSuffixOf(schema)}
 	return s, nil
 }
 
@@ -73,8 +72,8 @@ func withSessionDefaults(rawURL string) string {
 }
 
 // openPostgresDB opens a pool whose connections keep their statements prepared.
-func openPostgresDB(dsn string, counts *statementCounts) (*sqlx.DB, error) {
-	connector, err := newPostgresConnector(dsn, counts)
+func openPostgresDB(dsn string) (*sqlx.DB, error) {
+	connector, err := newPostgresConnector(dsn)
 	if err != nil {
 		return nil, err
 	}

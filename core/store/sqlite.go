@@ -51,8 +51,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 			return nil, fmt.Errorf("store: create %s: %w", dir, err)
 		}
 	}
-	counts := &statementCounts{}
-	writer, err := openSQLiteDB(sqliteDSN(path, true), counts)
+	writer, err := openSQLiteDB(sqliteDSN(path, true))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -64,19 +63,19 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		_ = writer.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	reader, err := openSQLiteDB(sqliteDSN(path, false), counts)
+	reader, err := openSQLiteDB(sqliteDSN(path, false))
 	if err != nil {
 		_ = writer.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	reader.SetMaxOpenConns(opts.MaxReaders)
 	reader.SetMaxIdleConns(opts.MaxReaders)
-	return &Store{dialect: SQLite, writer: writer, reader: reader, redacted: path, counts: counts}, nil
+	return &Store{dialect: SQLite, writer: writer, reader: reader, redacted: path}, nil
 }
 
 // openSQLiteDB opens a pool whose connections keep their statements prepared.
-func openSQLiteDB(dsn string, counts *statementCounts) (*sqlx.DB, error) {
-	connector, err := newSQLiteConnector(dsn, counts)
+func openSQLiteDB(dsn string) (*sqlx.DB, error) {
+	connector, err := newSQLiteConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
