@@ -32,11 +32,12 @@ const (
 type fillCause int
 
 const (
-	fillNone   fillCause = iota // nothing to read: news of cancellations only
-	fillStart                   // the loop started or its feed was (re)opened
-	fillWoken                   // the feed announced work
-	fillFreed                   // a slot freed or the state changed
-	fillPolled                  // the poll's tick, with nothing else waiting
+	fillNone      fillCause = iota // nothing to read: news of cancellations only
+	fillStart                      // the loop started or its feed was (re)opened
+	fillWoken                      // the feed announced work it did not name: read the inbox
+	fillAnnounced                  // the feed named the rows it announced: claim them, no read
+	fillFreed                      // a slot freed or the state changed
+	fillPolled                     // the poll's tick, with nothing else waiting
 )
 
 // claimer is one claim loop's state: the loop of one ready instance (docs/development.md#the-plugin-host).
@@ -45,10 +46,21 @@ type claimer struct {
 	id   string
 	in   *instance
 	feed WorkFeed
-	// listed holds the rows the last inbox read listed: a row the poll claims that a read
-	// already saw waited for a slot or a retry, not for a wake-up.
+	// listed holds the rows the last inbox read listed, and those announced since: a row the
+	// poll claims that a read or a wake-up already named waited for a slot or a retry, not for a
+	// wake-up.
 	listed map[string]bool
+	// announced are the rows the feed named since the last claim of announced rows.
+	announced []WorkRef
+	// pending says that rows may wait unclaimed for want of a slot (or of the claiming state):
+	// the next freed slot reads the inbox. Without it a call's end reads nothing.
+	pending bool
 }
+
+// maxListed bounds the rows a claim loop remembers as listed between two inbox reads: past it
+// the loop forgets them, and the poll's count may take a row a wake-up named for one it missed,
+// which only a loop that claimed thousands of rows without a slot freeing could meet.
+const maxListed = 4096
 
 // claimLoop claims the executor's rows while the instance is ready: it wakes on the work feed,
 // when a slot frees, and on the poll's timer, the safety net, then pages the inbox. The feed
@@ -85,7 +97,9 @@ func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
 	cause := fillStart
 	for {
 		freed := s.freed() // taken before fill, so a slot freed during it still wakes the loop
-		if cause != fillNone {
+		if cause == fillAnnounced {
+			c.claimAnnounced(ctx)
+		} else if cause != fillNone {
 			if found := c.fill(ctx, cause == fillPolled); len(found) > 0 {
 				suspects = append(suspects, found...)
 				if judge == nil {
@@ -134,7 +148,10 @@ func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
 				cause = fillStart
 			}
 		case <-freed:
-			cause = fillFreed
+			cause = fillNone
+			if c.pending {
+				cause = fillFreed
+			}
 		case <-poll.C:
 			// A wake-up or a freed slot waiting beside the tick goes first: the poll counts
 			// only what nothing else would have found.
@@ -143,7 +160,10 @@ func (s *supervisor) claimLoop(ctx context.Context, in *instance) {
 				suspects, judge = cleared(judge)
 				cause = c.news(ctx)
 			case <-freed:
-				cause = fillFreed
+				cause = fillPolled
+				if c.pending {
+					cause = fillFreed
+				}
 			default:
 				cause = fillPolled
 			}
@@ -169,7 +189,8 @@ func (c *claimer) openFeed(ctx context.Context, reopen bool) bool {
 }
 
 // news acts on the feed's news: cancels the calls of cancelled rows, re-reads every held claim
-// when cancellations were lost, and answers whether to read the inbox.
+// when cancellations were lost, and answers whether to claim the rows the feed named or to read
+// the inbox.
 func (c *claimer) news(ctx context.Context) fillCause {
 	n := c.feed.Take()
 	for _, r := range n.Canceled {
@@ -178,10 +199,31 @@ func (c *claimer) news(ctx context.Context) fillCause {
 	if n.CancelsLost {
 		c.recheck(ctx)
 	}
-	if n.Available {
+	switch {
+	case !n.Available:
+		return fillNone
+	case n.Missed || len(n.Rows) == 0:
+		c.announced = nil // the inbox lists them
 		return fillWoken
 	}
-	return fillNone
+	c.announced = append(c.announced, n.Rows...)
+	return fillAnnounced
+}
+
+// claimAnnounced claims the rows the feed named while slots are free, as an inbox read's page
+// would be claimed, without the read: the event's path to a claim is the claim's transaction
+// alone. A row left over for want of a slot is listed by the inbox read that a freed slot starts.
+func (c *claimer) claimAnnounced(ctx context.Context) {
+	refs := c.announced
+	c.announced = nil
+	rows := make([]InboxRow, 0, len(refs))
+	for _, r := range refs {
+		rows = append(rows, InboxRow{RunID: r.RunID, TaskKey: r.TaskKey})
+	}
+	if c.listed == nil || len(c.listed) >= maxListed {
+		c.listed = map[string]bool{}
+	}
+	c.claimPage(ctx, rows, c.listed, false, time.Now())
 }
 
 // recheck re-reads the claim of every call in flight and cancels those no longer held: the
@@ -233,13 +275,16 @@ func (c *claimer) fill(ctx context.Context, polled bool) (found []InboxRow) {
 			c.listed = listed
 		}
 	}()
+	c.pending = false
 	for ctx.Err() == nil {
 		free := cap(s.slots) - len(s.slots)
 		if free <= 0 || !s.claiming() {
+			c.pending = true
 			return found
 		}
 		rows, next, err := s.h.plane.Inbox(ctx, c.id, after, min(free, inboxPage))
 		if err != nil {
+			c.pending = true
 			if ctx.Err() == nil {
 				s.logger.Warn("inbox read failed", "plugin", s.entry.Name, "error", err)
 			}
@@ -269,11 +314,15 @@ func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[str
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var found []InboxRow
-	full := false
+	full, retry := false, false
 	for _, row := range rows {
 		key := callKey(row.RunID, row.TaskKey)
 		listed[key] = true
-		if !s.claiming() || s.running(row.RunID, row.TaskKey) {
+		if !s.claiming() {
+			c.pending = true
+			continue
+		}
+		if s.running(row.RunID, row.TaskKey) {
 			continue
 		}
 		select {
@@ -282,6 +331,7 @@ func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[str
 			full = true
 		}
 		if full {
+			c.pending = true
 			break
 		}
 		// Claimable since before the tick by the grace, and unseen by the last read: a wake-up
@@ -295,6 +345,9 @@ func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[str
 				<-s.slots
 				if !errors.Is(err, ErrAlreadyClaimed) && !errors.Is(err, ErrNotEligible) && ctx.Err() == nil {
 					s.logger.Warn("claim failed", "plugin", s.entry.Name, "run", row.RunID, "task", row.TaskKey, "error", err)
+					mu.Lock()
+					retry = true // the row waits in the inbox for the next read
+					mu.Unlock()
 				}
 				return
 			}
@@ -307,6 +360,9 @@ func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[str
 		}()
 	}
 	wg.Wait()
+	if retry {
+		c.pending = true
+	}
 	return full, found
 }
 

@@ -35,6 +35,35 @@ func memoryHost(t testing.TB, timings Timings) (*testHost, *recordingPlane, stri
 	return th, plane, id
 }
 
+// TestClaimLoopClaimsNamedRows: a wake-up that names its rows has them claimed with no inbox
+// read; one that names none (or says events were missed) has the inbox read.
+func TestClaimLoopClaimsNamedRows(t *testing.T) {
+	t.Parallel()
+	_, plane, id := memoryHost(t, slowPoll())
+	plane.mu.Lock()
+	plane.naming = true
+	reads := plane.inboxReads
+	plane.mu.Unlock()
+	for _, task := range []string{"a", "b", "c"} {
+		plane.push(id, memoryClaim(task, "memory_read", `{"path":"workspace/a.md"}`))
+	}
+	plane.await(t, 10*time.Second, "the named rows' commits", func() bool { return len(plane.commits) == 3 })
+	plane.mu.Lock()
+	if plane.inboxReads != reads {
+		plane.mu.Unlock()
+		t.Fatalf("%d inbox reads for rows the wake-ups named", plane.inboxReads-reads)
+	}
+	plane.naming = false
+	plane.mu.Unlock()
+	plane.push(id, memoryClaim("d", "memory_read", `{"path":"workspace/a.md"}`))
+	plane.await(t, 10*time.Second, "the unnamed row's commit", func() bool { return len(plane.commits) == 4 })
+	plane.mu.Lock()
+	defer plane.mu.Unlock()
+	if plane.inboxReads == reads {
+		t.Fatal("a wake-up that named no row did not have the inbox read")
+	}
+}
+
 // TestPollFoundCounts: rows whose wake-ups are lost are claimed by the poll, counted in
 // poll_found and logged at warn; rows announced by a wake-up are not counted, and neither is a
 // row the previous inbox read already saw.

@@ -11,9 +11,10 @@
 // whole, at most once a second) and settles a call whose answer the plugin reports lost as if the plugin had crashed
 // during it, without a restart (docs/plugins.md#protocol-11).
 //
-// The claim loop wakes on a work feed that never closes for falling behind (WorkFeed: one
-// coalesced "read the inbox", a bounded set of cancellations), reopens a feed that ends, and
-// keeps a 30-second inbox poll as the safety net, counting in poll_found whatever the poll
+// The claim loop wakes on a work feed that never closes for falling behind (WorkFeed: the rows
+// work_available named, which it claims without reading the inbox, the cancellations, and a
+// "read the inbox" when events were missed), reopens a feed that ends, and keeps a 30-second
+// inbox poll as the safety net, counting in poll_found whatever the poll
 // found that a wake-up should have announced (docs/plugins.md, "When a subscriber falls
 // behind").
 //

@@ -79,9 +79,10 @@ type ManagedExecutor struct {
 	Workspaces []string
 }
 
-// WorkFeed is the executor's work events as the claim loop needs them: every work_available
-// since the last Take folded into one "read the inbox", each work_canceled kept once up to a
-// bound past which the feed says the cancellations were lost. Publishing never waits for the
+// WorkFeed is the executor's work events as the claim loop needs them: the rows work_available
+// named since the last Take, each once, which the loop claims without reading the inbox, and
+// each work_canceled kept once, up to a bound past which the feed says that events may have been
+// missed and the loop reads the inbox and re-reads its claims. Publishing never waits for the
 // reader, so a busy claim loop costs nothing but a coalesced wake-up. The feed ends (Done) only
 // when the executor is revoked or the kernel shuts down; the claim loop opens another at once
 // and reads the inbox.
@@ -98,8 +99,13 @@ type WorkFeed interface {
 
 // WorkNews is what a WorkFeed heard since the last Take.
 type WorkNews struct {
-	// Available: work_available arrived, or may have been missed; read the inbox.
+	// Available: work_available arrived, or may have been missed.
 	Available bool
+	// Rows are the rows work_available named, each once: the claim loop claims them without
+	// reading the inbox. A feed that names none with Available set asks for the inbox's read.
+	Rows []WorkRef
+	// Missed: events may have been missed; read the inbox, which lists every row.
+	Missed bool
 	// Canceled are the rows work_canceled named, each once.
 	Canceled []WorkRef
 	// CancelsLost: cancellations were dropped or may have been missed; re-read every claim

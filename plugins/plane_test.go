@@ -33,7 +33,9 @@ type recordingPlane struct {
 	// deaf drops the wake-ups of pushed rows, as a broken wake-up path would; age is added to
 	// every row's Waited.
 	deaf bool
-	age  time.Duration
+	// naming has a pushed row's wake-up name the row, as the server's feed does.
+	naming bool
+	age    time.Duration
 	// wakeOnClaim posts a wake-up to the executor's feeds during each claim, as a commit that
 	// ended while the claim loop read its inbox is followed by its wake-up.
 	wakeOnClaim bool
@@ -217,8 +219,14 @@ func (p *recordingPlane) push(id string, c Claim) {
 	}
 	p.rows[id] = append(p.rows[id], &planeRow{claim: c, pushedAt: time.Now()})
 	if !p.deaf {
+		ref := WorkRef{RunID: c.RunID, TaskKey: c.TaskKey}
 		for _, f := range p.feedsLocked(id) {
-			f.post(func(n *WorkNews) { n.Available = true })
+			f.post(func(n *WorkNews) {
+				n.Available = true
+				if p.naming {
+					n.Rows = append(n.Rows, ref)
+				}
+			})
 		}
 	}
 	p.notifyLocked()

@@ -7,10 +7,11 @@
 // to every other instance through PostgreSQL NOTIFY, closes an executor's streams when it is
 // revoked, and records the stream presence member discovery shows. Events are hints: the hub
 // queues nothing for a disconnected executor and replays nothing, because the inbox stays
-// authoritative. Besides the HTTP streams, which end when they fall behind, it serves feeds
-// (feed.go) to in-process readers such as the plugin host: they fold what they hear into one
-// wake-up and a bounded set of cancellations and never fall behind (docs/plugins.md, "When a
-// subscriber falls behind"). It also keeps a workspace's tool provider override map (docs/api.md#the-memory-override: the
+// authoritative. Besides the HTTP streams, which end when they fall behind, it publishes every
+// executor event to the event feed (core/events) and serves feeds (feed.go), subscriptions to it,
+// to in-process readers such as the plugin host: they name the rows announced and the rows
+// cancelled, keep a bounded number of events, and never close for falling behind
+// (docs/plugins.md, "When a subscriber falls behind"). It also keeps a workspace's tool provider override map (docs/api.md#the-memory-override: the
 // door with its lock fence and refusal words, and the MemoryOverrides seam the run engine reads
 // at a memory row's birth), and applies the expiry rule at once for a plugin host that lost a
 // non-replayable call (ExpireClaim), and admits each instance's storage root of a plugin against

@@ -4,34 +4,35 @@ import (
 	"context"
 	"sync"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
-// A Feed is an in-process subscriber of the push hub that never falls behind, for a reader that
-// acts on the inbox rather than on each event (a plugin's claim loop). An HTTP stream owes its
-// client every frame in order, so a stream that falls StreamBuffer events behind is closed and
-// its client reconnects; a feed instead folds what it hears into one pending piece of news:
+// A Feed is an executor's subscription to the engine's event feed (core/events) for a reader
+// that acts on the rows rather than on each event's frame (a plugin's claim loop). An HTTP stream
+// owes its client every frame in order, so a stream that falls StreamBuffer events behind is
+// closed and its client reconnects; a feed instead keeps at most events.SubscriberBuffer events
+// between two takes, and its Take folds them into news:
 //
-//   - every work_available, however many, becomes one wake-up: "work is in the inbox";
-//   - each work_canceled is kept, once, in a set of at most MaxFeedCancels rows; past that the
-//     feed forgets them and says so (CancelsLost), and the reader re-reads the claims it holds;
-//   - a loss of the other instances' notifications (PostgreSQL) says both at once, since what
-//     was missed may have been either.
+//   - each work_available names its row, once (Rows), so that the reader claims it without
+//     reading the inbox: the wake-up's path to a claim has no read of its own;
+//   - each work_canceled is kept, once (Canceled);
+//   - past the bound, and on a loss of the other instances' notifications (PostgreSQL), the
+//     feed says that events may have been missed (Missed, with Available and CancelsLost): the
+//     reader reads the inbox and re-reads the claims it holds.
 //
-// Publishing to a feed is a few map and channel operations under the feed's own lock and never
-// waits for its reader, so a slow reader costs the publisher nothing and the reader at most a
-// coalesced wake-up. A feed ends only when its executor is revoked, the hub shuts down, or it
-// is closed; its reader then opens another (or stops) and reads the inbox.
+// Publishing to a feed is a few slice and channel operations under the subscription's own lock
+// and never waits for its reader, so a slow reader costs the publisher nothing and the reader at
+// most one read of the inbox. A feed ends only when its executor is revoked, the hub shuts down,
+// or it is closed; its reader then opens another (or stops) and reads the inbox.
 //
 // A feed counts as its executors' presence, as an open stream does (presence.go), and not
 // toward MaxStreams, which bounds a client's sockets. docs/plugins.md ("When a subscriber falls
 // behind") describes every subscriber's behaviour for operators.
 
-// MaxFeedCancels bounds the cancellations a feed keeps between two takes: a reader that takes
-// its news on every wake-up holds a handful; a thousand covers a stop of many runs at once while
-// the reader is busy, at about a hundred bytes a row, and beyond it re-reading the few claims
-// the reader holds is cheaper than remembering more.
-const MaxFeedCancels = 1024
+// MaxFeedEvents bounds the events a feed keeps between two takes: the event feed's bound for
+// every subscriber (events.SubscriberBuffer).
+const MaxFeedEvents = events.SubscriberBuffer
 
 // TaskRef names a row by its run and task key.
 type TaskRef struct {
@@ -39,14 +40,23 @@ type TaskRef struct {
 	TaskKey     string
 }
 
+// FeedRow is a row work_available named, and the member of the feed it named (its public id).
+type FeedRow struct {
+	TaskRef
+	Executor string
+}
+
 // FeedNews is what a feed heard since the last Take.
 type FeedNews struct {
-	// Available says that work_available arrived, or may have been missed: read the inbox.
+	// Available says that work_available arrived, or may have been missed.
 	Available bool
+	// Rows are the rows work_available named, each once, in arrival order; nil when Missed.
+	Rows []FeedRow
+	// Missed says that events may have been missed: read the inbox, which lists every row.
+	Missed bool
 	// Canceled are the rows work_canceled named, each once, in arrival order.
 	Canceled []TaskRef
-	// CancelsLost says that cancellations were dropped (more than MaxFeedCancels) or may have
-	// been missed: re-read every claim held.
+	// CancelsLost says that cancellations may have been missed: re-read every claim held.
 	CancelsLost bool
 }
 
@@ -63,26 +73,32 @@ type FeedMember struct {
 type Feed struct {
 	hub     *Hub
 	entries []*executorStreams
-	wake    chan struct{}
-	done    chan struct{}
+	sub     *events.Subscription
+	members map[string]bool
 	once    sync.Once
-
-	mu       sync.Mutex
-	news     FeedNews
-	canceled map[TaskRef]struct{}
 }
 
 // OpenFeed opens one feed for several executors at once (a plugin serving several workspaces has
 // one executor in each). While the instance shuts down it answers 503 unavailable.
 func (h *Hub) OpenFeed(ctx context.Context, members []FeedMember) (*Feed, error) {
 	at := store.Millis(h.now())
-	f := &Feed{hub: h, wake: make(chan struct{}, 1), done: make(chan struct{}), canceled: map[TaskRef]struct{}{}}
+	f := &Feed{hub: h, members: map[string]bool{}}
+	var ids []string
+	for _, m := range members {
+		if !f.members[m.PublicID] {
+			f.members[m.PublicID] = true
+			ids = append(ids, m.PublicID)
+		}
+	}
 	var fresh []*executorStreams
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return nil, errHubClosed
 	}
+	// Subscribed under the hub's lock, as the hub delivers under it: an event delivered after
+	// this open reaches the feed.
+	f.sub = h.bus.Subscribe(ids)
 	for _, m := range members {
 		e := h.streams[m.ID]
 		if e == nil {
@@ -105,19 +121,54 @@ func (h *Hub) OpenFeed(ctx context.Context, members []FeedMember) (*Feed, error)
 }
 
 // Wake receives a value when news is waiting.
-func (f *Feed) Wake() <-chan struct{} { return f.wake }
+func (f *Feed) Wake() <-chan struct{} { return f.sub.Wake() }
 
 // Done is closed when the feed ends: revocation, shutdown, or Close.
-func (f *Feed) Done() <-chan struct{} { return f.done }
+func (f *Feed) Done() <-chan struct{} { return f.sub.Done() }
 
 // Take answers the news since the last Take and clears it.
 func (f *Feed) Take() FeedNews {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := f.news
-	f.news = FeedNews{}
-	clear(f.canceled)
+	evs, lost := f.sub.Take()
+	var n FeedNews
+	var rows, canceled map[TaskRef]bool
+	for _, ev := range evs {
+		switch e := ev.(type) {
+		case events.WorkAvailable:
+			n.Available = true
+			ref := TaskRef{RunPublicID: e.RunPublicID, TaskKey: e.TaskKey}
+			if rows == nil {
+				rows = map[TaskRef]bool{}
+			}
+			if !rows[ref] {
+				rows[ref] = true
+				n.Rows = append(n.Rows, FeedRow{TaskRef: ref, Executor: f.memberOf(e.Executors)})
+			}
+		case events.WorkCanceled:
+			ref := TaskRef{RunPublicID: e.RunPublicID, TaskKey: e.TaskKey}
+			if canceled == nil {
+				canceled = map[TaskRef]bool{}
+			}
+			if !canceled[ref] {
+				canceled[ref] = true
+				n.Canceled = append(n.Canceled, ref)
+			}
+		}
+	}
+	if lost {
+		// What was dropped may have been either kind: the inbox and the claims held say.
+		n = FeedNews{Available: true, Missed: true, CancelsLost: true}
+	}
 	return n
+}
+
+// memberOf answers the first of ids that is a member of the feed.
+func (f *Feed) memberOf(ids []string) string {
+	for _, id := range ids {
+		if f.members[id] {
+			return id
+		}
+	}
+	return ""
 }
 
 // Close ends the feed and releases its presence; it is safe to call more than once.
@@ -126,7 +177,7 @@ func (f *Feed) Close() {
 		h := f.hub
 		var last []*executorStreams
 		h.mu.Lock()
-		close(f.done)
+		f.sub.Close()
 		for _, e := range f.entries {
 			delete(e.feeds, f)
 			if e.empty() && h.streams[e.id] == e {
@@ -142,42 +193,5 @@ func (f *Feed) Close() {
 	})
 }
 
-// post folds ev into the pending news and wakes the reader; it never blocks.
-func (f *Feed) post(ev Event) {
-	f.mu.Lock()
-	switch ev.Type {
-	case EventWorkAvailable:
-		f.news.Available = true
-	case EventWorkCanceled:
-		ref := TaskRef{RunPublicID: ev.RunPublicID, TaskKey: ev.TaskKey}
-		if _, seen := f.canceled[ref]; seen || f.news.CancelsLost {
-			break
-		}
-		if len(f.canceled) >= MaxFeedCancels {
-			// The reader re-reads every claim it holds, which covers the kept ones too.
-			f.news.Canceled, f.news.CancelsLost = nil, true
-			clear(f.canceled)
-			break
-		}
-		f.canceled[ref] = struct{}{}
-		f.news.Canceled = append(f.news.Canceled, ref)
-	}
-	f.mu.Unlock()
-	f.signal()
-}
-
 // missed records that events may have been missed: both kinds at once.
-func (f *Feed) missed() {
-	f.mu.Lock()
-	f.news.Available, f.news.CancelsLost, f.news.Canceled = true, true, nil
-	clear(f.canceled)
-	f.mu.Unlock()
-	f.signal()
-}
-
-func (f *Feed) signal() {
-	select {
-	case f.wake <- struct{}{}:
-	default: // a wake-up is already waiting; it carries this news too
-	}
-}
+func (f *Feed) missed() { f.sub.Lose() }

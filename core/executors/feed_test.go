@@ -59,9 +59,9 @@ func asleep(t testing.TB, f *Feed) {
 	}
 }
 
-// TestFeedFallsBehindWithoutClosing fills a feed far past a stream's buffer without reading it:
-// the feed stays open, the publisher never waits, and the reader gets one coalesced wake-up,
-// then a fresh one for the next event.
+// TestFeedFallsBehindWithoutClosing fills a feed far past a stream's buffer and its own bound
+// without reading it: the feed stays open, the publisher never waits, and the reader gets one
+// coalesced wake-up saying that events were missed, then a fresh one naming the next row.
 func TestFeedFallsBehindWithoutClosing(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
@@ -85,13 +85,14 @@ func TestFeedFallsBehindWithoutClosing(t *testing.T) {
 		if feedEnded(f) {
 			t.Fatal("the feed closed for falling behind")
 		}
-		if n := woken(t, f); !n.Available || len(n.Canceled) != 0 || n.CancelsLost {
-			t.Fatalf("news %+v", n)
+		if diff := cmp.Diff(FeedNews{Available: true, Missed: true, CancelsLost: true}, woken(t, f)); diff != "" {
+			t.Fatalf("past the bound (-want +got):\n%s", diff)
 		}
 		asleep(t, f) // one wake-up for all of them
 		h.WorkAvailable("r", "r2t0", "t", []string{ex[0].PublicID})
-		if n := woken(t, f); !n.Available {
-			t.Fatalf("the next event: %+v", n)
+		want := FeedNews{Available: true, Rows: []FeedRow{{TaskRef{"r", "r2t0"}, ex[0].PublicID}}}
+		if diff := cmp.Diff(want, woken(t, f)); diff != "" {
+			t.Fatalf("the next event (-want +got):\n%s", diff)
 		}
 		if h.Streams(ex[0].ID) != 0 {
 			t.Fatalf("a feed counts as %d streams", h.Streams(ex[0].ID))
@@ -99,8 +100,8 @@ func TestFeedFallsBehindWithoutClosing(t *testing.T) {
 	})
 }
 
-// TestFeedCancellations keeps each cancellation once, in order, beside the wake-up for work;
-// past MaxFeedCancels it forgets them and says so, and a take starts afresh.
+// TestFeedCancellations keeps each cancellation and each announced row once, in order; past
+// MaxFeedEvents it forgets them and says that events were missed, and a take starts afresh.
 func TestFeedCancellations(t *testing.T) {
 	t.Parallel()
 	s := storetest.Open(t, store.SQLite)
@@ -112,22 +113,23 @@ func TestFeedCancellations(t *testing.T) {
 	h.WorkAvailable("r", "r1t2", "t", to)
 	h.WorkCanceled("r", "r1t1", to, ReasonExpired)
 	h.WorkCanceled("r", "r1t0", to, ReasonRunCanceled)
-	want := FeedNews{Available: true, Canceled: []TaskRef{{"r", "r1t0"}, {"r", "r1t1"}}}
+	h.WorkAvailable("r", "r1t2", "t", to)
+	want := FeedNews{Available: true, Rows: []FeedRow{{TaskRef{"r", "r1t2"}, ex[0].PublicID}}, Canceled: []TaskRef{{"r", "r1t0"}, {"r", "r1t1"}}}
 	if diff := cmp.Diff(want, woken(t, f)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
-	for i := range MaxFeedCancels {
+	for i := range MaxFeedEvents {
 		h.WorkCanceled("r", fmt.Sprintf("r2t%d", i), to, ReasonTaskCanceled)
 	}
 	n := woken(t, f)
-	if len(n.Canceled) != MaxFeedCancels || n.CancelsLost || n.Available {
+	if len(n.Canceled) != MaxFeedEvents || n.CancelsLost || n.Available || n.Missed {
 		t.Fatalf("a full set: %d kept, lost %v, available %v", len(n.Canceled), n.CancelsLost, n.Available)
 	}
-	for i := range MaxFeedCancels + 1 {
+	for i := range MaxFeedEvents + 1 {
 		h.WorkCanceled("r", fmt.Sprintf("r3t%d", i), to, ReasonTaskCanceled)
 	}
 	h.WorkCanceled("r", "r3t9999", to, ReasonTaskCanceled) // after the overflow: nothing more to keep
-	if diff := cmp.Diff(FeedNews{CancelsLost: true}, woken(t, f)); diff != "" {
+	if diff := cmp.Diff(FeedNews{Available: true, Missed: true, CancelsLost: true}, woken(t, f)); diff != "" {
 		t.Fatalf("an overflowing set (-want +got):\n%s", diff)
 	}
 	h.WorkCanceled("r", "r4t0", to, ReasonTaskCanceled)
@@ -210,11 +212,11 @@ func TestLostNotificationsWakeFeeds(t *testing.T) {
 	h.WorkCanceled("r", "r1t0", []string{ex[0].PublicID}, ReasonRunCanceled)
 	sub := subscription{h}
 	sub.Lost()
-	if diff := cmp.Diff(FeedNews{Available: true, CancelsLost: true}, woken(t, f)); diff != "" {
+	if diff := cmp.Diff(FeedNews{Available: true, Missed: true, CancelsLost: true}, woken(t, f)); diff != "" {
 		t.Fatalf("on the loss (-want +got):\n%s", diff)
 	}
 	sub.Live()
-	if diff := cmp.Diff(FeedNews{Available: true, CancelsLost: true}, woken(t, f)); diff != "" {
+	if diff := cmp.Diff(FeedNews{Available: true, Missed: true, CancelsLost: true}, woken(t, f)); diff != "" {
 		t.Fatalf("on the return (-want +got):\n%s", diff)
 	}
 	sub.Live()

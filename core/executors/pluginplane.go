@@ -245,7 +245,7 @@ func (p *PluginPlane) Revoke(ctx context.Context, id string) error {
 
 // Subscribe opens one feed of the group's rows for the claim loop.
 func (p *PluginPlane) Subscribe(ctx context.Context, id string) (plugins.WorkFeed, error) {
-	_, rows, err := p.group(id)
+	g, rows, err := p.group(id)
 	if err != nil {
 		return nil, err
 	}
@@ -253,19 +253,51 @@ func (p *PluginPlane) Subscribe(ctx context.Context, id string) (plugins.WorkFee
 	if err != nil {
 		return nil, err
 	}
-	return workFeed{f}, nil
+	return workFeed{Feed: f, p: p, g: g, rows: rows}, nil
 }
 
 // workFeed is a hub feed in the host's terms.
-type workFeed struct{ *Feed }
+type workFeed struct {
+	*Feed
+	p    *PluginPlane
+	g    *managedGroup
+	rows []*identity.Executor
+}
 
 func (f workFeed) Take() plugins.WorkNews {
 	n := f.Feed.Take()
-	out := plugins.WorkNews{Available: n.Available, CancelsLost: n.CancelsLost}
+	out := plugins.WorkNews{Available: n.Available, Missed: n.Missed, CancelsLost: n.CancelsLost}
 	for _, r := range n.Canceled {
 		out.Canceled = append(out.Canceled, plugins.WorkRef{RunID: r.RunPublicID, TaskKey: r.TaskKey})
 	}
+	if len(n.Rows) == 0 {
+		return out
+	}
+	f.p.mu.Lock()
+	for _, r := range n.Rows {
+		out.Rows = append(out.Rows, plugins.WorkRef{RunID: r.RunPublicID, TaskKey: r.TaskKey})
+		// The member the event named holds the run, as the inbox's listing would say (rowsFor).
+		for i, ex := range f.rows {
+			if ex.PublicID == r.Executor {
+				f.g.remember(r.RunPublicID, i)
+				break
+			}
+		}
+	}
+	f.p.mu.Unlock()
 	return out
+}
+
+// maxRememberedRuns bounds the runs a group remembers (managedGroup.runs): a claim of a run it
+// forgot searches the group's rows, a few lookups, so the memory need not outgrow a busy minute.
+const maxRememberedRuns = 4096
+
+// remember records that the group's row i holds run; the caller holds the plane's lock.
+func (g *managedGroup) remember(run string, i int) {
+	if len(g.runs) >= maxRememberedRuns {
+		clear(g.runs)
+	}
+	g.runs[run] = i
 }
 
 // inboxCursor pages each row's inbox on its own: one cursor per row, "-" once a row is done.
@@ -321,10 +353,7 @@ func (p *PluginPlane) Inbox(ctx context.Context, id, after string, limit int) ([
 		p.mu.Lock()
 		for _, t := range page.Tasks {
 			out = append(out, plugins.InboxRow{RunID: t.RunPublicID, TaskKey: t.TaskKey, ToolName: t.ToolName, Waited: waited(t, now)})
-			if len(g.runs) > 4096 {
-				clear(g.runs)
-			}
-			g.runs[t.RunPublicID] = i
+			g.remember(t.RunPublicID, i)
 		}
 		p.mu.Unlock()
 		if page.NextAfter != nil {

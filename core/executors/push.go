@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -40,6 +41,9 @@ type Hub struct {
 	now    func() time.Time
 	log    hclog.Logger
 	ping   time.Duration
+	// bus is the event feed this hub publishes every executor event to, this instance's and the
+	// other instances' alike, after its streams have it: the feeds subscribe there (feed.go).
+	bus *events.Bus
 
 	mu      sync.Mutex
 	streams map[int64]*executorStreams
@@ -83,6 +87,8 @@ type HubOptions struct {
 	Log hclog.Logger
 	// PingInterval replaces PingInterval (tests use a short one).
 	PingInterval time.Duration
+	// Events is the event feed the hub publishes executor events to; nil opens one of its own.
+	Events *events.Bus
 }
 
 // NewHub returns a hub over s. Start it before serving streams. The hub listens on the engine's
@@ -98,10 +104,13 @@ func NewHub(s *store.Store, o HubOptions) *Hub {
 	if o.PingInterval <= 0 {
 		o.PingInterval = PingInterval
 	}
+	if o.Events == nil {
+		o.Events = events.New()
+	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &Hub{
-		store: s, channel: s.Channel(runs.WorkChannel), origin: hex.EncodeToString(b[:]), now: o.Now, log: o.Log, ping: o.PingInterval,
+		store: s, channel: s.Channel(runs.WorkChannel), origin: hex.EncodeToString(b[:]), now: o.Now, log: o.Log, ping: o.PingInterval, bus: o.Events,
 		streams: map[int64]*executorStreams{}, byPublic: map[string]*executorStreams{}, stop: make(chan struct{}),
 	}
 }
@@ -275,9 +284,10 @@ func (h *Hub) feedsLocked() []*Feed {
 	return all
 }
 
-// deliver hands ev to every stream and feed of the addressed executors on this instance. A
-// stream whose buffer is full is closed rather than blocking the publisher or losing the event
-// silently: its executor reconnects and reads its inbox. A feed never falls behind (feed.go).
+// deliver hands ev to every stream of the addressed executors on this instance, then publishes
+// it to the event feed, where their feeds hear it. A stream whose buffer is full is closed
+// rather than blocking the publisher or losing the event silently: its executor reconnects and
+// reads its inbox. A feed never closes for falling behind (feed.go).
 func (h *Hub) deliver(executorPublicIDs []string, ev Event) {
 	var overflowed []*Stream
 	h.mu.Lock()
@@ -293,9 +303,12 @@ func (h *Hub) deliver(executorPublicIDs []string, ev Event) {
 				overflowed = append(overflowed, s)
 			}
 		}
-		for f := range e.feeds {
-			f.post(ev)
-		}
+	}
+	switch ev.Type {
+	case EventWorkAvailable:
+		h.bus.Publish(events.WorkAvailable{RunPublicID: ev.RunPublicID, TaskKey: ev.TaskKey, ToolName: ev.ToolName, Executors: executorPublicIDs})
+	case EventWorkCanceled:
+		h.bus.Publish(events.WorkCanceled{RunPublicID: ev.RunPublicID, TaskKey: ev.TaskKey, Reason: ev.Reason, Executors: executorPublicIDs})
 	}
 	h.mu.Unlock()
 	for _, s := range overflowed {

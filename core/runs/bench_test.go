@@ -253,3 +253,57 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBacklog measures how fast a backlog drains: b.N runs of one round with one memory
+// call, created at once while the engine is stopped, then drained by the default worker pool
+// from its start to the last run's completion. It reports runs a second per store; the goal on
+// SQLite is at least half PostgreSQL's rate in the same run (docs/development.md#where-the-time-goes).
+func BenchmarkBacklog(b *testing.B) {
+	for _, d := range storetest.Dialects() {
+		b.Run(string(d), func(b *testing.B) {
+			ctx := context.Background()
+			s := storetest.Open(b, d)
+			e, actor := benchEngine(b, s, runs.DefaultWorkers, nil)
+			script, _ := json.Marshal("Note.\n!mock\nround 1\ncall memory_write {\"path\":\"workspace/backlog.md\",\"content\":\"x\"}\nround 2\nsay done")
+			run := json.RawMessage(`{"steps":[{"model":{"model":"mock/scripted","prompt":` + string(script) + `,` + memoryTools + `}}],"approval_mode":"bypass"}`)
+			doors := conversations.NewDoors(e, nil)
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 16)
+			for i := 0; i < b.N; i++ {
+				sem <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					if _, err := doors.CreateRun(ctx, createRequest(actor, run, "", nil)); err != nil {
+						b.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if b.Failed() {
+				return
+			}
+			b.ResetTimer()
+			start := time.Now()
+			if err := e.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer e.Stop()
+			for {
+				var done int
+				if err := s.Reader().Get(ctx, &done, `SELECT count(*) FROM runs WHERE status IN ('completed', 'needs_attention', 'canceled')`); err != nil {
+					b.Fatal(err)
+				}
+				if done >= b.N {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			b.StopTimer()
+			rate := float64(b.N) / time.Since(start).Seconds()
+			b.ReportMetric(rate, "runs/s")
+			b.Logf("backlog of %d runs on %s drained at %.1f runs/s", b.N, d, rate)
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/httpapi"
 	"github.com/nexuskernel/nexus/core/identity"
@@ -75,7 +76,9 @@ type Server struct {
 	engine        *runs.Engine
 	uploads       *uploads.Service
 	push          *executors.Hub
-	runWatch      *conversations.RunWatch
+	// events is the instance's typed event feed (core/events).
+	events   *events.Bus
+	runWatch *conversations.RunWatch
 	// plugins runs the catalog's plugins; pluginPlane is their executor plane.
 	plugins     *plugins.Host
 	pluginPlane *executors.PluginPlane
@@ -240,8 +243,10 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 			HeartbeatInterval: s.Kernel.HeartbeatInterval, HeartbeatTimeout: s.Kernel.HeartbeatTimeout}
 	}
 	// The push hub is the engine's executor signal; it listens for the other instances'
-	// executor wake-ups before any stream opens.
-	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push")})
+	// executor wake-ups before any stream opens, and publishes every executor event to the event
+	// feed, where the plugins' claim loops hear it (core/events).
+	srv.events = events.New()
+	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push"), Events: srv.events})
 	// The run watch hears of every run status change this instance commits, for waiting reads.
 	watch := conversations.NewRunWatch()
 	srv.runWatch = watch

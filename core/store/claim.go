@@ -288,7 +288,7 @@ func (s *Store) relaxedPool() (*sqlx.DB, error) {
 		// lib/pq passes unknown connection parameters to the server as run-time settings.
 		q.Set("synchronous_commit", "off")
 		u.RawQuery = q.Encode()
-		db, err := openPostgresDB(u.String())
+		db, err := openPostgresDB(u.String(), s.counts)
 		if err != nil {
 			s.relaxedErr = fmt.Errorf("store: relaxed pool: %w", err)
 			return

@@ -39,3 +39,10 @@ func QueueStatements(d Dialect, now int64) map[string]QueueStatement {
 // RunnableWhere is a Runnable of the condition cond over `t` and `r`, for tests of the claim
 // primitive itself.
 func RunnableWhere(cond string, args ...any) Runnable { return Runnable{cond: cond, args: args} }
+
+// PendingWrites is how many writes wait in SQLite's group-commit queue.
+func PendingWrites(s *Store) int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return len(s.group.pending)
+}

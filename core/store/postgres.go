@@ -12,7 +12,8 @@ import (
 )
 
 func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	db, err := openPostgresDB(withSessionDefaults(rawURL))
+	counts := &statementCounts{}
+	db, err := openPostgresDB(withSessionDefaults(rawURL), counts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", Redact(rawURL), err)
 	}
@@ -27,7 +28,7 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*Store, err
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: read current schema: %w", Redact(rawURL), err)
 	}
-	s := &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL), dsn: rawURL, channelSuffix: channelSuffixOf(schema)}
+	s := &Store{dialect: Postgres, writer: db, reader: db, redacted: Redact(rawURL), dsn: rawURL, channelSuffix: channelSuffixOf(schema), counts: counts}
 	return s, nil
 }
 
@@ -72,8 +73,8 @@ func withSessionDefaults(rawURL string) string {
 }
 
 // openPostgresDB opens a pool whose connections keep their statements prepared.
-func openPostgresDB(dsn string) (*sqlx.DB, error) {
-	connector, err := newPostgresConnector(dsn)
+func openPostgresDB(dsn string, counts *statementCounts) (*sqlx.DB, error) {
+	connector, err := newPostgresConnector(dsn, counts)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,8 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 			return nil, fmt.Errorf("store: create %s: %w", dir, err)
 		}
 	}
-	writer, err := openSQLiteDB(sqliteDSN(path, true))
+	counts := &statementCounts{}
+	writer, err := openSQLiteDB(sqliteDSN(path, true), counts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -63,19 +64,19 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 		_ = writer.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	reader, err := openSQLiteDB(sqliteDSN(path, false))
+	reader, err := openSQLiteDB(sqliteDSN(path, false), counts)
 	if err != nil {
 		_ = writer.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	reader.SetMaxOpenConns(opts.MaxReaders)
 	reader.SetMaxIdleConns(opts.MaxReaders)
-	return &Store{dialect: SQLite, writer: writer, reader: reader, redacted: path}, nil
+	return &Store{dialect: SQLite, writer: writer, reader: reader, redacted: path, counts: counts}, nil
 }
 
 // openSQLiteDB opens a pool whose connections keep their statements prepared.
-func openSQLiteDB(dsn string) (*sqlx.DB, error) {
-	connector, err := newSQLiteConnector(dsn)
+func openSQLiteDB(dsn string, counts *statementCounts) (*sqlx.DB, error) {
+	connector, err := newSQLiteConnector(dsn, counts)
 	if err != nil {
 		return nil, err
 	}

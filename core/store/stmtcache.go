@@ -31,23 +31,24 @@ const stmtCacheSize = 512
 //     keep named statements per server connection (PgBouncer: session pooling, or
 //     max_prepared_statements in transaction pooling).
 type stmtCacheConnector struct {
-	base driver.Connector
+	base   driver.Connector
+	counts *statementCounts
 }
 
-func newSQLiteConnector(dsn string) (driver.Connector, error) {
+func newSQLiteConnector(dsn string, counts *statementCounts) (driver.Connector, error) {
 	base, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return stmtCacheConnector{base: base}, nil
+	return stmtCacheConnector{base: base, counts: counts}, nil
 }
 
-func newPostgresConnector(dsn string) (driver.Connector, error) {
+func newPostgresConnector(dsn string, counts *statementCounts) (driver.Connector, error) {
 	base, err := pq.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return stmtCacheConnector{base: base}, nil
+	return stmtCacheConnector{base: base, counts: counts}, nil
 }
 
 func (c stmtCacheConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -55,7 +56,7 @@ func (c stmtCacheConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStmtCacheConn(conn)
+	return newStmtCacheConn(conn, c.counts)
 }
 
 func (c stmtCacheConnector) Driver() driver.Driver { return c.base.Driver() }
@@ -76,7 +77,8 @@ type cacheableConn interface {
 // from one goroutine at a time, so the cache needs no lock.
 type stmtCacheConn struct {
 	cacheableConn
-	stmts map[string]*cachedStmt
+	stmts  map[string]*cachedStmt
+	counts *statementCounts
 }
 
 // cachedStmt is a prepared statement; busy while rows read from it are open, since a SQLite
@@ -91,13 +93,22 @@ type cachedStmt struct {
 	busy bool
 }
 
-func newStmtCacheConn(conn driver.Conn) (driver.Conn, error) {
+func newStmtCacheConn(conn driver.Conn, counts *statementCounts) (driver.Conn, error) {
 	c, ok := conn.(cacheableConn)
 	if !ok {
 		_ = conn.Close()
 		return nil, errors.New("store: the driver's connection lacks a context interface")
 	}
-	return &stmtCacheConn{cacheableConn: c, stmts: map[string]*cachedStmt{}}, nil
+	if counts == nil {
+		counts = &statementCounts{}
+	}
+	return &stmtCacheConn{cacheableConn: c, stmts: map[string]*cachedStmt{}, counts: counts}, nil
+}
+
+// BeginTx counts the transaction (Store.Statements) and begins it.
+func (c *stmtCacheConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	c.counts.transactions.Add(1)
+	return c.cacheableConn.BeginTx(ctx, opts)
 }
 
 // Unwrap returns the driver's connection, as the driver asks of a wrapper.
@@ -164,6 +175,7 @@ func (c *stmtCacheConn) evict() {
 }
 
 func (c *stmtCacheConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.counts.statements.Add(1)
 	cs, err := c.prepared(ctx, query, args)
 	if err != nil {
 		return nil, err
@@ -191,6 +203,7 @@ func (c *stmtCacheConn) dropIfStale(query string, err error) {
 }
 
 func (c *stmtCacheConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	c.counts.statements.Add(1)
 	cs, err := c.prepared(ctx, query, args)
 	if err != nil {
 		return nil, err

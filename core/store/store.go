@@ -64,6 +64,10 @@ type Store struct {
 	// (Subscribe); nil while nothing is subscribed.
 	listenMu sync.Mutex
 	listener *sharedListener
+	// group is the queue in front of SQLite's writer connection (groupcommit.go).
+	group writeGroup
+	// counts are the statements and transactions both pools sent (Statements).
+	counts *statementCounts
 }
 
 // Options tune Open.
@@ -171,8 +175,13 @@ type Tx struct {
 // transaction begins IMMEDIATE, taking the write lock at once, so two writers never deadlock on
 // a lock upgrade; on PostgreSQL it runs at READ COMMITTED and repositories lock what they change.
 // A write the database refused for a conflict with another transaction returns an error that
-// matches ErrRetryable.
+// matches ErrRetryable. On SQLite the writes that arrive while another holds the one writer
+// connection commit together, each in a savepoint, with one flush (groupcommit.go); each still
+// returns only once its commit is durable, and one that fails changes nothing.
 func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	if s.dialect == SQLite {
+		return s.writeGrouped(ctx, fn)
+	}
 	return s.writeIn(ctx, s.writer.BeginTxx, fn)
 }
 

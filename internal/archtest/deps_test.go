@@ -99,7 +99,7 @@ var (
 	sdkToolProv = append([]string{"sdk/toolprovider"}, sdkMemory...)
 	coreLeaves  = append([]string{"core/refusal"}, sdkRoots...)
 	coreStore   = append([]string{"core/store", "internal/memo"}, sdkJSON...)
-	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/identity", "core/liveness", "core/memory", "core/model",
+	runsBelow   = append(append(append([]string{"core/approval", "core/declare", "core/envelope", "core/events", "core/identity", "core/liveness", "core/memory", "core/model",
 		"core/profiles", "core/projection", "core/registry", "core/steps", "core/uploads"}, coreLeaves...), coreStore...), sdkMemory...)
 	binariesAndUp = []string{"cmd", "internal/cli", "internal/testserver", "internal/e2e", "internal/readmetest", "internal/archtest"}
 )
@@ -150,6 +150,7 @@ var rules = []rule{
 	{"core/store/storetest", anyOf(coreStore...), "the store's test kit builds on the store"},
 	{"internal/memo", anyOf(), "the bounded memo is a leaf"},
 	// The middle, bottom up.
+	{"core/events", anyOf(sdkAnnounce...), "the event feed is a leaf: typed events fanned out to this process's subscribers, named with the executor plane's words"},
 	{"core/identity", anyOf(plus(coreLeaves, coreStore...)...), "identity reads the store and refuses; it knows no run"},
 	{"core/liveness", anyOf(coreStore...), "an instance's heartbeat is a row of the store; what the others do with a dead instance's claims is the engine's"},
 	{"core/memory", anyOf(plus(plus(coreLeaves, coreStore...), sdkMemory...)...), "kernel memory is a memory.Provider over the store; it knows no run"},

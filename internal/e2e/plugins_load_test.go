@@ -30,8 +30,21 @@ func loadPhase() time.Duration {
 	return 30 * time.Second
 }
 
-// loadWorkers is how many runs each plugin under load keeps going at once.
-const loadWorkers = 3
+// loadCallRate is the memory calls a second the load phases start on each store, shared by its
+// plugins under load: a run of loadScript every loadCallsPerRun/loadCallRate seconds, started on
+// time whether the runs before it finished or not, so that a server slower than the rate piles
+// its calls up, and a call that waits 30 s for its claim ends tool_timeout and fails the test.
+// Fifty a second is what a team's memory traffic at its busiest looks like (docs/development.md#where-the-time-goes).
+const loadCallRate = 50
+
+// loadCallsPerRound is how many memory calls each round of loadScript makes at once.
+const loadCallsPerRound = 5
+
+// loadRounds is how many rounds of calls loadScript makes.
+const loadRounds = 3
+
+// loadCallsPerRun is how many memory calls one run of loadScript makes.
+const loadCallsPerRun = loadCallsPerRound * loadRounds
 
 // loadKillEvery is how long each plugin instance serves in the second phase before it is
 // killed: each restarts several times a phase, and a call a kill interrupts is replayed on the
@@ -39,14 +52,12 @@ const loadWorkers = 3
 // which is the replay bound working, not a lost call).
 const loadKillEvery = 4 * time.Second
 
-// loadMemoryTimeout is the memory plugins' call budget under load, four times the default: on a
-// shared machine a store can be slow enough for a call to outlast thirty seconds in claim and
-// commit, which is not what this test looks for. A lost wake-up shows in poll_found, since the
-// poll here ticks every 200 ms.
-const loadMemoryTimeout = 2 * time.Minute
+// loadRunWait is how long a load run is waited for: far past the memory call's 30-second
+// budget, three rounds of which a run makes; a run still going then is a failure of its own.
+const loadRunWait = 4 * time.Minute
 
-// loadRunPoll spaces a worker's reads of its run: each read carries the run's trace, and a
-// dozen workers reading it fast would load the server more than their runs do.
+// loadRunPoll spaces the reads of a run's state: each read carries the run's trace, and the
+// dozens of runs in flight reading it fast would load the server more than their runs do.
 const loadRunPoll = 100 * time.Millisecond
 
 // loadTarget is one memory plugin under load: the workspace whose override names it.
@@ -54,15 +65,18 @@ type loadTarget struct {
 	plugin    string
 	workspace string
 	calls     atomic.Int64
+	// timeouts counts the calls of the phase that ended tool_timeout, each reported at the end.
+	timeouts atomic.Int64
 }
 
 // TestPluginMemoryUnderLoad floods the plugins' feeds on purpose (flood), then keeps memory
-// plugins busy with runs that make memory calls, several at once, for a sustained phase and then
-// for another while the plugins are killed now and then.
+// plugins busy at loadCallRate memory calls a second, loadCallsPerRound at once, for a sustained
+// phase and then for another while the plugins are killed now and then.
 // memory-fs serves the default workspace and, with PostgreSQL configured, memory-postgres serves
-// a second one at the same time; the test runs on each store. Every call settles (completed, or
-// uncertain for a memory_edit a kill interrupted), none ends tool_timeout, and the inbox poll,
-// which ticks five times a second here, found nothing a wake-up should have announced.
+// a second one at the same time, each taking its share of the rate; the test runs on each store.
+// Every call settles (completed, or uncertain for a memory_edit a kill interrupted) within the
+// memory family's default 30-second budget, none ends tool_timeout, and the inbox poll, which
+// ticks five times a second here, found nothing a wake-up should have announced.
 //
 // One server per store carries both plugins at once, so that each (store, plugin) pair gets the
 // whole phase while the suite pays for one phase per store, and the stores run in parallel.
@@ -71,7 +85,7 @@ func TestPluginMemoryUnderLoad(t *testing.T) {
 	for _, d := range storetest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			p := startPluginsWith(t, d, "", pluginStart{level: hclog.Info, timings: pluginTimings, memoryTimeoutMS: loadMemoryTimeout.Milliseconds()})
+			p := startPluginsWith(t, d, "", pluginStart{level: hclog.Info, timings: pluginTimings})
 			targets := []*loadTarget{{plugin: "memory-fs", workspace: "default"}}
 			p.putOverride(p.executorOf("memory-fs"), 0)
 			if p.pgSchema != "" {
@@ -146,56 +160,72 @@ func (p *pluginServer) secondWorkspaceFor(t *testing.T, plugin, handle string) *
 	return &loadTarget{plugin: plugin, workspace: handle}
 }
 
-// loadScript is one run of a load worker: fourteen memory calls over three rounds, six at once
-// in the last two, on the worker's own two documents (an anchor holds at most 64).
+// loadDocs is how many pairs of documents a target's runs take turns on: run n writes the pair
+// n mod loadDocs, so two runs share a pair only when one outlasts loadDocs starts (seven
+// seconds at the rate), and 48 documents stay inside an anchor's 64.
+const loadDocs = 24
+
+// loadScript is one run of the load: loadRounds rounds of loadCallsPerRound memory calls at once,
+// on its pair of documents (loadDocs).
 func loadScript(worker, n int) string {
-	a, b := fmt.Sprintf("workspace/load-%d-a.md", worker), fmt.Sprintf("workspace/load-%d-b.md", worker)
+	a, b := fmt.Sprintf("workspace/load-%d-%d-a.md", worker, n%loadDocs), fmt.Sprintf("workspace/load-%d-%d-b.md", worker, n%loadDocs)
 	return fmt.Sprintf(`Load.
 !mock
 round 1
 call memory_write {"path":%[1]q,"content":"run %[3]d"}
 call memory_write {"path":%[2]q,"content":"draft %[3]d"}
+call memory_ls {}
+call memory_grep {"pattern":"load"}
+call memory_ls {}
 round 2
 call memory_read {"path":%[1]q}
 call memory_edit {"path":%[2]q,"old_text":"draft","new_text":"final"}
 call memory_grep {"pattern":"run %[3]d"}
 call memory_ls {}
 call memory_read {"path":%[1]q}
-call memory_ls {}
 round 3
 call memory_ls {}
 call memory_read {"path":%[2]q}
 call memory_write {"path":%[1]q,"content":"done %[3]d"}
 call memory_grep {"pattern":"final"}
 call memory_read {"path":%[2]q}
-call memory_ls {}
 round 4
 say done`, a, b, n)
 }
 
 // loadCalls are the memory calls of loadScript by task key.
-var loadCalls = []string{"r2t0", "r2t1", "r3t0", "r3t1", "r3t2", "r3t3", "r3t4", "r3t5", "r4t0", "r4t1", "r4t2", "r4t3", "r4t4", "r4t5"}
+var loadCalls = []string{"r2t0", "r2t1", "r2t2", "r2t3", "r2t4", "r3t0", "r3t1", "r3t2", "r3t3", "r3t4", "r4t0", "r4t1", "r4t2", "r4t3", "r4t4"}
 
-// loadPhase runs loadWorkers workers per target for the phase's length; with kills, a killer
-// SIGKILLs each plugin every loadKillEvery.
+// loadPhase starts runs of loadScript at loadCallRate calls a second, shared by the targets,
+// for the phase's length, and waits for every run it started; with kills, a killer SIGKILLs
+// each plugin every loadKillEvery.
 func (p *pluginServer) loadPhase(t *testing.T, targets []*loadTarget, length time.Duration, kills bool) {
 	t.Helper()
 	end := time.Now().Add(length)
+	// Each target's runs start every interval.
+	interval := time.Duration(len(targets)) * time.Second * loadCallsPerRun / loadCallRate
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
-	for _, tg := range targets {
-		for w := range loadWorkers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; time.Now().Before(end); n++ {
-					if err := p.loadRun(tg, w, n, kills); err != nil {
-						errs <- fmt.Errorf("%s worker %d run %d: %w", tg.plugin, w, n, err)
-						return
+	for k, tg := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(interval)
+			defer tick.Stop()
+			for n := 0; time.Now().Before(end); n++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := p.loadRun(tg, k, n, kills); err != nil {
+						select {
+						case errs <- fmt.Errorf("%s run %d: %w", tg.plugin, n, err):
+						default:
+						}
 					}
-				}
-			}()
-		}
+				}()
+				<-tick.C
+			}
+		}()
 	}
 	killed := 0
 	if kills {
@@ -209,6 +239,11 @@ func (p *pluginServer) loadPhase(t *testing.T, targets []*loadTarget, length tim
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	for _, tg := range targets {
+		if n := tg.timeouts.Swap(0); n > 0 {
+			t.Errorf("%s: %d memory calls ended tool_timeout in the phase (kills %v)", tg.plugin, n, kills)
+		}
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -278,7 +313,7 @@ func (p *pluginServer) loadRun(tg *loadTarget, worker, n int, kills bool) error 
 		return err
 	}
 	id := created.Run.PublicID
-	deadline := time.Now().Add(4 * loadMemoryTimeout)
+	deadline := time.Now().Add(loadRunWait)
 	var run *client.RunResponse
 	for {
 		run, err = p.admin.Run(ctx, tg.workspace, id)
@@ -289,7 +324,7 @@ func (p *pluginServer) loadRun(tg *loadTarget, worker, n int, kills bool) error 
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("run %s still %s after %v", id, run.Run.Status, 4*loadMemoryTimeout)
+			return fmt.Errorf("run %s still %s after %v", id, run.Run.Status, loadRunWait)
 		}
 		time.Sleep(loadRunPoll)
 	}
@@ -298,13 +333,20 @@ func (p *pluginServer) loadRun(tg *loadTarget, worker, n int, kills bool) error 
 		byKey[tk.Key] = tk
 	}
 	uncertain := false
+	var timedOut []string
+	for _, key := range loadCalls {
+		if tk, ok := byKey[key]; ok && tk.Error != nil && tk.Error.Key == "tool_timeout" {
+			timedOut = append(timedOut, key+" "+tk.ToolName)
+		}
+	}
+	if len(timedOut) > 0 {
+		tg.timeouts.Add(int64(len(timedOut)))
+		return fmt.Errorf("run %s: %d calls ended tool_timeout: %v", id, len(timedOut), timedOut)
+	}
 	for _, key := range loadCalls {
 		tk, ok := byKey[key]
 		if !ok {
 			return fmt.Errorf("run %s (%s) has no task %s: %s", id, run.Run.Status, key, run.Raw)
-		}
-		if tk.Error != nil && tk.Error.Key == "tool_timeout" {
-			return fmt.Errorf("run %s: %s %s ended tool_timeout", id, key, tk.ToolName)
 		}
 		switch {
 		case tk.Status == "completed" && tk.IsError != nil && *tk.IsError:
