@@ -85,11 +85,13 @@ func (s *supervisor) begin(c Claim, in *instance) {
 	go func() {
 		defer func() {
 			cancel()
+			// The slot is free before the claim loop hears of it: a loop woken first would
+			// count it taken and wait for the next call's end, or for the poll.
+			<-s.slots
 			s.mu.Lock()
 			delete(s.inflight, callKey(c.RunID, c.TaskKey))
 			s.setStateLocked(s.state) // wakes the claim loop and drains
 			s.mu.Unlock()
-			<-s.slots
 		}()
 		s.runCall(cl, in)
 	}()

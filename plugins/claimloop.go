@@ -223,7 +223,7 @@ func (c *claimer) claimAnnounced(ctx context.Context) {
 	if c.listed == nil || len(c.listed) >= maxListed {
 		c.listed = map[string]bool{}
 	}
-	c.claimPage(ctx, rows, c.listed, false, time.Now())
+	_, _, _ = c.claimPage(ctx, rows, c.listed, false, time.Now())
 }
 
 // recheck re-reads the claim of every call in flight and cancels those no longer held: the
@@ -262,9 +262,14 @@ func cleared(judge *time.Timer) ([]InboxRow, *time.Timer) {
 	return nil, nil
 }
 
-// fill claims rows while slots are free. polled says the poll's tick asked for it: it answers
-// the rows it claimed that a wake-up should have announced, for the loop to judge (lateWakeup)
-// and count (pollFound).
+// fill reads the inbox from its head and claims its rows while slots are free. It pages on only
+// past rows it could not claim (running here, claimed elsewhere, not this executor's): after a
+// page whose rows it claimed, while more may wait, it stops and leaves them pending, and each
+// slot those calls free reads from the head again. So the oldest rows go first (a cursor walking
+// forward under a steady stream of new rows would pass over an older run's next round until its
+// budget lapsed), and the loop gets back to its feed's news between reads. polled says the
+// poll's tick asked for it: it answers the rows it claimed that a wake-up should have announced,
+// for the loop to judge (lateWakeup) and count (pollFound).
 func (c *claimer) fill(ctx context.Context, polled bool) (found []InboxRow) {
 	s := c.s
 	start := time.Now()
@@ -293,12 +298,13 @@ func (c *claimer) fill(ctx context.Context, polled bool) (found []InboxRow) {
 		if listed == nil {
 			listed = map[string]bool{}
 		}
-		full, polledFinds := c.claimPage(ctx, rows, listed, polled, start)
+		full, claimed, polledFinds := c.claimPage(ctx, rows, listed, polled, start)
 		found = append(found, polledFinds...)
-		if full {
+		if full || next == "" || len(rows) == 0 {
 			return found
 		}
-		if next == "" || len(rows) == 0 {
+		if claimed > 0 {
+			c.pending = true
 			return found
 		}
 		after = next
@@ -308,13 +314,14 @@ func (c *claimer) fill(ctx context.Context, polled bool) (found []InboxRow) {
 
 // claimPage claims a page's rows while slots are free, all at once: each claim is a durable
 // write of its own, and a burst of rows need not wait for one another's. It answers whether the
-// slots ran out and, for the poll, the rows a wake-up should have announced (fill).
-func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[string]bool, polled bool, start time.Time) (bool, []InboxRow) {
+// slots ran out, how many rows it claimed and, for the poll, the rows a wake-up should have
+// announced (fill). A row whose call still runs here (its claim was released and the row
+// dispatched again) is left pending: the call's end reads the inbox.
+func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[string]bool, polled bool, start time.Time) (full bool, claimed int, found []InboxRow) {
 	s := c.s
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var found []InboxRow
-	full, retry := false, false
+	retry := false
 	for _, row := range rows {
 		key := callKey(row.RunID, row.TaskKey)
 		listed[key] = true
@@ -323,6 +330,7 @@ func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[str
 			continue
 		}
 		if s.running(row.RunID, row.TaskKey) {
+			c.pending = true
 			continue
 		}
 		select {
@@ -351,11 +359,12 @@ func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[str
 				}
 				return
 			}
+			mu.Lock()
+			claimed++
 			if missed {
-				mu.Lock()
 				found = append(found, row)
-				mu.Unlock()
 			}
+			mu.Unlock()
 			s.begin(cl, c.in)
 		}()
 	}
@@ -363,7 +372,7 @@ func (c *claimer) claimPage(ctx context.Context, rows []InboxRow, listed map[str
 	if retry {
 		c.pending = true
 	}
-	return full, found
+	return full, claimed, found
 }
 
 // pollFound counts and logs a row the poll claimed that no wake-up announced: the wake-up path

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +224,34 @@ func TestLostCancellationsRecheckClaims(t *testing.T) {
 	plane.await(t, 10*time.Second, "the kept call's commit", func() bool { return len(plane.commits) == 1 })
 	if len(plane.commitsFor("kept")) != 1 || len(plane.commitsFor("gone")) != 0 {
 		t.Fatalf("commits %+v", plane.commits)
+	}
+}
+
+// TestFillReadsFromTheHead: an inbox read pages past the rows before it only when it claimed
+// none of them; after a page it claimed, the slots those calls free read from the head again, so
+// the oldest rows go first and a backlog deeper than the slots drains with no poll.
+func TestFillReadsFromTheHead(t *testing.T) {
+	t.Parallel()
+	_, plane, id := memoryHost(t, slowPoll())
+	const rows = 3 * DefaultMaxConcurrency
+	plane.mu.Lock()
+	plane.deaf, plane.paging = true, true
+	plane.mu.Unlock()
+	for i := range rows {
+		plane.push(id, memoryClaim(fmt.Sprintf("t%d", i), "memory_read", `{"path":"workspace/a.md"}`))
+	}
+	// One wake-up that names no row: the backlog is the inbox's to list.
+	plane.mu.Lock()
+	for _, f := range plane.feedsLocked(id) {
+		f.post(func(n *WorkNews) { n.Available = true })
+	}
+	plane.mu.Unlock()
+	plane.await(t, 20*time.Second, "the backlog's commits", func() bool { return len(plane.commits) == rows })
+	plane.mu.Lock()
+	defer plane.mu.Unlock()
+	for i, r := range plane.reads {
+		if r.after != "" && i > 0 && plane.reads[i-1].claims != r.claims {
+			t.Errorf("read %d paged past rows after %s, though the page before it claimed %d", i, r.after, r.claims-plane.reads[i-1].claims)
+		}
 	}
 }

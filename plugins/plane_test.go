@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,13 @@ type recordingPlane struct {
 	// subscribes counts Subscribe calls; claimActive counts ClaimActive calls.
 	subscribes, claimActive int
 	// inboxReads counts Inbox calls.
-	inboxReads    int
+	inboxReads int
+	// paging pages the inbox: a page of limit rows answers a cursor to the rows after it.
+	paging bool
+	// claims counts the claims granted.
+	claims int
+	// reads records each inbox read's cursor and the claims made before it.
+	reads         []inboxRead
 	staged        map[string]stagedCapture
 	commits       []commitRecord
 	refusedBodies []CommitBody
@@ -57,6 +64,12 @@ type recordingPlane struct {
 	changed  chan struct{}
 	deadline time.Duration
 	nextID   int
+}
+
+// inboxRead is one inbox read: its cursor, and how many claims had been made before it.
+type inboxRead struct {
+	after  string
+	claims int
 }
 
 type planeRow struct {
@@ -281,18 +294,33 @@ func (p *recordingPlane) Inbox(_ context.Context, id, after string, limit int) (
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.inboxReads++
+	p.reads = append(p.reads, inboxRead{after: after, claims: p.claims})
 	p.notifyLocked()
+	from := 0
+	if p.paging && after != "" {
+		n, err := strconv.Atoi(after)
+		if err != nil {
+			return nil, "", err
+		}
+		from = n + 1
+	}
 	var out []InboxRow
-	for _, r := range p.rows[id] {
+	next, last := "", -1
+	for i := from; i < len(p.rows[id]); i++ {
+		r := p.rows[id][i]
 		if r.claimed || r.settled {
 			continue
 		}
-		out = append(out, InboxRow{RunID: r.claim.RunID, TaskKey: r.claim.TaskKey, ToolName: r.claim.ToolName, Waited: time.Since(r.pushedAt) + p.age})
 		if len(out) == limit {
+			if p.paging {
+				next = strconv.Itoa(last)
+			}
 			break
 		}
+		out = append(out, InboxRow{RunID: r.claim.RunID, TaskKey: r.claim.TaskKey, ToolName: r.claim.ToolName, Waited: time.Since(r.pushedAt) + p.age})
+		last = i
 	}
-	return out, "", nil
+	return out, next, nil
 }
 
 func (p *recordingPlane) Claim(_ context.Context, id, runID, taskKey string) (Claim, error) {
@@ -322,6 +350,7 @@ func (p *recordingPlane) Claim(_ context.Context, id, runID, taskKey string) (Cl
 				return Claim{}, ErrAlreadyClaimed
 			}
 			r.claimed = true
+			p.claims++
 			c := r.claim
 			c.Token = "token-" + taskKey
 			c.ClaimedAt = time.Now()
