@@ -81,6 +81,17 @@ type Feed struct {
 // OpenFeed opens one feed for several executors at once (a plugin serving several workspaces has
 // one executor in each). While the instance shuts down it answers 503 unavailable.
 func (h *Hub) OpenFeed(ctx context.Context, members []FeedMember) (*Feed, error) {
+	return h.open(ctx, members, true)
+}
+
+// OpenPresence holds the executors online as a feed does, and hears no event: nobody takes its
+// news, so it keeps none (a reader's own feed hears them).
+func (h *Hub) OpenPresence(ctx context.Context, members []FeedMember) (*Feed, error) {
+	return h.open(ctx, members, false)
+}
+
+// open opens a feed of members that subscribes to their events when hear says so.
+func (h *Hub) open(ctx context.Context, members []FeedMember, hear bool) (*Feed, error) {
 	at := store.Millis(h.now())
 	f := &Feed{hub: h, members: map[string]bool{}}
 	var ids []string
@@ -98,6 +109,9 @@ func (h *Hub) OpenFeed(ctx context.Context, members []FeedMember) (*Feed, error)
 	}
 	// Subscribed under the hub's lock, as the hub delivers under it: an event delivered after
 	// this open reaches the feed.
+	if !hear {
+		ids = nil
+	}
 	f.sub = h.bus.Subscribe(ids)
 	for _, m := range members {
 		e := h.streams[m.ID]

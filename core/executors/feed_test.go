@@ -172,6 +172,38 @@ func TestFeedOfSeveralExecutors(t *testing.T) {
 	})
 }
 
+// TestPresenceHearsNothing: a presence holds its executors online as a feed does, and keeps no
+// event, since nobody takes its news (the plugin plane's claim loop reads its own feed).
+func TestPresenceHearsNothing(t *testing.T) {
+	t.Parallel()
+	s := storetest.Open(t, store.SQLite)
+	ex := newExecutors(t, s, 1)
+	h := startHub(t, s, &testClock{now: epoch})
+	p, err := h.OpenPresence(context.Background(), []FeedMember{FeedMember(ex[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if c, _ := presenceOf(t, s, ex[0].ID); c.Int64 != store.Millis(epoch) {
+		t.Fatalf("presence of the member: %v", c)
+	}
+	f := openFeed(t, h, ex[0])
+	for i := range 3 * MaxFeedEvents {
+		h.WorkAvailable("r", fmt.Sprintf("r%dt0", i), "t", []string{ex[0].PublicID})
+	}
+	if n := woken(t, f); !n.Available {
+		t.Fatalf("the feed's news %+v", n)
+	}
+	select {
+	case <-p.Wake():
+		t.Fatalf("the presence woke: %+v", p.Take())
+	default:
+	}
+	if n := p.Take(); !n.Empty() {
+		t.Fatalf("the presence kept news: %+v", n)
+	}
+}
+
 // TestFeedEnds: revoking a member ends the feed; shutdown ends every feed and refuses new ones.
 func TestFeedEnds(t *testing.T) {
 	t.Parallel()

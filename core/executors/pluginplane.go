@@ -52,7 +52,7 @@ type managedGroup struct {
 	// search the group.
 	runs map[string]int
 	// presence is the feed that holds the group online (presence is an open subscription,
-	// docs/development.md#the-plugin-host); nobody reads it, and a feed never falls behind, so it never closes for it.
+	// docs/development.md#the-plugin-host): nobody reads it, so it hears no event (OpenPresence).
 	presence *Feed
 }
 
@@ -211,7 +211,7 @@ func (p *PluginPlane) SetPresence(ctx context.Context, id string, online bool) e
 	if !online {
 		return nil
 	}
-	f, err := p.hub.OpenFeed(ctx, feedMembers(rows))
+	f, err := p.hub.OpenPresence(ctx, feedMembers(rows))
 	if err != nil {
 		return err
 	}
