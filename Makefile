@@ -87,7 +87,8 @@ test-unit:
 	@$(PG_LINE)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-## test-e2e: the end-to-end suite against the plugin binaries `make plugins` put in bin/ (without
+## test-e2e: the end-to-end suite against the plugin binaries `make plugins` put in bin/, then the
+## plugin load test again without the race detector, at its full rate (without
 ## NEXUS_PLUGIN_BIN_DIR the suite builds them itself; with build tag e2e it adds a nexus server
 ## whose plugin block bridges the public server-filesystem), the MCP bridge against the public MCP servers
 ## (installed from npm with npm ci at the versions providers/mcp-bridge/mcpbridgetest/npm pins;
@@ -98,6 +99,7 @@ test-unit:
 ## NEXUS_TEST_REQUIRE_DEPLOY=1)
 test-e2e: plugins
 	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -tags e2e -race -count=1 ./internal/e2e/...
+	NEXUS_PLUGIN_BIN_DIR=$(abspath $(BIN)) $(GO) test -tags e2e -count=1 -run '^TestPluginMemoryUnderLoad$$' ./internal/e2e/
 	$(GO) test -tags e2e -race -count=1 -timeout 20m ./providers/mcp-bridge/
 	$(GO) test -tags e2e -count=1 -timeout 40m -v ./internal/readmetest/
 

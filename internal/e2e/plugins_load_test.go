@@ -37,6 +37,21 @@ func loadPhase() time.Duration {
 // Fifty a second is what a team's memory traffic at its busiest looks like (docs/development.md#where-the-time-goes).
 const loadCallRate = 50
 
+// raceSlowdown divides loadCallRate under the race detector, which multiplies the server's
+// cost of each call several times over (its claim, the plugin's answer, the commit, and the
+// model rounds around them): the race build checks the same law (every call settles, none ends
+// tool_timeout, the poll finds nothing) at a fifth of the rate, and `make test-e2e` runs the
+// test at the full rate without it.
+const raceSlowdown = 5
+
+// loadRate answers the calls a second this build starts (raceSlowdown).
+func loadRate() int {
+	if raceDetector {
+		return loadCallRate / raceSlowdown
+	}
+	return loadCallRate
+}
+
 // loadCallsPerRound is how many memory calls each round of loadScript makes at once.
 const loadCallsPerRound = 5
 
@@ -70,7 +85,7 @@ type loadTarget struct {
 }
 
 // TestPluginMemoryUnderLoad floods the plugins' feeds on purpose (flood), then keeps memory
-// plugins busy at loadCallRate memory calls a second, loadCallsPerRound at once, for a sustained
+// plugins busy at loadRate memory calls a second, loadCallsPerRound at once, for a sustained
 // phase and then for another while the plugins are killed now and then.
 // memory-fs serves the default workspace and, with PostgreSQL configured, memory-postgres serves
 // a second one at the same time, each taking its share of the rate; the test runs on each store.
@@ -196,14 +211,14 @@ say done`, a, b, n)
 // loadCalls are the memory calls of loadScript by task key.
 var loadCalls = []string{"r2t0", "r2t1", "r2t2", "r2t3", "r2t4", "r3t0", "r3t1", "r3t2", "r3t3", "r3t4", "r4t0", "r4t1", "r4t2", "r4t3", "r4t4"}
 
-// loadPhase starts runs of loadScript at loadCallRate calls a second, shared by the targets,
+// loadPhase starts runs of loadScript at loadRate calls a second, shared by the targets,
 // for the phase's length, and waits for every run it started; with kills, a killer SIGKILLs
 // each plugin every loadKillEvery.
 func (p *pluginServer) loadPhase(t *testing.T, targets []*loadTarget, length time.Duration, kills bool) {
 	t.Helper()
 	end := time.Now().Add(length)
 	// Each target's runs start every interval.
-	interval := time.Duration(len(targets)) * time.Second * loadCallsPerRun / loadCallRate
+	interval := time.Duration(len(targets)) * time.Second * loadCallsPerRun / time.Duration(loadRate())
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for k, tg := range targets {
