@@ -112,8 +112,11 @@ func TestMemoryKitOverSubprocess(t *testing.T) {
 		if url == "" {
 			t.Skip("NEXUS_TEST_POSTGRES_URL is not set: the PostgreSQL store needs a real database")
 		}
+		// Named before the factory, so that the schemas are dropped after its cleanup has
+		// stopped the launches: a schema dropped under a launch fails it.
+		schema := pgSchemas(t, url)
 		factory := prelaunched(t, plugin.KindMemory, "memory-postgres", func() string {
-			cfg, _ := json.Marshal(map[string]any{"dsn": url, "schema": pgSchema(t, url), "max_open_conns": 2})
+			cfg, _ := json.Marshal(map[string]any{"dsn": url, "schema": schema(), "max_open_conns": 2})
 			return string(cfg)
 		})
 		memorytest.RunProvider(t, factory)
@@ -121,11 +124,11 @@ func TestMemoryKitOverSubprocess(t *testing.T) {
 	})
 }
 
-// pgSchema names a fresh schema dropped when t ends.
-func pgSchema(t testing.TB, url string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "nexus_memory_test_" + hex.EncodeToString(b[:])
+// pgSchemas answers a source of fresh schema names; every schema it named is dropped when t
+// ends, by a cleanup registered now, which runs after the cleanups registered later.
+func pgSchemas(t testing.TB, url string) func() string {
+	var mu sync.Mutex
+	var named []string
 	t.Cleanup(func() {
 		db, err := sqlx.Open("postgres", url)
 		if err != nil {
@@ -133,11 +136,23 @@ func pgSchema(t testing.TB, url string) string {
 			return
 		}
 		defer func() { _ = db.Close() }()
-		if _, err := db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`); err != nil {
-			t.Error(err)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, schema := range named {
+			if _, err := db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`); err != nil {
+				t.Error(err)
+			}
 		}
 	})
-	return schema
+	return func() string {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		schema := "nexus_memory_test_" + hex.EncodeToString(b[:])
+		mu.Lock()
+		named = append(named, schema)
+		mu.Unlock()
+		return schema
+	}
 }
 
 // The example's golden files over a real subprocess: byte for byte as in process.
