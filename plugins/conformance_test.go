@@ -45,6 +45,10 @@ const prefetch = 4
 // prelaunched answers a factory whose stores are real plugin processes started ahead by a few
 // goroutines; each case gets a fresh process (a fresh, empty store) and kills it at its end.
 func prelaunched(t *testing.T, kind plugin.Kind, scenario string, config func() string) memorytest.Factory {
+	// The test's temporary directory exists before the cleanup below is registered, so that its
+	// removal runs after that cleanup has stopped the launches, which make directories in it: a
+	// launch whose directory was removed under it fails.
+	_ = t.TempDir()
 	ch := make(chan *instance, prefetch)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
