@@ -534,7 +534,7 @@ func TestPathCheckFindsWhatLeaves(t *testing.T) {
 	t.Parallel()
 	fsys := fstest.MapFS{
 		"go.mod":     {Data: []byte("module example.com/m\n")},
-		"kit/kit.go": {Data: []byte("package kit\n\nimport \"path/filepath\"\nimport \"os\"\n\n// Definition lies beside the repository.\nconst Definition = \"../shared/def.json\"\n\nfunc Golden(dir string) { readDir(dir) }\n\nfunc readDir(d string) { os.ReadDir(filepath.Join(d, \"golden\")) }\n")},
+		"kit/kit.go": {Data: []byte("package kit\n\nimport \"path/filepath\"\nimport \"os\"\n\n// Definition lies beside the repository.\nconst Definition = \"../beside/def.json\"\n\nfunc Golden(dir string) { readDir(dir) }\n\nfunc readDir(d string) { os.ReadDir(filepath.Join(d, \"golden\")) }\n")},
 		"a/a_test.go": {Data: []byte(`package a
 
 import (
@@ -588,7 +588,7 @@ func handTo(string) {}
 	}
 	want := []string{
 		"os.ReadFile ../../outside.txt",
-		"os.Open …/../shared/def.json",
+		"os.Open …/../beside/def.json",
 		"os.Stat ../..//x",
 		"os.ReadFile /etc/hosts",
 		"os.ReadDir ../../../elsewhere/golden",
