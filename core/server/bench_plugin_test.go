@@ -60,6 +60,20 @@ func buildMemoryFS(b *testing.B) string {
 	return dir
 }
 
+// memoryFSSettings is the settings of a server whose catalog runs memory-fs from bins, its
+// documents in a fresh directory; durable says whether it fsyncs them (the benchmarks that
+// measure the executor plane rather than the disk turn it off).
+func memoryFSSettings(b *testing.B, bins string, durable bool) string {
+	return fmt.Sprintf(`
+plugin_dirs = [%q]
+plugin "memory-fs" {
+  kind    = "memory"
+  command = "nexus-memory-fs"
+  config  = { root = %q, fsync = %t }
+}
+`, bins, filepath.Join(b.TempDir(), "memory"), durable)
+}
+
 // BenchmarkPluginClaim is B19: a memory plugin's claim latency under load, from the moment a
 // row becomes claimable (the run engine's work_available after its commit, read off a stream of
 // the plugin's executor) to the moment the host's claim of it returns held, while six runs make
@@ -73,29 +87,11 @@ func BenchmarkPluginClaim(b *testing.B) {
 		b.Run(string(d), func(b *testing.B) {
 			ctx := context.Background()
 			clock := &claimClock{claimed: map[string][2]time.Time{}, changed: make(chan struct{}, 1)}
-			cfg := fmt.Sprintf(`
-plugin_dirs = [%q]
-plugin "memory-fs" {
-  kind    = "memory"
-  command = "nexus-memory-fs"
-  config  = { root = %q, fsync = false }
-}
-`, bins, filepath.Join(b.TempDir(), "memory"))
+			cfg := memoryFSSettings(b, bins, false)
 			srv := testserver.Start(b, testserver.Options{Dialect: d, LogLevel: hclog.Info, Config: cfg,
 				PluginPlane: func(p plugins.ExecutorPlane) plugins.ExecutorPlane { clock.ExecutorPlane = p; return clock }})
 			admin := srv.Client()
-			var fsID string
-			for deadline := time.Now().Add(30 * time.Second); ; {
-				st, err := admin.Plugin(ctx, "memory-fs")
-				if err == nil && st.Plugin.State == string(plugins.StateReady) && st.Plugin.ExecutorPublicID != nil {
-					fsID = *st.Plugin.ExecutorPublicID
-					break
-				}
-				if time.Now().After(deadline) {
-					b.Fatalf("memory-fs not ready: %v", err)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			fsID := waitMemoryFS(b, admin)
 			if _, err := admin.PutToolProviderOverrides(ctx, "default", map[string]string{"nexus.memory": fsID}, 0); err != nil {
 				b.Fatal(err)
 			}

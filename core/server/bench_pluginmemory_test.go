@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,14 +43,7 @@ func BenchmarkPluginMemory(b *testing.B) {
 	for _, d := range storetest.Dialects() {
 		b.Run(string(d), func(b *testing.B) {
 			ctx := context.Background()
-			cfg := fmt.Sprintf(`
-plugin_dirs = [%q]
-plugin "memory-fs" {
-  kind    = "memory"
-  command = "nexus-memory-fs"
-  config  = { root = %q }
-}
-`, bins, filepath.Join(b.TempDir(), "memory"))
+			cfg := memoryFSSettings(b, bins, true)
 			srv := testserver.Start(b, testserver.Options{Dialect: d, LogLevel: hclog.Warn, Config: cfg})
 			admin := srv.Client()
 			fsID := waitMemoryFS(b, admin)

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -76,14 +75,7 @@ func BenchmarkStatements(b *testing.B) {
 			}
 
 			plane := &countingPlane{}
-			cfg := fmt.Sprintf(`
-plugin_dirs = [%q]
-plugin "memory-fs" {
-  kind    = "memory"
-  command = "nexus-memory-fs"
-  config  = { root = %q, fsync = false }
-}
-`, bins, filepath.Join(b.TempDir(), "memory"))
+			cfg := memoryFSSettings(b, bins, false)
 			srv := testserver.Start(b, testserver.Options{Dialect: d, LogLevel: hclog.Info, Config: cfg,
 				PluginPlane: func(pp plugins.ExecutorPlane) plugins.ExecutorPlane { plane.ExecutorPlane = pp; return plane }})
 			plane.st.Store(srv.Server().Store())
