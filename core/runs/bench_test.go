@@ -199,6 +199,12 @@ var threeRounds = func() string {
 	return sb.String()
 }()
 
+// memoryRun is a run body of one mock model step that follows script with the memory tools.
+func memoryRun(script string) json.RawMessage {
+	p, _ := json.Marshal(script)
+	return json.RawMessage(`{"steps":[{"model":{"model":"mock/scripted","prompt":` + string(p) + `,` + memoryTools + `}}],"approval_mode":"bypass"}`)
+}
+
 // BenchmarkRunsPerSecond measures whole runs per second: each run has three rounds of ten
 // memory calls (31 kernel tool and model evaluations, 34 rows) on the default worker pool.
 func BenchmarkRunsPerSecond(b *testing.B) {
@@ -211,8 +217,7 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Stop()
-			p, _ := json.Marshal(threeRounds)
-			run := json.RawMessage(`{"steps":[{"model":{"model":"mock/scripted","prompt":` + string(p) + `,` + memoryTools + `}}],"approval_mode":"bypass"}`)
+			run := memoryRun(threeRounds)
 			const parallel = 8 // concurrent runs in flight, as several conversations would be
 			b.ResetTimer()
 			start := time.Now()
@@ -264,8 +269,7 @@ func BenchmarkBacklog(b *testing.B) {
 			ctx := context.Background()
 			s := storetest.Open(b, d)
 			e, actor := benchEngine(b, s, runs.DefaultWorkers, nil)
-			script, _ := json.Marshal("Note.\n!mock\nround 1\ncall memory_write {\"path\":\"workspace/backlog.md\",\"content\":\"x\"}\nround 2\nsay done")
-			run := json.RawMessage(`{"steps":[{"model":{"model":"mock/scripted","prompt":` + string(script) + `,` + memoryTools + `}}],"approval_mode":"bypass"}`)
+			run := memoryRun("Note.\n!mock\nround 1\ncall memory_write {\"path\":\"workspace/backlog.md\",\"content\":\"x\"}\nround 2\nsay done")
 			doors := conversations.NewDoors(e, nil)
 			var wg sync.WaitGroup
 			sem := make(chan struct{}, 16)

@@ -29,6 +29,20 @@ func holdWriter(t *testing.T, s *store.Store, release <-chan struct{}) <-chan er
 	return done
 }
 
+// probeStore opens a SQLite store with a table group_probe of integer keys.
+func probeStore(t *testing.T) *store.Store {
+	t.Helper()
+	s := storetest.Open(t, store.SQLite)
+	ctx := context.Background()
+	if err := s.Write(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `CREATE TABLE group_probe (n INTEGER PRIMARY KEY)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // waitPending waits until n writes wait in the queue.
 func waitPending(t *testing.T, s *store.Store, n int) {
 	t.Helper()
@@ -45,14 +59,8 @@ func waitPending(t *testing.T, s *store.Store, n int) {
 // before its turn never runs; a panic reaches its own caller.
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
-	s := storetest.Open(t, store.SQLite)
+	s := probeStore(t)
 	ctx := context.Background()
-	if err := s.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `CREATE TABLE group_probe (n INTEGER PRIMARY KEY)`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
 	release := make(chan struct{})
 	holder := holdWriter(t, s, release)
 	before := s.Statements()
@@ -137,14 +145,8 @@ func TestGroupCommit(t *testing.T) {
 // without a savepoint, and a failure rolls it back.
 func TestGroupCommitAlone(t *testing.T) {
 	t.Parallel()
-	s := storetest.Open(t, store.SQLite)
+	s := probeStore(t)
 	ctx := context.Background()
-	if err := s.Write(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `CREATE TABLE group_probe (n INTEGER PRIMARY KEY)`)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
 	before := s.Statements()
 	refused := errors.New("refused")
 	err := s.Write(ctx, func(tx *store.Tx) error {
