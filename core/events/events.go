@@ -1,6 +1,8 @@
 package events
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"sync"
 
 	"github.com/nexuskernel/nexus/sdk/announce"
@@ -71,52 +73,185 @@ func contains(ids []string, id string) bool {
 	return false
 }
 
-// Bus fans events out to this process's subscriptions. The zero value is not usable; call New.
+// Bus fans events out to this process's subscriptions, and keeps the last Window member events
+// for streams that resume. The zero value is not usable; call New.
 type Bus struct {
+	// epoch names this bus in its member events' ids: an id another bus (another instance, or
+	// this one before a restart) gave cannot resume here.
+	epoch string
+
 	mu   sync.RWMutex
 	subs map[*Subscription]struct{}
+	// seq numbers member events in publishing order; window holds the last Window of them, a
+	// ring whose oldest entry is window[(seq % Window)] once it is full.
+	seq    uint64
+	window []Stamped
+	// forward hands each member event published here (not one heard from another instance) to
+	// the other instances; nil on a single instance.
+	forward func(MemberEvent)
 }
 
-// New returns a bus with no subscriptions.
-func New() *Bus { return &Bus{subs: map[*Subscription]struct{}{}} }
+// Window bounds the member events a bus keeps for streams that resume (Last-Event-ID): some
+// seconds of a busy instance's events (a run of a few rounds makes a few dozen), at a few
+// hundred bytes each. A stream whose last event left the window is told to re-read (resync).
+const Window = 4096
 
-// Publish hands ev to every open subscription it concerns. Call it after the transaction that
-// made ev true committed, never before and never after a rollback. It never blocks.
+// Stamped is a member event with its number on this bus.
+type Stamped struct {
+	Seq   uint64
+	Event MemberEvent
+}
+
+// New returns a bus with no subscriptions and a fresh epoch.
+func New() *Bus {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &Bus{epoch: hex.EncodeToString(b[:]), subs: map[*Subscription]struct{}{}}
+}
+
+// Epoch names this bus in the ids of its member events (docs/api.md#events).
+func (b *Bus) Epoch() string { return b.epoch }
+
+// Forward sets where member events published on this bus go to reach the other instances
+// (the notification channel); call it before publishing.
+func (b *Bus) Forward(f func(MemberEvent)) {
+	b.mu.Lock()
+	b.forward = f
+	b.mu.Unlock()
+}
+
+// Publish hands ev to every open subscription it concerns, and forwards a member event to the
+// other instances. Call it after the transaction that made ev true committed, never before and
+// never after a rollback. It never blocks.
 func (b *Bus) Publish(ev Event) {
+	if m, ok := ev.(MemberEvent); ok {
+		b.publishMember(m, true)
+		return
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	for s := range b.subs {
 		if s.wants(ev) {
-			s.post(ev)
+			s.post(Stamped{}, ev)
 		}
+	}
+}
+
+// PublishRemote is Publish for a member event another instance published: it is numbered and
+// fanned out here, and not forwarded again.
+func (b *Bus) PublishRemote(ev MemberEvent) { b.publishMember(ev, false) }
+
+func (b *Bus) publishMember(ev MemberEvent, local bool) {
+	b.mu.Lock()
+	b.seq++
+	st := Stamped{Seq: b.seq, Event: ev}
+	if len(b.window) < Window {
+		b.window = append(b.window, st)
+	} else {
+		b.window[(b.seq-1)%Window] = st
+	}
+	for s := range b.subs {
+		if s.wants(ev) {
+			s.post(st, ev)
+		}
+	}
+	forward := b.forward
+	b.mu.Unlock()
+	if local && forward != nil {
+		forward(ev)
+	}
+}
+
+// LoseAll tells every subscription that events may have been missed (the other instances'
+// notifications were interrupted).
+func (b *Bus) LoseAll() {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for s := range b.subs {
+		s.Lose()
 	}
 }
 
 // Subscribe opens a subscription to the events that concern any of the executors named by
 // their public ids. Close it when done.
 func (b *Bus) Subscribe(executors []string) *Subscription {
-	s := &Subscription{bus: b, executors: append([]string(nil), executors...), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := newSubscription(b)
+	s.executors = append([]string(nil), executors...)
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
 	return s
 }
 
+// MemberFilter chooses the member events a subscription hears: those of one workspace, or of
+// every workspace when Workspace is empty (the server's own readers), narrowed to a run and a
+// conversation when those are set.
+type MemberFilter struct {
+	Workspace, Run, Conversation string
+}
+
+func (f MemberFilter) wants(ev Event) bool {
+	m, ok := ev.(MemberEvent)
+	if !ok {
+		return false
+	}
+	w := m.Where()
+	return (f.Workspace == "" || w.Workspace == f.Workspace) && (f.Run == "" || w.Run == f.Run) &&
+		(f.Conversation == "" || w.Conversation == f.Conversation)
+}
+
+// SubscribeMembers opens a subscription to the member events f chooses. With resume, the
+// subscription starts with the window's events after number after, and resumed reports whether
+// the window still held every event since then; without it (or when it did not), the
+// subscription hears what is published from now on. at is the number of the last event
+// published before the subscription opened.
+func (b *Bus) SubscribeMembers(f MemberFilter, resume bool, after uint64) (s *Subscription, resumed bool, at uint64) {
+	s = newSubscription(b)
+	s.filter = &f
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// The window holds numbers oldest to b.seq; it serves after when it holds after+1.
+	oldest := b.seq - uint64(len(b.window)) + 1
+	if resume && after <= b.seq && after+1 >= oldest {
+		resumed = true
+		for n := after + 1; n <= b.seq; n++ {
+			st := b.window[(n-1)%Window]
+			if f.wants(st.Event) {
+				s.queue = append(s.queue, queued{seq: st.Seq, ev: st.Event})
+			}
+		}
+		if len(s.queue) > 0 {
+			s.wake <- struct{}{}
+		}
+	}
+	b.subs[s] = struct{}{}
+	return s, resumed, b.seq
+}
+
 // Subscription is one subscriber's bounded queue of events. Wait on Wake, then Take.
 type Subscription struct {
 	bus       *Bus
 	executors []string
-	wake      chan struct{}
-	done      chan struct{}
-	once      sync.Once
+	// filter chooses member events; nil for an executors' subscription.
+	filter *MemberFilter
+	wake   chan struct{}
+	done   chan struct{}
+	once   sync.Once
 
 	mu     sync.Mutex
-	queue  []Event
+	queue  []queued
 	lost   bool
 	closed bool
 }
 
+func newSubscription(b *Bus) *Subscription {
+	return &Subscription{bus: b, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
 func (s *Subscription) wants(ev Event) bool {
+	if s.filter != nil {
+		return s.filter.wants(ev)
+	}
 	for _, id := range s.executors {
 		if ev.addressed(id) {
 			return true
@@ -125,8 +260,9 @@ func (s *Subscription) wants(ev Event) bool {
 	return false
 }
 
-// post queues ev, or marks the subscription lost when SubscriberBuffer events wait already.
-func (s *Subscription) post(ev Event) {
+// post queues ev (st when it is a member event), or marks the subscription lost when
+// SubscriberBuffer events wait already.
+func (s *Subscription) post(st Stamped, ev Event) {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -135,7 +271,7 @@ func (s *Subscription) post(ev Event) {
 	case len(s.queue) >= SubscriberBuffer:
 		s.lost = true
 	default:
-		s.queue = append(s.queue, ev)
+		s.queue = append(s.queue, queued{seq: st.Seq, ev: ev})
 	}
 	s.mu.Unlock()
 	s.signal()
@@ -165,11 +301,40 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 // Take answers the events since the last Take, in publishing order, and whether any were
 // dropped or may have been missed since then (lost); it clears both.
 func (s *Subscription) Take() (evs []Event, lost bool) {
+	q, lost := s.take()
+	if len(q) > 0 {
+		evs = make([]Event, len(q))
+		for i, e := range q {
+			evs[i] = e.ev
+		}
+	}
+	return evs, lost
+}
+
+// TakeStamped is Take for a member subscription (SubscribeMembers), with each event's number on
+// the bus.
+func (s *Subscription) TakeStamped() (sts []Stamped, lost bool) {
+	q, lost := s.take()
+	for _, e := range q {
+		if m, ok := e.ev.(MemberEvent); ok {
+			sts = append(sts, Stamped{Seq: e.seq, Event: m})
+		}
+	}
+	return sts, lost
+}
+
+func (s *Subscription) take() (q []queued, lost bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	evs, lost = s.queue, s.lost
+	q, lost = s.queue, s.lost
 	s.queue, s.lost = nil, false
-	return evs, lost
+	return q, lost
+}
+
+// queued is one event waiting in a subscription, with its number when it is a member event.
+type queued struct {
+	seq uint64
+	ev  Event
 }
 
 // Close ends the subscription; it is safe to call more than once.

@@ -111,3 +111,91 @@ func TestLoseAndClose(t *testing.T) {
 		t.Fatalf("a closed subscription heard %v lost %v", evs, lost)
 	}
 }
+
+// TestMemberWindow: member events are numbered; a subscription resumes after a number the
+// window holds with every event of its filter since then, and not after one it no longer holds.
+func TestMemberWindow(t *testing.T) {
+	t.Parallel()
+	b := events.New()
+	ws := events.Scope{Workspace: "w", Run: "r"}
+	b.Publish(events.RunStatus{Scope: ws, Status: "running"})
+	b.Publish(events.RunStatus{Scope: events.Scope{Workspace: "other"}, Status: "running"})
+	b.Publish(events.TaskSettled{Scope: ws, Row: events.Row{TaskKey: "s1", TaskKind: "tool_task"}, Status: "completed"})
+	s, resumed, at := b.SubscribeMembers(events.MemberFilter{Workspace: "w"}, true, 1)
+	defer s.Close()
+	if !resumed || at != 3 {
+		t.Fatalf("resumed %v at %d; want true at 3", resumed, at)
+	}
+	<-s.Wake()
+	sts, lost := s.TakeStamped()
+	if lost || len(sts) != 1 || sts[0].Seq != 3 || sts[0].Event.Kind() != events.KindTaskSettled {
+		t.Fatalf("resumed with %+v lost %v; want the settle, number 3", sts, lost)
+	}
+	for range events.Window {
+		b.Publish(events.RunStatus{Scope: events.Scope{Workspace: "other"}, Status: "running"})
+	}
+	old, resumed, _ := b.SubscribeMembers(events.MemberFilter{Workspace: "w"}, true, 1)
+	defer old.Close()
+	if resumed {
+		t.Fatal("resumed after a number the window no longer holds")
+	}
+	if evs, _ := old.Take(); len(evs) != 0 {
+		t.Fatalf("an unresumed subscription holds %v", evs)
+	}
+	fresh, resumed, at := b.SubscribeMembers(events.MemberFilter{Workspace: "w"}, true, 3+events.Window)
+	defer fresh.Close()
+	if !resumed || at != 3+events.Window {
+		t.Fatalf("resume at the head: resumed %v at %d", resumed, at)
+	}
+	b.Publish(events.AskWaiting{Scope: events.Scope{Workspace: "w", Run: "r2"}, TaskKey: "k"})
+	if evs, _ := take(t, fresh); len(evs) != 1 || evs[0].(events.AskWaiting).Run != "r2" {
+		t.Fatalf("after resuming at the head: %v", evs)
+	}
+	narrow, _, _ := b.SubscribeMembers(events.MemberFilter{Workspace: "w", Run: "r"}, false, 0)
+	defer narrow.Close()
+	b.Publish(events.AskWaiting{Scope: events.Scope{Workspace: "w", Run: "r2"}, TaskKey: "k"})
+	asleep(t, narrow)
+}
+
+// TestRelay: a member event published on one bus reaches another through the relay's payload,
+// numbered there, not sent back; a payload the bus sent itself, and one that is not an event,
+// publish nothing; Lost and Live tell every subscription that events may have been missed.
+func TestRelay(t *testing.T) {
+	t.Parallel()
+	one, two := events.New(), events.New()
+	var failed []error
+	var toTwo, toOne *events.Relay
+	toTwo = events.NewRelay(two, func(p string) { toOne.Notified(p) })
+	toOne = events.NewRelay(one, func(p string) { toTwo.Notified(p) })
+	toOne.Failed = func(err error) { failed = append(failed, err) }
+	toTwo.Failed = toOne.Failed
+	onTwo, _, _ := two.SubscribeMembers(events.MemberFilter{}, false, 0)
+	defer onTwo.Close()
+	onOne, _, _ := one.SubscribeMembers(events.MemberFilter{}, false, 0)
+	defer onOne.Close()
+	ev := events.TaskClaimed{Scope: events.Scope{Workspace: "w", Run: "r", Conversation: "c"}, Row: events.Row{TaskKey: "s1", TaskKind: "tool_task", ToolName: "t"}, Executor: "ex", Generation: 2}
+	one.Publish(ev)
+	<-onTwo.Wake()
+	sts, lost := onTwo.TakeStamped()
+	if lost || len(sts) != 1 || sts[0].Event != events.MemberEvent(ev) || sts[0].Seq != 1 {
+		t.Fatalf("the other bus heard %+v lost %v", sts, lost)
+	}
+	<-onOne.Wake()
+	if sts, _ := onOne.TakeStamped(); len(sts) != 1 {
+		t.Fatalf("the publishing bus heard %d events, want its own once", len(sts))
+	}
+	toTwo.Notified("not json")
+	toTwo.Notified(`{"o":"x","k":"no.such","e":{}}`)
+	if len(failed) != 2 {
+		t.Fatalf("failed %v; want both bad payloads reported", failed)
+	}
+	asleep(t, onTwo)
+	toTwo.Lost()
+	if _, lost := take(t, onTwo); !lost {
+		t.Fatal("Lost did not reach the subscription")
+	}
+	toTwo.Live()
+	if _, lost := take(t, onTwo); !lost {
+		t.Fatal("Live did not tell the subscription that events may have been missed")
+	}
+}

@@ -1,0 +1,137 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Relay carries member events between the instances sharing a store: every member event
+// published on this bus is handed to Send as one payload (the server sends it on the store's
+// notification channel, PostgreSQL NOTIFY, after the commit), and every payload another
+// instance sent is published here as a remote event. It is the store subscription's handler
+// (Notified, Live, Lost): while notifications may be missed, every subscription is told so, and
+// a member stream then tells its client to re-read (docs/api.md#events).
+type Relay struct {
+	bus *Bus
+	// Failed hears a payload that could not be read; nil ignores it.
+	Failed func(error)
+}
+
+// NewRelay relays bus's member events through send, and returns the handler of the other
+// instances' payloads.
+func NewRelay(bus *Bus, send func(payload string)) *Relay {
+	r := &Relay{bus: bus}
+	bus.Forward(func(ev MemberEvent) {
+		p, err := encode(bus.epoch, ev)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		send(p)
+	})
+	return r
+}
+
+// MaxPayload bounds a relayed event's payload: PostgreSQL refuses a NOTIFY payload of 8,000
+// bytes or more, and member events are a few hundred.
+const MaxPayload = 7900
+
+// Notified publishes another instance's event; one this bus sent itself is dropped.
+func (r *Relay) Notified(payload string) {
+	origin, ev, err := decode(payload)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	if origin == r.bus.epoch {
+		return
+	}
+	r.bus.PublishRemote(ev)
+}
+
+// Live: from now on every event arrives; what was sent before may have been missed, so every
+// subscription is told so once more.
+func (r *Relay) Live() { r.bus.LoseAll() }
+
+// RelayChannel is the base name of the notification channel member events cross instances
+// on; the store scopes it.
+const RelayChannel = "nexus_events"
+
+// Lost tells every subscription that events may have been missed.
+func (r *Relay) Lost() { r.bus.LoseAll() }
+
+func (r *Relay) fail(err error) {
+	if r.Failed != nil {
+		r.Failed(err)
+	}
+}
+
+// wire is a relayed event: its sender's epoch, its kind and its JSON form.
+type wire struct {
+	Origin string          `json:"o"`
+	Kind   Kind            `json:"k"`
+	Event  json.RawMessage `json:"e"`
+}
+
+func encode(origin string, ev MemberEvent) (string, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return "", fmt.Errorf("events: encode %s: %w", ev.Kind(), err)
+	}
+	w, err := json.Marshal(wire{Origin: origin, Kind: ev.Kind(), Event: b})
+	if err != nil {
+		return "", fmt.Errorf("events: encode %s: %w", ev.Kind(), err)
+	}
+	if len(w) > MaxPayload {
+		return "", fmt.Errorf("events: %s of %d bytes exceeds the relay's %d", ev.Kind(), len(w), MaxPayload)
+	}
+	return string(w), nil
+}
+
+func decode(payload string) (string, MemberEvent, error) {
+	var w wire
+	if err := json.Unmarshal([]byte(payload), &w); err != nil {
+		return "", nil, fmt.Errorf("events: a relayed payload is not an event: %w", err)
+	}
+	ev, err := decodeKind(w.Kind, w.Event)
+	return w.Origin, ev, err
+}
+
+func decodeKind(k Kind, b json.RawMessage) (MemberEvent, error) {
+	var ev MemberEvent
+	var err error
+	switch k {
+	case KindRunStatus:
+		ev, err = into[RunStatus](b)
+	case KindTaskParked:
+		ev, err = into[TaskParked](b)
+	case KindTaskClaimed:
+		ev, err = into[TaskClaimed](b)
+	case KindTaskSettled:
+		ev, err = into[TaskSettled](b)
+	case KindRoundSealed:
+		ev, err = into[RoundSealed](b)
+	case KindApprovalWaiting:
+		ev, err = into[ApprovalWaiting](b)
+	case KindApprovalDecided:
+		ev, err = into[ApprovalDecided](b)
+	case KindAskWaiting:
+		ev, err = into[AskWaiting](b)
+	case KindAskAnswered:
+		ev, err = into[AskAnswered](b)
+	case KindTurnStatus:
+		ev, err = into[TurnStatus](b)
+	default:
+		return nil, fmt.Errorf("events: a relayed event of unknown kind %q", k)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events: decode %s: %w", k, err)
+	}
+	return ev, nil
+}
+
+func into[T MemberEvent](b json.RawMessage) (MemberEvent, error) {
+	var v T
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
