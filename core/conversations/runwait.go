@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/runs"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -15,25 +16,57 @@ const (
 	// load balancers commonly cut a silent response, so that a waiting member sees an answer,
 	// not a dropped connection, and asks again.
 	MaxRunWait = 30 * time.Second
-	// RunWaitRecheck spaces the re-reads of a waiting read: this instance's own commits wake
-	// it at once, and a re-read is how it sees a status another instance wrote.
-	RunWaitRecheck = 500 * time.Millisecond
 )
 
-// RunWatch wakes waiting run reads when a run's status changes or attention stands on it. The
-// engine tells it, after each commit, of the runs that commit changed so
-// (runs.Options.RunChanged); Close answers every waiting read at once, as the server does when it
-// shuts down.
+// RunWatch wakes waiting run reads when a run's status changes or attention stands on it: it
+// follows the event feed (core/events), where the engine publishes, after each commit, a run's
+// new status (events.RunStatus) and the rows that start waiting for a person
+// (events.ApprovalWaiting, events.AskWaiting), this instance's and, through the relay, the other
+// instances'. When the feed says events may have been missed, every waiting read re-reads.
+// Close answers every waiting read at once, as the server does when it shuts down.
 type RunWatch struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 	closed  chan struct{}
 	once    sync.Once
+	sub     *events.Subscription
 }
 
-// NewRunWatch is an empty watch.
-func NewRunWatch() *RunWatch {
-	return &RunWatch{waiters: map[string]map[chan struct{}]struct{}{}, closed: make(chan struct{})}
+// NewRunWatch is a watch following bus; with a nil bus it hears nothing, and its reads answer
+// when their wait passes.
+func NewRunWatch(bus *events.Bus) *RunWatch {
+	w := &RunWatch{waiters: map[string]map[chan struct{}]struct{}{}, closed: make(chan struct{})}
+	if bus != nil {
+		w.sub, _, _ = bus.SubscribeMembers(events.MemberFilter{}, false, 0)
+		go w.follow()
+	}
+	return w
+}
+
+// follow wakes the waiters of each run an event concerns, and every waiter after a loss.
+func (w *RunWatch) follow() {
+	for {
+		select {
+		case <-w.sub.Wake():
+		case <-w.sub.Done():
+			return
+		}
+		evs, lost := w.sub.Take()
+		if lost {
+			w.wakeAll()
+			continue
+		}
+		for _, ev := range evs {
+			switch ev := ev.(type) {
+			case events.RunStatus:
+				w.RunChanged(ev.Run)
+			case events.ApprovalWaiting:
+				w.RunChanged(ev.Run)
+			case events.AskWaiting:
+				w.RunChanged(ev.Run)
+			}
+		}
+	}
 }
 
 // RunChanged wakes the reads waiting on the run; it never blocks.
@@ -41,10 +74,24 @@ func (w *RunWatch) RunChanged(runPublicID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for ch := range w.waiters[runPublicID] {
-		select {
-		case ch <- struct{}{}:
-		default:
+		wake(ch)
+	}
+}
+
+func (w *RunWatch) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, set := range w.waiters {
+		for ch := range set {
+			wake(ch)
 		}
+	}
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -55,8 +102,16 @@ func (w *RunWatch) Waiting(runPublicID string) int {
 	return len(w.waiters[runPublicID])
 }
 
-// Close answers every waiting read, and every later one, without waiting.
-func (w *RunWatch) Close() { w.once.Do(func() { close(w.closed) }) }
+// Close answers every waiting read, and every later one, without waiting, and stops following
+// the feed.
+func (w *RunWatch) Close() {
+	w.once.Do(func() {
+		close(w.closed)
+		if w.sub != nil {
+			w.sub.Close()
+		}
+	})
+}
 
 // watch registers a waiter on the run until stop is called.
 func (w *RunWatch) watch(runPublicID string) (ch chan struct{}, stop func()) {
@@ -83,9 +138,9 @@ func (w *RunWatch) watch(runPublicID string) (ch chan struct{}, stop func()) {
 // running with no attention it holds the answer until the status changes, attention stands or
 // wait has passed, then answers the run as it is. Any other run, and a wait of zero, answer at
 // once. The waiter is registered before the first look, so that a change committed between a
-// look and the wait is not missed. A look reads the run's standing only (store.RunStanding), as
-// does each re-read while nothing was heard; a word from the engine reads the whole run, which
-// answers it or waits again.
+// look and the wait is not missed. The first look reads the run's standing only
+// (store.RunStanding); a word from the feed reads the whole run, which answers it or waits
+// again. Nothing re-reads on a timer.
 func (d *Doors) ReadRunWaiting(ctx context.Context, a *runs.Actor, runID string, wait time.Duration) (*RunDoc, error) {
 	if wait <= 0 || d.watch == nil {
 		return d.ReadRun(ctx, a, runID)
@@ -94,48 +149,36 @@ func (d *Doors) ReadRunWaiting(ctx context.Context, a *runs.Actor, runID string,
 	defer stop()
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
-	recheck := time.NewTicker(RunWaitRecheck)
-	defer recheck.Stop()
-	heard := waitRecheck // what ended the last wait; the first look is a re-read
-	for {
-		if heard == waitRecheck && store.IsPublicID(runID) {
-			// Attention on a running run is a row held for a person (runs.AttentionOf).
-			status, held, err := store.RunStanding(ctx, d.e.Reader(), a.WorkspaceID, runID)
-			if err == nil && status == runs.RunRunning && !held {
-				if heard, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
-					return nil, err
-				}
-				continue
+	over := false
+	if store.IsPublicID(runID) {
+		// Attention on a running run is a row held for a person (runs.AttentionOf).
+		status, held, err := store.RunStanding(ctx, d.e.Reader(), a.WorkspaceID, runID)
+		if err == nil && status == runs.RunRunning && !held {
+			if over, err = d.await(ctx, changed, timeout.C); err != nil {
+				return nil, err
 			}
 		}
+	}
+	for {
 		doc, err := d.ReadRun(ctx, a, runID)
-		if err != nil || heard == waitOver || doc.Status != runs.RunRunning || len(doc.Attention) > 0 {
+		if err != nil || over || doc.Status != runs.RunRunning || len(doc.Attention) > 0 {
 			return doc, err
 		}
-		if heard, err = d.await(ctx, changed, recheck.C, timeout.C); err != nil {
+		if over, err = d.await(ctx, changed, timeout.C); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// What ended a wait of a waiting read.
-const (
-	waitWord    = iota // the engine's word on the run
-	waitRecheck        // the next re-read
-	waitOver           // the wait passed or the watch closed: the read answers the run as it is
-)
-
-// await waits for a word on the run, the next re-read or the end of the wait.
-func (d *Doors) await(ctx context.Context, changed <-chan struct{}, recheck, timeout <-chan time.Time) (int, error) {
+// await waits for a word on the run (false) or the end of the wait (true).
+func (d *Doors) await(ctx context.Context, changed <-chan struct{}, timeout <-chan time.Time) (bool, error) {
 	select {
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return false, ctx.Err()
 	case <-changed:
-		return waitWord, nil
-	case <-recheck:
-		return waitRecheck, nil
+		return false, nil
 	case <-timeout:
 	case <-d.watch.closed:
 	}
-	return waitOver, nil
+	return true, nil
 }

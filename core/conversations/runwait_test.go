@@ -5,7 +5,7 @@ import "testing"
 // TestRunWatch: a change wakes the run's waiters only, never blocks on a waiter that has not
 // taken the last word, and a waiter that stopped is gone; Close is for every waiter at once.
 func TestRunWatch(t *testing.T) {
-	w := NewRunWatch()
+	w := NewRunWatch(nil)
 	a, stopA := w.watch("a")
 	b, stopB := w.watch("b")
 	if w.Waiting("a") != 1 || w.Waiting("b") != 1 {

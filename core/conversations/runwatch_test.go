@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/conversations"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -33,19 +34,19 @@ func waitingRead(t *testing.T, h *harness, doors *conversations.Doors, w *conver
 	return got
 }
 
-// TestRunChangedWakesWaitingRead: the engine reports a run's status change after the commit that
-// made it, a read waiting on the run answers the changed run, and a stop is a change too.
+// TestRunChangedWakesWaitingRead: the engine publishes a run's status after the commit that made
+// it, a read waiting on the run answers the changed run, and a stop is a change too.
 func TestRunChangedWakesWaitingRead(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		h := newHarness(t, s, harnessOptions{})
 		id := h.Create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}],"approval_mode":"bypass"}`).Run.PublicID
-		if slices.Contains(h.Changes(), id) {
-			t.Fatalf("a run created running reported a change: %v", h.Changes())
+		if c := h.Changes(); !slices.Equal(c, []string{id + " running"}) {
+			t.Fatalf("changes %v, want the run born running", c)
 		}
 		got := waitingRead(t, h, h.Conv, h.Watch, id)
 		h.Drain()
-		if c := h.Changes(); !slices.Equal(c, []string{id}) {
+		if c := h.Changes(); !slices.Equal(c, []string{id + " running", id + " completed"}) {
 			t.Fatalf("changes %v, want the run's completion", c)
 		}
 		a := <-got
@@ -59,27 +60,38 @@ func TestRunChangedWakesWaitingRead(t *testing.T) {
 		if _, err := h.Conv.StopRun(h.Ctx, h.Actor, busy, true); err != nil {
 			t.Fatal(err)
 		}
-		if c := h.Changes(); !slices.Equal(c, []string{id, busy}) {
+		if c := h.Changes(); !slices.Equal(c[2:], []string{busy + " running", busy + " canceled"}) {
 			t.Fatalf("changes %v, want the stop reported", c)
 		}
 		// A call held for approval leaves the run running, and is a change a waiting read answers.
 		held := h.Create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\ncall memory_ls {}\nround 2\nsay x",` + memoryTools + `}}],"approval_mode":"ask"}`).Run.PublicID
 		got = waitingRead(t, h, h.Conv, h.Watch, held)
 		h.Drain()
-		if c := h.Changes(); !slices.Equal(c, []string{id, busy, held}) {
-			t.Fatalf("changes %v, want the hold reported", c)
+		if c := h.Changes(); !slices.Equal(c[4:], []string{held + " running"}) {
+			t.Fatalf("changes %v, want the held run still running", c)
 		}
 		if a := <-got; a.err != nil || a.doc.Status != "running" || len(a.doc.Attention) != 1 || a.doc.Attention[0].Reason != "approval_required" {
 			t.Fatalf("waiting read of a held run = %+v, %v; want it with its attention", a.doc, a.err)
 		}
-		// A watch the engine does not tell, as another instance's, sees the change at a re-read.
-		deafWatch := conversations.NewRunWatch()
-		deaf := conversations.NewDoors(h.E, deafWatch)
+		// A watch on another instance's feed hears the change through the relay.
+		afar := events.New()
+		relayed := events.NewRelay(afar, func(string) {})
+		events.NewRelay(h.Events, relayed.Notified)
+		farWatch := conversations.NewRunWatch(afar)
+		defer farWatch.Close()
+		far := conversations.NewDoors(h.E, farWatch)
 		other := h.Create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}],"approval_mode":"bypass"}`).Run.PublicID
-		fromAfar := waitingRead(t, h, deaf, deafWatch, other)
+		fromAfar := waitingRead(t, h, far, farWatch, other)
 		h.Drain()
 		if a := <-fromAfar; a.err != nil || a.doc.Status != "completed" {
-			t.Fatalf("read on a watch the engine does not tell = %+v, %v; want completed at a re-read", a.doc, a.err)
+			t.Fatalf("read on another instance's watch = %+v, %v; want completed", a.doc, a.err)
+		}
+		// A watch that hears nothing answers when its wait passes, with the run as it is.
+		deafWatch := conversations.NewRunWatch(nil)
+		deaf := conversations.NewDoors(h.E, deafWatch)
+		quiet := h.Create(`{"steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}],"approval_mode":"bypass"}`).Run.PublicID
+		if d, err := deaf.ReadRunWaiting(h.Ctx, h.Actor, quiet, 50*time.Millisecond); err != nil || d.Status != "running" {
+			t.Fatalf("read on a deaf watch = %+v, %v; want running once the wait passed", d, err)
 		}
 		// A read of a run that is not running answers at once, whatever its wait.
 		start := time.Now()

@@ -92,6 +92,7 @@ func postTurn(ctx context.Context, x *runs.Tx, c *store.Conversation, in *TurnPo
 	if err := store.InsertTurn(ctx, tx, t); err != nil {
 		return nil, err
 	}
+	x.NoteTurn(r, t)
 	if err := uploads.BindAttachments(ctx, tx, uploads.Target{Kind: uploads.TargetTurnInput, ID: t.ID, WorkspaceID: c.WorkspaceID},
 		in.Attachments, time.UnixMilli(now)); err != nil {
 		return nil, err
@@ -110,6 +111,7 @@ func startTurn(ctx context.Context, x *runs.Tx, t *store.Turn, r *store.Run, now
 	if err := store.SetTurn(ctx, x.Tx, t); err != nil {
 		return err
 	}
+	x.NoteTurn(r, t)
 	return x.StartRun(ctx, r, now)
 }
 
@@ -191,6 +193,7 @@ func turnEnded(ctx context.Context, x *runs.Tx, run *store.Run, t *store.Turn, n
 	if err := store.SetTurn(ctx, x.Tx, t); err != nil {
 		return err
 	}
+	x.NoteTurn(run, t)
 	if err := noteReply(ctx, x, t); err != nil {
 		return err
 	}

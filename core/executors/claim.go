@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/runs"
@@ -230,6 +231,7 @@ func (s *Service) claim(ctx context.Context, ex *identity.Executor, runID, key, 
 		return nil, errNoTask(key)
 	}
 	var ans *ClaimAnswer
+	var claimed events.TaskClaimed
 	var expiredRun, expiredTask int64
 	var changed *definitionChange
 	err := s.store.Write(ctx, func(tx *store.Tx) error {
@@ -291,8 +293,13 @@ func (s *Service) claim(ctx context.Context, ex *identity.Executor, runID, key, 
 		t.ClaimGeneration, t.ClaimTokenHash, t.ClaimedBy, t.ClaimedAt, t.DeadlineAt = c.Generation, c.TokenHash, &claimedBy, &now, &c.DeadlineAt
 		ans = &ClaimAnswer{Task: rowOf(t, run.PublicID, run.WorkspacePublicID, run.ConversationPublicID),
 			Claim: ClaimDoc{ClaimToken: c.Token, Generation: c.Generation, DeadlineAt: store.FormatMillis(c.DeadlineAt)}}
+		claimed = events.TaskClaimed{Scope: events.Scope{Workspace: run.WorkspacePublicID, Run: run.PublicID, Conversation: deref(run.ConversationPublicID)},
+			Row: events.Row{TaskKey: t.Key, TaskKind: t.Kind, ToolName: deref(t.ToolName)}, Executor: ex.PublicID, Generation: c.Generation}
 		return nil
 	})
+	if err == nil {
+		s.engine.Announce(claimed)
+	}
 	if errors.Is(err, errDefinitionChanged) {
 		if err := s.failChanged(ctx, changed, ex.PublicID); err != nil {
 			return nil, err

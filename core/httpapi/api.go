@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/conversations"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/identity"
 	"github.com/nexuskernel/nexus/core/memory"
@@ -53,8 +54,13 @@ type Deps struct {
 	Now func() time.Time
 	// Runs is the run engine; nil serves no run routes.
 	Runs *runs.Engine
-	// RunWatch wakes waiting run reads (the engine's RunChanged); nil answers them at once.
+	// RunWatch wakes waiting run reads; nil answers them at once.
 	RunWatch *conversations.RunWatch
+	// Events is the event feed the members' event streams follow; nil leaves the route
+	// unserved.
+	Events *events.Bus
+	// EventKeepAlive replaces MemberStreamKeepAlive (tests use a short one).
+	EventKeepAlive time.Duration
 	// Models is the models catalog; nil serves no models route.
 	Models *model.Catalog
 	// Profiles serves the profile configuration and tool assembly routes; nil serves neither.
@@ -80,6 +86,8 @@ type API struct {
 	conversations *conversations.Doors
 	// patterns lists every registered route, for the tests that walk them all.
 	patterns []string
+	// streams counts the members' open event streams.
+	streams *memberStreams
 }
 
 // New builds the API.
@@ -105,7 +113,7 @@ func New(d Deps) (*API, error) {
 	if d.Auth == nil || d.Directory == nil {
 		return nil, errors.New("httpapi: Deps.Auth and Deps.Directory are required")
 	}
-	a := &API{deps: d, mux: http.NewServeMux()}
+	a := &API{deps: d, mux: http.NewServeMux(), streams: newMemberStreams()}
 	cat, err := newCatalog(d.CatalogBody)
 	if err != nil {
 		return nil, err
@@ -129,6 +137,7 @@ func (a *API) routes() {
 	a.profileRoutes()
 	a.uploadRoutes()
 	a.eventRoutes()
+	a.memberEventRoutes()
 	a.conversationRoutes()
 	a.runRoutes()
 	a.modelsRoutes()

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/nexuskernel/nexus/core/approval"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -67,11 +68,11 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 	now := e.nowMS()
 	if run.Status == RunRunning {
 		for changed := true; changed; {
-			observed, err := e.observe(ctx, tx, run, tasks, byKey, now)
+			observed, err := e.observe(ctx, tx, fx, run, tasks, byKey, now)
 			if err != nil {
 				return nil, err
 			}
-			replied, err := e.observeRequests(ctx, tx, run, tasks, byKey, now)
+			replied, err := e.observeRequests(ctx, tx, fx, run, tasks, byKey, now)
 			if err != nil {
 				return nil, err
 			}
@@ -106,7 +107,7 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 					if skipBy.ErrorKey != nil {
 						detail = fmt.Sprintf("%s failed (%s)", skipBy.Key, *skipBy.ErrorKey)
 					}
-					if err := e.settleRow(ctx, tx, t, failAs(StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now)); err != nil {
+					if err := e.settleRow(ctx, tx, fx, run, t, failAs(StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now)); err != nil {
 						return nil, err
 					}
 					changed = true
@@ -137,8 +138,6 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 		if err := e.runChanged(ctx, tx, fx, run, now); err != nil {
 			return nil, err
 		}
-	} else if e.changed != nil && len(AttentionOf(run, tasks, byKey)) > 0 {
-		fx.changed = append(fx.changed, run.PublicID) // a waiting read answers attention too
 	}
 	return tasks, nil
 }
@@ -146,9 +145,12 @@ func (e *Engine) advanceTrace(ctx context.Context, tx *store.Tx, fx *effects, ru
 // settleRow settles row t, under the run's lock, with an error status (skipped, failed, canceled,
 // timed out) by f (its ID is t's), and keeps the in-memory trace current: t is the row's trace as
 // the statement left it.
-func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, t *store.TaskTrace, f store.Fail) error {
+func (e *Engine) settleRow(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, f store.Fail) error {
 	f.ID = t.ID
-	_, err := f.Exec(ctx, tx, t)
+	ok, err := f.Exec(ctx, tx, t)
+	if ok {
+		fx.settled(run, t)
+	}
 	return err
 }
 
@@ -204,13 +206,14 @@ func (e *Engine) ready(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		case Denied:
 			f := failAs(StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: d.Detail}, now)
 			f.ReadyAt, f.Approval = &now, approvalOf(d.Origin, nil, now)
-			return e.settleRow(ctx, tx, t, f)
+			return e.settleRow(ctx, tx, fx, run, t, f)
 		case Held:
 			hold := store.Hold{ID: t.ID, Status: StatusNeedsApproval, ReadyAt: now, Deadline: now + ApprovalHold.Milliseconds()}
 			if err := hold.Exec(ctx, tx); err != nil {
 				return err
 			}
 			t.Status = StatusNeedsApproval
+			fx.note(events.ApprovalWaiting{Scope: scopeOf(run), Row: rowOf(t)})
 			return nil
 		}
 		return e.dispatch(ctx, tx, fx, run, t, now, &now, approvalOf(d.Origin, nil, now))
@@ -250,7 +253,7 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 	if !parked {
 		f := failAs(StatusFailed, RevokedError(*t.AddressedExecutorPublicID), now)
 		f.ReadyAt, f.Approval = readyAt, approval
-		return e.settleRow(ctx, tx, t, f)
+		return e.settleRow(ctx, tx, fx, run, t, f)
 	}
 	t.Status = status
 	if status == StatusRunning {
@@ -261,7 +264,7 @@ func (e *Engine) dispatch(ctx context.Context, tx *store.Tx, fx *effects, run *s
 	if err != nil {
 		return err
 	}
-	fx.available = append(fx.available, signalRow{run: run.PublicID, key: t.Key, tool: deref(t.ToolName), executors: ids})
+	fx.parked(run, t, ids)
 	return nil
 }
 
@@ -393,9 +396,7 @@ func (e *Engine) setRunStatus(ctx context.Context, tx *store.Tx, run *store.Run,
 
 // runChanged follows a run's status change onto its turn and queue, and owes its readers a word.
 func (e *Engine) runChanged(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, now int64) error {
-	if e.changed != nil {
-		fx.changed = append(fx.changed, run.PublicID)
-	}
+	fx.note(events.RunStatus{Scope: scopeOf(run), Status: run.Status})
 	if run.ConversationID == nil {
 		return nil
 	}

@@ -30,7 +30,7 @@ func (x *Tx) ParseSteps(ctx context.Context, a *Actor, r *store.Run, list []step
 // settled), the last becomes the deliverable at the next revision, and readiness runs. It answers
 // the keys written; r carries the new revision.
 func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.TaskTrace, s *Steps, existing map[string]bool) ([]string, error) {
-	e, tx := x.e, x.Tx
+	e, tx, fx := x.e, x.Tx, x.fx
 	if err := steps.DuplicateKey(s.acc.checked, existing, ""); err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.TaskTr
 		return nil, err
 	}
 	now := e.nowMS()
-	skipped, err := e.skipHeld(ctx, tx, r, trace, now)
+	skipped, err := e.skipHeld(ctx, tx, fx, r, trace, now)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (x *Tx) AppendSteps(ctx context.Context, r *store.Run, trace []store.TaskTr
 
 // skipHeld settles every row held behind a failed halt row skipped (predecessor_failed): it
 // could never run, and the append is the repair.
-func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace []store.TaskTrace, now int64) (map[string]bool, error) {
+func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, fx *effects, r *store.Run, trace []store.TaskTrace, now int64) (map[string]bool, error) {
 	byKey := map[string]*store.TaskTrace{}
 	for i := range trace {
 		byKey[trace[i].Key] = &trace[i]
@@ -112,7 +112,7 @@ func (e *Engine) skipHeld(ctx context.Context, tx *store.Tx, r *store.Run, trace
 		if p.ErrorKey != nil {
 			detail = fmt.Sprintf("%s failed (%s)", p.Key, *p.ErrorKey)
 		}
-		if err := e.settleRow(ctx, tx, t, failAs(StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now)); err != nil {
+		if err := e.settleRow(ctx, tx, fx, r, t, failAs(StatusSkipped, TaskError{Key: KeyPredecessorFailed, Detail: detail}, now)); err != nil {
 			return nil, err
 		}
 		skipped[t.Key] = true

@@ -163,7 +163,7 @@ func (e *Engine) cancelRow(ctx context.Context, tx *store.Tx, fx *effects, run *
 		// A branch cancel resolves the failure it leaves (failure_resolution canceled).
 		f.Resolution = new(StatusCanceled)
 	}
-	return e.settleRow(ctx, tx, t, f)
+	return e.settleRow(ctx, tx, fx, run, t, f)
 }
 
 // canceledDetail is the detail a canceled row carries: a wait call (or its await) says that the

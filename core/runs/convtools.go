@@ -26,7 +26,7 @@ const (
 // delivered as a detached result (docs/agent-tools.md#delegation-and-conversations), unless the
 // call's waited await took the reply first, in which case it is recorded as delivered with the
 // await and never mailed (the reply comes back once). It reports whether it settled any.
-func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) (bool, error) {
+func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) (bool, error) {
 	settled := false
 	for i := range tasks {
 		t := &tasks[i]
@@ -47,8 +47,12 @@ func (e *Engine) observeRequests(ctx context.Context, tx *store.Tx, run *store.R
 		if a := byKey[ChildKey(*t.ParentKey, RoleSpawn, 1)]; a != nil && a.Status == StatusCompleted {
 			settle.DeliveredWith = a.Key
 		}
-		if _, err := settle.Exec(ctx, tx, t); err != nil {
+		ok, err := settle.Exec(ctx, tx, t)
+		if err != nil {
 			return false, err
+		}
+		if ok {
+			fx.settled(run, t)
 		}
 		settled = true
 	}

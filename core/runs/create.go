@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
@@ -28,6 +29,7 @@ func (x *Tx) CreateRun(ctx context.Context, a *Actor, in *steps.Run) (*CreatedRu
 	if err != nil {
 		return nil, err
 	}
+	x.fx.note(events.RunStatus{Scope: scopeOf(r), Status: r.Status})
 	// The rows just written are the run's every row: readiness and the door's run document work
 	// on them as written rather than reading them back.
 	trace := store.TracesOf(rows)
@@ -231,5 +233,6 @@ func (e *Engine) startRun(ctx context.Context, tx *store.Tx, fx *effects, r *sto
 	}
 	r.Status = RunRunning
 	r.StartedAt = &now
+	fx.note(events.RunStatus{Scope: scopeOf(r), Status: r.Status})
 	return e.advance(ctx, tx, fx, r)
 }

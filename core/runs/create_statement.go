@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/steps"
 	"github.com/nexuskernel/nexus/core/store"
@@ -90,8 +91,13 @@ func (e *Engine) CreateInStatement(ctx context.Context, a *Actor, in *steps.Run)
 		}
 		return nil, err
 	}
+	// The statement gave the run its workspace and the served rows their address: the member
+	// events name them once it has run.
+	fx.note(events.RunStatus{Scope: scopeOf(r), Status: r.Status})
+	for _, s := range fx.available {
+		fx.note(events.TaskParked{Scope: scopeOf(r), Row: events.Row{TaskKey: s.key, TaskKind: KindTool, ToolName: s.tool}})
+	}
 	e.afterCommit(ctx, fx)
-	// The statement gave the run its workspace and the served rows their address.
 	return &CreatedRun{Run: r, Keys: keys, Trace: store.TracesOf(rows)}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/projection"
 	"github.com/nexuskernel/nexus/core/store"
@@ -161,10 +162,12 @@ func (e *Engine) failModel(ctx context.Context, c *store.Claimed, te TaskError, 
 			}
 		}
 		fail := store.Fail{ID: c.ID, Status: StatusFailed, Error: store.Failure(te), At: e.nowMS(), From: StatusRunning, Claim: fenceOf(c)}
-		ok, err := fail.Exec(ctx, tx, nil)
+		var row store.TaskTrace
+		ok, err := fail.Exec(ctx, tx, &row)
 		if err != nil || !ok {
 			return err
 		}
+		fx.settled(run, &row)
 		return e.advance(ctx, tx, fx, run)
 	})
 }
@@ -244,6 +247,12 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 		if !ok {
 			return errLostClaim
 		}
+		calls := 0
+		if expand {
+			calls = len(resp.ToolCalls)
+		}
+		fx.note(events.RoundSealed{Scope: scopeOf(run), TaskKey: t.Key, Round: t.RoundNumber, Finish: string(finish), ToolCalls: calls})
+		fx.settledAs(run, &t.TaskTrace, settle.Status, settle.Error)
 		if expand {
 			if err = e.repoint(ctx, tx, tasks, t.Key, cont, settle.Calls); err != nil {
 				return err

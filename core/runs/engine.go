@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/nexuskernel/nexus/core/declare"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
@@ -85,8 +86,9 @@ type Options struct {
 	// could not follow a conversation-hosted run another instance or a door created.
 	Conversations Conversations
 	Signal        ExecutorSignal
-	// RunChanged hears after each commit of the runs whose status it changed or that need a person.
-	RunChanged    func(runPublicID string)
+	// Events is the event feed the engine publishes its member events and its executors' wake-ups
+	// to after each commit (feed.go); nil publishes none.
+	Events        *events.Bus
 	Announcements Announcements
 	Overrides     MemoryOverrides
 	// Uploads checks, binds and reads input attachments; nil refuses every attachment
@@ -121,7 +123,7 @@ type Engine struct {
 	texts    ToolTexts
 	conv     Conversations
 	signal   ExecutorSignal
-	changed  func(runPublicID string)
+	bus      *events.Bus
 	ann      Announcements
 	over     MemoryOverrides
 	mem      *memory.Resolver
@@ -206,7 +208,7 @@ func New(o Options) (*Engine, error) {
 	}
 	return &Engine{
 		store: o.Store, models: o.Models, registry: o.Registry, compiler: o.Compiler, kernel: o.Kernel, texts: o.Texts, conv: o.Conversations,
-		signal: o.Signal, changed: o.RunChanged, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
+		signal: o.Signal, bus: o.Events, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, inst: inst,
 	}, nil
@@ -224,8 +226,8 @@ type effects struct {
 	available []signalRow
 	canceled  []signalRow
 	abandon   []int64
-	// changed are the public ids of runs whose status this transaction changed.
-	changed []string
+	// events are the member events this transaction made true, in order (feed.go).
+	events []events.MemberEvent
 	// observe lists runs whose reply rows observe a turn this transaction ended; each is
 	// advanced in its own transaction after the commit (docs/development.md#how-the-kernel-runs-work).
 	observe []int64
@@ -329,8 +331,10 @@ func (e *Engine) deliver(fx *effects) {
 			e.signal.WorkCanceled(s.run, s.key, s.executors, s.reason)
 		}
 	}
-	for _, id := range fx.changed {
-		e.changed(id)
+	if e.bus != nil {
+		for _, ev := range fx.events {
+			e.bus.Publish(ev)
+		}
 	}
 	if len(fx.abandon) > 0 {
 		e.mu.Lock()

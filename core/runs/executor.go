@@ -39,7 +39,7 @@ func (x *Tx) Fail(ctx context.Context, run *store.Run, t *store.Task, te TaskErr
 		return nil
 	}
 	x.fx.abandon = append(x.fx.abandon, t.ID)
-	if err := x.e.settleRow(ctx, x.Tx, &t.TaskTrace, failAs(StatusFailed, te, x.e.nowMS())); err != nil {
+	if err := x.e.settleRow(ctx, x.Tx, x.fx, run, &t.TaskTrace, failAs(StatusFailed, te, x.e.nowMS())); err != nil {
 		return err
 	}
 	return x.e.advance(ctx, x.Tx, x.fx, run)
@@ -88,6 +88,7 @@ func (x *Tx) Settle(ctx context.Context, run *store.Run, t *store.Task, s ToolSe
 		return errClaimFence
 	}
 	t.Status = s.Status
+	x.fx.settledAs(run, &t.TaskTrace, s.Status, (*store.Failure)(s.Error))
 	_, err = x.e.advanceTrace(ctx, x.Tx, x.fx, run, trace, nil)
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -76,6 +77,9 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		if err := store.InsertTask(ctx, tx, r); err != nil {
 			return err
 		}
+		if r.Status == StatusAwaitingInput {
+			fx.note(events.AskWaiting{Scope: scopeOf(run), TaskKey: r.Key})
+		}
 	}
 	if await == "" {
 		if out.Result == nil {
@@ -135,7 +139,7 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 // work (docs/agent-tools.md#delegation-and-conversations), keeping the in-memory trace current. It
 // reports whether it settled any, since a settled call can make its dependents ready and its own
 // waiting caller final.
-func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) (bool, error) {
+func (e *Engine) observe(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, tasks []store.TaskTrace, byKey map[string]*store.TaskTrace, now int64) (bool, error) {
 	settled := false
 	for i := range tasks {
 		call := &tasks[i]
@@ -156,7 +160,7 @@ func (e *Engine) observe(ctx context.Context, tx *store.Tx, run *store.Run, task
 		if s == nil {
 			continue
 		}
-		if err := e.settleObserved(ctx, tx, call, s, now); err != nil {
+		if err := e.settleObserved(ctx, tx, fx, run, call, s, now); err != nil {
 			return false, err
 		}
 		settled = true
@@ -212,7 +216,7 @@ func mirror(child *store.Task) *settlement {
 
 // settleObserved writes an observing call's settlement, which keeps its in-memory trace current;
 // the call stops awaiting.
-func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, call *store.TaskTrace, s *settlement, now int64) error {
+func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, call *store.TaskTrace, s *settlement, now int64) error {
 	settle := store.Settle{ID: call.ID, Status: s.status, Result: store.Result{IsError: s.isError, Output: s.output,
 		Content: s.content, StructuredContent: s.structuredContent, Title: s.title}, Error: (*store.Failure)(s.err),
 		At: now, From: StatusRunning}
@@ -223,6 +227,7 @@ func (e *Engine) settleObserved(ctx context.Context, tx *store.Tx, call *store.T
 	if !ok {
 		return fmt.Errorf("runs: %s was no longer running when its child settled", call.Key)
 	}
+	fx.settled(run, call)
 	return nil
 }
 

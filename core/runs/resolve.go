@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nexuskernel/nexus/core/envelope"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/uploads"
 )
@@ -31,7 +32,7 @@ func AskAwaitOf(ctx context.Context, q store.Querier, runID int64, t *store.Task
 
 // AnswerAsk settles the live ask await of r with by's answer, as answerAsk does, and advances r.
 func (x *Tx) AnswerAsk(ctx context.Context, r *store.Run, await *store.Task, res *envelope.Result, by Member) error {
-	if err := x.e.answerAsk(ctx, x.Tx, r, await, res, by, x.NowMS()); err != nil {
+	if err := x.e.answerAsk(ctx, x.Tx, x.fx, r, await, res, by, x.NowMS()); err != nil {
 		return err
 	}
 	return x.e.advance(ctx, x.Tx, x.fx, r)
@@ -40,7 +41,7 @@ func (x *Tx) AnswerAsk(ctx context.Context, r *store.Run, await *store.Task, res
 // answerAsk settles a live ask await with a member's answer: completed with the result as
 // stored (its text projection is what <answer> carries), or failed await_failed when the
 // member declines (outcome failed); the uploads it links are bound to it.
-func (e *Engine) answerAsk(ctx context.Context, tx *store.Tx, run *store.Run, await *store.Task, res *envelope.Result, by Member, now int64) error {
+func (e *Engine) answerAsk(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, await *store.Task, res *envelope.Result, by Member, now int64) error {
 	media := map[string]bool{}
 	if len(res.Uploads) > 0 {
 		if e.uploads == nil {
@@ -77,5 +78,7 @@ func (e *Engine) answerAsk(ctx context.Context, tx *store.Tx, run *store.Run, aw
 	if !ok {
 		return errors.New("runs: the ask left awaiting_input under the run's lock")
 	}
+	fx.note(events.AskAnswered{Scope: scopeOf(run), TaskKey: await.Key, By: by.PublicID})
+	fx.settledAs(run, &await.TaskTrace, settle.Status, settle.Error)
 	return nil
 }

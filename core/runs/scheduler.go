@@ -281,6 +281,15 @@ func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, ru
 	if !ok {
 		return errLostClaim
 	}
+	row := &store.TaskTrace{Key: c.Key, Kind: c.Kind}
+	if c.Task != nil {
+		row = &c.Task.TaskTrace
+	}
+	if out.Failure != nil {
+		fx.settledAs(run, row, StatusFailed, (*store.Failure)(out.Failure))
+	} else {
+		fx.settledAs(run, row, StatusCompleted, nil)
+	}
 	return e.advance(ctx, tx, fx, run)
 }
 
@@ -459,7 +468,7 @@ func (e *Engine) releaseToExecutors(ctx context.Context, tx *store.Tx, fx *effec
 	if err != nil {
 		return err
 	}
-	fx.available = append(fx.available, signalRow{run: run.PublicID, key: t.Key, tool: deref(t.ToolName), executors: ids})
+	fx.parked(run, &t.TaskTrace, ids)
 	return nil
 }
 
@@ -491,7 +500,7 @@ func (e *Engine) expireClaim(ctx context.Context, tx *store.Tx, fx *effects, run
 		return err
 	}
 	fx.abandon = append(fx.abandon, t.ID)
-	if err := e.settleRow(ctx, tx, &t.TaskTrace, failAs(x.Status, x.Error, now)); err != nil {
+	if err := e.settleRow(ctx, tx, fx, run, &t.TaskTrace, failAs(x.Status, x.Error, now)); err != nil {
 		return err
 	}
 	return e.advance(ctx, tx, fx, run)

@@ -36,7 +36,7 @@ func (e *Engine) stopRunTx(ctx context.Context, tx *store.Tx, fx *effects, r *st
 		if err != nil {
 			return err
 		}
-		if err := e.settleRow(ctx, tx, t, failAs(StatusCanceled, TaskError{Key: KeyRunCanceled, Detail: detail}, now)); err != nil {
+		if err := e.settleRow(ctx, tx, fx, r, t, failAs(StatusCanceled, TaskError{Key: KeyRunCanceled, Detail: detail}, now)); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/envelope"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -122,6 +123,7 @@ func (x *Tx) InsertTurnRun(ctx context.Context, c *store.Conversation, in *TurnR
 	if err := store.InsertRun(ctx, tx, r); err != nil {
 		return nil, err
 	}
+	x.fx.note(events.RunStatus{Scope: scopeOf(r), Status: r.Status})
 	origin := OriginKernel
 	if in.AuthorKind != OriginKernel {
 		origin = OriginAuthor
@@ -231,10 +233,15 @@ func (x *Tx) Decide(ctx context.Context, r *store.Run, t *store.Task, a *Actor, 
 	by := a.member()
 	// The decision's record is written by the statement that settles or parks the row.
 	record := approvalOf(origin, &by, now)
+	decision := "approved"
+	if deny {
+		decision = "denied"
+	}
+	fx.note(events.ApprovalDecided{Scope: scopeOf(r), Row: rowOf(&t.TaskTrace), Decision: decision, By: by.PublicID})
 	if deny {
 		f := failAs(StatusFailed, TaskError{Key: KeyApprovalDenied, Detail: envelope.CutUTF8(reason, MaxReasonBytes)}, now)
 		f.Approval = record
-		if err := e.settleRow(ctx, tx, &t.TaskTrace, f); err != nil {
+		if err := e.settleRow(ctx, tx, fx, r, &t.TaskTrace, f); err != nil {
 			return false, err
 		}
 	} else if err := e.dispatch(ctx, tx, fx, r, &t.TaskTrace, now, nil, record); err != nil {

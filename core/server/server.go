@@ -105,6 +105,9 @@ type Options struct {
 	TokenTerminal func() bool
 	// PluginTimings shortens the plugin supervisor's clocks (tests); zero fields take the defaults.
 	PluginTimings plugins.Timings
+	// EventKeepAlive replaces the member event streams' keep-alive interval (tests); zero takes
+	// httpapi.MemberStreamKeepAlive.
+	EventKeepAlive time.Duration
 	// PluginPlane, when set, wraps the executor plane the plugin host drives, so that a
 	// benchmark can time the host's calls through it (B19 times its claims); nil leaves the
 	// plane as it is.
@@ -246,13 +249,30 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	// executor wake-ups before any stream opens, and publishes every executor event to the event
 	// feed, where the plugins' claim loops hear it (core/events).
 	srv.events = events.New()
+	if st.Dialect() == store.Postgres {
+		// Member events cross to the other instances on the store's notification channel, after
+		// the commit that made them true, and theirs arrive here (docs/api.md#events).
+		channel := st.Channel(events.RelayChannel)
+		relay := events.NewRelay(srv.events, func(payload string) {
+			st.NotifyLater(channel, payload, func(err error) { log.Warn("relaying an event to the other instances failed", "error", err) })
+		})
+		relay.Failed = func(err error) { log.Warn("an event from another instance was not read", "error", err) }
+		stopRelay, err := st.Subscribe(ctx, channel, relay)
+		if err != nil {
+			stopListening()
+			return nil, err
+		}
+		stopAuth := stopListening
+		stopListening = func() { stopRelay(); stopAuth() }
+		srv.stopListening = stopListening
+	}
 	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push"), Events: srv.events})
-	// The run watch hears of every run status change this instance commits, for waiting reads.
-	watch := conversations.NewRunWatch()
+	// The run watch follows the event feed for waiting reads.
+	watch := conversations.NewRunWatch(srv.events)
 	srv.runWatch = watch
 	engine, err := runs.New(runs.Options{Store: st, Conversations: conversations.Hosted{}, Models: models, Registry: reg, Compiler: compiler,
 		Profiles: profileService, Uploads: up, Kernel: tools, Memory: resolver, Config: cfg, Now: opts.Now,
-		Signal: hub, RunChanged: watch.RunChanged, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel"),
+		Signal: hub, Events: srv.events, Announcements: executors.Addressing{}, Overrides: executors.MemoryOverrides{Resolver: resolver}, Log: log.Named("kernel"),
 		Version: opts.Version})
 	if err != nil {
 		stopListening()
@@ -295,9 +315,12 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	api, err := httpapi.New(httpapi.Deps{
 		Runs:     engine,
 		RunWatch: watch,
-		Models:   models,
-		Log:      log.Named("http"),
-		Auth:     auth,
+		Events:   srv.events,
+		// EventKeepAlive is zero outside tests.
+		EventKeepAlive: opts.EventKeepAlive,
+		Models:         models,
+		Log:            log.Named("http"),
+		Auth:           auth,
 		// Revoking an executor settles its dispatched work executor_revoked and closes its
 		// event streams on every instance.
 		Directory: identity.NewDirectory(st, auth, identity.DirectoryOptions{Now: opts.Now,
@@ -330,6 +353,9 @@ func (s *Server) Store() *store.Store { return s.store }
 
 // Uploads is the server's upload service.
 func (s *Server) Uploads() *uploads.Service { return s.uploads }
+
+// Events is the server's event feed (core/events).
+func (s *Server) Events() *events.Bus { return s.events }
 
 // Push is the server's push hub.
 func (s *Server) Push() *executors.Hub { return s.push }
@@ -372,6 +398,7 @@ func (s *Server) stopPlugins() {
 func (s *Server) Close() error {
 	s.stopPlugins()
 	s.push.Close()
+	s.runWatch.Close()
 	if s.stopListening != nil {
 		s.stopListening()
 	}
@@ -425,6 +452,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs.RegisterOnShutdown(s.push.CloseStreams)
 	// Waiting run reads answer the run as it is, for the same reason.
 	hs.RegisterOnShutdown(s.runWatch.Close)
+	hs.RegisterOnShutdown(s.api.CloseStreams)
 	reclaimCtx, stopReclaim := context.WithCancel(ctx)
 	defer stopReclaim()
 	go s.reclaimUploads(reclaimCtx)

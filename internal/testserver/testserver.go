@@ -65,6 +65,8 @@ type Options struct {
 	// upload reclamation read, so that a test moves past them without waiting (NewClock).
 	// Subprocess servers read the real clock.
 	Now func() time.Time
+	// EventKeepAlive shortens the in-process server's member stream keep-alive interval.
+	EventKeepAlive time.Duration
 	// PluginTimings shortens the in-process server's plugin supervisor clocks (backoff, breaker,
 	// inbox poll); zero fields take the values (docs/plugins.md#crashes).
 	PluginTimings plugins.Timings
@@ -252,7 +254,7 @@ func (in *Instance) startInProcess() {
 	log := hclog.New(&hclog.LoggerOptions{Name: "nexus", Level: level, Output: lockedWriter{in}})
 	getenv := func(k string) string { return in.opts.Env[k] }
 	srv, err := server.Open(context.Background(), s, log, server.Options{Getenv: getenv, TokenTerminal: func() bool { return false }, Now: in.opts.Now,
-		PluginTimings: in.opts.PluginTimings, PluginPlane: in.opts.PluginPlane, Version: "test"})
+		PluginTimings: in.opts.PluginTimings, PluginPlane: in.opts.PluginPlane, Version: "test", EventKeepAlive: in.opts.EventKeepAlive})
 	if err != nil {
 		t.Fatalf("open server: %v", err)
 	}

@@ -66,29 +66,46 @@ func (s *EventStream) Close() error { return s.resp.Body.Close() }
 // Next blocks until the next event and returns it; comments (the connected line, pings) are
 // skipped. When the server ends the stream it returns io.EOF.
 func (s *EventStream) Next() (*Event, error) {
-	ev := &Event{}
+	f, err := readFrame(s.br, &s.Retry)
+	if err != nil {
+		return nil, err
+	}
+	ev := &Event{ID: f.id, Type: f.event, Data: f.data}
+	_ = json.Unmarshal(ev.Data, ev)
+	return ev, nil
+}
+
+// frame is one Server-Sent Events frame.
+type frame struct {
+	id, event string
+	data      json.RawMessage
+}
+
+// readFrame reads the next frame that carries data; comments are skipped, and a retry field
+// is stored in retry. At the end of the stream it returns io.EOF.
+func readFrame(br *bufio.Reader, retry *time.Duration) (frame, error) {
+	var f frame
 	var data []string
 	hasData := false
 	for {
-		line, err := s.br.ReadSlice('\n')
+		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, errors.New("client: an event stream line is too long")
+			return frame{}, errors.New("client: an event stream line is too long")
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, io.EOF
+				return frame{}, io.EOF
 			}
-			return nil, err
+			return frame{}, err
 		}
 		text := strings.TrimRight(string(line), "\r\n")
 		if text == "" {
 			if !hasData {
-				ev, data = &Event{}, nil
+				f, data = frame{}, nil
 				continue
 			}
-			ev.Data = json.RawMessage(strings.Join(data, "\n"))
-			_ = json.Unmarshal(ev.Data, ev)
-			return ev, nil
+			f.data = json.RawMessage(strings.Join(data, "\n"))
+			return f, nil
 		}
 		if strings.HasPrefix(text, ":") {
 			continue
@@ -97,15 +114,15 @@ func (s *EventStream) Next() (*Event, error) {
 		value = strings.TrimPrefix(value, " ")
 		switch field {
 		case "id":
-			ev.ID = value
+			f.id = value
 		case "event":
-			ev.Type = value
+			f.event = value
 		case "data":
 			data = append(data, value)
 			hasData = true
 		case "retry":
 			if ms, err := strconv.Atoi(value); err == nil && ms >= 0 {
-				s.Retry = time.Duration(ms) * time.Millisecond
+				*retry = time.Duration(ms) * time.Millisecond
 			}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/nexuskernel/nexus/core/conversations"
 	"github.com/nexuskernel/nexus/core/declare"
 	"github.com/nexuskernel/nexus/core/envelope"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/kernel"
 	kmemory "github.com/nexuskernel/nexus/core/memory"
 	"github.com/nexuskernel/nexus/core/model"
@@ -71,11 +72,14 @@ type Harness struct {
 	Clock    *Clock
 	Actor    *runs.Actor
 	Ctx      context.Context
-	// Watch wakes the doors' waiting reads; ChangedMu guards Changed, every run status change
-	// the engine reported, in order.
-	Watch     *conversations.RunWatch
-	ChangedMu sync.Mutex
-	Changed   []string
+	// Watch wakes the doors' waiting reads, following Events, the engine's event feed.
+	Watch  *conversations.RunWatch
+	Events *events.Bus
+	// changes hears the feed's run status events for Changes; changedMu guards changed, what
+	// it heard so far.
+	changes   *events.Subscription
+	changedMu sync.Mutex
+	changed   []string
 	// agents are the public ids of the agents NewAgent added, in order.
 	agents []string
 }
@@ -140,13 +144,12 @@ func New(t testing.TB, s *store.Store, o Options) *Harness {
 		t.Fatal(err)
 	}
 	opts.Uploads = up
-	h := &Harness{T: t, S: s, Clock: c, Ctx: ctx, Profiles: profs, Profile: o.Profile, Uploads: up, Watch: conversations.NewRunWatch()}
-	opts.RunChanged = func(id string) {
-		h.ChangedMu.Lock()
-		h.Changed = append(h.Changed, id)
-		h.ChangedMu.Unlock()
-		h.Watch.RunChanged(id)
-	}
+	bus := events.New()
+	opts.Events = bus
+	h := &Harness{T: t, S: s, Clock: c, Ctx: ctx, Profiles: profs, Profile: o.Profile, Uploads: up, Watch: conversations.NewRunWatch(bus), Events: bus}
+	h.changes, _, _ = bus.SubscribeMembers(events.MemberFilter{}, false, 0)
+	t.Cleanup(h.changes.Close)
+	t.Cleanup(h.Watch.Close)
 	e, err := runs.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -192,11 +195,21 @@ func (h *Harness) NewAgent(handle, displayName string) *store.Agent {
 	return a
 }
 
-// Changes answers the run status changes the engine reported so far.
+// Changes answers the run status changes the engine published so far, each as
+// "<run public id> <status>", in order.
 func (h *Harness) Changes() []string {
-	h.ChangedMu.Lock()
-	defer h.ChangedMu.Unlock()
-	return append([]string(nil), h.Changed...)
+	h.changedMu.Lock()
+	defer h.changedMu.Unlock()
+	evs, lost := h.changes.Take()
+	if lost {
+		h.T.Fatal("the harness's subscription lost events")
+	}
+	for _, ev := range evs {
+		if s, ok := ev.(events.RunStatus); ok {
+			h.changed = append(h.changed, s.Run+" "+s.Status)
+		}
+	}
+	return append([]string(nil), h.changed...)
 }
 
 // ReplayOf is the idempotency of a request sent under key with body ("" key: none).
