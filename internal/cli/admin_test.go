@@ -22,6 +22,7 @@ import (
 // liveServer is a real server running in this process.
 type liveServer struct {
 	url, dataDir, admin string
+	srv                 *server.Server
 }
 
 func startServer(t *testing.T, d store.Dialect) *liveServer {
@@ -58,7 +59,7 @@ func startServer(t *testing.T, d store.Dialect) *liveServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &liveServer{url: "http://" + ln.Addr().String(), dataDir: dataDir, admin: strings.TrimSpace(string(tok))}
+	return &liveServer{url: "http://" + ln.Addr().String(), dataDir: dataDir, admin: strings.TrimSpace(string(tok)), srv: srv}
 }
 
 // nexus runs the command line in this process against the server, as the admin unless env says

@@ -211,6 +211,7 @@ func newRoot(e *env) *cobra.Command {
 		newUpload(e, g),
 		newPolicy(e, g),
 		newInbox(e, g),
+		newEvents(e, g),
 		newAsk(e, g),
 		newDecision(e, g, true),
 		newDecision(e, g, false),
