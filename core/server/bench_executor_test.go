@@ -343,6 +343,34 @@ WHERE id = ? AND status = 'dispatched' AND claim_token_hash = ?`, false, now, id
 	})
 }
 
+// notifyCommit is the floor of B8 and B22: b.N transactions, each updating a cloned task row and
+// notifying channel with payload's text for its row, timed until heard hears it; it reports and
+// answers their latencies.
+func (p *benchPlane) notifyCommit(b *testing.B, run *store.Run, tasks []store.Task, channel string, heard signal, payload func(benchRow) string) latencies {
+	b.Helper()
+	ctx := context.Background()
+	b.StopTimer()
+	rows := p.clone(b, run, tasks, b.N)
+	b.StartTimer()
+	l := make(latencies, 0, b.N)
+	for _, row := range rows {
+		start := time.Now()
+		err := p.st.Write(ctx, func(tx *store.Tx) error {
+			if _, err := tx.Exec(ctx, `UPDATE tasks SET status = 'completed', output = 'done', completed_at = ? WHERE id = ?`, start.UnixMilli(), row.taskIDs[0]); err != nil {
+				return err
+			}
+			return store.Notify(ctx, tx, channel, payload(row))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-heard
+		l = append(l, time.Since(start))
+	}
+	b.ReportMetric(float64(l.quantile(0.5).Microseconds()), "p50-µs")
+	return l
+}
+
 // BenchmarkCommitPush is B8's commit path on PostgreSQL: a runner commits the first of two
 // chained tool steps over HTTP and the second, dispatched by that commit's readiness, arrives as
 // work_available on its event stream; against a bare NOTIFY committed by a transaction that
@@ -428,26 +456,9 @@ func BenchmarkCommitPush(b *testing.B) {
 				b.ReportMetric(float64(l.quantile(0.5).Microseconds()), "p50-µs")
 			})
 			b.Run("notify-commit", func(b *testing.B) {
-				b.StopTimer()
-				rows := p.clone(b, run, tasks, b.N)
-				b.StartTimer()
-				l := make(latencies, 0, b.N)
-				for _, row := range rows {
-					start := time.Now()
-					err := p.st.Write(ctx, func(tx *store.Tx) error {
-						if _, err := tx.Exec(ctx, `UPDATE tasks SET status = 'completed', output = 'done', completed_at = ? WHERE id = ?`, start.UnixMilli(), row.taskIDs[0]); err != nil {
-							return err
-						}
-						return store.Notify(ctx, tx, channel, `{"kind":"executor","run_public_id":"`+row.run+`","task_key":"b","event":"work_available"}`)
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-					<-heard
-					l = append(l, time.Since(start))
-				}
-				results["notify-commit"] = l
-				b.ReportMetric(float64(l.quantile(0.5).Microseconds()), "p50-µs")
+				results["notify-commit"] = p.notifyCommit(b, run, tasks, channel, heard, func(row benchRow) string {
+					return `{"kind":"executor","run_public_id":"` + row.run + `","task_key":"b","event":"work_available"}`
+				})
 			})
 			c, n, bare := results["commit-push"], results["notify-commit"], results["notify"]
 			if len(c) > 0 && len(n) > 0 && len(bare) > 0 {
