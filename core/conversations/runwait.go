@@ -37,7 +37,7 @@ type RunWatch struct {
 func NewRunWatch(bus *events.Bus) *RunWatch {
 	w := &RunWatch{waiters: map[string]map[chan struct{}]struct{}{}, closed: make(chan struct{})}
 	if bus != nil {
-		w.sub, _, _ = bus.SubscribeMembers(events.MemberFilter{}, false, 0)
+		w.sub, _, _ = bus.SubscribeMembers(events.MemberFilter{SkipDeltas: true}, false, 0)
 		go w.follow()
 	}
 	return w

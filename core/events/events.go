@@ -96,7 +96,8 @@ type Bus struct {
 // hundred bytes each. A stream whose last event left the window is told to re-read (resync).
 const Window = 4096
 
-// Stamped is a member event with its number on this bus.
+// Stamped is a member event with its number on this bus; 0 for a ModelDelta, which is not
+// numbered.
 type Stamped struct {
 	Seq   uint64
 	Event MemberEvent
@@ -143,12 +144,15 @@ func (b *Bus) PublishRemote(ev MemberEvent) { b.publishMember(ev, false) }
 
 func (b *Bus) publishMember(ev MemberEvent, local bool) {
 	b.mu.Lock()
-	b.seq++
-	st := Stamped{Seq: b.seq, Event: ev}
-	if len(b.window) < Window {
-		b.window = append(b.window, st)
-	} else {
-		b.window[(b.seq-1)%Window] = st
+	st := Stamped{Event: ev}
+	if _, delta := ev.(ModelDelta); !delta {
+		b.seq++
+		st.Seq = b.seq
+		if len(b.window) < Window {
+			b.window = append(b.window, st)
+		} else {
+			b.window[(b.seq-1)%Window] = st
+		}
 	}
 	for s := range b.subs {
 		if s.wants(ev) {
@@ -188,11 +192,16 @@ func (b *Bus) Subscribe(executors []string) *Subscription {
 // conversation when those are set.
 type MemberFilter struct {
 	Workspace, Run, Conversation string
+	// SkipDeltas leaves out ModelDelta, for a reader that follows settled state only.
+	SkipDeltas bool
 }
 
 func (f MemberFilter) wants(ev Event) bool {
 	m, ok := ev.(MemberEvent)
 	if !ok {
+		return false
+	}
+	if _, delta := m.(ModelDelta); delta && f.SkipDeltas {
 		return false
 	}
 	w := m.Where()

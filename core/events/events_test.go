@@ -1,6 +1,8 @@
 package events_test
 
 import (
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,5 +199,54 @@ func TestRelay(t *testing.T) {
 	toTwo.Live()
 	if _, lost := take(t, onTwo); !lost {
 		t.Fatal("Live did not tell the subscription that events may have been missed")
+	}
+}
+
+// TestRelayCoalescesDeltas: a run's model deltas cross as one piece of text, sent before the
+// run's next other event, or after DeltaDelay when nothing follows; text past DeltaBytes starts a
+// new piece. Deltas are not numbered and never enter the window.
+func TestRelayCoalescesDeltas(t *testing.T) {
+	t.Parallel()
+	one, two := events.New(), events.New()
+	var sent atomic.Int32
+	toTwo := events.NewRelay(two, func(string) {})
+	events.NewRelay(one, func(p string) { sent.Add(1); toTwo.Notified(p) })
+	sub, _, _ := two.SubscribeMembers(events.MemberFilter{}, false, 0)
+	defer sub.Close()
+	scope := events.Scope{Workspace: "w", Run: "r"}
+	for _, piece := range []string{"Ship ", "on ", "Friday."} {
+		one.Publish(events.ModelDelta{Scope: scope, TaskKey: "r1", Attempt: 1, Text: piece})
+	}
+	one.Publish(events.ModelDelta{Scope: events.Scope{Workspace: "w", Run: "other"}, TaskKey: "r1", Attempt: 1, Text: "elsewhere"})
+	sealed := events.RoundSealed{Scope: scope, TaskKey: "r1", Round: 1, Finish: "stop"}
+	one.Publish(sealed)
+	<-sub.Wake()
+	sts, lost := sub.TakeStamped()
+	want := []events.Stamped{{Event: events.ModelDelta{Scope: scope, TaskKey: "r1", Attempt: 1, Text: "Ship on Friday."}}, {Seq: 1, Event: sealed}}
+	if diff := cmp.Diff(want, sts); diff != "" || lost || sent.Load() != 2 {
+		t.Fatalf("the other instance heard (-want +got):\n%s lost %v, %d payloads", diff, lost, sent.Load())
+	}
+	evs, _ := take(t, sub) // the other run's text, after DeltaDelay
+	if len(evs) != 1 || evs[0].(events.ModelDelta).Text != "elsewhere" {
+		t.Fatalf("after the delay: %v", evs)
+	}
+	big := strings.Repeat("x", events.DeltaBytes)
+	one.Publish(events.ModelDelta{Scope: scope, TaskKey: "r2", Attempt: 1, Text: big})
+	one.Publish(events.ModelDelta{Scope: scope, TaskKey: "r2", Attempt: 1, Text: "y"})
+	got := ""
+	for n := 0; n < 2; {
+		evs, _ := take(t, sub)
+		for _, ev := range evs {
+			got += ev.(events.ModelDelta).Text
+			n++
+		}
+	}
+	if got != big+"y" {
+		t.Fatalf("past DeltaBytes the pieces spell %d bytes", len(got))
+	}
+	if fresh, resumed, at := two.SubscribeMembers(events.MemberFilter{}, true, 0); !resumed || at != 1 {
+		t.Fatalf("the window: resumed %v at %d; want the seal only", resumed, at)
+	} else {
+		fresh.Close()
 	}
 }

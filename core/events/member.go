@@ -18,6 +18,7 @@ const (
 	KindAskWaiting      Kind = "ask.waiting"
 	KindAskAnswered     Kind = "ask.answered"
 	KindTurnStatus      Kind = "turn.status"
+	KindModelDelta      Kind = "model.delta"
 )
 
 // Scope places a member event: the workspace whose members may read it, and the run and the
@@ -156,3 +157,19 @@ type TurnStatus struct {
 
 // Kind is KindTurnStatus.
 func (TurnStatus) Kind() Kind { return KindTurnStatus }
+
+// ModelDelta: a piece of a model round's answer as its provider streams it, text or the name of
+// a tool call as the call begins. It is not stored and not numbered: a bus keeps no delta in
+// its window, so a stream that resumes sees the settled state (round.sealed), never deltas.
+type ModelDelta struct {
+	Scope
+	TaskKey string `json:"task_key"`
+	// Attempt is the provider attempt the piece belongs to: a retried call streams its answer
+	// again from the start under the next attempt.
+	Attempt  int    `json:"attempt"`
+	Text     string `json:"text,omitempty"`
+	ToolCall string `json:"tool_call,omitempty"`
+}
+
+// Kind is KindModelDelta.
+func (ModelDelta) Kind() Kind { return KindModelDelta }

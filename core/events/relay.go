@@ -3,6 +3,9 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
+	"time"
 )
 
 // Relay carries member events between the instances sharing a store: every member event
@@ -11,25 +14,97 @@ import (
 // instance sent is published here as a remote event. It is the store subscription's handler
 // (Notified, Live, Lost): while notifications may be missed, every subscription is told so, and
 // a member stream then tells its client to re-read (docs/api.md#events).
+//
+// Model deltas are coalesced per run before they cross: a round's text travels in pieces of up
+// to DeltaBytes, at most DeltaDelay after its first unsent piece, and every other event of the
+// run waits until the run's pending text has gone, so that the other instances see a run's
+// events in the order they happened.
 type Relay struct {
-	bus *Bus
-	// Failed hears a payload that could not be read; nil ignores it.
+	bus  *Bus
+	send func(payload string)
+	// Failed hears a payload that could not be read or written; nil ignores it.
 	Failed func(error)
+
+	// mu orders what goes out: pending deltas and the events that must follow them.
+	mu      sync.Mutex
+	pending map[string]*pendingDelta
+}
+
+// Bounds of the coalescing of model deltas between instances (docs/api.md#events).
+const (
+	// DeltaDelay bounds how long a piece of text waits for the next before it crosses: short
+	// enough that a follower on another instance reads along, long enough that a provider's
+	// token-sized pieces cross as a few notifications a second.
+	DeltaDelay = 50 * time.Millisecond
+	// DeltaBytes bounds the text one relayed delta carries, well under MaxPayload with its
+	// JSON's escaping.
+	DeltaBytes = 2 << 10
+)
+
+// pendingDelta is one run's text not yet relayed.
+type pendingDelta struct {
+	first ModelDelta
+	text  strings.Builder
+	timer *time.Timer
 }
 
 // NewRelay relays bus's member events through send, and returns the handler of the other
 // instances' payloads.
 func NewRelay(bus *Bus, send func(payload string)) *Relay {
-	r := &Relay{bus: bus}
-	bus.Forward(func(ev MemberEvent) {
-		p, err := encode(bus.epoch, ev)
-		if err != nil {
-			r.fail(err)
+	r := &Relay{bus: bus, send: send, pending: map[string]*pendingDelta{}}
+	bus.Forward(r.forward)
+	return r
+}
+
+// forward relays one event published here: a delta's text joins its run's pending text; any
+// other event sends the run's pending text first.
+func (r *Relay) forward(ev MemberEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run := ev.Where().Run
+	d, isDelta := ev.(ModelDelta)
+	if p := r.pending[run]; p != nil {
+		if isDelta && d.Text != "" && d.TaskKey == p.first.TaskKey && d.Attempt == p.first.Attempt && p.text.Len()+len(d.Text) <= DeltaBytes {
+			p.text.WriteString(d.Text)
 			return
 		}
-		send(p)
-	})
-	return r
+		r.flushLocked(run)
+	}
+	if isDelta && d.Text != "" {
+		p := &pendingDelta{first: d}
+		p.text.WriteString(d.Text)
+		p.timer = time.AfterFunc(DeltaDelay, func() { r.flush(run, p) })
+		r.pending[run] = p
+		return
+	}
+	r.sendLocked(ev)
+}
+
+// flush sends p, a run's pending text, unless it went meanwhile.
+func (r *Relay) flush(run string, p *pendingDelta) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending[run] == p {
+		r.flushLocked(run)
+	}
+}
+
+func (r *Relay) flushLocked(run string) {
+	p := r.pending[run]
+	delete(r.pending, run)
+	p.timer.Stop()
+	d := p.first
+	d.Text = p.text.String()
+	r.sendLocked(d)
+}
+
+func (r *Relay) sendLocked(ev MemberEvent) {
+	p, err := encode(r.bus.epoch, ev)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.send(p)
 }
 
 // MaxPayload bounds a relayed event's payload: PostgreSQL refuses a NOTIFY payload of 8,000
@@ -121,6 +196,8 @@ func decodeKind(k Kind, b json.RawMessage) (MemberEvent, error) {
 		ev, err = into[AskAnswered](b)
 	case KindTurnStatus:
 		ev, err = into[TurnStatus](b)
+	case KindModelDelta:
+		ev, err = into[ModelDelta](b)
 	default:
 		return nil, fmt.Errorf("events: a relayed event of unknown kind %q", k)
 	}

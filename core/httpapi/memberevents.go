@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nexuskernel/nexus/core/events"
+	"github.com/nexuskernel/nexus/core/executors"
 	"github.com/nexuskernel/nexus/core/refusal"
 	"github.com/nexuskernel/nexus/core/store"
 )
@@ -47,7 +48,7 @@ const (
 )
 
 // errTooManyMemberStreams refuses a stream over MaxMemberStreams.
-var errTooManyMemberStreams = refusal.Newf(refusal.TooManyRequests, "rate_limited",
+var errTooManyMemberStreams = refusal.Newf(refusal.TooManyRequests, executors.CodeRateLimited,
 	"A member may hold at most %d event streams on one server at once; retry after one closes.", MaxMemberStreams)
 
 // memberStreams counts the open streams of each member on this instance and ends them all at
@@ -208,7 +209,9 @@ func eventFrame(epoch string, st events.Stamped) []byte {
 		panic("httpapi: marshal a member event: " + err.Error())
 	}
 	var f bytes.Buffer
-	f.WriteString("id: " + eventID(epoch, st.Seq) + "\n")
+	if st.Seq > 0 { // a model delta has no number: a reconnect never resumes at one
+		f.WriteString("id: " + eventID(epoch, st.Seq) + "\n")
+	}
 	f.WriteString("event: " + string(st.Event.Kind()) + "\n")
 	f.WriteString("data: ")
 	f.Write(data)

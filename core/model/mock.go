@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Mock is the provider of type mock (docs/mock.md): deterministic and offline, driven by a
@@ -122,6 +123,9 @@ func (m *Mock) play(ctx context.Context, lines []string, round int, req *Request
 		}
 	}
 	resp.Text = strings.Join(says, "\n")
+	if emit := req.Emitter(ctx); emit != nil {
+		streamAnswer(emit, resp)
+	}
 	resp.Finish = finish
 	if resp.Finish == "" {
 		resp.Finish = FinishStop
@@ -130,6 +134,27 @@ func (m *Mock) play(ctx context.Context, lines []string, round int, req *Request
 		}
 	}
 	return m.withEstimate(resp, req, usage)
+}
+
+// MockPiece is the size the mock streams its text in (docs/mock.md#streamed-text): a few words a
+// piece, as a provider's stream delivers them, so that a follower sees the answer grow.
+const MockPiece = 16
+
+// streamAnswer hands the answer to emit as a provider's stream would: the text in pieces of about
+// MockPiece bytes, cut between characters, then each call's name.
+func streamAnswer(emit func(Delta), resp *Response) {
+	text := resp.Text
+	for len(text) > 0 {
+		n := min(MockPiece, len(text))
+		for n < len(text) && !utf8.RuneStart(text[n]) {
+			n++
+		}
+		emit(Delta{Text: text[:n]})
+		text = text[n:]
+	}
+	for _, c := range resp.ToolCalls {
+		emit(Delta{ToolCall: c.Name})
+	}
 }
 
 // withEstimate sets the answer's usage: the script's, or the estimate of

@@ -3,9 +3,11 @@ package model
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -477,5 +479,41 @@ func TestMockAnswerBound(t *testing.T) {
 	entries[0] = user(script)
 	if got := complete(t, entries...); len(got.Text) != 7<<20+6 {
 		t.Errorf("seven copies: %d bytes", len(got.Text))
+	}
+}
+
+// TestMockStreams: with a delta listener, the mock hands on its text in pieces of at most
+// MockPiece bytes (more only to finish a character), which join to the answer's text, then each
+// call's name, all under attempt 1; without one it streams nothing.
+func TestMockStreams(t *testing.T) {
+	t.Parallel()
+	text := "Déjà vu: the plan ships on Friday, after the review."
+	var pieces []string
+	var calls []string
+	req := &Request{Ref: "mock/scripted", Model: "scripted", Entries: atRound("!mock\nround 1\nsay "+text+"\ncall a {}\ncall b {}", 1),
+		OnDelta: func(d Delta) {
+			if d.Attempt != 1 {
+				t.Errorf("attempt %d", d.Attempt)
+			}
+			if d.ToolCall != "" {
+				calls = append(calls, d.ToolCall)
+				return
+			}
+			pieces = append(pieces, d.Text)
+		}}
+	resp, err := instantMock(nil).Complete(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(pieces, "") != resp.Text || resp.Text != text || len(pieces) < 3 {
+		t.Fatalf("pieces %q for %q", pieces, resp.Text)
+	}
+	for _, p := range pieces {
+		if len(p) > MockPiece+utf8.UTFMax-1 || !utf8.ValidString(p) {
+			t.Fatalf("piece %q: %d bytes or cut inside a character", p, len(p))
+		}
+	}
+	if !slices.Equal(calls, []string{"a", "b"}) {
+		t.Fatalf("call names %q", calls)
 	}
 }

@@ -49,6 +49,33 @@ type Request struct {
 	ToolSearch string
 	// Run and TaskKey label the adapter's log lines; they are never sent.
 	Run, TaskKey string
+	// OnDelta, when set, hears the answer as the provider streams it, piece by piece and in
+	// order (docs/providers.md#streamed-text): a streaming adapter calls it through Emitter. It
+	// is never sent, and the answer Complete returns stays the record.
+	OnDelta func(Delta)
+}
+
+// Delta is a piece of an answer as a provider streams it: text, or the name of a tool call as
+// the call begins.
+type Delta struct {
+	Text     string
+	ToolCall string
+	// Attempt is the attempt the piece belongs to (1 for the first): a retried call streams its
+	// answer again from the start, under the next attempt's number.
+	Attempt int
+}
+
+// Emitter is the function a streaming adapter hands each piece of this attempt's answer to, in
+// order; nil when nobody listens.
+func (r *Request) Emitter(ctx context.Context) func(Delta) {
+	if r.OnDelta == nil {
+		return nil
+	}
+	n := AttemptOf(ctx)
+	return func(d Delta) {
+		d.Attempt = n
+		r.OnDelta(d)
+	}
 }
 
 // Reasoning is a model's one reasoning setting, recorded in request_options.reasoning.

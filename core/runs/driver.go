@@ -59,11 +59,15 @@ func (e *Engine) evaluateModel(ctx context.Context, c *store.Claimed) error {
 	if !ok {
 		return e.failModel(ctx, c, TaskError{Key: model.KeyProviderModelUnavailable, Detail: "no provider " + m.Provider})
 	}
+	streamed := e.streamDeltas(run, t, req)
 	callCtx, cancel := context.WithDeadline(ctx, timeOf(c.DeadlineAt))
 	e.mu.Lock()
 	e.cancels[c.ID] = cancel
 	e.mu.Unlock()
 	resp, perr := provider.Complete(callCtx, req)
+	if perr == nil && !streamed.Load() {
+		e.deltasOf(run, t, resp)
+	}
 	e.mu.Lock()
 	delete(e.cancels, c.ID)
 	e.mu.Unlock()
@@ -233,9 +237,17 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 			settle.Status, settle.Error = StatusFailed, (*store.Failure)(expandErr)
 			expand = false
 		}
+		// The round's events come before those of the rows its answer births; the transaction's
+		// rollback drops them all.
+		calls := 0
+		if expand {
+			calls = len(resp.ToolCalls)
+		}
+		fx.note(events.RoundSealed{Scope: scopeOf(run), TaskKey: t.Key, Round: t.RoundNumber, Finish: string(finish), ToolCalls: calls})
+		fx.settledAs(run, &t.TaskTrace, settle.Status, settle.Error)
 		cont := ""
 		if expand {
-			if settle.Calls, cont, settle.Run, err = e.expand(ctx, tx, run, t, ts, resp, finish, now); err != nil {
+			if settle.Calls, cont, settle.Run, err = e.expand(ctx, tx, fx, run, t, ts, resp, finish, now); err != nil {
 				return err
 			}
 		}
@@ -247,12 +259,6 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 		if !ok {
 			return errLostClaim
 		}
-		calls := 0
-		if expand {
-			calls = len(resp.ToolCalls)
-		}
-		fx.note(events.RoundSealed{Scope: scopeOf(run), TaskKey: t.Key, Round: t.RoundNumber, Finish: string(finish), ToolCalls: calls})
-		fx.settledAs(run, &t.TaskTrace, settle.Status, settle.Error)
 		if expand {
 			if err = e.repoint(ctx, tx, tasks, t.Key, cont, settle.Calls); err != nil {
 				return err
@@ -266,7 +272,7 @@ func (e *Engine) settleModel(ctx context.Context, c *store.Claimed, t *store.Tas
 // expand writes one tool row per call under the pairing law and one continuation that waits on
 // them all, and answers the run's columns it moves (the round counter, the deliverable), which the
 // caller writes with the round's settle; the caller re-points readers of the expanding round.
-func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *store.Task, ts *projection.Round, resp *model.Response, finish model.Finish, now int64) (store.AnswerCalls, string, *store.RoundMove, error) {
+func (e *Engine) expand(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.Task, ts *projection.Round, resp *model.Response, finish model.Finish, now int64) (store.AnswerCalls, string, *store.RoundMove, error) {
 	n, callPrefix, contKey := roundKeys(run, &t.TaskTrace)
 	var move *store.RoundMove // written once, with the round's settle
 	if t.Mainline {
@@ -284,7 +290,7 @@ func (e *Engine) expand(ctx context.Context, tx *store.Tx, run *store.Run, t *st
 		key := callPrefix + strconv.Itoa(i)
 		fan[i] = key
 		calls[i] = store.AnswerCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, ToolCallID: pairing[i], TaskKey: key}
-		if err := e.birth(ctx, tx, run, t, ts, call, pairing[i], key, finish == model.FinishLength, now); err != nil {
+		if err := e.birth(ctx, tx, fx, run, t, ts, call, pairing[i], key, finish == model.FinishLength, now); err != nil {
 			return nil, "", nil, err
 		}
 	}
@@ -342,20 +348,20 @@ func (e *Engine) repoint(ctx context.Context, tx *store.Tx, tasks []store.TaskTr
 }
 
 // birth writes one call's tool row, paired with the round's call and waiting on the round.
-func (e *Engine) birth(ctx context.Context, tx *store.Tx, run *store.Run, round *store.Task, ts *projection.Round, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
+func (e *Engine) birth(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, round *store.Task, ts *projection.Round, call model.ToolCall, pairingKey, key string, truncated bool, now int64) error {
 	row := &store.Task{TaskTrace: store.TaskTrace{
 		RunID: run.ID, Key: key, Kind: KindTool, Mainline: false, Origin: OriginModel,
 		DeclaringTaskKey: &round.Key, AfterKeys: store.Strings{round.Key}, OnFailure: OnFailureAbsorb,
 		Lifetime: round.Lifetime, Wake: round.Wake, Detached: round.Detached, Visibility: VisibilityCollapsed,
 		LineageRoot: key, ToolCallID: &pairingKey, CreatedAt: now,
 	}}
-	return e.birthRow(ctx, tx, run, ts, row, call.Name, call.Arguments, truncated, now)
+	return e.birthRow(ctx, tx, fx, run, ts, row, call.Name, call.Arguments, truncated, now)
 }
 
 // birthRow is the birth path every model-origin tool call takes, a round's own and a tool_call
 // child alike: checks 2-6 of the pairing law on name and arguments, alias resolution, addressing
 // (check 7), then the row waits for readiness or is born settled.
-func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts *projection.Round, row *store.Task, name, arguments string, truncated bool, now int64) error {
+func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, ts *projection.Round, row *store.Task, name, arguments string, truncated bool, now int64) error {
 	call := model.ToolCall{Name: name, Arguments: arguments}
 	res, err := resolveCall(ts, call.Name, json.RawMessage("{}"))
 	if err != nil {
@@ -364,7 +370,7 @@ func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts 
 	v := CheckCall(call.Name, call.Arguments, res.Declared, truncated)
 	if v.Error != nil {
 		row.ToolName = &v.ToolName
-		return e.bornFailed(ctx, tx, row, *v.Error, now)
+		return e.bornFailed(ctx, tx, fx, run, row, *v.Error, now)
 	}
 	res, err = resolveCall(ts, call.Name, v.Input)
 	if err != nil {
@@ -384,7 +390,7 @@ func (e *Engine) birthRow(ctx context.Context, tx *store.Tx, run *store.Run, ts 
 		return err
 	}
 	if addr.Failure != nil {
-		return e.bornFailed(ctx, tx, row, *addr.Failure, now)
+		return e.bornFailed(ctx, tx, fx, run, row, *addr.Failure, now)
 	}
 	applyAddress(row, addr)
 	row.Status = StatusWaiting
@@ -422,7 +428,7 @@ func applyAddress(row *store.Task, a Address) {
 
 // bornFailed writes a row that is settled at birth: it skips the approval stage and is never
 // dispatched, but it is authored, so the continuation hears why.
-func (e *Engine) bornFailed(ctx context.Context, tx *store.Tx, row *store.Task, te TaskError, now int64) error {
+func (e *Engine) bornFailed(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, row *store.Task, te TaskError, now int64) error {
 	seq, err := store.NextSettleSeq(ctx, tx, row.RunID)
 	if err != nil {
 		return err
@@ -433,7 +439,11 @@ func (e *Engine) bornFailed(ctx context.Context, tx *store.Tx, row *store.Task, 
 	row.Output = new("")
 	row.CompletedAt = &now
 	row.SettleSeq = &seq
-	return store.InsertTask(ctx, tx, row)
+	if err := store.InsertTask(ctx, tx, row); err != nil {
+		return err
+	}
+	fx.settled(run, &row.TaskTrace)
+	return nil
 }
 
 func hasProviderBlock(parts []model.Part) bool {

@@ -1,7 +1,10 @@
 package runs
 
 import (
+	"sync/atomic"
+
 	"github.com/nexuskernel/nexus/core/events"
+	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -53,6 +56,37 @@ func (fx *effects) settledAs(run *store.Run, t *store.TaskTrace, status string, 
 // its event goes out once this transaction commits.
 func (x *Tx) NoteTurn(run *store.Run, t *store.Turn) {
 	x.fx.note(events.TurnStatus{Scope: scopeOf(run), Turn: t.PublicID, Position: t.Position, Status: t.Status})
+}
+
+// streamDeltas has req's provider hand its streamed answer to the members following the run, as
+// model.delta events, never stored (docs/api.md#events); the flag it answers says whether the
+// provider streamed any piece.
+func (e *Engine) streamDeltas(run *store.Run, t *store.Task, req *model.Request) *atomic.Bool {
+	streamed := new(atomic.Bool)
+	if e.bus == nil {
+		return streamed
+	}
+	scope := scopeOf(run)
+	req.OnDelta = func(d model.Delta) {
+		streamed.Store(true)
+		e.bus.Publish(events.ModelDelta{Scope: scope, TaskKey: t.Key, Attempt: d.Attempt, Text: d.Text, ToolCall: d.ToolCall})
+	}
+	return streamed
+}
+
+// deltasOf publishes the answer of a provider that did not stream as its deltas: its text at
+// once, then each call's name.
+func (e *Engine) deltasOf(run *store.Run, t *store.Task, resp *model.Response) {
+	if e.bus == nil {
+		return
+	}
+	scope := scopeOf(run)
+	if resp.Text != "" {
+		e.bus.Publish(events.ModelDelta{Scope: scope, TaskKey: t.Key, Attempt: 1, Text: resp.Text})
+	}
+	for _, c := range resp.ToolCalls {
+		e.bus.Publish(events.ModelDelta{Scope: scope, TaskKey: t.Key, Attempt: 1, ToolCall: c.Name})
+	}
 }
 
 // Announce publishes a member event another package's transaction made true (an executor's

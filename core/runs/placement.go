@@ -64,7 +64,7 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 	await := p.Await
 	if p.Call != nil {
 		await = ChildKey(call.Key, RoleCall, 1)
-		if err := e.placeCall(ctx, tx, run, call, await, p.Call, now); err != nil {
+		if err := e.placeCall(ctx, tx, fx, run, call, await, p.Call, now); err != nil {
 			return err
 		}
 	}
@@ -85,7 +85,7 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 		if out.Result == nil {
 			return fmt.Errorf("runs: %s placed rows with neither a result nor a row to await", call.Key)
 		}
-		return e.settleKernel(ctx, tx, fx, run, c, &KernelOutcome{Result: out.Result})
+		return e.settleKernel(ctx, tx, fx, run, &call.TaskTrace, c, &KernelOutcome{Result: out.Result})
 	}
 	if _, err := store.TaskByKey(ctx, tx, run.ID, await); err != nil {
 		return fmt.Errorf("runs: %s awaits %s: %w", call.Key, await, err)
@@ -110,7 +110,7 @@ func (e *Engine) place(ctx context.Context, tx *store.Tx, fx *effects, run *stor
 // the round's own expansion births a call, except that the child waits on nothing (it is ready
 // at once) and is the call's child rather than the round's pair. A child already there (a
 // second evaluation of the same row) is not placed twice.
-func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, call *store.Task, key string, child *ChildCall, now int64) error {
+func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, call *store.Task, key string, child *ChildCall, now int64) error {
 	if _, err := store.TaskByKey(ctx, tx, run.ID, key); err == nil {
 		return nil
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -132,7 +132,7 @@ func (e *Engine) placeCall(ctx context.Context, tx *store.Tx, run *store.Run, ca
 		DeclaringTaskKey: &round.Key, OnFailure: OnFailureAbsorb, Lifetime: round.Lifetime, Wake: round.Wake,
 		Detached: call.Detached, Visibility: VisibilityCollapsed, LineageRoot: key, CreatedAt: now,
 	}}
-	return e.birthRow(ctx, tx, run, ts, row, child.Name, string(child.Input), false, now)
+	return e.birthRow(ctx, tx, fx, run, ts, row, child.Name, string(child.Input), false, now)
 }
 
 // observe settles every call row whose awaited work is final, in the transaction that settled that

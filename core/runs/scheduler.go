@@ -254,12 +254,12 @@ func (e *Engine) evaluateToolTx(ctx context.Context, tx *store.Tx, fx *effects, 
 	if out.Place != nil {
 		return e.place(ctx, tx, fx, run, t, c, out)
 	}
-	return e.settleKernel(ctx, tx, fx, run, c, out)
+	return e.settleKernel(ctx, tx, fx, run, &t.TaskTrace, c, out)
 }
 
-// settleKernel settles a claimed kernel tool row with its outcome, under its claim, then runs
-// readiness.
-func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, c *store.Claimed, out *KernelOutcome) error {
+// settleKernel settles t, a claimed kernel tool row, with its outcome, under its claim c, then
+// runs readiness.
+func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, run *store.Run, t *store.TaskTrace, c *store.Claimed, out *KernelOutcome) error {
 	var ok bool
 	var err error
 	if out.Failure != nil {
@@ -281,14 +281,10 @@ func (e *Engine) settleKernel(ctx context.Context, tx *store.Tx, fx *effects, ru
 	if !ok {
 		return errLostClaim
 	}
-	row := &store.TaskTrace{Key: c.Key, Kind: c.Kind}
-	if c.Task != nil {
-		row = &c.Task.TaskTrace
-	}
 	if out.Failure != nil {
-		fx.settledAs(run, row, StatusFailed, (*store.Failure)(out.Failure))
+		fx.settledAs(run, t, StatusFailed, (*store.Failure)(out.Failure))
 	} else {
-		fx.settledAs(run, row, StatusCompleted, nil)
+		fx.settledAs(run, t, StatusCompleted, nil)
 	}
 	return e.advance(ctx, tx, fx, run)
 }

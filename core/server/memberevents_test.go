@@ -14,6 +14,7 @@ import (
 
 	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/httpapi"
+	"github.com/nexuskernel/nexus/core/model/modeltest"
 	"github.com/nexuskernel/nexus/core/store"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 	"github.com/nexuskernel/nexus/internal/testserver"
@@ -162,7 +163,7 @@ func TestMemberStreamFollowsARun(t *testing.T) {
 			}
 			got = all.until(t, runCompleted(model.Run.PublicID))
 			r1 := model.Receipt.DeliverableTaskKey
-			want = []string{"run.status running", "round.sealed " + r1, "task.settled " + r1 + " completed", "run.status completed"}
+			want = []string{"run.status running", "model.delta " + r1, "round.sealed " + r1, "task.settled " + r1 + " completed", "run.status completed"}
 			if k := kinds(got, model.Run.PublicID); !slices.Equal(k, want) {
 				t.Fatalf("the model run on the stream:\n got %q\nwant %q%s", k, want, describe(got))
 			}
@@ -330,7 +331,7 @@ func TestMemberStreamAcrossInstances(t *testing.T) {
 			}()
 			got := far.until(t, runCompleted(run))
 			r1 := created.Receipt.DeliverableTaskKey
-			want := []string{"run.status running", "round.sealed " + r1, "task.settled " + r1 + " completed", "run.status completed"}
+			want := []string{"run.status running", "model.delta " + r1, "round.sealed " + r1, "task.settled " + r1 + " completed", "run.status completed"}
 			if k := kinds(got, run); !slices.Equal(k, want) {
 				t.Fatalf("another instance's run on the stream:\n got %q\nwant %q%s", k, want, describe(got))
 			}
@@ -347,5 +348,85 @@ func TestMemberStreamAcrossInstances(t *testing.T) {
 				t.Fatalf("an id of another instance resumed with %s %s", ev.Type, ev.Data)
 			}
 		})
+	}
+}
+
+// deltasOf reads a member stream until run's round key is sealed, and answers the text its
+// model.delta events spelled, the tool calls they named, and whether every delta came before
+// the seal, with no id.
+func deltasOf(t *testing.T, m *memberStream, run string) (text string, calls []string) {
+	t.Helper()
+	got := m.until(t, func(ev *client.MemberEvent) bool { return ev.Type == client.MemberRoundSealed && ev.RunPublicID == run })
+	var b strings.Builder
+	for _, ev := range got {
+		if ev.Type != client.MemberModelDelta || ev.RunPublicID != run {
+			continue
+		}
+		if ev.ID != "" {
+			t.Fatalf("a model.delta with an id: %s", ev.ID)
+		}
+		b.WriteString(ev.Text)
+		if ev.ToolCall != "" {
+			calls = append(calls, ev.ToolCall)
+		}
+	}
+	return b.String(), calls
+}
+
+// TestModelDeltasStream: while a round runs, the members following it read its text as the
+// provider streams it (the mock in pieces; a loopback OpenAI-compatible server on the real
+// streaming wire, chunk by chunk), then the seal; a stream resumed after the seal sees no delta.
+func TestModelDeltasStream(t *testing.T) {
+	t.Parallel()
+	fake := modeltest.NewFake(t, modeltest.Reply{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, SSE: true, Body: strings.Join([]string{
+		`data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Ship "},"finish_reason":null}]}`, "",
+		`data: {"choices":[{"index":0,"delta":{"content":"on Fri"},"finish_reason":null}]}`, "",
+		`data: {"choices":[{"index":0,"delta":{"content":"day."},"finish_reason":null}]}`, "",
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, "",
+		`data: [DONE]`, "", ""}, "\n")})
+	srv := testserver.Start(t, testserver.Options{Env: map[string]string{"NEXUS_TEST_KEY": "k"}, Config: fmt.Sprintf(`
+model_provider "loop" {
+  type     = "openai"
+  base_url = %q
+  api_key  = env("NEXUS_TEST_KEY")
+}
+model "loop/m" {
+  id = "m"
+  capabilities {
+    tools             = true
+    context_window    = 100000
+    max_output_tokens = 1000
+  }
+}
+`, fake.URL+"/v1")})
+	ctx := context.Background()
+	c := srv.Client()
+	m := openMembers(t, c, "default", client.MemberEventOptions{})
+	long := "The plan is to ship on Friday, after the review, with the docs."
+	mock, err := c.CreateRun(ctx, "default", json.RawMessage(`{"approval_mode":"bypass","steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay `+long+`\ncall memory_ls {}\nround 2\nsay ok"}}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, calls := deltasOf(t, m, mock.Run.PublicID)
+	if text != long || !slices.Equal(calls, []string{"memory_ls"}) {
+		t.Fatalf("the mock's deltas spelled %q and %q", text, calls)
+	}
+	loop, err := c.CreateRun(ctx, "default", json.RawMessage(`{"approval_mode":"bypass","steps":[{"model":{"model":"loop/m","prompt":"When?"}}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, calls := deltasOf(t, m, loop.Run.PublicID); text != "Ship on Friday." || len(calls) != 0 {
+		t.Fatalf("the OpenAI stream's deltas spelled %q and %q", text, calls)
+	}
+	done, err := c.WaitRun(ctx, "default", loop.Run.PublicID, 30)
+	if err != nil || done.Run.Answer == nil || *done.Run.Answer != "Ship on Friday." {
+		t.Fatalf("the loopback run = %+v, %v", done, err)
+	}
+	first := srv.Server().Events().Epoch() + "-0"
+	replay := openMembers(t, c, "default", client.MemberEventOptions{LastEventID: first, RunPublicID: loop.Run.PublicID})
+	for _, ev := range replay.until(t, runCompleted(loop.Run.PublicID)) {
+		if ev.Type == client.MemberModelDelta {
+			t.Fatalf("a resumed stream replayed a delta: %s", ev.Data)
+		}
 	}
 }

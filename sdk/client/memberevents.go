@@ -24,6 +24,9 @@ const (
 	MemberAskWaiting      = "ask.waiting"
 	MemberAskAnswered     = "ask.answered"
 	MemberTurnStatus      = "turn.status"
+	// MemberModelDelta is a piece of a model round's answer as it streams: Text, or ToolCall
+	// naming a call as it begins. Deltas have no id and are never replayed.
+	MemberModelDelta = "model.delta"
 	// MemberResync says that events may have been missed: re-read what you follow (Reason says
 	// why), then go on reading the stream.
 	MemberResync = "resync"
@@ -56,6 +59,11 @@ type MemberEvent struct {
 	By                   string `json:"by"`
 	TurnPublicID         string `json:"turn_public_id"`
 	Position             int64  `json:"position"`
+	// Text, ToolCall and Attempt are a model.delta's: a retried provider call streams its
+	// answer again from the start under the next attempt.
+	Text     string `json:"text"`
+	ToolCall string `json:"tool_call"`
+	Attempt  int    `json:"attempt"`
 	// Reason is a resync's.
 	Reason string `json:"reason"`
 }

@@ -39,7 +39,7 @@ func BenchmarkB14Stream(b *testing.B) {
 	b.ReportMetric(float64(len(body)), "answer-bytes")
 	modeltest.SideBySide(b, []string{"fold", "scanner+unmarshal"},
 		func() {
-			a, _, err := readStream(bytes.NewReader(body), log)
+			a, _, err := readStream(bytes.NewReader(body), log, nil)
 			if err != nil || len(a.calls) != 50 {
 				b.Fatalf("%v", err)
 			}

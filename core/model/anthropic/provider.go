@@ -35,7 +35,7 @@ func (p *Provider) Send(ctx context.Context, req *model.Request, prepared any) (
 			return p.httpError(status, h, body, enc.Uploads)
 		},
 		Fold: func(body io.Reader, requestID string) (int64, error) {
-			a, read, err := readStream(body, p.Log)
+			a, read, err := readStream(body, p.Log, req.Emitter(ctx))
 			var mid *midStreamError
 			if errors.As(err, &mid) {
 				return read, p.streamError(mid.data, requestID, enc.Uploads)

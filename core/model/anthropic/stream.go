@@ -57,9 +57,13 @@ type fold struct {
 	started bool
 	stopped bool
 	log     hclog.Logger
+	// emit hears the text and each tool call's name as they arrive; nil when nobody listens.
+	emit func(model.Delta)
 }
 
-func newFold(log hclog.Logger) *fold { return &fold{blocks: map[int]*openBlock{}, log: log} }
+func newFold(log hclog.Logger, emit func(model.Delta)) *fold {
+	return &fold{blocks: map[int]*openBlock{}, log: log, emit: emit}
+}
 
 func (f *fold) add(name string, data []byte) error {
 	var ev eventWire
@@ -90,6 +94,14 @@ func (f *fold) add(name string, data []byte) error {
 			f.order = append(f.order, ev.Index)
 		}
 		f.blocks[ev.Index] = &openBlock{start: append([]byte(nil), ev.ContentBlock...), typ: head.Type, id: head.ID, name: head.Name, text: []byte(head.Text)}
+		if f.emit != nil {
+			switch {
+			case head.Type == "tool_use":
+				f.emit(model.Delta{ToolCall: head.Name})
+			case head.Type == "text" && head.Text != "":
+				f.emit(model.Delta{Text: head.Text})
+			}
+		}
 	case "content_block_delta":
 		b := f.blocks[ev.Index]
 		if b == nil || ev.Delta == nil {
@@ -98,6 +110,9 @@ func (f *fold) add(name string, data []byte) error {
 		switch ev.Delta.Type {
 		case "text_delta":
 			b.text = append(b.text, ev.Delta.Text...)
+			if f.emit != nil && b.typ == "text" && ev.Delta.Text != "" {
+				f.emit(model.Delta{Text: ev.Delta.Text})
+			}
 		case "input_json_delta":
 			b.input = append(b.input, ev.Delta.PartialJSON...)
 		case "thinking_delta":
@@ -157,9 +172,9 @@ func (f *fold) answer() (*answer, error) {
 
 // readStream folds a streamed body; it is complete at message_stop, and a body that ends
 // before it is a broken stream.
-func readStream(body io.Reader, log hclog.Logger) (*answer, int64, error) {
+func readStream(body io.Reader, log hclog.Logger, emit func(model.Delta)) (*answer, int64, error) {
 	r := wire.NewSSEReader(body)
-	f := newFold(log)
+	f := newFold(log, emit)
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {

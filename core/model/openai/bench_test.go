@@ -177,7 +177,7 @@ func BenchmarkB14Stream(b *testing.B) {
 	b.ReportMetric(float64(len(body)), "answer-bytes")
 	modeltest.SideBySide(b, []string{"fold", "scanner+unmarshal"},
 		func() {
-			m, _, err := readStream(bytes.NewReader(body), log)
+			m, _, err := readStream(bytes.NewReader(body), log, nil)
 			if err != nil || len(m.calls) != 50 {
 				b.Fatalf("%v", err)
 			}
@@ -200,7 +200,7 @@ func BenchmarkB14StreamAlloc(b *testing.B) {
 	b.ReportAllocs()
 	b.ReportMetric(float64(len(body)), "answer-bytes")
 	for b.Loop() {
-		if _, _, err := readStream(bytes.NewReader(body), log); err != nil {
+		if _, _, err := readStream(bytes.NewReader(body), log, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/model"
 	"github.com/nexuskernel/nexus/core/model/wire"
 )
 
@@ -51,6 +52,8 @@ type fold struct {
 	sawFinish     bool
 	usage         *usageWire
 	log           hclog.Logger
+	// emit hears the text and each call's name as they arrive; nil when nobody listens.
+	emit func(model.Delta)
 }
 
 // errStreamError is a chunk whose top-level key is error; its body is in midError.
@@ -58,7 +61,9 @@ type midStreamError struct{ body []byte }
 
 func (e *midStreamError) Error() string { return "error chunk" }
 
-func newFold(log hclog.Logger) *fold { return &fold{byIndex: map[int]*streamCall{}, log: log} }
+func newFold(log hclog.Logger, emit func(model.Delta)) *fold {
+	return &fold{byIndex: map[int]*streamCall{}, log: log, emit: emit}
+}
 
 // add folds one chunk's data.
 func (f *fold) add(data []byte) error {
@@ -79,6 +84,9 @@ func (f *fold) add(data []byte) error {
 		d := ch.Delta
 		if d.Content != nil {
 			f.text = append(f.text, *d.Content...)
+			if f.emit != nil && *d.Content != "" {
+				f.emit(model.Delta{Text: *d.Content})
+			}
 		}
 		if d.Refusal != nil {
 			f.refusal = append(f.refusal, *d.Refusal...)
@@ -91,6 +99,9 @@ func (f *fold) add(data []byte) error {
 			if tc.Function.Name != "" {
 				if call.name == "" {
 					call.name = tc.Function.Name
+					if f.emit != nil {
+						f.emit(model.Delta{ToolCall: call.name})
+					}
 				} else if call.name != tc.Function.Name {
 					f.log.Info("a later chunk named a call differently; the first name is kept")
 				}
@@ -151,9 +162,9 @@ func (f *fold) message() *message {
 
 // readStream folds a streamed body. It ends at data: [DONE], or at the end of the body when a
 // finish_reason was seen; anything else is a broken stream.
-func readStream(body io.Reader, log hclog.Logger) (*message, int64, error) {
+func readStream(body io.Reader, log hclog.Logger, emit func(model.Delta)) (*message, int64, error) {
 	r := wire.NewSSEReader(body)
-	f := newFold(log)
+	f := newFold(log, emit)
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {

@@ -147,7 +147,7 @@ func New(t testing.TB, s *store.Store, o Options) *Harness {
 	bus := events.New()
 	opts.Events = bus
 	h := &Harness{T: t, S: s, Clock: c, Ctx: ctx, Profiles: profs, Profile: o.Profile, Uploads: up, Watch: conversations.NewRunWatch(bus), Events: bus}
-	h.changes, _, _ = bus.SubscribeMembers(events.MemberFilter{}, false, 0)
+	h.changes, _, _ = bus.SubscribeMembers(events.MemberFilter{SkipDeltas: true}, false, 0)
 	t.Cleanup(h.changes.Close)
 	t.Cleanup(h.Watch.Close)
 	e, err := runs.New(opts)
