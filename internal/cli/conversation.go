@@ -82,7 +82,7 @@ func newConversation(e *env, g *globals) *cobra.Command {
 
 	var model, file, idem string
 	var attach []string
-	var noWait bool
+	var noWait, follow bool
 	var timeout time.Duration
 	send := &cobra.Command{
 		Use:   "send CONVERSATION (TEXT | --file FILE) [--attach FILE] [--model REF] [--no-wait]",
@@ -92,7 +92,8 @@ waits for the turn and prints its answer (or, when the answer waits for a person
 approvals to decide, as "nexus run watch" does), with run watch's exit codes: 0 answered, 3 waits
 for a person, 4 failed (its run needs attention), 5 canceled, 6 --timeout passed. --attach FILE
 uploads a file and attaches it to the message (repeatable; the text may then be empty).
---no-wait prints the turn and returns at once.`,
+--no-wait prints the turn and returns at once. --follow prints the answer as it streams, with
+"[call NAME]" as each tool call begins and "[NAME completed]" (or its failure) as it settles.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var text string
@@ -126,8 +127,18 @@ uploads a file and attaches it to the message (repeatable; the text may then be 
 				}
 				msg["attachments"] = ids
 			}
+			var fl *follower
+			if follow && !noWait && !f.json {
+				// Opened before the post, so that the turn's first events are not missed.
+				if fl, err = e.openFollow(ctx, c, ws, client.MemberEventOptions{ConversationPublicID: args[0]}); err != nil {
+					return err
+				}
+			}
 			res, err := c.PostMessage(ctx, ws, args[0], msg, idem)
 			if err != nil {
+				if fl != nil {
+					fl.stop("")
+				}
 				return apiError(err)
 			}
 			if noWait {
@@ -137,7 +148,7 @@ uploads a file and attaches it to the message (repeatable; the text may then be 
 				return fields(e.stdout, "turn", res.Turn.PublicID, "position", fmt.Sprint(res.Turn.Position),
 					"status", res.Turn.Status, "run", res.Turn.RunPublicID)
 			}
-			return e.watchTurn(ctx, c, f, ws, args[0], res.Turn, timeout)
+			return e.watchTurn(ctx, c, f, ws, args[0], res.Turn, timeout, fl)
 		},
 	}
 	send.Flags().StringVar(&file, "file", "", "read the message from FILE (- for standard input)")
@@ -145,6 +156,7 @@ uploads a file and attaches it to the message (repeatable; the text may then be 
 	send.Flags().StringArrayVar(&attach, "attach", nil, "upload FILE and attach it to the message (repeatable)")
 	send.Flags().StringVar(&idem, "idempotency-key", "", "a key that makes a retried send answer the first turn")
 	send.Flags().BoolVar(&noWait, "no-wait", false, "return once the message is accepted")
+	send.Flags().BoolVar(&follow, "follow", false, "print the answer as it streams and each tool call as it starts and settles")
 	send.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long (0: never)")
 	f.registerWorkspace(send)
 
@@ -318,7 +330,10 @@ type turnState struct {
 }
 
 // watchTurn waits for a turn to end, or for its run to wait for a person, and reports it.
-func (e *env) watchTurn(ctx context.Context, c *client.Client, f *adminFlags, ws, conv string, turn client.Turn, timeout time.Duration) error {
+func (e *env) watchTurn(ctx context.Context, c *client.Client, f *adminFlags, ws, conv string, turn client.Turn, timeout time.Duration, fl *follower) error {
+	if fl != nil {
+		fl.start(turn.RunPublicID)
+	}
 	st, err := poll(ctx, timeout, func(ctx context.Context) (turnState, error) {
 		t, raw, err := readTurn(ctx, c, ws, conv, turn.Position)
 		if err != nil {
@@ -340,12 +355,23 @@ func (e *env) watchTurn(ctx context.Context, c *client.Client, f *adminFlags, ws
 		}
 		return s.run != nil && waitingForPerson(s.run)
 	})
+	streamed := false
+	if fl != nil {
+		key := ""
+		if err == nil && st.turn.Answer != nil {
+			key = st.turn.Answer.TaskKey
+		}
+		streamed = fl.stop(key)
+	}
 	if err != nil {
 		if errors.Is(err, errWatchTimeout) {
 			return &exitError{code: exitTimeout, err: fmt.Errorf("turn %d did not settle within --timeout %s; it goes on (nexus conversation history %s)",
 				turn.Position, timeout, conv)}
 		}
 		return apiError(err)
+	}
+	if streamed && st.turn.Status == turnCompleted {
+		return nil
 	}
 	outcome := turnOutcome(st.turn)
 	if f.json {

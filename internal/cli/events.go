@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -91,6 +92,10 @@ func (e *env) printEvent(ev *client.MemberEvent, asJSON bool) error {
 	add("by", ev.By)
 	add("turn", ev.TurnPublicID)
 	add("reason", ev.Reason)
+	add("call", ev.ToolCall)
+	if ev.Text != "" {
+		add("text", strconv.Quote(ev.Text))
+	}
 	_, err := fmt.Fprintln(e.stdout, strings.Join(parts, " "))
 	return err
 }

@@ -50,3 +50,22 @@ func TestEventsCommand(t *testing.T) {
 		t.Fatalf("events after %s printed %q; want the next run's first event", last, ev)
 	}
 }
+
+// TestFollow: run create --watch --follow prints the model's text as it streams, a line as each
+// tool call begins and settles, and not the answer a second time; conversation send --follow
+// prints its answer once the same way.
+func TestFollow(t *testing.T) {
+	t.Parallel()
+	ls := startServer(t, store.SQLite)
+	out := ls.withStdin(t, "!mock\nround 1\nsay Let me look.\ncall memory_write {\"path\":\"workspace/a.md\",\"content\":\"x\"}\nround 2\nsay Written: {{last_result}}", "run", "create", "--watch", "--follow",
+		"--kernel-tool", "nexus.memory.write", "--prompt-file", "-")
+	want := "Let me look.\n[call memory_write]\n[memory_write completed]\nWritten: "
+	if !strings.HasPrefix(out, want) || strings.Count(out, "Written:") != 1 || !strings.HasSuffix(out, "\n") {
+		t.Fatalf("run create --watch --follow printed\n%s\nwant it to begin\n%s", out, want)
+	}
+	ls.nexus(t, nil, "agent", "create", "helper", "-q")
+	conv := strings.TrimSpace(ls.nexus(t, nil, "conversation", "create", "--agent", "helper", "-q"))
+	if out := ls.nexus(t, nil, "conversation", "send", conv, "!mock\nround 1\nsay Looking.\ncall memory_ls {}\nround 2\nsay Hello there.", "--follow"); out != "Looking.\n[call memory_ls]\n[memory_ls failed: unknown_tool]\nHello there.\n" {
+		t.Fatalf("conversation send --follow printed %q", out)
+	}
+}

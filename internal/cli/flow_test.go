@@ -273,7 +273,7 @@ func TestCommandLineErrors(t *testing.T) {
 		}
 	}
 	usage("usage: nexus member add USER [--role member|owner] [flags]", "member", "add")
-	usage("usage: nexus run watch RUN [--timeout D] [flags]", "run", "watch", "a", "b")
+	usage("usage: nexus run watch RUN [--timeout D] [--follow] [flags]", "run", "watch", "a", "b")
 	usage("usage: nexus ask answer RUN KEY TEXT [--decline] [--structured JSON] [flags]", "ask", "answer", "r", "k")
 	usage("usage: nexus run create (--prompt TEXT | --prompt-file FILE | --tool NAME | --file FILE) [flags]", "run", "create", "--nope")
 	usage("usage: nexus COMMAND [flags]", "nope")

@@ -24,7 +24,7 @@ type runFlags struct {
 	tool, input                             string
 	runner, approvalMode, file              string
 	idempotencyKey                          string
-	watch                                   bool
+	watch, follow                           bool
 	timeout                                 time.Duration
 	expectedRevision                        int64
 }
@@ -47,6 +47,7 @@ func (rf *runFlags) register(fs *pflag.FlagSet, create bool) {
 	fs.BoolVar(&rf.watch, "watch", false, "wait for the run and print its answer, with run watch's exit codes")
 	fs.DurationVar(&rf.timeout, "timeout", 0, "with --watch: give up after this long (0: never)")
 	if create {
+		fs.BoolVar(&rf.follow, "follow", false, "with --watch: print the text as it streams and each tool call as it starts and settles")
 		fs.StringVar(&rf.runner, "runner", "", "the run's default runner, public id or display name; it serves --tool and --function")
 		fs.StringVar(&rf.approvalMode, "approval-mode", "bypass", "bypass, ask or rules")
 		fs.StringVar(&rf.file, "file", "", "send the run object in FILE (- for standard input)")
@@ -97,12 +98,22 @@ printed (--quiet: the id only).`,
 			if err != nil {
 				return err
 			}
+			var fl *follower
+			if rf.watch && rf.follow && !f.json {
+				// Opened before the create, so that the run's first events are not missed.
+				if fl, err = e.openFollow(ctx, c, ws, client.MemberEventOptions{}); err != nil {
+					return err
+				}
+			}
 			res, err := c.CreateRun(ctx, ws, run, rf.idempotencyKey)
 			if err != nil {
+				if fl != nil {
+					fl.stop("")
+				}
 				return apiError(err)
 			}
 			if rf.watch {
-				return e.watchAndReport(ctx, c, f, ws, res.Run.PublicID, rf.timeout)
+				return e.watchAndReport(ctx, c, f, ws, res.Run.PublicID, rf.timeout, fl)
 			}
 			switch {
 			case f.json:
@@ -138,14 +149,18 @@ printed (--quiet: the id only).`,
 	f.registerWorkspace(show)
 
 	var timeout time.Duration
+	var follow bool
 	watch := &cobra.Command{
-		Use:   "watch RUN [--timeout D]",
+		Use:   "watch RUN [--timeout D] [--follow]",
 		Short: "Wait until a run ends or waits for a person, then print its answer or what it waits for",
 		Long: `Wait until a run completes (its answer is printed; exit 0), waits for a person (the asks and
 approvals are printed with the command that answers each, exit 3; run watch again afterwards),
 needs attention (exit 4: append a repair with "nexus run append", or stop it) or is canceled
 (exit 5). --timeout gives up after that long (exit 6; the run goes on). Any other error exits 1,
-a wrong command line 2. --json prints the run's body instead, with the same exit codes.`,
+a wrong command line 2. --json prints the run's body instead, with the same exit codes.
+--follow prints the run as it goes: the text its model streams, "[call NAME]" as a tool call
+begins and "[NAME completed]" (or its failure) as it settles; a completed run's answer, already
+shown, is not printed again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ws, _, err := e.connectRun(cmd, g, f, args[0])
@@ -153,10 +168,17 @@ a wrong command line 2. --json prints the run's body instead, with the same exit
 				return err
 			}
 			ctx := cmd.Context()
-			return e.watchAndReport(ctx, c, f, ws, args[0], timeout)
+			var fl *follower
+			if follow && !f.json {
+				if fl, err = e.openFollow(ctx, c, ws, client.MemberEventOptions{RunPublicID: args[0]}); err != nil {
+					return err
+				}
+			}
+			return e.watchAndReport(ctx, c, f, ws, args[0], timeout, fl)
 		},
 	}
 	watch.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: never)")
+	watch.Flags().BoolVar(&follow, "follow", false, "print the text as it streams and each tool call as it starts and settles")
 	f.registerWorkspace(watch)
 
 	var status string
@@ -257,7 +279,7 @@ codes.`,
 				return apiError(err)
 			}
 			if rf.watch {
-				return e.watchAndReport(ctx, c, f, ws, args[0], rf.timeout)
+				return e.watchAndReport(ctx, c, f, ws, args[0], rf.timeout, nil)
 			}
 			if f.json {
 				return e.raw(res.Raw)

@@ -146,8 +146,21 @@ func watchRun(ctx context.Context, c *client.Client, ws, run string, timeout tim
 // watchAndReport watches a run and reports how it stands: the answer of a completed run, what a
 // person must do for a waiting one; the exit code tells which (runOutcome). --json prints the
 // run's body whatever its outcome, with the same exit code.
-func (e *env) watchAndReport(ctx context.Context, c *client.Client, f *adminFlags, ws, run string, timeout time.Duration) error {
+// With fl (--follow), the run's events are printed as they happen, and a completed run's answer
+// is not printed again when its text streamed.
+func (e *env) watchAndReport(ctx context.Context, c *client.Client, f *adminFlags, ws, run string, timeout time.Duration, fl *follower) error {
+	if fl != nil {
+		fl.start(run)
+	}
 	res, err := watchRun(ctx, c, ws, run, timeout)
+	streamed := false
+	if fl != nil {
+		key := ""
+		if err == nil {
+			key = res.Run.DeliverableTaskKey
+		}
+		streamed = fl.stop(key)
+	}
 	if errors.Is(err, errWatchTimeout) {
 		return timedOut(run, timeout)
 	}
@@ -159,6 +172,9 @@ func (e *env) watchAndReport(ctx context.Context, c *client.Client, f *adminFlag
 			return err
 		}
 		return runOutcome(&res.Run)
+	}
+	if streamed && res.Run.Status == runCompleted {
+		return nil
 	}
 	return e.report(ctx, c, ws, &res.Run)
 }
