@@ -67,8 +67,16 @@ func startHostWith(t testing.TB, plane *recordingPlane, timings Timings, entries
 // startHostGuarded is startHostWith with a storage guard (nil for none).
 func startHostGuarded(t testing.TB, plane *recordingPlane, timings Timings, storage StorageGuard, entries ...Entry) *testHost {
 	t.Helper()
+	return startHostConfig(t, Config{Catalog: &Catalog{Entries: entries}, Plane: plane, Timings: timings, Storage: storage})
+}
+
+// startHostConfig starts a host on cfg, with a log sink and a temporary data directory.
+func startHostConfig(t testing.TB, cfg Config) *testHost {
+	t.Helper()
 	logs := &logSink{}
-	h, err := New(Config{Catalog: &Catalog{Entries: entries}, Plane: plane, Logger: logs.logger(), DataDir: t.TempDir(), Timings: timings, Storage: storage})
+	cfg.Logger, cfg.DataDir = logs.logger(), t.TempDir()
+	plane := cfg.Plane.(*recordingPlane)
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,9 @@ type Config struct {
 	// Storage, when set, admits each plugin's storage root against the other instances'
 	// (StorageGuard); nil checks nothing.
 	Storage StorageGuard
+	// OnState, when set, hears each plugin's state change (its name and new state), on the
+	// supervisor's goroutine: it must not block.
+	OnState func(name string, st State)
 }
 
 // Host runs the catalog's plugins. Its methods are what the plugin routes and the CLI call:
@@ -42,6 +45,7 @@ type Host struct {
 	resolver Resolver
 	timings  Timings
 	storage  StorageGuard
+	onState  func(name string, st State)
 
 	ctx    context.Context // the host's life: calls run under it
 	cancel context.CancelFunc
@@ -75,7 +79,7 @@ func New(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Host{
 		plane: cfg.Plane, logger: logger.Named("plugins"), dataDir: cfg.DataDir, resolver: cfg.Resolver,
-		timings: cfg.Timings.withDefaults(), storage: cfg.Storage, ctx: ctx, cancel: cancel, catalog: cat, sups: map[string]*supervisor{},
+		timings: cfg.Timings.withDefaults(), storage: cfg.Storage, onState: cfg.OnState, ctx: ctx, cancel: cancel, catalog: cat, sups: map[string]*supervisor{},
 	}, nil
 }
 

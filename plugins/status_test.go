@@ -1,8 +1,10 @@
 package plugins
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,5 +57,44 @@ func TestStatusJSON(t *testing.T) {
 	_ = json.Unmarshal(got[0]["info"], &info)
 	if len(info) != 4 || info["protocol_minor"] != float64(plugin.ProtocolMinor) {
 		t.Errorf("info = %s", got[0]["info"])
+	}
+}
+
+// TestOnStateHearsEachChange: the host's OnState hears a plugin's state changes in order, each
+// once: starting then ready at start, and the restart's way back to ready.
+func TestOnStateHearsEachChange(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var heard []State
+	th := startHostConfig(t, Config{Catalog: &Catalog{Entries: []Entry{scenarioEntry(t, "tools", plugin.KindToolProvider, "tools-example")}},
+		Plane: newPlane(), Timings: fastTimings, OnState: func(name string, st State) {
+			if name != "tools" {
+				t.Errorf("a state of %q", name)
+			}
+			mu.Lock()
+			heard = append(heard, st)
+			mu.Unlock()
+		}})
+	th.waitState(t, "tools", StateReady, 10*time.Second)
+	mu.Lock()
+	got := slices.Clone(heard)
+	mu.Unlock()
+	if !slices.Equal(got, []State{StateStarting, StateReady}) {
+		t.Fatalf("heard %v at start", got)
+	}
+	if err := th.Restart(context.Background(), "tools"); err != nil {
+		t.Fatal(err)
+	}
+	th.waitState(t, "tools", StateReady, 10*time.Second)
+	mu.Lock()
+	got = slices.Clone(heard)
+	mu.Unlock()
+	if len(got) < 4 || got[len(got)-1] != StateReady || slices.Contains(got[2:len(got)-1], StateReady) {
+		t.Fatalf("heard %v after a restart", got)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] == got[i-1] {
+			t.Fatalf("heard %s twice in a row: %v", got[i], got)
+		}
 	}
 }

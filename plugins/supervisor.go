@@ -70,9 +70,13 @@ func newSupervisor(h *Host, e Entry) *supervisor {
 
 // setState changes the state and wakes every waiter; the caller holds s.mu.
 func (s *supervisor) setStateLocked(st State) {
+	changed := s.state != st
 	s.state = st
 	close(s.changed)
 	s.changed = make(chan struct{})
+	if changed && s.h.onState != nil {
+		s.h.onState(s.entry.Name, st)
+	}
 }
 
 func (s *supervisor) setState(st State) {

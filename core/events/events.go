@@ -189,9 +189,12 @@ func (b *Bus) Subscribe(executors []string) *Subscription {
 
 // MemberFilter chooses the member events a subscription hears: those of one workspace, or of
 // every workspace when Workspace is empty (the server's own readers), narrowed to a run and a
-// conversation when those are set.
+// conversation when those are set; and the deployment's own events (a plugin's state, whose
+// scope names no workspace) when Deployment is set or Workspace is empty.
 type MemberFilter struct {
 	Workspace, Run, Conversation string
+	// Deployment admits the events that concern no workspace.
+	Deployment bool
 	// SkipDeltas leaves out ModelDelta, for a reader that follows settled state only.
 	SkipDeltas bool
 }
@@ -205,7 +208,10 @@ func (f MemberFilter) wants(ev Event) bool {
 		return false
 	}
 	w := m.Where()
-	return (f.Workspace == "" || w.Workspace == f.Workspace) && (f.Run == "" || w.Run == f.Run) &&
+	if w.Workspace == "" && f.Workspace != "" && !f.Deployment {
+		return false
+	}
+	return (f.Workspace == "" || w.Workspace == "" || w.Workspace == f.Workspace) && (f.Run == "" || w.Run == f.Run) &&
 		(f.Conversation == "" || w.Conversation == f.Conversation)
 }
 

@@ -19,6 +19,7 @@ const (
 	KindAskAnswered     Kind = "ask.answered"
 	KindTurnStatus      Kind = "turn.status"
 	KindModelDelta      Kind = "model.delta"
+	KindPluginState     Kind = "plugin.state"
 )
 
 // Scope places a member event: the workspace whose members may read it, and the run and the
@@ -173,3 +174,17 @@ type ModelDelta struct {
 
 // Kind is KindModelDelta.
 func (ModelDelta) Kind() Kind { return KindModelDelta }
+
+// PluginState: a plugin of the deployment changed state (docs/plugins.md#crashes). It concerns
+// no workspace: its scope is empty, and only the streams of workspace owners hear it
+// (MemberFilter.Deployment), as only they read the plugins' status.
+type PluginState struct {
+	Scope
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// Instance is the instance whose copy of the plugin changed state (docs/operations.md#several-instances).
+	Instance string `json:"instance"`
+}
+
+// Kind is KindPluginState.
+func (PluginState) Kind() Kind { return KindPluginState }

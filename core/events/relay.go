@@ -198,6 +198,8 @@ func decodeKind(k Kind, b json.RawMessage) (MemberEvent, error) {
 		ev, err = into[TurnStatus](b)
 	case KindModelDelta:
 		ev, err = into[ModelDelta](b)
+	case KindPluginState:
+		ev, err = into[PluginState](b)
 	default:
 		return nil, fmt.Errorf("events: a relayed event of unknown kind %q", k)
 	}

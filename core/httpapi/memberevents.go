@@ -123,7 +123,9 @@ func (a *API) memberEvents(w http.ResponseWriter, r *http.Request, c *Call) erro
 		return err
 	}
 	q := r.URL.Query()
-	filter := events.MemberFilter{Workspace: act.WorkspacePublicID}
+	// The deployment's events (a plugin's state) go to the workspace's owners, who read the
+	// plugins' status (docs/api.md#plugins).
+	filter := events.MemberFilter{Workspace: act.WorkspacePublicID, Deployment: act.Kind == store.KindUser && act.Role == store.RoleOwner}
 	if filter.Run = q.Get("run_public_id"); filter.Run != "" && !store.IsPublicID(filter.Run) {
 		return refusal.Newf(refusal.BadRequest, refusal.CodeParameterInvalid, "run_public_id must be a run's public id.").With("path", "run_public_id")
 	}

@@ -430,3 +430,31 @@ model "loop/m" {
 		}
 	}
 }
+
+// TestPluginStateReachesOwners: a plugin's state change, which concerns no workspace, reaches
+// the streams of workspace owners (who read the plugins' status) and not those of other members.
+func TestPluginStateReachesOwners(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t, testserver.Options{})
+	ctx := context.Background()
+	mem, err := srv.Client().CreateUser(ctx, "default", &client.CreateUserRequest{Handle: "max", DisplayName: "Max", Role: "member"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := openMembers(t, srv.Client(), "default", client.MemberEventOptions{})
+	member := openMembers(t, srv.ClientWith(mem.Token), "default", client.MemberEventOptions{})
+	srv.Server().Events().Publish(events.PluginState{Name: "memory-fs", State: "restarting", Instance: "inst_x"})
+	ran, err := srv.Client().CreateRun(ctx, "default", json.RawMessage(`{"approval_mode":"bypass","steps":[{"model":{"model":"mock/scripted","prompt":"!mock\nround 1\nsay hi"}}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := owner.until(t, func(ev *client.MemberEvent) bool { return ev.Type == "plugin.state" })
+	if ev := got[len(got)-1]; !strings.Contains(string(ev.Data), `"name":"memory-fs","state":"restarting","instance":"inst_x"`) || ev.WorkspacePublicID != "" {
+		t.Fatalf("the owner heard %s", ev.Data)
+	}
+	for _, ev := range member.until(t, runCompleted(ran.Run.PublicID)) {
+		if ev.Type == "plugin.state" {
+			t.Fatalf("a member who is not an owner heard %s", ev.Data)
+		}
+	}
+}

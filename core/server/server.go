@@ -299,7 +299,10 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	if opts.PluginPlane != nil {
 		hostPlane = opts.PluginPlane(hostPlane)
 	}
-	host, err := plugins.New(plugins.Config{Catalog: s.Plugins, Plane: hostPlane, Logger: log, DataDir: s.DataDir,
+	onState := func(name string, st plugins.State) {
+		srv.events.Publish(events.PluginState{Name: name, State: string(st), Instance: engine.InstanceID()})
+	}
+	host, err := plugins.New(plugins.Config{Catalog: s.Plugins, Plane: hostPlane, Logger: log, DataDir: s.DataDir, OnState: onState,
 		Resolver: pluginResolver(s, opts.ExecutableDir), Timings: opts.PluginTimings, Storage: memoryRoots{plane.PluginRoots()}})
 	if err != nil {
 		hub.Close()

@@ -92,6 +92,9 @@ func (e *env) printEvent(ev *client.MemberEvent, asJSON bool) error {
 	add("by", ev.By)
 	add("turn", ev.TurnPublicID)
 	add("reason", ev.Reason)
+	add("plugin", ev.Name)
+	add("state", ev.State)
+	add("instance", ev.Instance)
 	add("call", ev.ToolCall)
 	if ev.Text != "" {
 		add("text", strconv.Quote(ev.Text))

@@ -27,6 +27,9 @@ const (
 	// MemberModelDelta is a piece of a model round's answer as it streams: Text, or ToolCall
 	// naming a call as it begins. Deltas have no id and are never replayed.
 	MemberModelDelta = "model.delta"
+	// MemberPluginState is a plugin's state change (Name, State, Instance), sent to the streams
+	// of workspace owners; it names no workspace.
+	MemberPluginState = "plugin.state"
 	// MemberResync says that events may have been missed: re-read what you follow (Reason says
 	// why), then go on reading the stream.
 	MemberResync = "resync"
@@ -64,6 +67,11 @@ type MemberEvent struct {
 	Text     string `json:"text"`
 	ToolCall string `json:"tool_call"`
 	Attempt  int    `json:"attempt"`
+	// Name, State and Instance are a plugin.state's: the plugin, its new state and the instance
+	// whose copy of it changed.
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Instance string `json:"instance"`
 	// Reason is a resync's.
 	Reason string `json:"reason"`
 }
