@@ -86,9 +86,9 @@ type Bus struct {
 	// ring whose oldest entry is window[(seq % Window)] once it is full.
 	seq    uint64
 	window []Stamped
-	// forward hands each member event published here (not one heard from another instance) to
-	// the other instances; nil on a single instance.
-	forward func(MemberEvent)
+	// forward hands the member events published here (not those heard from another instance)
+	// to the other instances, a commit's together; nil on a single instance.
+	forward func([]MemberEvent)
 }
 
 // Window bounds the member events a bus keeps for streams that resume (Last-Event-ID): some
@@ -115,7 +115,7 @@ func (b *Bus) Epoch() string { return b.epoch }
 
 // Forward sets where member events published on this bus go to reach the other instances
 // (the notification channel); call it before publishing.
-func (b *Bus) Forward(f func(MemberEvent)) {
+func (b *Bus) Forward(f func([]MemberEvent)) {
 	b.mu.Lock()
 	b.forward = f
 	b.mu.Unlock()
@@ -124,25 +124,42 @@ func (b *Bus) Forward(f func(MemberEvent)) {
 // Publish hands ev to every open subscription it concerns, and forwards a member event to the
 // other instances. Call it after the transaction that made ev true committed, never before and
 // never after a rollback. It never blocks.
-func (b *Bus) Publish(ev Event) {
-	if m, ok := ev.(MemberEvent); ok {
-		b.publishMember(m, true)
+func (b *Bus) Publish(ev Event) { b.PublishAll([]Event{ev}) }
+
+// PublishAll is Publish for the events one commit made true, in order: the member events among
+// them reach the other instances together.
+func (b *Bus) PublishAll(evs []Event) {
+	var members []MemberEvent
+	for _, ev := range evs {
+		if m, ok := ev.(MemberEvent); ok {
+			b.publishMember(m)
+			members = append(members, m)
+			continue
+		}
+		b.mu.RLock()
+		for s := range b.subs {
+			if s.wants(ev) {
+				s.post(Stamped{}, ev)
+			}
+		}
+		b.mu.RUnlock()
+	}
+	if len(members) == 0 {
 		return
 	}
 	b.mu.RLock()
-	defer b.mu.RUnlock()
-	for s := range b.subs {
-		if s.wants(ev) {
-			s.post(Stamped{}, ev)
-		}
+	forward := b.forward
+	b.mu.RUnlock()
+	if forward != nil {
+		forward(members)
 	}
 }
 
 // PublishRemote is Publish for a member event another instance published: it is numbered and
 // fanned out here, and not forwarded again.
-func (b *Bus) PublishRemote(ev MemberEvent) { b.publishMember(ev, false) }
+func (b *Bus) PublishRemote(ev MemberEvent) { b.publishMember(ev) }
 
-func (b *Bus) publishMember(ev MemberEvent, local bool) {
+func (b *Bus) publishMember(ev MemberEvent) {
 	b.mu.Lock()
 	st := Stamped{Event: ev}
 	if _, delta := ev.(ModelDelta); !delta {
@@ -159,11 +176,7 @@ func (b *Bus) publishMember(ev MemberEvent, local bool) {
 			s.post(st, ev)
 		}
 	}
-	forward := b.forward
 	b.mu.Unlock()
-	if local && forward != nil {
-		forward(ev)
-	}
 }
 
 // LoseAll tells every subscription that events may have been missed (the other instances'

@@ -187,7 +187,7 @@ func TestRelay(t *testing.T) {
 		t.Fatalf("the publishing bus heard %d events, want its own once", len(sts))
 	}
 	toTwo.Notified("not json")
-	toTwo.Notified(`{"o":"x","k":"no.such","e":{}}`)
+	toTwo.Notified(`x [{"k":"no.such","e":{}}]`)
 	if len(failed) != 2 {
 		t.Fatalf("failed %v; want both bad payloads reported", failed)
 	}
@@ -223,7 +223,7 @@ func TestRelayCoalescesDeltas(t *testing.T) {
 	<-sub.Wake()
 	sts, lost := sub.TakeStamped()
 	want := []events.Stamped{{Event: events.ModelDelta{Scope: scope, TaskKey: "r1", Attempt: 1, Text: "Ship on Friday."}}, {Seq: 1, Event: sealed}}
-	if diff := cmp.Diff(want, sts); diff != "" || lost || sent.Load() != 2 {
+	if diff := cmp.Diff(want, sts); diff != "" || lost || sent.Load() != 1 {
 		t.Fatalf("the other instance heard (-want +got):\n%s lost %v, %d payloads", diff, lost, sent.Load())
 	}
 	evs, _ := take(t, sub) // the other run's text, after DeltaDelay
@@ -248,5 +248,46 @@ func TestRelayCoalescesDeltas(t *testing.T) {
 		t.Fatalf("the window: resumed %v at %d; want the seal only", resumed, at)
 	} else {
 		fresh.Close()
+	}
+}
+
+// TestRelayBatches: the member events of one PublishAll cross in one payload, or in as few as
+// MaxPayload allows, in order; executor events do not cross.
+func TestRelayBatches(t *testing.T) {
+	t.Parallel()
+	one, two := events.New(), events.New()
+	var sizes []int
+	toTwo := events.NewRelay(two, func(string) {})
+	events.NewRelay(one, func(p string) { sizes = append(sizes, len(p)); toTwo.Notified(p) })
+	sub, _, _ := two.SubscribeMembers(events.MemberFilter{}, false, 0)
+	defer sub.Close()
+	scope := events.Scope{Workspace: "w", Run: "r"}
+	one.PublishAll([]events.Event{events.RunStatus{Scope: scope, Status: "running"}, events.WorkAvailable{RunPublicID: "r", TaskKey: "k", Executors: []string{"x"}},
+		events.TaskParked{Scope: scope, Row: events.Row{TaskKey: "k", TaskKind: "tool_task"}}})
+	if len(sizes) != 1 {
+		t.Fatalf("one commit's events crossed in %d payloads", len(sizes))
+	}
+	var many []events.Event
+	for i := range 200 {
+		many = append(many, events.TurnStatus{Scope: scope, Turn: strings.Repeat("t", 30), Position: int64(i), Status: "queued"})
+	}
+	one.PublishAll(many)
+	if len(sizes) < 3 {
+		t.Fatalf("200 events crossed in %d payloads", len(sizes)-1)
+	}
+	for _, n := range sizes {
+		if n > events.MaxPayload {
+			t.Fatalf("a payload of %d bytes", n)
+		}
+	}
+	<-sub.Wake()
+	sts, lost := sub.TakeStamped()
+	if lost || len(sts) != 202 {
+		t.Fatalf("the other instance heard %d events, lost %v", len(sts), lost)
+	}
+	for i, st := range sts[2:] {
+		if st.Event.(events.TurnStatus).Position != int64(i) || st.Seq != uint64(i+3) {
+			t.Fatalf("event %d out of order: %+v", i, st)
+		}
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// Relay carries member events between the instances sharing a store: every member event
-// published on this bus is handed to Send as one payload (the server sends it on the store's
-// notification channel, PostgreSQL NOTIFY, after the commit), and every payload another
-// instance sent is published here as a remote event. It is the store subscription's handler
+// Relay carries member events between the instances sharing a store: the member events one
+// commit made true (Bus.PublishAll) are handed to send as one payload (the server sends it on the
+// store's notification channel, PostgreSQL NOTIFY, after the commit), and every event of a
+// payload another instance sent is published here as a remote event. It is the store subscription's handler
 // (Notified, Live, Lost): while notifications may be missed, every subscription is told so, and
 // a member stream then tells its client to re-read (docs/api.md#events).
 //
@@ -56,28 +56,33 @@ func NewRelay(bus *Bus, send func(payload string)) *Relay {
 	return r
 }
 
-// forward relays one event published here: a delta's text joins its run's pending text; any
-// other event sends the run's pending text first.
-func (r *Relay) forward(ev MemberEvent) {
+// forward relays the member events one commit made true (or one streamed delta), in one
+// payload where they fit: a delta's text joins its run's pending text; any other event sends
+// its run's pending text first.
+func (r *Relay) forward(evs []MemberEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	run := ev.Where().Run
-	d, isDelta := ev.(ModelDelta)
-	if p := r.pending[run]; p != nil {
-		if isDelta && d.Text != "" && d.TaskKey == p.first.TaskKey && d.Attempt == p.first.Attempt && p.text.Len()+len(d.Text) <= DeltaBytes {
-			p.text.WriteString(d.Text)
-			return
+	var out []MemberEvent
+	for _, ev := range evs {
+		run := ev.Where().Run
+		d, isDelta := ev.(ModelDelta)
+		if p := r.pending[run]; p != nil {
+			if isDelta && d.Text != "" && d.TaskKey == p.first.TaskKey && d.Attempt == p.first.Attempt && p.text.Len()+len(d.Text) <= DeltaBytes {
+				p.text.WriteString(d.Text)
+				continue
+			}
+			out = append(out, r.takeLocked(run))
 		}
-		r.flushLocked(run)
+		if isDelta && d.Text != "" {
+			p := &pendingDelta{first: d}
+			p.text.WriteString(d.Text)
+			p.timer = time.AfterFunc(DeltaDelay, func() { r.flush(run, p) })
+			r.pending[run] = p
+			continue
+		}
+		out = append(out, ev)
 	}
-	if isDelta && d.Text != "" {
-		p := &pendingDelta{first: d}
-		p.text.WriteString(d.Text)
-		p.timer = time.AfterFunc(DeltaDelay, func() { r.flush(run, p) })
-		r.pending[run] = p
-		return
-	}
-	r.sendLocked(ev)
+	r.sendLocked(out)
 }
 
 // flush sends p, a run's pending text, unless it went meanwhile.
@@ -85,43 +90,53 @@ func (r *Relay) flush(run string, p *pendingDelta) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending[run] == p {
-		r.flushLocked(run)
+		r.sendLocked([]MemberEvent{r.takeLocked(run)})
 	}
 }
 
-func (r *Relay) flushLocked(run string) {
+// takeLocked answers a run's pending text as one delta, and forgets it.
+func (r *Relay) takeLocked(run string) MemberEvent {
 	p := r.pending[run]
 	delete(r.pending, run)
 	p.timer.Stop()
 	d := p.first
 	d.Text = p.text.String()
-	r.sendLocked(d)
+	return d
 }
 
-func (r *Relay) sendLocked(ev MemberEvent) {
-	p, err := encode(r.bus.epoch, ev)
-	if err != nil {
-		r.fail(err)
-		return
+// sendLocked sends evs in as few payloads as MaxPayload allows, in order.
+func (r *Relay) sendLocked(evs []MemberEvent) {
+	for len(evs) > 0 {
+		p, n, err := encode(r.bus.epoch, evs)
+		if err != nil {
+			r.fail(err)
+		}
+		if p != "" {
+			r.send(p)
+		}
+		evs = evs[n:]
 	}
-	r.send(p)
 }
 
-// MaxPayload bounds a relayed event's payload: PostgreSQL refuses a NOTIFY payload of 8,000
-// bytes or more, and member events are a few hundred.
-const MaxPayload = 7900
-
-// Notified publishes another instance's event; one this bus sent itself is dropped.
+// Notified publishes another instance's events; those this bus sent itself are dropped, read no
+// further than their origin.
 func (r *Relay) Notified(payload string) {
-	origin, ev, err := decode(payload)
-	if err != nil {
-		r.fail(err)
+	origin, body, ok := strings.Cut(payload, " ")
+	if !ok {
+		r.fail(fmt.Errorf("events: a relayed payload without its origin"))
 		return
 	}
 	if origin == r.bus.epoch {
 		return
 	}
-	r.bus.PublishRemote(ev)
+	evs, err := decode(body)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	for _, ev := range evs {
+		r.bus.PublishRemote(ev)
+	}
 }
 
 // Live: from now on every event arrives; what was sent before may have been missed, so every
@@ -141,35 +156,66 @@ func (r *Relay) fail(err error) {
 	}
 }
 
-// wire is a relayed event: its sender's epoch, its kind and its JSON form.
+// MaxPayload bounds one payload: PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more, and
+// a commit's member events are a few hundred bytes each, so most commits travel in one.
+const MaxPayload = 7900
+
+// wire is one relayed event: its kind and its JSON form. A payload is its sender's epoch, a
+// space, and a JSON array of them.
 type wire struct {
-	Origin string          `json:"o"`
-	Kind   Kind            `json:"k"`
-	Event  json.RawMessage `json:"e"`
+	Kind  Kind            `json:"k"`
+	Event json.RawMessage `json:"e"`
 }
 
-func encode(origin string, ev MemberEvent) (string, error) {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return "", fmt.Errorf("events: encode %s: %w", ev.Kind(), err)
+// encode answers the payload of the first n events of evs that fit in MaxPayload (at least one;
+// an event too large alone is dropped with an error, and counted in n).
+func encode(origin string, evs []MemberEvent) (string, int, error) {
+	var b strings.Builder
+	b.WriteString(origin)
+	b.WriteString(" [")
+	n := 0
+	for _, ev := range evs {
+		e, err := json.Marshal(ev)
+		var w []byte
+		if err == nil {
+			w, err = json.Marshal(wire{Kind: ev.Kind(), Event: e})
+		}
+		if err != nil {
+			if n > 0 {
+				break // sent with what precedes it; it fails on its own next
+			}
+			return "", 1, fmt.Errorf("events: encode %s: %w", ev.Kind(), err)
+		}
+		if b.Len()+len(w)+2 > MaxPayload {
+			if n == 0 {
+				return "", 1, fmt.Errorf("events: %s of %d bytes exceeds the relay's %d", ev.Kind(), len(w), MaxPayload)
+			}
+			break
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(w)
+		n++
 	}
-	w, err := json.Marshal(wire{Origin: origin, Kind: ev.Kind(), Event: b})
-	if err != nil {
-		return "", fmt.Errorf("events: encode %s: %w", ev.Kind(), err)
-	}
-	if len(w) > MaxPayload {
-		return "", fmt.Errorf("events: %s of %d bytes exceeds the relay's %d", ev.Kind(), len(w), MaxPayload)
-	}
-	return string(w), nil
+	b.WriteByte(']')
+	return b.String(), n, nil
 }
 
-func decode(payload string) (string, MemberEvent, error) {
-	var w wire
-	if err := json.Unmarshal([]byte(payload), &w); err != nil {
-		return "", nil, fmt.Errorf("events: a relayed payload is not an event: %w", err)
+func decode(body string) ([]MemberEvent, error) {
+	var ws []wire
+	if err := json.Unmarshal([]byte(body), &ws); err != nil {
+		return nil, fmt.Errorf("events: a relayed payload is not a list of events: %w", err)
 	}
-	ev, err := decodeKind(w.Kind, w.Event)
-	return w.Origin, ev, err
+	evs := make([]MemberEvent, 0, len(ws))
+	for _, w := range ws {
+		ev, err := decodeKind(w.Kind, w.Event)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
 }
 
 func decodeKind(k Kind, b json.RawMessage) (MemberEvent, error) {

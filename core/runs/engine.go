@@ -331,10 +331,12 @@ func (e *Engine) deliver(fx *effects) {
 			e.signal.WorkCanceled(s.run, s.key, s.executors, s.reason)
 		}
 	}
-	if e.bus != nil {
-		for _, ev := range fx.events {
-			e.bus.Publish(ev)
+	if e.bus != nil && len(fx.events) > 0 {
+		evs := make([]events.Event, len(fx.events))
+		for i, ev := range fx.events {
+			evs[i] = ev
 		}
+		e.bus.PublishAll(evs)
 	}
 	if len(fx.abandon) > 0 {
 		e.mu.Lock()
