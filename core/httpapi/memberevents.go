@@ -149,6 +149,9 @@ func (a *API) memberEvents(w http.ResponseWriter, r *http.Request, c *Call) erro
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
 	rc := http.NewResponseController(w)
 	send := func(frame []byte) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(2 * MemberStreamKeepAlive))

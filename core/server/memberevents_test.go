@@ -278,10 +278,20 @@ func TestMemberStreamBounds(t *testing.T) {
 }
 
 // TestMemberStreamKeepAlive: an idle stream opens with its retry field and carries a keep-alive
-// comment every interval.
+// comment every interval; a HEAD answers the stream's headers and ends.
 func TestMemberStreamKeepAlive(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Start(t, testserver.Options{EventKeepAlive: 20 * time.Millisecond})
+	head, err := http.NewRequest(http.MethodHead, srv.URL+"/agent_api/v1/workspaces/default/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Header.Set("Authorization", "Bearer "+srv.AdminToken)
+	hr, err := http.DefaultClient.Do(head)
+	if err != nil || hr.StatusCode != http.StatusOK || hr.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("HEAD = %v, %v", hr, err)
+	}
+	hr.Body.Close()
 	req, err := http.NewRequest(http.MethodGet, srv.URL+"/agent_api/v1/workspaces/default/events", nil)
 	if err != nil {
 		t.Fatal(err)
