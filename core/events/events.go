@@ -248,6 +248,7 @@ func (b *Bus) SubscribeMembers(f MemberFilter, resume bool, after uint64) (s *Su
 				s.queue = append(s.queue, queued{seq: st.Seq, ev: st.Event})
 			}
 		}
+		s.replayed = len(s.queue)
 		if len(s.queue) > 0 {
 			s.wake <- struct{}{}
 		}
@@ -266,10 +267,13 @@ type Subscription struct {
 	done   chan struct{}
 	once   sync.Once
 
-	mu     sync.Mutex
-	queue  []queued
-	lost   bool
-	closed bool
+	mu    sync.Mutex
+	queue []queued
+	// replayed counts the window's events a resumed subscription started with, which do not
+	// count toward SubscriberBuffer until the first take.
+	replayed int
+	lost     bool
+	closed   bool
 }
 
 func newSubscription(b *Bus) *Subscription {
@@ -296,7 +300,7 @@ func (s *Subscription) post(st Stamped, ev Event) {
 	case s.closed:
 		s.mu.Unlock()
 		return
-	case len(s.queue) >= SubscriberBuffer:
+	case len(s.queue)-s.replayed >= SubscriberBuffer:
 		s.lost = true
 	default:
 		s.queue = append(s.queue, queued{seq: st.Seq, ev: ev})
@@ -355,7 +359,7 @@ func (s *Subscription) take() (q []queued, lost bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, lost = s.queue, s.lost
-	s.queue, s.lost = nil, false
+	s.queue, s.lost, s.replayed = nil, false, 0
 	return q, lost
 }
 

@@ -291,3 +291,29 @@ func TestRelayBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeBeyondTheBuffer: a subscription that resumes with more of the window's events than
+// SubscriberBuffer holds them all, and still takes SubscriberBuffer new ones before it is lost.
+func TestResumeBeyondTheBuffer(t *testing.T) {
+	t.Parallel()
+	b := events.New()
+	scope := events.Scope{Workspace: "w"}
+	for range 3000 {
+		b.Publish(events.RunStatus{Scope: scope, Status: "running"})
+	}
+	s, resumed, _ := b.SubscribeMembers(events.MemberFilter{Workspace: "w"}, true, 0)
+	defer s.Close()
+	for range events.SubscriberBuffer {
+		b.Publish(events.RunStatus{Scope: scope, Status: "completed"})
+	}
+	sts, lost := s.TakeStamped()
+	if !resumed || lost || len(sts) != 3000+events.SubscriberBuffer {
+		t.Fatalf("resumed %v, lost %v, %d events", resumed, lost, len(sts))
+	}
+	for range events.SubscriberBuffer + 1 {
+		b.Publish(events.RunStatus{Scope: scope, Status: "completed"})
+	}
+	if _, lost := s.TakeStamped(); !lost {
+		t.Fatal("past the buffer after a take, the subscription was not lost")
+	}
+}
