@@ -86,9 +86,10 @@ type Bus struct {
 	// ring whose oldest entry is window[(seq % Window)] once it is full.
 	seq    uint64
 	window []Stamped
-	// forward hands the member events published here (not those heard from another instance)
-	// to the other instances, a commit's together; nil on a single instance.
-	forward func([]MemberEvent)
+	// forward hands the events published here that cross instances (Crosses; not those heard
+	// from another instance) to the other instances, a commit's together; nil on a single
+	// instance.
+	forward func([]Event)
 }
 
 // Window bounds the member events a bus keeps for streams that resume (Last-Event-ID): some
@@ -115,7 +116,7 @@ func (b *Bus) Epoch() string { return b.epoch }
 
 // Forward sets where member events published on this bus go to reach the other instances
 // (the notification channel); call it before publishing.
-func (b *Bus) Forward(f func([]MemberEvent)) {
+func (b *Bus) Forward(f func([]Event)) {
 	b.mu.Lock()
 	b.forward = f
 	b.mu.Unlock()
@@ -129,35 +130,52 @@ func (b *Bus) Publish(ev Event) { b.PublishAll([]Event{ev}) }
 // PublishAll is Publish for the events one commit made true, in order: the member events among
 // them reach the other instances together.
 func (b *Bus) PublishAll(evs []Event) {
-	var members []MemberEvent
+	var crossing []Event
 	for _, ev := range evs {
-		if m, ok := ev.(MemberEvent); ok {
-			b.publishMember(m)
-			members = append(members, m)
-			continue
+		b.fanOut(ev)
+		if Crosses(ev) {
+			crossing = append(crossing, ev)
 		}
-		b.mu.RLock()
-		for s := range b.subs {
-			if s.wants(ev) {
-				s.post(Stamped{}, ev)
-			}
-		}
-		b.mu.RUnlock()
 	}
-	if len(members) == 0 {
+	if len(crossing) == 0 {
 		return
 	}
 	b.mu.RLock()
 	forward := b.forward
 	b.mu.RUnlock()
 	if forward != nil {
-		forward(members)
+		forward(crossing)
 	}
 }
 
-// PublishRemote is Publish for a member event another instance published: it is numbered and
-// fanned out here, and not forwarded again.
-func (b *Bus) PublishRemote(ev MemberEvent) { b.publishMember(ev) }
+// Crosses reports whether ev goes to the other instances: member events and kernel work do;
+// the executors' events cross on the push hub's own channel.
+func Crosses(ev Event) bool {
+	switch ev.(type) {
+	case MemberEvent, KernelWork:
+		return true
+	}
+	return false
+}
+
+// PublishRemote is Publish for an event another instance published: a member event is numbered
+// and fanned out here, and nothing is forwarded again.
+func (b *Bus) PublishRemote(ev Event) { b.fanOut(ev) }
+
+// fanOut hands ev to this process's subscriptions, numbering a member event.
+func (b *Bus) fanOut(ev Event) {
+	if m, ok := ev.(MemberEvent); ok {
+		b.publishMember(m)
+		return
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for s := range b.subs {
+		if s.wants(ev) {
+			s.post(Stamped{}, ev)
+		}
+	}
+}
 
 func (b *Bus) publishMember(ev MemberEvent) {
 	b.mu.Lock()
@@ -194,6 +212,18 @@ func (b *Bus) LoseAll() {
 func (b *Bus) Subscribe(executors []string) *Subscription {
 	s := newSubscription(b)
 	s.executors = append([]string(nil), executors...)
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// SubscribeKernelWork opens a subscription to the kernel work other instances announce: every
+// KernelWork whose Origin is not origin.
+func (b *Bus) SubscribeKernelWork(origin string) *Subscription {
+	s := newSubscription(b)
+	s.kernelFrom = origin
+	s.kernel = true
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -263,9 +293,12 @@ type Subscription struct {
 	executors []string
 	// filter chooses member events; nil for an executors' subscription.
 	filter *MemberFilter
-	wake   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	// kernel marks a subscription to the kernel work of instances other than kernelFrom.
+	kernel     bool
+	kernelFrom string
+	wake       chan struct{}
+	done       chan struct{}
+	once       sync.Once
 
 	mu    sync.Mutex
 	queue []queued
@@ -281,6 +314,10 @@ func newSubscription(b *Bus) *Subscription {
 }
 
 func (s *Subscription) wants(ev Event) bool {
+	if s.kernel {
+		w, ok := ev.(KernelWork)
+		return ok && w.Origin != s.kernelFrom
+	}
 	if s.filter != nil {
 		return s.filter.wants(ev)
 	}

@@ -188,3 +188,21 @@ type PluginState struct {
 
 // Kind is KindPluginState.
 func (PluginState) Kind() Kind { return KindPluginState }
+
+// KernelWork: a kernel row became runnable (a model round, a kernel tool row). It is no member
+// event: it crosses to the other instances, whose workers it wakes (Bus.SubscribeKernelWork),
+// and this instance's workers were woken at the commit.
+type KernelWork struct {
+	// Origin is the instance that committed it (docs/operations.md#several-instances).
+	Origin  string `json:"origin"`
+	Run     string `json:"run_public_id"`
+	TaskKey string `json:"task_key"`
+}
+
+// KindKernelWork names KernelWork.
+const KindKernelWork Kind = "kernel.work"
+
+// Kind is KindKernelWork.
+func (KernelWork) Kind() Kind { return KindKernelWork }
+
+func (KernelWork) addressed(string) bool { return false }

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// Relay carries member events between the instances sharing a store: the member events one
-// commit made true (Bus.PublishAll) are handed to send as one payload (the server sends it on the
-// store's notification channel, PostgreSQL NOTIFY, after the commit), and every event of a
-// payload another instance sent is published here as a remote event. It is the store subscription's handler
+// Relay carries events between the instances sharing a store (Crosses: member events and kernel
+// work): those one commit made true (Bus.PublishAll) are handed to send as one payload (the run
+// engine sends it on the store's notification channel, PostgreSQL NOTIFY, after the commit), and
+// every event of a payload another instance sent is published here as a remote event. It is the store subscription's handler
 // (Notified, Live, Lost): while notifications may be missed, every subscription is told so, and
 // a member stream then tells its client to re-read (docs/api.md#events).
 //
@@ -59,12 +59,17 @@ func NewRelay(bus *Bus, send func(payload string)) *Relay {
 // forward relays the member events one commit made true (or one streamed delta), in one
 // payload where they fit: a delta's text joins its run's pending text; any other event sends
 // its run's pending text first.
-func (r *Relay) forward(evs []MemberEvent) {
+func (r *Relay) forward(evs []Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []MemberEvent
+	var out []Event
 	for _, ev := range evs {
-		run := ev.Where().Run
+		m, member := ev.(MemberEvent)
+		if !member {
+			out = append(out, ev)
+			continue
+		}
+		run := m.Where().Run
 		d, isDelta := ev.(ModelDelta)
 		if p := r.pending[run]; p != nil {
 			if isDelta && d.Text != "" && d.TaskKey == p.first.TaskKey && d.Attempt == p.first.Attempt && p.text.Len()+len(d.Text) <= DeltaBytes {
@@ -90,12 +95,12 @@ func (r *Relay) flush(run string, p *pendingDelta) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending[run] == p {
-		r.sendLocked([]MemberEvent{r.takeLocked(run)})
+		r.sendLocked([]Event{r.takeLocked(run)})
 	}
 }
 
 // takeLocked answers a run's pending text as one delta, and forgets it.
-func (r *Relay) takeLocked(run string) MemberEvent {
+func (r *Relay) takeLocked(run string) Event {
 	p := r.pending[run]
 	delete(r.pending, run)
 	p.timer.Stop()
@@ -105,7 +110,7 @@ func (r *Relay) takeLocked(run string) MemberEvent {
 }
 
 // sendLocked sends evs in as few payloads as MaxPayload allows, in order.
-func (r *Relay) sendLocked(evs []MemberEvent) {
+func (r *Relay) sendLocked(evs []Event) {
 	for len(evs) > 0 {
 		p, n, err := encode(r.bus.epoch, evs)
 		if err != nil {
@@ -169,7 +174,7 @@ type wire struct {
 
 // encode answers the payload of the first n events of evs that fit in MaxPayload (at least one;
 // an event too large alone is dropped with an error, and counted in n).
-func encode(origin string, evs []MemberEvent) (string, int, error) {
+func encode(origin string, evs []Event) (string, int, error) {
 	var b strings.Builder
 	b.WriteString(origin)
 	b.WriteString(" [")
@@ -202,12 +207,12 @@ func encode(origin string, evs []MemberEvent) (string, int, error) {
 	return b.String(), n, nil
 }
 
-func decode(body string) ([]MemberEvent, error) {
+func decode(body string) ([]Event, error) {
 	var ws []wire
 	if err := json.Unmarshal([]byte(body), &ws); err != nil {
 		return nil, fmt.Errorf("events: a relayed payload is not a list of events: %w", err)
 	}
-	evs := make([]MemberEvent, 0, len(ws))
+	evs := make([]Event, 0, len(ws))
 	for _, w := range ws {
 		ev, err := decodeKind(w.Kind, w.Event)
 		if err != nil {
@@ -218,8 +223,8 @@ func decode(body string) ([]MemberEvent, error) {
 	return evs, nil
 }
 
-func decodeKind(k Kind, b json.RawMessage) (MemberEvent, error) {
-	var ev MemberEvent
+func decodeKind(k Kind, b json.RawMessage) (Event, error) {
+	var ev Event
 	var err error
 	switch k {
 	case KindRunStatus:
@@ -246,6 +251,8 @@ func decodeKind(k Kind, b json.RawMessage) (MemberEvent, error) {
 		ev, err = into[ModelDelta](b)
 	case KindPluginState:
 		ev, err = into[PluginState](b)
+	case KindKernelWork:
+		ev, err = into[KernelWork](b)
 	default:
 		return nil, fmt.Errorf("events: a relayed event of unknown kind %q", k)
 	}
@@ -255,7 +262,7 @@ func decodeKind(k Kind, b json.RawMessage) (MemberEvent, error) {
 	return ev, nil
 }
 
-func into[T MemberEvent](b json.RawMessage) (MemberEvent, error) {
+func into[T Event](b json.RawMessage) (Event, error) {
 	var v T
 	err := json.Unmarshal(b, &v)
 	return v, err

@@ -91,9 +91,10 @@ type HubOptions struct {
 	Events *events.Bus
 }
 
-// NewHub returns a hub over s. Start it before serving streams. The hub listens on the engine's
-// wake-up channel, runs.WorkChannel (docs/development.md#how-the-kernel-runs-work): executor
-// wake-ups carry kind "executor", the run engine's own "kernel".
+// NewHub returns a hub over s. Start it before serving streams. The hub listens on the executor
+// wake-up channel, runs.WorkChannel (docs/development.md#how-the-kernel-runs-work), whose
+// payloads carry kind "executor"; the run engine's kernel work crosses on the event feed's
+// relay instead.
 func NewHub(s *store.Store, o HubOptions) *Hub {
 	if o.Now == nil {
 		o.Now = time.Now

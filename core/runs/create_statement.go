@@ -153,8 +153,7 @@ func (e *Engine) bornReady(ctx context.Context, q store.Querier, fx *effects, st
 	return false, nil
 }
 
-// wakeKernelIn is wakeKernel for a statement: the kernel wake-up rides in it.
+// wakeKernelIn is wakeKernel for a statement's run.
 func (e *Engine) wakeKernelIn(stmt *store.CreateRun, fx *effects, key string) {
-	fx.kernel++
-	stmt.Notify = append(stmt.Notify, store.Notification{Channel: e.channel, Payload: kernelWake(e.inst.ID(), stmt.Run.PublicID, key)})
+	e.wakeKernel(fx, stmt.Run.PublicID, key)
 }

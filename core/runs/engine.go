@@ -86,8 +86,9 @@ type Options struct {
 	// could not follow a conversation-hosted run another instance or a door created.
 	Conversations Conversations
 	Signal        ExecutorSignal
-	// Events is the event feed the engine publishes its member events and its executors' wake-ups
-	// to after each commit (feed.go); nil publishes none.
+	// Events is the event feed the engine publishes its member events and its kernel work to
+	// after each commit (feed.go), and which it relays to the other instances on PostgreSQL from
+	// Start; nil gives the engine a feed of its own.
 	Events        *events.Bus
 	Announcements Announcements
 	Overrides     MemoryOverrides
@@ -132,7 +133,6 @@ type Engine struct {
 	cfg      Config
 	now      func() time.Time
 	log      hclog.Logger
-	channel  string
 	onClaim  func(c *store.Claimed)
 	inst     *liveness.Instance
 
@@ -147,8 +147,9 @@ type Engine struct {
 	wg      sync.WaitGroup
 }
 
-// WorkChannel is the base name of the wake-up channel
-// (docs/development.md#how-the-kernel-runs-work); the store scopes it.
+// WorkChannel is the base name of the executors' wake-up channel, the push hub's
+// (docs/development.md#how-the-kernel-runs-work); the store scopes it. Kernel work crosses
+// instances on the event feed's relay (events.RelayChannel).
 const WorkChannel = "nexus_work"
 
 // New builds an engine; Start runs its workers and sweeper.
@@ -201,6 +202,9 @@ func New(o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if o.Events == nil {
+		o.Events = events.New()
+	}
 	if o.Profiles == nil {
 		if o.Profiles, err = profiles.New(profiles.Options{Store: o.Store, Compiler: o.Compiler, Models: o.Models, Now: o.Now}); err != nil {
 			return nil, err
@@ -209,7 +213,7 @@ func New(o Options) (*Engine, error) {
 	return &Engine{
 		store: o.Store, models: o.Models, registry: o.Registry, compiler: o.Compiler, kernel: o.Kernel, texts: o.Texts, conv: o.Conversations,
 		signal: o.Signal, bus: o.Events, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
-		channel: o.Store.Channel(WorkChannel), kick: make(chan struct{}, o.Config.Workers),
+		kick:    make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, inst: inst,
 	}, nil
 }
@@ -219,10 +223,11 @@ func (e *Engine) nowMS() int64 { return e.now().UnixMilli() }
 // effects collects what a transaction owes the world once it commits: kernel wake-ups,
 // executor signals, evaluations to abandon.
 type effects struct {
-	// kernel counts kernel rows made runnable; one NOTIFY per transaction is enough (wake, its
-	// payload, sent after the commit), but as many workers are woken as there are rows.
+	// kernel counts kernel rows made runnable; one word to the other instances per transaction
+	// is enough (work, published with the transaction's events), but as many workers of this
+	// instance are woken as there are rows.
 	kernel    int
-	wake      string
+	work      *events.KernelWork
 	available []signalRow
 	canceled  []signalRow
 	abandon   []int64
@@ -256,26 +261,14 @@ type signalRow struct {
 }
 
 // wakeKernel records that a kernel row became runnable: after the commit this instance's workers
-// are kicked and the others told by a queued NOTIFY (store.Store.NotifyLater), a hint whose loss
-// costs a poll, never work (docs/development.md#how-the-kernel-runs-work).
+// are kicked and the others told by the event feed (events.KernelWork, relayed with the
+// transaction's events), a hint whose loss costs a poll, never work
+// (docs/development.md#how-the-kernel-runs-work).
 func (e *Engine) wakeKernel(fx *effects, runPublicID, key string) {
 	fx.kernel++
 	if fx.kernel == 1 {
-		fx.wake = kernelWake(e.inst.ID(), runPublicID, key)
+		fx.work = &events.KernelWork{Origin: e.inst.ID(), Run: runPublicID, TaskKey: key}
 	}
-}
-
-// kernelWake is a kernel wake-up's payload (docs/development.md#how-the-kernel-runs-work), compact
-// JSON; origin is the sending instance, which kicked its own workers at commit.
-func kernelWake(origin, runPublicID, key string) string {
-	payload, _ := json.Marshal(struct {
-		Kind      string   `json:"kind"`
-		Run       string   `json:"run_public_id"`
-		Key       string   `json:"task_key"`
-		Executors []string `json:"executor_public_ids"`
-		Origin    string   `json:"origin"`
-	}{"kernel", runPublicID, key, []string{}, origin})
-	return string(payload)
 }
 
 // maxTxRetries bounds retries of a transaction the store refused for a conflict (store.ErrRetryable:
@@ -320,9 +313,6 @@ func (e *Engine) deliver(fx *effects) {
 	if fx.kernel > 0 {
 		e.Kick(fx.kernel)
 	}
-	if fx.wake != "" {
-		e.store.NotifyLater(e.channel, fx.wake, func(err error) { e.log.Warn("notifying other instances of kernel work failed", "error", err) })
-	}
 	if e.signal != nil {
 		for _, s := range fx.available {
 			e.signal.WorkAvailable(s.run, s.key, s.tool, s.executors)
@@ -331,10 +321,13 @@ func (e *Engine) deliver(fx *effects) {
 			e.signal.WorkCanceled(s.run, s.key, s.executors, s.reason)
 		}
 	}
-	if e.bus != nil && len(fx.events) > 0 {
-		evs := make([]events.Event, len(fx.events))
-		for i, ev := range fx.events {
-			evs[i] = ev
+	if len(fx.events) > 0 || fx.work != nil {
+		evs := make([]events.Event, 0, len(fx.events)+1)
+		for _, ev := range fx.events {
+			evs = append(evs, ev)
+		}
+		if fx.work != nil {
+			evs = append(evs, *fx.work)
 		}
 		e.bus.PublishAll(evs)
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nexuskernel/nexus/core/envelope"
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/store"
 )
 
@@ -38,14 +38,14 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stopSub, err := e.store.Subscribe(ctx, e.channel, wakeHandler{e})
+	stopRelay, err := e.relay(ctx)
 	if err != nil {
 		cancel()
 		return err
 	}
 	e.stop = func() {
 		cancel()
-		stopSub()
+		stopRelay()
 	}
 	for i := 0; i < e.cfg.Workers; i++ {
 		e.wg.Add(1)
@@ -73,28 +73,54 @@ func (e *Engine) Stop() {
 	e.inst.Leave()
 }
 
-type wakeHandler struct{ e *Engine }
-
-func (h wakeHandler) Notified(payload string) {
-	// Most notifications on the channel are executor wake-ups. A kernel wake-up is compact JSON
-	// (kernelWake), in which this text cannot occur inside a string value: what lacks it is not
-	// one and needs no decoding.
-	if !strings.Contains(payload, `"kind":"kernel"`) {
-		return
+// relay carries the engine's feed to the other instances and theirs here, on PostgreSQL
+// (events.Relay on the store's notification channel), and wakes this instance's workers for the
+// kernel work the others announce; it answers the function that stops both. On SQLite, which
+// serves one instance, it only looks for work once.
+func (e *Engine) relay(ctx context.Context) (stop func(), err error) {
+	if e.store.Dialect() != store.Postgres {
+		e.Kick(cap(e.kick))
+		return func() {}, nil
 	}
-	// A wake-up this instance sent was kicked here when its transaction committed.
-	var p struct {
-		Kind   string `json:"kind"`
-		Origin string `json:"origin"`
+	channel := e.store.Channel(events.RelayChannel)
+	r := events.NewRelay(e.bus, func(payload string) {
+		e.store.NotifyLater(channel, payload, func(err error) { e.log.Warn("relaying events to the other instances failed", "error", err) })
+	})
+	r.Failed = func(err error) { e.log.Warn("an event from another instance was not read", "error", err) }
+	work := e.bus.SubscribeKernelWork(e.inst.ID())
+	stopSub, err := e.store.Subscribe(ctx, channel, r)
+	if err != nil {
+		work.Close()
+		return nil, fmt.Errorf("runs: listen for the other instances' events: %w", err)
 	}
-	if json.Unmarshal([]byte(payload), &p) == nil && p.Kind == "kernel" && p.Origin != h.e.inst.ID() {
-		h.e.Kick(1)
-	}
+	e.wg.Add(1)
+	go e.hearKernelWork(ctx, work)
+	return func() {
+		stopSub()
+		work.Close()
+	}, nil
 }
 
-// Live and Lost: notifications may have been missed, so look for work at once.
-func (h wakeHandler) Live() { h.e.Kick(cap(h.e.kick)) }
-func (h wakeHandler) Lost() {}
+// hearKernelWork wakes a worker for each kernel row another instance made runnable, and every
+// worker when the feed may have missed some (the listener reconnected).
+func (e *Engine) hearKernelWork(ctx context.Context, work *events.Subscription) {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-work.Done():
+			return
+		case <-work.Wake():
+		}
+		evs, lost := work.Take()
+		if lost {
+			e.Kick(cap(e.kick))
+			continue
+		}
+		e.Kick(len(evs))
+	}
+}
 
 func (e *Engine) worker(ctx context.Context) {
 	defer e.wg.Done()

@@ -2,11 +2,13 @@ package runs
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/liveness"
 	"github.com/nexuskernel/nexus/core/store/storetest"
 )
@@ -21,31 +23,36 @@ func testInstance(t *testing.T) (*liveness.Instance, string) {
 	return in, in.ID()
 }
 
-// The wake-up handler kicks a worker for another instance's kernel wake-up, whatever its run
-// and key hold, and for nothing else on the channel: its own instance's (kicked at commit), an
-// executor's wake-up, a kernel wake-up's words inside another payload's string, a payload that
-// is not JSON.
-func TestWakeHandlerKicksOnKernelWakeUpsOnly(t *testing.T) {
-	inst, self := testInstance(t)
-	cases := []struct {
-		payload string
-		kicks   int
-	}{
-		{kernelWake("other", "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "step-1"), 1},
-		{kernelWake("other", `r"q`, `{"kind":"kernel"}`), 1},
-		{`{"kind":"executor","run_public_id":"r","task_key":"k","executor_public_ids":["e"],"event":"work_available","tool_name":"t","origin":"o"}`, 0},
-		{`{"kind":"executor","run_public_id":"r","task_key":"{\"kind\":\"kernel\"}","executor_public_ids":[],"event":"work_available","origin":"o"}`, 0},
-		{`{"kind":"kernel"`, 0},
-		{`not json`, 0},
-		{kernelWake(self, "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "step-1"), 0},
-	}
-	for _, c := range cases {
-		e := &Engine{kick: make(chan struct{}, 4), inst: inst}
-		wakeHandler{e}.Notified(c.payload)
-		if got := len(e.kick); got != c.kicks {
-			t.Errorf("%s: %d kicks; want %d", c.payload, got, c.kicks)
+// waitKicks waits until the engine holds n kick tokens.
+func waitKicks(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(e.kick) != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d kicks; want %d", len(e.kick), n)
 		}
 	}
+}
+
+// The engine wakes a worker for each kernel row another instance announces on the feed, and for
+// nothing else: not its own instance's (kicked at commit), not a member event; when the feed may
+// have missed events, every worker looks.
+func TestKernelWorkFromOtherInstancesKicks(t *testing.T) {
+	inst, self := testInstance(t)
+	bus := events.New()
+	e := &Engine{kick: make(chan struct{}, 4), inst: inst, bus: bus}
+	work := bus.SubscribeKernelWork(self)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.wg.Add(1)
+	go e.hearKernelWork(ctx, work)
+	defer func() { cancel(); work.Close(); e.wg.Wait() }()
+	bus.PublishRemote(events.KernelWork{Origin: "other", Run: "r", TaskKey: "r1"})
+	waitKicks(t, e, 1)
+	bus.Publish(events.KernelWork{Origin: self, Run: "r", TaskKey: "r2"})
+	bus.PublishRemote(events.RunStatus{Scope: events.Scope{Workspace: "w", Run: "r"}, Status: "running"})
+	bus.PublishRemote(events.KernelWork{Origin: "other", Run: "r", TaskKey: "r3"})
+	waitKicks(t, e, 2)
+	bus.LoseAll()
+	waitKicks(t, e, cap(e.kick))
 }
 
 // A run engine whose workers are all busy never makes the committing request wait and never
@@ -60,9 +67,8 @@ func TestKicksCoalesceWhileWorkersAreBusy(t *testing.T) {
 		defer close(done)
 		for range 10000 {
 			e.Kick(5)
-			wakeHandler{e}.Notified(kernelWake("other", "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "step-1"))
 		}
-		wakeHandler{e}.Live()
+		e.Kick(cap(e.kick))
 	}()
 	select {
 	case <-done:
@@ -79,16 +85,16 @@ func TestKicksCoalesceWhileWorkersAreBusy(t *testing.T) {
 	}
 }
 
-// heardWakes collects the payloads a subscription hears.
-type heardWakes chan string
+// heardPayloads collects the payloads a subscription hears.
+type heardPayloads chan string
 
-func (h heardWakes) Notified(p string) { h <- p }
-func (h heardWakes) Live()             {}
-func (h heardWakes) Lost()             {}
+func (h heardPayloads) Notified(p string) { h <- p }
+func (h heardPayloads) Live()             {}
+func (h heardPayloads) Lost()             {}
 
 // A transaction that makes kernel rows runnable kicks this instance's workers, one per row, and
-// tells the other instances once, after the commit, with its own instance as the origin (which
-// its own wake-up handler passes over); nothing is told for a transaction that woke nothing.
+// tells the other instances once, after the commit, in the relay's payload with its own
+// instance as the origin; nothing is told for a transaction that woke nothing.
 func TestKernelWakeUpsAfterCommit(t *testing.T) {
 	s, ok := storetest.Postgres(t)
 	if !ok {
@@ -96,14 +102,22 @@ func TestKernelWakeUpsAfterCommit(t *testing.T) {
 	}
 	ctx := context.Background()
 	inst, self := testInstance(t)
-	e := &Engine{store: s, channel: s.Channel(WorkChannel), kick: make(chan struct{}, 4),
-		inst: inst, log: hclog.NewNullLogger()}
-	heard := make(heardWakes, 4)
-	stop, err := s.Subscribe(ctx, e.channel, heard)
+	e := &Engine{store: s, kick: make(chan struct{}, 4), inst: inst, log: hclog.NewNullLogger(), bus: events.New()}
+	heard := make(heardPayloads, 4)
+	stop, err := s.Subscribe(ctx, s.Channel(events.RelayChannel), heard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
+	stopRelay, err := e.relay(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stopRelay(); e.wg.Wait() }()
+	waitKicks(t, e, cap(e.kick)) // the relay's start looks for work once, all workers
+	for len(e.kick) > 0 {
+		<-e.kick
+	}
 	e.deliver(&effects{})
 	fx := &effects{}
 	e.wakeKernel(fx, "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "r1")
@@ -114,12 +128,8 @@ func TestKernelWakeUpsAfterCommit(t *testing.T) {
 	}
 	select {
 	case p := <-heard:
-		if want := kernelWake(self, "0b7e3c1a-52a4-4c8e-9d43-3f0f1b6f3a10", "r1"); p != want {
-			t.Fatalf("heard %s, want %s", p, want)
-		}
-		wakeHandler{e}.Notified(p)
-		if got := len(e.kick); got != 2 {
-			t.Fatalf("its own wake-up kicked again: %d", got)
+		if !strings.Contains(p, `"k":"kernel.work"`) || !strings.Contains(p, `"origin":"`+self+`"`) || !strings.Contains(p, `"task_key":"r1"`) || strings.Contains(p, `"r2"`) {
+			t.Fatalf("heard %s", p)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the other instances were not told")
@@ -128,5 +138,8 @@ func TestKernelWakeUpsAfterCommit(t *testing.T) {
 	case p := <-heard:
 		t.Fatalf("told twice (or for the empty transaction): %s", p)
 	case <-time.After(200 * time.Millisecond):
+	}
+	if got := len(e.kick); got != 2 {
+		t.Fatalf("its own announcement kicked again: %d", got)
 	}
 }

@@ -248,24 +248,9 @@ func open(ctx context.Context, s Settings, log hclog.Logger, opts Options, st *s
 	// The push hub is the engine's executor signal; it listens for the other instances'
 	// executor wake-ups before any stream opens, and publishes every executor event to the event
 	// feed, where the plugins' claim loops hear it (core/events).
+	// The engine relays the feed to the other instances and theirs here once it starts
+	// (docs/api.md#events).
 	srv.events = events.New()
-	if st.Dialect() == store.Postgres {
-		// Member events cross to the other instances on the store's notification channel, after
-		// the commit that made them true, and theirs arrive here (docs/api.md#events).
-		channel := st.Channel(events.RelayChannel)
-		relay := events.NewRelay(srv.events, func(payload string) {
-			st.NotifyLater(channel, payload, func(err error) { log.Warn("relaying an event to the other instances failed", "error", err) })
-		})
-		relay.Failed = func(err error) { log.Warn("an event from another instance was not read", "error", err) }
-		stopRelay, err := st.Subscribe(ctx, channel, relay)
-		if err != nil {
-			stopListening()
-			return nil, err
-		}
-		stopAuth := stopListening
-		stopListening = func() { stopRelay(); stopAuth() }
-		srv.stopListening = stopListening
-	}
 	hub := executors.NewHub(st, executors.HubOptions{Now: opts.Now, Log: log.Named("push"), Events: srv.events})
 	// The run watch follows the event feed for waiting reads.
 	watch := conversations.NewRunWatch(srv.events)
