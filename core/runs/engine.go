@@ -125,6 +125,8 @@ type Engine struct {
 	conv     Conversations
 	signal   ExecutorSignal
 	bus      *events.Bus
+	// relayed sends the feed to the other instances and hears theirs (PostgreSQL); nil on SQLite.
+	relayed  *events.Relay
 	ann      Announcements
 	over     MemoryOverrides
 	mem      *memory.Resolver
@@ -211,7 +213,8 @@ func New(o Options) (*Engine, error) {
 		}
 	}
 	return &Engine{
-		store: o.Store, models: o.Models, registry: o.Registry, compiler: o.Compiler, kernel: o.Kernel, texts: o.Texts, conv: o.Conversations,
+		relayed: newRelay(o.Store, o.Events, o.Log),
+		store:   o.Store, models: o.Models, registry: o.Registry, compiler: o.Compiler, kernel: o.Kernel, texts: o.Texts, conv: o.Conversations,
 		signal: o.Signal, bus: o.Events, ann: o.Announcements, over: o.Overrides, mem: o.Memory, profiles: o.Profiles, uploads: o.Uploads, cfg: o.Config, now: o.Now, log: o.Log,
 		kick:    make(chan struct{}, o.Config.Workers),
 		cancels: map[int64]context.CancelFunc{}, onClaim: o.OnClaim, inst: inst,

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/nexuskernel/nexus/core/envelope"
 	"github.com/nexuskernel/nexus/core/events"
 	"github.com/nexuskernel/nexus/core/store"
@@ -73,22 +75,31 @@ func (e *Engine) Stop() {
 	e.inst.Leave()
 }
 
-// relay carries the engine's feed to the other instances and theirs here, on PostgreSQL
-// (events.Relay on the store's notification channel), and wakes this instance's workers for the
-// kernel work the others announce; it answers the function that stops both. On SQLite, which
+// newRelay has the engine's feed sent to the other instances from now on, on PostgreSQL
+// (events.Relay on the store's notification channel), whether or not its workers run; nil on
+// SQLite, which serves one instance.
+func newRelay(s *store.Store, bus *events.Bus, log hclog.Logger) *events.Relay {
+	if s.Dialect() != store.Postgres {
+		return nil
+	}
+	channel := s.Channel(events.RelayChannel)
+	r := events.NewRelay(bus, func(payload string) {
+		s.NotifyLater(channel, payload, func(err error) { log.Warn("relaying events to the other instances failed", "error", err) })
+	})
+	r.Failed = func(err error) { log.Warn("an event from another instance was not read", "error", err) }
+	return r
+}
+
+// relay hears the other instances' events, on PostgreSQL, and wakes this instance's workers for
+// the kernel work they announce; it answers the function that stops both. On SQLite, which
 // serves one instance, it only looks for work once.
 func (e *Engine) relay(ctx context.Context) (stop func(), err error) {
-	if e.store.Dialect() != store.Postgres {
+	if e.relayed == nil {
 		e.Kick(cap(e.kick))
 		return func() {}, nil
 	}
-	channel := e.store.Channel(events.RelayChannel)
-	r := events.NewRelay(e.bus, func(payload string) {
-		e.store.NotifyLater(channel, payload, func(err error) { e.log.Warn("relaying events to the other instances failed", "error", err) })
-	})
-	r.Failed = func(err error) { e.log.Warn("an event from another instance was not read", "error", err) }
 	work := e.bus.SubscribeKernelWork(e.inst.ID())
-	stopSub, err := e.store.Subscribe(ctx, channel, r)
+	stopSub, err := e.store.Subscribe(ctx, e.store.Channel(events.RelayChannel), e.relayed)
 	if err != nil {
 		work.Close()
 		return nil, fmt.Errorf("runs: listen for the other instances' events: %w", err)

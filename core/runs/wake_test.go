@@ -102,7 +102,8 @@ func TestKernelWakeUpsAfterCommit(t *testing.T) {
 	}
 	ctx := context.Background()
 	inst, self := testInstance(t)
-	e := &Engine{store: s, kick: make(chan struct{}, 4), inst: inst, log: hclog.NewNullLogger(), bus: events.New()}
+	bus := events.New()
+	e := &Engine{store: s, kick: make(chan struct{}, 4), inst: inst, log: hclog.NewNullLogger(), bus: bus, relayed: newRelay(s, bus, hclog.NewNullLogger())}
 	heard := make(heardPayloads, 4)
 	stop, err := s.Subscribe(ctx, s.Channel(events.RelayChannel), heard)
 	if err != nil {
