@@ -96,6 +96,3 @@ func (e *Engine) Announce(ev events.MemberEvent) {
 		e.bus.Publish(ev)
 	}
 }
-
-// Events is the engine's event feed; nil when it has none.
-func (e *Engine) Events() *events.Bus { return e.bus }

@@ -116,18 +116,7 @@ func BenchmarkMemberEvent(b *testing.B) {
 				}
 				return
 			}
-			listener, err := store.Open(ctx, p.srv.DatabaseURL, store.Options{MaxReaders: 2})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer listener.Close()
-			heard := make(signal, 1)
-			channel := listener.Channel("bench_member_notify")
-			stop, err := listener.Subscribe(ctx, channel, heard)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer stop()
+			channel, heard := p.listen(b, "bench_member_notify")
 			b.Run("notify-commit", func(b *testing.B) {
 				results["notify"] = p.notifyCommit(b, run, tasks, channel, heard, func(row benchRow) string {
 					return `{"workspace_public_id":"w","run_public_id":"` + row.run + `","task_key":"s1-tool-1","status":"completed"}`

@@ -343,6 +343,26 @@ WHERE id = ? AND status = 'dispatched' AND claim_token_hash = ?`, false, now, id
 	})
 }
 
+// listen opens a LISTEN connection of its own on the plane's database, subscribed to the scoped
+// channel base until b ends, and answers the channel and what it hears.
+func (p *benchPlane) listen(b *testing.B, base string) (string, signal) {
+	b.Helper()
+	ctx := context.Background()
+	listener, err := store.Open(ctx, p.srv.DatabaseURL, store.Options{MaxReaders: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { listener.Close() })
+	heard := make(signal, 1)
+	channel := listener.Channel(base)
+	stop, err := listener.Subscribe(ctx, channel, heard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(stop)
+	return channel, heard
+}
+
 // notifyCommit is the floor of B8 and B22: b.N transactions, each updating a cloned task row and
 // notifying channel with payload's text for its row, timed until heard hears it; it reports and
 // answers their latencies.
@@ -430,18 +450,7 @@ func BenchmarkCommitPush(b *testing.B) {
 				results["commit-answer"] = answered
 				b.ReportMetric(float64(l.quantile(0.5).Microseconds()), "p50-µs")
 			})
-			listener, err := store.Open(ctx, p.srv.DatabaseURL, store.Options{MaxReaders: 2})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer listener.Close()
-			heard := make(signal, 1)
-			channel := listener.Channel("bench_commit_notify")
-			stop, err := listener.Subscribe(ctx, channel, heard)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer stop()
+			channel, heard := p.listen(b, "bench_commit_notify")
 			b.Run("notify", func(b *testing.B) {
 				l := make(latencies, 0, b.N)
 				for i := 0; i < b.N; i++ {
